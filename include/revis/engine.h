@@ -1,0 +1,103 @@
+// The revis engine: load a GGUF model once, then run sessions on it.
+//
+//   auto engine = revis::Engine::load({.model_path = "model.gguf"});
+//   auto session = (*engine)->new_session();
+//   session->eval(tokens);                 // prefill; logits of the last token
+//   int32_t next = sampler.sample(session->logits());
+//   session->eval({&next, 1});             // one decoding step
+//
+// An Engine is immutable after load and owns the weights (mmapped, never
+// copied), the tokenizer and the thread pool. A Session owns one KV cache and
+// the token history. Sessions share the engine's thread pool, so only one
+// session evaluates at a time (revis runs one inference per machine); calls on
+// one Session must come from one thread at a time. Errors are returned as
+// Status values, never thrown.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "revis/status.h"
+
+namespace revis {
+
+class Tokenizer;
+class Session;
+
+struct EngineOptions {
+  std::string model_path;
+  int n_ctx = 0;      // context length in tokens; 0 = min(model's training context, 4096)
+  int n_threads = 0;  // 0 = number of physical cores
+};
+
+struct ModelInfo {
+  std::string path;
+  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe"
+  std::string name;          // general.name
+  int n_vocab = 0;
+  int n_ctx_train = 0;
+  int n_ctx = 0;             // the context sessions get
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_threads = 0;
+  uint64_t file_bytes = 0;
+  uint64_t bytes_per_token = 0;  // weight bytes read per generated token
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> load(const EngineOptions& options);
+  ~Engine();
+
+  const ModelInfo& info() const;
+  const Tokenizer& tokenizer() const;
+
+  // Text -> ids. add_bos as the model's metadata asks: add_bos_default().
+  std::vector<int32_t> tokenize(std::string_view text, bool add_bos, bool parse_special) const;
+  bool add_bos_default() const;
+  // The bytes a token stands for (may be part of a UTF-8 character).
+  std::string token_bytes(int32_t id) const;
+  bool is_end_of_generation(int32_t id) const;
+
+  // A new session with an empty KV cache of info().n_ctx tokens.
+  std::unique_ptr<Session> new_session();
+
+ private:
+  friend class Session;
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class Session {
+ public:
+  ~Session();
+
+  // Appends tokens to the context and runs the model over them. With
+  // all_logits, logits(i) holds the row after tokens[i]; otherwise only
+  // logits(0), the row after the last token. Fails (changing nothing) when
+  // the context would overflow or an id is outside the vocabulary.
+  Status eval(std::span<const int32_t> tokens, bool all_logits = false);
+  std::span<const float> logits(int row = 0) const;
+  int n_logit_rows() const;
+
+  int n_past() const { return static_cast<int>(history_.size()); }
+  int n_ctx() const;
+  const std::vector<int32_t>& history() const { return history_; }
+  // Forgets every token from position n on; the KV rows before n stay valid.
+  void truncate(int n);
+
+ private:
+  friend class Engine;
+  struct State;
+  explicit Session(Engine& engine);
+  Engine& engine_;
+  std::unique_ptr<State> state_;
+  std::vector<int32_t> history_;
+};
+
+}  // namespace revis

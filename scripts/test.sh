@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The test suite: the unit and golden tests (ctest) in a Release build, the
+# same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and a
+# bounded libFuzzer run of each parser when clang is present.
+# Needs ../shared/testdata beside the repository (or REVIS_TESTDATA_DIR).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+testdata=${REVIS_TESTDATA_DIR:-$PWD/../shared/testdata}
+fuzz_seconds=${REVIS_FUZZ_SECONDS:-60}
+
+echo "== release build + tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build -j"$jobs" --output-on-failure
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build + tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREVIS_SANITIZE=ON \
+  -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -j"$jobs" --output-on-failure
+
+if command -v clang++ >/dev/null; then
+  echo "== fuzzing the GGUF reader and the tokenizer, ${fuzz_seconds}s each"
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREVIS_FUZZ=ON \
+    -DCMAKE_CXX_COMPILER=clang++ -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
+  cmake --build build-fuzz -j"$jobs"
+  corpus=$(mktemp -d)
+  trap 'rm -rf "$corpus"' EXIT
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer"
+  cp "$testdata"/quant/*.gguf "$corpus/gguf/"
+  cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
+  build-fuzz/fuzz_gguf -max_total_time="$fuzz_seconds" -max_len=65536 "$corpus/gguf" 2>&1 | tail -n 3
+  REVIS_FUZZ_VOCAB_DIR="$testdata/vocab" \
+    build-fuzz/fuzz_tokenizer -max_total_time="$fuzz_seconds" "$corpus/tokenizer" 2>&1 | tail -n 3
+else
+  echo "== clang++ not found: fuzzers skipped"
+fi

@@ -1,0 +1,78 @@
+// revis mkmodel: write a GGUF with random weights and a real model's layout.
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/progress.h"
+#include "model/synthetic.h"
+
+namespace revis::cli {
+namespace {
+
+struct MkmodelArgs {
+  std::string like, type = "F16", output;
+  SyntheticSpec spec;
+};
+
+int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
+  SyntheticSpec spec = args.spec;
+  if (!args.like.empty()) {
+    std::optional<SyntheticSpec> preset = synthetic_preset(args.like);
+    if (!preset) {
+      std::string names;
+      for (const std::string& n : synthetic_preset_names()) names += (names.empty() ? "" : ", ") + n;
+      return fail("--like '" + args.like + "' is not a known shape (expected one of: " + names + ")");
+    }
+    // A preset gives the shape; explicit flags still override it.
+    SyntheticSpec merged = *preset;
+    const auto given = [&](const char* flag) { return cmd.count(flag) > 0; };
+    if (given("--arch")) merged.arch = spec.arch;
+    if (given("--embd")) merged.n_embd = spec.n_embd;
+    if (given("--layers")) merged.n_layer = spec.n_layer;
+    if (given("--heads")) merged.n_head = spec.n_head;
+    if (given("--kv-heads")) merged.n_head_kv = spec.n_head_kv;
+    if (given("--head-dim")) merged.head_dim = spec.head_dim;
+    if (given("--ff")) merged.n_ff = spec.n_ff;
+    if (given("--vocab")) merged.n_vocab = spec.n_vocab;
+    merged.vocab_from = spec.vocab_from;
+    merged.seed = spec.seed;
+    spec = merged;
+  }
+  const std::optional<QuantMix> mix = parse_quant_mix(args.type);
+  if (!mix) return fail("--type '" + args.type + "' is not supported (expected F32, F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K)");
+  spec.mix = *mix;
+  ThreadPool pool(ThreadPool::default_threads());
+  Status s = write_synthetic_model(spec, args.output, pool, [](size_t done, size_t total, const std::string& name) {
+    print_progress("generating", done, total, name);
+  });
+  if (!s.ok()) return fail(s.message());
+  std::fprintf(stderr, "wrote %s: %s-shaped %s model with random weights\n", args.output.c_str(), spec.arch.c_str(),
+               quant_mix_name(spec.mix));
+  return 0;
+}
+
+}  // namespace
+
+void register_mkmodel(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("mkmodel", "Write a synthetic GGUF model (random weights, real layout)");
+  auto args = std::make_shared<MkmodelArgs>();
+  SyntheticSpec& s = args->spec;
+  cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
+  cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b");
+  cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
+  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3 or qwen3moe")->capture_default_str();
+  cmd->add_option("--embd", s.n_embd, "Embedding width")->capture_default_str();
+  cmd->add_option("--layers", s.n_layer, "Number of blocks")->capture_default_str();
+  cmd->add_option("--heads", s.n_head, "Attention heads")->capture_default_str();
+  cmd->add_option("--kv-heads", s.n_head_kv, "Key/value heads")->capture_default_str();
+  cmd->add_option("--head-dim", s.head_dim, "Head width (default embd/heads)");
+  cmd->add_option("--ff", s.n_ff, "Feed-forward width")->capture_default_str();
+  cmd->add_option("--experts", s.n_expert, "Experts (qwen3moe)");
+  cmd->add_option("--experts-used", s.n_expert_used, "Experts per token (qwen3moe)");
+  cmd->add_option("--ff-expert", s.n_ff_expert, "Expert feed-forward width (qwen3moe)");
+  cmd->add_option("--vocab", s.n_vocab, "Pad the built-in byte vocabulary to this size");
+  cmd->add_option("--vocab-from", s.vocab_from, "Copy the tokenizer from this GGUF");
+  cmd->add_flag("--tied", s.tied_output, "Use token_embd as the output matrix");
+  cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();
+  cmd->callback([args, cmd, &exit_code] { exit_code = mkmodel(*args, *cmd); });
+}
+
+}  // namespace revis::cli

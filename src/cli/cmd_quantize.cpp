@@ -1,0 +1,44 @@
+// revis quantize IN OUT TYPE: convert a model to another tensor type mix.
+#include <chrono>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/progress.h"
+#include "model/quantize.h"
+
+namespace revis::cli {
+namespace {
+
+struct QuantizeArgs {
+  std::string input, output, type;
+  int threads = 0;
+};
+
+int quantize(const QuantizeArgs& args) {
+  const std::optional<QuantMix> mix = parse_quant_mix(args.type);
+  if (!mix) return fail("type '" + args.type + "' is not supported (expected F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K)");
+  if (args.threads < 0) return fail("-t: expected >= 0");
+  ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::default_threads());
+  const auto start = std::chrono::steady_clock::now();
+  Status s = quantize_model(args.input, args.output, *mix, pool, [](size_t done, size_t total, const std::string& name) {
+    print_progress("quantizing", done, total, name);
+  });
+  if (!s.ok()) return fail(s.message());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "wrote %s (%s) in %.1f s\n", args.output.c_str(), quant_mix_name(*mix), seconds);
+  return 0;
+}
+
+}  // namespace
+
+void register_quantize(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("quantize", "Convert a GGUF model to F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K");
+  auto args = std::make_shared<QuantizeArgs>();
+  cmd->add_option("input", args->input, "Source GGUF model")->required();
+  cmd->add_option("output", args->output, "Destination GGUF file")->required();
+  cmd->add_option("type", args->type, "Target type mix (see docs/formats.md)")->required();
+  cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
+  cmd->callback([args, &exit_code] { exit_code = quantize(*args); });
+}
+
+}  // namespace revis::cli

@@ -1,0 +1,147 @@
+// revis run -m MODEL -p PROMPT: generate text, streamed to stdout, with
+// timing on stderr; --json for one machine-readable object, --logits-out to
+// dump logits in the shape of the llama.cpp golden files.
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "engine/generate.h"
+
+namespace revis::cli {
+namespace {
+
+struct RunArgs {
+  std::string model, prompt, prompt_file, logits_out;
+  int n_predict = 256, threads = 0, ctx = 0;
+  std::optional<uint64_t> seed;
+  bool json = false, ignore_eos = false;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+};
+
+// Rows of n_vocab floats as a JSON array of arrays; "%.9g" round-trips float32.
+void write_rows(std::ofstream& out, const std::vector<float>& values, size_t n_vocab) {
+  out << '[';
+  char buf[32];
+  for (size_t row = 0; row * n_vocab < values.size(); ++row) {
+    out << (row ? ",[" : "[");
+    for (size_t j = 0; j < n_vocab; ++j) {
+      std::snprintf(buf, sizeof buf, j ? ",%.9g" : "%.9g", values[row * n_vocab + j]);
+      out << buf;
+    }
+    out << ']';
+  }
+  out << ']';
+}
+
+Status write_logits(const std::string& path, const GenerateResult& r, size_t n_vocab) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::error(path + ": cannot open for writing");
+  out << "{\"prompt_tokens\":" << nlohmann::json(r.prompt_tokens).dump() << ",\"first_logits_position\":0"
+      << ",\"greedy\":" << nlohmann::json(r.generated).dump() << ",\"prompt_logits\":";
+  write_rows(out, r.prompt_logits, n_vocab);
+  out << ",\"greedy_logits\":";
+  write_rows(out, r.generated_logits, n_vocab);
+  out << "}\n";
+  out.flush();
+  if (!out) return Status::error(path + ": write failed");
+  return {};
+}
+
+int run(RunArgs& args) {
+  std::string prompt = args.prompt;
+  if (!args.prompt_file.empty()) {
+    auto content = read_file(args.prompt_file);
+    if (!content.ok()) return fail(content.status().message());
+    prompt = *content;
+  }
+  if (args.n_predict < 0) return fail("-n: " + std::to_string(args.n_predict) + " (expected >= 0)");
+  args.sampling.seed = args.seed ? *args.seed : std::random_device{}();
+  if (Status s = args.sampling.validate(); !s.ok()) return fail(s.message());
+
+  auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
+  if (!engine) return 1;
+  const std::vector<int32_t> tokens = engine->tokenize(prompt, engine->add_bos_default(), false);
+  if (tokens.empty()) return fail("the prompt is empty after tokenization");
+  if (static_cast<int>(tokens.size()) > engine->info().n_ctx)
+    return fail("the prompt has " + std::to_string(tokens.size()) + " tokens but the context is " +
+                std::to_string(engine->info().n_ctx) + " (raise -c)");
+
+  GenerateOptions options;
+  options.max_tokens = args.n_predict;
+  options.sampling = args.sampling;
+  options.stop = args.stop;
+  // Golden comparisons want exactly -n tokens, whatever they are.
+  options.ignore_eog = args.ignore_eos || !args.logits_out.empty();
+  options.record_logits = !args.logits_out.empty();
+
+  auto session = engine->new_session();
+  auto result = generate(*engine, *session, tokens, options, [&](std::string_view text) {
+    if (args.json) return;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (!result.ok()) return fail(result.status().message());
+  const GenerateResult& r = *result;
+  if (!args.json) std::printf("\n");
+
+  const double prefill_tps = r.prefill_ms > 0 ? r.prompt_tokens.size() * 1000.0 / r.prefill_ms : 0;
+  // The first token comes from the prefill's logits; the rest cost one forward pass each.
+  const size_t decoded = r.generated.empty() ? 0 : r.generated.size() - 1;
+  const double gen_tps = r.generate_ms > 0 ? decoded * 1000.0 / r.generate_ms : 0;
+  std::fprintf(stderr, "prompt %zu tokens, prefill %.1f tok/s (%.0f ms); generated %zu tokens, %.1f tok/s; "
+               "stop: %s; seed %llu\n",
+               r.prompt_tokens.size(), prefill_tps, r.prefill_ms, r.generated.size(), gen_tps,
+               r.stop_reason.c_str(), (unsigned long long)args.sampling.seed);
+
+  if (args.json) {
+    nlohmann::json j = {{"model", engine->info().path},      {"prompt_tokens", r.prompt_tokens.size()},
+                        {"cached_tokens", 0},                {"gen_tokens", r.generated.size()},
+                        {"text", r.text},                    {"stop_reason", r.stop_reason},
+                        {"ttft_ms", r.ttft_ms},              {"prefill_ms", r.prefill_ms},
+                        {"prefill_tok_s", prefill_tps},      {"gen_tok_s", gen_tps},
+                        {"seed", args.sampling.seed}};
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  if (!args.logits_out.empty())
+    if (Status s = write_logits(args.logits_out, r, engine->info().n_vocab); !s.ok()) return fail(s.message());
+  return 0;
+}
+
+}  // namespace
+
+void add_sampling_options(CLI::App& cmd, SamplingParams& s) {
+  cmd.add_option("--temp", s.temperature, "Temperature; 0 = greedy")->capture_default_str();
+  cmd.add_option("--top-k", s.top_k, "Keep the k most likely tokens; 0 = off")->capture_default_str();
+  cmd.add_option("--top-p", s.top_p, "Nucleus sampling mass; 1 = off")->capture_default_str();
+  cmd.add_option("--min-p", s.min_p, "Drop tokens below min-p x the best probability; 0 = off")->capture_default_str();
+  cmd.add_option("--repeat-penalty", s.repeat_penalty, "Penalty for recent tokens; 1 = off")->capture_default_str();
+  cmd.add_option("--repeat-last-n", s.repeat_last_n, "Window of recent tokens the penalties see")->capture_default_str();
+  cmd.add_option("--frequency-penalty", s.frequency_penalty, "OpenAI-style frequency penalty")->capture_default_str();
+  cmd.add_option("--presence-penalty", s.presence_penalty, "OpenAI-style presence penalty")->capture_default_str();
+}
+
+void register_run(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("run", "Generate text from a prompt");
+  auto args = std::make_shared<RunArgs>();
+  cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
+  auto* p = cmd->add_option("-p,--prompt", args->prompt, "Prompt text");
+  cmd->add_option("-f,--file", args->prompt_file, "Read the prompt from a file")->excludes(p);
+  cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most")->capture_default_str();
+  cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
+  cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
+  cmd->add_option("--seed", args->seed, "RNG seed (default: random, printed at the end)");
+  cmd->add_option("--stop", args->stop, "Stop when this text is generated (repeatable)");
+  cmd->add_flag("--ignore-eos", args->ignore_eos, "Keep generating past end-of-generation tokens");
+  cmd->add_flag("--json", args->json, "Print one JSON object with the text and statistics instead of streaming");
+  cmd->add_option("--logits-out", args->logits_out,
+                  "Write prompt_tokens, prompt_logits, greedy, greedy_logits as JSON (implies --ignore-eos)");
+  add_sampling_options(*cmd, args->sampling);
+  cmd->callback([args, &exit_code] { exit_code = run(*args); });
+}
+
+}  // namespace revis::cli

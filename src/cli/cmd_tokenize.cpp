@@ -1,0 +1,53 @@
+// revis tokenize -m MODEL -p TEXT: the token ids of a text, space separated.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "gguf/gguf.h"
+#include "tokenizer/tokenizer.h"
+
+namespace revis::cli {
+namespace {
+
+struct TokenizeArgs {
+  std::string model, prompt, prompt_file;
+  bool no_bos = false, special = false, pieces = false;
+};
+
+int tokenize(const TokenizeArgs& args) {
+  std::string text = args.prompt;
+  if (!args.prompt_file.empty()) {
+    auto content = read_file(args.prompt_file);
+    if (!content.ok()) return fail(content.status().message());
+    text = *content;
+  }
+  // Only the vocabulary is needed, so vocabulary-only GGUF files work too.
+  auto file = gguf::GgufFile::open(args.model);
+  if (!file.ok()) return fail(file.status().message());
+  auto tokenizer = Tokenizer::from_gguf(**file);
+  if (!tokenizer.ok()) return fail(tokenizer.status().with_context(args.model).message());
+  const Tokenizer& tok = **tokenizer;
+  const std::vector<int32_t> ids = tok.encode(text, !args.no_bos && tok.add_bos_default(), args.special);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::printf(i ? " %d" : "%d", ids[i]);
+    if (args.pieces) std::printf(":'%s'", tok.token_to_piece(ids[i]).c_str());
+  }
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace
+
+void register_tokenize(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("tokenize", "Print the token ids of a text");
+  auto args = std::make_shared<TokenizeArgs>();
+  cmd->add_option("-m,--model", args->model, "GGUF model or vocabulary file")->required();
+  auto* p = cmd->add_option("-p,--prompt", args->prompt, "Text to tokenize");
+  cmd->add_option("-f,--file", args->prompt_file, "Read the text from a file")->excludes(p);
+  cmd->add_flag("--no-bos", args->no_bos, "Do not add the BOS token even if the model asks for it");
+  cmd->add_flag("--special", args->special, "Parse special tokens (e.g. <|im_start|>) in the text");
+  cmd->add_flag("--pieces", args->pieces, "Show each token's text next to its id");
+  cmd->callback([args, &exit_code] { exit_code = tokenize(*args); });
+}
+
+}  // namespace revis::cli

@@ -1,0 +1,16 @@
+// The subcommands of the `revis` binary. Each register_* function adds one
+// CLI11 subcommand whose callback does the work and stores the exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace revis::cli {
+
+void register_inspect(CLI::App& app, int& exit_code);
+void register_tokenize(CLI::App& app, int& exit_code);
+void register_run(CLI::App& app, int& exit_code);
+void register_quantize(CLI::App& app, int& exit_code);
+void register_mkmodel(CLI::App& app, int& exit_code);
+void register_demo(CLI::App& app, int& exit_code);
+
+}  // namespace revis::cli

@@ -1,0 +1,40 @@
+#include "cli/common.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace revis::cli {
+
+std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet) {
+  if (!quiet) std::fprintf(stderr, "loading %s ...\n", options.model_path.c_str());
+  const auto start = std::chrono::steady_clock::now();
+  auto engine = Engine::load(options);
+  if (!engine.ok()) {
+    fail(engine.status().message());
+    return nullptr;
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const ModelInfo& info = (*engine)->info();
+  if (!quiet)
+    std::fprintf(stderr, "loaded %s (%s, %d layers, vocab %d, %.1f MiB) in %.0f ms; context %d, %d threads\n",
+                 info.name.c_str(), info.architecture.c_str(), info.n_layer, info.n_vocab,
+                 info.file_bytes / 1048576.0, ms, info.n_ctx, info.n_threads);
+  return std::move(*engine);
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace revis::cli

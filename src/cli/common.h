@@ -1,0 +1,22 @@
+// Pieces shared by the subcommands: loading an engine with a progress line,
+// and printing errors the same way everywhere.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "revis/engine.h"
+
+namespace revis::cli {
+
+// Loads a model, reporting progress and timing on stderr. On failure prints
+// "error: ..." and returns nullptr.
+std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet = false);
+
+// Prints "error: <message>" to stderr and returns 1 (the exit code).
+int fail(const std::string& message);
+
+// The whole content of a file, or an error.
+Result<std::string> read_file(const std::string& path);
+
+}  // namespace revis::cli

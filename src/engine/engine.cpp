@@ -1,0 +1,103 @@
+#include "revis/engine.h"
+
+#include <algorithm>
+
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace revis {
+
+struct Engine::Impl {
+  ModelInfo info;
+  std::shared_ptr<const gguf::GgufFile> file;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<ThreadPool> pool;
+};
+
+struct Session::State {
+  KvCache kv;
+  std::vector<float> logits;
+  int rows = 0;
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
+  if (options.n_ctx < 0) return Status::error("context size: " + std::to_string(options.n_ctx) + " (expected >= 0)");
+  if (options.n_threads < 0 || options.n_threads > 1024)
+    return Status::error("threads: " + std::to_string(options.n_threads) + " (expected 0..1024)");
+  auto file = gguf::GgufFile::open(options.model_path);
+  if (!file.ok()) return file.status();
+  auto impl = std::make_unique<Impl>();
+  impl->file = std::shared_ptr<const gguf::GgufFile>(std::move(*file));
+  auto model = Model::load(impl->file);
+  if (!model.ok()) return model.status();
+  impl->model = std::move(*model);
+  auto tokenizer = Tokenizer::from_gguf(*impl->file);
+  if (!tokenizer.ok()) return tokenizer.status().with_context(options.model_path);
+  impl->tokenizer = std::move(*tokenizer);
+  const ModelConfig& c = impl->model->config();
+  if (impl->tokenizer->n_vocab() != c.n_vocab)
+    return Status::error(options.model_path + ": tokenizer.ggml.tokens has " +
+                         std::to_string(impl->tokenizer->n_vocab()) + " entries but token_embd.weight has " +
+                         std::to_string(c.n_vocab) + " rows");
+
+  ModelInfo& info = impl->info;
+  info.path = options.model_path;
+  info.architecture = architecture_name(c.arch);
+  info.name = c.name;
+  info.n_vocab = c.n_vocab;
+  info.n_ctx_train = c.n_ctx_train;
+  info.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min(c.n_ctx_train, 4096);
+  info.n_layer = c.n_layer;
+  info.n_embd = c.n_embd;
+  info.n_threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
+  info.file_bytes = impl->file->file_size();
+  info.bytes_per_token = impl->model->bytes_per_token();
+  impl->pool = std::make_unique<ThreadPool>(info.n_threads);
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+const ModelInfo& Engine::info() const { return impl_->info; }
+const Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer; }
+
+std::vector<int32_t> Engine::tokenize(std::string_view text, bool add_bos, bool parse_special) const {
+  return impl_->tokenizer->encode(text, add_bos, parse_special);
+}
+bool Engine::add_bos_default() const { return impl_->tokenizer->add_bos_default(); }
+std::string Engine::token_bytes(int32_t id) const { return impl_->tokenizer->token_to_piece(id); }
+bool Engine::is_end_of_generation(int32_t id) const { return impl_->tokenizer->is_end_of_generation(id); }
+
+std::unique_ptr<Session> Engine::new_session() { return std::unique_ptr<Session>(new Session(*this)); }
+
+Session::Session(Engine& engine)
+    : engine_(engine),
+      state_(new State{KvCache(engine.impl_->model->config(), engine.impl_->info.n_ctx), {}, 0}) {}
+Session::~Session() = default;
+
+int Session::n_ctx() const { return state_->kv.n_ctx(); }
+
+Status Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+  Engine::Impl& e = *engine_.impl_;
+  Status s = e.model->forward(tokens, n_past(), state_->kv, *e.pool, all_logits, state_->logits);
+  if (!s.ok()) return s;
+  state_->rows = all_logits ? static_cast<int>(tokens.size()) : 1;
+  history_.insert(history_.end(), tokens.begin(), tokens.end());
+  return {};
+}
+
+std::span<const float> Session::logits(int row) const {
+  const size_t n_vocab = engine_.impl_->info.n_vocab;
+  if (row < 0 || row >= state_->rows) return {};
+  return std::span<const float>(state_->logits).subspan(row * n_vocab, n_vocab);
+}
+
+int Session::n_logit_rows() const { return state_->rows; }
+
+void Session::truncate(int n) {
+  if (n >= 0 && n < n_past()) history_.resize(n);
+}
+
+}  // namespace revis

@@ -1,0 +1,45 @@
+// generate(): the loop every front end shares (CLI, later the node):
+// prefill the prompt, then sample, stream text and decode one token at a time
+// until a token budget, an end-of-generation token or a stop string.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "revis/engine.h"
+#include "sample/sampler.h"
+
+namespace revis {
+
+struct GenerateOptions {
+  int max_tokens = 128;               // generated tokens at most; 0 = prefill only
+  SamplingParams sampling;
+  std::vector<std::string> stop;      // stop strings (not included in the text)
+  bool ignore_eog = false;            // keep going past end-of-generation tokens
+  bool record_logits = false;         // keep prompt and per-step logits (for --logits-out)
+};
+
+struct GenerateResult {
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> generated;     // every sampled token, including a final end-of-generation one
+  std::string text;                   // what was streamed
+  std::string stop_reason;            // "length", "eog", "stop"
+  double prefill_ms = 0, generate_ms = 0, ttft_ms = 0;
+  // With record_logits: one row per prompt token, and one per generated
+  // token but the last (the logits that chose the next token).
+  std::vector<float> prompt_logits, generated_logits;
+};
+
+using TextSink = std::function<void(std::string_view)>;
+
+// Runs the prompt through `session` (which should be empty, or hold a prefix
+// of the prompt) and generates. `on_text` receives whole UTF-8 characters as
+// they are produced.
+Result<GenerateResult> generate(Engine& engine, Session& session, std::span<const int32_t> prompt,
+                                const GenerateOptions& options, const TextSink& on_text);
+
+}  // namespace revis

@@ -1,0 +1,246 @@
+// The transformer forward pass shared by llama, qwen2, qwen3 and qwen3moe.
+// Read forward_chunk() top to bottom: embed, then per layer attention and
+// feed-forward with residual connections, then the output projection.
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "model/ops.h"
+#include "quant/quant.h"
+
+namespace revis {
+namespace {
+
+// Prompts are processed in chunks so scratch memory stays bounded while each
+// weight row is still reused across many tokens.
+constexpr int kMaxChunk = 64;
+
+uint64_t matrix_bytes(const Matrix& m) { return m.empty() ? 0 : m.row_bytes * m.rows * m.n_mats; }
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const gguf::GgufFile> file) {
+  std::unique_ptr<Model> model(new Model());
+  auto config = read_model_config(*file);
+  if (!config.ok()) return config.status().with_context(file->path());
+  model->config_ = *config;
+  auto weights = load_model_weights(*file, model->config_);
+  if (!weights.ok()) return weights.status().with_context(file->path());
+  model->weights_ = std::move(*weights);
+  model->file_ = std::move(file);
+
+  // theta_i = pos * freq_scale * base^(-2i/rope_dims) / factor_i
+  const ModelConfig& c = model->config_;
+  const std::vector<float>& factors = model->weights_.rope_freq_factors;
+  for (int i = 0; i < c.rope_dims / 2; ++i) {
+    double inv_freq = c.rope_freq_scale * std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dims);
+    if (!factors.empty()) inv_freq /= factors[i];
+    model->rope_inv_freq_.push_back(inv_freq);
+  }
+  return model;
+}
+
+uint64_t Model::bytes_per_token() const {
+  const ModelConfig& c = config_;
+  uint64_t total = matrix_bytes(weights_.output) + weights_.token_embd.row_bytes;
+  for (const LayerWeights& l : weights_.layers) {
+    total += matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo);
+    total += matrix_bytes(l.w_gate) + matrix_bytes(l.w_up) + matrix_bytes(l.w_down) + matrix_bytes(l.router);
+    if (c.n_expert > 0) {
+      const uint64_t experts = matrix_bytes(l.gate_exps) + matrix_bytes(l.up_exps) + matrix_bytes(l.down_exps);
+      total += experts / c.n_expert * c.n_expert_used;
+    }
+  }
+  return total;
+}
+
+Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
+                      std::vector<float>& logits) {
+  const int n = static_cast<int>(tokens.size());
+  if (n == 0) return Status::error("forward: no tokens to evaluate");
+  if (n_past < 0 || n_past + n > kv.n_ctx())
+    return Status::error("context full: " + std::to_string(n_past + n) + " tokens do not fit in a context of " +
+                         std::to_string(kv.n_ctx()) + " (raise -c)");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= config_.n_vocab)
+      return Status::error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                           std::to_string(config_.n_vocab - 1) + ")");
+  const size_t n_vocab = config_.n_vocab;
+  logits.assign((all_logits ? n : 1) * n_vocab, 0.0f);
+  for (int start = 0; start < n; start += kMaxChunk) {
+    const int len = std::min(kMaxChunk, n - start);
+    const bool last_chunk = start + len == n;
+    if (!all_logits && !last_chunk) {
+      forward_chunk(tokens.data() + start, len, n_past + start, kv, pool, false, nullptr);
+    } else {
+      float* out = all_logits ? logits.data() + start * n_vocab : logits.data();
+      forward_chunk(tokens.data() + start, len, n_past + start, kv, pool, all_logits, out);
+    }
+  }
+  return {};
+}
+
+void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
+                          float* logits) {
+  const ModelConfig& c = config_;
+  const int d = c.n_embd;
+  x_.resize(static_cast<size_t>(n) * d);
+  xb_.resize(static_cast<size_t>(n) * d);
+  q_.resize(static_cast<size_t>(n) * c.q_dim());
+  k_.resize(static_cast<size_t>(n) * c.kv_dim_k());
+  v_.resize(static_cast<size_t>(n) * c.kv_dim_v());
+  attn_out_.resize(static_cast<size_t>(n) * c.n_head * c.head_dim_v);
+
+  // Token embeddings.
+  const Matrix& embd = weights_.token_embd;
+  for (int t = 0; t < n; ++t) dequantize_row(embd.type, embd.row(tokens[t]), &x_[t * d], d);
+
+  for (int layer = 0; layer < c.n_layer; ++layer) {
+    const LayerWeights& l = weights_.layers[layer];
+
+    // Attention block: x += Wo * attention(norm(x)).
+    for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.attn_norm.data(), d, c.rms_eps);
+    matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
+    matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
+    matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
+    for (int t = 0; t < n; ++t) {
+      float* q = &q_[t * c.q_dim()];
+      float* k = &k_[t * c.kv_dim_k()];
+      float* v = &v_[t * c.kv_dim_v()];
+      if (c.has_qkv_bias) {
+        add(q, l.bq.data(), c.q_dim());
+        add(k, l.bk.data(), c.kv_dim_k());
+        add(v, l.bv.data(), c.kv_dim_v());
+      }
+      for (int h = 0; h < c.n_head; ++h) {
+        float* qh = q + h * c.head_dim_k;
+        if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), c.head_dim_k, c.rms_eps);
+        apply_rope(qh, n_past + t);
+      }
+      for (int h = 0; h < c.n_head_kv; ++h) {
+        float* kh = k + h * c.head_dim_k;
+        if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
+        apply_rope(kh, n_past + t);
+      }
+      quantize_row(TensorType::F16, k, kv.key(layer, n_past + t), c.kv_dim_k());
+      quantize_row(TensorType::F16, v, kv.value(layer, n_past + t), c.kv_dim_v());
+    }
+    attention(layer, n, n_past, kv, pool);
+    matmul_.run(pool, l.wo, attn_out_.data(), n, c.n_head * c.head_dim_v, xb_.data(), d);
+    add(x_.data(), xb_.data(), n * d);
+
+    // Feed-forward block: x += ffn(norm(x)); the result lands in xb_.
+    for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.ffn_norm.data(), d, c.rms_eps);
+    if (c.n_expert > 0)
+      feed_forward_moe(l, n, pool);
+    else
+      feed_forward_dense(l, n, pool);
+    add(x_.data(), xb_.data(), n * d);
+  }
+
+  // Output: logits = W_out * norm(x), for every token or only the last.
+  if (!logits) return;
+  const int first = all_logits ? 0 : n - 1;
+  const int rows = n - first;
+  for (int t = first; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
+  matmul_.run(pool, weights_.output, &xb_[first * d], rows, d, logits, c.n_vocab);
+}
+
+void Model::apply_rope(float* head, int pos) const {
+  const int pairs = config_.rope_dims / 2;
+  // Adjacent layout rotates (x[2i], x[2i+1]); NeoX rotates (x[i], x[i+pairs]).
+  const bool neox = config_.rope_layout == RopeLayout::kNeox;
+  for (int i = 0; i < pairs; ++i) {
+    const double theta = pos * rope_inv_freq_[i];
+    const float cos_t = static_cast<float>(std::cos(theta)), sin_t = static_cast<float>(std::sin(theta));
+    float& a = neox ? head[i] : head[2 * i];
+    float& b = neox ? head[i + pairs] : head[2 * i + 1];
+    const float a0 = a, b0 = b;
+    a = a0 * cos_t - b0 * sin_t;
+    b = a0 * sin_t + b0 * cos_t;
+  }
+}
+
+void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int group = c.n_head / c.n_head_kv;  // query heads sharing one KV head
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  pool.parallel_for(static_cast<int64_t>(n) * c.n_head, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores, key(c.head_dim_k), value(c.head_dim_v);
+    for (int64_t i = begin; i < end; ++i) {
+      const int t = static_cast<int>(i / c.n_head), h = static_cast<int>(i % c.n_head);
+      const int pos = n_past + t, kv_head = h / group;
+      const float* q = &q_[t * c.q_dim() + h * c.head_dim_k];
+      // Causal: token at `pos` attends to positions 0..pos.
+      scores.resize(pos + 1);
+      for (int p = 0; p <= pos; ++p) {
+        dequantize_row(TensorType::F16, kv.key(layer, p) + kv_head * c.head_dim_k, key.data(), c.head_dim_k);
+        scores[p] = dot_f32(q, key.data(), c.head_dim_k) * scale;
+      }
+      softmax(scores.data(), pos + 1);
+      float* out = &attn_out_[t * c.n_head * c.head_dim_v + h * c.head_dim_v];
+      std::fill(out, out + c.head_dim_v, 0.0f);
+      for (int p = 0; p <= pos; ++p) {
+        dequantize_row(TensorType::F16, kv.value(layer, p) + kv_head * c.head_dim_v, value.data(), c.head_dim_v);
+        for (int j = 0; j < c.head_dim_v; ++j) out[j] += scores[p] * value[j];
+      }
+    }
+  });
+}
+
+void Model::feed_forward_dense(const LayerWeights& l, int n, ThreadPool& pool) {
+  const int d = config_.n_embd, f = config_.n_ff;
+  ffn_gate_.resize(static_cast<size_t>(n) * f);
+  ffn_up_.resize(static_cast<size_t>(n) * f);
+  matmul_.run(pool, l.w_gate, xb_.data(), n, d, ffn_gate_.data(), f);
+  matmul_.run(pool, l.w_up, xb_.data(), n, d, ffn_up_.data(), f);
+  swiglu(ffn_gate_.data(), ffn_up_.data(), n * f);
+  matmul_.run(pool, l.w_down, ffn_gate_.data(), n, f, xb_.data(), d);
+}
+
+void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int d = c.n_embd, f = c.n_ff_expert, n_exp = c.n_expert, k = c.n_expert_used;
+
+  // Route: softmax over the router logits, keep the top k, renormalise them.
+  std::vector<float> probs(static_cast<size_t>(n) * n_exp);
+  matmul_.run(pool, l.router, xb_.data(), n, d, probs.data(), n_exp);
+  std::vector<std::vector<std::pair<int, float>>> routed(n_exp);  // expert -> (token, weight)
+  std::vector<int> order(n_exp);
+  for (int t = 0; t < n; ++t) {
+    float* p = &probs[t * n_exp];
+    softmax(p, n_exp);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int a, int b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float sum = 0.0f;
+    for (int j = 0; j < k; ++j) sum += p[order[j]];
+    for (int j = 0; j < k; ++j) routed[order[j]].push_back({t, p[order[j]] / sum});
+  }
+
+  // Each expert runs once over all the tokens routed to it.
+  moe_out_.assign(static_cast<size_t>(n) * d, 0.0f);
+  for (int e = 0; e < n_exp; ++e) {
+    const auto& batch = routed[e];
+    if (batch.empty()) continue;
+    const int m = static_cast<int>(batch.size());
+    moe_in_.resize(static_cast<size_t>(m) * d);
+    for (int i = 0; i < m; ++i) std::copy_n(&xb_[batch[i].first * d], d, &moe_in_[i * d]);
+    ffn_gate_.resize(static_cast<size_t>(m) * f);
+    ffn_up_.resize(static_cast<size_t>(m) * f);
+    matmul_.run(pool, l.gate_exps.slice(e), moe_in_.data(), m, d, ffn_gate_.data(), f);
+    matmul_.run(pool, l.up_exps.slice(e), moe_in_.data(), m, d, ffn_up_.data(), f);
+    swiglu(ffn_gate_.data(), ffn_up_.data(), m * f);
+    matmul_.run(pool, l.down_exps.slice(e), ffn_gate_.data(), m, f, moe_in_.data(), d);
+    for (int i = 0; i < m; ++i) {
+      float* out = &moe_out_[batch[i].first * d];
+      const float w = batch[i].second;
+      for (int j = 0; j < d; ++j) out[j] += w * moe_in_[i * d + j];
+    }
+  }
+  std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());
+}
+
+}  // namespace revis

@@ -1,0 +1,56 @@
+// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe) and its forward
+// pass. forward() appends a batch of tokens at positions n_past.. to a
+// KvCache and returns logits for the rows asked for. The Model itself is
+// immutable after load, so several sessions may share it, but one forward
+// call uses one ThreadPool and one scratch area: callers serialise them.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/matmul.h"
+#include "model/thread_pool.h"
+#include "model/weights.h"
+#include "revis/status.h"
+
+namespace revis {
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> load(std::shared_ptr<const gguf::GgufFile> file);
+
+  const ModelConfig& config() const { return config_; }
+  const gguf::GgufFile& file() const { return *file_; }
+  // Bytes of weights read to produce one token (every matrix once; for MoE
+  // only the experts in use), the numerator of the bandwidth roofline.
+  uint64_t bytes_per_token() const;
+
+  // Runs tokens[0..n) at positions n_past..n_past+n-1. If all_logits, logits
+  // receives n rows of n_vocab; otherwise one row, for the last token.
+  Status forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
+                 std::vector<float>& logits);
+
+ private:
+  Model() = default;
+  void forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
+                     float* logits);
+  void attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void feed_forward_dense(const LayerWeights& l, int n, ThreadPool& pool);
+  void feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool);
+  void apply_rope(float* head, int pos) const;
+
+  std::shared_ptr<const gguf::GgufFile> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::vector<double> rope_inv_freq_;  // per rotated pair, factors applied
+
+  // Scratch, one row per token of the current chunk.
+  std::vector<float> x_, xb_, q_, k_, v_, attn_out_, ffn_gate_, ffn_up_, moe_in_, moe_out_;
+  MatMul matmul_;
+};
+
+}  // namespace revis

@@ -1,0 +1,23 @@
+// The elementwise and per-vector operations of a transformer block, in
+// float32. Each is a plain function over contiguous arrays.
+#pragma once
+
+#include <cstdint>
+
+namespace revis {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]   (out may alias x)
+void rms_norm(float* out, const float* x, const float* weight, int n, float eps);
+
+// In place: x[i] = exp(x[i] - max) / sum, over n values.
+void softmax(float* x, int n);
+
+// In place: gate[i] = silu(gate[i]) * up[i]  (the SwiGLU activation)
+void swiglu(float* gate, const float* up, int n);
+
+// out[i] += x[i]
+void add(float* out, const float* x, int n);
+
+float dot_f32(const float* a, const float* b, int n);
+
+}  // namespace revis

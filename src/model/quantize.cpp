@@ -1,0 +1,145 @@
+#include "model/quantize.h"
+
+#include <cctype>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "quant/quant.h"
+
+namespace revis {
+namespace {
+
+struct MixEntry {
+  QuantMix mix;
+  const char* name;
+  uint32_t file_type;  // llama.cpp's LLAMA_FTYPE numbering
+};
+constexpr MixEntry kMixes[] = {
+    {QuantMix::kF32, "F32", 0},       {QuantMix::kF16, "F16", 1},       {QuantMix::kQ8_0, "Q8_0", 7},
+    {QuantMix::kQ4_0, "Q4_0", 2},     {QuantMix::kQ4_K_M, "Q4_K_M", 15}, {QuantMix::kQ5_K_M, "Q5_K_M", 17},
+    {QuantMix::kQ6_K, "Q6_K", 18},
+};
+
+// The layers whose attn_v / ffn_down get more bits in the _M mixes.
+bool layer_gets_more_bits(int layer, int n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+int layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  return std::atoi(name.c_str() + 4);
+}
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+TensorType fallback_for_short_rows(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_K: return TensorType::Q5_0;
+    case TensorType::Q5_K: return TensorType::Q5_1;
+    case TensorType::Q6_K: return TensorType::Q8_0;
+    default: return type;
+  }
+}
+
+}  // namespace
+
+std::optional<QuantMix> parse_quant_mix(const std::string& name) {
+  std::string upper;
+  for (char c : name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const MixEntry& e : kMixes)
+    if (upper == e.name) return e.mix;
+  return std::nullopt;
+}
+
+const char* quant_mix_name(QuantMix mix) {
+  for (const MixEntry& e : kMixes)
+    if (e.mix == mix) return e.name;
+  return "?";
+}
+
+uint32_t llama_file_type(QuantMix mix) {
+  for (const MixEntry& e : kMixes)
+    if (e.mix == mix) return e.file_type;
+  return 0;
+}
+
+TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::vector<int64_t>& dims,
+                              const TensorContext& ctx) {
+  if (dims.size() < 2 || contains(name, "ffn_gate_inp") || contains(name, "_norm")) return TensorType::F32;
+  const bool is_output = name == "output.weight" || (ctx.output_is_tied && name == "token_embd.weight");
+  const bool more_bits = (contains(name, "attn_v.") || contains(name, "ffn_down")) &&
+                         layer_gets_more_bits(layer_of(name), ctx.n_layer);
+  TensorType type = TensorType::F32;
+  switch (mix) {
+    case QuantMix::kF32: return TensorType::F32;
+    case QuantMix::kF16: return TensorType::F16;
+    case QuantMix::kQ8_0: return TensorType::Q8_0;
+    case QuantMix::kQ4_0: type = is_output ? TensorType::Q6_K : TensorType::Q4_0; break;
+    case QuantMix::kQ6_K: type = TensorType::Q6_K; break;
+    case QuantMix::kQ4_K_M: type = is_output || more_bits ? TensorType::Q6_K : TensorType::Q4_K; break;
+    case QuantMix::kQ5_K_M: type = is_output || more_bits ? TensorType::Q6_K : TensorType::Q5_K; break;
+  }
+  // Many experts share one attention: its K and V are worth keeping precise.
+  if (ctx.n_expert >= 8 && (contains(name, "attn_k.") || contains(name, "attn_v."))) type = TensorType::Q8_0;
+  else if (ctx.n_expert >= 8 && contains(name, "attn_output") && mix == QuantMix::kQ4_K_M) type = TensorType::Q5_K;
+  if (dims[0] % type_traits(type).block_size != 0) type = fallback_for_short_rows(type);
+  if (dims[0] % type_traits(type).block_size != 0) type = TensorType::F16;
+  return type;
+}
+
+std::vector<uint8_t> quantize_rows(TensorType type, const float* values, int64_t n_rows, int64_t row_length,
+                                   ThreadPool& pool) {
+  const size_t bytes_per_row = row_bytes(type, row_length);
+  std::vector<uint8_t> out(bytes_per_row * n_rows);
+  pool.parallel_for(n_rows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      quantize_row(type, values + r * row_length, out.data() + r * bytes_per_row, row_length);
+  });
+  return out;
+}
+
+Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
+                      const QuantizeProgress& progress) {
+  auto opened = gguf::GgufFile::open(input);
+  if (!opened.ok()) return opened.status();
+  const gguf::GgufFile& in = **opened;
+  auto arch = in.get_string("general.architecture");
+  if (!arch.ok()) return arch.status();
+  TensorContext ctx;
+  const auto int_key = [&](const std::string& key) {
+    auto v = in.get_int(key, 0);
+    return v.ok() ? static_cast<int>(*v) : 0;
+  };
+  ctx.n_layer = int_key(*arch + ".block_count");
+  ctx.n_expert = int_key(*arch + ".expert_count");
+  ctx.output_is_tied = in.tensor("output.weight") == nullptr;
+
+  gguf::GgufWriter out;
+  out.copy_metadata(in);
+  out.set_u32("general.file_type", llama_file_type(mix));
+  out.set_u32("general.quantization_version", 2);
+  std::vector<float> values;
+  for (size_t i = 0; i < in.tensors().size(); ++i) {
+    const gguf::TensorInfo& t = in.tensors()[i];
+    if (progress) progress(i, in.tensors().size(), t.name);
+    const TensorType target = choose_tensor_type(mix, t.name, t.dims, ctx);
+    Status s;
+    if (target == t.type) {
+      s = out.add_tensor(t.name, t.type, t.dims, t.data, t.n_bytes);
+    } else {
+      if (!can_dequantize(t.type)) return Status::error(input + ": tensor '" + t.name + "' has type " +
+                                                        type_name(t.type) + ", which cannot be converted");
+      const int64_t cols = t.dims[0], rows = t.rows();
+      values.resize(static_cast<size_t>(t.n_elements()));
+      const size_t in_row = row_bytes(t.type, cols);
+      for (int64_t r = 0; r < rows; ++r) dequantize_row(t.type, t.data + r * in_row, &values[r * cols], cols);
+      const std::vector<uint8_t> bytes = quantize_rows(target, values.data(), rows, cols, pool);
+      s = out.add_tensor(t.name, target, t.dims, bytes.data(), bytes.size());
+    }
+    if (!s.ok()) return s.with_context(output);
+  }
+  if (progress) progress(in.tensors().size(), in.tensors().size(), "");
+  return out.write(output);
+}
+
+}  // namespace revis

@@ -1,0 +1,55 @@
+// Converting a model file to another tensor type mix (`revis quantize`), and
+// the rule that picks each tensor's type, shared with `revis mkmodel`.
+//
+// The mixes (docs/formats.md has the table):
+//   F16, Q8_0, Q4_0, Q6_K   every matrix in that type (Q4_0: output in Q6_K)
+//   Q4_K_M, Q5_K_M          Q4_K / Q5_K, with output.weight, and attn_v and
+//                           ffn_down in the first and last eighth of the layers
+//                           and every third layer between, in Q6_K
+// Always: 1-D tensors (norms, biases, RoPE factors) and the MoE router stay
+// F32; in models with 8 or more experts attn_k and attn_v are Q8_0. A
+// K-quant on a row length that is not a multiple of 256 falls back to a
+// 32-block type of similar size (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/thread_pool.h"
+#include "quant/types.h"
+#include "revis/status.h"
+
+namespace revis {
+
+enum class QuantMix { kF32, kF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M, kQ6_K };
+
+std::optional<QuantMix> parse_quant_mix(const std::string& name);  // case-insensitive
+const char* quant_mix_name(QuantMix mix);
+uint32_t llama_file_type(QuantMix mix);  // general.file_type
+
+// What the rule needs to know about the model around one tensor.
+struct TensorContext {
+  int n_layer = 0;
+  int n_expert = 0;
+  bool output_is_tied = false;  // token_embd doubles as the output matrix
+};
+
+// The type tensor `name` with dims (innermost first) gets under `mix`.
+TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::vector<int64_t>& dims,
+                              const TensorContext& context);
+
+// Reports (tensors done, tensors total, current tensor name).
+using QuantizeProgress = std::function<void(size_t, size_t, const std::string&)>;
+
+// Reads `input`, writes `output` with every tensor converted per the rule.
+Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
+                      const QuantizeProgress& progress);
+
+// Converts n_rows rows of f32 values to `type`, rows split across the pool.
+std::vector<uint8_t> quantize_rows(TensorType type, const float* values, int64_t n_rows, int64_t row_length,
+                                   ThreadPool& pool);
+
+}  // namespace revis

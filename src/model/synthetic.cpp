@@ -1,0 +1,242 @@
+#include "model/synthetic.h"
+
+#include <cmath>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+
+namespace revis {
+namespace {
+
+struct Preset {
+  const char* name;
+  SyntheticSpec spec;
+};
+
+SyntheticSpec make(const char* arch, const char* name, int embd, int layers, int heads, int kv_heads, int head_dim,
+                   int ff, int vocab, float rope_base, bool tied) {
+  SyntheticSpec s;
+  s.arch = arch;
+  s.name = name;
+  s.n_embd = embd;
+  s.n_layer = layers;
+  s.n_head = heads;
+  s.n_head_kv = kv_heads;
+  s.head_dim = head_dim;
+  s.n_ff = ff;
+  s.n_vocab = vocab;
+  s.rope_base = rope_base;
+  s.tied_output = tied;
+  return s;
+}
+
+std::vector<Preset> presets() {
+  SyntheticSpec moe = make("qwen3moe", "qwen3-30b-a3b", 2048, 48, 32, 4, 128, 0, 151936, 1e6f, false);
+  moe.n_expert = 128;
+  moe.n_expert_used = 8;
+  moe.n_ff_expert = 768;
+  return {
+      {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
+      {"llama-3.2-1b", make("llama", "llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 500000.f, true)},
+      {"llama-3.1-8b", make("llama", "llama-3.1-8b", 4096, 32, 32, 8, 128, 14336, 128256, 500000.f, false)},
+      {"qwen3-0.6b", make("qwen3", "qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 1e6f, true)},
+      {"qwen3-4b", make("qwen3", "qwen3-4b", 2560, 36, 32, 8, 128, 9728, 151936, 1e6f, true)},
+      {"qwen3-30b-a3b", moe},
+  };
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t hash_name(const std::string& name, uint64_t seed) {
+  uint64_t h = seed ^ 0xcbf29ce484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Gaussian values for one row, from a generator seeded by (tensor, row) so
+// rows can be produced in parallel and in any order.
+void fill_gaussian(float* out, int64_t n, uint64_t seed, float stddev) {
+  uint64_t state = seed;
+  for (int64_t i = 0; i < n; i += 2) {
+    const double u1 = (static_cast<double>(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
+    const double u2 = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+    const double r = std::sqrt(-2.0 * std::log(u1)) * stddev;
+    out[i] = static_cast<float>(r * std::cos(2 * M_PI * u2));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(2 * M_PI * u2));
+  }
+}
+
+// GPT-2's printable stand-ins for bytes, so a byte-level BPE vocabulary can
+// hold every byte as a token.
+std::string byte_token(int b) {
+  int code = b;
+  const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+  if (!printable) {
+    int shifted = 0;
+    for (int x = 0; x < b; ++x)
+      if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255))) ++shifted;
+    code = 256 + shifted;
+  }
+  std::string s;
+  if (code < 0x80) {
+    s += static_cast<char>(code);
+  } else {
+    s += static_cast<char>(0xC0 | (code >> 6));
+    s += static_cast<char>(0x80 | (code & 0x3F));
+  }
+  return s;
+}
+
+Status write_vocabulary(const SyntheticSpec& spec, gguf::GgufWriter& out, int& n_vocab) {
+  if (!spec.vocab_from.empty()) {
+    auto vocab = gguf::GgufFile::open(spec.vocab_from);
+    if (!vocab.ok()) return vocab.status();
+    for (const gguf::KeyValue& kv : (*vocab)->metadata())
+      if (kv.key.rfind("tokenizer.", 0) == 0) out.set(kv.key, kv.value);
+    auto tokens = (*vocab)->get_string_array("tokenizer.ggml.tokens");
+    if (!tokens.ok()) return tokens.status();
+    if (tokens->empty()) return Status::error(spec.vocab_from + ": tokenizer.ggml.tokens is missing or empty");
+    n_vocab = static_cast<int>(tokens->size());
+    return {};
+  }
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (int b = 0; b < 256; ++b) tokens.push_back(byte_token(b)), types.push_back(1);
+  for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) tokens.push_back(special), types.push_back(3);
+  for (int i = static_cast<int>(tokens.size()); i < spec.n_vocab; ++i)
+    tokens.push_back("<|unused_" + std::to_string(i) + "|>"), types.push_back(5);
+  n_vocab = static_cast<int>(tokens.size());
+  out.set_string("tokenizer.ggml.model", "gpt2");
+  out.set_string("tokenizer.ggml.pre", "qwen2");
+  out.set_string_array("tokenizer.ggml.tokens", tokens);
+  out.set_i32_array("tokenizer.ggml.token_type", types);
+  out.set_string_array("tokenizer.ggml.merges", {});
+  out.set_u32("tokenizer.ggml.eos_token_id", 258);  // <|im_end|>
+  out.set_u32("tokenizer.ggml.padding_token_id", 256);
+  out.set_bool("tokenizer.ggml.add_bos_token", false);
+  return {};
+}
+
+}  // namespace
+
+std::optional<SyntheticSpec> synthetic_preset(const std::string& name) {
+  for (const Preset& p : presets())
+    if (name == p.name) return p.spec;
+  return std::nullopt;
+}
+
+std::vector<std::string> synthetic_preset_names() {
+  std::vector<std::string> names;
+  for (const Preset& p : presets()) names.push_back(p.name);
+  return names;
+}
+
+Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path, ThreadPool& pool,
+                             const QuantizeProgress& progress) {
+  const bool moe = spec.arch == "qwen3moe";
+  if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe)
+    return Status::error("arch: '" + spec.arch + "' (expected llama, qwen2, qwen3 or qwen3moe)");
+  if (spec.n_embd <= 0 || spec.n_layer <= 0 || spec.n_head <= 0 || spec.n_head_kv <= 0 ||
+      spec.n_head % spec.n_head_kv != 0)
+    return Status::error("dimensions: embd, layers, heads must be positive and kv-heads must divide heads");
+  if (moe && (spec.n_expert <= 0 || spec.n_expert_used <= 0 || spec.n_expert_used > spec.n_expert || spec.n_ff_expert <= 0))
+    return Status::error("qwen3moe needs --experts, --experts-used (<= experts) and --ff-expert");
+  if (!moe && spec.n_ff <= 0) return Status::error("ff: must be positive");
+  const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
+  if (head_dim <= 0 || head_dim % 2 != 0) return Status::error("head dim: must be positive and even");
+
+  gguf::GgufWriter out;
+  const std::string a = spec.arch + ".";
+  out.set_string("general.architecture", spec.arch);
+  out.set_string("general.name", spec.name);
+  out.set_u32(a + "context_length", spec.n_ctx);
+  out.set_u32(a + "embedding_length", spec.n_embd);
+  out.set_u32(a + "block_count", spec.n_layer);
+  out.set_u32(a + "feed_forward_length", moe ? spec.n_ff_expert : spec.n_ff);
+  out.set_u32(a + "attention.head_count", spec.n_head);
+  out.set_u32(a + "attention.head_count_kv", spec.n_head_kv);
+  out.set_u32(a + "attention.key_length", head_dim);
+  out.set_u32(a + "attention.value_length", head_dim);
+  out.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  out.set_f32(a + "rope.freq_base", spec.rope_base);
+  if (moe) {
+    out.set_u32(a + "expert_count", spec.n_expert);
+    out.set_u32(a + "expert_used_count", spec.n_expert_used);
+    out.set_u32(a + "expert_feed_forward_length", spec.n_ff_expert);
+  }
+  out.set_u32("general.file_type", llama_file_type(spec.mix));
+  out.set_u32("general.quantization_version", 2);
+  int n_vocab = 0;
+  if (Status s = write_vocabulary(spec, out, n_vocab); !s.ok()) return s;
+
+  // (name, dims innermost first); 1-D tensors are norms (ones) or biases (zeros).
+  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
+  const int64_t d = spec.n_embd, q = int64_t{spec.n_head} * head_dim, kv = int64_t{spec.n_head_kv} * head_dim;
+  tensors.push_back({"token_embd.weight", {d, n_vocab}});
+  tensors.push_back({"output_norm.weight", {d}});
+  if (!spec.tied_output) tensors.push_back({"output.weight", {d, n_vocab}});
+  for (int i = 0; i < spec.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    tensors.push_back({p + "attn_norm.weight", {d}});
+    tensors.push_back({p + "attn_q.weight", {d, q}});
+    tensors.push_back({p + "attn_k.weight", {d, kv}});
+    tensors.push_back({p + "attn_v.weight", {d, kv}});
+    tensors.push_back({p + "attn_output.weight", {q, d}});
+    if (spec.arch == "qwen2") {
+      tensors.push_back({p + "attn_q.bias", {q}});
+      tensors.push_back({p + "attn_k.bias", {kv}});
+      tensors.push_back({p + "attn_v.bias", {kv}});
+    }
+    if (spec.arch == "qwen3" || moe) {
+      tensors.push_back({p + "attn_q_norm.weight", {head_dim}});
+      tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
+    }
+    tensors.push_back({p + "ffn_norm.weight", {d}});
+    if (moe) {
+      const int64_t e = spec.n_expert, f = spec.n_ff_expert;
+      tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});
+      tensors.push_back({p + "ffn_gate_exps.weight", {d, f, e}});
+      tensors.push_back({p + "ffn_up_exps.weight", {d, f, e}});
+      tensors.push_back({p + "ffn_down_exps.weight", {f, d, e}});
+    } else {
+      tensors.push_back({p + "ffn_gate.weight", {d, spec.n_ff}});
+      tensors.push_back({p + "ffn_up.weight", {d, spec.n_ff}});
+      tensors.push_back({p + "ffn_down.weight", {int64_t{spec.n_ff}, d}});
+    }
+  }
+
+  const TensorContext ctx{spec.n_layer, spec.n_expert, spec.tied_output};
+  std::vector<float> values;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& [name, dims] = tensors[i];
+    if (progress) progress(i, tensors.size(), name);
+    const int64_t cols = dims[0];
+    int64_t rows = 1;
+    for (size_t k = 1; k < dims.size(); ++k) rows *= dims[k];
+    values.resize(static_cast<size_t>(rows * cols));
+    if (dims.size() == 1) {
+      const bool bias = name.find(".bias") != std::string::npos;
+      std::fill(values.begin(), values.end(), bias ? 0.0f : 1.0f);
+    } else {
+      // Embeddings get a fixed scale; matrices 1/sqrt(fan-in) so activations
+      // neither vanish nor explode through the layers.
+      const float stddev = name == "token_embd.weight" ? 1.0f : 1.0f / std::sqrt(static_cast<float>(cols));
+      const uint64_t seed = hash_name(name, spec.seed);
+      pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) fill_gaussian(&values[r * cols], cols, seed + r * 0x9E37ull, stddev);
+      });
+    }
+    const TensorType type = choose_tensor_type(spec.mix, name, dims, ctx);
+    const std::vector<uint8_t> bytes = quantize_rows(type, values.data(), rows, cols, pool);
+    if (Status s = out.add_tensor(name, type, dims, bytes.data(), bytes.size()); !s.ok()) return s;
+  }
+  if (progress) progress(tensors.size(), tensors.size(), "");
+  return out.write(path);
+}
+
+}  // namespace revis

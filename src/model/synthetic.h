@@ -1,0 +1,48 @@
+// Synthetic models: GGUF files with random weights and the exact layout of a
+// real architecture, for demos, tests and benchmarks without downloads.
+// The same spec and seed always give the same file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/quantize.h"
+#include "model/thread_pool.h"
+#include "revis/status.h"
+
+namespace revis {
+
+struct SyntheticSpec {
+  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe
+  std::string name = "synthetic";
+  int n_embd = 256;
+  int n_layer = 2;
+  int n_head = 8;
+  int n_head_kv = 2;
+  int head_dim = 0;            // 0 = n_embd / n_head
+  int n_ff = 768;
+  int n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
+  int n_ctx = 4096;
+  float rope_base = 10000.0f;
+  bool tied_output = false;
+  // Vocabulary: copied from this GGUF's tokenizer.* metadata when set;
+  // otherwise a built-in byte-level vocabulary (one token per byte plus
+  // ChatML specials), padded with unused tokens up to n_vocab.
+  std::string vocab_from;
+  int n_vocab = 0;
+  QuantMix mix = QuantMix::kF16;
+  uint64_t seed = 1;
+};
+
+// Named shapes of real models: "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b",
+// "qwen3-4b", "qwen3-30b-a3b", and "tiny" (a few MB, for the demo).
+std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
+std::vector<std::string> synthetic_preset_names();
+
+// Writes the model; progress reports (tensors done, total, name).
+Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path, ThreadPool& pool,
+                             const QuantizeProgress& progress);
+
+}  // namespace revis

@@ -1,0 +1,148 @@
+// In-memory images of GGUF's quantized blocks, byte for byte.
+//
+// Every member is a byte, a little-endian 16-bit half (stored as raw bits),
+// or in Q8_K a float, so the structs have no padding and can be laid over
+// tensor data directly. The static_asserts tie each struct to the block
+// geometry in types.cpp, so a layout slip fails the build, not a model.
+//
+// Internal to src/quant.
+#pragma once
+
+#include <cstdint>
+
+namespace revis::quant {
+
+constexpr int kLegacyBlock = 32;  // values per block of Q4_0 .. Q8_0, IQ4_NL
+constexpr int kSuperBlock = 256;  // values per block of the K-quants, IQ4_XS, Q8_K
+
+// x = d * (q - 8), q 4-bit. Value j of the block sits in the low nibble of
+// qs[j] for j < 16 and in the high nibble of qs[j - 16] otherwise.
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+// x = d * q + m, q 4-bit, same nibble order as Q4_0.
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+// x = d * (q - 16), q 5-bit: low 4 bits as in Q4_0, bit 4 of value j is bit j
+// of the little-endian 32-bit word qh.
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+// x = d * q + m, q 5-bit laid out as in Q5_0.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+// x = d * q, q signed 8-bit.
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kLegacyBlock];
+};
+
+// 16 groups of 16 values, x = d * sc * q - dmin * m with q 2-bit and each
+// group's (sc, m) packed as the low / high nibble of scales[group].
+// Value v's bits: qs[32 * (v / 128) + v % 32] >> (2 * ((v % 128) / 32)).
+struct BlockQ2_K {
+  uint8_t scales[kSuperBlock / 16];
+  uint8_t qs[kSuperBlock / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+
+// 16 groups of 16, x = d * (sc - 32) * (q - 4), sc 6-bit, q 3-bit: the low 2
+// bits placed as in Q2_K, the high bit is bit (v / 32) of hmask[v % 32].
+// Scales: low nibbles in scales[0..7] (group g < 8 low nibble of byte g,
+// g >= 8 high nibble of byte g - 8), top 2 bits in scales[8 + g % 4] at
+// bit 2 * (g / 4).
+struct BlockQ3_K {
+  uint8_t hmask[kSuperBlock / 8];
+  uint8_t qs[kSuperBlock / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+
+// 8 groups of 32, x = d * sc * q - dmin * m, sc and m 6-bit packed into 12
+// bytes (see k_quants.cpp), q 4-bit: within each 64 values, the first 32 are
+// the low nibbles of 32 bytes of qs and the next 32 their high nibbles.
+struct BlockQ4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qs[kSuperBlock / 2];
+};
+
+// Q4_K plus a fifth bit: bit 4 of value v is bit (v / 32) of qh[v % 32].
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kSuperBlock / 8];
+  uint8_t qs[kSuperBlock / 2];
+};
+
+// 16 groups of 16, x = d * sc * (q - 32), sc signed 8-bit, q 6-bit. Per half
+// of 128 values: ql holds the low nibbles (values 0..31 and 64..95 in bytes
+// 0..31, 32..63 and 96..127 in bytes 32..63, low nibble first), qh the top 2
+// bits of values l, l+32, l+64, l+96 in byte l.
+struct BlockQ6_K {
+  uint8_t ql[kSuperBlock / 2];
+  uint8_t qh[kSuperBlock / 4];
+  int8_t scales[kSuperBlock / 16];
+  uint16_t d;
+};
+
+// Activations for the 256-blocks: x = d * q, plus the sum of each 16 q's so
+// the dot products can apply per-group minimums without touching the q's.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kSuperBlock];
+  int16_t bsums[kSuperBlock / 16];
+};
+
+// x = d * kIq4Values[q], q 4-bit with Q4_0's nibble order.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+// 8 groups of 32, x = d * (sc - 32) * kIq4Values[q], sc 6-bit: low nibble of
+// group g in scales_l[g / 2] (low nibble first), top 2 bits in scales_h at
+// bit 2 * g. Each group's 32 q's are laid out as an IQ4_NL block's.
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kSuperBlock / 64];
+  uint8_t qs[kSuperBlock / 2];
+};
+
+// The non-uniform 4-bit codebook shared by IQ4_NL and IQ4_XS.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+}  // namespace revis::quant

@@ -1,0 +1,87 @@
+// quant.h's entry points: one table maps each TensorType to its kernels and
+// activation format, and the public functions check their preconditions
+// and forward. Calling a kernel a type does not have, or with a row length
+// that is not whole blocks, is a programming error: it aborts with a message
+// instead of reading past a buffer.
+#include <cstdio>
+#include <cstdlib>
+
+#include "quant/kernels.h"
+#include "quant/quant.h"
+
+namespace revis {
+namespace {
+
+struct Kernels {
+  TensorType type;
+  TensorType activation;
+  quant::DequantizeFn dequantize;
+  quant::QuantizeFn quantize;
+  quant::DotFn dot;
+};
+
+// Q8_1 is absent on purpose: llama.cpp uses it only as a GPU-side
+// activation format, and no model file revis reads stores it.
+constexpr Kernels kKernels[] = {
+    {TensorType::F32, TensorType::F32, quant::dequantize_f32, quant::quantize_f32, quant::dot_f32},
+    {TensorType::F16, TensorType::F16, quant::dequantize_f16, quant::quantize_f16, quant::dot_f16},
+    {TensorType::BF16, TensorType::BF16, quant::dequantize_bf16, quant::quantize_bf16, quant::dot_bf16},
+    {TensorType::Q4_0, TensorType::Q8_0, quant::dequantize_q4_0, quant::quantize_q4_0, quant::dot_q4_0},
+    {TensorType::Q4_1, TensorType::Q8_0, quant::dequantize_q4_1, quant::quantize_q4_1, quant::dot_q4_1},
+    {TensorType::Q5_0, TensorType::Q8_0, quant::dequantize_q5_0, quant::quantize_q5_0, quant::dot_q5_0},
+    {TensorType::Q5_1, TensorType::Q8_0, quant::dequantize_q5_1, quant::quantize_q5_1, quant::dot_q5_1},
+    {TensorType::Q8_0, TensorType::Q8_0, quant::dequantize_q8_0, quant::quantize_q8_0, quant::dot_q8_0},
+    {TensorType::Q2_K, TensorType::Q8_K, quant::dequantize_q2_k, quant::quantize_q2_k, quant::dot_q2_k},
+    {TensorType::Q3_K, TensorType::Q8_K, quant::dequantize_q3_k, quant::quantize_q3_k, quant::dot_q3_k},
+    {TensorType::Q4_K, TensorType::Q8_K, quant::dequantize_q4_k, quant::quantize_q4_k, quant::dot_q4_k},
+    {TensorType::Q5_K, TensorType::Q8_K, quant::dequantize_q5_k, quant::quantize_q5_k, quant::dot_q5_k},
+    {TensorType::Q6_K, TensorType::Q8_K, quant::dequantize_q6_k, quant::quantize_q6_k, quant::dot_q6_k},
+    {TensorType::Q8_K, TensorType::Q8_K, quant::dequantize_q8_k, quant::quantize_q8_k, quant::dot_q8_k},
+    {TensorType::IQ4_NL, TensorType::Q8_0, quant::dequantize_iq4_nl, quant::quantize_iq4_nl, quant::dot_iq4_nl},
+    {TensorType::IQ4_XS, TensorType::Q8_K, quant::dequantize_iq4_xs, quant::quantize_iq4_xs, quant::dot_iq4_xs},
+};
+
+const Kernels* find_kernels(TensorType type) {
+  for (const Kernels& k : kKernels)
+    if (k.type == type) return &k;
+  return nullptr;
+}
+
+[[noreturn]] void fail(const char* function, TensorType type, const char* why) {
+  const TypeTraits* traits = type_traits(static_cast<uint32_t>(type));
+  std::fprintf(stderr, "revis: %s(%s): %s\n", function, traits ? traits->name : "unknown type", why);
+  std::abort();
+}
+
+const Kernels& checked_kernels(const char* function, TensorType type, int64_t n) {
+  const Kernels* kernels = find_kernels(type);
+  if (kernels == nullptr) fail(function, type, "type not supported");
+  if (n < 0 || n % type_traits(type).block_size != 0) fail(function, type, "row length is not a whole number of blocks");
+  return *kernels;
+}
+
+}  // namespace
+
+bool can_dequantize(TensorType type) { return find_kernels(type) != nullptr; }
+
+bool can_quantize(TensorType type) { return find_kernels(type) != nullptr; }
+
+void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
+  checked_kernels("dequantize_row", type, n).dequantize(src, dst, n);
+}
+
+void quantize_row(TensorType type, const float* src, void* dst, int64_t n) {
+  checked_kernels("quantize_row", type, n).quantize(src, dst, n);
+}
+
+TensorType activation_type(TensorType w) {
+  const Kernels* kernels = find_kernels(w);
+  if (kernels == nullptr) fail("activation_type", w, "type not supported");
+  return kernels->activation;
+}
+
+float vec_dot(TensorType w_type, const void* w, const void* a, int64_t n) {
+  return checked_kernels("vec_dot", w_type, n).dot(w, a, n);
+}
+
+}  // namespace revis

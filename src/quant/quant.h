@@ -1,0 +1,41 @@
+// Conversion between float32 and every tensor format revis reads, and the
+// scalar dot products the model's matrix multiplications are built on.
+//
+// Layouts are bit-exact with GGUF's blocks (docs/formats.md). All functions
+// take n = number of values, a multiple of the type's block size. They are
+// pure functions of their inputs and safe to call from any thread.
+//
+// Dot products: a weight row of type W is multiplied with an activation row
+// that was first converted to activation_type(W): Q8_0 for the 32-blocks,
+// Q8_K for the 256-blocks (K-quants, IQ4_XS), F16/BF16/F32 for float
+// weights. This mirrors what llama.cpp does, so results agree closely.
+#pragma once
+
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace revis {
+
+// IEEE half and bfloat16 <-> float.
+float fp16_to_fp32(uint16_t h);
+uint16_t fp32_to_fp16(float f);   // round to nearest even
+float bf16_to_fp32(uint16_t h);
+uint16_t fp32_to_bf16(float f);   // round to nearest even
+
+// True if dequantize_row works for this type (every type in types.h but Q8_1).
+bool can_dequantize(TensorType type);
+// True if quantize_row works for this type.
+bool can_quantize(TensorType type);
+
+void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
+void quantize_row(TensorType type, const float* src, void* dst, int64_t n);
+
+// The format an activation row is converted to before vec_dot with weights of type w.
+TensorType activation_type(TensorType w);
+
+// sum_i w[i] * a[i], where w is a row of type w_type and a a row of
+// activation_type(w_type), both n values long.
+float vec_dot(TensorType w_type, const void* w, const void* a, int64_t n);
+
+}  // namespace revis

@@ -1,0 +1,105 @@
+// Dequantization against llama.cpp's own output: for every type in
+// testdata/quant/manifest.json, tensor "t" of TYPE.gguf must dequantize to
+// exactly the floats in TYPE.f32, bit for bit.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+#include "quant/test_util.h"
+
+namespace revis {
+namespace {
+
+const std::string kQuantDir = std::string(REVIS_TESTDATA_DIR) + "/quant/";
+
+nlohmann::json load_manifest() {
+  std::ifstream in(kQuantDir + "manifest.json");
+  if (!in) return nlohmann::json::array();
+  return nlohmann::json::parse(in);
+}
+
+std::vector<float> read_floats(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  const auto bytes = static_cast<size_t>(in.tellg());
+  std::vector<float> values(bytes / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+  return values;
+}
+
+// Distance in units in the last place between two finite floats of the same sign.
+int64_t ulps_apart(float a, float b) {
+  return std::abs(static_cast<int64_t>(std::bit_cast<int32_t>(a)) - std::bit_cast<int32_t>(b));
+}
+
+class Golden : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(Golden, DequantizesBitExactly) {
+  const char* name = type_name(GetParam());
+  const nlohmann::json manifest = load_manifest();
+  ASSERT_FALSE(manifest.empty()) << "missing " << kQuantDir << "manifest.json";
+  const nlohmann::json* entry = nullptr;
+  for (const auto& e : manifest)
+    if (e.at("type").get<std::string>() == name) entry = &e;
+  ASSERT_NE(entry, nullptr) << "manifest has no entry for " << name;
+
+  auto file = gguf::GgufFile::open(kQuantDir + entry->at("file").get<std::string>());
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  const gguf::TensorInfo* tensor = (*file)->tensor(entry->at("tensor").get<std::string>());
+  ASSERT_NE(tensor, nullptr);
+  ASSERT_EQ(tensor->type, GetParam());
+  const int64_t cols = entry->at("cols").get<int64_t>();
+  const int64_t rows = entry->at("rows").get<int64_t>();
+  ASSERT_EQ(tensor->dims, (std::vector<int64_t>{cols, rows}));
+
+  const std::vector<float> expected = read_floats(kQuantDir + entry->at("dequantized").get<std::string>());
+  ASSERT_EQ(expected.size(), static_cast<size_t>(rows * cols));
+
+  const size_t stride = row_bytes(GetParam(), cols);
+  ASSERT_EQ(tensor->n_bytes, stride * static_cast<size_t>(rows));
+  std::vector<float> row(static_cast<size_t>(cols));
+  int64_t mismatches = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(GetParam(), tensor->data + r * stride, row.data(), cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      const float want = expected[static_cast<size_t>(r * cols + c)];
+      if (std::bit_cast<uint32_t>(row[c]) == std::bit_cast<uint32_t>(want)) continue;
+      if (++mismatches <= 5)
+        ADD_FAILURE() << name << " row " << r << " col " << c << ": got " << row[c] << " want " << want << " ("
+                      << ulps_apart(row[c], want) << " ulp)";
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << rows * cols << " values";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, Golden,
+                         ::testing::Values(TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
+                                           TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q2_K,
+                                           TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K,
+                                           TensorType::IQ4_NL, TensorType::IQ4_XS),
+                         quant_test::TypeName());
+
+// A type added to the test data without a test here would go unchecked.
+TEST(GoldenManifest, EveryEntryIsTested) {
+  const nlohmann::json manifest = load_manifest();
+  ASSERT_FALSE(manifest.empty());
+  for (const auto& e : manifest) {
+    const auto type = type_from_name(e.at("type").get<std::string>());
+    ASSERT_TRUE(type.has_value()) << e.at("type");
+    EXPECT_TRUE(can_dequantize(*type)) << e.at("type");
+    EXPECT_NE(*type, TensorType::F32) << "add F32 to the Golden instantiation";
+  }
+  EXPECT_EQ(manifest.size(), 14u) << "update the Golden instantiation's type list";
+}
+
+}  // namespace
+}  // namespace revis

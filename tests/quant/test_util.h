@@ -1,0 +1,84 @@
+// Helpers shared by the quant tests: deterministic pseudo-random data and
+// the list of types each test covers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "quant/quant.h"
+#include "quant/types.h"
+
+namespace revis::quant_test {
+
+// Standard normal samples from a fixed seed. Box-Muller over mt19937's raw
+// output rather than std::normal_distribution, whose algorithm differs
+// between standard libraries: the same seed gives the same data everywhere.
+inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {
+  std::mt19937 engine(seed);
+  auto uniform = [&] { return (static_cast<double>(engine()) + 0.5) / 4294967296.0; };  // (0, 1)
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; i += 2) {
+    const double radius = std::sqrt(-2.0 * std::log(uniform()));
+    const double angle = 2.0 * 3.14159265358979323846 * uniform();
+    out[i] = static_cast<float>(sigma * radius * std::cos(angle));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(sigma * radius * std::sin(angle));
+  }
+  return out;
+}
+
+// Every type revis reads from model files (Q8_K is activation-only).
+inline const std::vector<TensorType>& weight_types() {
+  static const std::vector<TensorType> types = {
+      TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0,   TensorType::Q4_1,
+      TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0, TensorType::Q2_K,   TensorType::Q3_K,
+      TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
+  return types;
+}
+
+// Every type with a quantizer: the weight types plus Q8_K.
+inline std::vector<TensorType> quantizable_types() {
+  std::vector<TensorType> types = weight_types();
+  types.push_back(TensorType::Q8_K);
+  return types;
+}
+
+inline int64_t block_size(TensorType type) { return type_traits(type).block_size; }
+
+// x -> stored type -> float.
+inline std::vector<float> round_trip(TensorType type, const std::vector<float>& x) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> packed(row_bytes(type, n));
+  quantize_row(type, x.data(), packed.data(), n);
+  std::vector<float> y(x.size());
+  dequantize_row(type, packed.data(), y.data(), n);
+  return y;
+}
+
+inline double rms(const std::vector<float>& x) {
+  double sum = 0;
+  for (float v : x) sum += static_cast<double>(v) * v;
+  return std::sqrt(sum / static_cast<double>(x.size()));
+}
+
+// rms(x - y) / rms(x).
+inline double relative_rms_error(const std::vector<float>& x, const std::vector<float>& y) {
+  double error = 0, norm = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double diff = static_cast<double>(x[i]) - y[i];
+    error += diff * diff;
+    norm += static_cast<double>(x[i]) * x[i];
+  }
+  return std::sqrt(error / norm);
+}
+
+// gtest parameter names: "Q4_K" is a valid test name, so use it as is.
+struct TypeName {
+  std::string operator()(const ::testing::TestParamInfo<TensorType>& info) const { return type_name(info.param); }
+};
+
+}  // namespace revis::quant_test

@@ -1,0 +1,82 @@
+// The llama.cpp golden cases in ../shared/testdata/golden and the tolerance
+// rules of its README, shared by the engine test and the CLI test.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/testdata.h"
+
+namespace revis::testing {
+
+struct GoldenCase {
+  std::string name;        // "qwen3-Q4_K_M.en"
+  std::string model_file;  // path to the GGUF
+  std::string type;        // "Q4_K_M"
+  bool moe = false;
+  std::string prompt;
+  std::vector<int32_t> prompt_tokens, greedy;
+  int n_vocab = 0, n_rows = 0;
+  std::vector<float> logits;  // n_rows x n_vocab
+
+  bool is_float_type() const { return type == "F16" || type == "BF16" || type == "F32"; }
+  const float* row(int k) const { return logits.data() + static_cast<size_t>(k) * n_vocab; }
+};
+
+inline std::vector<std::string> golden_case_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(testdata("golden"))) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() > 5 && file.ends_with(".json") && file != "prompts.json")
+      names.push_back(file.substr(0, file.size() - 5));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+inline GoldenCase load_golden(const std::string& name) {
+  GoldenCase c;
+  c.name = name;
+  std::ifstream in(testdata("golden/" + name + ".json"));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const std::string model = j["model"];
+  c.model_file = testdata("models/" + std::filesystem::path(model).filename().string()).string();
+  const std::string stem = name.substr(0, name.find('.'));
+  c.type = stem.substr(stem.rfind('-') + 1);  // "llama-bpe-Q4_K_M" -> "Q4_K_M"
+  c.moe = stem.find("moe") != std::string::npos;
+  c.prompt = j["prompt"];
+  c.prompt_tokens = j["prompt_tokens"].get<std::vector<int32_t>>();
+  c.greedy = j["greedy"].get<std::vector<int32_t>>();
+  c.n_vocab = j["n_vocab"];
+  c.n_rows = j["n_rows"];
+  c.logits = read_f32(testdata("golden/" + j["logits_file"].get<std::string>()));
+  return c;
+}
+
+inline double rms(const float* row, int n) {
+  double sum = 0;
+  for (int j = 0; j < n; ++j) sum += static_cast<double>(row[j]) * row[j];
+  return std::sqrt(sum / n);
+}
+
+// max_j |ours - gold| / rms(gold)
+inline double logit_error(const float* ours, const float* gold, int n) {
+  double worst = 0;
+  for (int j = 0; j < n; ++j) worst = std::max(worst, static_cast<double>(std::fabs(ours[j] - gold[j])));
+  return worst / rms(gold, n);
+}
+
+inline int argmax(const float* row, int n) { return static_cast<int>(std::max_element(row, row + n) - row); }
+
+// Golden's best logit beats the runner-up by more than 0.2 * rms.
+inline bool is_clear(const float* gold, int n) {
+  std::vector<float> sorted(gold, gold + n);
+  std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+  return sorted[0] - sorted[1] > 0.2 * rms(gold, n);
+}
+
+}  // namespace revis::testing
