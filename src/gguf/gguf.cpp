@@ -21,6 +21,11 @@ namespace {
 
 constexpr int kMaxArrayNesting = 8;   // deeper nesting is certainly hostile
 constexpr uint32_t kMaxDims = 4;      // ggml tensors have at most 4 dimensions
+// Every metadata value costs about 48 bytes in memory however small it is on
+// disk, so a file of huge u8 arrays could blow up ~48x. Real files hold well
+// under a million values (vocabulary, scores, types, merges); 16 million
+// leaves room for any real vocabulary and caps the memory near 800 MB.
+constexpr uint64_t kMaxMetadataValues = uint64_t{16} << 20;
 
 // Smallest encoded size of one value of `type`; used to reject element
 // counts that could not possibly fit in the bytes that remain.
@@ -44,6 +49,8 @@ class Cursor {
   Cursor(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return size_ - pos_; }
+  // Array elements the metadata may still hold (see kMaxMetadataValues).
+  uint64_t values_left = kMaxMetadataValues;
 
   template <typename T>
   Status read(T& out, const std::string& field) {
@@ -103,6 +110,10 @@ Status read_array(Cursor& in, Value& out, const std::string& field, int depth) {
     return Status::error(field + ": array of " + std::to_string(count) + " " +
                          value_type_name(array.element_type) + " cannot fit in the " +
                          std::to_string(in.remaining()) + " bytes left in the file");
+  if (count > in.values_left)
+    return Status::error(field + ": array of " + std::to_string(count) + " values exceeds the limit of " +
+                         std::to_string(kMaxMetadataValues) + " metadata values per file");
+  in.values_left -= count;
   array.items.resize(count);
   for (uint64_t i = 0; i < count; ++i) {
     array.items[i].type = array.element_type;

@@ -4,9 +4,10 @@ namespace revis {
 
 KvCache::KvCache(const ModelConfig& config, int n_ctx)
     : n_ctx_(n_ctx),
-      k_dim_(config.kv_dim_k()),
-      v_dim_(config.kv_dim_v()),
-      keys_(static_cast<size_t>(config.n_layer) * n_ctx * k_dim_),
-      values_(static_cast<size_t>(config.n_layer) * n_ctx * v_dim_) {}
+      n_head_kv_(config.n_head_kv),
+      head_dim_k_(config.head_dim_k),
+      head_dim_v_(config.head_dim_v),
+      keys_(static_cast<size_t>(config.n_layer) * n_ctx * config.kv_dim_k()),
+      values_(static_cast<size_t>(config.n_layer) * n_ctx * config.kv_dim_v()) {}
 
 }  // namespace revis

@@ -1,6 +1,9 @@
 // KvCache: the keys and values of every layer for positions [0, n_ctx),
 // stored as float16 (half the memory of float32, and what llama.cpp keeps by
 // default). Keys are stored after RoPE. Owned by one session.
+//
+// Layout: [layer][kv head][position][head dim], so the history of one head
+// is one contiguous run that attention converts and scans in a single pass.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +20,15 @@ class KvCache {
   int n_ctx() const { return n_ctx_; }
   size_t bytes() const { return (keys_.size() + values_.size()) * sizeof(uint16_t); }
 
-  uint16_t* key(int layer, int pos) { return keys_.data() + (static_cast<size_t>(layer) * n_ctx_ + pos) * k_dim_; }
-  uint16_t* value(int layer, int pos) { return values_.data() + (static_cast<size_t>(layer) * n_ctx_ + pos) * v_dim_; }
+  uint16_t* key(int layer, int head, int pos) { return keys_.data() + offset(layer, head, pos) * head_dim_k_; }
+  uint16_t* value(int layer, int head, int pos) { return values_.data() + offset(layer, head, pos) * head_dim_v_; }
 
  private:
+  size_t offset(int layer, int head, int pos) const {
+    return (static_cast<size_t>(layer) * n_head_kv_ + head) * n_ctx_ + pos;
+  }
   int n_ctx_;
-  int k_dim_, v_dim_;
+  int n_head_kv_, head_dim_k_, head_dim_v_;
   std::vector<uint16_t> keys_, values_;
 };
 

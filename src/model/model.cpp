@@ -123,9 +123,9 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
         float* kh = k + h * c.head_dim_k;
         if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
         apply_rope(kh, n_past + t);
+        quantize_row(TensorType::F16, kh, kv.key(layer, h, n_past + t), c.head_dim_k);
+        quantize_row(TensorType::F16, v + h * c.head_dim_v, kv.value(layer, h, n_past + t), c.head_dim_v);
       }
-      quantize_row(TensorType::F16, k, kv.key(layer, n_past + t), c.kv_dim_k());
-      quantize_row(TensorType::F16, v, kv.value(layer, n_past + t), c.kv_dim_v());
     }
     attention(layer, n, n_past, kv, pool);
     matmul_.run(pool, l.wo, attn_out_.data(), n, c.n_head * c.head_dim_v, xb_.data(), d);
@@ -166,25 +166,27 @@ void Model::apply_rope(float* head, int pos) const {
 void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int group = c.n_head / c.n_head_kv;  // query heads sharing one KV head
+  const int n_pos = n_past + n;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
-  pool.parallel_for(static_cast<int64_t>(n) * c.n_head, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores, key(c.head_dim_k), value(c.head_dim_v);
-    for (int64_t i = begin; i < end; ++i) {
-      const int t = static_cast<int>(i / c.n_head), h = static_cast<int>(i % c.n_head);
-      const int pos = n_past + t, kv_head = h / group;
-      const float* q = &q_[t * c.q_dim() + h * c.head_dim_k];
-      // Causal: token at `pos` attends to positions 0..pos.
-      scores.resize(pos + 1);
-      for (int p = 0; p <= pos; ++p) {
-        dequantize_row(TensorType::F16, kv.key(layer, p) + kv_head * c.head_dim_k, key.data(), c.head_dim_k);
-        scores[p] = dot_f32(q, key.data(), c.head_dim_k) * scale;
-      }
-      softmax(scores.data(), pos + 1);
-      float* out = &attn_out_[t * c.n_head * c.head_dim_v + h * c.head_dim_v];
-      std::fill(out, out + c.head_dim_v, 0.0f);
-      for (int p = 0; p <= pos; ++p) {
-        dequantize_row(TensorType::F16, kv.value(layer, p) + kv_head * c.head_dim_v, value.data(), c.head_dim_v);
-        for (int j = 0; j < c.head_dim_v; ++j) out[j] += scores[p] * value[j];
+  // One KV head per task: its keys and values are converted to float once
+  // and then serve every query head of its group and every token of the chunk.
+  pool.parallel_for(c.n_head_kv, [&](int64_t begin, int64_t end) {
+    std::vector<float> keys(static_cast<size_t>(n_pos) * c.head_dim_k);
+    std::vector<float> values(static_cast<size_t>(n_pos) * c.head_dim_v);
+    std::vector<float> scores(n_pos);
+    for (int kv_head = static_cast<int>(begin); kv_head < end; ++kv_head) {
+      dequantize_row(TensorType::F16, kv.key(layer, kv_head, 0), keys.data(), int64_t{n_pos} * c.head_dim_k);
+      dequantize_row(TensorType::F16, kv.value(layer, kv_head, 0), values.data(), int64_t{n_pos} * c.head_dim_v);
+      for (int t = 0; t < n; ++t) {
+        const int pos = n_past + t;  // causal: attends to positions 0..pos
+        for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
+          const float* q = &q_[t * c.q_dim() + h * c.head_dim_k];
+          for (int p = 0; p <= pos; ++p) scores[p] = dot_f32(q, &keys[p * c.head_dim_k], c.head_dim_k) * scale;
+          softmax(scores.data(), pos + 1);
+          float* out = &attn_out_[t * c.n_head * c.head_dim_v + h * c.head_dim_v];
+          std::fill(out, out + c.head_dim_v, 0.0f);
+          for (int p = 0; p <= pos; ++p) axpy(out, scores[p], &values[p * c.head_dim_v], c.head_dim_v);
+        }
       }
     }
   });
@@ -234,11 +236,7 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
     matmul_.run(pool, l.up_exps.slice(e), moe_in_.data(), m, d, ffn_up_.data(), f);
     swiglu(ffn_gate_.data(), ffn_up_.data(), m * f);
     matmul_.run(pool, l.down_exps.slice(e), ffn_gate_.data(), m, f, moe_in_.data(), d);
-    for (int i = 0; i < m; ++i) {
-      float* out = &moe_out_[batch[i].first * d];
-      const float w = batch[i].second;
-      for (int j = 0; j < d; ++j) out[j] += w * moe_in_[i * d + j];
-    }
+    for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
   std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());
 }

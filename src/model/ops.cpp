@@ -2,6 +2,15 @@
 
 #include <cmath>
 
+// The attention loops (dot_f32, axpy) are compiled twice on x86-64, for the
+// baseline and for AVX2+FMA, and the loader picks one per CPU: the rest of
+// the binary stays runnable on any x86-64.
+#if defined(__x86_64__) && !defined(__clang__)
+#define REVIS_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define REVIS_VECTOR_CLONES
+#endif
+
 namespace revis {
 
 void rms_norm(float* out, const float* x, const float* weight, int n, float eps) {
@@ -33,10 +42,24 @@ void add(float* out, const float* x, int n) {
   for (int i = 0; i < n; ++i) out[i] += x[i];
 }
 
+REVIS_VECTOR_CLONES
 float dot_f32(const float* a, const float* b, int n) {
+  // Eight independent partial sums: the compiler may keep them in one vector
+  // register without reordering any single sum, so it vectorises without
+  // -ffast-math.
+  float partial[8] = {};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) partial[j] += a[i + j] * b[i + j];
   float sum = 0.0f;
-  for (int i = 0; i < n; ++i) sum += a[i] * b[i];
+  for (; i < n; ++i) sum += a[i] * b[i];
+  for (float p : partial) sum += p;
   return sum;
+}
+
+REVIS_VECTOR_CLONES
+void axpy(float* out, float scale, const float* x, int n) {
+  for (int i = 0; i < n; ++i) out[i] += scale * x[i];
 }
 
 }  // namespace revis

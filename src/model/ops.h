@@ -20,4 +20,7 @@ void add(float* out, const float* x, int n);
 
 float dot_f32(const float* a, const float* b, int n);
 
+// out[i] += scale * x[i]
+void axpy(float* out, float scale, const float* x, int n);
+
 }  // namespace revis

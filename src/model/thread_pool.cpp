@@ -5,7 +5,26 @@
 #include <string>
 #include <utility>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace revis {
+namespace {
+
+// About 50-100 microseconds of spinning: longer than the gap between two
+// matmuls of one decoding step, far shorter than the gap between requests.
+constexpr int kSpinIterations = 20000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -14,9 +33,10 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    stopping_.store(true);
+    generation_.fetch_add(1);
   }
-  start_cv_.notify_all();
+  wake_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
 
@@ -31,32 +51,43 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     if (n > 0) fn(0, n);
     return;
   }
-  {
+  job_ = &fn;
+  job_size_ = n;
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  // Sequentially consistent, like sleepers_: a worker that registered as a
+  // sleeper before this bump is notified below, and one that registers after
+  // it sees the new generation in its wait predicate. Either way none sleeps
+  // through a job. The bump also publishes job_ and job_size_.
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_size_ = n;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    wake_.notify_all();
   }
-  start_cv_.notify_all();
   run_chunk(0);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins)
+    if (spins < kSpinIterations) cpu_relax(); else std::this_thread::yield();
   job_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      start_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
+    uint64_t current = generation_.load(std::memory_order_acquire);
+    for (int spins = 0; current == seen && spins < kSpinIterations; ++spins) {
+      cpu_relax();
+      current = generation_.load(std::memory_order_acquire);
     }
+    if (current == seen) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      sleepers_.fetch_sub(1);
+      current = generation_.load(std::memory_order_acquire);
+    }
+    seen = current;
+    if (stopping_.load()) return;
     run_chunk(index);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--pending_ == 0) done_cv_.notify_one();
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

@@ -2,8 +2,15 @@
 // parallel_for over an index range. The calling thread takes part, so a
 // pool of n threads starts n-1 workers. One parallel_for runs at a time;
 // the pool is meant to be owned by one inference (one caller thread).
+//
+// A decoding step issues a hundred or more parallel_for calls, each lasting
+// tens of microseconds, so waking sleeping threads through the kernel every
+// time would cost a noticeable share of the step. Workers therefore spin on
+// an atomic counter for a short while after each job and only then sleep on
+// a condition variable; the caller spins while the others finish.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -34,13 +41,14 @@ class ThreadPool {
   void run_chunk(int index);
 
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable start_cv_, done_cv_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_size_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};  // bumped once per job
+  std::atomic<int> pending_{0};          // workers still running the job
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> sleepers_{0};
+  std::mutex mutex_;                     // guards sleeping only
+  std::condition_variable wake_;
 };
 
 }  // namespace revis

@@ -269,6 +269,19 @@ TEST(GgufHostile, HugeArrayCounts) {
   EXPECT_TRUE(rejected_mentioning(nested, {"test.nested", "cannot fit"}));
 }
 
+// Bytes that are really there can still be hostile: each value costs ~48
+// bytes in memory, so the reader caps the number of metadata values.
+TEST(GgufHostile, MetadataValueCountIsCapped) {
+  constexpr uint64_t kCount = (uint64_t{16} << 20) + 1;
+  GgufBytes b = one_entry("test.bytes", ValueType::ARRAY);
+  b.array_header(ValueType::UINT8, kCount).zeros(kCount);
+  // parse() copies the 16 MiB image, so the small-allocation watch does not apply.
+  auto parsed = GgufFile::parse(b.bytes().data(), b.bytes().size());
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("test.bytes: array of 16777217 values exceeds the limit"), std::string::npos)
+      << parsed.status().message();
+}
+
 TEST(GgufHostile, UnknownValueTypes) {
   for (uint32_t type : {13u, 255u, 0xFFFFFFFFu}) {
     GgufBytes top = one_entry("test.value", type);
