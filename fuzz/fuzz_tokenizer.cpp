@@ -41,7 +41,8 @@ std::vector<Vocab>& vocabs() {
       size_t pos = 0;
       while (pos <= s.size()) {
         const size_t end = s.find(':', pos);
-        const std::string p = s.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+        const std::string p =
+            s.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
         if (!p.empty()) paths.push_back(p);
         if (end == std::string::npos) break;
         pos = end + 1;
@@ -140,7 +141,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   const std::string decoded = tok.decode(ids, /*render_special=*/true);
-  const std::string bos_piece = add_bos && tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
+  const std::string bos_piece =
+      add_bos && tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
   if (tok.type() == revis::Tokenizer::Type::kBpe) {
     if (valid_utf8(text) && decoded != bos_piece + std::string(text)) {
       fail(v, "byte-level round trip differs", text);

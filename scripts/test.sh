@@ -32,8 +32,7 @@ if command -v clang++ >/dev/null; then
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
   build-fuzz/fuzz_gguf -max_total_time="$fuzz_seconds" -max_len=65536 "$corpus/gguf" 2>&1 | tail -n 3
-  REVIS_FUZZ_VOCAB_DIR="$testdata/vocab" \
-    build-fuzz/fuzz_tokenizer -max_total_time="$fuzz_seconds" "$corpus/tokenizer" 2>&1 | tail -n 3
+  build-fuzz/fuzz_tokenizer -max_total_time="$fuzz_seconds" "$corpus/tokenizer" 2>&1 | tail -n 3
 else
   echo "== clang++ not found: fuzzers skipped"
 fi

@@ -46,7 +46,7 @@ class Model {
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
-  std::vector<double> rope_inv_freq_;  // per rotated pair, factors applied
+  float rope_theta_scale_ = 1.0f;  // base^(-2/rope_dims): theta shrinks by this per pair
 
   // Scratch, one row per token of the current chunk.
   std::vector<float> x_, xb_, q_, k_, v_, attn_out_, ffn_gate_, ffn_up_, moe_in_, moe_out_;

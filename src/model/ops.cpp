@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "quant/quant.h"
+
 // The attention loops (dot_f32, axpy) are compiled twice on x86-64, for the
 // baseline and for AVX2+FMA, and the loader picks one per CPU: the rest of
 // the binary stays runnable on any x86-64.
@@ -14,11 +16,13 @@
 namespace revis {
 
 void rms_norm(float* out, const float* x, const float* weight, int n, float eps) {
-  // Accumulate in double: the mean of squares over thousands of values loses
-  // several bits in float, and the reference implementation uses double too.
+  // Squares in float, summed in double, the mean back in float: the same
+  // steps as llama.cpp, so that values rounded to float16 downstream (the KV
+  // cache) round the same way as in the reference.
   double sum = 0.0;
-  for (int i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-  const float scale = static_cast<float>(1.0 / std::sqrt(sum / n + eps));
+  for (int i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const float mean = static_cast<float>(sum / n);
+  const float scale = 1.0f / std::sqrt(mean + eps);
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
@@ -55,6 +59,10 @@ float dot_f32(const float* a, const float* b, int n) {
   for (; i < n; ++i) sum += a[i] * b[i];
   for (float p : partial) sum += p;
   return sum;
+}
+
+void round_to_f16(float* x, int n) {
+  for (int i = 0; i < n; ++i) x[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
 }
 
 REVIS_VECTOR_CLONES

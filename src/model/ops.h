@@ -20,6 +20,9 @@ void add(float* out, const float* x, int n);
 
 float dot_f32(const float* a, const float* b, int n);
 
+// In place: x[i] = the nearest float16 value, as a float.
+void round_to_f16(float* x, int n);
+
 // out[i] += scale * x[i]
 void axpy(float* out, float scale, const float* x, int n);
 

@@ -9,14 +9,16 @@ namespace revis::tok {
 
 Result<BpeModel> BpeModel::create(const Vocab& vocab, const std::vector<std::string>& merges) {
   BpeModel model;
-  for (int b = 0; b < 256; ++b) model.byte_token_[b] = vocab.find(byte_to_unicode(static_cast<uint8_t>(b)));
+  for (int b = 0; b < 256; ++b)
+    model.byte_token_[b] = vocab.find(byte_to_unicode(static_cast<uint8_t>(b)));
 
   model.merges_.reserve(merges.size());
   std::string joined;
   for (size_t i = 0; i < merges.size(); ++i) {
     const std::string& line = merges[i];
     auto fail = [&](const std::string& why) {
-      return Status::error("tokenizer.ggml.merges[" + std::to_string(i) + "] '" + line + "': " + why);
+      return Status::error("tokenizer.ggml.merges[" + std::to_string(i) + "] '" + line +
+                           "': " + why);
     };
     // The separator is the first space after the first byte, so a merge of
     // a token that is itself a space (non-byte-level vocabularies) works.
@@ -43,7 +45,7 @@ struct Symbol {
   int32_t id;    // token, -1 if the byte has no token
   int32_t prev;  // neighbours in the live chain, -1 at the ends
   int32_t next;
-  uint32_t n;    // bytes covered; 0 once merged into its left neighbour
+  uint32_t n;  // bytes covered; 0 once merged into its left neighbour
 };
 
 struct Bigram {
@@ -90,7 +92,8 @@ void BpeModel::tokenize_word(const Vocab& vocab, std::string_view word, bool ign
     if (it == merges_.end()) return;
     queue.push(Bigram{it->second.rank, left, right, it->second.result, a.n + b.n});
   };
-  for (size_t i = 1; i < sym.size(); ++i) try_add(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
+  for (size_t i = 1; i < sym.size(); ++i)
+    try_add(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
 
   while (!queue.empty()) {
     const Bigram bg = queue.top();

@@ -41,7 +41,8 @@ class BpeModel {
     int32_t result;
   };
   static uint64_t key(int32_t left, int32_t right) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
+           static_cast<uint32_t>(right);
   }
 
   std::unordered_map<uint64_t, Merge> merges_;

@@ -36,9 +36,7 @@ const ByteMap& byte_map() {
 
 const std::string& byte_to_unicode(uint8_t byte) { return byte_map().text[byte]; }
 
-int unicode_to_byte(uint32_t cp) {
-  return cp < byte_map().back.size() ? byte_map().back[cp] : -1;
-}
+int unicode_to_byte(uint32_t cp) { return cp < byte_map().back.size() ? byte_map().back[cp] : -1; }
 
 std::string bytes_to_unicode_text(std::string_view raw) {
   std::string out;

@@ -20,9 +20,9 @@ class Regex {
     PCRE2_SIZE err_off = 0;
     // UCP: \p{..} and \d/\w use Unicode properties. DOLLAR_ENDONLY: "$"
     // means the end of the piece only, as in ECMAScript regexes.
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                     PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &err, &err_off,
-                                     nullptr);
+    pcre2_code* code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                      PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &err, &err_off, nullptr);
     if (!code) {
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(err, msg, sizeof msg);
@@ -81,12 +81,10 @@ constexpr const char* kGpt2 =
 // would also accept e.g. U+017F (long s) and U+212A (Kelvin sign).
 #define REVIS_CONTRACTIONS R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))"
 
-constexpr const char* kLlama3 =
-    REVIS_CONTRACTIONS
+constexpr const char* kLlama3 = REVIS_CONTRACTIONS
     R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-constexpr const char* kQwen2 =
-    REVIS_CONTRACTIONS
+constexpr const char* kQwen2 = REVIS_CONTRACTIONS
     R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // GPT-4o / Tekken split letters into runs "some uppercase then lowercase".
@@ -140,18 +138,18 @@ struct Family {
 
 const std::vector<Family>& families() {
   static const std::vector<Family> list = {
-      {"default",
-       {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"},
-       false, false},
+      {"default", {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"}, false, false},
       {"llama3", {kLlama3}, true, true},
       {"dbrx", {kLlama3}, false, false},
       {"chatglm", {kLlama3}, false, false},
       {"deepseek-llm",
        {"[\r\n]", kDeepseekLetters, kDeepseekPunct, R"((?<!\s)\s+$)", kDeepseekCjk, R"(\p{N}+)"},
-       false, false},
+       false,
+       false},
       {"deepseek-coder",
        {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kDeepseekCjk, R"(\p{N})"},
-       false, false},
+       false,
+       false},
       {"falcon", {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"}, false, false},
       {"gpt-2", {kGpt2}, false, false},
       {"starcoder", {R"(\p{N})", kGpt2}, false, false},
@@ -169,24 +167,49 @@ const std::vector<Family>& families() {
 const char* family_of(std::string_view pre) {
   static const std::vector<std::pair<std::string_view, const char*>> aliases = {
       {"default", "default"},
-      {"llama3", "llama3"}, {"llama-v3", "llama3"}, {"llama-bpe", "llama3"},
-      {"falcon3", "llama3"}, {"falcon-h1", "llama3"}, {"pixtral", "llama3"},
-      {"dbrx", "dbrx"}, {"smaug-bpe", "dbrx"},
-      {"chatglm-bpe", "chatglm"}, {"glm4", "chatglm"},
+      {"llama3", "llama3"},
+      {"llama-v3", "llama3"},
+      {"llama-bpe", "llama3"},
+      {"falcon3", "llama3"},
+      {"falcon-h1", "llama3"},
+      {"pixtral", "llama3"},
+      {"dbrx", "dbrx"},
+      {"smaug-bpe", "dbrx"},
+      {"chatglm-bpe", "chatglm"},
+      {"glm4", "chatglm"},
       {"deepseek-llm", "deepseek-llm"},
       {"deepseek-coder", "deepseek-coder"},
       {"falcon", "falcon"},
-      {"gpt-2", "gpt-2"}, {"gpt2", "gpt-2"}, {"mpt", "gpt-2"}, {"gpt-neox", "gpt-2"},
-      {"phi-2", "gpt-2"}, {"olmo", "gpt-2"}, {"jais", "gpt-2"}, {"jina-es", "gpt-2"},
-      {"jina-de", "gpt-2"}, {"jina-v2-es", "gpt-2"}, {"jina-v2-de", "gpt-2"},
-      {"roberta-bpe", "gpt-2"}, {"exaone4", "gpt-2"},
-      {"starcoder", "starcoder"}, {"refact", "starcoder"}, {"command-r", "starcoder"},
-      {"smollm", "starcoder"}, {"codeshell", "starcoder"}, {"exaone", "starcoder"},
+      {"gpt-2", "gpt-2"},
+      {"gpt2", "gpt-2"},
+      {"mpt", "gpt-2"},
+      {"gpt-neox", "gpt-2"},
+      {"phi-2", "gpt-2"},
+      {"olmo", "gpt-2"},
+      {"jais", "gpt-2"},
+      {"jina-es", "gpt-2"},
+      {"jina-de", "gpt-2"},
+      {"jina-v2-es", "gpt-2"},
+      {"jina-v2-de", "gpt-2"},
+      {"roberta-bpe", "gpt-2"},
+      {"exaone4", "gpt-2"},
+      {"starcoder", "starcoder"},
+      {"refact", "starcoder"},
+      {"command-r", "starcoder"},
+      {"smollm", "starcoder"},
+      {"codeshell", "starcoder"},
+      {"exaone", "starcoder"},
       {"minerva-7b", "starcoder"},
-      {"qwen2", "qwen2"}, {"deepseek-r1-qwen", "qwen2"}, {"stablelm2", "qwen2"},
-      {"megrez", "qwen2"}, {"hunyuan", "qwen2"},
-      {"poro-chat", "poro"}, {"bloom", "poro"}, {"gpt3-finnish", "poro"},
-      {"gpt-4o", "gpt-4o"}, {"llama4", "gpt-4o"},
+      {"qwen2", "qwen2"},
+      {"deepseek-r1-qwen", "qwen2"},
+      {"stablelm2", "qwen2"},
+      {"megrez", "qwen2"},
+      {"hunyuan", "qwen2"},
+      {"poro-chat", "poro"},
+      {"bloom", "poro"},
+      {"gpt3-finnish", "poro"},
+      {"gpt-4o", "gpt-4o"},
+      {"llama4", "gpt-4o"},
       {"tekken", "tekken"},
   };
   for (const auto& [alias, family] : aliases) {
@@ -246,10 +269,10 @@ Result<PreTokenizer> PreTokenizer::create(std::string_view name,
   const char* family_name = family_of(name);
   if (!family_name) {
     if (warnings) {
-      warnings->push_back(name.empty()
-                              ? std::string("tokenizer.ggml.pre is missing; using 'default'")
-                              : "unknown pre-tokenizer '" + std::string(name) +
-                                    "'; using 'default' (tokenization may differ from the model's)");
+      warnings->push_back(
+          name.empty() ? std::string("tokenizer.ggml.pre is missing; using 'default'")
+                       : "unknown pre-tokenizer '" + std::string(name) +
+                             "'; using 'default' (tokenization may differ from the model's)");
     }
     family_name = "default";
   }
@@ -319,8 +342,8 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& w
       // Each piece is matched as a subject of its own, so lookaheads and "$"
       // stop at the piece's end.
       const std::string_view sub = subject.substr(piece.begin, piece.end - piece.begin);
-      size_t last = 0;   // end of the previous match
-      size_t from = 0;   // where to search next
+      size_t last = 0;  // end of the previous match
+      size_t from = 0;  // where to search next
       size_t mb = 0, me = 0;
       while (from < sub.size() && re->find(sub, from, md.md, mb, me)) {
         if (me == mb) {

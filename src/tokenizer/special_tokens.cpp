@@ -14,7 +14,8 @@ bool is_ascii_space(char c) {
 
 SpecialTokens::SpecialTokens(const Vocab& vocab) {
   for (int32_t id = 0; id < vocab.size(); ++id) {
-    if ((vocab.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) && !vocab.text[id].empty()) {
+    if ((vocab.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) &&
+        !vocab.text[id].empty()) {
       ids_.push_back(id);
     }
   }

@@ -23,8 +23,8 @@ SpmModel::SpmModel(const Vocab& vocab, int32_t unk) : unk_(unk) {
 namespace {
 
 struct Symbol {
-  size_t begin;    // byte offset in the text
-  uint32_t n;      // bytes covered; 0 once merged into its left neighbour
+  size_t begin;  // byte offset in the text
+  uint32_t n;    // bytes covered; 0 once merged into its left neighbour
   int32_t prev;
   int32_t next;
 };
@@ -45,7 +45,8 @@ struct BigramOrder {
 
 }  // namespace
 
-void SpmModel::tokenize(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) const {
+void SpmModel::tokenize(const Vocab& vocab, std::string_view text,
+                        std::vector<int32_t>& out) const {
   if (text.empty()) return;
 
   // Symbol lengths come from the lead byte alone, without validation, which
@@ -56,8 +57,8 @@ void SpmModel::tokenize(const Vocab& vocab, std::string_view text, std::vector<i
     const size_t n = std::min(lead_byte_length(static_cast<uint8_t>(text[off])), text.size() - off);
     const int32_t index = static_cast<int32_t>(sym.size());
     off += n;
-    sym.push_back(Symbol{off - n, static_cast<uint32_t>(n), index - 1,
-                         off == text.size() ? -1 : index + 1});
+    sym.push_back(
+        Symbol{off - n, static_cast<uint32_t>(n), index - 1, off == text.size() ? -1 : index + 1});
   }
 
   std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
@@ -68,7 +69,8 @@ void SpmModel::tokenize(const Vocab& vocab, std::string_view text, std::vector<i
     if (id < 0) return;
     queue.push(Bigram{vocab.score[id], left, right, size});
   };
-  for (size_t i = 1; i < sym.size(); ++i) try_add(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
+  for (size_t i = 1; i < sym.size(); ++i)
+    try_add(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
 
   while (!queue.empty()) {
     const Bigram bg = queue.top();

@@ -5,10 +5,15 @@ namespace revis::tok {
 
 size_t lead_byte_length(uint8_t lead) {
   switch (lead >> 4) {
-    case 0xC: case 0xD: return 2;
-    case 0xE: return 3;
-    case 0xF: return 4;
-    default: return 1;
+    case 0xC:
+    case 0xD:
+      return 2;
+    case 0xE:
+      return 3;
+    case 0xF:
+      return 4;
+    default:
+      return 1;
   }
 }
 
@@ -22,17 +27,21 @@ int check_sequence(const uint8_t* s, size_t avail) {
   if (b0 >= 0xC2 && b0 <= 0xDF) {
     trail = 1;
   } else if (b0 == 0xE0) {
-    trail = 2; lo = 0xA0;
+    trail = 2;
+    lo = 0xA0;
   } else if (b0 == 0xED) {
-    trail = 2; hi = 0x9F;
+    trail = 2;
+    hi = 0x9F;
   } else if (b0 >= 0xE1 && b0 <= 0xEF) {
     trail = 2;
   } else if (b0 == 0xF0) {
-    trail = 3; lo = 0x90;
+    trail = 3;
+    lo = 0x90;
   } else if (b0 >= 0xF1 && b0 <= 0xF3) {
     trail = 3;
   } else if (b0 == 0xF4) {
-    trail = 3; hi = 0x8F;
+    trail = 3;
+    hi = 0x8F;
   } else {
     return -1;  // continuation byte, C0/C1 or F5..FF can never start a character
   }
@@ -66,9 +75,12 @@ std::string sanitize(std::string_view text) {
 
 uint32_t decode(const uint8_t* s, size_t n) {
   switch (n) {
-    case 1: return s[0];
-    case 2: return ((s[0] & 0x1Fu) << 6) | (s[1] & 0x3Fu);
-    case 3: return ((s[0] & 0x0Fu) << 12) | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
+    case 1:
+      return s[0];
+    case 2:
+      return ((s[0] & 0x1Fu) << 6) | (s[1] & 0x3Fu);
+    case 3:
+      return ((s[0] & 0x0Fu) << 12) | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
     default:
       return ((s[0] & 0x07u) << 18) | ((s[1] & 0x3Fu) << 12) | ((s[2] & 0x3Fu) << 6) |
              (s[3] & 0x3Fu);

@@ -48,7 +48,8 @@ TEST(Detokenizer, EmojiSplitOverByteTokensSpm) {
 TEST(Detokenizer, ByteLevelStreamNeverEmitsPartialCharacters) {
   Loaded l = load(testdata() / "vocab" / "ggml-vocab-gpt-2.gguf");
   ASSERT_TRUE(l.tok);
-  const std::string text = "Emoji 😶‍🌫️ and 🚀, Japanese 推論はメモリ帯域, math ∑ done";
+  const std::string text =
+      "Emoji 😶‍🌫️ and 🚀, Japanese 推論はメモリ帯域, math ∑ done";
   const auto ids = l.tok->encode(text, false, false);
   Detokenizer detok(*l.tok);
   std::string joined;
@@ -78,7 +79,7 @@ TEST(Detokenizer, InvalidAndUnfinishedBytesBecomeReplacementCharacters) {
   EXPECT_EQ(detok.push(b(0x9F)), "");
   EXPECT_EQ(detok.push(a), fffd + "a");  // F0 9F cut short: one U+FFFD
   EXPECT_EQ(detok.push(b(0xE3)), "");
-  EXPECT_EQ(detok.flush(), fffd);        // unfinished at the end
+  EXPECT_EQ(detok.flush(), fffd);  // unfinished at the end
   EXPECT_EQ(detok.pending_bytes(), 0u);
   EXPECT_EQ(detok.push(b(0xED)), "");
   EXPECT_EQ(detok.push(b(0xA0)), fffd + fffd);  // surrogate: ED alone, then A0

@@ -2,9 +2,9 @@
 // prompt_tokens with the model's own BOS policy (special tokens not parsed).
 // The models carry real vocabularies truncated to 1024 entries.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "tok_test_util.h"
 

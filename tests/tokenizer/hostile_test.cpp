@@ -209,9 +209,16 @@ TEST(HandBuiltVocab, SpmScoresAndByteFallback) {
     types.push_back(6);
     scores.push_back(0);
   }
-  const std::vector<std::pair<std::string, float>> pieces = {
-      {"\xE2\x96\x81", -1}, {"a", -1}, {"b", -1}, {"c", -1}, {"ab", -5}, {"bc", -2}, {"abc", -3},
-      {"\xE2\x96\x81" "a", -4}};
+  const std::vector<std::pair<std::string, float>> pieces = {{"\xE2\x96\x81", -1},
+                                                             {"a", -1},
+                                                             {"b", -1},
+                                                             {"c", -1},
+                                                             {"ab", -5},
+                                                             {"bc", -2},
+                                                             {"abc", -3},
+                                                             {"\xE2\x96\x81"
+                                                              "a",
+                                                              -4}};
   for (const auto& [t, s] : pieces) {
     tokens.push_back(t);
     types.push_back(1);
@@ -232,7 +239,9 @@ TEST(HandBuiltVocab, SpmScoresAndByteFallback) {
   // ▁a (-4); "▁abc" is no token.
   EXPECT_EQ(t.encode("abc", false, false), (std::vector<int32_t>{id("\xE2\x96\x81"), id("abc")}));
   // Without "c", ▁a (-4) beats ab (-5).
-  EXPECT_EQ(t.encode("ab", false, false), (std::vector<int32_t>{id("\xE2\x96\x81" "a"), id("b")}));
+  EXPECT_EQ(t.encode("ab", false, false), (std::vector<int32_t>{id("\xE2\x96\x81"
+                                                                   "a"),
+                                                                id("b")}));
   // 'x' is not in the vocabulary: byte fallback.
   EXPECT_EQ(t.encode("x", false, false), (std::vector<int32_t>{id("\xE2\x96\x81"), id("<0x78>")}));
   EXPECT_EQ(t.decode(t.encode("xyz abc", false, false)), " xyz abc");

@@ -1,9 +1,10 @@
-// Long inputs: encoding 100+ KB must stay fast (no quadratic paths in the
-// special-token split, the regexes or the merge loops), and concurrent
-// encoding from several threads must agree with single-threaded results.
+// Long inputs: 100+ KB texts of every awkward shape encode and decode back
+// (a quadratic path in the special-token split, the regexes or the merge
+// loops would run into the ctest timeout; speed itself is not asserted in
+// unit tests), and concurrent encoding from several threads must agree with
+// single-threaded results.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <random>
 #include <thread>
 
@@ -37,17 +38,12 @@ std::vector<std::pair<std::string, std::string>> long_texts() {
 
 class LongInput : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(LongInput, EncodesQuickly) {
+TEST_P(LongInput, Encodes) {
   Loaded l = load(testdata() / "vocab" / ("ggml-vocab-" + GetParam() + ".gguf"));
   ASSERT_TRUE(l.tok);
   for (const auto& [name, text] : long_texts()) {
-    const auto t0 = std::chrono::steady_clock::now();
     const auto ids = l.tok->encode(text, true, true);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_FALSE(ids.empty());
-    // Generous (sanitizer builds are ~10x slower); a quadratic path on
-    // 120 KB takes minutes.
-    EXPECT_LT(s, 5.0) << GetParam() << " / " << name << " (" << text.size() << " bytes)";
+    EXPECT_FALSE(ids.empty()) << GetParam() << " / " << name;
   }
 }
 
@@ -65,7 +61,8 @@ TEST(Concurrency, ThreadsAgree) {
   ASSERT_TRUE(l.tok);
   std::vector<std::string> texts;
   for (int i = 0; i < 32; ++i) {
-    texts.push_back("Sample " + std::to_string(i) + ": r\xC3\xA9sum\xC3\xA9, \xE4\xB8\xAD\xE6\x96\x87 " +
+    texts.push_back("Sample " + std::to_string(i) +
+                    ": r\xC3\xA9sum\xC3\xA9, \xE4\xB8\xAD\xE6\x96\x87 " +
                     std::string(static_cast<size_t>(i), '!') + " 12345");
   }
   std::vector<std::vector<int32_t>> expected;

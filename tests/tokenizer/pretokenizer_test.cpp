@@ -1,10 +1,11 @@
 // Pre-tokenizer splits for the regex lists, including the places where
 // llama.cpp's reading of a regex differs from a naive one.
+#include "tokenizer/pretokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "tokenizer/pretokenizer.h"
 #include "tokenizer/utf8.h"
 
 namespace revis::tok {
@@ -55,9 +56,9 @@ TEST(PreTokenizer, UnknownNameFallsBack) {
 // Whatever the regexes do, the words must concatenate back to the text.
 TEST(PreTokenizer, WordsCoverTheText) {
   std::mt19937 rng(42);
-  const std::vector<uint32_t> pool = {'a', 'Z', ' ', '\n', '\r', '\t', '1', '\'', 's', '!', '$',
-                                      0xA0, 0x85, 0x3000, 0x4E2D, 0xAC00, 0x1F680, 0x300, 0x2028,
-                                      0x180E, 0xFF01, 0xE9, 0x212A, 0x1680};
+  const std::vector<uint32_t> pool = {
+      'a',  'Z',    ' ',    '\n',   '\r',    '\t',  '1',    '\'',   's',    '!',  '$',    0xA0,
+      0x85, 0x3000, 0x4E2D, 0xAC00, 0x1F680, 0x300, 0x2028, 0x180E, 0xFF01, 0xE9, 0x212A, 0x1680};
   for (const char* pre : {"default", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder",
                           "falcon", "mpt", "gpt-neox", "starcoder", "refact", "gpt-4o", "tekken",
                           "poro-chat", "dbrx", "chatglm-bpe"}) {
@@ -87,13 +88,18 @@ TEST(Utf8, CheckSequence) {
   EXPECT_EQ(check("\xC3\xA9"), 2);
   EXPECT_EQ(check("\xE4\xB8\xAD"), 3);
   EXPECT_EQ(check("\xF0\x9F\x9A\x80"), 4);
-  EXPECT_EQ(check("\xF0\x9F\x9A"), 0);   // needs one more byte
-  EXPECT_EQ(check("\xF0\x9F" "a"), -2);  // cut short: maximal subpart F0 9F
+  EXPECT_EQ(check("\xF0\x9F\x9A"), 0);  // needs one more byte
+  EXPECT_EQ(check("\xF0\x9F"
+                  "a"),
+            -2);  // cut short: maximal subpart F0 9F
   EXPECT_EQ(check("\x80"), -1);
-  EXPECT_EQ(check("\xC0\x80"), -1);      // overlong
-  EXPECT_EQ(check("\xED\xA0\x80"), -1);  // surrogate
+  EXPECT_EQ(check("\xC0\x80"), -1);          // overlong
+  EXPECT_EQ(check("\xED\xA0\x80"), -1);      // surrogate
   EXPECT_EQ(check("\xF4\x90\x80\x80"), -1);  // above U+10FFFF
-  EXPECT_EQ(sanitize("a\xFF" "b\xE4\xB8"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(sanitize("a\xFF"
+                     "b\xE4\xB8"),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 }  // namespace

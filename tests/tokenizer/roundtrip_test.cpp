@@ -2,9 +2,8 @@
 // the space encode() puts in front (add_space_prefix).
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "tok_test_util.h"
@@ -39,7 +38,7 @@ TEST_P(RoundTrip, RandomUtf8) {
   ASSERT_TRUE(l.tok);
   std::mt19937 rng(1234);
   const std::vector<std::pair<uint32_t, uint32_t>> ranges = {
-      {0x20, 0x7E}, {0x09, 0x0D}, {0xA0, 0x17F}, {0x370, 0x3FF}, {0x400, 0x4FF},
+      {0x20, 0x7E},     {0x09, 0x0D},     {0xA0, 0x17F},    {0x370, 0x3FF},     {0x400, 0x4FF},
       {0x3000, 0x303F}, {0x4E00, 0x4FFF}, {0xAC00, 0xAD00}, {0x1F300, 0x1F64F}, {0x2000, 0x206F}};
   for (int iter = 0; iter < 200; ++iter) {
     std::string text;

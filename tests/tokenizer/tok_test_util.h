@@ -63,7 +63,10 @@ inline Loaded load(const std::filesystem::path& path) {
 
 inline std::string ids_to_string(const std::vector<int32_t>& ids) {
   std::string s;
-  for (int32_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
+  for (int32_t id : ids) {
+    if (!s.empty()) s += ' ';
+    s += std::to_string(id);
+  }
   return s;
 }
 

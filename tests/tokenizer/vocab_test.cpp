@@ -78,8 +78,10 @@ TEST(VocabTest, AllFilesCovered) {
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
       continue;
     }
-    const std::string stem = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    EXPECT_NE(std::find(known.begin(), known.end(), stem), known.end()) << "untested vocab " << name;
+    const std::string stem =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    EXPECT_NE(std::find(known.begin(), known.end(), stem), known.end())
+        << "untested vocab " << name;
   }
 }
 

@@ -1,0 +1,397 @@
+// The AVX2 kernels (simd_avx2.cpp) against the scalar reference kernels:
+// activation quantization and F16 conversions bit-identical, dot products
+// (one row and four rows at once) within float summation-order rounding,
+// |avx2 - scalar| <= 1e-5 * sum |w_i a_i|.
+//
+// The kernels are taken straight from install_avx2(), so each override is
+// compared with the scalar function it replaces whatever the dispatch table
+// holds. Data: Gaussian rows with offsets (the minimum / offset terms),
+// rows of extreme magnitudes, special values (zeros, NaN, infinities,
+// subnormals, exact rounding ties), and weight blocks of random bytes with
+// finite scales, which reach every bit pattern a file could hold.
+// x86-64 only; skipped when the CPU lacks AVX2, FMA or F16C.
+#if defined(__x86_64__)
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+#include "quant/quant.h"
+#include "quant/simd.h"
+#include "quant/test_util.h"
+
+namespace revis {
+namespace {
+
+using quant_test::gaussian;
+
+struct Scalar {
+  quant::DequantizeFn dequantize;
+  quant::QuantizeFn quantize;
+  quant::DotFn dot;
+};
+
+const std::map<TensorType, Scalar>& scalar_kernels() {
+  using namespace quant;
+  static const std::map<TensorType, Scalar> kernels = {
+      {TensorType::F16, {dequantize_f16, quantize_f16, dot_f16}},
+      {TensorType::Q4_0, {dequantize_q4_0, quantize_q4_0, dot_q4_0}},
+      {TensorType::Q4_1, {dequantize_q4_1, quantize_q4_1, dot_q4_1}},
+      {TensorType::Q5_0, {dequantize_q5_0, quantize_q5_0, dot_q5_0}},
+      {TensorType::Q5_1, {dequantize_q5_1, quantize_q5_1, dot_q5_1}},
+      {TensorType::Q8_0, {dequantize_q8_0, quantize_q8_0, dot_q8_0}},
+      {TensorType::Q2_K, {dequantize_q2_k, quantize_q2_k, dot_q2_k}},
+      {TensorType::Q3_K, {dequantize_q3_k, quantize_q3_k, dot_q3_k}},
+      {TensorType::Q4_K, {dequantize_q4_k, quantize_q4_k, dot_q4_k}},
+      {TensorType::Q5_K, {dequantize_q5_k, quantize_q5_k, dot_q5_k}},
+      {TensorType::Q6_K, {dequantize_q6_k, quantize_q6_k, dot_q6_k}},
+      {TensorType::Q8_K, {dequantize_q8_k, quantize_q8_k, dot_q8_k}},
+      {TensorType::IQ4_NL, {dequantize_iq4_nl, quantize_iq4_nl, dot_iq4_nl}},
+      {TensorType::IQ4_XS, {dequantize_iq4_xs, quantize_iq4_xs, dot_iq4_xs}},
+  };
+  return kernels;
+}
+
+// What install_avx2() overrides, type by type.
+const std::map<TensorType, quant::KernelEntry>& avx2_kernels() {
+  static std::map<TensorType, quant::KernelEntry> entries;
+  static const bool installed = [] {
+    quant::install_avx2([](TensorType type, const quant::KernelEntry& entry) { entries[type] = entry; });
+    return true;
+  }();
+  (void)installed;
+  return entries;
+}
+
+class Avx2 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!quant::avx2_supported()) GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  }
+};
+
+TEST_F(Avx2, IsTheDefaultBackend) {
+  EXPECT_EQ(best_kernel_backend(), KernelBackend::kAvx2);
+  EXPECT_EQ(active_kernel_backend(), KernelBackend::kAvx2);
+}
+
+TEST_F(Avx2, OverridesTheListedKernels) {
+  const auto& avx2 = avx2_kernels();
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q8_K, TensorType::F16}) {
+    ASSERT_TRUE(avx2.count(type)) << type_name(type);
+    EXPECT_NE(avx2.at(type).quantize, nullptr) << type_name(type);
+  }
+  EXPECT_NE(avx2.at(TensorType::F16).dequantize, nullptr);
+  for (TensorType type : {TensorType::F16, TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                          TensorType::Q8_0, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                          TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS}) {
+    ASSERT_TRUE(avx2.count(type)) << type_name(type);
+    EXPECT_NE(avx2.at(type).dot, nullptr) << type_name(type);
+    EXPECT_NE(avx2.at(type).dot4, nullptr) << type_name(type);
+  }
+}
+
+TEST_F(Avx2, DispatchUsesTheOverrides) {
+  const DotKernels q4k = dot_kernels(TensorType::Q4_K, 256);
+  EXPECT_EQ(q4k.dot, avx2_kernels().at(TensorType::Q4_K).dot);
+  EXPECT_EQ(q4k.dot4, avx2_kernels().at(TensorType::Q4_K).dot4);
+  ASSERT_TRUE(use_kernel_backend(KernelBackend::kScalar).ok());
+  const DotKernels scalar = dot_kernels(TensorType::Q4_K, 256);
+  ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx2).ok());
+  EXPECT_EQ(scalar.dot, quant::dot_q4_k);
+  EXPECT_EQ(scalar.dot4, nullptr);
+}
+
+// --- Bit-identical conversions -------------------------------------------------
+
+const int kBlockCounts[] = {1, 3, 7, 13};
+
+std::vector<uint8_t> quantized(quant::QuantizeFn fn, TensorType type, const std::vector<float>& x) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> out(row_bytes(type, n), 0xa5);
+  fn(x.data(), out.data(), n);
+  return out;
+}
+
+void expect_same_quantization(TensorType type, const std::vector<float>& x, const std::string& what) {
+  const std::vector<uint8_t> expected = quantized(scalar_kernels().at(type).quantize, type, x);
+  const std::vector<uint8_t> actual = quantized(avx2_kernels().at(type).quantize, type, x);
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(static_cast<int>(expected[i]), static_cast<int>(actual[i]))
+        << type_name(type) << ", " << what << ", n = " << x.size() << ": first difference at byte " << i << " of "
+        << expected.size() << " (block bytes " << type_traits(type).block_bytes << ")";
+  }
+}
+
+// Blocks of values that stress rounding, clamping and scale selection.
+std::vector<std::vector<float>> special_blocks(int64_t block) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<float>> out;
+  auto with = [&](std::initializer_list<std::pair<int64_t, float>> values, float fill = 0.0f) {
+    std::vector<float> x(static_cast<size_t>(block), fill);
+    for (auto [i, v] : values) x[static_cast<size_t>(i % block)] = v;
+    out.push_back(x);
+  };
+  with({});                                             // all zeros
+  with({{0, -0.0f}, {5, -0.0f}});                       // negative zeros
+  with({{3, nan}});                                     // NaN among zeros
+  with({{3, nan}, {9, 1.5f}, {10, -0.25f}});            // NaN among values
+  with({{0, nan}}, nan);                                // only NaN
+  with({{7, inf}, {8, 2.0f}});                          // infinity
+  with({{7, -inf}, {1, 3.0f}, {2, nan}});               // -infinity and NaN
+  with({{2, 3e38f}, {3, -1e38f}, {4, 1.0f}});           // near float max
+  with({{2, 1e-42f}, {6, -3e-43f}}, 1e-45f);            // subnormals
+  with({{5, 1e-30f}, {6, -2e-31f}});                    // tiny normals
+  with({{1, -127.0f}, {4, 127.0f}, {8, 0.5f}, {9, 1.5f}, {10, -2.5f}, {11, 126.5f}});  // exact ties
+  with({{1, 5.0f}, {2, -5.0f}, {3, 2.5f}, {4, -1.25f}});   // equal magnitudes, positive first
+  with({{1, -5.0f}, {2, 5.0f}, {3, 2.5f}, {4, 1.25f}});    // equal magnitudes, negative first
+  with({{0, 1.0f}}, -1.0f);                               // all of one magnitude
+  // Everything at 1 except one value a rounding tie away from a level.
+  std::vector<float> ties(static_cast<size_t>(block));
+  for (int64_t i = 0; i < block; ++i) ties[static_cast<size_t>(i)] = static_cast<float>(i % 255 - 127) + 0.5f;
+  ties[0] = 127.0f;
+  out.push_back(ties);
+  return out;
+}
+
+TEST_F(Avx2, ActivationQuantizationIsBitIdentical) {
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q8_K, TensorType::F16}) {
+    const int64_t block = type == TensorType::F16 ? 32 : quant_test::block_size(type);
+    uint32_t seed = 1;
+    for (int blocks : kBlockCounts) {
+      const size_t n = static_cast<size_t>(blocks * block);
+      for (float sigma : {1.0f, 1e-3f, 1e3f, 1e-20f, 1e20f, 1e-39f}) {
+        expect_same_quantization(type, gaussian(n, seed++, sigma), "gaussian sigma " + std::to_string(sigma));
+      }
+      // Blocks of very different magnitudes side by side.
+      std::vector<float> mixed = gaussian(n, seed++);
+      for (size_t i = 0; i < n; ++i) mixed[i] *= std::pow(10.0f, static_cast<float>(static_cast<int>(i / block) % 9 - 4) * 4);
+      expect_same_quantization(type, mixed, "mixed magnitudes");
+    }
+    // Each special block alone and between ordinary ones.
+    for (const std::vector<float>& special : special_blocks(block)) {
+      expect_same_quantization(type, special, "special block");
+      std::vector<float> x = gaussian(static_cast<size_t>(block), seed++);
+      x.insert(x.end(), special.begin(), special.end());
+      const std::vector<float> after = gaussian(static_cast<size_t>(block), seed++);
+      x.insert(x.end(), after.begin(), after.end());
+      expect_same_quantization(type, x, "special block in the middle");
+    }
+  }
+}
+
+TEST_F(Avx2, F16RowsOfAnyLengthAreBitIdentical) {
+  for (size_t n : {1, 7, 8, 9, 15, 16, 17, 100, 1027}) {
+    expect_same_quantization(TensorType::F16, gaussian(n, static_cast<uint32_t>(n), 100.0f), "odd length");
+  }
+  // Around the half range: largest finite, the rounding edge to infinity,
+  // the smallest subnormal and half of it.
+  expect_same_quantization(TensorType::F16,
+                           {65504.0f, 65519.0f, 65520.0f, -65536.0f, 5.96e-8f, 2.98e-8f, 2.99e-8f, -1e-9f, 0.1f,
+                            std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::signaling_NaN()},
+                           "range edges");
+}
+
+TEST_F(Avx2, F16DequantizeIsBitIdenticalForEveryHalf) {
+  const quant::DequantizeFn avx2 = avx2_kernels().at(TensorType::F16).dequantize;
+  // Every half, in one long row and with an odd-length tail.
+  for (size_t n : {size_t{65536}, size_t{65533}}) {
+    std::vector<uint16_t> halves(n);
+    for (size_t i = 0; i < n; ++i) halves[i] = static_cast<uint16_t>(i + (65536 - n));
+    std::vector<float> expected(n), actual(n);
+    quant::dequantize_f16(halves.data(), expected.data(), static_cast<int64_t>(n));
+    avx2(halves.data(), actual.data(), static_cast<int64_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      // NaN payloads may be quieted by the hardware; a NaN must stay a NaN.
+      if (std::isnan(expected[i])) {
+        ASSERT_TRUE(std::isnan(actual[i])) << "half 0x" << std::hex << halves[i];
+      } else {
+        ASSERT_EQ(std::bit_cast<uint32_t>(expected[i]), std::bit_cast<uint32_t>(actual[i]))
+            << "half 0x" << std::hex << halves[i];
+      }
+    }
+  }
+}
+
+// --- Dot products ------------------------------------------------------------------
+
+// |avx2 - scalar| <= kTolerance * sum |w_i a_i|: the kernels do the same
+// integer arithmetic and differ only in the order floats are summed.
+constexpr double kTolerance = 1e-5;
+
+// Random bytes with every half-precision scale field replaced by a
+// moderate finite value: every bit pattern of levels, scales and minimums
+// a file could hold, without infinities in the products.
+std::vector<uint8_t> random_blocks(TensorType type, int64_t n, std::mt19937& rng) {
+  std::vector<uint8_t> bytes(row_bytes(type, n));
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  auto scale = [&] { return static_cast<uint16_t>((rng() & 0x8000) | (0x1c00 + rng() % 0x1400)); };  // ~2^-8..2^2
+  std::vector<size_t> fields;
+  switch (type) {
+    case TensorType::Q4_0: fields = {offsetof(quant::BlockQ4_0, d)}; break;
+    case TensorType::Q4_1: fields = {offsetof(quant::BlockQ4_1, d), offsetof(quant::BlockQ4_1, m)}; break;
+    case TensorType::Q5_0: fields = {offsetof(quant::BlockQ5_0, d)}; break;
+    case TensorType::Q5_1: fields = {offsetof(quant::BlockQ5_1, d), offsetof(quant::BlockQ5_1, m)}; break;
+    case TensorType::Q8_0: fields = {offsetof(quant::BlockQ8_0, d)}; break;
+    case TensorType::Q2_K: fields = {offsetof(quant::BlockQ2_K, d), offsetof(quant::BlockQ2_K, dmin)}; break;
+    case TensorType::Q3_K: fields = {offsetof(quant::BlockQ3_K, d)}; break;
+    case TensorType::Q4_K: fields = {offsetof(quant::BlockQ4_K, d), offsetof(quant::BlockQ4_K, dmin)}; break;
+    case TensorType::Q5_K: fields = {offsetof(quant::BlockQ5_K, d), offsetof(quant::BlockQ5_K, dmin)}; break;
+    case TensorType::Q6_K: fields = {offsetof(quant::BlockQ6_K, d)}; break;
+    case TensorType::IQ4_NL: fields = {offsetof(quant::BlockIQ4_NL, d)}; break;
+    case TensorType::IQ4_XS: fields = {offsetof(quant::BlockIQ4_XS, d)}; break;
+    default: ADD_FAILURE() << "no scale layout for " << type_name(type);
+  }
+  const size_t block_bytes = type_traits(type).block_bytes;
+  for (size_t at = 0; at < bytes.size(); at += block_bytes)
+    for (size_t field : fields) {
+      const uint16_t h = scale();
+      std::memcpy(&bytes[at + field], &h, sizeof h);
+    }
+  return bytes;
+}
+
+std::vector<uint8_t> quantize_with_scalar(TensorType type, const std::vector<float>& x) {
+  return quantized(scalar_kernels().at(type).quantize, type, x);
+}
+
+std::vector<float> dequantize_with_scalar(TensorType type, const std::vector<uint8_t>& row, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(n));
+  scalar_kernels().at(type).dequantize(row.data(), out.data(), n);
+  return out;
+}
+
+// One weight row against four activation rows of the activation type.
+struct DotCase {
+  std::string what;
+  int64_t n;
+  std::vector<uint8_t> w;
+  std::vector<std::vector<uint8_t>> a;
+};
+
+void expect_dots_match(TensorType type, const DotCase& c) {
+  const TensorType a_type = activation_type(type);
+  const Scalar& scalar = scalar_kernels().at(type);
+  const quant::KernelEntry& avx2 = avx2_kernels().at(type);
+  const std::vector<float> w_values = dequantize_with_scalar(type, c.w, c.n);
+
+  // dot4 reads rows a_stride apart: pad them to catch a stride mix-up.
+  const size_t a_bytes = row_bytes(a_type, c.n), stride = a_bytes + 64;
+  std::vector<uint8_t> packed(4 * stride, 0x7f);
+  for (int k = 0; k < 4; ++k) std::memcpy(&packed[k * stride], c.a[k].data(), a_bytes);
+  float four[4];
+  avx2.dot4(c.w.data(), packed.data(), stride, c.n, four);
+
+  for (int k = 0; k < 4; ++k) {
+    const std::vector<float> a_values = dequantize_with_scalar(a_type, c.a[k], c.n);
+    double magnitude = 0;
+    for (int64_t i = 0; i < c.n; ++i) magnitude += std::fabs(static_cast<double>(w_values[i]) * a_values[i]);
+    const double expected = scalar.dot(c.w.data(), c.a[k].data(), c.n);
+    const double one = avx2.dot(c.w.data(), c.a[k].data(), c.n);
+    ASSERT_TRUE(std::isfinite(expected)) << c.what;
+    EXPECT_LE(std::fabs(one - expected), kTolerance * magnitude)
+        << type_name(type) << ", " << c.what << ", n = " << c.n << ", row " << k << ": scalar " << expected
+        << ", avx2 " << one;
+    EXPECT_LE(std::fabs(four[k] - expected), kTolerance * magnitude)
+        << type_name(type) << ", " << c.what << ", n = " << c.n << ", dot4 row " << k << ": scalar " << expected
+        << ", avx2 " << four[k];
+  }
+}
+
+class Avx2Dot : public ::testing::TestWithParam<TensorType> {
+ protected:
+  void SetUp() override {
+    if (!quant::avx2_supported()) GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  }
+};
+
+TEST_P(Avx2Dot, MatchesScalarWithinRounding) {
+  const TensorType type = GetParam();
+  const TensorType a_type = activation_type(type);
+  const int64_t block = quant_test::block_size(a_type);  // whole activation blocks
+  std::vector<int64_t> lengths;
+  for (int blocks : kBlockCounts) lengths.push_back(blocks * block);
+  if (type == TensorType::F16) lengths = {1, 7, 8, 9, 17, 255, 256, 257, 1000, 4099};
+
+  std::mt19937 rng(static_cast<uint32_t>(type) * 7919);
+  uint32_t seed = 100;
+  auto activations = [&](int64_t n, float sigma, float mean) {
+    std::vector<std::vector<uint8_t>> a;
+    for (int k = 0; k < 4; ++k) {
+      std::vector<float> x = gaussian(static_cast<size_t>(n), seed++, sigma * static_cast<float>(k + 1));
+      for (float& v : x) v += mean * sigma;
+      a.push_back(quantize_with_scalar(a_type, x));
+    }
+    return a;
+  };
+  auto weights = [&](int64_t n, float sigma, float mean) {
+    std::vector<float> x = gaussian(static_cast<size_t>(n), seed++, sigma);
+    for (float& v : x) v += mean * sigma;
+    return quantize_with_scalar(type, x);
+  };
+
+  // Magnitudes: half-precision types keep to what a half holds.
+  const bool half_activations = a_type == TensorType::F16 || a_type == TensorType::Q8_0;
+  const float a_large = half_activations ? 1e3f : 1e20f, a_small = half_activations ? 1e-3f : 1e-20f;
+  for (int64_t n : lengths) {
+    expect_dots_match(type, {"gaussian", n, weights(n, 1.0f, 0.0f), activations(n, 1.0f, 0.0f)});
+    expect_dots_match(type, {"gaussian with offsets", n, weights(n, 1.0f, 0.4f), activations(n, 1.0f, -0.3f)});
+    expect_dots_match(type, {"large weights, small activations", n, weights(n, 1e3f, 0.2f), activations(n, a_small, 0.5f)});
+    expect_dots_match(type, {"small weights, large activations", n, weights(n, 1e-3f, -0.2f), activations(n, a_large, 0.0f)});
+    // One outlier per row: most of each block quantizes to small levels.
+    std::vector<float> spiky = gaussian(static_cast<size_t>(n), seed++);
+    spiky[static_cast<size_t>(n / 2)] = 500.0f;
+    expect_dots_match(type, {"outlier weight", n, quantize_with_scalar(type, spiky), activations(n, 1.0f, 0.0f)});
+    if (type != TensorType::F16)
+      expect_dots_match(type, {"random weight bytes", n, random_blocks(type, n, rng), activations(n, 1.0f, 0.1f)});
+  }
+}
+
+std::vector<TensorType> avx2_dot_types() {
+  return {TensorType::F16,  TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+          TensorType::Q8_0, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+          TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, Avx2Dot, ::testing::ValuesIn(avx2_dot_types()), quant_test::TypeName());
+
+// vec_dot4 through the dispatch table, on both backends, equals four vec_dot calls.
+TEST_F(Avx2, VecDot4EqualsFourVecDots) {
+  for (KernelBackend backend : {KernelBackend::kScalar, KernelBackend::kAvx2}) {
+    ASSERT_TRUE(use_kernel_backend(backend).ok());
+    for (TensorType type : avx2_dot_types()) {
+      const TensorType a_type = activation_type(type);
+      const int64_t n = 3 * quant_test::block_size(a_type);
+      const std::vector<uint8_t> w = quantize_with_scalar(type, gaussian(static_cast<size_t>(n), 5));
+      const size_t stride = row_bytes(a_type, n);
+      std::vector<uint8_t> a(4 * stride);
+      for (int k = 0; k < 4; ++k) {
+        const std::vector<uint8_t> row = quantize_with_scalar(a_type, gaussian(static_cast<size_t>(n), 10 + k));
+        std::memcpy(&a[k * stride], row.data(), stride);
+      }
+      float four[4];
+      vec_dot4(type, w.data(), a.data(), stride, n, four);
+      for (int k = 0; k < 4; ++k)
+        EXPECT_EQ(four[k], vec_dot(type, w.data(), &a[k * stride], n))
+            << kernel_backend_name(backend) << " " << type_name(type) << " row " << k;
+    }
+  }
+  ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx2).ok());
+}
+
+}  // namespace
+}  // namespace revis
+
+#endif
