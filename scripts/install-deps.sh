@@ -4,9 +4,19 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config            # toolchain
   nlohmann-json3-dev libcli11-dev libpcre2-dev  # libraries revis links
+  libboost-dev libtomlplusplus-dev            # the node: Asio/Beast (header-only), TOML config
   libgtest-dev libgmock-dev                   # tests
   clang libclang-rt-14-dev                    # fuzzers (libFuzzer) and sanitizer runtimes
+  # The arm64 (NEON) build of scripts/test-arm64.sh: cross compiler, user-mode
+  # QEMU, and the arm64 builds of the libraries above that have compiled
+  # parts or arch-specific CMake files (multiarch; the header-only ones with
+  # architecture "all", nlohmann-json and CLI11, serve both). Keep the :arm64
+  # list in step with the find_package()s in CMakeLists.txt.
+  g++-aarch64-linux-gnu qemu-user
+  libpcre2-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libboost-dev:arm64 libtomlplusplus-dev:arm64
 )
+# The :arm64 packages need the architecture enabled before apt-get update.
+dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,4 +25,12 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Node.js runs the official `openai` npm client against the node in the tests
+# (tests/node/openai_client.sh installs the package itself). A Node.js that
+# is already there (with its own npm) is kept.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends nodejs npm
 fi

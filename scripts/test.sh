@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite: the unit and golden tests (ctest) in a Release build, the
-# same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and a
-# bounded libFuzzer run of each parser when clang is present.
+# same tests under AddressSanitizer + UndefinedBehaviorSanitizer, the AArch64
+# (NEON) build's kernel and golden tests under QEMU (scripts/test-arm64.sh),
+# and a bounded libFuzzer run of each parser when clang is present.
 # Needs ../shared/testdata beside the repository (or REVIS_TESTDATA_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREVIS_SANI
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j"$jobs" --output-on-failure
+
+echo "== AArch64 (NEON) cross build + tests under qemu-aarch64"
+bash scripts/test-arm64.sh
 
 if command -v clang++ >/dev/null; then
   echo "== fuzzing the GGUF reader and the tokenizer, ${fuzz_seconds}s each"

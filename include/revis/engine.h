@@ -32,6 +32,10 @@ struct EngineOptions {
   std::string model_path;
   int n_ctx = 0;      // context length in tokens; 0 = min(model's training context, 4096)
   int n_threads = 0;  // 0 = number of physical cores
+  // Lock the weights in RAM so that the kernel cannot evict them under memory
+  // pressure (which turns decoding into disk reads). Failing to lock is not an
+  // error: the engine still runs and ModelInfo::mlock_failure says why.
+  bool mlock = false;
 };
 
 struct ModelInfo {
@@ -46,6 +50,7 @@ struct ModelInfo {
   int n_threads = 0;
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token
+  std::string mlock_failure;     // with EngineOptions::mlock: why locking failed; empty when locked
 };
 
 class Engine {

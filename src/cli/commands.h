@@ -12,5 +12,8 @@ void register_run(CLI::App& app, int& exit_code);
 void register_quantize(CLI::App& app, int& exit_code);
 void register_mkmodel(CLI::App& app, int& exit_code);
 void register_demo(CLI::App& app, int& exit_code);
+void register_serve(CLI::App& app, int& exit_code);
+void register_submit(CLI::App& app, int& exit_code);
+void register_bench(CLI::App& app, int& exit_code);
 
 }  // namespace revis::cli

@@ -14,6 +14,9 @@ int main(int argc, char** argv) {
   revis::cli::register_quantize(app, exit_code);
   revis::cli::register_mkmodel(app, exit_code);
   revis::cli::register_demo(app, exit_code);
+  revis::cli::register_serve(app, exit_code);
+  revis::cli::register_submit(app, exit_code);
+  revis::cli::register_bench(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,11 @@
 #include "revis/engine.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -20,6 +25,35 @@ struct Session::State {
   std::vector<float> logits;
   int rows = 0;
 };
+
+namespace {
+
+// Locks the span of the mapping that holds tensor data (the header is read
+// once at load and need not stay resident). Returns why it failed, or "".
+// The lock lasts until the file is unmapped.
+std::string lock_tensor_data(const gguf::GgufFile& file) {
+  const uint8_t* begin = nullptr;
+  const uint8_t* end = nullptr;
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (t.n_bytes == 0) continue;
+    if (!begin || t.data < begin) begin = t.data;
+    if (!end || t.data + t.n_bytes > end) end = t.data + t.n_bytes;
+  }
+  if (!begin) return {};
+  // mlock wants page-aligned addresses on some systems; round outwards.
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~(page - 1);
+  const uintptr_t last = reinterpret_cast<uintptr_t>(end);
+  if (::mlock(reinterpret_cast<const void*>(first), last - first) != 0) {
+    const int err = errno;
+    std::string why = "mlock of " + std::to_string((last - first) >> 20) + " MiB failed: " + std::strerror(err);
+    if (err == ENOMEM || err == EPERM) why += " (raise the locked-memory limit: ulimit -l)";
+    return why;
+  }
+  return {};
+}
+
+}  // namespace
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
@@ -56,6 +90,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.n_threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
   info.file_bytes = impl->file->file_size();
   info.bytes_per_token = impl->model->bytes_per_token();
+  if (options.mlock) info.mlock_failure = lock_tensor_data(*impl->file);
   impl->pool = std::make_unique<ThreadPool>(info.n_threads);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }

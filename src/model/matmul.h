@@ -1,7 +1,20 @@
 // Matrix multiplication of quantized weights with float activations:
-// out[t][r] = dot(W row r, x[t]) for every token t of a batch. The batch is
-// converted once to the weight type's activation format, then rows are split
-// across the pool's threads; each weight row is read once for the whole batch.
+// out[t][r] = dot(W row r, x[t]) for every token t of a batch.
+//
+// 1. The batch is converted once to the weight type's activation format
+//    (quant.h's activation_type).
+// 2. The weight rows are cut into tiles of about 32 KiB, which the pool's
+//    threads claim one at a time from a shared counter. A thread that runs
+//    slower (another process on its core, a busier memory channel) just
+//    claims fewer tiles, so all threads finish together; each tile is a
+//    contiguous stretch of weights, which the hardware prefetchers stream.
+// 3. Within a tile, tokens go four at a time through vec_dot4's kernel,
+//    which unpacks each weight block once for the four. The tile's rows
+//    stay in L2 while the token groups pass over them, and a group's four
+//    activation rows stay in L1 while the tile's rows pass. Tokens left
+//    over after the groups of four use vec_dot's kernel.
+// A matrix is thus read from memory once per call whatever the number of
+// tokens: once per generated token, once per prompt chunk.
 #pragma once
 
 #include <cstdint>

@@ -3,11 +3,15 @@
 // and forward. Calling a kernel a type does not have, or with a row length
 // that is not whole blocks, is a programming error: it aborts with a message
 // instead of reading past a buffer.
+//
+// The table starts with the scalar reference kernels; the best SIMD backend
+// the CPU supports then overrides the entries it has (see simd.h).
 #include <cstdio>
 #include <cstdlib>
 
 #include "quant/kernels.h"
 #include "quant/quant.h"
+#include "quant/simd.h"
 
 namespace revis {
 namespace {
@@ -18,11 +22,12 @@ struct Kernels {
   quant::DequantizeFn dequantize;
   quant::QuantizeFn quantize;
   quant::DotFn dot;
+  quant::Dot4Fn dot4 = nullptr;  // null: vec_dot4 calls dot four times
 };
 
 // Q8_1 is absent on purpose: llama.cpp uses it only as a GPU-side
 // activation format, and no model file revis reads stores it.
-constexpr Kernels kKernels[] = {
+constexpr Kernels kScalarKernels[] = {
     {TensorType::F32, TensorType::F32, quant::dequantize_f32, quant::quantize_f32, quant::dot_f32},
     {TensorType::F16, TensorType::F16, quant::dequantize_f16, quant::quantize_f16, quant::dot_f16},
     {TensorType::BF16, TensorType::BF16, quant::dequantize_bf16, quant::quantize_bf16, quant::dot_bf16},
@@ -41,8 +46,53 @@ constexpr Kernels kKernels[] = {
     {TensorType::IQ4_XS, TensorType::Q8_K, quant::dequantize_iq4_xs, quant::quantize_iq4_xs, quant::dot_iq4_xs},
 };
 
+constexpr size_t kTypeCount = sizeof(kScalarKernels) / sizeof(kScalarKernels[0]);
+
+// The active table: the scalar kernels with the chosen backend's overrides.
+struct ActiveTable {
+  Kernels kernels[kTypeCount];
+  KernelBackend backend = KernelBackend::kScalar;
+};
+
+// The table install() is filling. record_override reaches it through this
+// rather than active_table(): the first install runs inside active_table()'s
+// own initialisation, and an OverrideFn carries no context.
+ActiveTable* installing = nullptr;
+
+void record_override(TensorType type, const quant::KernelEntry& entry) {
+  for (Kernels& k : installing->kernels) {
+    if (k.type != type) continue;
+    if (entry.dequantize) k.dequantize = entry.dequantize;
+    if (entry.quantize) k.quantize = entry.quantize;
+    if (entry.dot) k.dot = entry.dot;
+    if (entry.dot4) k.dot4 = entry.dot4;
+  }
+}
+
+void install(ActiveTable& table, KernelBackend backend) {
+  for (size_t i = 0; i < kTypeCount; ++i) table.kernels[i] = kScalarKernels[i];
+  table.backend = backend;
+  installing = &table;
+#if defined(__x86_64__)
+  if (backend == KernelBackend::kAvx2) quant::install_avx2(record_override);
+#elif defined(__aarch64__)
+  if (backend == KernelBackend::kNeon) quant::install_neon(record_override);
+#endif
+  installing = nullptr;
+}
+
+ActiveTable& active_table() {
+  static ActiveTable table;
+  static const bool initialised = [] {
+    install(table, best_kernel_backend());
+    return true;
+  }();
+  (void)initialised;
+  return table;
+}
+
 const Kernels* find_kernels(TensorType type) {
-  for (const Kernels& k : kKernels)
+  for (const Kernels& k : active_table().kernels)
     if (k.type == type) return &k;
   return nullptr;
 }
@@ -61,6 +111,33 @@ const Kernels& checked_kernels(const char* function, TensorType type, int64_t n)
 }
 
 }  // namespace
+
+KernelBackend best_kernel_backend() {
+#if defined(__x86_64__)
+  if (quant::avx2_supported()) return KernelBackend::kAvx2;
+#elif defined(__aarch64__)
+  if (quant::neon_supported()) return KernelBackend::kNeon;
+#endif
+  return KernelBackend::kScalar;
+}
+
+KernelBackend active_kernel_backend() { return active_table().backend; }
+
+Status use_kernel_backend(KernelBackend backend) {
+  if (backend != KernelBackend::kScalar && backend != best_kernel_backend())
+    return Status::error(std::string("kernel backend ") + kernel_backend_name(backend) + " is not available on this CPU");
+  install(active_table(), backend);
+  return {};
+}
+
+const char* kernel_backend_name(KernelBackend backend) {
+  switch (backend) {
+    case KernelBackend::kScalar: return "scalar";
+    case KernelBackend::kAvx2: return "avx2";
+    case KernelBackend::kNeon: return "neon";
+  }
+  return "?";
+}
 
 bool can_dequantize(TensorType type) { return find_kernels(type) != nullptr; }
 
@@ -82,6 +159,21 @@ TensorType activation_type(TensorType w) {
 
 float vec_dot(TensorType w_type, const void* w, const void* a, int64_t n) {
   return checked_kernels("vec_dot", w_type, n).dot(w, a, n);
+}
+
+void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, int64_t n, float* out) {
+  const Kernels& k = checked_kernels("vec_dot4", w_type, n);
+  if (k.dot4) {
+    k.dot4(w, a, a_stride, n, out);
+    return;
+  }
+  const auto* rows = static_cast<const uint8_t*>(a);
+  for (int i = 0; i < 4; ++i) out[i] = k.dot(w, rows + i * a_stride, n);
+}
+
+DotKernels dot_kernels(TensorType w_type, int64_t n) {
+  const Kernels& k = checked_kernels("dot_kernels", w_type, n);
+  return {k.dot, k.dot4};
 }
 
 }  // namespace revis

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "quant/half.h"
@@ -17,6 +18,10 @@ namespace revis::quant {
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
 using DotFn = float (*)(const void* w, const void* a, int64_t n);
+// out[k] = dot(w, a + k * a_stride) for k = 0..3: one weight row against
+// four activation rows (a_stride bytes apart), each weight block unpacked
+// once for all four.
+using Dot4Fn = void (*)(const void* w, const void* a, size_t a_stride, int64_t n, float* out);
 
 // v rounded to the nearest integer (ties to even, the default rounding mode)
 // and clamped to [lo, hi]. Clamping first keeps the conversion defined for

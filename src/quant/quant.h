@@ -11,9 +11,11 @@
 // weights. This mirrors what llama.cpp does, so results agree closely.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "quant/types.h"
+#include "revis/status.h"
 
 namespace revis {
 
@@ -37,5 +39,30 @@ TensorType activation_type(TensorType w);
 // sum_i w[i] * a[i], where w is a row of type w_type and a a row of
 // activation_type(w_type), both n values long.
 float vec_dot(TensorType w_type, const void* w, const void* a, int64_t n);
+
+// out[k] = vec_dot(w_type, w, a + k * a_stride, n) for k = 0..3: one weight
+// row against four activation rows a_stride bytes apart. SIMD kernels
+// unpack each weight block once for the four, which is what makes batched
+// matrix products (prompt processing) faster than four vec_dot calls.
+void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, int64_t n, float* out);
+
+// vec_dot's and vec_dot4's kernels for weight type w_type and rows of n
+// values, looked up and checked once, for loops over many rows. dot4 is
+// null where the active backend has no four-row kernel for the type: call
+// dot per row then.
+struct DotKernels {
+  float (*dot)(const void* w, const void* a, int64_t n);
+  void (*dot4)(const void* w, const void* a, size_t a_stride, int64_t n, float* out);
+};
+DotKernels dot_kernels(TensorType w_type, int64_t n);
+
+// Kernel implementations. The best one the CPU supports is chosen at first
+// use; the scalar reference is always available. use_kernel_backend() is for
+// tests and benchmarks, and must not race with running kernels.
+enum class KernelBackend { kScalar, kAvx2, kNeon };
+KernelBackend best_kernel_backend();
+KernelBackend active_kernel_backend();
+Status use_kernel_backend(KernelBackend backend);
+const char* kernel_backend_name(KernelBackend backend);
 
 }  // namespace revis

@@ -1,0 +1,299 @@
+// revis bench -m MODEL: prefill and generation speed, time to first token,
+// memory, and how close decoding comes to the machine's memory bandwidth
+// (the roofline). Progress goes to stderr, results to stdout: a report, one
+// JSON object with --json, or a CSV of speed against context depth with
+// --frontiers.
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bandwidth.h"
+#include "bench/inference.h"
+#include "bench/stats.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "gguf/gguf.h"
+
+namespace revis::cli {
+namespace {
+
+// The warm-up faults the weights in and grows the scratch buffers to the
+// prompt's size; a few decoding steps are enough for the decode path, and
+// keep the untimed run short on slow machines.
+constexpr int kWarmupGenerateSteps = 16;
+
+struct BenchArgs {
+  std::string model, frontiers;
+  int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
+  uint64_t seed = 1;
+  size_t bandwidth_mib = 1024;
+  bool json = false, mlock = false;
+};
+
+// What the file says it is: llama.cpp's general.file_type names the mix
+// ("Q4_K_M"), and the tensor table says how many bytes each type takes.
+struct WeightTypes {
+  std::string label;  // "Q4_K_M", or the type holding most bytes when the file does not say
+  int64_t file_type = -1;
+  std::map<std::string, uint64_t> bytes_by_type;
+};
+
+// llama.cpp's LLAMA_FTYPE numbering, for the mixes of the types revis reads.
+const char* llama_file_type_name(int64_t file_type) {
+  switch (file_type) {
+    case 0: return "F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 7: return "Q8_0";
+    case 8: return "Q5_0";
+    case 9: return "Q5_1";
+    case 10: return "Q2_K";
+    case 11: return "Q3_K_S";
+    case 12: return "Q3_K_M";
+    case 13: return "Q3_K_L";
+    case 14: return "Q4_K_S";
+    case 15: return "Q4_K_M";
+    case 16: return "Q5_K_S";
+    case 17: return "Q5_K_M";
+    case 18: return "Q6_K";
+    case 25: return "IQ4_NL";
+    case 30: return "IQ4_XS";
+    case 32: return "BF16";
+    default: return nullptr;
+  }
+}
+
+Result<WeightTypes> read_weight_types(const std::string& path) {
+  auto file = gguf::GgufFile::open(path);
+  if (!file.ok()) return file.status();
+  WeightTypes types;
+  for (const gguf::TensorInfo& t : (*file)->tensors()) types.bytes_by_type[type_name(t.type)] += t.n_bytes;
+  auto file_type = (*file)->get_int("general.file_type", -1);
+  if (!file_type.ok()) return file_type.status();
+  types.file_type = *file_type;
+  if (const char* name = llama_file_type_name(types.file_type)) {
+    types.label = name;
+  } else if (!types.bytes_by_type.empty()) {
+    types.label = std::max_element(types.bytes_by_type.begin(), types.bytes_by_type.end(),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; })
+                      ->first;
+  }
+  return types;
+}
+
+// "512,2048,8192" -> ascending, distinct, positive depths.
+Result<std::vector<int>> parse_depths(const std::string& text) {
+  std::vector<int> depths;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    int depth = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), depth);
+    if (item.empty() || error != std::errc() || end != item.data() + item.size() || depth <= 0)
+      return Status::error("--frontiers: '" + item + "' is not a positive token count (expected e.g. 512,2048,8192)");
+    depths.push_back(depth);
+    start = comma + 1;
+  }
+  std::sort(depths.begin(), depths.end());
+  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+  return depths;
+}
+
+double mib(uint64_t bytes) { return bytes / 1048576.0; }
+
+// Generation speed times the bytes each token reads, as a share of what the
+// memory system can deliver: 100% means decoding is as fast as the weights
+// can be streamed.
+double roofline_pct(double gen_tok_s, uint64_t bytes_per_token, double bandwidth_gb_s) {
+  return bandwidth_gb_s > 0 ? 100.0 * gen_tok_s * static_cast<double>(bytes_per_token) / (bandwidth_gb_s * 1e9) : 0;
+}
+
+nlohmann::json spread_json(const bench::Summary& s) {
+  return {{"min", s.min}, {"p25", s.p25}, {"p75", s.p75}, {"max", s.max}};
+}
+
+std::vector<double> collect(const std::vector<bench::RunTiming>& runs, double (*field)(const bench::RunTiming&)) {
+  std::vector<double> values;
+  for (const bench::RunTiming& r : runs) values.push_back(field(r));
+  return values;
+}
+
+int run_frontiers(Engine& engine, const BenchArgs& args, const std::vector<int>& depths) {
+  const std::vector<int32_t> prompt = bench::random_prompt(engine, depths.back(), args.seed);
+  std::fprintf(stderr, "warm-up ...\n");
+  const int warmup_prompt = std::min<int>(args.n_prompt, depths.back());
+  if (auto w = bench::time_run(engine, std::span(prompt).first(warmup_prompt),
+                               std::min(args.n_generate, kWarmupGenerateSteps));
+      !w.ok())
+    return fail(w.status().message());
+
+  std::vector<std::vector<double>> prefill(depths.size()), generate(depths.size());
+  for (int rep = 0; rep < args.repetitions; ++rep) {
+    std::fprintf(stderr, "run %d/%d: filling to %d tokens\n", rep + 1, args.repetitions, depths.back());
+    auto points = bench::time_frontiers(engine, prompt, depths, args.n_generate);
+    if (!points.ok()) return fail(points.status().message());
+    for (size_t i = 0; i < depths.size(); ++i) {
+      const bench::FrontierTiming& p = (*points)[i];
+      prefill[i].push_back(p.prefill_tok_s());
+      generate[i].push_back(p.generate_tok_s());
+      std::fprintf(stderr, "  depth %d: prefill %.2f tok/s, generation %.2f tok/s\n", p.depth, p.prefill_tok_s(),
+                   p.generate_tok_s());
+    }
+  }
+  std::fprintf(stderr, "peak RSS %.1f MiB\n", mib(bench::peak_rss_bytes()));
+  // Medians over the repetitions, one line per depth.
+  std::printf("depth,prefill_tok_s,gen_tok_s\n");
+  for (size_t i = 0; i < depths.size(); ++i)
+    std::printf("%d,%.3f,%.3f\n", depths[i], bench::summarize(prefill[i]).median,
+                bench::summarize(generate[i]).median);
+  return 0;
+}
+
+int run_bench(const BenchArgs& args) {
+  if (args.n_prompt < 1) return fail("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
+  if (args.n_generate < 1) return fail("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
+  if (args.repetitions < 1) return fail("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
+  if (args.bandwidth_mib < 1) return fail("--bandwidth-mib: expected >= 1");
+  std::vector<int> depths;
+  if (!args.frontiers.empty()) {
+    auto parsed = parse_depths(args.frontiers);
+    if (!parsed.ok()) return fail(parsed.status().message());
+    depths = *parsed;
+  }
+  auto types = read_weight_types(args.model);
+  if (!types.ok()) return fail(types.status().message());
+
+  // Exactly the positions the runs fill, unless the user asks for more.
+  const int needed_ctx = (depths.empty() ? args.n_prompt : depths.back()) + args.n_generate;
+  if (args.ctx > 0 && args.ctx < needed_ctx)
+    return fail("-c " + std::to_string(args.ctx) + " is too small: the benchmark fills " +
+                std::to_string(needed_ctx) + " positions (leave -c out to size it automatically)");
+  auto engine = load_engine({.model_path = args.model,
+                             .n_ctx = args.ctx > 0 ? args.ctx : needed_ctx,
+                             .n_threads = args.threads,
+                             .mlock = args.mlock});
+  if (!engine) return 1;
+  const ModelInfo& info = engine->info();
+  if (args.mlock && !info.mlock_failure.empty())
+    std::fprintf(stderr, "warning: --mlock: %s; continuing with unlocked weights\n", info.mlock_failure.c_str());
+
+  if (!depths.empty()) return run_frontiers(*engine, args, depths);
+
+  const std::vector<int32_t> prompt = bench::random_prompt(*engine, args.n_prompt, args.seed);
+  std::fprintf(stderr, "warm-up ...\n");
+  if (auto w = bench::time_run(*engine, prompt, std::min(args.n_generate, kWarmupGenerateSteps)); !w.ok())
+    return fail(w.status().message());
+  std::vector<bench::RunTiming> runs;
+  const double cpu_before = bench::process_cpu_seconds();
+  const auto wall_before = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < args.repetitions; ++rep) {
+    auto run = bench::time_run(*engine, prompt, args.n_generate);
+    if (!run.ok()) return fail(run.status().message());
+    std::fprintf(stderr, "run %d/%d: prefill %.2f tok/s, generation %.2f tok/s, TTFT %.0f ms\n", rep + 1,
+                 args.repetitions, run->prefill_tok_s(), run->generate_tok_s(), run->ttft_ms);
+    runs.push_back(*run);
+  }
+  const double wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+  const double cpu_share_pct =
+      100.0 * (bench::process_cpu_seconds() - cpu_before) / (wall_seconds * info.n_threads);
+  // Before the bandwidth test, whose buffer would otherwise be the peak.
+  const uint64_t peak_rss = bench::peak_rss_bytes();
+
+  std::fprintf(stderr, "measuring memory bandwidth ...\n");
+  const bench::Bandwidth bandwidth = bench::measure_read_bandwidth(
+      {.n_threads = info.n_threads, .buffer_bytes = args.bandwidth_mib << 20});
+
+  const std::vector<double> prefill_tok_s = collect(runs, [](const bench::RunTiming& r) { return r.prefill_tok_s(); });
+  const std::vector<double> gen_tok_s = collect(runs, [](const bench::RunTiming& r) { return r.generate_tok_s(); });
+  const std::vector<double> ttft_ms = collect(runs, [](const bench::RunTiming& r) { return r.ttft_ms; });
+  const bench::Summary prefill = bench::summarize(prefill_tok_s), gen = bench::summarize(gen_tok_s),
+                       ttft = bench::summarize(ttft_ms);
+  const double roofline = roofline_pct(gen.median, info.bytes_per_token, bandwidth.best_gb_s);
+  const bool locked = args.mlock && info.mlock_failure.empty();
+
+  if (args.json) {
+    nlohmann::json j = {
+        {"model", info.path},
+        {"name", info.name},
+        {"architecture", info.architecture},
+        {"type", types->label},
+        {"file_type", types->file_type},
+        {"tensor_bytes_by_type", types->bytes_by_type},
+        {"n_layer", info.n_layer},
+        {"n_embd", info.n_embd},
+        {"n_vocab", info.n_vocab},
+        {"n_ctx", info.n_ctx},
+        {"file_bytes", info.file_bytes},
+        {"bytes_per_token", info.bytes_per_token},
+        {"threads", info.n_threads},
+        {"p", args.n_prompt},
+        {"n", args.n_generate},
+        {"r", args.repetitions},
+        {"seed", args.seed},
+        {"mlock", locked},
+        {"prefill_tok_s", prefill.median},
+        {"gen_tok_s", gen.median},
+        {"ttft_ms", ttft.median},
+        {"spread", {{"prefill_tok_s", spread_json(prefill)}, {"gen_tok_s", spread_json(gen)},
+                    {"ttft_ms", spread_json(ttft)}}},
+        {"runs", {{"prefill_tok_s", prefill_tok_s}, {"gen_tok_s", gen_tok_s}, {"ttft_ms", ttft_ms}}},
+        {"peak_rss_bytes", peak_rss},
+        {"bandwidth_gb_s", bandwidth.best_gb_s},
+        {"bandwidth_median_gb_s", bandwidth.median_gb_s},
+        {"bandwidth_buffer_bytes", bandwidth.buffer_bytes},
+        {"roofline_pct", roofline},
+        {"cpu_share_pct", cpu_share_pct},
+    };
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  std::printf("model        %s (%s, %s, %d layers, %.1f MiB file)\n", info.path.c_str(), info.architecture.c_str(),
+              types->label.c_str(), info.n_layer, mib(info.file_bytes));
+  std::printf("setup        %d threads, prompt %d, generate %d, %d runs after a warm-up%s\n", info.n_threads,
+              args.n_prompt, args.n_generate, args.repetitions, locked ? ", weights locked" : "");
+  std::printf("prefill      %8.2f tok/s   (min %.2f, max %.2f)\n", prefill.median, prefill.min, prefill.max);
+  std::printf("generation   %8.2f tok/s   (min %.2f, max %.2f)\n", gen.median, gen.min, gen.max);
+  std::printf("TTFT         %8.1f ms      (min %.1f, max %.1f)\n", ttft.median, ttft.min, ttft.max);
+  std::printf("peak RSS     %8.1f MiB\n", mib(peak_rss));
+  std::printf("bytes/token  %8.1f MiB     (weights read per generated token)\n", mib(info.bytes_per_token));
+  std::printf("bandwidth    %8.2f GB/s    (best of %zu passes over %.0f MiB, %d threads; median %.2f)\n",
+              bandwidth.best_gb_s, bandwidth.pass_gb_s.size(), mib(bandwidth.buffer_bytes), bandwidth.n_threads,
+              bandwidth.median_gb_s);
+  std::printf("roofline     %8.1f %%       (generation x bytes/token / bandwidth)\n", roofline);
+  std::printf("CPU share    %8.1f %%       (CPU time of the timed runs / (wall time x %d threads))\n",
+              cpu_share_pct, info.n_threads);
+  return 0;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("bench", "Measure prefill and generation speed against the memory-bandwidth roofline");
+  auto args = std::make_shared<BenchArgs>();
+  cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
+  cmd->add_option("-p,--n-prompt", args->n_prompt, "Prompt tokens to prefill per run")->capture_default_str();
+  cmd->add_option("-n,--n-gen", args->n_generate, "Tokens to generate per run")->capture_default_str();
+  cmd->add_option("-r,--repetitions", args->repetitions, "Timed runs (medians are reported)")->capture_default_str();
+  cmd->add_option("-t,--threads", args->threads, "Threads, for the model and the bandwidth test (default: physical cores)");
+  cmd->add_option("-c,--ctx-size", args->ctx, "Context size (default: exactly what the runs fill)");
+  cmd->add_option("--seed", args->seed, "Seed for the random prompt tokens")->capture_default_str();
+  cmd->add_option("--bandwidth-mib", args->bandwidth_mib,
+                  "Buffer for the bandwidth test, MiB (at most a quarter of RAM)")->capture_default_str();
+  auto* json = cmd->add_flag("--json", args->json, "Print one JSON object instead of the report");
+  cmd->add_option("--frontiers", args->frontiers,
+                  "Context depths, e.g. 512,2048,8192: print a CSV of prefill and generation speed at each")
+      ->excludes(json);
+  cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)");
+  cmd->callback([args, &exit_code] { exit_code = run_bench(*args); });
+}
+
+}  // namespace revis::cli

@@ -1,0 +1,56 @@
+// revis serve: run this machine as a node (HTTP + WebSocket on one port).
+// Configuration comes from --config FILE, then the flags; see
+// src/node/config.h for the keys and docs/protocol.md for the protocol.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "node/config.h"
+#include "node/node.h"
+#include "node/server.h"
+
+namespace revis::cli {
+namespace {
+
+struct ServeArgs {
+  std::string config_file;
+  node::ConfigOverrides overrides;
+};
+
+int serve(const ServeArgs& args) {
+  node::NodeConfig config;
+  if (!args.config_file.empty()) {
+    auto loaded = node::load_config_file(args.config_file);
+    if (!loaded.ok()) return fail(loaded.status().message());
+    config = std::move(*loaded);
+  }
+  if (Status s = node::apply_overrides(config, args.overrides); !s.ok()) return fail(s.message());
+  if (Status s = node::validate_config(config); !s.ok()) return fail(s.message());
+  auto node = node::Node::create(std::move(config));
+  if (!node.ok()) return fail(node.status().message());
+  return node::serve(**node);
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("serve", "Run a node: ticket protocol, OpenAI-compatible API and monitoring on one port");
+  auto args = std::make_shared<ServeArgs>();
+  node::ConfigOverrides& o = args->overrides;
+  cmd->add_option("--config", args->config_file, "TOML configuration file (flags override it)");
+  cmd->add_option("-m,--model", o.model, "GGUF model serving every tier not given with --tier");
+  cmd->add_option("--tier", o.tiers, "Tier NAME=PATH (repeatable)");
+  cmd->add_option("--default-tier", o.default_tier, "Tier for OpenAI requests naming no known model");
+  cmd->add_option("--host", o.host, "Listen address (default 127.0.0.1; other addresses need --token)");
+  cmd->add_option("--port", o.port, "Listen port (default 8080; 0 = any free port)");
+  cmd->add_option("--token", o.token, "Require Authorization: Bearer TOKEN");
+  cmd->add_option("--name", o.name, "Node name reported in results (default: host name)");
+  cmd->add_option("--queue-limit", o.queue_limit, "Jobs that may wait (default 64)");
+  cmd->add_option("-c,--ctx-size", o.ctx, "Context size per model (default: the model's, at most 4096)");
+  cmd->add_option("-t,--threads", o.threads, "Threads per model (default: physical cores)");
+  cmd->add_option("--catalog", o.catalog, "TOML file adding or overriding tasks");
+  cmd->add_option("--memory-budget", o.memory_budget_mb, "MiB the loaded models may use (default 3/4 of RAM)");
+  cmd->callback([args, &exit_code] { exit_code = serve(*args); });
+}
+
+}  // namespace revis::cli

@@ -1,0 +1,198 @@
+#include "node/config.h"
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+namespace revis::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string resolve_path(const std::string& path, const std::string& base_dir) {
+  if (path.empty() || base_dir.empty() || fs::path(path).is_absolute()) return path;
+  return (fs::path(base_dir) / path).lexically_normal().string();
+}
+
+Status get_string(const toml::node& v, const std::string& at, std::string& out) {
+  auto s = v.value_exact<std::string>();
+  if (!s) return Status::error(at + ": expected a string");
+  out = *s;
+  return {};
+}
+
+template <typename Int>
+Status get_int(const toml::node& v, const std::string& at, int64_t lo, int64_t hi, Int& out) {
+  auto i = v.value_exact<int64_t>();
+  if (!i) return Status::error(at + ": expected an integer");
+  if (*i < lo || *i > hi)
+    return Status::error(at + ": " + std::to_string(*i) + " (expected " + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  out = static_cast<Int>(*i);
+  return {};
+}
+
+Status parse_tier(const std::string& name, const toml::table& t, const std::string& at, const std::string& base_dir,
+                  TierConfig& tier) {
+  tier.name = name;
+  for (auto&& [k, v] : t) {
+    const std::string key(k.str());
+    const std::string where = at + "." + key;
+    Status s;
+    if (key == "model") {
+      s = get_string(v, where, tier.model);
+      tier.model = resolve_path(tier.model, base_dir);
+    } else if (key == "ctx") {
+      s = get_int(v, where, 0, 1 << 24, tier.ctx);
+    } else if (key == "threads") {
+      s = get_int(v, where, 0, 1024, tier.threads);
+    } else {
+      return Status::error(where + ": unknown key (a tier has model, ctx, threads)");
+    }
+    if (!s.ok()) return s;
+  }
+  if (tier.model.empty()) return Status::error(at + ": a tier needs a model");
+  return {};
+}
+
+bool valid_tier_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+Result<NodeConfig> parse_config(const std::string& text, const std::string& origin, const std::string& base_dir) {
+  toml::table doc;
+  try {
+    doc = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << origin << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
+    return Status::error(msg.str());
+  }
+  NodeConfig c;
+  for (auto&& [k, v] : doc) {
+    const std::string key(k.str());
+    const std::string at = origin + ": " + key;
+    Status s;
+    if (key == "name") s = get_string(v, at, c.name);
+    else if (key == "host") s = get_string(v, at, c.host);
+    else if (key == "port") s = get_int(v, at, 0, 65535, c.port);
+    else if (key == "token") s = get_string(v, at, c.token);
+    else if (key == "queue_limit") s = get_int(v, at, 1, 1 << 20, c.queue_limit);
+    else if (key == "model") {
+      s = get_string(v, at, c.model);
+      c.model = resolve_path(c.model, base_dir);
+    } else if (key == "default_tier") s = get_string(v, at, c.default_tier);
+    else if (key == "ctx") s = get_int(v, at, 0, 1 << 24, c.ctx);
+    else if (key == "threads") s = get_int(v, at, 0, 1024, c.threads);
+    else if (key == "memory_budget_mb") s = get_int(v, at, 0, int64_t(1) << 40, c.memory_budget_mb);
+    else if (key == "max_message_bytes") s = get_int(v, at, 1024, int64_t(1) << 30, c.max_message_bytes);
+    else if (key == "max_request_bytes") s = get_int(v, at, 1024, int64_t(1) << 30, c.max_request_bytes);
+    else if (key == "catalog") {
+      s = get_string(v, at, c.catalog);
+      c.catalog = resolve_path(c.catalog, base_dir);
+    } else if (key == "shutdown_grace_ms") s = get_int(v, at, 0, 3600 * 1000, c.shutdown_grace_ms);
+    else if (key == "tiers") {
+      const toml::table* tiers = v.as_table();
+      if (!tiers) return Status::error(at + ": expected [tiers.NAME] tables");
+      for (auto&& [name, tv] : *tiers) {
+        const toml::table* t = tv.as_table();
+        const std::string where = origin + ": tiers." + std::string(name.str());
+        if (!t) return Status::error(where + ": expected a table");
+        TierConfig tier;
+        if (Status ts = parse_tier(std::string(name.str()), *t, where, base_dir, tier); !ts.ok()) return ts;
+        c.tiers.push_back(std::move(tier));
+      }
+    } else {
+      return Status::error(at + ": unknown key (see `revis serve --help` and docs/protocol.md for the config keys)");
+    }
+    if (!s.ok()) return s;
+  }
+  return c;
+}
+
+Result<NodeConfig> load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open the config file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path, fs::path(path).parent_path().string());
+}
+
+Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
+  if (o.name) c.name = *o.name;
+  if (o.host) c.host = *o.host;
+  if (o.token) c.token = *o.token;
+  if (o.model) c.model = *o.model;
+  if (o.default_tier) c.default_tier = *o.default_tier;
+  if (o.catalog) c.catalog = *o.catalog;
+  if (o.port) c.port = *o.port;
+  if (o.queue_limit) c.queue_limit = *o.queue_limit;
+  if (o.ctx) c.ctx = *o.ctx;
+  if (o.threads) c.threads = *o.threads;
+  if (o.memory_budget_mb) c.memory_budget_mb = *o.memory_budget_mb;
+  for (const std::string& spec : o.tiers) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return Status::error("--tier " + spec + ": expected NAME=PATH");
+    TierConfig tier{spec.substr(0, eq), spec.substr(eq + 1), 0, 0};
+    bool replaced = false;
+    for (TierConfig& t : c.tiers)
+      if (t.name == tier.name) {
+        t.model = tier.model;
+        replaced = true;
+      }
+    if (!replaced) c.tiers.push_back(tier);
+  }
+  return {};
+}
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
+
+Status validate_config(NodeConfig& c) {
+  if (c.port < 0 || c.port > 65535) return Status::error("port " + std::to_string(c.port) + " (expected 0..65535)");
+  if (c.queue_limit < 1) return Status::error("queue_limit must be at least 1");
+  if (c.ctx < 0) return Status::error("ctx must be >= 0");
+  if (c.threads < 0) return Status::error("threads must be >= 0");
+  if (c.host.empty()) return Status::error("host is empty");
+  if (!is_loopback_host(c.host) && c.token.empty())
+    return Status::error("refusing to listen on " + c.host +
+                         " without a token: anyone who can reach it could use this machine. Set --token (or token = "
+                         "\"...\" in the config), or listen on 127.0.0.1");
+  for (const TierConfig& t : c.tiers) {
+    if (!valid_tier_name(t.name)) return Status::error("tier name \"" + t.name + "\": expected [A-Za-z0-9_.-], at most 64 bytes");
+    if (t.model.empty()) return Status::error("tier " + t.name + " has no model");
+  }
+  for (size_t i = 0; i < c.tiers.size(); ++i)
+    for (size_t j = i + 1; j < c.tiers.size(); ++j)
+      if (c.tiers[i].name == c.tiers[j].name) return Status::error("tier " + c.tiers[i].name + " is defined twice");
+  if (c.tiers.empty() && c.model.empty())
+    return Status::error("no model: give -m MODEL, --tier NAME=PATH, or tiers in the config file");
+  if (c.default_tier.empty()) c.default_tier = c.model.empty() ? c.tiers.front().name : "default";
+  bool known = !c.model.empty() && c.default_tier == "default";
+  for (const TierConfig& t : c.tiers) known = known || t.name == c.default_tier;
+  if (!known) return Status::error("default_tier " + c.default_tier + " is not a configured tier");
+  if (c.name.empty()) {
+    char host[256] = {};
+    c.name = gethostname(host, sizeof host - 1) == 0 && host[0] ? host : "revis-node";
+  }
+  return {};
+}
+
+}  // namespace revis::node

@@ -1,0 +1,83 @@
+// The node's one typed configuration: defaults here, then a TOML file
+// (revis serve --config FILE), then command-line flags, each overriding the
+// one before. validate() checks the result once, before anything starts.
+//
+//   name = "node-a"              # reported in every result (default: host name)
+//   host = "127.0.0.1"           # listen address
+//   port = 8080
+//   token = "secret"             # required for a non-loopback host
+//   queue_limit = 64             # jobs waiting, not counting the running one
+//   model = "/models/m.gguf"     # serves every tier no [tiers.*] names (-m)
+//   default_tier = "small"       # OpenAI requests naming no known tier use it
+//   ctx = 4096                   # context per model unless its tier says (-c)
+//   threads = 8                  # threads per model unless its tier says (-t)
+//   memory_budget_mb = 16384     # resident models above this are unloaded LRU (0: 3/4 of RAM)
+//   max_message_bytes = 262144   # WebSocket ticket size limit
+//   max_request_bytes = 1048576  # HTTP body size limit
+//   catalog = "tasks.toml"       # task overrides (relative to this file)
+//   shutdown_grace_ms = 10000    # SIGTERM: how long the running job may finish
+//   [tiers.small]
+//   model = "qwen2.5-1.5b-q8_0.gguf"
+//   ctx = 8192
+//   threads = 8
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "revis/status.h"
+
+namespace revis::node {
+
+struct TierConfig {
+  std::string name;
+  std::string model;
+  int ctx = 0;      // 0: NodeConfig::ctx
+  int threads = 0;  // 0: NodeConfig::threads
+};
+
+struct NodeConfig {
+  std::string name;  // empty: the host name
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string token;
+  int queue_limit = 64;
+  std::string model;  // fallback model for every tier not listed
+  std::vector<TierConfig> tiers;
+  std::string default_tier;
+  int ctx = 0;
+  int threads = 0;
+  uint64_t memory_budget_mb = 0;
+  uint64_t max_message_bytes = 256 * 1024;
+  uint64_t max_request_bytes = 1024 * 1024;
+  std::string catalog;
+  int shutdown_grace_ms = 10000;
+};
+
+// Values from the command line; set ones replace the file's.
+struct ConfigOverrides {
+  std::optional<std::string> name, host, token, model, default_tier, catalog;
+  std::optional<int> port, queue_limit, ctx, threads;
+  std::optional<uint64_t> memory_budget_mb;
+  std::vector<std::string> tiers;  // "NAME=PATH", replacing a file tier of the same name
+};
+
+// Parses TOML text; relative paths are taken relative to base_dir. Unknown
+// keys and wrong types are errors naming origin and key.
+Result<NodeConfig> parse_config(const std::string& toml_text, const std::string& origin, const std::string& base_dir);
+Result<NodeConfig> load_config_file(const std::string& path);
+Status apply_overrides(NodeConfig& config, const ConfigOverrides& overrides);
+
+// Ranges, at least one model, known default tier, and no non-loopback bind
+// without a token. Fills in the defaults that depend on the machine (name,
+// default tier).
+Status validate_config(NodeConfig& config);
+
+// "127.0.0.1", "::1", "localhost" and the rest of 127.0.0.0/8.
+bool is_loopback_host(const std::string& host);
+
+}  // namespace revis::node

@@ -1,0 +1,286 @@
+#include "node/executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "node/inference.h"
+#include "node/log.h"
+
+namespace revis::node {
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+Executor::Executor(TierPool& pool, Metrics& metrics, ExecutorOptions options)
+    : pool_(pool), metrics_(metrics), options_(std::move(options)), queue_(options_.queue_limit) {}
+
+Executor::~Executor() {
+  if (thread_.joinable()) shutdown(std::chrono::milliseconds(0));
+}
+
+void Executor::start(std::optional<std::string> preload_tier, std::function<void(const Status&)> on_preloaded) {
+  thread_ = std::thread([this, preload_tier, on_preloaded] { loop(preload_tier, on_preloaded); });
+}
+
+void Executor::loop(std::optional<std::string> preload_tier, std::function<void(const Status&)> on_preloaded) {
+  if (preload_tier) {
+    Status s;
+    if (const TierSpec* tier = pool_.resolve(*preload_tier)) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_ = CurrentJob{};
+        current_.tier = tier->name;
+        current_.phase = "loading";
+      }
+      auto model = pool_.acquire(*tier);
+      if (!model.ok()) s = model.status();
+    } else {
+      s = Status::error("no tier named " + *preload_tier);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ready_ = true;
+      current_ = CurrentJob{};
+      if (!s.ok()) preload_error_ = s.message();
+    }
+    if (on_preloaded) on_preloaded(s);
+  } else {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ready_ = true;
+  }
+
+  while (true) {
+    std::shared_ptr<QueuedJob> job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_thread_ || !queue_.empty(); });
+      if (queue_.empty()) break;  // stopping, and nothing left to run
+      job = queue_.pop();
+      running_ = job;
+      ++executed_;
+      current_ = CurrentJob{};
+      current_.source = job->spec.source;
+      current_.label = job->spec.label;
+      current_.task = job->spec.task;
+      current_.tier = job->spec.tier;
+      current_.phase = "loading";
+    }
+    run(*job);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      running_.reset();
+    }
+    wake_.notify_all();  // shutdown() may be waiting for the running job
+  }
+}
+
+void Executor::run(QueuedJob& job) {
+  const auto start = Clock::now();
+  Outcome<JobResult> outcome = NodeError{ErrorCode::kInternal, "not run"};
+  try {
+    outcome = execute(job);
+  } catch (const std::exception& e) {
+    // Nothing below is meant to throw; if allocation fails or a bug throws,
+    // the client still gets its one terminal event and the node goes on.
+    outcome = NodeError{ErrorCode::kInternal, std::string("unexpected failure: ") + e.what()};
+    log_line("error", "job " + job.spec.label + ": " + outcome.error().message);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    avg_job_s_ = 0.8 * avg_job_s_ + 0.2 * std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  finish(job, std::move(outcome));
+}
+
+Outcome<JobResult> Executor::execute(QueuedJob& job) {
+  const JobSpec& spec = job.spec;
+  const Clock::time_point started = Clock::now();
+  auto cancelled = [&]() -> NodeError {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return NodeError{ErrorCode::kCancelled, job.cancel_reason.empty() ? "cancelled" : job.cancel_reason};
+  };
+  JobResult result;
+  JobStats& st = result.stats;
+  st.node = options_.node_name;
+  st.catalog_digest = options_.catalog_digest;
+  st.queue_wait_ms = ms_between(spec.received, started);
+  st.started_ms = ms_between(options_.node_start, started);
+  st.seed = spec.sampling.seed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    st.exec_index = executed_;
+  }
+  if (job.cancel.load()) return cancelled();
+
+  const TierSpec* tier = pool_.resolve(spec.tier);
+  if (!tier) return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + spec.tier + "\""};
+  auto loaded = pool_.acquire(*tier, &st.load_ms);
+  if (!loaded.ok())
+    return NodeError{ErrorCode::kModelUnavailable, "tier " + tier->name + ": " + loaded.status().message()};
+  LoadedModel& model = **loaded;
+  Engine& engine = *model.engine;
+  Session& session = *model.session;
+  st.tier = tier->name;
+  st.model = std::filesystem::path(model.path).filename().string();
+  st.model_digest = model.digest;
+  st.chat_template = spec.raw ? "raw" : chat_family_name(model.chat.family);
+
+  // Control-token texts in the rendered template (and, for raw prompts, in
+  // the prompt) become the real tokens; BOS is added only if the template
+  // did not already write it.
+  const std::string text = spec.raw ? spec.prompt : render_chat(model.chat.family, spec.messages, model.special);
+  const bool has_bos_text = !model.special.bos.empty() && text.rfind(model.special.bos, 0) == 0;
+  const std::vector<int32_t> tokens = engine.tokenize(text, engine.add_bos_default() && !has_bos_text, true);
+  if (tokens.empty()) return NodeError{ErrorCode::kBadRequest, "the prompt is empty"};
+  const int n_ctx = session.n_ctx();
+  const int n_prompt = static_cast<int>(tokens.size());
+  if (n_prompt >= n_ctx)
+    return NodeError{ErrorCode::kTooLong, "the prompt has " + std::to_string(n_prompt) + " tokens but the context of tier " +
+                                              tier->name + " holds " + std::to_string(n_ctx) +
+                                              " (including room for the answer)"};
+  const int room = n_ctx - n_prompt;
+  const int max_tokens = spec.max_tokens <= 0 ? room : std::min(spec.max_tokens, room);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_.tier = tier->name;
+    current_.phase = "prefill";
+    current_.prompt_tokens = n_prompt;
+    current_.max_tokens = max_tokens;
+  }
+
+  InferenceRequest request;
+  request.prompt = tokens;
+  request.max_tokens = max_tokens;
+  request.sampling = spec.sampling;
+  request.stop = spec.stop;
+  InferenceControl control;
+  control.cancel = &job.cancel;
+  control.on_text = job.callbacks.on_text;
+  control.on_progress = [this](int prompt_done, int generated) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_.prompt_done = prompt_done;
+    current_.generated = generated;
+    if (generated > 0) current_.phase = "generating";
+  };
+  auto r = run_inference(engine, session, request, control);
+  if (!r.ok()) return NodeError{ErrorCode::kInternal, "inference failed: " + r.status().message()};
+  if (r->stop_reason == "cancelled") return cancelled();
+
+  const Clock::time_point finished = Clock::now();
+  result.text = std::move(r->text);
+  result.stop_reason = r->stop_reason;
+  st.prompt_tokens = r->n_prompt;
+  st.generated_tokens = r->n_generated;
+  st.prefill_ms = r->prefill_ms;
+  st.generate_ms = r->generate_ms;
+  st.prefill_tok_s = r->prefill_ms > 0 ? r->n_prompt * 1000.0 / r->prefill_ms : 0;
+  // The first token comes from the prefill's logits; each later one costs a
+  // forward pass, so the rate counts n - 1 tokens over the decoding time.
+  st.gen_tok_s = r->generate_ms > 0 && r->n_generated > 1 ? (r->n_generated - 1) * 1000.0 / r->generate_ms : 0;
+  st.ttft_ms = r->n_generated > 0 ? ms_between(spec.received, r->first_token) : 0;
+  st.total_ms = ms_between(spec.received, finished);
+  st.finished_ms = ms_between(options_.node_start, finished);
+  return result;
+}
+
+void Executor::finish(QueuedJob& job, Outcome<JobResult> outcome) {
+  if (outcome.ok()) {
+    metrics_.job_finished(job.spec.source, "done", &outcome->stats);
+  } else {
+    metrics_.job_finished(job.spec.source, error_code_name(outcome.error().code), nullptr);
+  }
+  if (job.callbacks.on_finish) job.callbacks.on_finish(std::move(outcome));
+}
+
+Outcome<Admission> Executor::submit(JobSpec spec, JobCallbacks callbacks) {
+  Admission a;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return NodeError{ErrorCode::kCancelled, "the node is shutting down"};
+    if (queue_.full())
+      return NodeError{ErrorCode::kQueueFull, "the queue is full (" + std::to_string(queue_.size()) +
+                                                  " jobs waiting); try again later or another node"};
+    auto job = std::make_shared<QueuedJob>();
+    job->id = next_id_++;
+    job->spec = std::move(spec);
+    job->callbacks = std::move(callbacks);
+    a.job_id = job->id;
+    a.position = static_cast<int>(queue_.size()) + (running_ ? 1 : 0);
+    queue_.push(std::move(job));
+  }
+  wake_.notify_all();
+  return a;
+}
+
+bool Executor::cancel(uint64_t job_id, const std::string& reason) {
+  std::shared_ptr<QueuedJob> removed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    removed = queue_.remove(job_id);
+    if (!removed) {
+      if (!running_ || running_->id != job_id) return false;
+      if (!running_->cancel.load()) {
+        running_->cancel_reason = reason;
+        running_->cancel.store(true);
+      }
+      return true;
+    }
+  }
+  finish(*removed, NodeError{ErrorCode::kCancelled, reason});
+  return true;
+}
+
+void Executor::shutdown(std::chrono::milliseconds grace) {
+  std::vector<std::shared_ptr<QueuedJob>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    dropped = queue_.drain();
+  }
+  for (auto& job : dropped) finish(*job, NodeError{ErrorCode::kCancelled, "the node is shutting down"});
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait_for(lock, grace, [&] { return !running_; });
+    if (running_ && !running_->cancel.load()) {
+      running_->cancel_reason = "the node is shutting down";
+      running_->cancel.store(true);
+    }
+    stop_thread_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+ExecutorSnapshot Executor::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ExecutorSnapshot s;
+  s.ready = ready_;
+  s.stopping = stopping_;
+  s.preload_error = preload_error_;
+  if (running_ || (!ready_ && !current_.phase.empty())) {
+    s.current = current_;
+    if (running_) s.current->elapsed_ms = ms_between(running_->spec.received, Clock::now());
+  }
+  s.queue_length = static_cast<int>(queue_.size());
+  s.queue_limit = static_cast<int>(queue_.capacity());
+  s.executed = executed_;
+  return s;
+}
+
+bool Executor::ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ready_;
+}
+
+int Executor::retry_after_seconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const double wait = avg_job_s_ * (static_cast<double>(queue_.size()) + 1);
+  return static_cast<int>(std::clamp(std::ceil(wait), 1.0, 300.0));
+}
+
+}  // namespace revis::node

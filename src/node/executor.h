@@ -1,0 +1,122 @@
+// The executor: one thread, one inference at a time, everything else waits
+// in a bounded FIFO.
+//
+// Inference is memory-bandwidth bound: two at once would each run at about
+// half speed and finish no sooner in total, so a node runs exactly one and
+// lets the queue (and the dispatcher, via queue_full) absorb bursts. Jobs
+// run strictly in arrival order.
+//
+// For each job the executor resolves the tier, loads its model if needed
+// (TierPool), renders the prompt with the model's chat template, checks it
+// fits the context (too_long), runs the cancellable generation loop, and
+// reports through the job's callbacks: on_text while streaming, then exactly
+// one on_finish with the result and its statistics, or an error.
+//
+// Thread-safety: submit, cancel, snapshot and shutdown may be called from
+// any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "node/errors.h"
+#include "node/job.h"
+#include "node/job_queue.h"
+#include "node/metrics.h"
+#include "node/tier_pool.h"
+
+namespace revis::node {
+
+struct ExecutorOptions {
+  size_t queue_limit = 64;
+  std::string node_name;
+  std::string catalog_digest;
+  Clock::time_point node_start = Clock::now();
+};
+
+struct Admission {
+  uint64_t job_id = 0;
+  int position = 0;  // jobs ahead of this one, the running one included
+};
+
+struct CurrentJob {
+  std::string source, label, task, tier;
+  std::string phase;  // "loading", "prefill", "generating"
+  int prompt_tokens = 0, prompt_done = 0, generated = 0, max_tokens = 0;
+  double elapsed_ms = 0;
+};
+
+struct ExecutorSnapshot {
+  bool ready = false;     // the startup model is loaded (or there was none to load)
+  bool stopping = false;
+  std::string preload_error;
+  std::optional<CurrentJob> current;
+  int queue_length = 0;
+  int queue_limit = 0;
+  uint64_t executed = 0;  // jobs the executor has started
+};
+
+class Executor {
+ public:
+  Executor(TierPool& pool, Metrics& metrics, ExecutorOptions options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Starts the thread. With preload_tier it first loads that tier's model
+  // (ready() stays false until then) and reports the outcome to on_preloaded
+  // (on the executor thread).
+  void start(std::optional<std::string> preload_tier = std::nullopt,
+             std::function<void(const Status&)> on_preloaded = nullptr);
+
+  // Queues a job: queue_full when the queue is at its limit, cancelled once
+  // shutdown has begun. After success, callbacks.on_finish is called exactly
+  // once, later.
+  Outcome<Admission> submit(JobSpec spec, JobCallbacks callbacks);
+  // Cancels a queued job (its on_finish runs now, on this thread) or the
+  // running one (the inference stops before its next token). False when the
+  // job is not queued or running (already finished, or unknown).
+  bool cancel(uint64_t job_id, const std::string& reason);
+
+  // Stops accepting jobs and cancels the queued ones; lets the running job
+  // finish for up to `grace`, then cancels it; joins the thread.
+  void shutdown(std::chrono::milliseconds grace);
+
+  ExecutorSnapshot snapshot() const;
+  bool ready() const;
+  // A guess at how long a new job would wait, for HTTP Retry-After.
+  int retry_after_seconds() const;
+
+ private:
+  void loop(std::optional<std::string> preload_tier, std::function<void(const Status&)> on_preloaded);
+  void run(QueuedJob& job);
+  Outcome<JobResult> execute(QueuedJob& job);
+  void finish(QueuedJob& job, Outcome<JobResult> outcome);
+
+  TierPool& pool_;
+  Metrics& metrics_;
+  ExecutorOptions options_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  JobQueue queue_;
+  std::shared_ptr<QueuedJob> running_;
+  CurrentJob current_;
+  bool ready_ = false;
+  bool stopping_ = false;
+  bool stop_thread_ = false;
+  std::string preload_error_;
+  uint64_t next_id_ = 1;
+  uint64_t executed_ = 0;
+  double avg_job_s_ = 1.0;  // moving average of job durations
+  std::thread thread_;
+};
+
+}  // namespace revis::node

@@ -1,0 +1,70 @@
+// A job: one inference the executor runs, whoever asked for it (a ticket on
+// the WebSocket, or an OpenAI-style HTTP request). The front ends turn their
+// requests into a JobSpec; the executor turns a JobSpec into text and
+// JobStats and reports through JobCallbacks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "node/chat_template.h"
+#include "node/errors.h"
+#include "sample/sampler.h"
+
+namespace revis::node {
+
+using Clock = std::chrono::steady_clock;
+
+struct JobSpec {
+  std::string source;  // "ticket" or "openai" (metrics label)
+  std::string label;   // ticketID or request id, for status and logs
+  std::string task;    // task name, or "chat.completions" / "completions"
+  std::string tier;    // resolved against the node's tiers by the executor
+  bool raw = false;    // prompt is used as is; otherwise messages go through the chat template
+  std::vector<ChatMessage> messages;
+  std::string prompt;
+  int max_tokens = 256;  // <= 0: until the context is full
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  Clock::time_point received = Clock::now();  // when the request arrived (queue wait, overhead)
+};
+
+struct JobStats {
+  int prompt_tokens = 0;
+  int generated_tokens = 0;
+  double load_ms = 0;         // model load this job waited for (0 when already loaded)
+  double queue_wait_ms = 0;   // received -> the executor picked it up
+  double prefill_ms = 0;
+  double generate_ms = 0;     // first sampled token -> last
+  double prefill_tok_s = 0;
+  double gen_tok_s = 0;
+  double ttft_ms = 0;         // received -> first token sampled
+  double total_ms = 0;        // received -> finished
+  // Executor time line, in ms since the node started: strictly ordered jobs
+  // have started_ms >= the previous job's finished_ms.
+  double started_ms = 0, finished_ms = 0;
+  uint64_t exec_index = 0;    // 1 for the first job the executor ran, 2 for the next, ...
+  uint64_t seed = 0;
+  std::string node, tier, model, model_digest, catalog_digest, chat_template;
+};
+
+struct JobResult {
+  std::string text;
+  std::string stop_reason;  // "eog", "length", "stop", "context"
+  JobStats stats;
+};
+
+// Callbacks run on the executor thread, except that on_finish runs on the
+// canceller's thread for a job cancelled while queued. They must be quick
+// and must not call back into the executor under its lock (the server only
+// posts work to its I/O thread).
+struct JobCallbacks {
+  std::function<void(std::string_view text)> on_text;       // streamed UTF-8 pieces; may be empty
+  std::function<void(Outcome<JobResult> outcome)> on_finish;  // exactly once per accepted job
+};
+
+}  // namespace revis::node

@@ -1,0 +1,25 @@
+#include "node/log.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace revis::node {
+
+void log_line(const char* level, const std::string& message) {
+  static std::mutex mutex;
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::lock_guard<std::mutex> lock(mutex);
+  std::fprintf(stderr, "%s.%03dZ %-5s %s\n", stamp, ms, level, message.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace revis::node

@@ -1,0 +1,231 @@
+#include "node/node.h"
+
+#include <filesystem>
+#include <random>
+#include <sys/sysinfo.h>
+
+#include <nlohmann/json.hpp>
+
+#include "node/log.h"
+
+#ifndef REVIS_VERSION
+#define REVIS_VERSION "unknown"
+#endif
+
+namespace revis::node {
+namespace {
+
+using nlohmann::json;
+
+uint64_t default_budget_bytes() {
+  struct sysinfo info {};
+  if (sysinfo(&info) != 0) return 0;
+  return static_cast<uint64_t>(info.totalram) * info.mem_unit / 4 * 3;
+}
+
+Health health_of(const ExecutorSnapshot& s) {
+  if (s.stopping) return Health::kStopping;
+  if (!s.ready) return Health::kLoading;
+  if (!s.preload_error.empty()) return Health::kFailed;
+  return Health::kOk;
+}
+
+const char* health_name(Health h) {
+  switch (h) {
+    case Health::kLoading: return "loading";
+    case Health::kStopping: return "stopping";
+    case Health::kFailed: return "failed";
+    case Health::kOk: break;
+  }
+  return "ok";
+}
+
+uint64_t fresh_seed() {
+  static std::mutex mutex;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mutex);
+  return rng();
+}
+
+}  // namespace
+
+Node::Node(NodeConfig config, Catalog catalog) : config_(std::move(config)), catalog_(std::move(catalog)) {}
+Node::~Node() {
+  if (executor_) executor_->shutdown(std::chrono::milliseconds(0));
+}
+
+Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
+  Catalog catalog = Catalog::builtin();
+  if (!config.catalog.empty())
+    if (Status s = catalog.apply_file(config.catalog); !s.ok()) return s;
+  std::unique_ptr<Node> node(new Node(std::move(config), std::move(catalog)));
+  const NodeConfig& c = node->config_;
+  std::vector<TierSpec> tiers;
+  for (const TierConfig& t : c.tiers)
+    tiers.push_back({t.name, t.model, t.ctx > 0 ? t.ctx : c.ctx, t.threads > 0 ? t.threads : c.threads});
+  std::optional<TierSpec> fallback;
+  if (!c.model.empty()) fallback = TierSpec{"default", c.model, c.ctx, c.threads};
+  const uint64_t budget = c.memory_budget_mb > 0 ? c.memory_budget_mb << 20 : default_budget_bytes();
+  node->pool_ = std::make_unique<TierPool>(std::move(tiers), std::move(fallback), budget);
+  for (const TierSpec& t : node->pool_->tiers())
+    if (!std::filesystem::exists(t.model_path))
+      log_line("warn", "tier " + t.name + ": " + t.model_path + " does not exist (yet); its tasks will fail until it does");
+  for (const auto& [name, task] : node->catalog_.tasks())
+    if (!node->pool_->resolve(task.tier))
+      log_line("warn", "task " + name + " needs tier " + task.tier + ", which this node does not serve");
+  ExecutorOptions options;
+  options.queue_limit = static_cast<size_t>(c.queue_limit);
+  options.node_name = c.name;
+  options.catalog_digest = node->catalog_.digest();
+  options.node_start = node->start_time_;
+  node->executor_ = std::make_unique<Executor>(*node->pool_, node->metrics_, options);
+  return node;
+}
+
+void Node::start(std::function<void(const Status&)> on_loaded) {
+  executor_->start(config_.default_tier, std::move(on_loaded));
+}
+
+void Node::stop(std::chrono::milliseconds grace) { executor_->shutdown(grace); }
+
+Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const {
+  if (t.catalog && *t.catalog != catalog_.digest())
+    return NodeError{ErrorCode::kCatalogMismatch,
+                     "this node's catalogue is " + catalog_.digest() + ", the ticket expects " + *t.catalog};
+  const Task* task = catalog_.find(t.task);
+  if (!task) return NodeError{ErrorCode::kUnknownTask, "no task \"" + t.task + "\" in this node's catalogue"};
+  auto prompt = catalog_.render(*task, t.args);
+  if (!prompt.ok()) return prompt.error();
+  if (!pool_->resolve(task->tier))
+    return NodeError{ErrorCode::kModelUnavailable, "task " + task->name + " runs on tier " + task->tier +
+                                                       ", which this node does not serve"};
+  JobSpec spec;
+  spec.source = "ticket";
+  spec.label = t.id;
+  spec.task = task->name;
+  spec.tier = task->tier;
+  spec.raw = task->raw;
+  if (task->raw) {
+    spec.prompt = prompt->user;
+  } else {
+    if (!prompt->system.empty()) spec.messages.push_back({"system", prompt->system});
+    spec.messages.push_back({"user", prompt->user});
+  }
+  spec.max_tokens = task->max_tokens;
+  spec.sampling.temperature = static_cast<float>(task->temperature);
+  spec.sampling.top_p = static_cast<float>(task->top_p);
+  spec.sampling.top_k = task->top_k;
+  spec.sampling.min_p = static_cast<float>(task->min_p);
+  spec.sampling.seed = task->seed ? *task->seed : fresh_seed();
+  spec.stop = task->stop;
+  spec.received = received;
+  return spec;
+}
+
+std::vector<std::string> Node::model_ids() const {
+  std::vector<std::string> ids;
+  for (const TierSpec& t : pool_->tiers()) ids.push_back(t.name);
+  if (pool_->fallback()) ids.push_back(pool_->fallback()->name);
+  return ids;
+}
+
+std::string Node::tier_for_model(const std::string& model) const {
+  for (const TierSpec& t : pool_->tiers())
+    if (t.name == model) return t.name;
+  if (pool_->fallback() && model == pool_->fallback()->name) return model;
+  auto matches_file = [&](const TierSpec& t) {
+    const std::filesystem::path p(t.model_path);
+    return !model.empty() && (p.filename().string() == model || p.stem().string() == model);
+  };
+  for (const TierSpec& t : pool_->tiers())
+    if (matches_file(t)) return t.name;
+  if (pool_->fallback() && matches_file(*pool_->fallback())) return pool_->fallback()->name;
+  return config_.default_tier;
+}
+
+JobSpec Node::openai_job(const OpenAiRequest& r, const std::string& id, Clock::time_point received) const {
+  JobSpec spec;
+  spec.source = "openai";
+  spec.label = id;
+  spec.task = r.chat ? "chat.completions" : "completions";
+  spec.tier = tier_for_model(r.model);
+  spec.raw = !r.chat;
+  spec.messages = r.messages;
+  spec.prompt = r.prompt;
+  spec.max_tokens = r.max_tokens;
+  spec.sampling = r.sampling;
+  if (!r.seed_given) spec.sampling.seed = fresh_seed();
+  spec.stop = r.stop;
+  spec.received = received;
+  return spec;
+}
+
+void Node::count_refused(const std::string& source, ErrorCode code) {
+  metrics_.job_finished(source, error_code_name(code), nullptr);
+}
+
+Health Node::health() const { return health_of(executor_->snapshot()); }
+
+double Node::uptime_s() const { return std::chrono::duration<double>(Clock::now() - start_time_).count(); }
+
+std::string Node::status_json() const {
+  const ExecutorSnapshot s = executor_->snapshot();
+  json tiers = json::array();
+  for (const TierStatus& t : pool_->status())
+    tiers.push_back({{"name", t.name},
+                     {"model", t.model_path},
+                     {"loaded", t.loaded},
+                     {"ctx", t.ctx},
+                     {"digest", t.loaded ? json(t.digest) : json(nullptr)},
+                     {"chatTemplate", t.loaded ? json(t.chat_template) : json(nullptr)},
+                     {"memoryBytes", t.footprint_bytes}});
+  json current = nullptr;
+  if (s.current)
+    current = {{"source", s.current->source},        {"label", s.current->label},
+               {"task", s.current->task},            {"tier", s.current->tier},
+               {"phase", s.current->phase},          {"promptTokens", s.current->prompt_tokens},
+               {"promptDone", s.current->prompt_done}, {"generated", s.current->generated},
+               {"maxTokens", s.current->max_tokens}, {"elapsedMs", s.current->elapsed_ms}};
+  json outcomes = json::object();
+  uint64_t done = 0, failed = 0;
+  for (const auto& [key, n] : metrics_.outcomes()) {
+    outcomes[key.first][key.second] = n;
+    (key.second == "done" ? done : failed) += n;
+  }
+  json tasks = json::array();
+  for (const auto& [name, task] : catalog_.tasks()) tasks.push_back({{"name", name}, {"tier", task.tier}});
+  return json{{"name", config_.name},
+              {"version", REVIS_VERSION},
+              {"health", health_name(health_of(s))},
+              {"uptimeS", uptime_s()},
+              {"catalog", catalog_.digest()},
+              {"tasks", tasks},
+              {"tiers", tiers},
+              {"defaultTier", config_.default_tier},
+              {"busy", s.ready && s.current.has_value()},
+              {"current", current},
+              {"queue", {{"length", s.queue_length}, {"limit", s.queue_limit}}},
+              {"counters",
+               {{"executed", s.executed},
+                {"done", done},
+                {"failed", failed},
+                {"byOutcome", outcomes},
+                {"promptTokens", metrics_.prompt_tokens()},
+                {"generatedTokens", metrics_.generated_tokens()}}}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string Node::metrics_text() const {
+  const ExecutorSnapshot s = executor_->snapshot();
+  LiveGauges g;
+  g.queue_length = s.queue_length;
+  g.queue_limit = s.queue_limit;
+  g.busy = s.current.has_value() && s.ready;
+  g.models_loaded = pool_->loaded_count();
+  g.resident_bytes = pool_->resident_bytes();
+  g.model_loads = pool_->loads();
+  g.uptime_s = uptime_s();
+  return metrics_.prometheus(g);
+}
+
+}  // namespace revis::node

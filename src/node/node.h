@@ -1,0 +1,74 @@
+// A node: the pieces of `revis serve` that are not networking, wired
+// together (configuration, catalogue, tiers, executor, metrics), and the
+// decisions the front ends share: admitting a ticket (catalogue pin, task,
+// arguments, tier), mapping an OpenAI request onto a job, and describing
+// the node for /health, /v1/revis/status and /metrics.
+//
+// Thread-safety: everything may be called from any thread once start() has
+// returned.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "node/catalog.h"
+#include "node/config.h"
+#include "node/executor.h"
+#include "node/metrics.h"
+#include "node/openai_api.h"
+#include "node/ticket.h"
+#include "node/tier_pool.h"
+
+namespace revis::node {
+
+enum class Health { kLoading, kOk, kStopping, kFailed };
+
+class Node {
+ public:
+  // Loads the catalogue (built-ins plus config.catalog) and sets up the
+  // tiers; no model is loaded yet. `config` must have passed validate_config.
+  static Result<std::unique_ptr<Node>> create(NodeConfig config);
+  ~Node();
+
+  // Starts the executor, which first loads the default tier's model;
+  // on_loaded hears how that went (on the executor thread).
+  void start(std::function<void(const Status&)> on_loaded);
+  // Stops the executor (see Executor::shutdown).
+  void stop(std::chrono::milliseconds grace);
+
+  const NodeConfig& config() const { return config_; }
+  const Catalog& catalog() const { return catalog_; }
+  Executor& executor() { return *executor_; }
+
+  Outcome<JobSpec> admit(const Ticket& ticket, Clock::time_point received) const;
+
+  std::vector<std::string> model_ids() const;
+  // A tier name, a tier's model file name (with or without .gguf), or the
+  // default tier for anything else ("gpt-4o").
+  std::string tier_for_model(const std::string& model) const;
+  JobSpec openai_job(const OpenAiRequest& request, const std::string& id, Clock::time_point received) const;
+
+  // Counts a request refused before it reached the executor (malformed,
+  // unknown task, queue full, ...), so /metrics and the status page see
+  // every outcome, not only the jobs that ran.
+  void count_refused(const std::string& source, ErrorCode code);
+
+  Health health() const;
+  std::string status_json() const;
+  std::string metrics_text() const;
+  double uptime_s() const;
+
+ private:
+  Node(NodeConfig config, Catalog catalog);
+
+  NodeConfig config_;
+  Catalog catalog_;
+  Clock::time_point start_time_ = Clock::now();
+  Metrics metrics_;
+  std::unique_ptr<TierPool> pool_;
+  std::unique_ptr<Executor> executor_;
+};
+
+}  // namespace revis::node

@@ -1,0 +1,265 @@
+#include "node/openai_api.h"
+
+#include <nlohmann/json.hpp>
+
+namespace revis::node {
+namespace {
+
+using nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+NodeError bad(std::string message) { return NodeError{ErrorCode::kBadRequest, std::move(message)}; }
+
+Outcome<json> parse_object(std::string_view body) {
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad("the request body is not valid JSON");
+  if (!j.is_object()) return bad("the request body must be a JSON object");
+  return j;
+}
+
+// A message's content: a string, or an array of {"type":"text","text":...}
+// parts (what newer clients send), concatenated.
+Outcome<std::string> content_text(const json& content, const std::string& at) {
+  if (content.is_null()) return std::string();
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return bad(at + " must be a string or an array of text parts");
+  std::string text;
+  for (const json& part : content) {
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      return bad(at + ": only {\"type\":\"text\",\"text\":...} parts are supported");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+// The sampling and length fields both endpoints share.
+std::optional<NodeError> parse_common(const json& j, OpenAiRequest& r) {
+  if (auto it = j.find("model"); it != j.end()) {
+    if (!it->is_string()) return bad("model must be a string");
+    r.model = it->get<std::string>();
+  }
+  auto number = [&](const char* key, float lo, float hi, float& out) -> std::optional<NodeError> {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number()) return bad(std::string(key) + " must be a number");
+    const double v = it->get<double>();
+    if (!(v >= lo && v <= hi))
+      return bad(std::string(key) + " " + std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " +
+                 std::to_string(hi) + "]");
+    out = static_cast<float>(v);
+    return std::nullopt;
+  };
+  if (auto e = number("temperature", 0, 2, r.sampling.temperature)) return e;
+  if (auto e = number("top_p", 0, 1, r.sampling.top_p)) return e;
+  if (auto e = number("min_p", 0, 1, r.sampling.min_p)) return e;
+  if (auto e = number("frequency_penalty", -2, 2, r.sampling.frequency_penalty)) return e;
+  if (auto e = number("presence_penalty", -2, 2, r.sampling.presence_penalty)) return e;
+  if (auto e = number("repeat_penalty", 0, 10, r.sampling.repeat_penalty)) return e;
+  if (r.sampling.top_p == 0) r.sampling.top_p = 1e-6f;  // OpenAI allows 0: "only the top token"
+  if (auto it = j.find("top_k"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) return bad("top_k must be a non-negative integer");
+    r.sampling.top_k = static_cast<int32_t>(std::min<int64_t>(it->get<int64_t>(), 1 << 20));
+  }
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_number_integer() || it->get<int64_t>() < 1) return bad(std::string(key) + " must be a positive integer");
+    r.max_tokens = static_cast<int>(std::min<int64_t>(it->get<int64_t>(), 1 << 24));
+  }
+  if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return bad("seed must be an integer");
+    r.sampling.seed = it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(it->get<int64_t>());
+    r.seed_given = true;
+  }
+  if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
+    if (it->is_string()) {
+      r.stop.push_back(it->get<std::string>());
+    } else if (it->is_array() && it->size() <= 16) {
+      for (const json& s : *it) {
+        if (!s.is_string()) return bad("stop must be a string or an array of strings");
+        r.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return bad("stop must be a string or an array of at most 16 strings");
+    }
+    std::erase_if(r.stop, [](const std::string& s) { return s.empty(); });
+  }
+  if (auto it = j.find("n"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() != 1) return bad("n must be 1 (one choice per request)");
+  }
+  if (auto it = j.find("stream"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return bad("stream must be true or false");
+    r.stream = it->get<bool>();
+  }
+  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return bad("stream_options must be an object");
+    if (auto u = it->find("include_usage"); u != it->end()) {
+      if (!u->is_boolean()) return bad("stream_options.include_usage must be true or false");
+      r.include_usage = u->get<bool>();
+    }
+  }
+  return std::nullopt;
+}
+
+json usage(const JobStats& s) {
+  return {{"prompt_tokens", s.prompt_tokens},
+          {"completion_tokens", s.generated_tokens},
+          {"total_tokens", s.prompt_tokens + s.generated_tokens}};
+}
+
+}  // namespace
+
+Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
+  auto parsed = parse_object(body);
+  if (!parsed.ok()) return parsed.error();
+  const json& j = *parsed;
+  OpenAiRequest r;
+  r.chat = true;
+  if (auto e = parse_common(j, r)) return *e;
+  auto it = j.find("messages");
+  if (it == j.end() || !it->is_array() || it->empty()) return bad("messages must be a non-empty array");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return bad(at + " must be an object");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return bad(at + ".role must be a string");
+    std::string r_name = role->get<std::string>();
+    if (r_name == "developer") r_name = "system";  // OpenAI's newer name for the system role
+    if (r_name != "system" && r_name != "user" && r_name != "assistant")
+      return bad(at + ".role \"" + r_name + "\" is not supported (system, developer, user, assistant)");
+    auto content = m.find("content");
+    if (content == m.end()) return bad(at + ".content is missing");
+    auto text = content_text(*content, at + ".content");
+    if (!text.ok()) return text.error();
+    r.messages.push_back({r_name, *text});
+  }
+  if (j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty()))
+    return bad("tools are not supported");
+  return r;
+}
+
+Outcome<OpenAiRequest> parse_completion_request(std::string_view body) {
+  auto parsed = parse_object(body);
+  if (!parsed.ok()) return parsed.error();
+  const json& j = *parsed;
+  OpenAiRequest r;
+  r.chat = false;
+  r.max_tokens = 16;  // OpenAI's default for the legacy completions endpoint
+  if (auto e = parse_common(j, r)) return *e;
+  auto it = j.find("prompt");
+  if (it == j.end()) return bad("prompt is missing");
+  if (it->is_string()) {
+    r.prompt = it->get<std::string>();
+  } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+    r.prompt = (*it)[0].get<std::string>();
+  } else {
+    return bad("prompt must be a string (or an array of exactly one string)");
+  }
+  if (r.prompt.empty()) return bad("prompt is empty");
+  if (auto e = j.find("echo"); e != j.end() && e->is_boolean() && e->get<bool>()) return bad("echo is not supported");
+  return r;
+}
+
+const char* finish_reason(const std::string& stop_reason) {
+  return stop_reason == "length" || stop_reason == "context" ? "length" : "stop";
+}
+
+std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r) {
+  return dump({{"id", id},
+               {"object", "chat.completion"},
+               {"created", created},
+               {"model", model},
+               {"choices",
+                json::array({{{"index", 0},
+                              {"message", {{"role", "assistant"}, {"content", r.text}}},
+                              {"logprobs", nullptr},
+                              {"finish_reason", finish_reason(r.stop_reason)}}})},
+               {"usage", usage(r.stats)}});
+}
+
+std::string chat_chunk(const std::string& id, const std::string& model, int64_t created, bool with_role,
+                       std::string_view content, const char* finish) {
+  json delta = json::object();
+  if (with_role) delta["role"] = "assistant";
+  if (!content.empty() || with_role) delta["content"] = std::string(content);
+  return dump({{"id", id},
+               {"object", "chat.completion.chunk"},
+               {"created", created},
+               {"model", model},
+               {"choices", json::array({{{"index", 0},
+                                         {"delta", delta},
+                                         {"logprobs", nullptr},
+                                         {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
+}
+
+std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r) {
+  return dump({{"id", id},
+               {"object", "text_completion"},
+               {"created", created},
+               {"model", model},
+               {"choices", json::array({{{"index", 0},
+                                         {"text", r.text},
+                                         {"logprobs", nullptr},
+                                         {"finish_reason", finish_reason(r.stop_reason)}}})},
+               {"usage", usage(r.stats)}});
+}
+
+std::string completion_chunk(const std::string& id, const std::string& model, int64_t created, std::string_view text,
+                             const char* finish) {
+  return dump({{"id", id},
+               {"object", "text_completion"},
+               {"created", created},
+               {"model", model},
+               {"choices", json::array({{{"index", 0},
+                                         {"text", std::string(text)},
+                                         {"logprobs", nullptr},
+                                         {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
+}
+
+std::string usage_chunk(bool chat, const std::string& id, const std::string& model, int64_t created, const JobStats& s) {
+  return dump({{"id", id},
+               {"object", chat ? "chat.completion.chunk" : "text_completion"},
+               {"created", created},
+               {"model", model},
+               {"choices", json::array()},
+               {"usage", usage(s)}});
+}
+
+std::string openai_error(const std::string& message, const std::string& type, const std::string& code) {
+  return dump({{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}});
+}
+
+int http_status_for(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kBadRequest:
+    case ErrorCode::kUnknownTask:
+    case ErrorCode::kMissingArg:
+    case ErrorCode::kTooLong:
+    case ErrorCode::kCatalogMismatch: return 400;
+    case ErrorCode::kQueueFull:
+    case ErrorCode::kModelUnavailable:
+    case ErrorCode::kCancelled: return 503;
+    case ErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::string openai_error_for(const NodeError& e) {
+  const int status = http_status_for(e.code);
+  const char* type = status == 400 ? "invalid_request_error" : "server_error";
+  std::string code = error_code_name(e.code);
+  if (e.code == ErrorCode::kTooLong) code = "context_length_exceeded";  // OpenAI's name for it
+  return openai_error(e.message, type, code);
+}
+
+std::string models_list(const std::vector<std::string>& ids, int64_t created, const std::string& owner) {
+  json data = json::array();
+  for (const std::string& id : ids)
+    data.push_back({{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", owner}});
+  return dump({{"object", "list"}, {"data", data}});
+}
+
+}  // namespace revis::node

@@ -1,0 +1,66 @@
+// The OpenAI-compatible HTTP API's JSON: parsing /v1/chat/completions and
+// /v1/completions requests, and writing responses, SSE chunks, model lists
+// and errors in OpenAI's shapes, so that official client libraries work
+// unchanged.
+//
+// Unlike tickets, these are direct calls: the client chooses temperature,
+// top_p, max_tokens, stop and seed. Fields OpenAI defines that revis cannot
+// honour are refused when they would change the answer (n > 1, tools,
+// non-text content) and ignored otherwise (user, logit_bias, ...), as
+// llama-server does, because clients send many of them by default.
+//
+// Thread-safety: free functions on values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "node/chat_template.h"
+#include "node/errors.h"
+#include "node/job.h"
+#include "sample/sampler.h"
+
+namespace revis::node {
+
+struct OpenAiRequest {
+  bool chat = true;
+  std::string model;                  // as sent; the server maps it to a tier
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt;                 // completions
+  int max_tokens = 0;                 // 0: until the context is full
+  SamplingParams sampling;
+  bool seed_given = false;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Errors are bad_request with a message naming the field.
+Outcome<OpenAiRequest> parse_chat_request(std::string_view body);
+Outcome<OpenAiRequest> parse_completion_request(std::string_view body);
+
+// "stop" or "length" from the executor's stop reason.
+const char* finish_reason(const std::string& stop_reason);
+
+std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r);
+// One chat.completion.chunk; role only in the first, finish_reason only in the last.
+std::string chat_chunk(const std::string& id, const std::string& model, int64_t created, bool with_role,
+                       std::string_view content, const char* finish);
+std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r);
+std::string completion_chunk(const std::string& id, const std::string& model, int64_t created, std::string_view text,
+                             const char* finish);
+// The final chunk with usage and no choices (stream_options.include_usage).
+std::string usage_chunk(bool chat, const std::string& id, const std::string& model, int64_t created, const JobStats& s);
+
+// {"error":{"message","type","param","code"}}
+std::string openai_error(const std::string& message, const std::string& type, const std::string& code);
+// The HTTP status and OpenAI error type for a node error.
+int http_status_for(ErrorCode code);
+std::string openai_error_for(const NodeError& e);
+
+std::string models_list(const std::vector<std::string>& ids, int64_t created, const std::string& owner);
+
+}  // namespace revis::node

@@ -1,0 +1,638 @@
+#include "node/server.h"
+
+#include <csignal>
+#include <ctime>
+#include <deque>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "node/log.h"
+#include "node/node.h"
+
+namespace revis::node {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// A client that stops reading while tokens keep coming would make the node
+// buffer without bound; past this many unsent bytes the connection is
+// dropped and its tickets cancelled.
+constexpr size_t kMaxBufferedBytes = 16u << 20;
+constexpr auto kHttpReadTimeout = std::chrono::seconds(30);
+constexpr auto kCloseDeadline = std::chrono::seconds(3);
+
+class WsSession;
+class HttpSession;
+
+struct ServerState {
+  Node& node;
+  net::io_context& ioc;
+  tcp::acceptor acceptor;
+  net::signal_set signals;
+  net::steady_timer stop_timer;
+  std::vector<std::weak_ptr<WsSession>> ws_sessions;
+  std::vector<std::weak_ptr<HttpSession>> http_sessions;
+  bool stopping = false;
+  int exit_code = 0;
+  std::thread stopper;
+  Clock::time_point stop_deadline;
+
+  ServerState(Node& n, net::io_context& io) : node(n), ioc(io), acceptor(io), signals(io, SIGINT, SIGTERM), stop_timer(io) {}
+  void begin_shutdown(int code, const std::string& why);
+  void after_executor_stopped();
+  void poll_connections_closed();
+};
+
+// Comparison whose time does not depend on where the strings differ, so the
+// token cannot be guessed byte by byte from response times.
+bool equal_constant_time(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < b.size(); ++i) diff |= static_cast<unsigned char>(i < a.size() ? a[i] : 0) ^ static_cast<unsigned char>(b[i]);
+  return diff == 0;
+}
+
+template <class Request>
+bool authorized(const ServerState& state, const Request& req) {
+  const std::string& token = state.node.config().token;
+  if (token.empty()) return true;
+  auto it = req.find(http::field::authorization);
+  if (it == req.end()) return false;
+  return equal_constant_time(std::string_view(it->value().data(), it->value().size()), "Bearer " + token);
+}
+
+std::string random_id(const char* prefix) {
+  static std::mutex mutex;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mutex);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s%016llx", prefix, static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+// ---------------------------------------------------------------- WebSocket
+
+class WsSession : public std::enable_shared_from_this<WsSession> {
+ public:
+  WsSession(beast::tcp_stream&& stream, ServerState& state) : ws_(std::move(stream)), state_(state) {}
+
+  void start(http::request<http::string_body> req) {
+    beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
+    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, "revis"); }));
+    // Messages up to 4x the limit are read, so that the client hears
+    // too_long for its ticket; beyond that Beast closes with 1009.
+    ws_.read_message_max(state_.node.config().max_message_bytes * 4 + 4096);
+    ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      self->do_read();
+    });
+  }
+
+  // Shutdown: send what is queued, then a close frame.
+  void close_going_away() {
+    close_pending_ = true;
+    if (!writing_ && !closed_) do_close();
+  }
+
+ private:
+  void do_read() {
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec) return disconnected();
+    const Clock::time_point received = Clock::now();
+    std::string text = beast::buffers_to_string(buffer_.data());
+    buffer_.consume(buffer_.size());
+    if (!ws_.got_text()) {
+      refuse(std::nullopt, {ErrorCode::kBadRequest, "binary messages are not accepted; send JSON text"});
+    } else {
+      handle(text, received);
+    }
+    if (!closed_) do_read();
+  }
+
+  void handle(const std::string& text, Clock::time_point received) {
+    auto parsed = parse_client_message(text, state_.node.config().max_message_bytes);
+    if (auto* rejected = std::get_if<RejectedMessage>(&parsed)) {
+      refuse(rejected->ticket_id, rejected->error);
+      return;
+    }
+    ClientMessage& message = std::get<ClientMessage>(parsed);
+    if (auto* cancel = std::get_if<CancelRequest>(&message)) {
+      // Cancelling a ticket that already finished (or never existed) is not
+      // an error: the client may simply have lost the race with `done`.
+      if (auto it = tickets_.find(cancel->id); it != tickets_.end())
+        state_.node.executor().cancel(it->second, "cancelled by the client");
+      return;
+    }
+    Ticket& ticket = std::get<Ticket>(message);
+    if (tickets_.count(ticket.id)) {
+      refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
+      return;
+    }
+    auto spec = state_.node.admit(ticket, received);
+    if (!spec.ok()) {
+      refuse(ticket.id, spec.error());
+      return;
+    }
+    auto self = shared_from_this();
+    const std::string id = ticket.id;
+    JobCallbacks callbacks;
+    if (ticket.streaming) {
+      // Runs on the executor thread, one call after another: the sequence
+      // counter needs no lock, and the event is built there, off the I/O thread.
+      auto seq = std::make_shared<uint64_t>(0);
+      callbacks.on_text = [self, id, seq](std::string_view piece) {
+        std::string event = token_event(id, (*seq)++, piece);
+        net::post(self->ws_.get_executor(), [self, event = std::move(event)]() mutable { self->send(std::move(event)); });
+      };
+    }
+    callbacks.on_finish = [self, id](Outcome<JobResult> outcome) {
+      std::string event = outcome.ok() ? done_event(id, *outcome) : error_event(id, outcome.error());
+      net::post(self->ws_.get_executor(), [self, id, event = std::move(event)]() mutable {
+        self->tickets_.erase(id);
+        self->send(std::move(event));
+      });
+    };
+    auto admission = state_.node.executor().submit(std::move(*spec), std::move(callbacks));
+    if (!admission.ok()) {
+      refuse(id, admission.error());
+      return;
+    }
+    tickets_[id] = admission->job_id;
+    send(accepted_event(id, admission->position));
+  }
+
+  void refuse(const std::optional<std::string>& id, const NodeError& error) {
+    state_.node.count_refused("ticket", error.code);
+    send(error_event(id, error));
+  }
+
+  void send(std::string message) {
+    if (closed_) return;
+    queued_bytes_ += message.size();
+    if (queued_bytes_ > kMaxBufferedBytes) {
+      log_line("warn", "dropping a WebSocket client that does not read (" + std::to_string(queued_bytes_) + " bytes unsent)");
+      beast::error_code ignored;
+      beast::get_lowest_layer(ws_).socket().close(ignored);
+      return disconnected();
+    }
+    outbox_.push_back(std::move(message));
+    if (!writing_) do_write();
+  }
+
+  void do_write() {
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(net::buffer(outbox_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) return self->disconnected();
+      self->queued_bytes_ -= self->outbox_.front().size();
+      self->outbox_.pop_front();
+      if (!self->outbox_.empty()) {
+        self->do_write();
+      } else if (self->close_pending_) {
+        self->do_close();
+      }
+    });
+  }
+
+  void do_close() {
+    closing_ = true;
+    ws_.async_close(websocket::close_code::going_away, [self = shared_from_this()](beast::error_code) {
+      self->disconnected();
+    });
+  }
+
+  // The client is gone (or misbehaved): nobody will read results, so free
+  // the machine for others at once.
+  void disconnected() {
+    if (closed_) return;
+    closed_ = true;
+    for (const auto& [id, job] : tickets_) state_.node.executor().cancel(job, "the client disconnected");
+    if (!closing_) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(ws_).socket().close(ignored);
+    }
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  ServerState& state_;
+  beast::flat_buffer buffer_;
+  std::deque<std::string> outbox_;
+  size_t queued_bytes_ = 0;
+  bool writing_ = false, closed_ = false, close_pending_ = false, closing_ = false;
+  std::map<std::string, uint64_t> tickets_;  // in flight on this connection: ticketID -> job id
+};
+
+// ---------------------------------------------------------------- HTTP
+
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(tcp::socket socket, ServerState& state) : stream_(std::move(socket)), state_(state) {}
+
+  void start() { do_read(); }
+
+  // Shutdown: connections waiting for a next request are closed; one with
+  // a job in progress finishes its response first.
+  void close_if_idle() {
+    if (job_active_ || writing_) return;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+ private:
+  void do_read() {
+    parser_.emplace();
+    parser_->body_limit(state_.node.config().max_request_bytes);
+    parser_->header_limit(16 * 1024);
+    stream_.expires_after(kHttpReadTimeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      keep_alive_ = false;
+      return respond_json(http::status::payload_too_large,
+                          openai_error("the request body is larger than " +
+                                           std::to_string(state_.node.config().max_request_bytes) + " bytes",
+                                       "invalid_request_error", "too_long"));
+    }
+    if (ec) return close();
+    received_ = Clock::now();
+    http::request<http::string_body> req = parser_->release();
+    keep_alive_ = req.keep_alive();
+    std::string_view target(req.target().data(), req.target().size());
+    const std::string path(target.substr(0, target.find('?')));
+
+    if (websocket::is_upgrade(req)) {
+      if (path != "/v1/revis/stream") return respond_json(http::status::not_found, R"({"error":"no WebSocket endpoint here; use /v1/revis/stream"})");
+      if (!authorized(state_, req)) return unauthorized();
+      if (state_.stopping) return respond_json(http::status::service_unavailable, R"({"error":"the node is shutting down"})");
+      stream_.expires_never();
+      auto ws = std::make_shared<WsSession>(std::move(stream_), state_);
+      state_.ws_sessions.push_back(ws);
+      ws->start(std::move(req));
+      return;
+    }
+    route(req, path);
+  }
+
+  void route(http::request<http::string_body>& req, const std::string& path) {
+    const bool get = req.method() == http::verb::get, post = req.method() == http::verb::post;
+    if (path == "/health") {
+      if (!get) return method_not_allowed();
+      switch (state_.node.health()) {
+        case Health::kOk: return respond_json(http::status::ok, R"({"status":"ok"})");
+        case Health::kLoading: return respond_json(http::status::service_unavailable, R"({"status":"loading"})");
+        case Health::kStopping: return respond_json(http::status::service_unavailable, R"({"status":"stopping"})");
+        case Health::kFailed: return respond_json(http::status::service_unavailable, R"({"status":"failed"})");
+      }
+    }
+    if (!authorized(state_, req)) return unauthorized();
+    if (path == "/v1/revis/status") {
+      if (!get) return method_not_allowed();
+      return respond_json(http::status::ok, state_.node.status_json());
+    }
+    if (path == "/metrics") {
+      if (!get) return method_not_allowed();
+      return respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8", state_.node.metrics_text());
+    }
+    if (path == "/v1/models") {
+      if (!get) return method_not_allowed();
+      return respond_json(http::status::ok, models_list(state_.node.model_ids(), std::time(nullptr), "revis"));
+    }
+    if (path == "/v1/chat/completions" || path == "/v1/completions") {
+      if (!post) return method_not_allowed();
+      return openai(req.body(), path == "/v1/chat/completions");
+    }
+    if (path == "/v1/revis/stream")
+      return respond_json(http::status::upgrade_required, R"({"error":"this endpoint speaks WebSocket only"})");
+    respond_json(http::status::not_found, openai_error("no such endpoint: " + path, "invalid_request_error", "not_found"));
+  }
+
+  void openai(const std::string& body, bool chat) {
+    auto request = chat ? parse_chat_request(body) : parse_completion_request(body);
+    if (!request.ok()) {
+      state_.node.count_refused("openai", request.error().code);
+      return respond_error(request.error());
+    }
+    id_ = random_id(chat ? "chatcmpl-" : "cmpl-");
+    created_ = std::time(nullptr);
+    chat_ = chat;
+    stream_mode_ = request->stream;
+    include_usage_ = request->include_usage;
+    JobSpec spec = state_.node.openai_job(*request, id_, received_);
+    model_ = spec.tier;
+
+    auto self = shared_from_this();
+    JobCallbacks callbacks;
+    if (stream_mode_) {
+      callbacks.on_text = [self](std::string_view piece) {
+        std::string chunk = self->chat_ ? chat_chunk(self->id_, self->model_, self->created_, false, piece, nullptr)
+                                        : completion_chunk(self->id_, self->model_, self->created_, piece, nullptr);
+        net::post(self->stream_.get_executor(), [self, chunk = std::move(chunk)] { self->sse_event(chunk); });
+      };
+    }
+    callbacks.on_finish = [self](Outcome<JobResult> outcome) {
+      net::post(self->stream_.get_executor(), [self, outcome = std::move(outcome)]() mutable {
+        self->finish_openai(std::move(outcome));
+      });
+    };
+    auto admission = state_.node.executor().submit(std::move(spec), std::move(callbacks));
+    if (!admission.ok()) {
+      state_.node.count_refused("openai", admission.error().code);
+      return respond_error(admission.error());
+    }
+    job_id_ = admission->job_id;
+    job_active_ = true;
+    ++job_generation_;
+    stream_.expires_never();  // a long generation is not an idle connection
+    watch_for_disconnect();
+    if (stream_mode_) {
+      // SSE over HTTP/1.1 chunked encoding, framed here so that the header
+      // and every event go through one ordered write queue.
+      raw_write(
+          "HTTP/1.1 200 OK\r\nServer: revis\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+          "Transfer-Encoding: chunked\r\nConnection: " +
+          std::string(keep_alive_ ? "keep-alive" : "close") + "\r\n\r\n");
+      if (chat_) sse_event(chat_chunk(id_, model_, created_, true, "", nullptr));
+    }
+  }
+
+  void finish_openai(Outcome<JobResult> outcome) {
+    job_active_ = false;
+    if (!stream_mode_) {
+      if (!outcome.ok()) return respond_error(outcome.error());
+      return respond_json(http::status::ok, chat_ ? chat_response(id_, model_, created_, *outcome)
+                                                  : completion_response(id_, model_, created_, *outcome));
+    }
+    if (outcome.ok()) {
+      const char* finish = finish_reason(outcome->stop_reason);
+      sse_event(chat_ ? chat_chunk(id_, model_, created_, false, "", finish)
+                      : completion_chunk(id_, model_, created_, "", finish));
+      if (include_usage_) sse_event(usage_chunk(chat_, id_, model_, created_, outcome->stats));
+    } else {
+      sse_event(openai_error_for(outcome.error()));
+    }
+    sse_event("[DONE]");
+    raw_write("0\r\n\r\n");
+    sse_finished_ = true;
+  }
+
+  void sse_event(const std::string& data) {
+    std::string payload = "data: " + data + "\n\n";
+    char size[20];
+    std::snprintf(size, sizeof size, "%zx\r\n", payload.size());
+    raw_write(size + payload + "\r\n");
+  }
+
+  void raw_write(std::string bytes) {
+    if (dead_) return;
+    queued_bytes_ += bytes.size();
+    if (queued_bytes_ > kMaxBufferedBytes) return close();
+    outbox_.push_back(std::move(bytes));
+    if (!writing_) write_next();
+  }
+
+  void write_next() {
+    writing_ = true;
+    net::async_write(stream_.socket(), net::buffer(outbox_.front()),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->writing_ = false;
+                       if (ec) return self->close();
+                       self->queued_bytes_ -= self->outbox_.front().size();
+                       self->outbox_.pop_front();
+                       if (!self->outbox_.empty()) return self->write_next();
+                       if (self->sse_finished_) {
+                         self->sse_finished_ = false;
+                         if (!self->keep_alive_) return self->close();
+                         self->do_read();
+                       }
+                     });
+  }
+
+  // While a job runs nothing is read from the connection, so a client that
+  // hangs up would go unnoticed until the answer is written. Waiting for
+  // readability notices it: readable with nothing to read means the peer
+  // closed, and the job is cancelled.
+  void watch_for_disconnect() {
+    const uint64_t generation = job_generation_;
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), generation](beast::error_code ec) {
+      if (ec || !self->job_active_ || self->job_generation_ != generation) return;
+      beast::error_code avail_ec;
+      if (self->stream_.socket().available(avail_ec) == 0 || avail_ec)
+        self->state_.node.executor().cancel(self->job_id_, "the client disconnected");
+    });
+  }
+
+  void respond_error(const NodeError& e) {
+    http::response<http::string_body> res{static_cast<http::status>(http_status_for(e.code)), 11};
+    if (e.code == ErrorCode::kQueueFull)
+      res.set(http::field::retry_after, std::to_string(state_.node.executor().retry_after_seconds()));
+    res.set(http::field::content_type, "application/json");
+    res.body() = openai_error_for(e);
+    send_response(std::move(res));
+  }
+
+  void unauthorized() {
+    http::response<http::string_body> res{http::status::unauthorized, 11};
+    res.set(http::field::www_authenticate, "Bearer");
+    res.set(http::field::content_type, "application/json");
+    res.body() = openai_error("missing or wrong token (Authorization: Bearer ...)", "invalid_request_error", "invalid_api_key");
+    send_response(std::move(res));
+  }
+
+  void method_not_allowed() {
+    respond_json(http::status::method_not_allowed, openai_error("method not allowed", "invalid_request_error", "method_not_allowed"));
+  }
+
+  void respond_json(http::status status, std::string body) { respond(status, "application/json", std::move(body)); }
+
+  void respond(http::status status, const char* content_type, std::string body) {
+    http::response<http::string_body> res{status, 11};
+    res.set(http::field::content_type, content_type);
+    res.body() = std::move(body);
+    send_response(std::move(res));
+  }
+
+  void send_response(http::response<http::string_body> res) {
+    res.set(http::field::server, "revis");
+    res.keep_alive(keep_alive_ && !state_.stopping);
+    res.prepare_payload();
+    auto msg = std::make_shared<http::response<http::string_body>>(std::move(res));
+    writing_ = true;
+    stream_.expires_after(kHttpReadTimeout);
+    http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec || !msg->keep_alive()) return self->close();
+      self->do_read();
+    });
+  }
+
+  void close() {
+    if (dead_) return;
+    dead_ = true;
+    if (job_active_) state_.node.executor().cancel(job_id_, "the client disconnected");
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  ServerState& state_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Clock::time_point received_;
+  bool keep_alive_ = true, writing_ = false, dead_ = false;
+  // The OpenAI job in progress on this connection.
+  bool job_active_ = false, stream_mode_ = false, chat_ = true, include_usage_ = false, sse_finished_ = false;
+  uint64_t job_id_ = 0, job_generation_ = 0;
+  std::string id_, model_;
+  int64_t created_ = 0;
+  std::deque<std::string> outbox_;
+  size_t queued_bytes_ = 0;
+};
+
+// ---------------------------------------------------------------- accept + shutdown
+
+void do_accept(ServerState& state) {
+  state.acceptor.async_accept([&state](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (state.stopping || ec == net::error::operation_aborted) return;
+      log_line("warn", "accept failed: " + ec.message());
+    } else {
+      // Token events are small writes that must leave at once; with Nagle's
+      // algorithm each would wait for the previous one's ACK (tens of ms).
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      auto session = std::make_shared<HttpSession>(std::move(socket), state);
+      // Forget sessions that have ended, so the list stays as long as the
+      // number of live connections.
+      std::erase_if(state.http_sessions, [](const auto& w) { return w.expired(); });
+      state.http_sessions.push_back(session);
+      session->start();
+    }
+    do_accept(state);
+  });
+}
+
+void ServerState::begin_shutdown(int code, const std::string& why) {
+  if (stopping) return;
+  stopping = true;
+  exit_code = code;
+  log_line("info", "shutting down: " + why);
+  beast::error_code ignored;
+  acceptor.close(ignored);
+  signals.cancel(ignored);
+  // Stopping the executor blocks (up to the grace period) while the running
+  // job finishes; the I/O thread must keep delivering its tokens meanwhile.
+  const auto grace = std::chrono::milliseconds(node.config().shutdown_grace_ms);
+  stopper = std::thread([this, grace] {
+    node.stop(grace);
+    net::post(ioc, [this] { after_executor_stopped(); });
+  });
+}
+
+void ServerState::after_executor_stopped() {
+  for (auto& w : ws_sessions)
+    if (auto s = w.lock()) s->close_going_away();
+  for (auto& w : http_sessions)
+    if (auto s = w.lock()) s->close_if_idle();
+  stop_deadline = Clock::now() + kCloseDeadline;
+  poll_connections_closed();
+}
+
+void ServerState::poll_connections_closed() {
+  std::erase_if(ws_sessions, [](const auto& w) { return w.expired(); });
+  std::erase_if(http_sessions, [](const auto& w) { return w.expired(); });
+  if ((ws_sessions.empty() && http_sessions.empty()) || Clock::now() >= stop_deadline) {
+    ioc.stop();
+    return;
+  }
+  for (auto& w : http_sessions)
+    if (auto s = w.lock()) s->close_if_idle();
+  stop_timer.expires_after(std::chrono::milliseconds(20));
+  stop_timer.async_wait([this](beast::error_code) { poll_connections_closed(); });
+}
+
+}  // namespace
+
+int serve(Node& node) {
+  const NodeConfig& config = node.config();
+  net::io_context ioc{1};
+  ServerState state(node, ioc);
+
+  beast::error_code ec;
+  tcp::resolver resolver(ioc);
+  auto endpoints = resolver.resolve(config.host, std::to_string(config.port), ec);
+  if (ec || endpoints.empty()) {
+    log_line("error", "cannot resolve " + config.host + ": " + ec.message());
+    return 1;
+  }
+  const tcp::endpoint endpoint = endpoints.begin()->endpoint();
+  state.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) state.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) state.acceptor.bind(endpoint, ec);
+  if (!ec) state.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    log_line("error", "cannot listen on " + config.host + ":" + std::to_string(config.port) + ": " + ec.message());
+    return 1;
+  }
+  const tcp::endpoint bound = state.acceptor.local_endpoint();
+  std::string host = bound.address().to_string();
+  if (bound.address().is_v6()) host = "[" + host + "]";
+  log_line("info", "node " + config.name + " listening on http://" + host + ":" + std::to_string(bound.port()) +
+                       " (tickets: ws://" + host + ":" + std::to_string(bound.port()) + "/v1/revis/stream; catalogue " +
+                       node.catalog().digest() + ")");
+
+  node.start([&state](const Status& s) {
+    if (s.ok()) {
+      log_line("info", "ready");
+      return;
+    }
+    net::post(state.ioc, [&state, message = s.message()] {
+      log_line("error", "the default tier's model did not load: " + message);
+      state.begin_shutdown(1, "startup failed");
+    });
+  });
+  state.signals.async_wait([&state](beast::error_code ec, int signal) {
+    if (ec) return;
+    state.begin_shutdown(0, signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  });
+  do_accept(state);
+
+  // Handlers do not throw by design; should one (allocation failure), the
+  // node logs it and keeps serving rather than dying with jobs in flight.
+  while (true) {
+    try {
+      ioc.run();
+      break;
+    } catch (const std::exception& e) {
+      log_line("error", std::string("I/O handler failed: ") + e.what());
+    }
+  }
+  if (state.stopper.joinable()) state.stopper.join();
+  node.stop(std::chrono::milliseconds(0));
+  log_line("info", "stopped");
+  return state.exit_code;
+}
+
+}  // namespace revis::node

@@ -1,0 +1,32 @@
+// The node's network front: HTTP and WebSocket on one port (Boost.Beast).
+//
+//   GET  /v1/revis/stream      WebSocket, the ticket protocol (docs/protocol.md)
+//   POST /v1/chat/completions  OpenAI chat, JSON or SSE
+//   POST /v1/completions       OpenAI completions, JSON or SSE
+//   GET  /v1/models            the tiers, in OpenAI's list shape
+//   GET  /health               200 ok, 503 while loading or stopping (no token needed)
+//   GET  /v1/revis/status      the node's state as JSON
+//   GET  /metrics              Prometheus text
+//
+// With a token configured, everything but /health needs
+// "Authorization: Bearer <token>". All networking runs on one I/O thread;
+// the executor thread hands results to it by posting, so no connection state
+// is shared between threads.
+//
+// This is the only node file that includes Beast (it compiles slowly); the
+// rest of the node sees plain values.
+#pragma once
+
+namespace revis::node {
+
+class Node;
+
+// Listens on the configured address, starts the node, and serves until
+// SIGINT/SIGTERM: then stops accepting, cancels queued jobs, lets the
+// running one finish within the grace period, closes connections and
+// returns 0. Returns 1 when it cannot listen or the startup model fails to
+// load. Logs "listening on http://HOST:PORT" once the port is open (the real
+// port when 0 was asked for).
+int serve(Node& node);
+
+}  // namespace revis::node

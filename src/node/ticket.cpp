@@ -1,0 +1,197 @@
+#include "node/ticket.h"
+
+#include <set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace revis::node {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxDepth = 8;  // a ticket is at most two levels deep; refuse pathological nesting early
+
+// Nesting depth of the JSON text, counting brackets outside strings. Done
+// before parsing so that no input, however nested, costs more than a scan.
+int nesting_depth(std::string_view text) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') max_depth = std::max(max_depth, ++depth);
+    else if (c == '}' || c == ']') --depth;
+  }
+  return max_depth;
+}
+
+RejectedMessage reject(ErrorCode code, std::string message, std::optional<std::string> id = std::nullopt) {
+  return RejectedMessage{NodeError{code, std::move(message)}, std::move(id)};
+}
+
+const char* type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    default: return "a number";
+  }
+}
+
+json stats_json(const JobStats& s) {
+  return {
+      {"promptTokens", s.prompt_tokens},   {"generatedTokens", s.generated_tokens},
+      {"prefillMs", s.prefill_ms},         {"generateMs", s.generate_ms},
+      {"prefillTokPerSec", s.prefill_tok_s}, {"genTokPerSec", s.gen_tok_s},
+      {"queueWaitMs", s.queue_wait_ms},    {"loadMs", s.load_ms},
+      {"ttftMs", s.ttft_ms},               {"totalMs", s.total_ms},
+      {"startedMs", s.started_ms},         {"finishedMs", s.finished_ms},
+      {"execIndex", s.exec_index},         {"seed", s.seed},
+      {"node", s.node},                    {"tier", s.tier},
+      {"model", s.model},                  {"modelDigest", s.model_digest},
+      {"catalog", s.catalog_digest},       {"chatTemplate", s.chat_template},
+  };
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+bool valid_ticket_id(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.' || c == ':';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_view text, size_t max_bytes) {
+  if (nesting_depth(text) > kMaxDepth)
+    return reject(ErrorCode::kBadRequest, "the message nests deeper than " + std::to_string(kMaxDepth) + " levels");
+
+  // Duplicate keys would make "last one wins" silently decide what a ticket
+  // means; the parse callback sees every key and refuses repeats.
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  auto on_event = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == json::parse_event_t::key && !keys.empty()) {
+      const std::string& k = parsed.get_ref<const std::string&>();
+      if (!keys.back().insert(k).second && duplicate.empty()) duplicate = k;
+    }
+    return true;
+  };
+  json j = json::parse(text.begin(), text.end(), on_event, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    if (text.size() > max_bytes)
+      return reject(ErrorCode::kTooLong, "the message has " + std::to_string(text.size()) + " bytes (limit " +
+                                             std::to_string(max_bytes) + ")");
+    return reject(ErrorCode::kBadRequest, "the message is not valid JSON (or not valid UTF-8)");
+  }
+  if (!j.is_object()) return reject(ErrorCode::kBadRequest, std::string("the message must be a JSON object, not ") + type_name(j));
+
+  // The ticketID, when readable, goes back with any error so the client can
+  // tell which of its tickets failed.
+  std::optional<std::string> id;
+  if (auto it = j.find("ticketID"); it != j.end() && it->is_string() && valid_ticket_id(it->get_ref<const std::string&>()))
+    id = it->get<std::string>();
+
+  if (text.size() > max_bytes)
+    return reject(ErrorCode::kTooLong,
+                  "the message has " + std::to_string(text.size()) + " bytes (limit " + std::to_string(max_bytes) + ")", id);
+  if (!duplicate.empty()) return reject(ErrorCode::kBadRequest, "field \"" + duplicate + "\" appears twice", id);
+
+  auto type_it = j.find("type");
+  if (type_it == j.end()) return reject(ErrorCode::kBadRequest, "missing field \"type\"", id);
+  if (!type_it->is_string())
+    return reject(ErrorCode::kBadRequest, std::string("\"type\" must be a string, not ") + type_name(*type_it), id);
+  const std::string type = type_it->get<std::string>();
+  if (type != "ticket" && type != "cancel")
+    return reject(ErrorCode::kBadRequest, "unknown message type \"" + type + "\" (expected ticket or cancel)", id);
+
+  auto id_it = j.find("ticketID");
+  if (id_it == j.end()) return reject(ErrorCode::kBadRequest, "missing field \"ticketID\"");
+  if (!id_it->is_string())
+    return reject(ErrorCode::kBadRequest, std::string("\"ticketID\" must be a string, not ") + type_name(*id_it));
+  if (!id) return reject(ErrorCode::kBadRequest, "\"ticketID\" must be 1..128 characters of A-Z a-z 0-9 . _ : -");
+
+  if (type == "cancel") {
+    for (const auto& [key, value] : j.items())
+      if (key != "type" && key != "ticketID")
+        return reject(ErrorCode::kBadRequest, "unknown field \"" + key + "\" in a cancel message", id);
+    return ClientMessage{CancelRequest{*id}};
+  }
+
+  Ticket t;
+  t.id = *id;
+  bool have_task = false;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "type" || key == "ticketID") continue;
+    if (key == "taskType") {
+      if (!value.is_string())
+        return reject(ErrorCode::kBadRequest, std::string("\"taskType\" must be a string, not ") + type_name(value), id);
+      t.task = value.get<std::string>();
+      have_task = true;
+    } else if (key == "isStreaming") {
+      if (!value.is_boolean())
+        return reject(ErrorCode::kBadRequest, std::string("\"isStreaming\" must be true or false, not ") + type_name(value), id);
+      t.streaming = value.get<bool>();
+    } else if (key == "args") {
+      if (!value.is_object())
+        return reject(ErrorCode::kBadRequest, std::string("\"args\" must be an object, not ") + type_name(value), id);
+      for (const auto& [name, arg] : value.items()) {
+        if (!arg.is_string())
+          return reject(ErrorCode::kBadRequest,
+                        "args." + name + " must be a string, not " + type_name(arg) + " (args are strings only)", id);
+        t.args[name] = arg.get<std::string>();
+      }
+    } else if (key == "catalog") {
+      if (!value.is_string())
+        return reject(ErrorCode::kBadRequest, std::string("\"catalog\" must be a string, not ") + type_name(value), id);
+      t.catalog = value.get<std::string>();
+    } else {
+      return reject(ErrorCode::kBadRequest,
+                    "unknown field \"" + key + "\" (a ticket has type, ticketID, taskType, isStreaming, args, catalog)", id);
+    }
+  }
+  if (!have_task) return reject(ErrorCode::kBadRequest, "missing field \"taskType\"", id);
+  return ClientMessage{std::move(t)};
+}
+
+std::string accepted_event(const std::string& id, int position) {
+  return dump({{"type", "accepted"}, {"ticketID", id}, {"position", position}});
+}
+
+std::string token_event(const std::string& id, uint64_t seq, std::string_view text) {
+  return dump({{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", std::string(text)}});
+}
+
+std::string done_event(const std::string& id, const JobResult& result) {
+  return dump({{"type", "done"},
+               {"ticketID", id},
+               {"text", result.text},
+               {"stopReason", result.stop_reason},
+               {"stats", stats_json(result.stats)}});
+}
+
+std::string error_event(const std::optional<std::string>& id, const NodeError& error) {
+  return dump({{"type", "error"},
+               {"ticketID", id ? json(*id) : json(nullptr)},
+               {"code", error_code_name(error.code)},
+               {"message", error.message}});
+}
+
+}  // namespace revis::node

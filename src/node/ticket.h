@@ -1,0 +1,58 @@
+// The ticket protocol's messages (docs/protocol.md): parsing what a client
+// sends on /v1/revis/stream and writing what the node answers.
+//
+// Parsing is strict, because a ticket is a contract between machines: the
+// message must be one JSON object of at most `max_bytes` bytes, with exactly
+// the documented fields and types (unknown fields are refused, args values
+// must be strings). Whatever is wrong, the error names the field.
+//
+// Thread-safety: free functions on values.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "node/errors.h"
+#include "node/job.h"
+
+namespace revis::node {
+
+struct Ticket {
+  std::string id;
+  std::string task;
+  bool streaming = false;
+  std::map<std::string, std::string> args;
+  std::optional<std::string> catalog;  // the catalogue digest the client expects
+};
+
+struct CancelRequest {
+  std::string id;
+};
+
+using ClientMessage = std::variant<Ticket, CancelRequest>;
+
+// A message that could not be accepted: the error to send back, and the
+// ticketID when one could be read from it (else the reply carries null).
+struct RejectedMessage {
+  NodeError error;
+  std::optional<std::string> ticket_id;
+};
+
+// Parses one WebSocket text message. Sizes above max_bytes give too_long;
+// everything else wrong gives bad_request.
+std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_view text, size_t max_bytes);
+
+// A ticketID: 1..128 bytes of [A-Za-z0-9._:-] (UUIDs fit).
+bool valid_ticket_id(std::string_view id);
+
+// Server -> client events, one JSON text each.
+std::string accepted_event(const std::string& id, int position);
+std::string token_event(const std::string& id, uint64_t seq, std::string_view text);
+std::string done_event(const std::string& id, const JobResult& result);
+std::string error_event(const std::optional<std::string>& id, const NodeError& error);
+
+}  // namespace revis::node

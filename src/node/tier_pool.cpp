@@ -1,0 +1,155 @@
+#include "node/tier_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "gguf/gguf.h"
+#include "node/log.h"
+#include "node/model_digest.h"
+#include "tokenizer/tokenizer.h"
+
+namespace revis::node {
+namespace {
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+bool same_model(const LoadedModel& m, const TierSpec& t) {
+  return m.path == t.model_path && m.ctx == t.ctx && m.threads == t.threads;
+}
+
+}  // namespace
+
+TierPool::TierPool(std::vector<TierSpec> tiers, std::optional<TierSpec> fallback, uint64_t budget_bytes)
+    : tiers_(std::move(tiers)), fallback_(std::move(fallback)), budget_(budget_bytes) {}
+
+TierPool::~TierPool() = default;
+
+const TierSpec* TierPool::resolve(std::string_view tier) const {
+  for (const TierSpec& t : tiers_)
+    if (t.name == tier) return &t;
+  return fallback_ ? &*fallback_ : nullptr;
+}
+
+void TierPool::unload_lru_until(uint64_t needed, const LoadedModel* keep) {
+  while (budget_ > 0 && resident_bytes() + needed > budget_) {
+    std::unique_ptr<LoadedModel> victim;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = models_.end();
+      for (auto m = models_.begin(); m != models_.end(); ++m)
+        if (m->get() != keep && (it == models_.end() || (*m)->last_used < (*it)->last_used)) it = m;
+      if (it == models_.end()) return;  // nothing left to unload
+      victim = std::move(*it);
+      models_.erase(it);
+    }
+    log_line("info", "unloading " + victim->path + " (" + mib(victim->footprint_bytes) + ") to stay within the " +
+                         mib(budget_) + " memory budget");
+  }
+}
+
+Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
+  if (load_ms) *load_ms = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& m : models_)
+      if (same_model(*m, tier)) {
+        m->last_used = ++tick_;
+        return m.get();
+      }
+  }
+  std::error_code ec;
+  const uint64_t file_bytes = std::filesystem::file_size(tier.model_path, ec);
+  if (ec) return Status::error(tier.model_path + ": " + ec.message());
+  unload_lru_until(file_bytes, nullptr);
+
+  log_line("info", "loading tier " + tier.name + " from " + tier.model_path);
+  const auto start = std::chrono::steady_clock::now();
+  auto engine = Engine::load({.model_path = tier.model_path, .n_ctx = tier.ctx, .n_threads = tier.threads});
+  if (!engine.ok()) return engine.status();
+  auto m = std::make_unique<LoadedModel>();
+  m->path = tier.model_path;
+  m->ctx = tier.ctx;
+  m->threads = tier.threads;
+  m->engine = std::move(*engine);
+  const ModelInfo& info = m->engine->info();
+
+  auto digest = model_file_digest(tier.model_path);
+  if (!digest.ok()) return digest.status();
+  m->digest = *digest;
+  // The engine does not keep the chat template; the header is cheap to read
+  // again (the file is mapped, not copied).
+  auto file = gguf::GgufFile::open(tier.model_path);
+  if (!file.ok()) return file.status();
+  auto tmpl = (*file)->get_string("tokenizer.chat_template");
+  m->chat = detect_chat_family(tmpl.ok() ? *tmpl : std::string());
+  if (m->chat.fallback) log_line("warn", tier.model_path + ": " + m->chat.warning);
+  const Tokenizer& tok = m->engine->tokenizer();
+  if (tok.bos() >= 0) m->special.bos = tok.token_text(tok.bos());
+  if (tok.eos() >= 0) m->special.eos = tok.token_text(tok.eos());
+  m->session = m->engine->new_session();
+
+  const uint64_t kv_bound = 2ull * info.n_layer * static_cast<uint64_t>(info.n_ctx) * info.n_embd * 2;
+  m->footprint_bytes = info.file_bytes + kv_bound;
+  m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (load_ms) *load_ms = m->load_ms;
+  log_line("info", "loaded " + tier.model_path + " (" + info.architecture + ", context " + std::to_string(info.n_ctx) +
+                       ", " + std::to_string(info.n_threads) + " threads, ~" + mib(m->footprint_bytes) + ", " +
+                       chat_family_name(m->chat.family) + " template, " + m->digest + ") in " +
+                       std::to_string(static_cast<int>(m->load_ms)) + " ms");
+  if (budget_ > 0 && m->footprint_bytes > budget_)
+    log_line("warn", tier.model_path + " alone needs ~" + mib(m->footprint_bytes) + ", more than the memory budget (" +
+                         mib(budget_) + ")");
+
+  LoadedModel* raw = m.get();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    m->last_used = ++tick_;
+    models_.push_back(std::move(m));
+    ++loads_;
+  }
+  unload_lru_until(0, raw);
+  return raw;
+}
+
+std::vector<TierStatus> TierPool::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<TierStatus> out;
+  auto describe = [&](const TierSpec& t) {
+    TierStatus s;
+    s.name = t.name;
+    s.model_path = t.model_path;
+    s.ctx = t.ctx;
+    for (const auto& m : models_)
+      if (same_model(*m, t)) {
+        s.loaded = true;
+        s.digest = m->digest;
+        s.chat_template = chat_family_name(m->chat.family);
+        s.ctx = m->engine->info().n_ctx;
+        s.footprint_bytes = m->footprint_bytes;
+      }
+    out.push_back(std::move(s));
+  };
+  for (const TierSpec& t : tiers_) describe(t);
+  if (fallback_) describe(*fallback_);
+  return out;
+}
+
+uint64_t TierPool::resident_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t total = 0;
+  for (const auto& m : models_) total += m->footprint_bytes;
+  return total;
+}
+
+int TierPool::loaded_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(models_.size());
+}
+
+uint64_t TierPool::loads() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return loads_;
+}
+
+}  // namespace revis::node

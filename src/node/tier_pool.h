@@ -1,0 +1,98 @@
+// Tiers and the models behind them.
+//
+// A tier is a name the catalogue uses ("small", "large") bound to a GGUF
+// file with a context size and a thread count. Models are loaded on demand,
+// when the first job for a tier runs, and kept while they fit a memory
+// budget; when a load would exceed it, the least recently used models are
+// unloaded first. Tiers bound to the same file with the same settings share
+// one loaded model. A model that alone exceeds the budget is still loaded
+// (with a warning): refusing would make the tier unusable.
+//
+// Memory is counted as the file size (the weights are mapped and, to run
+// fast, resident) plus an upper bound of the KV cache
+// (2 x layers x context x embedding x 2 bytes).
+//
+// Besides the engine, a loaded model carries what the node reports and
+// needs per job: the file digest (computed once, at load), the chat template
+// family, and one Session reused by every job.
+//
+// Thread-safety: acquire() only from the executor thread (one inference at a
+// time, so the models need no locking); status() and the const getters from
+// any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "node/chat_template.h"
+#include "revis/engine.h"
+#include "revis/status.h"
+
+namespace revis::node {
+
+struct TierSpec {
+  std::string name;
+  std::string model_path;
+  int ctx = 0;      // 0: the engine's default
+  int threads = 0;  // 0: the engine's default
+};
+
+struct LoadedModel {
+  std::string path;
+  int ctx = 0, threads = 0;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Session> session;
+  std::string digest;
+  TemplateChoice chat;
+  SpecialTexts special;
+  uint64_t footprint_bytes = 0;
+  double load_ms = 0;
+  uint64_t last_used = 0;  // LRU tick
+};
+
+struct TierStatus {
+  std::string name, model_path, digest, chat_template;
+  int ctx = 0;
+  bool loaded = false;
+  uint64_t footprint_bytes = 0;
+};
+
+class TierPool {
+ public:
+  // `fallback` serves every tier name that `tiers` does not (revis serve -m).
+  // budget_bytes 0: no limit.
+  TierPool(std::vector<TierSpec> tiers, std::optional<TierSpec> fallback, uint64_t budget_bytes);
+  ~TierPool();
+
+  const TierSpec* resolve(std::string_view tier) const;
+  const std::vector<TierSpec>& tiers() const { return tiers_; }
+  const std::optional<TierSpec>& fallback() const { return fallback_; }
+  uint64_t budget_bytes() const { return budget_; }
+
+  // The loaded model for `tier`, loading it if needed; *load_ms gets the
+  // time spent loading (0 when it was already loaded).
+  Result<LoadedModel*> acquire(const TierSpec& tier, double* load_ms = nullptr);
+
+  std::vector<TierStatus> status() const;
+  uint64_t resident_bytes() const;
+  int loaded_count() const;
+  uint64_t loads() const;
+
+ private:
+  void unload_lru_until(uint64_t needed, const LoadedModel* keep);
+
+  std::vector<TierSpec> tiers_;
+  std::optional<TierSpec> fallback_;
+  uint64_t budget_;
+  uint64_t tick_ = 0;
+  mutable std::mutex mutex_;  // guards models_ for status() readers
+  std::vector<std::unique_ptr<LoadedModel>> models_;
+  uint64_t loads_ = 0;
+};
+
+}  // namespace revis::node

@@ -1,0 +1,651 @@
+// AVX2 + FMA + F16C kernels (x86-64). This file alone is compiled with
+// -mavx2 -mfma -mf16c; dispatch.cpp calls in only when the CPU has them.
+//
+// Activation quantization (Q8_0, Q8_K, F16) gives the scalar kernels'
+// bytes exactly: the same float operations in the same order per value,
+// and the same NaN/infinity handling (see the comments at each step).
+//
+// The dot products do the scalar kernels' integer arithmetic: exact
+// integer sums per block or group, scaled once per block by the float
+// scales; only the float summation order differs. The workhorse is
+// vpmaddubsw, unsigned bytes times signed bytes with adjacent pairs summed
+// to int16, followed by vpmaddwd against the group scales (or ones) to
+// reach int32. Weights stored as unsigned levels (every K-quant, Q4_1,
+// Q5_1) go in as they are and their offsets (q - 32, q - 4, minimums) are
+// applied once per block through Q8_K's group sums. Signed weights (Q8_0,
+// centred Q4_0/Q5_0, the IQ4 codebook) use |w| * (a with w's sign), which
+// is exact because no activation byte is -128: Q8_0 clamps to +-127 and
+// Q8_K maps the value of largest magnitude to -127.
+//
+// Each dot kernel is a template over T, the number of activation rows it
+// serves: T = 1 is vec_dot, T = 4 the dot4 entry of batched matmuls, which
+// unpacks every weight block once for four tokens.
+#include "quant/simd.h"
+
+#if defined(__x86_64__)
+
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+
+namespace revis::quant {
+namespace {
+
+// --- Helpers -----------------------------------------------------------------
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline double hsum(__m256d v) {
+  __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+  return _mm_cvtsd_f64(s);
+}
+
+inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+inline __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+// Running max of |v| that ignores NaN: maxps returns its second operand
+// when either is NaN, so a NaN lane keeps the running value, as fmax does.
+inline __m256 max_abs(__m256 v, __m256 running) { return _mm256_max_ps(abs_ps(v), running); }
+
+// quantize_clamped() for 8 floats: fmax(lo, fmin(hi, v)) then nearbyint.
+// minps returns its second operand (hi) for a NaN v, as fmin does; the
+// conversion rounds in the current rounding mode, exactly like nearbyint.
+inline __m256i round_clamped(__m256 v, __m256 lo, __m256 hi) {
+  return _mm256_cvtps_epi32(_mm256_max_ps(_mm256_min_ps(v, hi), lo));
+}
+
+// Four vectors of 8 int32 in [-128, 127] -> 32 int8 in order.
+inline __m256i pack_to_bytes(__m256i a, __m256i b, __m256i c, __m256i d) {
+  // The packs work per 128-bit half, leaving 4-value pieces in the order
+  // a0 b0 c0 d0 a1 b1 c1 d1; one permute of 32-bit pieces restores a b c d.
+  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// 8 int32 lanes: sums of w[i] * a[i] over groups of 4 bytes, w signed with
+// |w| precomputed, a signed and never -128.
+inline __m256i dot_signed(__m256i w_abs, __m256i w, __m256i a) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(a, w)), _mm256_set1_epi16(1));
+}
+
+// 8 int32 lanes: sums of q[i] * a[i] over groups of 4 bytes, q unsigned.
+inline __m256i dot_unsigned(__m256i q, __m256i a) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1));
+}
+
+// The 32 nibbles of a 32-value block (value j < 16 in the low nibble of
+// byte j, value j + 16 in the high one) as 32 bytes in value order.
+inline __m256i unpack_nibbles(const uint8_t* qs) {
+  const __m128i packed = load128(qs);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
+}
+
+// 0x10 in byte j where bit j of the little-endian word at qh is set: the
+// fifth bit of Q5_0 and Q5_1 values.
+inline __m256i fifth_bits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  // Byte j takes byte j / 8 of the word, then tests its bit j % 8.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// kIq4Values in both 128-bit halves, for byte lookups with vpshufb.
+inline __m256i iq4_table() {
+  return _mm256_broadcastsi128_si256(load128(kIq4Values));
+}
+
+// Activation block b of row t, the rows `stride` bytes apart.
+template <typename Block>
+inline const Block& act(const uint8_t* a, size_t stride, int t, int64_t b) {
+  return reinterpret_cast<const Block*>(a + t * stride)[b];
+}
+
+// The scales of activation block b of rows 0..T-1 in lanes 0..T-1 (T is 1
+// or 4): the kernels multiply them with the weight scale for all rows at
+// once, and each row then broadcasts its product from memory.
+template <int T>
+inline __m128 row_scales_q8_0(const uint8_t* a, size_t stride, int64_t b) {
+  static_assert(T == 1 || T == 4);
+  auto d = [&](int t) { return static_cast<short>(act<BlockQ8_0>(a, stride, t, b).d); };
+  if constexpr (T == 4) return _mm_cvtph_ps(_mm_setr_epi16(d(0), d(1), d(2), d(3), 0, 0, 0, 0));
+  return _mm_set_ss(half(act<BlockQ8_0>(a, stride, 0, b).d));
+}
+
+template <int T>
+inline __m128 row_scales_q8_k(const uint8_t* a, size_t stride, int64_t b) {
+  static_assert(T == 1 || T == 4);
+  auto d = [&](int t) { return act<BlockQ8_K>(a, stride, t, b).d; };
+  if constexpr (T == 4) return _mm_setr_ps(d(0), d(1), d(2), d(3));
+  return _mm_set_ss(d(0));
+}
+
+// --- Activation quantization -----------------------------------------------
+
+void quantize_q8_0_avx2(const float* src, void* dst, int64_t n) {
+  auto* blocks = static_cast<BlockQ8_0*>(dst);
+  const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
+    const float* x = src + b * kLegacyBlock;
+    __m256 v[4];
+    __m256 running = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_ps(x + 8 * k);
+      running = max_abs(v[k], running);
+    }
+    const float amax = hmax(running);
+    blocks[b].d = encode_scale(amax / 127.0f);
+    const __m256 inverse = _mm256_set1_ps(amax != 0 ? 127.0f / amax : 0.0f);
+    __m256i q[4];
+    for (int k = 0; k < 4; ++k) q[k] = round_clamped(_mm256_mul_ps(v[k], inverse), lo, hi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(blocks[b].qs), pack_to_bytes(q[0], q[1], q[2], q[3]));
+  }
+}
+
+void quantize_q8_k_avx2(const float* src, void* dst, int64_t n) {
+  auto* blocks = static_cast<BlockQ8_K*>(dst);
+  const __m256 lo = _mm256_set1_ps(-128.0f), hi = _mm256_set1_ps(127.0f);
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const float* x = src + b * kSuperBlock;
+    BlockQ8_K& out = blocks[b];
+    __m256 running = _mm256_setzero_ps();
+    for (int k = 0; k < kSuperBlock / 8; ++k) running = max_abs(_mm256_loadu_ps(x + 8 * k), running);
+    const float amax = hmax(running);
+    if (amax == 0 || std::isinf(amax)) {
+      // The scalar kernel's extreme is zero or infinite exactly then.
+      out = BlockQ8_K{};
+      continue;
+    }
+    // The scalar extreme is the first value of largest magnitude: its
+    // strict > keeps the earliest of equal magnitudes, and skips NaN.
+    float extreme = 0;
+    const __m256 target = _mm256_set1_ps(amax);
+    for (int k = 0; k < kSuperBlock / 8; ++k) {
+      const int hits = _mm256_movemask_ps(_mm256_cmp_ps(abs_ps(_mm256_loadu_ps(x + 8 * k)), target, _CMP_EQ_OQ));
+      if (hits != 0) {
+        extreme = x[8 * k + __builtin_ctz(static_cast<unsigned>(hits))];
+        break;
+      }
+    }
+    const float inverse_scalar = -127.0f / extreme;
+    out.d = 1.0f / inverse_scalar;
+    const __m256 inverse = _mm256_set1_ps(inverse_scalar);
+    const __m256i ones_u8 = _mm256_set1_epi8(1);
+    const __m256i ones_i16 = _mm256_set1_epi16(1);
+    int32_t quad_sums[kSuperBlock / 4];  // sums of 4 consecutive q's
+    for (int k = 0; k < kSuperBlock / 32; ++k) {
+      __m256i q[4];
+      for (int j = 0; j < 4; ++j) q[j] = round_clamped(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * j), inverse), lo, hi);
+      const __m256i bytes = pack_to_bytes(q[0], q[1], q[2], q[3]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.qs + 32 * k), bytes);
+      const __m256i quads = _mm256_madd_epi16(_mm256_maddubs_epi16(ones_u8, bytes), ones_i16);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(quad_sums + 8 * k), quads);
+    }
+    for (int s = 0; s < kSuperBlock / 16; ++s)
+      out.bsums[s] = static_cast<int16_t>(quad_sums[4 * s] + quad_sums[4 * s + 1] + quad_sums[4 * s + 2] +
+                                          quad_sums[4 * s + 3]);
+  }
+}
+
+// --- F16 ---------------------------------------------------------------------
+
+void dequantize_f16_avx2(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(load128(h + i)));
+  for (; i < n; ++i) dst[i] = half_to_float(h[i]);
+}
+
+void quantize_f16_avx2(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  // Round to nearest even; overflow to infinity and NaN quieting match
+  // float_to_half bit for bit.
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) h[i] = float_to_half(src[i]);
+}
+
+// F16 rows against F16 rows: float FMAs over spans of 256 values, each span
+// then added in double, so long rows keep close to the scalar kernel's
+// all-double sum.
+template <int T>
+void dot_f16_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+  constexpr int64_t kSpan = 256;
+  const auto* x = static_cast<const uint16_t*>(w);
+  const uint16_t* y[T];
+  for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const uint16_t*>(a + t * stride);
+  __m256d total[T];
+  for (int t = 0; t < T; ++t) total[t] = _mm256_setzero_pd();
+  int64_t i = 0;
+  while (i + 8 <= n) {
+    const int64_t span_end = std::min(n - n % 8, i + kSpan);
+    // Two accumulators per row hide the FMA latency when T is 1.
+    __m256 acc[T][2];
+    for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    for (; i + 16 <= span_end; i += 16) {
+      const __m256 w0 = _mm256_cvtph_ps(load128(x + i)), w1 = _mm256_cvtph_ps(load128(x + i + 8));
+      for (int t = 0; t < T; ++t) {
+        acc[t][0] = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(load128(y[t] + i)), acc[t][0]);
+        acc[t][1] = _mm256_fmadd_ps(w1, _mm256_cvtph_ps(load128(y[t] + i + 8)), acc[t][1]);
+      }
+    }
+    if (i < span_end) {  // one group of 8 left in the span
+      const __m256 w0 = _mm256_cvtph_ps(load128(x + i));
+      for (int t = 0; t < T; ++t) acc[t][0] = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(load128(y[t] + i)), acc[t][0]);
+      i += 8;
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m256 span = _mm256_add_ps(acc[t][0], acc[t][1]);
+      total[t] = _mm256_add_pd(total[t], _mm256_cvtps_pd(_mm256_castps256_ps128(span)));
+      total[t] = _mm256_add_pd(total[t], _mm256_cvtps_pd(_mm256_extractf128_ps(span, 1)));
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    double sum = hsum(total[t]);
+    for (int64_t j = i; j < n; ++j) sum += static_cast<double>(half_to_float(x[j])) * half_to_float(y[t][j]);
+    out[t] = static_cast<float>(sum);
+  }
+}
+
+// --- 32-value blocks against Q8_0 ---------------------------------------------
+
+// Formats whose block decodes to 32 signed bytes w with x = d * w. (A Q8_0
+// weight of -128 is fine: |w| = 128 still fits vpmaddubsw's unsigned side.)
+struct Q4_0Format {
+  using Block = BlockQ4_0;
+  static __m256i weights(const Block& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
+};
+struct Q5_0Format {
+  using Block = BlockQ5_0;
+  static __m256i weights(const Block& b) {
+    const __m256i q = _mm256_or_si256(unpack_nibbles(b.qs), fifth_bits(b.qh));
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(16));
+  }
+};
+struct Q8_0Format {
+  using Block = BlockQ8_0;
+  static __m256i weights(const Block& b) { return load256(b.qs); }
+};
+struct IQ4_NLFormat {
+  using Block = BlockIQ4_NL;
+  static __m256i weights(const Block& b) { return _mm256_shuffle_epi8(iq4_table(), unpack_nibbles(b.qs)); }
+};
+
+template <int T, typename Format>
+void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+  const auto* wb = static_cast<const typename Format::Block*>(w);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
+    const __m256i q = Format::weights(wb[b]);
+    const __m256i q_abs = _mm256_abs_epi8(q);
+    alignas(16) float products[4];
+    _mm_store_ps(products, _mm_mul_ps(row_scales_q8_0<T>(a, stride, b), _mm_set1_ps(half(wb[b].d))));
+    for (int t = 0; t < T; ++t) {
+      const __m256i sum = dot_signed(q_abs, q, load256(act<BlockQ8_0>(a, stride, t, b).qs));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_broadcast_ss(&products[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
+}
+
+// x = d * q + m with q unsigned: the offset needs each activation block's sum.
+struct Q4_1Format {
+  using Block = BlockQ4_1;
+  static __m256i weights(const Block& b) { return unpack_nibbles(b.qs); }
+};
+struct Q5_1Format {
+  using Block = BlockQ5_1;
+  static __m256i weights(const Block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), fifth_bits(b.qh)); }
+};
+
+template <int T, typename Format>
+void dot_offset_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+  const auto* wb = static_cast<const typename Format::Block*>(w);
+  const __m256i ones = _mm256_set1_epi8(1);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
+    const __m256i q = Format::weights(wb[b]);
+    const __m128 da = row_scales_q8_0<T>(a, stride, b);
+    alignas(16) float d_products[4], m_products[4];
+    _mm_store_ps(d_products, _mm_mul_ps(da, _mm_set1_ps(half(wb[b].d))));
+    _mm_store_ps(m_products, _mm_mul_ps(da, _mm_set1_ps(half(wb[b].m))));
+    for (int t = 0; t < T; ++t) {
+      const __m256i y = load256(act<BlockQ8_0>(a, stride, t, b).qs);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_unsigned(q, y)), _mm256_broadcast_ss(&d_products[t]), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_unsigned(ones, y)), _mm256_broadcast_ss(&m_products[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
+}
+
+// --- K-quants and IQ4_XS against Q8_K -------------------------------------------
+//
+// Every 256-value block is handled as 16 groups of 16 values (a 32-value
+// group is two with the same scale): value v is
+//   d * scale[v / 16] * q[v] - dmin * offset[v / 16].
+// A Format supplies d, dmin, the offsets as 16 int16 in group order (they
+// multiply Q8_K's 16 group sums, which is all a per-group constant needs),
+// the scales as 16 int16 with the even groups in the low 128-bit half and
+// the odd groups in the high half, and the q's in 8 chunks of 32 values.
+// Chunk c covers groups 2c and 2c + 1: its vpmaddubsw pair sums meet group
+// 2c's scale in the low half and group 2c + 1's in the high half, and with
+// that layout both come from one in-lane shuffle (chunk_scales).
+
+struct KHeader {
+  __m256i scales;   // 16 x int16, even groups low, odd groups high
+  __m256i offsets;  // 16 x int16, group order
+  float d, dmin;
+};
+
+enum class Offsets {
+  kNone,       // x = d * scale * q
+  kSameScale,  // dmin == d: the offset joins the integer sum
+  kOwnScale,   // dmin is a separate float scale
+};
+
+// Group order -> even groups then odd groups, for 16 bytes.
+inline __m128i even_then_odd(__m128i bytes) {
+  return _mm_shuffle_epi8(bytes, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+}
+
+// Scales of eight 32-value groups (bytes 0..7) as KHeader::scales: both
+// 16-value halves of group g carry its scale, so each half holds all 8.
+inline __m256i scales_of_32_groups(__m128i bytes) {
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(bytes, bytes));
+}
+
+// Chunk c's scales: lane c of each half.
+template <int kC>
+inline __m256i chunk_scales(__m256i scales) {
+  return _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(((2 * kC + 1) << 8) | (2 * kC))));
+}
+
+// Bits [kFrom, kFrom + kWidth) of every byte moved to [kTo, kTo + kWidth),
+// the other bits cleared. 16-bit shifts are fine: whatever crosses from
+// one byte into the other lands outside the mask.
+template <int kFrom, int kTo, int kWidth = 1>
+inline __m256i move_bits(__m256i v) {
+  if constexpr (kFrom > kTo) v = _mm256_srli_epi16(v, kFrom - kTo);
+  if constexpr (kFrom < kTo) v = _mm256_slli_epi16(v, kTo - kFrom);
+  return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(((1 << kWidth) - 1) << kTo)));
+}
+
+// Q2_K's 2-bit values and Q3_K's low bits: chunk c = 4 * half + k is bits
+// 2k..2k+1 of the half's 32 bytes.
+template <int kC>
+inline __m256i two_bit_chunk(const uint8_t* qs) {
+  return move_bits<2 * (kC % 4), 0, 2>(load256(qs + 32 * (kC / 4)));
+}
+
+// Q4_K's and Q5_K's nibbles: chunk c is the low (c even) or high (c odd)
+// nibbles of bytes 32 * (c / 2) .. + 31.
+template <int kC>
+inline __m256i nibble_chunk(const uint8_t* qs) {
+  return move_bits<4 * (kC % 2), 0, 4>(load256(qs + 32 * (kC / 2)));
+}
+
+// Q4_K/Q5_K's eight 6-bit scales and mins (layout in k_quants.cpp) as
+// bytes: scales 0..7, then mins 0..7. Scales and mins 0..3 are the low 6
+// bits of bytes 0..3 and 4..7; 4..7 take their low 4 bits from bytes 8..11
+// (scales in the low nibbles, mins in the high) and their top 2 bits from
+// the top of bytes 0..3 (scales) and 4..7 (mins).
+inline __m128i scales_6bit(const uint8_t* packed) {
+  // 16 bytes from a 12-byte field: the 4 after it are the block's own quants.
+  const __m128i v = load128(packed);
+  const __m128i low = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i top = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i six = _mm_and_si128(low, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const __m128i high_nibbles = _mm_and_si128(_mm_srli_epi16(low, 4), _mm_setr_epi32(0, 0, 0, 0x0f0f0f0f));
+  const __m128i top_bits = _mm_and_si128(_mm_srli_epi16(top, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(_mm_or_si128(six, high_nibbles), top_bits);
+}
+
+inline KHeader header_6bit(const uint8_t* packed, uint16_t d, uint16_t dmin) {
+  const __m128i s = scales_6bit(packed);
+  return {scales_of_32_groups(s), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s)), half(d), half(dmin)};
+}
+
+struct Q2_KFormat {
+  using Block = BlockQ2_K;
+  static constexpr Offsets kOffsets = Offsets::kOwnScale;
+  static constexpr bool kSigned = false;
+  static KHeader header(const Block& b) {
+    const __m128i s = load128(b.scales);  // scale in the low nibble, min in the high
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    return {_mm256_cvtepu8_epi16(_mm_and_si128(even_then_odd(s), nibble)),
+            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), nibble)), half(b.d), half(b.dmin)};
+  }
+  template <int kC>
+  static __m256i chunk(const Block& b) { return two_bit_chunk<kC>(b.qs); }
+};
+
+struct Q3_KFormat {
+  using Block = BlockQ3_K;
+  static constexpr Offsets kOffsets = Offsets::kSameScale;
+  static constexpr bool kSigned = false;
+  static KHeader header(const Block& b) {
+    // Low nibbles of groups 0..7 / 8..15 in the low / high nibbles of bytes
+    // 0..7, top 2 bits of group g in byte 8 + g % 4 at bit 2 * (g / 4): as
+    // words, group 4i + j takes nibble i / 2 of word i % 2 and bits 2 * i of
+    // word 2, byte j.
+    uint32_t word[3];
+    std::memcpy(word, b.scales, sizeof word);
+    auto group4 = [&](int i) {
+      const uint32_t low = (word[i % 2] >> (4 * (i / 2))) & 0x0f0f0f0f;
+      const uint32_t top = (word[2] >> (2 * i)) & 0x03030303;
+      return static_cast<int>(low | (top << 4));
+    };
+    const __m128i stored = _mm_setr_epi32(group4(0), group4(1), group4(2), group4(3));
+    const __m128i scales = _mm_sub_epi8(stored, _mm_set1_epi8(32));
+    const float d = half(b.d);
+    // q is stored + 4 (the top bit clear means -4): offset 4 * scale.
+    return {_mm256_cvtepi8_epi16(even_then_odd(scales)), _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 2), d, d};
+  }
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    return _mm256_or_si256(two_bit_chunk<kC>(b.qs), move_bits<kC, 2>(load256(b.hmask)));
+  }
+};
+
+struct Q4_KFormat {
+  using Block = BlockQ4_K;
+  static constexpr Offsets kOffsets = Offsets::kOwnScale;
+  static constexpr bool kSigned = false;
+  static KHeader header(const Block& b) { return header_6bit(b.scales, b.d, b.dmin); }
+  template <int kC>
+  static __m256i chunk(const Block& b) { return nibble_chunk<kC>(b.qs); }
+};
+
+struct Q5_KFormat {
+  using Block = BlockQ5_K;
+  static constexpr Offsets kOffsets = Offsets::kOwnScale;
+  static constexpr bool kSigned = false;
+  static KHeader header(const Block& b) { return header_6bit(b.scales, b.d, b.dmin); }
+  // Bit 4 of chunk c's value l is bit c of qh[l].
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    return _mm256_or_si256(nibble_chunk<kC>(b.qs), move_bits<kC, 4>(load256(b.qh)));
+  }
+};
+
+struct Q6_KFormat {
+  using Block = BlockQ6_K;
+  static constexpr Offsets kOffsets = Offsets::kSameScale;
+  static constexpr bool kSigned = false;
+  static KHeader header(const Block& b) {
+    const __m128i scales = load128(b.scales);
+    const float d = half(b.d);
+    // q is stored + 32: offset 32 * scale.
+    return {_mm256_cvtepi8_epi16(even_then_odd(scales)), _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 5), d, d};
+  }
+  // Chunk c = 4 * half + k: low nibble from ql[64 * half + 32 * (k % 2) + l]
+  // (the low nibble for k < 2, the high one after), top 2 bits from
+  // qh[32 * half + l] at bit 2k.
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    constexpr int kHalf = kC / 4, kK = kC % 4;
+    const __m256i low = move_bits<4 * (kK / 2), 0, 4>(load256(b.ql + 64 * kHalf + 32 * (kK % 2)));
+    return _mm256_or_si256(low, move_bits<2 * kK, 4, 2>(load256(b.qh + 32 * kHalf)));
+  }
+};
+
+struct IQ4_XSFormat {
+  using Block = BlockIQ4_XS;
+  static constexpr Offsets kOffsets = Offsets::kNone;
+  static constexpr bool kSigned = true;
+  static KHeader header(const Block& b) {
+    uint8_t stored[16] = {};
+    for (int g = 0; g < 8; ++g)
+      stored[g] = static_cast<uint8_t>(((b.scales_l[g / 2] >> (4 * (g % 2))) & 0x0f) | (((b.scales_h >> (2 * g)) & 3) << 4));
+    const __m256i scales = _mm256_sub_epi16(scales_of_32_groups(load128(stored)), _mm256_set1_epi16(32));
+    return {scales, _mm256_setzero_si256(), half(b.d), 0.0f};
+  }
+  // Group c's 32 indices are laid out as an IQ4_NL block; the chunk holds
+  // the signed codebook levels.
+  template <int kC>
+  static __m256i chunk(const Block& b) { return _mm256_shuffle_epi8(iq4_table(), unpack_nibbles(b.qs + 16 * kC)); }
+};
+
+// Calls f.template operator()<c>() for c = 0..7: chunk indices must be
+// compile-time constants, they pick shift counts and shuffles.
+template <typename F, int... kC>
+inline void for_chunks(F&& f, std::integer_sequence<int, kC...>) {
+  (f.template operator()<kC>(), ...);
+}
+
+// Keeps v in a register at this point. GCC otherwise re-associates a
+// token's chain of integer sums into a wide tree over all 8 chunks, whose
+// partial sums (32 vectors at T = 4) no longer fit the 16 registers.
+inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
+
+template <int T, typename Format>
+void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+  const auto* wb = static_cast<const typename Format::Block*>(w);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const typename Format::Block& x = wb[b];
+    const KHeader h = Format::header(x);
+    // Per lane at most 32 values * 63 * 128 * 128: far inside int32.
+    __m256i sums[T];
+    for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();
+    for_chunks(
+        [&]<int kC>() {
+          const __m256i q = Format::template chunk<kC>(x);
+          const __m256i scale = chunk_scales<kC>(h.scales);
+          const __m256i q_abs = Format::kSigned ? _mm256_abs_epi8(q) : q;
+          for (int t = 0; t < T; ++t) {
+            __m256i y = load256(act<BlockQ8_K>(a, stride, t, b).qs + 32 * kC);
+            if constexpr (Format::kSigned) y = _mm256_sign_epi8(y, q);
+            sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q_abs, y), scale));
+            keep_in_register(sums[t]);
+          }
+        },
+        std::make_integer_sequence<int, 8>());
+    // The T scale products at once; each token then broadcasts its own.
+    alignas(16) float d_products[4], dmin_products[4];
+    const __m128 da = row_scales_q8_k<T>(a, stride, b);
+    _mm_store_ps(d_products, _mm_mul_ps(da, _mm_set1_ps(h.d)));
+    if constexpr (Format::kOffsets == Offsets::kOwnScale) _mm_store_ps(dmin_products, _mm_mul_ps(da, _mm_set1_ps(h.dmin)));
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_K& y = act<BlockQ8_K>(a, stride, t, b);
+      if constexpr (Format::kOffsets == Offsets::kSameScale)
+        sums[t] = _mm256_sub_epi32(sums[t], _mm256_madd_epi16(load256(y.bsums), h.offsets));
+      acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&d_products[t]), _mm256_cvtepi32_ps(sums[t]), acc[t]);
+      if constexpr (Format::kOffsets == Offsets::kOwnScale) {
+        const __m256i offset = _mm256_madd_epi16(load256(y.bsums), h.offsets);
+        acc[t] = _mm256_fnmadd_ps(_mm256_broadcast_ss(&dmin_products[t]), _mm256_cvtepi32_ps(offset), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
+}
+
+// --- Table entries -----------------------------------------------------------
+
+using RowsKernel = void (*)(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out);
+
+template <RowsKernel kKernel>
+float dot_one(const void* w, const void* a, int64_t n) {
+  float out;
+  kKernel(w, static_cast<const uint8_t*>(a), 0, n, &out);
+  return out;
+}
+
+template <RowsKernel kKernel>
+void dot_four(const void* w, const void* a, size_t stride, int64_t n, float* out) {
+  kKernel(w, static_cast<const uint8_t*>(a), stride, n, out);
+}
+
+template <RowsKernel kOne, RowsKernel kFour>
+KernelEntry dots() {
+  return {.dot = dot_one<kOne>, .dot4 = dot_four<kFour>};
+}
+
+}  // namespace
+
+bool avx2_supported() {
+  // Not every compiler's __builtin_cpu_supports knows "f16c" (clang 14
+  // rejects it): read its CPUID bit. The OS support for the YMM state it
+  // shares with AVX2 is part of the "avx2" check.
+  unsigned eax, ebx, ecx, edx;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+void install_avx2(OverrideFn record) {
+  record(TensorType::F16, {.dequantize = dequantize_f16_avx2,
+                           .quantize = quantize_f16_avx2,
+                           .dot = dot_one<dot_f16_rows<1>>,
+                           .dot4 = dot_four<dot_f16_rows<4>>});
+  record(TensorType::Q8_0, {.quantize = quantize_q8_0_avx2,
+                            .dot = dot_one<dot_signed_rows<1, Q8_0Format>>,
+                            .dot4 = dot_four<dot_signed_rows<4, Q8_0Format>>});
+  record(TensorType::Q8_K, {.quantize = quantize_q8_k_avx2});
+  record(TensorType::Q4_0, dots<dot_signed_rows<1, Q4_0Format>, dot_signed_rows<4, Q4_0Format>>());
+  record(TensorType::Q5_0, dots<dot_signed_rows<1, Q5_0Format>, dot_signed_rows<4, Q5_0Format>>());
+  record(TensorType::IQ4_NL, dots<dot_signed_rows<1, IQ4_NLFormat>, dot_signed_rows<4, IQ4_NLFormat>>());
+  record(TensorType::Q4_1, dots<dot_offset_rows<1, Q4_1Format>, dot_offset_rows<4, Q4_1Format>>());
+  record(TensorType::Q5_1, dots<dot_offset_rows<1, Q5_1Format>, dot_offset_rows<4, Q5_1Format>>());
+  record(TensorType::Q2_K, dots<dot_k_rows<1, Q2_KFormat>, dot_k_rows<4, Q2_KFormat>>());
+  record(TensorType::Q3_K, dots<dot_k_rows<1, Q3_KFormat>, dot_k_rows<4, Q3_KFormat>>());
+  record(TensorType::Q4_K, dots<dot_k_rows<1, Q4_KFormat>, dot_k_rows<4, Q4_KFormat>>());
+  record(TensorType::Q5_K, dots<dot_k_rows<1, Q5_KFormat>, dot_k_rows<4, Q5_KFormat>>());
+  record(TensorType::Q6_K, dots<dot_k_rows<1, Q6_KFormat>, dot_k_rows<4, Q6_KFormat>>());
+  record(TensorType::IQ4_XS, dots<dot_k_rows<1, IQ4_XSFormat>, dot_k_rows<4, IQ4_XSFormat>>());
+}
+
+}  // namespace revis::quant
+
+#endif

@@ -1,0 +1,126 @@
+// End-to-end tests of `revis bench`: the figures are present, positive and
+// agree with each other. Speeds depend on the machine and its load, so no
+// test asserts how fast anything is.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_command.h"
+
+namespace revis {
+namespace {
+
+using testing::run_revis;
+using testing::shell_quote;
+
+const std::string kModel = testing::testdata("models/llama-spm-Q8_0.gguf").string();
+// A small bandwidth buffer keeps the test light; it is still far larger than
+// the caches of the machines the tests run on.
+const std::string kSmallRun = " -p 32 -n 8 -r 2 -t 2 --bandwidth-mib 256";
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+TEST(BenchCommand, JsonFiguresArePositiveAndConsistent) {
+  const auto r = run_revis("bench -m " + shell_quote(kModel) + kSmallRun + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+
+  EXPECT_EQ(j["p"], 32);
+  EXPECT_EQ(j["n"], 8);
+  EXPECT_EQ(j["r"], 2);
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["type"], "Q8_0");
+  EXPECT_EQ(j["model"], kModel);
+  EXPECT_EQ(j["file_bytes"].get<uint64_t>(), std::filesystem::file_size(kModel));
+  EXPECT_GT(j["bytes_per_token"].get<uint64_t>(), 0u);
+  EXPECT_LE(j["bytes_per_token"].get<uint64_t>(), j["file_bytes"].get<uint64_t>());
+  EXPECT_GE(j["n_ctx"].get<int>(), 32 + 8) << "the context is sized to hold the prompt and the generated tokens";
+
+  for (const char* key : {"prefill_tok_s", "gen_tok_s", "ttft_ms", "bandwidth_gb_s", "roofline_pct", "cpu_share_pct"})
+    EXPECT_GT(j[key].get<double>(), 0.0) << key;
+  EXPECT_GT(j["peak_rss_bytes"].get<uint64_t>(), 0u);
+
+  // The roofline is derived from the other reported figures.
+  const double expected_roofline = 100.0 * j["gen_tok_s"].get<double>() * j["bytes_per_token"].get<double>() /
+                                   (j["bandwidth_gb_s"].get<double>() * 1e9);
+  EXPECT_NEAR(j["roofline_pct"].get<double>(), expected_roofline, 1e-6 * expected_roofline);
+
+  // One entry per run, and each median lies within its runs' range.
+  for (const char* key : {"prefill_tok_s", "gen_tok_s", "ttft_ms"}) {
+    const std::vector<double> runs = j["runs"][key].get<std::vector<double>>();
+    ASSERT_EQ(runs.size(), 2u) << key;
+    const auto [lowest, highest] = std::minmax_element(runs.begin(), runs.end());
+    EXPECT_GE(j[key].get<double>(), *lowest) << key;
+    EXPECT_LE(j[key].get<double>(), *highest) << key;
+    EXPECT_EQ(j["spread"][key]["min"].get<double>(), *lowest) << key;
+    EXPECT_EQ(j["spread"][key]["max"].get<double>(), *highest) << key;
+  }
+  // Time to first token includes the whole prefill.
+  for (size_t i = 0; i < 2; ++i) {
+    const double prefill_ms = 32 * 1000.0 / j["runs"]["prefill_tok_s"][i].get<double>();
+    EXPECT_GE(j["runs"]["ttft_ms"][i].get<double>(), prefill_ms * (1 - 1e-9)) << "run " << i;
+  }
+
+  EXPECT_NE(r.err.find("warm-up"), std::string::npos) << "progress goes to stderr";
+  EXPECT_NE(r.err.find("run 2/2"), std::string::npos) << r.err;
+}
+
+TEST(BenchCommand, ReportNamesEveryFigure) {
+  const auto r = run_revis("bench -m " + shell_quote(kModel) + " -p 16 -n 4 -r 1 -t 2 --bandwidth-mib 256");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* label : {"prefill", "generation", "TTFT", "peak RSS", "bytes/token", "bandwidth", "roofline", "CPU share"})
+    EXPECT_NE(r.out.find(label), std::string::npos) << label << " missing from:\n" << r.out;
+}
+
+TEST(BenchCommand, FrontiersPrintOneCsvRowPerDepth) {
+  const auto r = run_revis("bench -m " + shell_quote(kModel) + " -n 4 -r 2 -t 2 --frontiers 64,32");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0], "depth,prefill_tok_s,gen_tok_s");
+  const int expected_depths[] = {32, 64};  // ascending, whatever order they were given in
+  for (int row = 0; row < 2; ++row) {
+    int depth = 0;
+    double prefill = 0, generation = 0;
+    ASSERT_EQ(std::sscanf(lines[row + 1].c_str(), "%d,%lf,%lf", &depth, &prefill, &generation), 3) << lines[row + 1];
+    EXPECT_EQ(depth, expected_depths[row]);
+    EXPECT_GT(prefill, 0.0);
+    EXPECT_GT(generation, 0.0);
+  }
+}
+
+TEST(BenchCommand, MlockFailureIsOnlyAWarning) {
+  // Whether the lock succeeds depends on the locked-memory limit; either way
+  // the benchmark runs, and a refusal is reported as a warning.
+  const auto r = run_revis("bench -m " + shell_quote(kModel) + " -p 8 -n 2 -r 1 -t 2 --bandwidth-mib 64 --json --mlock");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j["mlock"].is_boolean());
+  if (!j["mlock"].get<bool>()) {
+    EXPECT_NE(r.err.find("warning: --mlock"), std::string::npos) << r.err;
+  }
+}
+
+TEST(BenchCommand, BadArgumentsFailWithOneLineError) {
+  for (const std::string& args : {std::string(" --frontiers 32,x"), std::string(" --frontiers 0"),
+                                  std::string(" -p 32 -n 8 -c 16"), std::string(" -r 0")}) {
+    const auto r = run_revis("bench -m " + shell_quote(kModel) + args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+  }
+}
+
+}  // namespace
+}  // namespace revis

@@ -1,0 +1,70 @@
+// MatMul::run (tiles claimed by the pool's threads, tokens four at a time
+// through vec_dot4) against the plain definition: every output is
+// vec_dot of one weight row with one quantized token row. The four-row
+// kernels do each token's arithmetic in the same order as the one-row
+// kernel, so the results must be equal, not merely close.
+#include "model/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "quant/quant.h"
+
+namespace revis {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> out(n);
+  for (float& v : out) v = dist(rng);
+  return out;
+}
+
+void expect_matmul_equals_vec_dots(TensorType type, int64_t rows, int64_t cols, int n_tokens, int n_threads) {
+  std::vector<float> weights = random_floats(static_cast<size_t>(rows * cols), 1);
+  Matrix w;
+  w.type = type;
+  w.rows = rows;
+  w.cols = cols;
+  w.row_bytes = row_bytes(type, cols);
+  std::vector<uint8_t> data(w.row_bytes * rows);
+  for (int64_t r = 0; r < rows; ++r) quantize_row(type, &weights[r * cols], &data[r * w.row_bytes], cols);
+  w.data = data.data();
+
+  // Strided input and output rows, as the forward pass uses them.
+  const int64_t x_stride = cols + 3, out_stride = rows + 5;
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens * x_stride), 2);
+  std::vector<float> out(static_cast<size_t>(n_tokens * out_stride), -7.0f);
+  ThreadPool pool(n_threads);
+  MatMul matmul;
+  matmul.run(pool, w, x.data(), n_tokens, x_stride, out.data(), out_stride);
+
+  const TensorType act_type = activation_type(type);
+  std::vector<uint8_t> act(row_bytes(act_type, cols));
+  for (int t = 0; t < n_tokens; ++t) {
+    quantize_row(act_type, &x[t * x_stride], act.data(), cols);
+    for (int64_t r = 0; r < rows; ++r)
+      ASSERT_EQ(out[t * out_stride + r], vec_dot(type, w.row(r), act.data(), cols))
+          << type_name(type) << " " << rows << "x" << cols << ", " << n_tokens << " tokens, " << n_threads
+          << " threads: token " << t << " row " << r;
+    for (int64_t r = rows; r < out_stride; ++r) ASSERT_EQ(out[t * out_stride + r], -7.0f) << "wrote past the row";
+  }
+}
+
+TEST(MatMul, EqualsRowByRowVecDot) {
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::F16, TensorType::F32})
+    for (int n_tokens : {1, 3, 4, 5, 9})
+      for (int n_threads : {1, 2, 3}) expect_matmul_equals_vec_dots(type, 37, 512, n_tokens, n_threads);
+}
+
+TEST(MatMul, ManyTilesAndTokens) {
+  // Rows of 2304 bytes: 14 rows a tile, so 701 rows make 51 tiles, the
+  // last of one row; 66 tokens are 16 groups of four and two left over.
+  expect_matmul_equals_vec_dots(TensorType::Q4_K, 701, 4096, 66, 2);
+}
+
+}  // namespace
+}  // namespace revis

@@ -1,0 +1,117 @@
+// The node configuration: TOML, flag overrides and validation.
+#include <gtest/gtest.h>
+
+#include "node/config.h"
+
+namespace revis::node {
+namespace {
+
+TEST(Config, ParsesEveryKeyAndResolvesPaths) {
+  auto c = parse_config(R"(
+name = "node-a"
+host = "0.0.0.0"
+port = 9000
+token = "s3cret"
+queue_limit = 5
+model = "all.gguf"
+default_tier = "small"
+ctx = 2048
+threads = 3
+memory_budget_mb = 1024
+max_message_bytes = 65536
+max_request_bytes = 2097152
+catalog = "tasks.toml"
+shutdown_grace_ms = 500
+[tiers.small]
+model = "small.gguf"
+ctx = 1024
+[tiers.large]
+model = "/abs/large.gguf"
+threads = 8
+)", "node.toml", "/etc/revis");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->name, "node-a");
+  EXPECT_EQ(c->port, 9000);
+  EXPECT_EQ(c->model, "/etc/revis/all.gguf");
+  EXPECT_EQ(c->catalog, "/etc/revis/tasks.toml");
+  ASSERT_EQ(c->tiers.size(), 2u);
+  const TierConfig& large = c->tiers[0].name == "large" ? c->tiers[0] : c->tiers[1];
+  const TierConfig& small = c->tiers[0].name == "small" ? c->tiers[0] : c->tiers[1];
+  EXPECT_EQ(small.model, "/etc/revis/small.gguf");
+  EXPECT_EQ(small.ctx, 1024);
+  EXPECT_EQ(large.model, "/abs/large.gguf");
+  EXPECT_EQ(large.threads, 8);
+  EXPECT_EQ(c->max_message_bytes, 65536u);
+  NodeConfig config = *c;
+  EXPECT_TRUE(validate_config(config).ok()) << "a token makes 0.0.0.0 acceptable";
+}
+
+TEST(Config, RefusesUnknownKeysAndWrongTypes) {
+  for (const char* bad : {"colour = 1", "port = \"80\"", "port = 70000", "queue_limit = 0", "[tiers.x]\nctx = 1",
+                          "[tiers.x]\nmodel = \"a\"\ngpu = true", "tiers = 3", "name = "}) {
+    auto c = parse_config(bad, "n.toml", "");
+    EXPECT_FALSE(c.ok()) << bad;
+    if (!c.ok()) EXPECT_NE(c.status().message().find("n.toml"), std::string::npos) << c.status().message();
+  }
+}
+
+TEST(Config, FlagsOverrideTheFile) {
+  auto c = parse_config("port = 9000\nname = \"a\"\n[tiers.small]\nmodel = \"s.gguf\"\n", "n.toml", "");
+  ASSERT_TRUE(c.ok());
+  ConfigOverrides o;
+  o.port = 9100;
+  o.tiers = {"small=other.gguf", "large=l.gguf"};
+  o.queue_limit = 2;
+  ASSERT_TRUE(apply_overrides(*c, o).ok());
+  EXPECT_EQ(c->port, 9100);
+  EXPECT_EQ(c->name, "a");
+  EXPECT_EQ(c->queue_limit, 2);
+  ASSERT_EQ(c->tiers.size(), 2u);
+  EXPECT_EQ(c->tiers[0].model, "other.gguf");
+  EXPECT_EQ(c->tiers[1].name, "large");
+  ConfigOverrides bad;
+  bad.tiers = {"nopath"};
+  EXPECT_FALSE(apply_overrides(*c, bad).ok());
+}
+
+TEST(Config, RefusesANonLoopbackBindWithoutAToken) {
+  NodeConfig c;
+  c.model = "m.gguf";
+  c.host = "0.0.0.0";
+  Status s = validate_config(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("without a token"), std::string::npos);
+  c.host = "192.168.1.10";
+  EXPECT_FALSE(validate_config(c).ok());
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
+    NodeConfig l;
+    l.model = "m.gguf";
+    l.host = host;
+    EXPECT_TRUE(validate_config(l).ok()) << host;
+  }
+  EXPECT_TRUE(is_loopback_host("127.0.0.1"));
+  EXPECT_FALSE(is_loopback_host("::"));
+  EXPECT_FALSE(is_loopback_host("example.com"));
+}
+
+TEST(Config, DefaultsAndModelChecks) {
+  NodeConfig none;
+  EXPECT_FALSE(validate_config(none).ok()) << "no model at all";
+  NodeConfig m;
+  m.model = "m.gguf";
+  ASSERT_TRUE(validate_config(m).ok());
+  EXPECT_EQ(m.default_tier, "default");
+  EXPECT_FALSE(m.name.empty()) << "the host name by default";
+  NodeConfig t;
+  t.tiers = {{"small", "s.gguf", 0, 0}, {"large", "l.gguf", 0, 0}};
+  ASSERT_TRUE(validate_config(t).ok());
+  EXPECT_EQ(t.default_tier, "small");
+  t.default_tier = "huge";
+  EXPECT_FALSE(validate_config(t).ok());
+  NodeConfig dup;
+  dup.tiers = {{"a", "x.gguf", 0, 0}, {"a", "y.gguf", 0, 0}};
+  EXPECT_FALSE(validate_config(dup).ok());
+}
+
+}  // namespace
+}  // namespace revis::node

@@ -1,0 +1,256 @@
+// The executor in-process on a small real model: order, the queue bound,
+// cancellation, errors, statistics, model loading and unloading, shutdown.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "node/executor.h"
+#include "node/inference.h"
+#include "support/testdata.h"
+
+namespace revis::node {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string model_path(const std::string& stem) { return testing::testdata("models/" + stem + ".gguf").string(); }
+
+// Collects each job's outcome; wait() blocks (bounded) until n have finished.
+struct Outcomes {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<std::pair<std::string, Outcome<JobResult>>> done;
+  std::map<std::string, std::string> streamed;
+
+  JobCallbacks callbacks(const std::string& label) {
+    JobCallbacks c;
+    c.on_text = [this, label](std::string_view t) {
+      std::lock_guard<std::mutex> lock(mutex);
+      streamed[label] += t;
+    };
+    c.on_finish = [this, label](Outcome<JobResult> o) {
+      std::lock_guard<std::mutex> lock(mutex);
+      done.emplace_back(label, std::move(o));
+      cv.notify_all();
+    };
+    return c;
+  }
+  bool wait(size_t n, std::chrono::seconds limit = 60s) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, limit, [&] { return done.size() >= n; });
+  }
+  const Outcome<JobResult>& of(const std::string& label) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& [l, o] : done)
+      if (l == label) return o;
+    throw std::runtime_error("no outcome for " + label);
+  }
+};
+
+JobSpec spec(const std::string& label, int max_tokens, const std::string& tier = "small") {
+  JobSpec s;
+  s.source = "test";
+  s.label = label;
+  s.task = "test";
+  s.tier = tier;
+  s.messages = {{"system", "You are terse."}, {"user", "Say something about " + label}};
+  s.max_tokens = max_tokens;
+  s.sampling.temperature = 0;  // greedy: this model then never ends early
+  return s;
+}
+
+// Waits (bounded) until the job with this label is the one running.
+bool wait_running(const Executor& e, const std::string& label) {
+  for (int i = 0; i < 1000; ++i) {
+    const ExecutorSnapshot s = e.snapshot();
+    if (s.current && s.current->label == label) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+struct Fixture {
+  Metrics metrics;
+  TierPool pool;
+  Executor executor;
+  explicit Fixture(size_t queue_limit = 8, std::vector<TierSpec> tiers = {{"small", model_path("qwen2-Q8_0"), 512, 2}},
+                   uint64_t budget = 0)
+      : pool(std::move(tiers), std::nullopt, budget),
+        executor(pool, metrics, ExecutorOptions{queue_limit, "test-node", "sha256:cat", Clock::now()}) {}
+};
+
+TEST(Executor, RunsJobsOneAtATimeInArrivalOrder) {
+  Fixture f;
+  Outcomes out;
+  f.executor.start("small");
+  for (int i = 0; i < 4; ++i) {
+    auto a = f.executor.submit(spec("j" + std::to_string(i), 6), out.callbacks("j" + std::to_string(i)));
+    ASSERT_TRUE(a.ok()) << a.error().message;
+  }
+  ASSERT_TRUE(out.wait(4));
+  double previous_finish = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto& [label, o] = out.done[static_cast<size_t>(i)];
+    EXPECT_EQ(label, "j" + std::to_string(i));
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    EXPECT_EQ(o->stats.generated_tokens, 6);
+    EXPECT_EQ(o->stop_reason, "length");
+    EXPECT_GE(o->stats.started_ms, previous_finish) << "no overlap";
+    previous_finish = o->stats.finished_ms;
+    EXPECT_EQ(o->stats.exec_index, static_cast<uint64_t>(i + 1));
+    EXPECT_EQ(o->stats.node, "test-node");
+    EXPECT_EQ(o->stats.catalog_digest, "sha256:cat");
+    EXPECT_EQ(o->stats.model_digest.rfind("sha256:", 0), 0u);
+    EXPECT_EQ(o->stats.chat_template, "chatml");
+    EXPECT_GT(o->stats.prompt_tokens, 10);
+    EXPECT_GT(o->stats.prefill_tok_s, 0);
+    EXPECT_GE(o->stats.ttft_ms, o->stats.prefill_ms);
+    EXPECT_EQ(out.streamed["j" + std::to_string(i)], o->text) << "the stream adds up to the text";
+  }
+  EXPECT_EQ((f.metrics.outcomes()[{"test", "done"}]), 4u);
+  f.executor.shutdown(1s);
+}
+
+TEST(Executor, QueueBoundAndCancellation) {
+  Fixture f(/*queue_limit=*/2);
+  Outcomes out;
+  f.executor.start("small");
+  // A long job, then two waiting: the third waiting one is refused.
+  auto running = f.executor.submit(spec("long", 100000), out.callbacks("long"));
+  ASSERT_TRUE(running.ok());
+  // Wait until it is running, so the queue holds only what follows.
+  ASSERT_TRUE(wait_running(f.executor, "long"));
+  auto q1 = f.executor.submit(spec("q1", 4), out.callbacks("q1"));
+  auto q2 = f.executor.submit(spec("q2", 4), out.callbacks("q2"));
+  ASSERT_TRUE(q1.ok() && q2.ok());
+  EXPECT_EQ(q1->position, 1);
+  EXPECT_EQ(q2->position, 2);
+  auto q3 = f.executor.submit(spec("q3", 4), out.callbacks("q3"));
+  ASSERT_FALSE(q3.ok());
+  EXPECT_EQ(q3.error().code, ErrorCode::kQueueFull);
+  EXPECT_GE(f.executor.retry_after_seconds(), 1);
+
+  // Cancelling a queued job finishes it at once, on this thread.
+  EXPECT_TRUE(f.executor.cancel(q1->job_id, "changed my mind"));
+  ASSERT_TRUE(out.wait(1, 1s));
+  EXPECT_EQ(out.of("q1").error().code, ErrorCode::kCancelled);
+  EXPECT_EQ(out.of("q1").error().message, "changed my mind");
+  EXPECT_FALSE(f.executor.cancel(q1->job_id, "again")) << "already finished";
+
+  // Cancelling the running job stops it within a token.
+  EXPECT_TRUE(f.executor.cancel(running->job_id, "stop"));
+  ASSERT_TRUE(out.wait(3));
+  EXPECT_EQ(out.of("long").error().code, ErrorCode::kCancelled);
+  ASSERT_TRUE(out.of("q2").ok()) << "the next job runs after a cancel";
+  EXPECT_EQ((f.metrics.outcomes()[{"test", "cancelled"}]), 2u);
+  f.executor.shutdown(1s);
+}
+
+TEST(Executor, TooLongAndModelUnavailable) {
+  Fixture f(8, {{"small", model_path("qwen2-Q8_0"), 64, 2}, {"broken", "/nonexistent/model.gguf", 0, 0}});
+  Outcomes out;
+  f.executor.start();
+  JobSpec big = spec("big", 4);
+  big.messages = {{"user", std::string(2000, 'x')}};
+  ASSERT_TRUE(f.executor.submit(big, out.callbacks("big")).ok());
+  ASSERT_TRUE(f.executor.submit(spec("broken", 4, "broken"), out.callbacks("broken")).ok());
+  ASSERT_TRUE(f.executor.submit(spec("nowhere", 4, "nowhere"), out.callbacks("nowhere")).ok());
+  JobSpec empty = spec("empty", 4);
+  empty.raw = true;
+  empty.prompt = "";
+  ASSERT_TRUE(f.executor.submit(empty, out.callbacks("empty")).ok());
+  JobSpec fits = spec("fits", 0);  // max_tokens 0: until the context is full
+  ASSERT_TRUE(f.executor.submit(fits, out.callbacks("fits")).ok());
+  ASSERT_TRUE(out.wait(5));
+  EXPECT_EQ(out.of("big").error().code, ErrorCode::kTooLong);
+  EXPECT_EQ(out.of("broken").error().code, ErrorCode::kModelUnavailable);
+  EXPECT_NE(out.of("broken").error().message.find("/nonexistent/model.gguf"), std::string::npos);
+  EXPECT_EQ(out.of("nowhere").error().code, ErrorCode::kModelUnavailable);
+  EXPECT_EQ(out.of("empty").error().code, ErrorCode::kBadRequest);
+  ASSERT_TRUE(out.of("fits").ok());
+  EXPECT_EQ(out.of("fits").value().stop_reason, "length");
+  EXPECT_EQ(out.of("fits").value().stats.prompt_tokens + out.of("fits").value().stats.generated_tokens, 64);
+  f.executor.shutdown(1s);
+}
+
+TEST(Executor, LoadsTiersOnDemandAndUnloadsLeastRecentlyUsed) {
+  // A budget that holds one model at a time.
+  Fixture f(8,
+            {{"a", model_path("qwen2-Q8_0"), 256, 2},
+             {"b", model_path("llama-spm-Q8_0"), 256, 2},
+             {"a2", model_path("qwen2-Q8_0"), 256, 2}},
+            /*budget=*/4u << 20);
+  Outcomes out;
+  f.executor.start();
+  EXPECT_EQ(f.pool.loaded_count(), 0) << "nothing loads before it is needed";
+  ASSERT_TRUE(f.executor.submit(spec("a", 3, "a"), out.callbacks("a")).ok());
+  ASSERT_TRUE(out.wait(1));
+  EXPECT_EQ(f.pool.loaded_count(), 1);
+  EXPECT_GT(out.of("a").value().stats.load_ms, 0);
+  ASSERT_TRUE(f.executor.submit(spec("a2", 3, "a2"), out.callbacks("a2")).ok());
+  ASSERT_TRUE(out.wait(2));
+  EXPECT_EQ(out.of("a2").value().stats.load_ms, 0) << "same file and settings share the loaded model";
+  ASSERT_TRUE(f.executor.submit(spec("b", 3, "b"), out.callbacks("b")).ok());
+  ASSERT_TRUE(out.wait(3));
+  ASSERT_TRUE(out.of("b").ok()) << out.of("b").error().message;
+  EXPECT_EQ(f.pool.loaded_count(), 1) << "a was unloaded to fit b";
+  EXPECT_EQ(f.pool.loads(), 2u);
+  for (const TierStatus& t : f.pool.status()) EXPECT_EQ(t.loaded, t.name == "b") << t.name;
+  EXPECT_EQ(out.of("b").value().stats.chat_template, "chatml") << "no template in the file: ChatML fallback";
+  f.executor.shutdown(1s);
+}
+
+TEST(Executor, ShutdownCancelsQueuedJobsAndRefusesNewOnes) {
+  Fixture f;
+  Outcomes out;
+  f.executor.start("small");
+  ASSERT_TRUE(f.executor.submit(spec("long", 100000), out.callbacks("long")).ok());
+  ASSERT_TRUE(f.executor.submit(spec("waiting", 4), out.callbacks("waiting")).ok());
+  ASSERT_TRUE(wait_running(f.executor, "long"));
+  const auto start = Clock::now();
+  f.executor.shutdown(100ms);
+  EXPECT_LT(Clock::now() - start, 10s);
+  ASSERT_TRUE(out.wait(2, 1s));
+  EXPECT_EQ(out.of("waiting").error().code, ErrorCode::kCancelled);
+  EXPECT_EQ(out.of("long").error().code, ErrorCode::kCancelled);
+  auto late = f.executor.submit(spec("late", 4), out.callbacks("late"));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().code, ErrorCode::kCancelled);
+}
+
+TEST(Inference, StopsAtStopStringsAndStreamsWholeCharacters) {
+  auto engine = Engine::load({.model_path = model_path("qwen2-Q8_0"), .n_ctx = 256, .n_threads = 2});
+  ASSERT_TRUE(engine.ok());
+  auto session = (*engine)->new_session();
+  const std::vector<int32_t> prompt = (*engine)->tokenize("Hello world", false, false);
+  InferenceRequest req;
+  req.prompt = prompt;
+  req.max_tokens = 40;
+  req.sampling.temperature = 0;
+  InferenceControl control;
+  std::string streamed;
+  control.on_text = [&](std::string_view t) { streamed += t; };
+  auto full = run_inference(**engine, *session, req, control);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(streamed, full->text);
+  ASSERT_GE(full->text.size(), 4u);
+  // Stop at whatever the model wrote third: the text ends just before it.
+  req.stop = {full->text.substr(2, 2)};
+  auto stopped = run_inference(**engine, *session, req, {});
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->stop_reason, "stop");
+  EXPECT_EQ(full->text.rfind(stopped->text, 0), 0u);
+  EXPECT_LT(stopped->text.size(), full->text.size());
+  std::atomic<bool> cancel{true};
+  InferenceControl cancelled;
+  cancelled.cancel = &cancel;
+  auto none = run_inference(**engine, *session, req, cancelled);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->stop_reason, "cancelled");
+  EXPECT_EQ(none->n_generated, 0);
+}
+
+}  // namespace
+}  // namespace revis::node

@@ -1,0 +1,98 @@
+// Parsing OpenAI requests and writing OpenAI-shaped responses.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "node/openai_api.h"
+
+namespace revis::node {
+namespace {
+
+using nlohmann::json;
+
+TEST(OpenAi, ParsesAChatRequest) {
+  auto r = parse_chat_request(R"({"model":"gpt-4o","messages":[{"role":"developer","content":"Be brief."},
+      {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}],
+      "temperature":0,"top_p":0.5,"max_tokens":12,"stop":"END","seed":42,"stream":true,
+      "stream_options":{"include_usage":true},"user":"ignored","logit_bias":{}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->model, "gpt-4o");
+  ASSERT_EQ(r->messages.size(), 2u);
+  EXPECT_EQ(r->messages[0].role, "system");
+  EXPECT_EQ(r->messages[1].content, "Hi there");
+  EXPECT_EQ(r->sampling.temperature, 0.0f);
+  EXPECT_EQ(r->sampling.top_p, 0.5f);
+  EXPECT_EQ(r->max_tokens, 12);
+  EXPECT_EQ(r->stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(r->sampling.seed, 42u);
+  EXPECT_TRUE(r->seed_given);
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+}
+
+TEST(OpenAi, RefusesWhatItCannotHonour) {
+  for (const char* body :
+       {"not json", "[]", R"({"messages":[]})", R"({"messages":"hi"})", R"({"messages":[{"role":"tool","content":"x"}]})",
+        R"({"messages":[{"role":"user"}]})", R"({"messages":[{"role":"user","content":5}]})",
+        R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+        R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})",
+        R"({"messages":[{"role":"user","content":"x"}],"temperature":3})",
+        R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})",
+        R"({"messages":[{"role":"user","content":"x"}],"n":2})",
+        R"({"messages":[{"role":"user","content":"x"}],"stop":[1]})",
+        R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})",
+        R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})"}) {
+    auto r = parse_chat_request(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().code, ErrorCode::kBadRequest);
+  }
+}
+
+TEST(OpenAi, ParsesACompletionRequest) {
+  auto r = parse_completion_request(R"({"model":"small","prompt":["Once upon"],"max_tokens":5})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->prompt, "Once upon");
+  EXPECT_FALSE(r->chat);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})")->max_tokens, 16) << "OpenAI's default";
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":["a","b"]})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":[1,2]})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"max_tokens":5})").ok());
+}
+
+TEST(OpenAi, ResponseShapes) {
+  JobResult r;
+  r.text = "Hello";
+  r.stop_reason = "length";
+  r.stats.prompt_tokens = 3;
+  r.stats.generated_tokens = 2;
+  json c = json::parse(chat_response("chatcmpl-1", "small", 100, r));
+  EXPECT_EQ(c["object"], "chat.completion");
+  EXPECT_EQ(c["choices"][0]["message"]["content"], "Hello");
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(c["usage"]["total_tokens"], 5);
+  json first = json::parse(chat_chunk("chatcmpl-1", "small", 100, true, "", nullptr));
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  json last = json::parse(chat_chunk("chatcmpl-1", "small", 100, false, "", "stop"));
+  EXPECT_TRUE(last["choices"][0]["delta"].empty());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  json t = json::parse(completion_response("cmpl-1", "small", 100, r));
+  EXPECT_EQ(t["object"], "text_completion");
+  EXPECT_EQ(t["choices"][0]["text"], "Hello");
+  json u = json::parse(usage_chunk(true, "chatcmpl-1", "small", 100, r.stats));
+  EXPECT_TRUE(u["choices"].empty());
+  EXPECT_EQ(u["usage"]["prompt_tokens"], 3);
+  json e = json::parse(openai_error_for({ErrorCode::kTooLong, "too long"}));
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(e["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(http_status_for(ErrorCode::kQueueFull), 503);
+  EXPECT_EQ(http_status_for(ErrorCode::kInternal), 500);
+  json m = json::parse(models_list({"small", "large"}, 100, "revis"));
+  EXPECT_EQ(m["object"], "list");
+  EXPECT_EQ(m["data"][1]["id"], "large");
+  EXPECT_STREQ(finish_reason("context"), "length");
+  EXPECT_STREQ(finish_reason("eog"), "stop");
+}
+
+}  // namespace
+}  // namespace revis::node

@@ -1,0 +1,89 @@
+// The official `openai` npm package as a client of a running `revis serve`:
+// a real client nobody here wrote, checking that the node's OpenAI API is
+// what such clients expect. Usage: node openai_client.mjs BASE_URL TOKEN
+// (run by openai_client.sh, which installs the package and starts the node).
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+const [baseURL, apiKey] = process.argv.slice(2);
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60_000 });
+const messages = [
+  { role: 'system', content: 'You are terse.' },
+  { role: 'user', content: 'Name a river.' },
+];
+let passed = 0, failed = 0;
+
+async function check(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log(`ok - ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`not ok - ${name}: ${e.stack || e}`);
+  }
+}
+
+await check('models.list lists the tiers', async () => {
+  const ids = [];
+  for await (const m of client.models.list()) ids.push(m.id);
+  assert.ok(ids.includes('default'), JSON.stringify(ids));
+});
+
+let plain = '';
+await check('chat.completions.create without streaming', async () => {
+  const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, max_tokens: 8, temperature: 0 });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.equal(r.usage.completion_tokens, 8);
+  assert.ok(r.usage.prompt_tokens > 0);
+  plain = r.choices[0].message.content;
+});
+
+await check('chat.completions.create with streaming', async () => {
+  const stream = await client.chat.completions.create({
+    model: 'default', messages, max_tokens: 8, temperature: 0, stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '', finish = null, usage = null, chunks = 0;
+  for await (const chunk of stream) {
+    chunks++;
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    if (chunk.usage) usage = chunk.usage;
+    if (!chunk.choices.length) continue;
+    text += chunk.choices[0].delta.content ?? '';
+    finish = chunk.choices[0].finish_reason ?? finish;
+  }
+  assert.ok(chunks >= 3, `${chunks} chunks`);
+  assert.equal(finish, 'length');
+  assert.equal(usage?.completion_tokens, 8);
+  assert.equal(text, plain, 'greedy decoding gives the same text streamed or not');
+});
+
+await check('completions.create, plain and streamed', async () => {
+  const r = await client.completions.create({ model: 'default', prompt: 'Once upon a time', max_tokens: 5, temperature: 0 });
+  assert.equal(r.object, 'text_completion');
+  assert.equal(r.usage.completion_tokens, 5);
+  const stream = await client.completions.create({
+    model: 'default', prompt: 'Once upon a time', max_tokens: 5, temperature: 0, stream: true,
+  });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
+  assert.equal(text, r.choices[0].text);
+});
+
+await check('a bad request raises BadRequestError', async () => {
+  await assert.rejects(client.chat.completions.create({ model: 'default', messages: [] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.error?.type === 'invalid_request_error');
+});
+
+await check('a wrong key raises AuthenticationError', async () => {
+  const wrong = new OpenAI({ baseURL, apiKey: 'wrong', maxRetries: 0 });
+  await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+});
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
