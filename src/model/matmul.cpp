@@ -27,7 +27,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   const uint8_t* acts = activations_.data();
   const DotKernels kernels = dot_kernels(w.type, w.cols);
 
-  const int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / w.row_bytes));
+  const int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / std::max<size_t>(w.row_bytes, 1)));
   const int64_t n_tiles = (w.rows + tile_rows - 1) / tile_rows;
   std::atomic<int64_t> next_tile{0};
   pool.parallel_for(std::min<int64_t>(pool.size(), n_tiles), [&](int64_t, int64_t) {

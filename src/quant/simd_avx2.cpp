@@ -148,6 +148,43 @@ inline __m128 row_scales_q8_k(const uint8_t* a, size_t stride, int64_t b) {
   return _mm_set_ss(d(0));
 }
 
+// The float side of a dot kernel for T rows: add(sums, scales) adds row t's
+// 8 int32 partial sums times lane t of scales. For four rows the partial
+// sums are first folded into one vector, [sums of lanes 0..3 of rows 0..3 |
+// sums of lanes 4..7 of rows 0..3], so one conversion and one FMA serve all
+// four rows instead of four of each; the integer folding is exact and runs
+// on the shuffle port, which the integer dot products leave idle.
+template <int T>
+class RowAccumulator;
+
+template <>
+class RowAccumulator<1> {
+ public:
+  void add(const __m256i* sums, __m128 scales) {
+    acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[0]), _mm256_broadcastss_ps(scales), acc_);
+  }
+  void store(float* out) const { out[0] = hsum(acc_); }
+
+ private:
+  __m256 acc_ = _mm256_setzero_ps();
+};
+
+template <>
+class RowAccumulator<4> {
+ public:
+  void add(const __m256i* sums, __m128 scales) {
+    const __m256i folded =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(sums[0], sums[1]), _mm256_hadd_epi32(sums[2], sums[3]));
+    acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(folded), _mm256_set_m128(scales, scales), acc_);
+  }
+  void store(float* out) const {
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(acc_), _mm256_extractf128_ps(acc_, 1)));
+  }
+
+ private:
+  __m256 acc_ = _mm256_setzero_ps();
+};
+
 // --- Activation quantization -----------------------------------------------
 
 void quantize_q8_0_avx2(const float* src, void* dst, int64_t n) {
@@ -303,19 +340,15 @@ struct IQ4_NLFormat {
 template <int T, typename Format>
 void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  RowAccumulator<T> acc;
   for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
     const __m256i q = Format::weights(wb[b]);
     const __m256i q_abs = _mm256_abs_epi8(q);
-    alignas(16) float products[4];
-    _mm_store_ps(products, _mm_mul_ps(row_scales_q8_0<T>(a, stride, b), _mm_set1_ps(half(wb[b].d))));
-    for (int t = 0; t < T; ++t) {
-      const __m256i sum = dot_signed(q_abs, q, load256(act<BlockQ8_0>(a, stride, t, b).qs));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_broadcast_ss(&products[t]), acc[t]);
-    }
+    __m256i sums[T];
+    for (int t = 0; t < T; ++t) sums[t] = dot_signed(q_abs, q, load256(act<BlockQ8_0>(a, stride, t, b).qs));
+    acc.add(sums, _mm_mul_ps(row_scales_q8_0<T>(a, stride, b), _mm_set1_ps(half(wb[b].d))));
   }
-  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
+  acc.store(out);
 }
 
 // x = d * q + m with q unsigned: the offset needs each activation block's sum.
@@ -332,21 +365,20 @@ template <int T, typename Format>
 void dot_offset_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
   const __m256i ones = _mm256_set1_epi8(1);
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  RowAccumulator<T> acc;
   for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
     const __m256i q = Format::weights(wb[b]);
-    const __m128 da = row_scales_q8_0<T>(a, stride, b);
-    alignas(16) float d_products[4], m_products[4];
-    _mm_store_ps(d_products, _mm_mul_ps(da, _mm_set1_ps(half(wb[b].d))));
-    _mm_store_ps(m_products, _mm_mul_ps(da, _mm_set1_ps(half(wb[b].m))));
+    __m256i dots[T], activation_sums[T];
     for (int t = 0; t < T; ++t) {
       const __m256i y = load256(act<BlockQ8_0>(a, stride, t, b).qs);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_unsigned(q, y)), _mm256_broadcast_ss(&d_products[t]), acc[t]);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_unsigned(ones, y)), _mm256_broadcast_ss(&m_products[t]), acc[t]);
+      dots[t] = dot_unsigned(q, y);
+      activation_sums[t] = dot_unsigned(ones, y);
     }
+    const __m128 da = row_scales_q8_0<T>(a, stride, b);
+    acc.add(dots, _mm_mul_ps(da, _mm_set1_ps(half(wb[b].d))));
+    acc.add(activation_sums, _mm_mul_ps(da, _mm_set1_ps(half(wb[b].m))));
   }
-  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
+  acc.store(out);
 }
 
 // --- K-quants and IQ4_XS against Q8_K -------------------------------------------
@@ -552,8 +584,7 @@ inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
 template <int T, typename Format>
 void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  RowAccumulator<T> acc;
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     const typename Format::Block& x = wb[b];
     const KHeader h = Format::header(x);
@@ -573,23 +604,18 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
           }
         },
         std::make_integer_sequence<int, 8>());
-    // The T scale products at once; each token then broadcasts its own.
-    alignas(16) float d_products[4], dmin_products[4];
     const __m128 da = row_scales_q8_k<T>(a, stride, b);
-    _mm_store_ps(d_products, _mm_mul_ps(da, _mm_set1_ps(h.d)));
-    if constexpr (Format::kOffsets == Offsets::kOwnScale) _mm_store_ps(dmin_products, _mm_mul_ps(da, _mm_set1_ps(h.dmin)));
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8_K& y = act<BlockQ8_K>(a, stride, t, b);
-      if constexpr (Format::kOffsets == Offsets::kSameScale)
-        sums[t] = _mm256_sub_epi32(sums[t], _mm256_madd_epi16(load256(y.bsums), h.offsets));
-      acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&d_products[t]), _mm256_cvtepi32_ps(sums[t]), acc[t]);
-      if constexpr (Format::kOffsets == Offsets::kOwnScale) {
-        const __m256i offset = _mm256_madd_epi16(load256(y.bsums), h.offsets);
-        acc[t] = _mm256_fnmadd_ps(_mm256_broadcast_ss(&dmin_products[t]), _mm256_cvtepi32_ps(offset), acc[t]);
-      }
+    if constexpr (Format::kOffsets == Offsets::kSameScale)
+      for (int t = 0; t < T; ++t)
+        sums[t] = _mm256_sub_epi32(sums[t], _mm256_madd_epi16(load256(act<BlockQ8_K>(a, stride, t, b).bsums), h.offsets));
+    acc.add(sums, _mm_mul_ps(da, _mm_set1_ps(h.d)));
+    if constexpr (Format::kOffsets == Offsets::kOwnScale) {
+      __m256i offsets[T];
+      for (int t = 0; t < T; ++t) offsets[t] = _mm256_madd_epi16(load256(act<BlockQ8_K>(a, stride, t, b).bsums), h.offsets);
+      acc.add(offsets, _mm_mul_ps(da, _mm_set1_ps(-h.dmin)));
     }
   }
-  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
+  acc.store(out);
 }
 
 // --- Table entries -----------------------------------------------------------

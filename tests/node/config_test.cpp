@@ -51,7 +51,9 @@ TEST(Config, RefusesUnknownKeysAndWrongTypes) {
                           "[tiers.x]\nmodel = \"a\"\ngpu = true", "tiers = 3", "name = "}) {
     auto c = parse_config(bad, "n.toml", "");
     EXPECT_FALSE(c.ok()) << bad;
-    if (!c.ok()) EXPECT_NE(c.status().message().find("n.toml"), std::string::npos) << c.status().message();
+    if (!c.ok()) {
+      EXPECT_NE(c.status().message().find("n.toml"), std::string::npos) << c.status().message();
+    }
   }
 }
 

@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -48,12 +47,12 @@ class NodeProcess {
   // Waits (bounded) for the listening line and a healthy /health.
   bool wait_ready(std::chrono::seconds limit = std::chrono::seconds(60)) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
-    const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+))");
+    const std::string listening = "listening on http://127.0.0.1:";
     while (std::chrono::steady_clock::now() < deadline) {
       if (exited()) return false;
-      std::smatch m;
       const std::string text = log();
-      if (port_ == 0 && std::regex_search(text, m, listening)) port_ = std::stoi(m[1]);
+      if (const size_t at = text.find(listening); port_ == 0 && at != std::string::npos)
+        port_ = std::atoi(text.c_str() + at + listening.size());
       if (port_ != 0) {
         auto r = node::http_request(endpoint(), "GET", "/health", "", {}, 2000);
         if (r.ok() && r->status == 200) return true;

@@ -146,7 +146,9 @@ class NodeTest : public ::testing::Test {
   }
   void TearDown() override {
     // Every test leaves the node idle and healthy for the next one.
-    if (node_) EXPECT_TRUE(wait_idle()) << node_->log();
+    if (node_) {
+      EXPECT_TRUE(wait_idle()) << node_->log();
+    }
   }
   static bool wait_idle() {
     for (int i = 0; i < 500; ++i) {
@@ -436,7 +438,12 @@ TEST_F(NodeTest, ManyConnectionsEachTicketGetsExactlyOneAnswer) {
   run_batch(2);
   ASSERT_TRUE(wait_idle());
   const long rss_after = node_->rss_kib();
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine, so RSS grows by design.
+  std::printf("RSS %ld -> %ld KiB (not checked under AddressSanitizer)\n", rss_before, rss_after);
+#else
   EXPECT_LT(rss_after - rss_before, 8 * 1024) << "memory stays flat: " << rss_before << " -> " << rss_after << " KiB";
+#endif
   json s = get_json(ep(), "/v1/revis/status");
   EXPECT_GT(outcome_count(s, "ticket", "queue_full"), 0u) << "the bound of 16 held under the burst";
 }
@@ -499,7 +506,9 @@ TEST_F(NodeTest, OpenAiChatCompletions) {
   ASSERT_TRUE(malformed.ok());
   EXPECT_EQ(malformed->status, 400);
   auto too_big = node::http_request(ep(), "POST", "/v1/chat/completions", std::string(2 << 20, 'x'), {}, 10000);
-  if (too_big.ok()) EXPECT_EQ(too_big->status, 413);  // or the node closed before reading it all
+  if (too_big.ok()) {  // or the node closed before reading it all
+    EXPECT_EQ(too_big->status, 413);
+  }
 }
 
 // SSE: "data: {json}\n\n" events ending with "data: [DONE]".

@@ -83,7 +83,9 @@ TEST(Ticket, EveryMalformationIsABadRequestNamingTheField) {
     EXPECT_EQ(r.error.code, ErrorCode::kBadRequest) << c.text;
     EXPECT_NE(r.error.message.find(c.expect), std::string::npos) << c.text << " -> " << r.error.message;
     EXPECT_EQ(r.ticket_id.has_value(), c.has_id) << c.text;
-    if (c.has_id) EXPECT_EQ(*r.ticket_id, "a");
+    if (c.has_id) {
+      EXPECT_EQ(*r.ticket_id, "a");
+    }
   }
 }
 
