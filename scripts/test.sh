@@ -26,17 +26,20 @@ echo "== AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if command -v clang++ >/dev/null; then
-  echo "== fuzzing the GGUF reader and the tokenizer, ${fuzz_seconds}s each"
+  echo "== fuzzing the GGUF reader, the tokenizer and the ticket parser, ${fuzz_seconds}s each"
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREVIS_FUZZ=ON \
     -DCMAKE_CXX_COMPILER=clang++ -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
   cmake --build build-fuzz -j"$jobs"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
-  mkdir -p "$corpus/gguf" "$corpus/tokenizer"
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/ticket"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
   build-fuzz/fuzz_gguf -max_total_time="$fuzz_seconds" -max_len=65536 "$corpus/gguf" 2>&1 | tail -n 3
   build-fuzz/fuzz_tokenizer -max_total_time="$fuzz_seconds" "$corpus/tokenizer" 2>&1 | tail -n 3
+  printf '{"type":"ticket","ticketID":"t1","taskType":"summarize","isStreaming":true,"args":{"text":"hi"}}' \
+    >"$corpus/ticket/seed.json"
+  build-fuzz/fuzz_ticket -max_total_time="$fuzz_seconds" "$corpus/ticket" 2>&1 | tail -n 3
 else
   echo "== clang++ not found: fuzzers skipped"
 fi
