@@ -3,11 +3,12 @@
 //
 // 1. The batch is converted once to the weight type's activation format
 //    (quant.h's activation_type).
-// 2. The weight rows are cut into tiles of about 32 KiB, which the pool's
-//    threads claim one at a time from a shared counter. A thread that runs
-//    slower (another process on its core, a busier memory channel) just
-//    claims fewer tiles, so all threads finish together; each tile is a
-//    contiguous stretch of weights, which the hardware prefetchers stream.
+// 2. The pool's threads claim runs of weight rows from a shared counter.
+//    A claim takes a share of what is left, long at first (long runs
+//    stream best from memory) and down to a tile of about 32 KiB at the
+//    end, so that the threads finish together: one that runs slower
+//    (another process on its core, a busier memory channel) just claims
+//    less. With four or more tokens every claim is one tile.
 // 3. Within a tile, tokens go four at a time through vec_dot4's kernel,
 //    which unpacks each weight block once for the four. The tile's rows
 //    stay in L2 while the token groups pass over them, and a group's four

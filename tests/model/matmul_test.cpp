@@ -70,9 +70,11 @@ TEST(MatMul, EqualsRowByRowVecDot) {
 }
 
 TEST(MatMul, ManyTilesAndTokens) {
-  // Rows of 2304 bytes: 14 rows a tile, so 701 rows make 51 tiles, the
-  // last of one row; 66 tokens are 16 groups of four and two left over.
-  expect_matmul_equals_vec_dots(TensorType::Q4_K, 701, 4096, 66, 2);
+  // Rows of 2304 bytes, 14 to a 32 KiB tile. With 66 tokens (16 groups of
+  // four and two left over) every claim is one tile: 701 rows make 51, the
+  // last of one row. With 1 or 3 tokens the claims shrink from a quarter of
+  // the matrix down to a tile, and the rows ahead are prefetched.
+  for (int n_tokens : {1, 3, 66}) expect_matmul_equals_vec_dots(TensorType::Q4_K, 701, 4096, n_tokens, 2);
 }
 
 }  // namespace
