@@ -7,6 +7,7 @@
 // Internal to src/quant.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "quant/kernels.h"
@@ -24,6 +25,29 @@ struct KernelEntry {
 
 // Called once per backend with a function to record an override.
 using OverrideFn = void (*)(TensorType type, const KernelEntry& entry);
+
+// The shape both backends write their dot products in: one function over
+// R activation rows `stride` bytes apart (R = 1 for vec_dot, 4 for dot4),
+// which unpacks each weight block once and uses it for all R rows. These
+// adapt such a function to the table's DotFn and Dot4Fn.
+using RowsKernel = void (*)(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out);
+
+template <RowsKernel kRows>
+float dot_one(const void* w, const void* a, int64_t n) {
+  float out;
+  kRows(w, static_cast<const uint8_t*>(a), 0, n, &out);
+  return out;
+}
+
+template <RowsKernel kRows>
+void dot_four(const void* w, const void* a, size_t stride, int64_t n, float* out) {
+  kRows(w, static_cast<const uint8_t*>(a), stride, n, out);
+}
+
+template <RowsKernel kOne, RowsKernel kFour>
+KernelEntry dots() {
+  return {.dot = dot_one<kOne>, .dot4 = dot_four<kFour>};
+}
 
 // simd_avx2.cpp (x86-64, compiled with -mavx2 -mfma -mf16c)
 bool avx2_supported();

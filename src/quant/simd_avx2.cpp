@@ -618,27 +618,6 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
   acc.store(out);
 }
 
-// --- Table entries -----------------------------------------------------------
-
-using RowsKernel = void (*)(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out);
-
-template <RowsKernel kKernel>
-float dot_one(const void* w, const void* a, int64_t n) {
-  float out;
-  kKernel(w, static_cast<const uint8_t*>(a), 0, n, &out);
-  return out;
-}
-
-template <RowsKernel kKernel>
-void dot_four(const void* w, const void* a, size_t stride, int64_t n, float* out) {
-  kKernel(w, static_cast<const uint8_t*>(a), stride, n, out);
-}
-
-template <RowsKernel kOne, RowsKernel kFour>
-KernelEntry dots() {
-  return {.dot = dot_one<kOne>, .dot4 = dot_four<kFour>};
-}
-
 }  // namespace
 
 bool avx2_supported() {

@@ -187,27 +187,7 @@ void quantize_f16_neon(const float* src, void* dst, int64_t n) {
 // --- Dot products: the shared shape -----------------------------------------------
 
 // Each dot kernel is a template over R, the number of activation rows it
-// serves at once: R = 1 is vec_dot, R = 4 the dot4 entry of batched matmuls.
-// A weight block is unpacked once and used against all R rows, which are
-// `stride` bytes apart. The compiler unrolls the loops over r.
-using RowsKernel = void (*)(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out);
-
-template <RowsKernel kRows>
-float dot_one(const void* w, const void* a, int64_t n) {
-  float out;
-  kRows(w, static_cast<const uint8_t*>(a), 0, n, &out);
-  return out;
-}
-
-template <RowsKernel kRows>
-void dot_four(const void* w, const void* a, size_t stride, int64_t n, float* out) {
-  kRows(w, static_cast<const uint8_t*>(a), stride, n, out);
-}
-
-template <RowsKernel kOne, RowsKernel kFour>
-KernelEntry dots() {
-  return {.dot = dot_one<kOne>, .dot4 = dot_four<kFour>};
-}
+// serves at once (simd.h's RowsKernel); the compiler unrolls the loops over r.
 
 // Activation row r of R as blocks of type Block.
 template <typename Block>

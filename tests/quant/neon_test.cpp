@@ -32,35 +32,7 @@ namespace revis {
 namespace {
 
 using quant_test::gaussian;
-
-struct Scalar {
-  quant::DequantizeFn dequantize;
-  quant::QuantizeFn quantize;
-  quant::DotFn dot;
-};
-
-const std::map<TensorType, Scalar>& scalar_kernels() {
-  using namespace quant;
-  static const std::map<TensorType, Scalar> kernels = {
-      {TensorType::F32, {dequantize_f32, quantize_f32, dot_f32}},
-      {TensorType::F16, {dequantize_f16, quantize_f16, dot_f16}},
-      {TensorType::BF16, {dequantize_bf16, quantize_bf16, dot_bf16}},
-      {TensorType::Q4_0, {dequantize_q4_0, quantize_q4_0, dot_q4_0}},
-      {TensorType::Q4_1, {dequantize_q4_1, quantize_q4_1, dot_q4_1}},
-      {TensorType::Q5_0, {dequantize_q5_0, quantize_q5_0, dot_q5_0}},
-      {TensorType::Q5_1, {dequantize_q5_1, quantize_q5_1, dot_q5_1}},
-      {TensorType::Q8_0, {dequantize_q8_0, quantize_q8_0, dot_q8_0}},
-      {TensorType::Q2_K, {dequantize_q2_k, quantize_q2_k, dot_q2_k}},
-      {TensorType::Q3_K, {dequantize_q3_k, quantize_q3_k, dot_q3_k}},
-      {TensorType::Q4_K, {dequantize_q4_k, quantize_q4_k, dot_q4_k}},
-      {TensorType::Q5_K, {dequantize_q5_k, quantize_q5_k, dot_q5_k}},
-      {TensorType::Q6_K, {dequantize_q6_k, quantize_q6_k, dot_q6_k}},
-      {TensorType::Q8_K, {dequantize_q8_k, quantize_q8_k, dot_q8_k}},
-      {TensorType::IQ4_NL, {dequantize_iq4_nl, quantize_iq4_nl, dot_iq4_nl}},
-      {TensorType::IQ4_XS, {dequantize_iq4_xs, quantize_iq4_xs, dot_iq4_xs}},
-  };
-  return kernels;
-}
+using quant_test::scalar_kernels;
 
 // What install_neon() overrides, type by type.
 std::map<TensorType, quant::KernelEntry>& recorded() {
@@ -269,7 +241,7 @@ struct Row {
 // A row of `type`: quantized from Gaussian values (shifted by `mean`, which
 // exercises the offset and minimum terms), or random bytes with sane scales.
 Row make_row(TensorType type, int64_t n, uint32_t seed, float mean, bool random_bits) {
-  const Scalar& scalar = scalar_kernels().at(type);
+  const quant_test::ScalarKernels& scalar = scalar_kernels().at(type);
   Row row;
   row.bytes.resize(row_bytes(type, n));
   if (random_bits) {

@@ -34,33 +34,7 @@ namespace revis {
 namespace {
 
 using quant_test::gaussian;
-
-struct Scalar {
-  quant::DequantizeFn dequantize;
-  quant::QuantizeFn quantize;
-  quant::DotFn dot;
-};
-
-const std::map<TensorType, Scalar>& scalar_kernels() {
-  using namespace quant;
-  static const std::map<TensorType, Scalar> kernels = {
-      {TensorType::F16, {dequantize_f16, quantize_f16, dot_f16}},
-      {TensorType::Q4_0, {dequantize_q4_0, quantize_q4_0, dot_q4_0}},
-      {TensorType::Q4_1, {dequantize_q4_1, quantize_q4_1, dot_q4_1}},
-      {TensorType::Q5_0, {dequantize_q5_0, quantize_q5_0, dot_q5_0}},
-      {TensorType::Q5_1, {dequantize_q5_1, quantize_q5_1, dot_q5_1}},
-      {TensorType::Q8_0, {dequantize_q8_0, quantize_q8_0, dot_q8_0}},
-      {TensorType::Q2_K, {dequantize_q2_k, quantize_q2_k, dot_q2_k}},
-      {TensorType::Q3_K, {dequantize_q3_k, quantize_q3_k, dot_q3_k}},
-      {TensorType::Q4_K, {dequantize_q4_k, quantize_q4_k, dot_q4_k}},
-      {TensorType::Q5_K, {dequantize_q5_k, quantize_q5_k, dot_q5_k}},
-      {TensorType::Q6_K, {dequantize_q6_k, quantize_q6_k, dot_q6_k}},
-      {TensorType::Q8_K, {dequantize_q8_k, quantize_q8_k, dot_q8_k}},
-      {TensorType::IQ4_NL, {dequantize_iq4_nl, quantize_iq4_nl, dot_iq4_nl}},
-      {TensorType::IQ4_XS, {dequantize_iq4_xs, quantize_iq4_xs, dot_iq4_xs}},
-  };
-  return kernels;
-}
+using quant_test::scalar_kernels;
 
 // What install_avx2() overrides, type by type.
 const std::map<TensorType, quant::KernelEntry>& avx2_kernels() {
@@ -283,7 +257,7 @@ struct DotCase {
 
 void expect_dots_match(TensorType type, const DotCase& c) {
   const TensorType a_type = activation_type(type);
-  const Scalar& scalar = scalar_kernels().at(type);
+  const quant_test::ScalarKernels& scalar = scalar_kernels().at(type);
   const quant::KernelEntry& avx2 = avx2_kernels().at(type);
   const std::vector<float> w_values = dequantize_with_scalar(type, c.w, c.n);
 

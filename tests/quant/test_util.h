@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "quant/kernels.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 
@@ -45,6 +47,37 @@ inline std::vector<TensorType> quantizable_types() {
   std::vector<TensorType> types = weight_types();
   types.push_back(TensorType::Q8_K);
   return types;
+}
+
+// The scalar reference kernels, taken directly (whatever backend the
+// dispatch table holds), for the SIMD tests to compare against.
+struct ScalarKernels {
+  quant::DequantizeFn dequantize;
+  quant::QuantizeFn quantize;
+  quant::DotFn dot;
+};
+
+inline const std::map<TensorType, ScalarKernels>& scalar_kernels() {
+  using namespace quant;
+  static const std::map<TensorType, ScalarKernels> kernels = {
+      {TensorType::F32, {dequantize_f32, quantize_f32, dot_f32}},
+      {TensorType::F16, {dequantize_f16, quantize_f16, dot_f16}},
+      {TensorType::BF16, {dequantize_bf16, quantize_bf16, dot_bf16}},
+      {TensorType::Q4_0, {dequantize_q4_0, quantize_q4_0, dot_q4_0}},
+      {TensorType::Q4_1, {dequantize_q4_1, quantize_q4_1, dot_q4_1}},
+      {TensorType::Q5_0, {dequantize_q5_0, quantize_q5_0, dot_q5_0}},
+      {TensorType::Q5_1, {dequantize_q5_1, quantize_q5_1, dot_q5_1}},
+      {TensorType::Q8_0, {dequantize_q8_0, quantize_q8_0, dot_q8_0}},
+      {TensorType::Q2_K, {dequantize_q2_k, quantize_q2_k, dot_q2_k}},
+      {TensorType::Q3_K, {dequantize_q3_k, quantize_q3_k, dot_q3_k}},
+      {TensorType::Q4_K, {dequantize_q4_k, quantize_q4_k, dot_q4_k}},
+      {TensorType::Q5_K, {dequantize_q5_k, quantize_q5_k, dot_q5_k}},
+      {TensorType::Q6_K, {dequantize_q6_k, quantize_q6_k, dot_q6_k}},
+      {TensorType::Q8_K, {dequantize_q8_k, quantize_q8_k, dot_q8_k}},
+      {TensorType::IQ4_NL, {dequantize_iq4_nl, quantize_iq4_nl, dot_iq4_nl}},
+      {TensorType::IQ4_XS, {dequantize_iq4_xs, quantize_iq4_xs, dot_iq4_xs}},
+  };
+  return kernels;
 }
 
 inline int64_t block_size(TensorType type) { return type_traits(type).block_size; }

@@ -48,13 +48,7 @@ TEST_P(LongInput, Encodes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVocabs, LongInput,
-                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-coder",
-                                           "deepseek-llm"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         ::testing::ValuesIn(vocab_names()), vocab_param_name);
 
 TEST(Concurrency, ThreadsAgree) {
   Loaded l = load(testdata() / "vocab" / "ggml-vocab-deepseek-llm.gguf");

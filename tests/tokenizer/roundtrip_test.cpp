@@ -53,13 +53,7 @@ TEST_P(RoundTrip, RandomUtf8) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVocabs, RoundTrip,
-                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-coder",
-                                           "deepseek-llm"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         ::testing::ValuesIn(vocab_names()), vocab_param_name);
 
 // The truncated byte-level model vocabularies still hold every byte, so
 // prompts round-trip too (BOS renders as nothing: it is a control token).

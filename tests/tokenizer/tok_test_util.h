@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -153,5 +154,18 @@ class GgufWriter {
   std::vector<uint8_t> body_;
   uint64_t n_kv_ = 0;
 };
+
+// The vocabularies under testdata/vocab, and a gtest parameter-name printer
+// for them ("deepseek-llm" -> "deepseek_llm": names may not hold '-').
+inline const std::vector<std::string>& vocab_names() {
+  static const std::vector<std::string> names = {"llama-spm", "phi-3", "gpt-2", "deepseek-coder", "deepseek-llm"};
+  return names;
+}
+
+inline std::string vocab_param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
 
 }  // namespace revis::test

@@ -59,18 +59,11 @@ TEST_P(VocabTest, MatchesLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVocabs, VocabTest,
-                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-coder",
-                                           "deepseek-llm"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         ::testing::ValuesIn(vocab_names()), vocab_param_name);
 
 // Every vocabulary file present in testdata/vocab is covered above.
 TEST(VocabTest, AllFilesCovered) {
-  const std::vector<std::string> known = {"llama-spm", "phi-3", "gpt-2", "deepseek-coder",
-                                          "deepseek-llm"};
+  const std::vector<std::string>& known = vocab_names();
   for (const auto& entry : std::filesystem::directory_iterator(testdata() / "vocab")) {
     const std::string name = entry.path().filename().string();
     const std::string prefix = "ggml-vocab-", suffix = ".gguf";
