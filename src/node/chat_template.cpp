@@ -10,53 +10,92 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-std::string render_chatml(std::span<const ChatMessage> messages, bool gen) {
-  std::string out;
-  for (const ChatMessage& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-  if (gen) out += "<|im_start|>assistant\n";
-  return out;
+// Accumulates a prompt, recording where message text (as opposed to the
+// template's own markup) lands.
+class PromptBuilder {
+ public:
+  explicit PromptBuilder(std::string_view markup = {}) { prompt_.text = markup; }
+  PromptBuilder& markup(std::string_view text) {
+    prompt_.text += text;
+    return *this;
+  }
+  PromptBuilder& message_text(std::string_view text) {
+    if (!text.empty()) prompt_.message_spans.push_back({prompt_.text.size(), prompt_.text.size() + text.size()});
+    prompt_.text += text;
+    return *this;
+  }
+  ChatPrompt take() { return std::move(prompt_); }
+
+ private:
+  ChatPrompt prompt_;
+};
+
+ChatPrompt render_chatml(std::span<const ChatMessage> messages, bool gen) {
+  PromptBuilder out;
+  for (const ChatMessage& m : messages)
+    out.markup("<|im_start|>").message_text(m.role).markup("\n").message_text(m.content).markup("<|im_end|>\n");
+  if (gen) out.markup("<|im_start|>assistant\n");
+  return out.take();
 }
 
 // Llama 3's template trims every message and opens with BOS.
-std::string render_llama3(std::span<const ChatMessage> messages, const SpecialTexts& sp, bool gen) {
-  std::string out = sp.bos;
+ChatPrompt render_llama3(std::span<const ChatMessage> messages, const SpecialTexts& sp, bool gen) {
+  PromptBuilder out(sp.bos);
   for (const ChatMessage& m : messages)
-    out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + std::string(trim(m.content)) + "<|eot_id|>";
-  if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-  return out;
+    out.markup("<|start_header_id|>")
+        .message_text(m.role)
+        .markup("<|end_header_id|>\n\n")
+        .message_text(trim(m.content))
+        .markup("<|eot_id|>");
+  if (gen) out.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  return out.take();
 }
 
 // Llama 2 and Mistral: every user turn is "[INST] ... [/INST]", the answer
 // follows and ends with EOS. Llama 2 opens every turn with BOS and wraps the
 // system prompt in <<SYS>>; Mistral opens once and prefixes the system
 // prompt to the first user message.
-std::string render_inst(std::span<const ChatMessage> messages, const SpecialTexts& sp, bool llama2) {
-  std::string system;
+ChatPrompt render_inst(std::span<const ChatMessage> messages, const SpecialTexts& sp, bool llama2) {
+  std::string_view system;
   size_t first = 0;
   if (!messages.empty() && messages[0].role == "system") {
-    system = std::string(trim(messages[0].content));
+    system = trim(messages[0].content);
     first = 1;
   }
-  std::string out = llama2 ? "" : sp.bos;
+  auto add_system = [&](PromptBuilder& out) {
+    if (llama2) {
+      out.markup("<<SYS>>\n").message_text(system).markup("\n<</SYS>>\n\n");
+    } else {
+      out.message_text(system).markup("\n\n");
+    }
+  };
+  PromptBuilder out(llama2 ? "" : sp.bos);
   bool system_pending = !system.empty();
   for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     if (m.role == "assistant") {
-      out += (llama2 ? " " : "") + std::string(trim(m.content)) + (llama2 ? " " : "") + sp.eos;
+      out.markup(llama2 ? " " : "").message_text(trim(m.content)).markup(llama2 ? " " : "").markup(sp.eos);
       continue;
     }
     // user (and any later system message, which these families cannot place
     // anywhere else) becomes an instruction turn.
-    std::string content(trim(m.content));
+    out.markup(llama2 ? sp.bos : "").markup("[INST] ");
     if (system_pending) {
-      content = llama2 ? "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content : system + "\n\n" + content;
+      add_system(out);
       system_pending = false;
     }
-    out += (llama2 ? sp.bos : "") + "[INST] " + content + " [/INST]";
+    out.message_text(trim(m.content)).markup(" [/INST]");
   }
-  if (system_pending)  // a system message alone still reaches the model
-    out += (llama2 ? sp.bos + "[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n [/INST]" : "[INST] " + system + " [/INST]");
-  return out;
+  if (system_pending) {  // a system message alone still reaches the model
+    out.markup(llama2 ? sp.bos : "").markup("[INST] ");
+    if (llama2) {
+      add_system(out);
+      out.markup(" [/INST]");
+    } else {
+      out.message_text(system).markup(" [/INST]");
+    }
+  }
+  return out.take();
 }
 
 }  // namespace
@@ -88,8 +127,8 @@ TemplateChoice detect_chat_family(std::string_view src) {
   return c;
 }
 
-std::string render_chat(ChatFamily family, std::span<const ChatMessage> messages, const SpecialTexts& special,
-                        bool add_generation_prompt) {
+ChatPrompt render_chat(ChatFamily family, std::span<const ChatMessage> messages, const SpecialTexts& special,
+                       bool add_generation_prompt) {
   switch (family) {
     case ChatFamily::kLlama3: return render_llama3(messages, special, add_generation_prompt);
     case ChatFamily::kLlama2: return render_inst(messages, special, true);

@@ -14,7 +14,9 @@
 // The rendered text contains BOS/EOS as text where the family puts them
 // (SpecialTexts); tokenizing it with special-token parsing turns them into
 // the real tokens. The caller adds BOS only when the text does not already
-// start with it.
+// start with it. Message text (roles and contents, which come from clients)
+// is marked, so that the tokenizer can refuse to read control tokens there:
+// a message holding "<|im_end|>" must not close its own turn.
 //
 // Thread-safety: free functions on values.
 #pragma once
@@ -23,6 +25,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "tokenizer/tokenizer.h"
 
 namespace revis::node {
 
@@ -40,6 +44,14 @@ struct TemplateChoice {
 };
 
 // The vocabulary's texts for BOS and EOS ("<s>", "</s>", "<|begin_of_text|>").
+// A rendered conversation: the prompt text, and the byte ranges in it that
+// hold message text rather than template markup (Tokenizer::encode_template's
+// literal spans).
+struct ChatPrompt {
+  std::string text;
+  std::vector<TextSpan> message_spans;
+};
+
 struct SpecialTexts {
   std::string bos;
   std::string eos;
@@ -52,7 +64,7 @@ TemplateChoice detect_chat_family(std::string_view jinja_source);
 // the assistant's turn. A leading system message is folded in where the
 // family has no system role of its own (Llama 2 and Mistral put it inside
 // the first [INST]).
-std::string render_chat(ChatFamily family, std::span<const ChatMessage> messages, const SpecialTexts& special,
-                        bool add_generation_prompt = true);
+ChatPrompt render_chat(ChatFamily family, std::span<const ChatMessage> messages, const SpecialTexts& special,
+                       bool add_generation_prompt = true);
 
 }  // namespace revis::node

@@ -130,12 +130,16 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   st.model_digest = model.digest;
   st.chat_template = spec.raw ? "raw" : chat_family_name(model.chat.family);
 
-  // Control-token texts in the rendered template (and, for raw prompts, in
-  // the prompt) become the real tokens; BOS is added only if the template
-  // did not already write it.
-  const std::string text = spec.raw ? spec.prompt : render_chat(model.chat.family, spec.messages, model.special);
-  const bool has_bos_text = !model.special.bos.empty() && text.rfind(model.special.bos, 0) == 0;
-  const std::vector<int32_t> tokens = engine.tokenize(text, engine.add_bos_default() && !has_bos_text, true);
+  // Control-token texts in the template's markup (and anywhere in a raw
+  // prompt, which the client writes whole) become the real tokens; in
+  // message text they stay text, so that a message cannot end its turn or
+  // open another role's. BOS is added only if the template did not already
+  // write it.
+  const ChatPrompt prompt =
+      spec.raw ? ChatPrompt{spec.prompt, {}} : render_chat(model.chat.family, spec.messages, model.special);
+  const bool has_bos_text = !model.special.bos.empty() && prompt.text.rfind(model.special.bos, 0) == 0;
+  const std::vector<int32_t> tokens = engine.tokenizer().encode_template(
+      prompt.text, engine.add_bos_default() && !has_bos_text, prompt.message_spans);
   if (tokens.empty()) return NodeError{ErrorCode::kBadRequest, "the prompt is empty"};
   const int n_ctx = session.n_ctx();
   const int n_prompt = static_cast<int>(tokens.size());

@@ -10,6 +10,12 @@ bool is_ascii_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
+bool overlaps(std::span<const TextSpan> spans, size_t begin, size_t end) {
+  for (const TextSpan& s : spans)
+    if (begin < s.end && s.begin < end) return true;
+  return false;
+}
+
 }  // namespace
 
 SpecialTokens::SpecialTokens(const Vocab& vocab) {
@@ -25,7 +31,7 @@ SpecialTokens::SpecialTokens(const Vocab& vocab) {
 }
 
 void SpecialTokens::partition(const Vocab& vocab, std::string_view text, bool parse_special,
-                              std::vector<Fragment>& out) const {
+                              std::span<const TextSpan> literal, std::vector<Fragment>& out) const {
   out.clear();
   if (text.empty()) return;
   out.push_back({-1, 0, text.size()});
@@ -33,7 +39,8 @@ void SpecialTokens::partition(const Vocab& vocab, std::string_view text, bool pa
   std::vector<Fragment> next;
   for (int32_t id : ids_) {
     const uint32_t attr = vocab.attr[id];
-    if (!parse_special && (attr & (kAttrControl | kAttrUnknown))) continue;
+    const bool control = attr & (kAttrControl | kAttrUnknown);
+    if (!parse_special && control) continue;
     const std::string& needle = vocab.text[id];
     // Most candidates do not occur at all: one scan of the whole text
     // rejects them without touching the fragment list.
@@ -48,11 +55,16 @@ void SpecialTokens::partition(const Vocab& vocab, std::string_view text, bool pa
       }
       size_t begin = f.begin;
       const size_t end = f.end;
+      size_t search = begin;
       while (begin < end) {
-        const size_t m = text.substr(0, end).find(needle, begin);
+        const size_t m = text.substr(0, end).find(needle, search);
         if (m == std::string_view::npos) {
           next.push_back({-1, begin, end});
           break;
+        }
+        if (control && overlaps(literal, m, m + needle.size())) {
+          search = m + 1;  // plain text here; look further on
+          continue;
         }
         size_t left_end = m;
         if (attr & kAttrLstrip) {
@@ -64,6 +76,7 @@ void SpecialTokens::partition(const Vocab& vocab, std::string_view text, bool pa
         if (attr & kAttrRstrip) {
           while (begin < end && is_ascii_space(text[begin])) ++begin;
         }
+        search = begin;
       }
     }
     out.swap(next);

@@ -6,15 +6,18 @@
 // and the fragments it leaves are searched by the next candidates. This is
 // llama.cpp's order, which decides overlaps such as "<|a|>" inside a longer
 // token text. Control and unknown tokens take part only when parse_special
-// is set; user-defined tokens always do. A token with the lstrip (rstrip)
-// attribute swallows ASCII whitespace on its left (right).
+// is set, and never where a match would overlap one of the literal spans;
+// user-defined tokens always do. A token with the lstrip (rstrip) attribute
+// swallows ASCII whitespace on its left (right).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace revis::tok {
@@ -31,7 +34,8 @@ class SpecialTokens {
   explicit SpecialTokens(const Vocab& vocab);
 
   // Replaces `out` with the fragments of `text` (none for empty text).
-  void partition(const Vocab& vocab, std::string_view text, bool parse_special,
+  // `literal`: byte ranges of text where control tokens are not matched.
+  void partition(const Vocab& vocab, std::string_view text, bool parse_special, std::span<const TextSpan> literal,
                  std::vector<Fragment>& out) const;
 
   const std::vector<int32_t>& ids() const { return ids_; }

@@ -12,13 +12,24 @@ Tokenizer::~Tokenizer() = default;
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special,
                                        bool add_eos) const {
+  std::vector<tok::Fragment> fragments;
+  impl_->specials.partition(impl_->vocab, text, parse_special, {}, fragments);
+  return encode_fragments(text, fragments, add_bos, add_eos);
+}
+
+std::vector<int32_t> Tokenizer::encode_template(std::string_view text, bool add_bos,
+                                                std::span<const TextSpan> literal) const {
+  std::vector<tok::Fragment> fragments;
+  impl_->specials.partition(impl_->vocab, text, true, literal, fragments);
+  return encode_fragments(text, fragments, add_bos, false);
+}
+
+std::vector<int32_t> Tokenizer::encode_fragments(std::string_view text, std::span<const tok::Fragment> fragments,
+                                                 bool add_bos, bool add_eos) const {
   const Impl& t = *impl_;
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   if (add_bos && t.bos >= 0) out.push_back(t.bos);
-
-  std::vector<tok::Fragment> fragments;
-  t.specials.partition(t.vocab, text, parse_special, fragments);
 
   if (t.type == Type::kSpm) {
     static constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581

@@ -13,7 +13,9 @@
 //  - encode() accepts any bytes. Special-token texts: control tokens are
 //    recognised in the text only when parse_special is true; user-defined
 //    tokens (type 4, "added tokens") always are, as in llama.cpp and
-//    Hugging Face tokenizers.
+//    Hugging Face tokenizers. encode_template() recognises control tokens
+//    everywhere except in given literal spans (text from clients inside a
+//    chat template), which are tokenized as if parse_special were false.
 //  - token_to_piece() gives the raw bytes a token stands for (which may be
 //    part of a UTF-8 character); Detokenizer reassembles whole characters.
 //
@@ -37,6 +39,15 @@ namespace revis {
 namespace gguf {
 class GgufFile;
 }
+namespace tok {
+struct Fragment;
+}
+
+// A byte range [begin, end) of a text.
+struct TextSpan {
+  size_t begin = 0;
+  size_t end = 0;
+};
 
 class Tokenizer {
  public:
@@ -56,6 +67,10 @@ class Tokenizer {
   // add_eos: append EOS (add_eos_default() says what the metadata asks for).
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special,
                               bool add_eos = false) const;
+  // encode() with parse_special, except that no control token is matched
+  // overlapping a `literal` span. Without control-token texts in the spans
+  // the ids equal encode(text, add_bos, true).
+  std::vector<int32_t> encode_template(std::string_view text, bool add_bos, std::span<const TextSpan> literal) const;
 
   // Raw bytes the token stands for: SentencePiece "▁" becomes a space,
   // byte-level characters become their bytes, <0xNN> becomes byte NN.
@@ -98,6 +113,9 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  // Tokenizes text already split into special tokens and plain fragments.
+  std::vector<int32_t> encode_fragments(std::string_view text, std::span<const tok::Fragment> fragments, bool add_bos,
+                                        bool add_eos) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -45,30 +45,55 @@ TEST(ChatTemplate, DetectsFamilies) {
 
 TEST(ChatTemplate, ChatML) {
   const std::vector<ChatMessage> m = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
-  EXPECT_EQ(render_chat(ChatFamily::kChatML, m, {}),
+  EXPECT_EQ(render_chat(ChatFamily::kChatML, m, {}).text,
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!"
             "<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(render_chat(ChatFamily::kChatML, std::vector<ChatMessage>{{"user", "x"}}, {}, false),
+  EXPECT_EQ(render_chat(ChatFamily::kChatML, std::vector<ChatMessage>{{"user", "x"}}, {}, false).text,
             "<|im_start|>user\nx<|im_end|>\n");
 }
 
 TEST(ChatTemplate, Llama3) {
   const std::vector<ChatMessage> m = {{"system", " Be brief. "}, {"user", "Hi\n"}};
-  EXPECT_EQ(render_chat(ChatFamily::kLlama3, m, {"<|begin_of_text|>", "<|end_of_text|>"}),
+  EXPECT_EQ(render_chat(ChatFamily::kLlama3, m, {"<|begin_of_text|>", "<|end_of_text|>"}).text,
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
 TEST(ChatTemplate, Llama2) {
   const std::vector<ChatMessage> m = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
-  EXPECT_EQ(render_chat(ChatFamily::kLlama2, m, kSpm),
+  EXPECT_EQ(render_chat(ChatFamily::kLlama2, m, kSpm).text,
             "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello! </s><s>[INST] Bye [/INST]");
-  EXPECT_EQ(render_chat(ChatFamily::kLlama2, std::vector<ChatMessage>{{"user", " Hi "}}, kSpm), "<s>[INST] Hi [/INST]");
+  EXPECT_EQ(render_chat(ChatFamily::kLlama2, std::vector<ChatMessage>{{"user", " Hi "}}, kSpm).text, "<s>[INST] Hi [/INST]");
 }
 
 TEST(ChatTemplate, Mistral) {
   const std::vector<ChatMessage> m = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
-  EXPECT_EQ(render_chat(ChatFamily::kMistral, m, kSpm), "<s>[INST] Be brief.\n\nHi [/INST]Hello!</s>[INST] Bye [/INST]");
+  EXPECT_EQ(render_chat(ChatFamily::kMistral, m, kSpm).text, "<s>[INST] Be brief.\n\nHi [/INST]Hello!</s>[INST] Bye [/INST]");
+}
+
+// Every family marks exactly the message text (roles and contents, trimmed
+// where the family trims), never its own markup, BOS or EOS.
+TEST(ChatTemplate, MessageSpansCoverMessageTextOnly) {
+  const std::vector<ChatMessage> m = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
+  for (ChatFamily family : {ChatFamily::kChatML, ChatFamily::kLlama3, ChatFamily::kLlama2, ChatFamily::kMistral}) {
+    const ChatPrompt p = render_chat(family, m, kSpm);
+    std::string marked, unmarked;
+    size_t at = 0;
+    for (const TextSpan& s : p.message_spans) {
+      ASSERT_LE(at, s.begin) << chat_family_name(family);
+      ASSERT_LT(s.begin, s.end) << chat_family_name(family);
+      ASSERT_LE(s.end, p.text.size()) << chat_family_name(family);
+      unmarked += p.text.substr(at, s.begin - at);
+      marked += p.text.substr(s.begin, s.end - s.begin) + "|";
+      at = s.end;
+    }
+    unmarked += p.text.substr(at);
+    const bool roles = family == ChatFamily::kChatML || family == ChatFamily::kLlama3;
+    EXPECT_EQ(marked, roles ? "system|Be brief.|user|Hi|assistant|Hello!|user|Bye|" : "Be brief.|Hi|Hello!|Bye|")
+        << chat_family_name(family);
+    for (const char* text : {"Be brief.", "Hi", "Hello!", "Bye"})
+      EXPECT_EQ(unmarked.find(text), std::string::npos) << chat_family_name(family) << ": " << text;
+  }
 }
 
 TEST(ChatTemplate, Names) {
