@@ -9,6 +9,7 @@ namespace revis::cli {
 void register_inspect(CLI::App& app, int& exit_code);
 void register_tokenize(CLI::App& app, int& exit_code);
 void register_run(CLI::App& app, int& exit_code);
+void register_chat(CLI::App& app, int& exit_code);
 void register_quantize(CLI::App& app, int& exit_code);
 void register_mkmodel(CLI::App& app, int& exit_code);
 void register_demo(CLI::App& app, int& exit_code);

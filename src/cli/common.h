@@ -6,6 +6,11 @@
 #include <string>
 
 #include "revis/engine.h"
+#include "sample/sampler.h"
+
+namespace CLI {
+class App;
+}
 
 namespace revis::cli {
 
@@ -15,6 +20,10 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet = f
 
 // Prints "error: <message>" to stderr and returns 1 (the exit code).
 int fail(const std::string& message);
+
+// The sampling flags (--temp, --top-k, --top-p, ...) of the commands that
+// generate; defined with `revis run`'s flags in cmd_run.cpp.
+void add_sampling_options(CLI::App& cmd, SamplingParams& sampling);
 
 // The whole content of a file, or an error.
 Result<std::string> read_file(const std::string& path);

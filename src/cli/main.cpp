@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "revis 0.1.0");
   int exit_code = 0;
   revis::cli::register_run(app, exit_code);
+  revis::cli::register_chat(app, exit_code);
   revis::cli::register_tokenize(app, exit_code);
   revis::cli::register_inspect(app, exit_code);
   revis::cli::register_quantize(app, exit_code);

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "revis/status.h"
 #include "tokenizer/tokenizer.h"
 
 namespace revis::node {
@@ -59,6 +60,14 @@ struct SpecialTexts {
 
 const char* chat_family_name(ChatFamily family);
 TemplateChoice detect_chat_family(std::string_view jinja_source);
+
+// How a model's conversations are rendered: the family chosen from the
+// file's tokenizer.chat_template, and the vocabulary's BOS/EOS texts.
+struct ModelChat {
+  TemplateChoice choice;
+  SpecialTexts special;
+};
+Result<ModelChat> model_chat(const std::string& model_path, const Tokenizer& tokenizer);
 
 // Renders the conversation and, with add_generation_prompt, the opening of
 // the assistant's turn. A leading system message is folded in where the

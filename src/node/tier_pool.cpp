@@ -4,10 +4,8 @@
 #include <chrono>
 #include <filesystem>
 
-#include "gguf/gguf.h"
 #include "node/log.h"
 #include "node/model_digest.h"
-#include "tokenizer/tokenizer.h"
 
 namespace revis::node {
 namespace {
@@ -77,16 +75,11 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   auto digest = model_file_digest(tier.model_path);
   if (!digest.ok()) return digest.status();
   m->digest = *digest;
-  // The engine does not keep the chat template; the header is cheap to read
-  // again (the file is mapped, not copied).
-  auto file = gguf::GgufFile::open(tier.model_path);
-  if (!file.ok()) return file.status();
-  auto tmpl = (*file)->get_string("tokenizer.chat_template");
-  m->chat = detect_chat_family(tmpl.ok() ? *tmpl : std::string());
+  auto chat = model_chat(tier.model_path, m->engine->tokenizer());
+  if (!chat.ok()) return chat.status();
+  m->chat = chat->choice;
+  m->special = chat->special;
   if (m->chat.fallback) log_line("warn", tier.model_path + ": " + m->chat.warning);
-  const Tokenizer& tok = m->engine->tokenizer();
-  if (tok.bos() >= 0) m->special.bos = tok.token_text(tok.bos());
-  if (tok.eos() >= 0) m->special.eos = tok.token_text(tok.eos());
   m->session = m->engine->new_session();
 
   const uint64_t kv_bound = 2ull * info.n_layer * static_cast<uint64_t>(info.n_ctx) * info.n_embd * 2;
