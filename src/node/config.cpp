@@ -36,6 +36,15 @@ Status get_int(const toml::node& v, const std::string& at, int64_t lo, int64_t h
   return {};
 }
 
+// A speed in tokens per second: an integer or a float, positive and finite.
+Status get_rate(const toml::node& v, const std::string& at, double& out) {
+  auto d = v.value<double>();
+  if (!d || !(v.is_integer() || v.is_floating_point())) return Status::error(at + ": expected a number");
+  if (!(*d > 0 && *d <= 1e9)) return Status::error(at + ": " + std::to_string(*d) + " (expected a rate above 0, at most 1e9)");
+  out = *d;
+  return {};
+}
+
 Status parse_tier(const std::string& name, const toml::table& t, const std::string& at, const std::string& base_dir,
                   TierConfig& tier) {
   tier.name = name;
@@ -101,6 +110,9 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
       s = get_string(v, at, c.catalog);
       c.catalog = resolve_path(c.catalog, base_dir);
     } else if (key == "shutdown_grace_ms") s = get_int(v, at, 0, 3600 * 1000, c.shutdown_grace_ms);
+    else if (key == "engine") s = get_string(v, at, c.engine);
+    else if (key == "sim_tokens_per_s") s = get_rate(v, at, c.sim_tokens_per_s);
+    else if (key == "sim_prefill_tokens_per_s") s = get_rate(v, at, c.sim_prefill_tokens_per_s);
     else if (key == "tiers") {
       const toml::table* tiers = v.as_table();
       if (!tiers) return Status::error(at + ": expected [tiers.NAME] tables");
@@ -140,6 +152,9 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.ctx) c.ctx = *o.ctx;
   if (o.threads) c.threads = *o.threads;
   if (o.memory_budget_mb) c.memory_budget_mb = *o.memory_budget_mb;
+  if (o.engine) c.engine = *o.engine;
+  if (o.sim_tokens_per_s) c.sim_tokens_per_s = *o.sim_tokens_per_s;
+  if (o.sim_prefill_tokens_per_s) c.sim_prefill_tokens_per_s = *o.sim_prefill_tokens_per_s;
   for (const std::string& spec : o.tiers) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
@@ -182,12 +197,24 @@ Status validate_config(NodeConfig& c) {
   for (size_t i = 0; i < c.tiers.size(); ++i)
     for (size_t j = i + 1; j < c.tiers.size(); ++j)
       if (c.tiers[i].name == c.tiers[j].name) return Status::error("tier " + c.tiers[i].name + " is defined twice");
-  if (c.tiers.empty() && c.model.empty())
-    return Status::error("no model: give -m MODEL, --tier NAME=PATH, or tiers in the config file");
-  if (c.default_tier.empty()) c.default_tier = c.model.empty() ? c.tiers.front().name : "default";
-  bool known = !c.model.empty() && c.default_tier == "default";
-  for (const TierConfig& t : c.tiers) known = known || t.name == c.default_tier;
-  if (!known) return Status::error("default_tier " + c.default_tier + " is not a configured tier");
+  if (c.engine != "gguf" && c.engine != "sim")
+    return Status::error("engine \"" + c.engine + "\" (expected \"gguf\" or \"sim\")");
+  if (c.engine == "sim") {
+    // The simulated engine serves every tier; a model given alongside it
+    // would be silently ignored, which hides a mistake.
+    if (!c.model.empty() || !c.tiers.empty())
+      return Status::error("engine sim runs no model: remove -m/--tier (or model and [tiers] from the config)");
+    if (!(c.sim_tokens_per_s > 0) || !(c.sim_prefill_tokens_per_s > 0))
+      return Status::error("sim_tokens_per_s and sim_prefill_tokens_per_s must be above 0");
+    if (c.default_tier.empty()) c.default_tier = "default";
+  } else {
+    if (c.tiers.empty() && c.model.empty())
+      return Status::error("no model: give -m MODEL, --tier NAME=PATH, or tiers in the config file");
+    if (c.default_tier.empty()) c.default_tier = c.model.empty() ? c.tiers.front().name : "default";
+    bool known = !c.model.empty() && c.default_tier == "default";
+    for (const TierConfig& t : c.tiers) known = known || t.name == c.default_tier;
+    if (!known) return Status::error("default_tier " + c.default_tier + " is not a configured tier");
+  }
   if (c.name.empty()) {
     char host[256] = {};
     c.name = gethostname(host, sizeof host - 1) == 0 && host[0] ? host : "revis-node";

@@ -16,6 +16,9 @@
 //   max_request_bytes = 1048576  # HTTP body size limit
 //   catalog = "tasks.toml"       # task overrides (relative to this file)
 //   shutdown_grace_ms = 10000    # SIGTERM: how long the running job may finish
+//   engine = "gguf"              # "sim": no models, simulated tokens (scale tests)
+//   sim_tokens_per_s = 50        # the simulated engine's generation speed
+//   sim_prefill_tokens_per_s = 1000
 //   [tiers.small]
 //   model = "qwen2.5-1.5b-q8_0.gguf"
 //   ctx = 8192
@@ -56,14 +59,20 @@ struct NodeConfig {
   uint64_t max_request_bytes = 1024 * 1024;
   std::string catalog;
   int shutdown_grace_ms = 10000;
+  // "gguf" runs the tiers' models; "sim" runs the simulated engine
+  // (node/sim_inference.h), which needs no model and serves every tier.
+  std::string engine = "gguf";
+  double sim_tokens_per_s = 50;
+  double sim_prefill_tokens_per_s = 1000;
 };
 
 // Values from the command line; set ones replace the file's.
 struct ConfigOverrides {
-  std::optional<std::string> name, host, token, model, default_tier, catalog;
+  std::optional<std::string> name, host, token, model, default_tier, catalog, engine;
   std::optional<int> port, queue_limit, ctx, threads;
   std::optional<uint64_t> memory_budget_mb;
   std::vector<std::string> tiers;  // "NAME=PATH", replacing a file tier of the same name
+  std::optional<double> sim_tokens_per_s, sim_prefill_tokens_per_s;
 };
 
 // Parses TOML text; relative paths are taken relative to base_dir. Unknown
@@ -72,7 +81,7 @@ Result<NodeConfig> parse_config(const std::string& toml_text, const std::string&
 Result<NodeConfig> load_config_file(const std::string& path);
 Status apply_overrides(NodeConfig& config, const ConfigOverrides& overrides);
 
-// Ranges, at least one model, known default tier, and no non-loopback bind
+// Ranges, at least one model (none with the sim engine), known default tier, and no non-loopback bind
 // without a token. Fills in the defaults that depend on the machine (name,
 // default tier).
 Status validate_config(NodeConfig& config);

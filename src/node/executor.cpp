@@ -14,6 +14,18 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// How many tokens the answer may have: the job's max_tokens (<= 0: until the
+// context is full), within the room the prompt leaves; too_long when the
+// prompt alone fills the context.
+Outcome<int> answer_budget(const JobSpec& spec, int n_prompt, int n_ctx, const std::string& tier) {
+  if (n_prompt == 0) return NodeError{ErrorCode::kBadRequest, "the prompt is empty"};
+  if (n_prompt >= n_ctx)
+    return NodeError{ErrorCode::kTooLong, "the prompt has " + std::to_string(n_prompt) + " tokens but the context of tier " +
+                                              tier + " holds " + std::to_string(n_ctx) + " (including room for the answer)"};
+  const int room = n_ctx - n_prompt;
+  return spec.max_tokens <= 0 ? room : std::min(spec.max_tokens, room);
+}
+
 }  // namespace
 
 Executor::Executor(TierPool& pool, Metrics& metrics, ExecutorOptions options)
@@ -117,6 +129,38 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   }
   if (job.cancel.load()) return cancelled();
 
+  InferenceControl control;
+  control.cancel = &job.cancel;
+  control.on_text = job.callbacks.on_text;
+  control.on_progress = [this](int prompt_done, int generated) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_.prompt_done = prompt_done;
+    current_.generated = generated;
+    if (generated > 0) current_.phase = "generating";
+  };
+  auto r = options_.sim ? infer_simulated(job, st, control) : infer_with_model(job, st, control);
+  if (!r.ok()) return r.error();
+  if (r->stop_reason == "cancelled") return cancelled();
+
+  const Clock::time_point finished = Clock::now();
+  result.text = std::move(r->text);
+  result.stop_reason = r->stop_reason;
+  st.prompt_tokens = r->n_prompt;
+  st.generated_tokens = r->n_generated;
+  st.prefill_ms = r->prefill_ms;
+  st.generate_ms = r->generate_ms;
+  st.prefill_tok_s = r->prefill_ms > 0 ? r->n_prompt * 1000.0 / r->prefill_ms : 0;
+  // The first token comes from the prefill's logits; each later one costs a
+  // forward pass, so the rate counts n - 1 tokens over the decoding time.
+  st.gen_tok_s = r->generate_ms > 0 && r->n_generated > 1 ? (r->n_generated - 1) * 1000.0 / r->generate_ms : 0;
+  st.ttft_ms = r->n_generated > 0 ? ms_between(spec.received, r->first_token) : 0;
+  st.total_ms = ms_between(spec.received, finished);
+  st.finished_ms = ms_between(options_.node_start, finished);
+  return result;
+}
+
+Outcome<InferenceResult> Executor::infer_with_model(QueuedJob& job, JobStats& st, const InferenceControl& control) {
+  const JobSpec& spec = job.spec;
   const TierSpec* tier = pool_.resolve(spec.tier);
   if (!tier) return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + spec.tier + "\""};
   auto loaded = pool_.acquire(*tier, &st.load_ms);
@@ -140,56 +184,44 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   const bool has_bos_text = !model.special.bos.empty() && prompt.text.rfind(model.special.bos, 0) == 0;
   const std::vector<int32_t> tokens = engine.tokenizer().encode_template(
       prompt.text, engine.add_bos_default() && !has_bos_text, prompt.message_spans);
-  if (tokens.empty()) return NodeError{ErrorCode::kBadRequest, "the prompt is empty"};
-  const int n_ctx = session.n_ctx();
-  const int n_prompt = static_cast<int>(tokens.size());
-  if (n_prompt >= n_ctx)
-    return NodeError{ErrorCode::kTooLong, "the prompt has " + std::to_string(n_prompt) + " tokens but the context of tier " +
-                                              tier->name + " holds " + std::to_string(n_ctx) +
-                                              " (including room for the answer)"};
-  const int room = n_ctx - n_prompt;
-  const int max_tokens = spec.max_tokens <= 0 ? room : std::min(spec.max_tokens, room);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    current_.tier = tier->name;
-    current_.phase = "prefill";
-    current_.prompt_tokens = n_prompt;
-    current_.max_tokens = max_tokens;
-  }
+  auto max_tokens = answer_budget(spec, static_cast<int>(tokens.size()), session.n_ctx(), tier->name);
+  if (!max_tokens.ok()) return max_tokens.error();
+  begin_prefill(tier->name, static_cast<int>(tokens.size()), *max_tokens);
 
   InferenceRequest request;
   request.prompt = tokens;
-  request.max_tokens = max_tokens;
+  request.max_tokens = *max_tokens;
   request.sampling = spec.sampling;
   request.stop = spec.stop;
-  InferenceControl control;
-  control.cancel = &job.cancel;
-  control.on_text = job.callbacks.on_text;
-  control.on_progress = [this](int prompt_done, int generated) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    current_.prompt_done = prompt_done;
-    current_.generated = generated;
-    if (generated > 0) current_.phase = "generating";
-  };
   auto r = run_inference(engine, session, request, control);
   if (!r.ok()) return NodeError{ErrorCode::kInternal, "inference failed: " + r.status().message()};
-  if (r->stop_reason == "cancelled") return cancelled();
+  return std::move(*r);
+}
 
-  const Clock::time_point finished = Clock::now();
-  result.text = std::move(r->text);
-  result.stop_reason = r->stop_reason;
-  st.prompt_tokens = r->n_prompt;
-  st.generated_tokens = r->n_generated;
-  st.prefill_ms = r->prefill_ms;
-  st.generate_ms = r->generate_ms;
-  st.prefill_tok_s = r->prefill_ms > 0 ? r->n_prompt * 1000.0 / r->prefill_ms : 0;
-  // The first token comes from the prefill's logits; each later one costs a
-  // forward pass, so the rate counts n - 1 tokens over the decoding time.
-  st.gen_tok_s = r->generate_ms > 0 && r->n_generated > 1 ? (r->n_generated - 1) * 1000.0 / r->generate_ms : 0;
-  st.ttft_ms = r->n_generated > 0 ? ms_between(spec.received, r->first_token) : 0;
-  st.total_ms = ms_between(spec.received, finished);
-  st.finished_ms = ms_between(options_.node_start, finished);
-  return result;
+Outcome<InferenceResult> Executor::infer_simulated(QueuedJob& job, JobStats& st, const InferenceControl& control) {
+  const JobSpec& spec = job.spec;
+  const SimEngineOptions& sim = *options_.sim;
+  st.engine = "sim";
+  st.tier = spec.tier;
+  st.model = "sim";
+  st.model_digest = "sim";
+  st.chat_template = spec.raw ? "raw" : "sim";
+  int n_prompt = estimate_tokens(spec.prompt);
+  for (const ChatMessage& m : spec.messages) n_prompt += estimate_tokens(m.content) + 4;  // + role markers
+  auto max_tokens = answer_budget(spec, n_prompt, sim.ctx, spec.tier);
+  if (!max_tokens.ok()) return max_tokens.error();
+  begin_prefill(spec.tier, n_prompt, *max_tokens);
+  auto r = run_simulated_inference(sim, n_prompt, *max_tokens, spec.sampling.seed, control);
+  if (!r.ok()) return NodeError{ErrorCode::kInternal, "simulated inference failed: " + r.status().message()};
+  return std::move(*r);
+}
+
+void Executor::begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  current_.tier = tier;
+  current_.phase = "prefill";
+  current_.prompt_tokens = prompt_tokens;
+  current_.max_tokens = max_tokens;
 }
 
 void Executor::finish(QueuedJob& job, Outcome<JobResult> outcome) {

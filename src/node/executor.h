@@ -10,7 +10,9 @@
 // (TierPool), renders the prompt with the model's chat template, checks it
 // fits the context (too_long), runs the cancellable generation loop, and
 // reports through the job's callbacks: on_text while streaming, then exactly
-// one on_finish with the result and its statistics, or an error.
+// one on_finish with the result and its statistics, or an error. With the
+// simulated engine (options.sim) no model is involved: the prompt's size is
+// estimated and sim_inference.h stands in for the generation loop.
 //
 // Thread-safety: submit, cancel, snapshot and shutdown may be called from
 // any thread.
@@ -29,7 +31,9 @@
 #include "node/errors.h"
 #include "node/job.h"
 #include "node/job_queue.h"
+#include "node/inference.h"
 #include "node/metrics.h"
+#include "node/sim_inference.h"
 #include "node/tier_pool.h"
 
 namespace revis::node {
@@ -39,6 +43,7 @@ struct ExecutorOptions {
   std::string node_name;
   std::string catalog_digest;
   Clock::time_point node_start = Clock::now();
+  std::optional<SimEngineOptions> sim;  // set: the simulated engine runs every job
 };
 
 struct Admission {
@@ -98,6 +103,11 @@ class Executor {
   void loop(std::optional<std::string> preload_tier, std::function<void(const Status&)> on_preloaded);
   void run(QueuedJob& job);
   Outcome<JobResult> execute(QueuedJob& job);
+  // The engine-specific half of execute(): fills the tier and model fields
+  // of `stats` and runs the generation.
+  Outcome<InferenceResult> infer_with_model(QueuedJob& job, JobStats& stats, const InferenceControl& control);
+  Outcome<InferenceResult> infer_simulated(QueuedJob& job, JobStats& stats, const InferenceControl& control);
+  void begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens);
   void finish(QueuedJob& job, Outcome<JobResult> outcome);
 
   TierPool& pool_;

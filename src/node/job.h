@@ -50,6 +50,7 @@ struct JobStats {
   uint64_t exec_index = 0;    // 1 for the first job the executor ran, 2 for the next, ...
   uint64_t seed = 0;
   std::string node, tier, model, model_digest, catalog_digest, chat_template;
+  std::string engine = "gguf";  // "sim" for the simulated engine: its text means nothing
 };
 
 struct JobResult {

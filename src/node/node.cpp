@@ -1,7 +1,10 @@
 #include "node/node.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <sys/sysinfo.h>
 
 #include <nlohmann/json.hpp>
@@ -71,9 +74,16 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
     if (!std::filesystem::exists(t.model_path))
       log_line("warn", "tier " + t.name + ": " + t.model_path + " does not exist (yet); its tasks will fail until it does");
   for (const auto& [name, task] : node->catalog_.tasks())
-    if (!node->pool_->resolve(task.tier))
+    if (!node->serves_tier(task.tier))
       log_line("warn", "task " + name + " needs tier " + task.tier + ", which this node does not serve");
   ExecutorOptions options;
+  if (c.engine == "sim") {
+    options.sim = SimEngineOptions{c.sim_tokens_per_s, c.sim_prefill_tokens_per_s, c.ctx > 0 ? c.ctx : 4096};
+    char line[160];
+    std::snprintf(line, sizeof line, "engine sim: no model; every tier simulated at %g tok/s (prefill %g tok/s); the text is meaningless",
+                  c.sim_tokens_per_s, c.sim_prefill_tokens_per_s);
+    log_line("info", line);
+  }
   options.queue_limit = static_cast<size_t>(c.queue_limit);
   options.node_name = c.name;
   options.catalog_digest = node->catalog_.digest();
@@ -83,7 +93,20 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
 }
 
 void Node::start(std::function<void(const Status&)> on_loaded) {
+  if (simulated()) {
+    executor_->start();
+    if (on_loaded) on_loaded(Status{});
+    return;
+  }
   executor_->start(config_.default_tier, std::move(on_loaded));
+}
+
+bool Node::serves_tier(const std::string& tier) const { return simulated() || pool_->resolve(tier) != nullptr; }
+
+std::vector<std::string> Node::simulated_tiers() const {
+  std::set<std::string> names{config_.default_tier};
+  for (const auto& [name, task] : catalog_.tasks()) names.insert(task.tier);
+  return {names.begin(), names.end()};
 }
 
 void Node::stop(std::chrono::milliseconds grace) { executor_->shutdown(grace); }
@@ -96,7 +119,7 @@ Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const 
   if (!task) return NodeError{ErrorCode::kUnknownTask, "no task \"" + t.task + "\" in this node's catalogue"};
   auto prompt = catalog_.render(*task, t.args);
   if (!prompt.ok()) return prompt.error();
-  if (!pool_->resolve(task->tier))
+  if (!serves_tier(task->tier))
     return NodeError{ErrorCode::kModelUnavailable, "task " + task->name + " runs on tier " + task->tier +
                                                        ", which this node does not serve"};
   JobSpec spec;
@@ -123,6 +146,7 @@ Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const 
 }
 
 std::vector<std::string> Node::model_ids() const {
+  if (simulated()) return simulated_tiers();
   std::vector<std::string> ids;
   for (const TierSpec& t : pool_->tiers()) ids.push_back(t.name);
   if (pool_->fallback()) ids.push_back(pool_->fallback()->name);
@@ -130,6 +154,10 @@ std::vector<std::string> Node::model_ids() const {
 }
 
 std::string Node::tier_for_model(const std::string& model) const {
+  if (simulated()) {
+    const std::vector<std::string> tiers = simulated_tiers();
+    return std::find(tiers.begin(), tiers.end(), model) != tiers.end() ? model : config_.default_tier;
+  }
   for (const TierSpec& t : pool_->tiers())
     if (t.name == model) return t.name;
   if (pool_->fallback() && model == pool_->fallback()->name) return model;
@@ -179,6 +207,10 @@ std::string Node::status_json() const {
                      {"digest", t.loaded ? json(t.digest) : json(nullptr)},
                      {"chatTemplate", t.loaded ? json(t.chat_template) : json(nullptr)},
                      {"memoryBytes", t.footprint_bytes}});
+  if (simulated())
+    for (const std::string& name : simulated_tiers())
+      tiers.push_back({{"name", name}, {"model", "sim"}, {"loaded", true}, {"ctx", config_.ctx > 0 ? config_.ctx : 4096},
+                       {"digest", "sim"}, {"chatTemplate", "sim"}, {"memoryBytes", 0}});
   json current = nullptr;
   if (s.current)
     current = {{"source", s.current->source},        {"label", s.current->label},
@@ -198,6 +230,10 @@ std::string Node::status_json() const {
               {"version", REVIS_VERSION},
               {"health", health_name(health_of(s))},
               {"uptimeS", uptime_s()},
+              {"engine", config_.engine},
+              {"sim", simulated() ? json{{"tokensPerS", config_.sim_tokens_per_s},
+                                         {"prefillTokensPerS", config_.sim_prefill_tokens_per_s}}
+                                  : json(nullptr)},
               {"catalog", catalog_.digest()},
               {"tasks", tasks},
               {"tiers", tiers},

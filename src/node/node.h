@@ -40,6 +40,9 @@ class Node {
 
   const NodeConfig& config() const { return config_; }
   const Catalog& catalog() const { return catalog_; }
+  // Runs the simulated engine (config engine = "sim"), which serves every tier.
+  bool simulated() const { return config_.engine == "sim"; }
+  bool serves_tier(const std::string& tier) const;
   Executor& executor() { return *executor_; }
 
   Outcome<JobSpec> admit(const Ticket& ticket, Clock::time_point received) const;
@@ -62,6 +65,8 @@ class Node {
 
  private:
   Node(NodeConfig config, Catalog catalog);
+  // With the simulated engine: every tier the catalogue uses, and the default one.
+  std::vector<std::string> simulated_tiers() const;
 
   NodeConfig config_;
   Catalog catalog_;

@@ -58,6 +58,7 @@ json stats_json(const JobStats& s) {
       {"node", s.node},                    {"tier", s.tier},
       {"model", s.model},                  {"modelDigest", s.model_digest},
       {"catalog", s.catalog_digest},       {"chatTemplate", s.chat_template},
+      {"engine", s.engine},
   };
 }
 

@@ -22,12 +22,13 @@ namespace revis::testing {
 class NodeProcess {
  public:
   // `args` follow "revis serve"; "--port 0" is added so the kernel picks a
-  // free port, which is read back from the log.
-  explicit NodeProcess(std::vector<std::string> args) {
+  // free port, which is read back from the log. A fixed `port` is for a node
+  // that restarts where its predecessor was.
+  explicit NodeProcess(std::vector<std::string> args, int port = 0) {
     log_path_ = dir_.file("serve.log");
     args.insert(args.begin(), {REVIS_BINARY, "serve"});
     args.push_back("--port");
-    args.push_back("0");
+    args.push_back(std::to_string(port));
     std::fflush(nullptr);  // or the child would write the parent's buffered output again
     pid_ = fork();
     if (pid_ == 0) {

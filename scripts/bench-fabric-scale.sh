@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The fabric at scale, on one machine: NODES simulated nodes (revis serve
+# --engine sim: no model, tokens at a set rate), one of them accepting every
+# ticket and knowing the others as peers, and TICKETS tickets sent through
+# `revis batch`. A benchmark, not a test: it prints numbers, asserts nothing
+# beyond every ticket finishing.
+#
+#   scripts/bench-fabric-scale.sh [NODES=50] [TICKETS=2000]
+#   REVIS=build/revis SIM_TOKENS_PER_S=100 MAX_TOKENS=50 scripts/bench-fabric-scale.sh 50 2000
+#
+# Two runs over the same cluster:
+#  1. dispatch overhead: at most NODES tickets in flight, so a free node
+#     always exists; per ticket, overhead = the client's latency minus the
+#     simulated compute (prefill + generation). Printed as p50 / p99.
+#  2. throughput: 4 x NODES in flight, the accepting node's queue holding
+#     the rest; tickets per second against the ideal, NODES / compute time
+#     per ticket.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+nodes=${1:-50}
+tickets=${2:-2000}
+revis=${REVIS:-build/revis}
+rate=${SIM_TOKENS_PER_S:-100}
+max_tokens=${MAX_TOKENS:-50}
+[[ -x $revis ]] || { echo "error: $revis not found (build first, or set REVIS)" >&2; exit 1; }
+((nodes >= 1 && tickets >= 1)) || { echo "error: NODES and TICKETS must be at least 1" >&2; exit 1; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cat >"$work/tasks.toml" <<EOF
+[tasks.sim]
+tier = "small"
+user = "{{text}}"
+required = ["text"]
+max_tokens = $max_tokens
+EOF
+
+# Starts a node in the background; its log is $work/NAME.log.
+start_node() {
+  local name=$1; shift
+  "$revis" serve --engine sim --sim-tokens-per-s "$rate" --catalog "$work/tasks.toml" --name "$name" \
+    --port 0 --queue-limit "$((tickets + 16))" "$@" 2>"$work/$name.log" >/dev/null &
+  pids+=($!)
+}
+
+# The port a node listens on, once it is ready.
+wait_port() {
+  local log=$work/$1.log
+  for _ in $(seq 1 500); do
+    if grep -qE ' info +ready$' "$log" 2>/dev/null; then
+      sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -n 1
+      return 0
+    fi
+    sleep 0.02
+  done
+  echo "error: node $1 did not start:" >&2
+  cat "$log" >&2
+  return 1
+}
+
+echo "starting $nodes simulated nodes ($rate tok/s, $max_tokens tokens a ticket)" >&2
+peers=()
+for i in $(seq 2 "$nodes"); do start_node "sim-$i"; done
+for i in $(seq 2 "$nodes"); do peers+=(--peer "127.0.0.1:$(wait_port "sim-$i")"); done
+start_node sim-1 "${peers[@]}"
+port=$(wait_port sim-1)
+
+for i in $(seq 1 "$tickets"); do printf '{"taskType":"sim","args":{"text":"ticket %d of the scale run"}}\n' "$i"; done \
+  >"$work/tickets.jsonl"
+
+# Runs the batch with $1 tickets in flight; the summary JSON goes to $2.
+run_batch() {
+  "$revis" batch "$work/tickets.jsonl" --node "127.0.0.1:$port" --concurrency "$1" -o "$work/results.jsonl" \
+    --summary "$2" 2>"$work/batch.err" || { cat "$work/batch.err" >&2; echo "error: the batch failed" >&2; exit 1; }
+  tail -n 4 "$work/batch.err" >&2
+}
+# A number from a summary file (flat keys, one per line).
+field() { sed -n "s/^ *\"$2\": \([-0-9.e+]*\),\{0,1\}$/\1/p" "$1"; }
+
+echo "run 1: $nodes in flight (dispatch overhead)" >&2
+run_batch "$nodes" "$work/overhead.json"
+echo "run 2: $((4 * nodes)) in flight (throughput)" >&2
+run_batch "$((4 * nodes))" "$work/throughput.json"
+
+p50=$(field "$work/overhead.json" overheadP50Ms)
+p99=$(field "$work/overhead.json" overheadP99Ms)
+tps=$(field "$work/throughput.json" ticketsPerS)
+compute=$(field "$work/throughput.json" computeMeanMs)
+used=$(grep -c '"[^"]*": [0-9]' <(sed -n '/"byNode"/,/}/p' "$work/throughput.json") || true)
+awk -v n="$nodes" -v t="$tickets" -v p50="$p50" -v p99="$p99" -v tps="$tps" -v c="$compute" -v used="$used" 'BEGIN {
+  ideal = n * 1000 / c
+  printf "fabric scale: %d simulated nodes, %d tickets\n", n, t
+  printf "dispatch overhead per ticket: p50 %.1f ms, p99 %.1f ms\n", p50, p99
+  printf "throughput: %.1f tickets/s; ideal %.1f tickets/s (%d nodes x 1000 / %.1f ms a ticket); %.0f %% of ideal; %d nodes ran tickets\n",
+         tps, ideal, n, c, 100 * tps / ideal, used
+}'
