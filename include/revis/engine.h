@@ -47,6 +47,7 @@ struct ModelInfo {
   int n_ctx = 0;             // the context sessions get
   int n_layer = 0;
   int n_embd = 0;
+  int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
   int n_threads = 0;
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token
@@ -94,7 +95,21 @@ class Session {
   int n_ctx() const;
   const std::vector<int32_t>& history() const { return history_; }
   // Forgets every token from position n on; the KV rows before n stay valid.
+  // Logits of an earlier eval are dropped with the tokens they followed.
   void truncate(int n);
+
+  // Checkpoints (src/kvstore). KV rows travel as float16 in one layout:
+  // every key row, then every value row, each ordered
+  // [layer][kv head][position][head dim], for positions [0, n).
+  // kv_bytes_per_token() is the size of one position in that layout.
+  size_t kv_bytes_per_token() const;
+  // Copies the rows of positions [0, n) into out (n * kv_bytes_per_token() bytes).
+  Status read_kv(int n, std::span<uint8_t> out) const;
+  // Replaces the history with `tokens` and their KV rows, taken from `rows`
+  // laid out as read_kv(rows_positions) writes them (rows_positions >=
+  // tokens.size(): a longer checkpoint restores only its first rows).
+  // There are no logits afterwards until the next eval.
+  Status write_kv(std::span<const int32_t> tokens, std::span<const uint8_t> rows, int rows_positions);
 
  private:
   friend class Engine;

@@ -1,6 +1,7 @@
 // revis run -m MODEL -p PROMPT: generate text, streamed to stdout, with
 // timing on stderr; --json for one machine-readable object, --logits-out to
-// dump logits in the shape of the llama.cpp golden files.
+// dump logits in the shape of the llama.cpp golden files; --kv-dir to resume
+// the prompt from a checkpoint and leave one behind (docs/kvstore.md).
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -10,13 +11,15 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/generate.h"
+#include "kvstore/prefix_cache.h"
 
 namespace revis::cli {
 namespace {
 
 struct RunArgs {
-  std::string model, prompt, prompt_file, logits_out;
+  std::string model, prompt, prompt_file, logits_out, kv_dir;
   int n_predict = 256, threads = 0, ctx = 0;
+  double kv_budget_mib = 0;
   std::optional<uint64_t> seed;
   bool json = false, ignore_eos = false;
   SamplingParams sampling;
@@ -41,7 +44,8 @@ void write_rows(std::ofstream& out, const std::vector<float>& values, size_t n_v
 Status write_logits(const std::string& path, const GenerateResult& r, size_t n_vocab) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Status::error(path + ": cannot open for writing");
-  out << "{\"prompt_tokens\":" << nlohmann::json(r.prompt_tokens).dump() << ",\"first_logits_position\":0"
+  out << "{\"prompt_tokens\":" << nlohmann::json(r.prompt_tokens).dump()
+      << ",\"first_logits_position\":" << r.first_logits_position
       << ",\"greedy\":" << nlohmann::json(r.generated).dump() << ",\"prompt_logits\":";
   write_rows(out, r.prompt_logits, n_vocab);
   out << ",\"greedy_logits\":";
@@ -59,6 +63,7 @@ int run(RunArgs& args) {
     if (!content.ok()) return fail(content.status().message());
     prompt = *content;
   }
+  if (!(args.kv_budget_mib >= 0)) return fail("--kv-budget: expected MiB >= 0 (0 = no limit)");
   if (args.n_predict < 0) return fail("-n: " + std::to_string(args.n_predict) + " (expected >= 0)");
   args.sampling.seed = args.seed ? *args.seed : std::random_device{}();
   if (Status s = args.sampling.validate(); !s.ok()) return fail(s.message());
@@ -79,14 +84,27 @@ int run(RunArgs& args) {
   options.ignore_eog = args.ignore_eos || !args.logits_out.empty();
   options.record_logits = !args.logits_out.empty();
 
-  auto session = engine->new_session();
-  auto result = generate(*engine, *session, tokens, options, [&](std::string_view text) {
+  // Without --kv-dir the cache is RAM only, and one run reuses nothing.
+  auto cache = kvstore::PrefixCache::open(
+      *engine, {.ram_sessions = 1,
+                .kv_dir = args.kv_dir,
+                .disk_budget_bytes = static_cast<uint64_t>(args.kv_budget_mib * 1048576.0),
+                .warn = [](const std::string& message) { std::fprintf(stderr, "warning: %s\n", message.c_str()); }});
+  if (!cache.ok()) return fail(cache.status().message());
+  auto lease = (*cache)->acquire(tokens, options.record_logits);
+  if (!lease.ok()) return fail(lease.status().message());
+  const std::string cache_source = lease->source;
+  const double restore_ms = lease->cached.restore_ms;
+  auto result = generate(*engine, *lease->session, tokens, options, [&](std::string_view text) {
     if (args.json) return;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-  });
+  }, lease->cached);
   if (!result.ok()) return fail(result.status().message());
   const GenerateResult& r = *result;
+  // A one-shot process: checkpoint the prompt now, before reporting.
+  (*cache)->release(std::move(*lease), tokens, r.next_logits, options.record_logits);
+  (*cache)->flush();
   if (!args.json) std::printf("\n");
 
   const double prefill_tps = r.prefill_ms > 0 ? r.prompt_tokens.size() * 1000.0 / r.prefill_ms : 0;
@@ -97,10 +115,17 @@ int run(RunArgs& args) {
                "stop: %s; seed %llu\n",
                r.prompt_tokens.size(), prefill_tps, r.prefill_ms, r.generated.size(), gen_tps,
                r.stop_reason.c_str(), (unsigned long long)args.sampling.seed);
+  if (r.cached_tokens > 0)
+    std::fprintf(stderr, "resumed %d of %zu prompt tokens from %s in %.1f ms\n", r.cached_tokens,
+                 r.prompt_tokens.size(), cache_source.c_str(), restore_ms);
+  if ((*cache)->last_save_ms() > 0)
+    std::fprintf(stderr, "saved a checkpoint of %zu tokens in %.1f ms\n", r.prompt_tokens.size(),
+                 (*cache)->last_save_ms());
 
   if (args.json) {
     nlohmann::json j = {{"model", engine->info().path},      {"prompt_tokens", r.prompt_tokens.size()},
-                        {"cached_tokens", 0},                {"gen_tokens", r.generated.size()},
+                        {"cached_tokens", r.cached_tokens},  {"cache_source", cache_source},
+                        {"restore_ms", restore_ms},          {"gen_tokens", r.generated.size()},
                         {"text", r.text},                    {"stop_reason", r.stop_reason},
                         {"ttft_ms", r.ttft_ms},              {"prefill_ms", r.prefill_ms},
                         {"prefill_tok_s", prefill_tps},      {"gen_tok_s", gen_tps},
@@ -140,6 +165,10 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "Print one JSON object with the text and statistics instead of streaming");
   cmd->add_option("--logits-out", args->logits_out,
                   "Write prompt_tokens, prompt_logits, greedy, greedy_logits as JSON (implies --ignore-eos)");
+  cmd->add_option("--kv-dir", args->kv_dir,
+                  "Directory of KV checkpoints: resume the prompt's longest saved prefix, save the prompt after");
+  cmd->add_option("--kv-budget", args->kv_budget_mib, "MiB the KV directory may hold (0 = no limit)")
+      ->capture_default_str();
   add_sampling_options(*cmd, args->sampling);
   cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }

@@ -16,6 +16,7 @@ void register_demo(CLI::App& app, int& exit_code);
 void register_serve(CLI::App& app, int& exit_code);
 void register_submit(CLI::App& app, int& exit_code);
 void register_bench(CLI::App& app, int& exit_code);
+void register_kv(CLI::App& app, int& exit_code);
 void register_batch(CLI::App& app, int& exit_code);
 
 }  // namespace revis::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   revis::cli::register_serve(app, exit_code);
   revis::cli::register_submit(app, exit_code);
   revis::cli::register_bench(app, exit_code);
+  revis::cli::register_kv(app, exit_code);
   revis::cli::register_batch(app, exit_code);
   try {
     app.parse(argc, argv);

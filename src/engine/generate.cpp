@@ -1,5 +1,6 @@
 #include "engine/generate.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "sample/stop_matcher.h"
@@ -15,24 +16,44 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 Result<GenerateResult> generate(Engine& engine, Session& session, std::span<const int32_t> prompt,
-                                const GenerateOptions& options, const TextSink& on_text) {
+                                const GenerateOptions& options, const TextSink& on_text, const PromptCache& cached) {
   if (Status s = options.sampling.validate(); !s.ok()) return s;
   if (prompt.empty()) return Status::error("the prompt is empty (nothing to condition on)");
   if (static_cast<int>(prompt.size()) > session.n_ctx())
     return Status::error("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " +
                          std::to_string(session.n_ctx()) + " (raise -c or shorten the prompt)");
+  const int n_prompt = static_cast<int>(prompt.size());
+  const int n_cached = cached.cached_tokens;
+  const bool whole_prompt_cached = n_cached == n_prompt;
+  if (n_cached == 0) session.truncate(0);
+  if (n_cached < 0 || n_cached > n_prompt || session.n_past() != n_cached ||
+      !std::equal(prompt.begin(), prompt.begin() + n_cached, session.history().begin()))
+    return Status::error("prompt cache: the session does not hold the " + std::to_string(n_cached) +
+                         " cached prompt tokens");
+  const size_t n_vocab = engine.info().n_vocab;
+  if (whole_prompt_cached && cached.next_logits.size() != n_vocab)
+    return Status::error("prompt cache: the whole prompt is cached but its next-token logits are missing");
   GenerateResult result;
   result.prompt_tokens.assign(prompt.begin(), prompt.end());
+  result.cached_tokens = n_cached;
 
   const auto start = std::chrono::steady_clock::now();
-  session.truncate(0);
-  if (Status s = session.eval(prompt, options.record_logits); !s.ok()) return s;
-  result.prefill_ms = ms_since(start);
-  if (options.record_logits)
-    for (int row = 0; row < session.n_logit_rows(); ++row) {
-      auto l = session.logits(row);
-      result.prompt_logits.insert(result.prompt_logits.end(), l.begin(), l.end());
-    }
+  if (whole_prompt_cached) {
+    result.next_logits.assign(cached.next_logits.begin(), cached.next_logits.end());
+    result.first_logits_position = n_prompt - 1;
+    if (options.record_logits) result.prompt_logits = result.next_logits;
+  } else {
+    if (Status s = session.eval(prompt.subspan(n_cached), options.record_logits); !s.ok()) return s;
+    const auto last = session.logits(session.n_logit_rows() - 1);
+    result.next_logits.assign(last.begin(), last.end());
+    result.first_logits_position = n_cached;
+    if (options.record_logits)
+      for (int row = 0; row < session.n_logit_rows(); ++row) {
+        auto l = session.logits(row);
+        result.prompt_logits.insert(result.prompt_logits.end(), l.begin(), l.end());
+      }
+  }
+  result.prefill_ms = cached.restore_ms + ms_since(start);
 
   Sampler sampler(options.sampling);
   for (int32_t t : prompt) sampler.accept(t);
@@ -46,10 +67,10 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
 
   const auto gen_start = std::chrono::steady_clock::now();
   result.stop_reason = "length";
-  int row = session.n_logit_rows() - 1;  // logits that choose the next token
   for (int i = 0; i < options.max_tokens; ++i) {
-    const int32_t token = sampler.sample(session.logits(row));
-    if (i == 0) result.ttft_ms = ms_since(start);
+    // The first token follows the prompt; the others the last decoding step.
+    const int32_t token = sampler.sample(i == 0 ? std::span<const float>(result.next_logits) : session.logits(0));
+    if (i == 0) result.ttft_ms = cached.restore_ms + ms_since(start);
     result.generated.push_back(token);
     sampler.accept(token);
     if (!options.ignore_eog && engine.is_end_of_generation(token)) {
@@ -68,7 +89,6 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
       break;
     }
     if (Status s = session.eval({&token, 1}); !s.ok()) return s;
-    row = 0;
     if (options.record_logits) {
       auto l = session.logits(0);
       result.generated_logits.insert(result.generated_logits.end(), l.begin(), l.end());

@@ -1,0 +1,79 @@
+#include "engine/session_pool.h"
+
+#include <algorithm>
+
+namespace revis {
+
+int resumable_prefix(int common, int n_prompt, int n_cached, bool logits_usable) {
+  if (common == n_prompt && n_cached == n_prompt && logits_usable) return n_prompt;
+  const int shared = std::min(common, n_prompt - 1);
+  return shared > 0 ? shared / kResumeAlignment * kResumeAlignment : 0;
+}
+
+namespace {
+
+int common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return static_cast<int>(i);
+}
+
+}  // namespace
+
+SessionPool::SessionPool(Engine& engine, int max_sessions)
+    : engine_(engine), max_sessions_(std::max(1, max_sessions)) {}
+
+std::pair<int, int> SessionPool::best_match(std::span<const int32_t> prompt, bool all_logits) const {
+  std::pair<int, int> best{-1, 0};
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const CachedPrompt& c = entries_[i].cached;
+    const bool logits_usable = !c.next_logits.empty() && c.logits_all_rows == all_logits;
+    const int reusable = resumable_prefix(common_prefix(prompt, c.tokens), static_cast<int>(prompt.size()),
+                                          static_cast<int>(c.tokens.size()), logits_usable);
+    if (reusable > best.second) best = {static_cast<int>(i), reusable};
+  }
+  return best;
+}
+
+int SessionPool::peek(std::span<const int32_t> prompt, bool all_logits) const {
+  return best_match(prompt, all_logits).second;
+}
+
+SessionPool::Checkout SessionPool::checkout(std::span<const int32_t> prompt, bool all_logits,
+                                            const EvictFn& evicting) {
+  Checkout out;
+  auto [index, reusable] = best_match(prompt, all_logits);
+  if (index < 0 && static_cast<int>(entries_.size()) + checked_out_ >= max_sessions_ && !entries_.empty()) {
+    index = static_cast<int>(std::min_element(entries_.begin(), entries_.end(),
+                                              [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; }) -
+                             entries_.begin());
+    reusable = 0;
+  }
+  // Rows about to be lost (the whole session, or its rows past the reused
+  // prefix) go to `evicting` first, while the session still holds them.
+  if (index >= 0 && reusable < static_cast<int>(entries_[index].cached.tokens.size()) && evicting)
+    evicting(*entries_[index].session, entries_[index].cached);
+  if (index >= 0) {
+    out.session = std::move(entries_[index].session);
+    out.cached = std::move(entries_[index].cached);
+    entries_.erase(entries_.begin() + index);
+  } else {
+    out.session = engine_.new_session();
+  }
+  out.reused = reusable;
+  out.session->truncate(reusable);
+  ++checked_out_;
+  return out;
+}
+
+void SessionPool::checkin(std::unique_ptr<Session> session, CachedPrompt cached) {
+  checked_out_ = std::max(0, checked_out_ - 1);
+  entries_.push_back({std::move(session), std::move(cached), ++tick_});
+}
+
+void SessionPool::for_each(const EvictFn& fn) {
+  for (Entry& e : entries_) fn(*e.session, e.cached);
+}
+
+}  // namespace revis

@@ -1,0 +1,145 @@
+#include "kvstore/prefix_cache.h"
+
+#include <chrono>
+#include <optional>
+
+#include "kvstore/model_fingerprint.h"
+
+namespace revis::kvstore {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+KvShape shape_of(const ModelInfo& info) {
+  return {.n_layer = static_cast<uint32_t>(info.n_layer),
+          .n_head_kv = static_cast<uint32_t>(info.n_head_kv),
+          .head_dim_k = static_cast<uint32_t>(info.head_dim_k),
+          .head_dim_v = static_cast<uint32_t>(info.head_dim_v),
+          .type = KvType::kF16};
+}
+
+}  // namespace
+
+PrefixCache::PrefixCache(Engine& engine, PrefixCacheOptions options)
+    : engine_(engine), options_(std::move(options)), pool_(engine, options_.ram_sessions) {}
+
+PrefixCache::~PrefixCache() { flush(); }
+
+Result<std::unique_ptr<PrefixCache>> PrefixCache::open(Engine& engine, PrefixCacheOptions options) {
+  if (options.ram_sessions < 1)
+    return Status::error("RAM sessions: " + std::to_string(options.ram_sessions) + " (expected >= 1)");
+  std::unique_ptr<PrefixCache> cache(new PrefixCache(engine, std::move(options)));
+  if (!cache->options_.kv_dir.empty()) {
+    auto fingerprint = kvstore::model_fingerprint(engine.info().path);
+    if (!fingerprint.ok()) return fingerprint.status();
+    cache->model_ = *fingerprint;
+    auto store = KvStore::open({.dir = cache->options_.kv_dir,
+                                .budget_bytes = cache->options_.disk_budget_bytes,
+                                .clock = cache->options_.clock},
+                               cache->model_, shape_of(engine.info()));
+    if (!store.ok()) return store.status();
+    cache->store_ = std::move(*store);
+    for (const std::string& problem : cache->store_->scan_problems()) cache->warn("KV store: skipped " + problem);
+  }
+  return cache;
+}
+
+void PrefixCache::warn(const std::string& message) const {
+  if (options_.warn) options_.warn(message);
+}
+
+Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt, bool all_logits) {
+  const auto start = std::chrono::steady_clock::now();
+  const int n_prompt = static_cast<int>(prompt.size());
+  Lease lease;
+  auto evicting = [this](Session& s, CachedPrompt& c) { save(s, c); };
+
+  // The checkpoint sharing the most with the prompt, and how much of it may be used.
+  std::optional<KvStore::Match> disk;
+  auto resumable_from_disk = [&] {
+    disk = store_ ? store_->longest_common(prompt) : std::optional<KvStore::Match>();
+    if (!disk) return 0;
+    const CheckpointHeader& h = disk->entry->header;
+    const bool logits_usable = h.has_logits && h.logits_all_rows == all_logits;
+    return resumable_prefix(disk->common, n_prompt, static_cast<int>(h.n_tokens), logits_usable);
+  };
+  const int from_ram = pool_.peek(prompt, all_logits);
+  int from_disk = resumable_from_disk();
+
+  if (from_ram > 0 && from_ram >= from_disk) {
+    SessionPool::Checkout c = pool_.checkout(prompt, all_logits, evicting);
+    lease.session = std::move(c.session);
+    lease.cached.cached_tokens = c.reused;
+    lease.source = "ram";
+    if (c.reused == n_prompt) lease.next_logits = std::move(c.cached.next_logits);
+  } else {
+    // A session with nothing worth keeping for this prompt (an empty query
+    // matches none). Freeing it may save a checkpoint, which may evict
+    // others: look the prompt up again afterwards.
+    SessionPool::Checkout c = pool_.checkout({}, all_logits, evicting);
+    lease.session = std::move(c.session);
+    from_disk = resumable_from_disk();
+    if (from_disk > 0) {
+      auto checkpoint = store_->load(*disk->entry);  // on failure the entry is dropped and disk->entry dangles
+      Status s = checkpoint.ok() ? lease.session->write_kv(prompt.first(from_disk), checkpoint->kv,
+                                                           static_cast<int>(checkpoint->tokens.size()))
+                                 : checkpoint.status();
+      if (s.ok()) {
+        lease.cached.cached_tokens = from_disk;
+        lease.source = "disk";
+        if (from_disk == n_prompt) lease.next_logits = std::move(checkpoint->logits);
+        store_->record_hit(*disk->entry, from_disk);
+      } else {
+        warn("KV store: " + s.message() + "; evaluating the prompt instead");
+        lease.session->truncate(0);
+      }
+    }
+  }
+  lease.cached.next_logits = lease.next_logits;
+  lease.cached.restore_ms = ms_since(start);
+  return lease;
+}
+
+void PrefixCache::release(Lease lease, std::span<const int32_t> prompt, std::span<const float> next_logits,
+                          bool all_logits) {
+  CachedPrompt cached;
+  cached.tokens.assign(prompt.begin(), prompt.end());
+  cached.next_logits.assign(next_logits.begin(), next_logits.end());
+  cached.logits_all_rows = all_logits;
+  cached.on_disk = store_ && store_->contains(cached.tokens);
+  if (static_cast<int>(cached.tokens.size()) >= options_.save_min_tokens) save(*lease.session, cached);
+  pool_.checkin(std::move(lease.session), std::move(cached));
+}
+
+void PrefixCache::discard(Lease lease) {
+  lease.session->truncate(0);
+  pool_.checkin(std::move(lease.session), {});
+}
+
+void PrefixCache::flush() {
+  pool_.for_each([this](Session& s, CachedPrompt& c) { save(s, c); });
+}
+
+void PrefixCache::save(Session& session, CachedPrompt& cached) {
+  const int n = static_cast<int>(cached.tokens.size());
+  if (!store_ || cached.on_disk || n < options_.evict_save_min_tokens || n == 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  Checkpoint c;
+  c.tokens = cached.tokens;
+  c.logits = cached.next_logits;
+  c.header.logits_all_rows = cached.logits_all_rows;
+  c.header.writer = "revis " REVIS_VERSION;
+  c.kv.resize(n * session.kv_bytes_per_token());
+  Status s = session.read_kv(n, c.kv);
+  if (s.ok()) s = store_->save(c);
+  if (!s.ok()) {
+    warn("KV store: could not save a checkpoint of " + std::to_string(n) + " tokens: " + s.message());
+    return;
+  }
+  cached.on_disk = true;
+  last_save_ms_ = ms_since(start);
+}
+
+}  // namespace revis::kvstore

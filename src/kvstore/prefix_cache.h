@@ -1,0 +1,84 @@
+// PrefixCache: where a prompt's KV rows come from before generate() and
+// where they go after it, for one engine.
+//
+// Before: from a live session in RAM (engine/session_pool.h) or a checkpoint
+// on disk (KvStore), whichever offers the longer resumable prefix (RAM on a
+// tie, being free); otherwise the prompt is evaluated cold. After: the
+// session returns to the pool, and checkpoints are written by this policy:
+//   - a prompt of save_min_tokens or more, when its request ends (so saving
+//     never delays the first token);
+//   - a shorter one of evict_save_min_tokens or more, only when its rows
+//     leave RAM: evicted, overwritten by another prompt, or at shutdown
+//     (flush()).
+// A checkpoint holds the whole prompt and its next-token logits; a later
+// prompt that shares only part of it resumes from the shared part rounded
+// down to kResumeAlignment, so no separate block-aligned files are needed.
+// A damaged or foreign file never fails a request: it is reported through
+// `warn` and the prompt is evaluated cold.
+//
+// Thread-safety: none; one inference at a time per engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/generate.h"
+#include "engine/session_pool.h"
+#include "kvstore/store.h"
+#include "revis/engine.h"
+
+namespace revis::kvstore {
+
+struct PrefixCacheOptions {
+  int ram_sessions = 2;              // sessions kept in RAM, each with a full KV cache
+  std::string kv_dir = {};           // empty: RAM only
+  uint64_t disk_budget_bytes = 0;    // 0: unlimited
+  int save_min_tokens = 512;
+  int evict_save_min_tokens = kResumeAlignment;
+  std::function<void(const std::string&)> warn = nullptr;  // problems that do not stop a request
+  std::function<double()> clock = nullptr;  // for the store's eviction (tests); default: system clock
+};
+
+class PrefixCache {
+ public:
+  static Result<std::unique_ptr<PrefixCache>> open(Engine& engine, PrefixCacheOptions options);
+  ~PrefixCache();  // flush()es
+
+  struct Lease {
+    std::unique_ptr<Session> session;  // holds cached.cached_tokens tokens of the prompt
+    PromptCache cached;                // pass to generate()
+    std::string source = "none";       // where the rows came from: "none", "ram", "disk"
+    std::vector<float> next_logits;    // storage behind cached.next_logits
+  };
+  // A session prepared for `prompt`; all_logits as generate()'s record_logits.
+  Result<Lease> acquire(std::span<const int32_t> prompt, bool all_logits);
+  // Returns the session after a successful run of `prompt`, with the logits
+  // after its last token (GenerateResult::next_logits), saving per the policy.
+  void release(Lease lease, std::span<const int32_t> prompt, std::span<const float> next_logits, bool all_logits);
+  // Returns the session after a failure: its rows are not trusted.
+  void discard(Lease lease);
+  // Saves every pooled prompt that is not on disk yet (shutdown).
+  void flush();
+
+  KvStore* store() { return store_.get(); }
+  uint64_t model_fingerprint() const { return model_; }
+  double last_save_ms() const { return last_save_ms_; }
+
+ private:
+  PrefixCache(Engine& engine, PrefixCacheOptions options);
+  void save(Session& session, CachedPrompt& cached);
+  void warn(const std::string& message) const;
+
+  Engine& engine_;
+  PrefixCacheOptions options_;
+  SessionPool pool_;
+  std::unique_ptr<KvStore> store_;
+  uint64_t model_ = 0;
+  double last_save_ms_ = 0;
+};
+
+}  // namespace revis::kvstore

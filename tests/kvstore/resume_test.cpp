@@ -1,0 +1,234 @@
+// Resume equivalence: generating after restoring a prompt from RAM or from
+// a checkpoint on disk gives bit-identical logits to generating after a
+// cold prefill of the same prompt, in both logits modes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/generate.h"
+#include "kvstore/prefix_cache.h"
+#include "support/testdata.h"
+
+namespace revis::kvstore {
+namespace {
+
+using testing::TempDir;
+using Tokens = std::vector<int32_t>;
+
+std::unique_ptr<Engine> load(const std::string& stem) {
+  auto engine = Engine::load(
+      {.model_path = testing::testdata("models/" + stem + ".gguf").string(), .n_ctx = 512, .n_threads = 2});
+  EXPECT_TRUE(engine.ok()) << engine.status().message();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+// Token ids spread over the vocabulary; the model does not care what they say.
+Tokens prompt_tokens(const Engine& engine, int n, int seed) {
+  Tokens t(n);
+  uint32_t x = 2463534242u + seed;
+  for (int32_t& id : t) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    id = static_cast<int32_t>(x % engine.info().n_vocab);
+  }
+  return t;
+}
+
+GenerateOptions greedy(bool record_logits) {
+  GenerateOptions o;
+  o.max_tokens = 6;
+  o.sampling.temperature = 0;
+  o.ignore_eog = true;
+  o.record_logits = record_logits;
+  return o;
+}
+
+GenerateResult cold(Engine& engine, const Tokens& prompt, bool record_logits) {
+  auto session = engine.new_session();
+  auto r = generate(engine, *session, prompt, greedy(record_logits), nullptr);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : GenerateResult{};
+}
+
+struct Cached {
+  GenerateResult result;
+  std::string source;
+};
+
+Cached through(PrefixCache& cache, Engine& engine, const Tokens& prompt, bool record_logits) {
+  auto lease = cache.acquire(prompt, record_logits);
+  EXPECT_TRUE(lease.ok()) << lease.status().message();
+  if (!lease.ok()) return {};
+  Cached out{{}, lease->source};
+  auto r = generate(engine, *lease->session, prompt, greedy(record_logits), nullptr, lease->cached);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return {};
+  cache.release(std::move(*lease), prompt, r->next_logits, record_logits);
+  out.result = *r;
+  return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Everything after the cached part matches the cold run bit for bit.
+void expect_equivalent(const GenerateResult& resumed, const GenerateResult& reference, int n_vocab) {
+  EXPECT_TRUE(same_bits(resumed.next_logits, reference.next_logits)) << "logits after the prompt";
+  EXPECT_EQ(resumed.generated, reference.generated);
+  EXPECT_TRUE(same_bits(resumed.generated_logits, reference.generated_logits)) << "logits of the decoding steps";
+  if (reference.prompt_logits.empty()) return;
+  const size_t first = static_cast<size_t>(resumed.first_logits_position) * n_vocab;
+  ASSERT_LE(first, reference.prompt_logits.size());
+  const std::vector<float> tail(reference.prompt_logits.begin() + first, reference.prompt_logits.end());
+  EXPECT_TRUE(same_bits(resumed.prompt_logits, tail)) << "prompt logits from position " << resumed.first_logits_position;
+}
+
+PrefixCacheOptions disk_options(const TempDir& tmp) {
+  return {.ram_sessions = 1, .kv_dir = tmp.path().string(), .save_min_tokens = 64};
+}
+
+TEST(ResumablePrefix, AlignsAndKeepsTheLastTokenUnlessItsLogitsFit) {
+  EXPECT_EQ(resumable_prefix(150, 150, 150, true), 150);
+  EXPECT_EQ(resumable_prefix(150, 150, 150, false), 128);
+  EXPECT_EQ(resumable_prefix(140, 170, 150, true), 128);
+  EXPECT_EQ(resumable_prefix(128, 128, 200, true), 64) << "the last prompt token must be evaluated";
+  EXPECT_EQ(resumable_prefix(129, 129, 200, true), 128);
+  EXPECT_EQ(resumable_prefix(63, 100, 100, true), 0);
+  EXPECT_EQ(resumable_prefix(0, 10, 10, true), 0);
+}
+
+class Resume : public ::testing::TestWithParam<bool> {  // the parameter: record_logits
+ protected:
+  void SetUp() override {
+    engine = load("qwen3-Q4_K_M");
+    ASSERT_TRUE(engine);
+    n_vocab = engine->info().n_vocab;
+    prompt = prompt_tokens(*engine, 150, 1);
+  }
+  std::unique_ptr<Engine> engine;
+  int n_vocab = 0;
+  Tokens prompt;
+};
+
+TEST_P(Resume, WholePromptFromDiskAfterARestart) {
+  const bool record = GetParam();
+  TempDir tmp;
+  {
+    auto first = PrefixCache::open(*engine, disk_options(tmp));
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    EXPECT_EQ(through(**first, *engine, prompt, record).source, "none");
+  }
+  // A new cache has nothing in RAM: the rows come from the file.
+  auto second = PrefixCache::open(*engine, disk_options(tmp));
+  ASSERT_TRUE(second.ok());
+  const Cached resumed = through(**second, *engine, prompt, record);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 150);
+  EXPECT_EQ(resumed.result.first_logits_position, 149);
+  expect_equivalent(resumed.result, cold(*engine, prompt, record), n_vocab);
+}
+
+TEST_P(Resume, SharedPrefixFromDisk) {
+  const bool record = GetParam();
+  TempDir tmp;
+  {
+    auto first = PrefixCache::open(*engine, disk_options(tmp));
+    ASSERT_TRUE(first.ok());
+    through(**first, *engine, prompt, record);
+  }
+  Tokens other(prompt.begin(), prompt.begin() + 140);
+  for (int32_t t : prompt_tokens(*engine, 30, 2)) other.push_back(t);
+  auto second = PrefixCache::open(*engine, disk_options(tmp));
+  ASSERT_TRUE(second.ok());
+  const Cached resumed = through(**second, *engine, other, record);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 128) << "140 shared tokens, rounded down to the alignment";
+  EXPECT_EQ(resumed.result.first_logits_position, 128);
+  expect_equivalent(resumed.result, cold(*engine, other, record), n_vocab);
+}
+
+TEST_P(Resume, SharedPrefixAndWholePromptFromRam) {
+  const bool record = GetParam();
+  auto cache = PrefixCache::open(*engine, {.ram_sessions = 2});
+  ASSERT_TRUE(cache.ok());
+  through(**cache, *engine, prompt, record);
+  const Cached again = through(**cache, *engine, prompt, record);
+  EXPECT_EQ(again.source, "ram");
+  EXPECT_EQ(again.result.cached_tokens, 150);
+  expect_equivalent(again.result, cold(*engine, prompt, record), n_vocab);
+
+  Tokens longer = prompt;
+  for (int32_t t : prompt_tokens(*engine, 20, 3)) longer.push_back(t);
+  const Cached extended = through(**cache, *engine, longer, record);
+  EXPECT_EQ(extended.source, "ram");
+  EXPECT_EQ(extended.result.cached_tokens, 128);
+  expect_equivalent(extended.result, cold(*engine, longer, record), n_vocab);
+}
+
+INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "AllLogits" : "LastLogits"; });
+
+// Logits saved in one mode are not reused in the other (their last bits
+// differ): the prompt's last aligned block is evaluated again instead.
+TEST(ResumeModes, LogitsOfTheOtherModeAreRecomputed) {
+  auto engine = load("qwen3-Q4_K_M");
+  ASSERT_TRUE(engine);
+  const Tokens prompt = prompt_tokens(*engine, 150, 1);
+  TempDir tmp;
+  {
+    auto first = PrefixCache::open(*engine, disk_options(tmp));
+    ASSERT_TRUE(first.ok());
+    through(**first, *engine, prompt, false);
+  }
+  auto second = PrefixCache::open(*engine, disk_options(tmp));
+  ASSERT_TRUE(second.ok());
+  const Cached resumed = through(**second, *engine, prompt, true);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 128);
+  expect_equivalent(resumed.result, cold(*engine, prompt, true), engine->info().n_vocab);
+}
+
+// A damaged checkpoint or another model's never breaks a request: it is
+// reported, and the prompt is evaluated cold.
+TEST(ResumeModes, DamagedAndForeignCheckpointsFallBackToCold) {
+  auto engine = load("qwen3-Q4_K_M");
+  ASSERT_TRUE(engine);
+  const Tokens prompt = prompt_tokens(*engine, 150, 1);
+  TempDir tmp;
+  {
+    auto first = PrefixCache::open(*engine, disk_options(tmp));
+    ASSERT_TRUE(first.ok());
+    through(**first, *engine, prompt, false);
+  }
+  for (const auto& d : std::filesystem::directory_iterator(tmp.path())) {
+    std::fstream file(d.path(), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-100, std::ios::end);
+    file.put('\x55');
+  }
+  std::vector<std::string> warnings;
+  PrefixCacheOptions options = disk_options(tmp);
+  options.warn = [&](const std::string& m) { warnings.push_back(m); };
+  {
+    auto second = PrefixCache::open(*engine, options);
+    ASSERT_TRUE(second.ok());
+    const Cached r = through(**second, *engine, prompt, false);
+    EXPECT_EQ(r.source, "none");
+    EXPECT_EQ(r.result.cached_tokens, 0);
+    ASSERT_FALSE(warnings.empty());
+    EXPECT_NE(warnings[0].find("checksum"), std::string::npos) << warnings[0];
+    expect_equivalent(r.result, cold(*engine, prompt, false), engine->info().n_vocab);
+  }
+  // The damaged file was replaced by a good one; another model ignores it.
+  auto other_engine = load("llama-spm-Q4_K_M");
+  ASSERT_TRUE(other_engine);
+  auto other = PrefixCache::open(*other_engine, disk_options(tmp));
+  ASSERT_TRUE(other.ok());
+  Tokens other_prompt(prompt);
+  for (int32_t& t : other_prompt) t %= other_engine->info().n_vocab;
+  EXPECT_EQ(through(**other, *other_engine, other_prompt, false).source, "none");
+}
+
+}  // namespace
+}  // namespace revis::kvstore
