@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace revis::gguf {
 namespace {
@@ -97,6 +98,14 @@ void GgufWriter::copy_metadata(const GgufFile& file) {
 
 Status GgufWriter::add_tensor(const std::string& name, TensorType type, std::vector<int64_t> dims, const void* data,
                               size_t n_bytes) {
+  const uint8_t* bytes = static_cast<const uint8_t*>(data);
+  auto copy = std::make_shared<const std::vector<uint8_t>>(bytes, bytes + n_bytes);
+  return add_tensor_producer(name, type, std::move(dims), n_bytes,
+                             [copy](const Sink& sink) { return sink(copy->data(), copy->size()); });
+}
+
+Status GgufWriter::add_tensor_producer(const std::string& name, TensorType type, std::vector<int64_t> dims,
+                                       size_t n_bytes, Producer produce) {
   // Refuse what GgufFile would refuse to read back (same limits as the
   // reader); checking the dims first also keeps the product from overflowing.
   const std::string where = "tensor '" + name + "'";
@@ -118,8 +127,7 @@ Status GgufWriter::add_tensor(const std::string& name, TensorType type, std::vec
   if (row_bytes(type, n) != n_bytes)
     return Status::error("tensor '" + name + "': " + std::to_string(n_bytes) + " bytes given, expected " +
                          std::to_string(row_bytes(type, n)));
-  const uint8_t* bytes = static_cast<const uint8_t*>(data);
-  tensors_.push_back({name, type, std::move(dims), std::vector<uint8_t>(bytes, bytes + n_bytes)});
+  tensors_.push_back({name, type, std::move(dims), n_bytes, std::move(produce)});
   return {};
 }
 
@@ -152,27 +160,41 @@ Status GgufWriter::write(const std::string& path) const {
     for (int64_t d : t.dims) header.put<uint64_t>(static_cast<uint64_t>(d));
     header.put<uint32_t>(static_cast<uint32_t>(t.type));
     header.put<uint64_t>(offset);
-    offset += (t.data.size() + alignment - 1) / alignment * alignment;
+    offset += (t.n_bytes + alignment - 1) / alignment * alignment;
   }
   header.pad_to(alignment);
 
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return Status::error(tmp + ": cannot create: " + std::strerror(errno));
-  bool ok = std::fwrite(header.bytes.data(), 1, header.bytes.size(), f) == header.bytes.size();
+  auto put = [&](const void* data, size_t n) -> Status {
+    if (std::fwrite(data, 1, n, f) != n) return Status::error(path + ": write failed: " + std::strerror(errno));
+    return {};
+  };
+  Status status = put(header.bytes.data(), header.bytes.size());
   static const uint8_t zeros[256] = {};
   for (const Tensor& t : tensors_) {
-    ok = ok && std::fwrite(t.data.data(), 1, t.data.size(), f) == t.data.size();
-    const size_t pad = (alignment - t.data.size() % alignment) % alignment;
-    for (size_t left = pad; ok && left > 0; left -= std::min(left, sizeof zeros))
-      ok = std::fwrite(zeros, 1, std::min(left, sizeof zeros), f) == std::min(left, sizeof zeros);
+    if (!status.ok()) break;
+    size_t produced = 0;
+    status = t.produce([&](const void* data, size_t n) -> Status {
+      if (produced + n > t.n_bytes) return Status::error("tensor '" + t.name + "': more bytes than its type and shape hold");
+      produced += n;
+      return put(data, n);
+    });
+    if (status.ok() && produced != t.n_bytes)
+      status = Status::error("tensor '" + t.name + "': " + std::to_string(produced) + " bytes produced, expected " +
+                             std::to_string(t.n_bytes));
+    for (size_t left = (alignment - t.n_bytes % alignment) % alignment; status.ok() && left > 0;) {
+      const size_t n = std::min(left, sizeof zeros);
+      status = put(zeros, n);
+      left -= n;
+    }
   }
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::error(path + ": write failed: " + std::strerror(errno));
-  }
-  return {};
+  if (std::fclose(f) != 0 && status.ok()) status = Status::error(path + ": write failed: " + std::strerror(errno));
+  if (status.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    status = Status::error(path + ": cannot rename " + tmp + ": " + std::strerror(errno));
+  if (!status.ok()) std::remove(tmp.c_str());
+  return status;
 }
 
 }  // namespace revis::gguf

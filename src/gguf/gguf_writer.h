@@ -2,9 +2,13 @@
 // `revis quantize`, `revis mkmodel` and tests. Metadata keeps insertion
 // order; tensor data is aligned to general.alignment (default 32). The file
 // is written to PATH.tmp and renamed, so readers never see half a file.
+// Tensors are either copied in (add_tensor) or produced during write()
+// (add_tensor_producer), one after the other, so that writing a model needs
+// no more memory than its largest piece, not the whole file.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +35,15 @@ class GgufWriter {
   Status add_tensor(const std::string& name, TensorType type, std::vector<int64_t> dims, const void* data,
                     size_t n_bytes);
 
+  // Receives a tensor's bytes in order, in pieces of any size.
+  using Sink = std::function<Status(const void* data, size_t n_bytes)>;
+  using Producer = std::function<Status(const Sink& sink)>;
+  // Adds a tensor whose n_bytes bytes `produce` hands to its sink when
+  // write() reaches it. write() fails if it produces a different count or
+  // fails itself.
+  Status add_tensor_producer(const std::string& name, TensorType type, std::vector<int64_t> dims, size_t n_bytes,
+                             Producer produce);
+
   Status write(const std::string& path) const;
 
  private:
@@ -38,7 +51,8 @@ class GgufWriter {
     std::string name;
     TensorType type;
     std::vector<int64_t> dims;
-    std::vector<uint8_t> data;
+    size_t n_bytes;
+    Producer produce;
   };
   std::vector<KeyValue> metadata_;
   std::vector<Tensor> tensors_;

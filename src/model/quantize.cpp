@@ -87,15 +87,25 @@ TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::
   return type;
 }
 
-std::vector<uint8_t> quantize_rows(TensorType type, const float* values, int64_t n_rows, int64_t row_length,
-                                   ThreadPool& pool) {
-  const size_t bytes_per_row = row_bytes(type, row_length);
-  std::vector<uint8_t> out(bytes_per_row * n_rows);
-  pool.parallel_for(n_rows, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r)
-      quantize_row(type, values + r * row_length, out.data() + r * bytes_per_row, row_length);
-  });
-  return out;
+gguf::GgufWriter::Producer quantized_rows_producer(TensorType type, int64_t n_rows, int64_t row_length,
+                                                   RowSource source, ThreadPool& pool) {
+  return [=, &pool](const gguf::GgufWriter::Sink& sink) -> Status {
+    constexpr int64_t kSliceValues = int64_t{4} << 20;
+    const int64_t slice_rows = std::max<int64_t>(1, kSliceValues / row_length);
+    const size_t bytes_per_row = row_bytes(type, row_length);
+    std::vector<float> values(static_cast<size_t>(std::min(n_rows, slice_rows) * row_length));
+    std::vector<uint8_t> bytes(static_cast<size_t>(std::min(n_rows, slice_rows)) * bytes_per_row);
+    for (int64_t first = 0; first < n_rows; first += slice_rows) {
+      const int64_t count = std::min(slice_rows, n_rows - first);
+      source(first, first + count, values.data());
+      pool.parallel_for(count, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+          quantize_row(type, &values[r * row_length], &bytes[r * bytes_per_row], row_length);
+      });
+      if (Status s = sink(bytes.data(), count * bytes_per_row); !s.ok()) return s;
+    }
+    return {};
+  };
 }
 
 Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
@@ -118,28 +128,39 @@ Status quantize_model(const std::string& input, const std::string& output, Quant
   out.copy_metadata(in);
   out.set_u32("general.file_type", llama_file_type(mix));
   out.set_u32("general.quantization_version", 2);
-  std::vector<float> values;
-  for (size_t i = 0; i < in.tensors().size(); ++i) {
+  // Tensors are converted while the file is written, one slice at a time;
+  // the input stays mapped until then.
+  const size_t n_tensors = in.tensors().size();
+  for (size_t i = 0; i < n_tensors; ++i) {
     const gguf::TensorInfo& t = in.tensors()[i];
-    if (progress) progress(i, in.tensors().size(), t.name);
     const TensorType target = choose_tensor_type(mix, t.name, t.dims, ctx);
-    Status s;
+    gguf::GgufWriter::Producer produce;
+    size_t n_bytes = t.n_bytes;
     if (target == t.type) {
-      s = out.add_tensor(t.name, t.type, t.dims, t.data, t.n_bytes);
+      produce = [&t](const gguf::GgufWriter::Sink& sink) { return sink(t.data, t.n_bytes); };
     } else {
       if (!can_dequantize(t.type)) return Status::error(input + ": tensor '" + t.name + "' has type " +
                                                         type_name(t.type) + ", which cannot be converted");
-      const int64_t cols = t.dims[0], rows = t.rows();
-      values.resize(static_cast<size_t>(t.n_elements()));
+      const int64_t cols = t.dims[0];
       const size_t in_row = row_bytes(t.type, cols);
-      for (int64_t r = 0; r < rows; ++r) dequantize_row(t.type, t.data + r * in_row, &values[r * cols], cols);
-      const std::vector<uint8_t> bytes = quantize_rows(target, values.data(), rows, cols, pool);
-      s = out.add_tensor(t.name, target, t.dims, bytes.data(), bytes.size());
+      n_bytes = row_bytes(target, t.n_elements());
+      produce = quantized_rows_producer(
+          target, t.rows(), cols,
+          [&t, cols, in_row](int64_t begin, int64_t end, float* values) {
+            for (int64_t r = begin; r < end; ++r) dequantize_row(t.type, t.data + r * in_row, &values[(r - begin) * cols], cols);
+          },
+          pool);
     }
-    if (!s.ok()) return s.with_context(output);
+    auto with_progress = [i, n_tensors, &t, &progress, produce](const gguf::GgufWriter::Sink& sink) {
+      if (progress) progress(i, n_tensors, t.name);
+      return produce(sink);
+    };
+    if (Status s = out.add_tensor_producer(t.name, target, t.dims, n_bytes, with_progress); !s.ok())
+      return s.with_context(output);
   }
-  if (progress) progress(in.tensors().size(), in.tensors().size(), "");
-  return out.write(output);
+  Status written = out.write(output);
+  if (written.ok() && progress) progress(n_tensors, n_tensors, "");
+  return written;
 }
 
 }  // namespace revis

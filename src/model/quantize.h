@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf_writer.h"
 #include "model/thread_pool.h"
 #include "quant/types.h"
 #include "revis/status.h"
@@ -48,8 +49,14 @@ using QuantizeProgress = std::function<void(size_t, size_t, const std::string&)>
 Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
                       const QuantizeProgress& progress);
 
-// Converts n_rows rows of f32 values to `type`, rows split across the pool.
-std::vector<uint8_t> quantize_rows(TensorType type, const float* values, int64_t n_rows, int64_t row_length,
-                                   ThreadPool& pool);
+// Writes float rows [begin, end) of a tensor into `values` (row-major).
+using RowSource = std::function<void(int64_t begin, int64_t end, float* values)>;
+
+// A GgufWriter producer for a tensor of n_rows rows of row_length values
+// converted to `type`: it asks `source` for a slice of rows at a time
+// (about 16 MiB of floats), quantizes them across the pool and hands the
+// bytes on, so memory stays at one slice whatever the tensor's size.
+gguf::GgufWriter::Producer quantized_rows_producer(TensorType type, int64_t n_rows, int64_t row_length,
+                                                   RowSource source, ThreadPool& pool);
 
 }  // namespace revis

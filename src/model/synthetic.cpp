@@ -210,33 +210,43 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
     }
   }
 
+  // Weights are generated while the file is written, one slice at a time.
   const TensorContext ctx{spec.n_layer, spec.n_expert, spec.tied_output};
-  std::vector<float> values;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& [name, dims] = tensors[i];
-    if (progress) progress(i, tensors.size(), name);
     const int64_t cols = dims[0];
     int64_t rows = 1;
     for (size_t k = 1; k < dims.size(); ++k) rows *= dims[k];
-    values.resize(static_cast<size_t>(rows * cols));
+    const TensorType type = choose_tensor_type(spec.mix, name, dims, ctx);
+    RowSource source;
     if (dims.size() == 1) {
-      const bool bias = name.find(".bias") != std::string::npos;
-      std::fill(values.begin(), values.end(), bias ? 0.0f : 1.0f);
+      const float value = name.find(".bias") != std::string::npos ? 0.0f : 1.0f;
+      source = [cols, value](int64_t begin, int64_t end, float* values) {
+        std::fill(values, values + (end - begin) * cols, value);
+      };
     } else {
       // Embeddings get a fixed scale; matrices 1/sqrt(fan-in) so activations
       // neither vanish nor explode through the layers.
       const float stddev = name == "token_embd.weight" ? 1.0f : 1.0f / std::sqrt(static_cast<float>(cols));
       const uint64_t seed = hash_name(name, spec.seed);
-      pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) fill_gaussian(&values[r * cols], cols, seed + r * 0x9E37ull, stddev);
-      });
+      source = [cols, seed, stddev, &pool](int64_t first, int64_t last, float* values) {
+        pool.parallel_for(last - first, [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r)
+            fill_gaussian(&values[r * cols], cols, seed + (first + r) * 0x9E37ull, stddev);
+        });
+      };
     }
-    const TensorType type = choose_tensor_type(spec.mix, name, dims, ctx);
-    const std::vector<uint8_t> bytes = quantize_rows(type, values.data(), rows, cols, pool);
-    if (Status s = out.add_tensor(name, type, dims, bytes.data(), bytes.size()); !s.ok()) return s;
+    auto produce = quantized_rows_producer(type, rows, cols, std::move(source), pool);
+    auto with_progress = [i, n = tensors.size(), name = name, &progress, produce](const gguf::GgufWriter::Sink& sink) {
+      if (progress) progress(i, n, name);
+      return produce(sink);
+    };
+    if (Status s = out.add_tensor_producer(name, type, dims, row_bytes(type, rows * cols), with_progress); !s.ok())
+      return s;
   }
-  if (progress) progress(tensors.size(), tensors.size(), "");
-  return out.write(path);
+  Status written = out.write(path);
+  if (written.ok() && progress) progress(tensors.size(), tensors.size(), "");
+  return written;
 }
 
 }  // namespace revis

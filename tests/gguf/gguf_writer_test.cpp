@@ -403,6 +403,55 @@ TEST(GgufWriter, FailedWritesLeaveNothingBehind) {
   EXPECT_EQ(directory_listing(dir.path()), std::set<std::string>{"blocked.gguf"});
 }
 
+// A produced tensor arrives in pieces during write() and reads back as if
+// it had been copied in; a producer that fails, or hands over the wrong
+// number of bytes, fails the write and leaves no file.
+TEST(GgufWriter, ProducedTensorsStreamInPiecesAndAreChecked) {
+  TempDir dir;
+  std::vector<uint8_t> bytes(256 * 4);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 3);
+  int calls = 0;
+  auto in_pieces = [&](size_t piece) {
+    return [&bytes, &calls, piece](const GgufWriter::Sink& sink) -> Status {
+      ++calls;
+      for (size_t at = 0; at < bytes.size(); at += piece)
+        if (Status s = sink(&bytes[at], std::min(piece, bytes.size() - at)); !s.ok()) return s;
+      return {};
+    };
+  };
+  GgufWriter writer;
+  ASSERT_TRUE(writer.add_tensor_producer("streamed", TensorType::F32, {256}, bytes.size(), in_pieces(100)).ok());
+  ASSERT_TRUE(writer.add_tensor("copied", TensorType::F32, {256}, bytes.data(), bytes.size()).ok());
+  EXPECT_EQ(calls, 0);  // nothing is produced before write()
+  ASSERT_TRUE(writer.write(dir.file("ok.gguf")).ok());
+  EXPECT_EQ(calls, 1);
+  auto file = GgufFile::open(dir.file("ok.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  for (const char* name : {"streamed", "copied"}) {
+    const TensorInfo* t = (*file)->tensor(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(std::vector<uint8_t>(t->data, t->data + t->n_bytes), bytes) << name;
+  }
+
+  auto expect_failure = [&](GgufWriter::Producer produce, const std::string& expected) {
+    GgufWriter w;
+    ASSERT_TRUE(w.add_tensor_producer("t", TensorType::F32, {256}, bytes.size(), std::move(produce)).ok());
+    Status s = w.write(dir.file("bad.gguf"));
+    ASSERT_FALSE(s.ok()) << expected;
+    EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
+    EXPECT_EQ(directory_listing(dir.path()), std::set<std::string>{"ok.gguf"});
+  };
+  expect_failure([&](const GgufWriter::Sink& sink) { return sink(bytes.data(), bytes.size() - 4); },
+                 "1020 bytes produced, expected 1024");
+  expect_failure(
+      [&](const GgufWriter::Sink& sink) {
+        if (Status s = sink(bytes.data(), bytes.size()); !s.ok()) return s;
+        return sink(bytes.data(), 1);
+      },
+      "more bytes than its type and shape hold");
+  expect_failure([](const GgufWriter::Sink&) { return Status::error("source went away"); }, "source went away");
+}
+
 TEST(GgufWriter, RefusesAnAlignmentTheReaderWouldReject) {
   // Alignment 0 used to divide by zero; 3 or a string produced a file no reader accepts.
   const std::vector<Value> bad_alignments = {unsigned_value(ValueType::UINT32, 0),
