@@ -5,7 +5,9 @@
 //
 // The whole conversation is rendered with the model's chat template every
 // turn and tokenized so that message text cannot inject control tokens
-// (node/chat_template.h). When it no longer fits the context, the oldest
+// (node/chat_template.h). Each turn continues from the KV rows of the
+// previous prompt (kvstore/prefix_cache.h), so only the new text is
+// evaluated. When the conversation no longer fits the context, the oldest
 // exchanges are dropped until it does.
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/generate.h"
+#include "kvstore/prefix_cache.h"
 #include "node/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -109,7 +112,8 @@ int chat(ChatArgs& args) {
   std::fprintf(stderr, "chat template %s, context %d tokens; /reset forgets the conversation, /exit quits\n",
                node::chat_family_name(model_chat->choice.family), engine->info().n_ctx);
   Conversation conversation(*engine, *model_chat, args.system);
-  auto session = engine->new_session();
+  auto cache = kvstore::PrefixCache::open(*engine, {.ram_sessions = 1});
+  if (!cache.ok()) return fail(cache.status().message());
   GenerateOptions options;
   options.sampling = args.sampling;
   const int room = std::min(args.n_predict, engine->info().n_ctx / 2);
@@ -128,16 +132,23 @@ int chat(ChatArgs& args) {
       continue;
     }
     options.max_tokens = room;
-    auto reply = generate(*engine, *session, *prompt, options, [](std::string_view text) {
+    auto lease = (*cache)->acquire(*prompt, false);
+    if (!lease.ok()) return fail(lease.status().message());
+    auto reply = generate(*engine, *lease->session, *prompt, options, [](std::string_view text) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
-    });
+    }, lease->cached);
     std::printf("\n");
-    if (!reply.ok()) return fail(reply.status().message());
+    if (!reply.ok()) {
+      (*cache)->discard(std::move(*lease));
+      return fail(reply.status().message());
+    }
+    (*cache)->release(std::move(*lease), *prompt, reply->next_logits, false);
     conversation.add_reply(reply->text);
     const size_t decoded = reply->generated.empty() ? 0 : reply->generated.size() - 1;
-    std::fprintf(stderr, "[prompt %zu tokens in %.0f ms; reply %zu tokens, %.1f tok/s%s]\n", reply->prompt_tokens.size(),
-                 reply->prefill_ms, reply->generated.size(), reply->generate_ms > 0 ? decoded * 1000.0 / reply->generate_ms : 0,
+    std::fprintf(stderr, "[prompt %zu tokens (%d reused) in %.0f ms; reply %zu tokens, %.1f tok/s%s]\n",
+                 reply->prompt_tokens.size(), reply->cached_tokens, reply->prefill_ms, reply->generated.size(),
+                 reply->generate_ms > 0 ? decoded * 1000.0 / reply->generate_ms : 0,
                  reply->stop_reason == "length" ? "; cut at -n" : "");
   }
   return 0;
