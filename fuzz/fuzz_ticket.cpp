@@ -41,6 +41,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!valid_ticket_id(cancel->id)) __builtin_trap();
     return 0;
   }
+  if (const auto* resume = std::get_if<ResumeRequest>(&message)) {
+    if (!valid_ticket_id(resume->id) || resume->attempt < 0 || resume->after_seq < -1) __builtin_trap();
+    require_json(retry_event(resume->id, resume->attempt, "fuzz"));
+    return 0;
+  }
+  if (std::holds_alternative<SubscribeRequest>(message)) return 0;
   const Ticket& ticket = std::get<Ticket>(message);
   if (!valid_ticket_id(ticket.id)) __builtin_trap();
   require_json(accepted_event(ticket.id, 0));

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "fabric/dispatcher.h"
 #include "node/config.h"
 #include "node/node.h"
 #include "node/server.h"
@@ -28,7 +29,10 @@ int serve(const ServeArgs& args) {
   if (Status s = node::validate_config(config); !s.ok()) return fail(s.message());
   auto node = node::Node::create(std::move(config));
   if (!node.ok()) return fail(node.status().message());
-  return node::serve(**node);
+  // Every ticket goes through the fabric's dispatcher, with or without peers.
+  auto dispatcher = fabric::Dispatcher::create(**node);
+  if (!dispatcher.ok()) return fail(dispatcher.status().message());
+  return node::serve(**node, **dispatcher);
 }
 
 }  // namespace
@@ -53,6 +57,13 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--engine", o.engine, "gguf (the models; default) or sim (no model, simulated tokens for scale tests)");
   cmd->add_option("--sim-tokens-per-s", o.sim_tokens_per_s, "Generation speed of --engine sim (default 50)");
   cmd->add_option("--sim-prefill-tokens-per-s", o.sim_prefill_tokens_per_s, "Prompt speed of --engine sim (default 1000)");
+  cmd->add_option("--peer", o.peers, "Another node HOST:PORT that tickets may be dispatched to (repeatable)");
+  cmd->add_option("--max-attempts", o.max_attempts, "Runs of one ticket before it fails, when nodes die (default 3)");
+  cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Peer state push interval; 3 missed = link dead (default 1000)");
+  cmd->add_option("--journal", o.journal, "SQLite file recording accepted tickets, resumed after a restart");
+  cmd->add_option("--result-ttl", o.result_ttl_s, "Seconds finished results are kept for resume and duplicates (default 600)");
+  cmd->add_option("--resume-window-ms", o.resume_window_ms,
+                  "How long a disconnected client's tickets wait for it to resume (default 2000)");
   cmd->callback([args, &exit_code] { exit_code = serve(*args); });
 }
 

@@ -18,5 +18,6 @@ void register_submit(CLI::App& app, int& exit_code);
 void register_bench(CLI::App& app, int& exit_code);
 void register_kv(CLI::App& app, int& exit_code);
 void register_batch(CLI::App& app, int& exit_code);
+void register_status(CLI::App& app, int& exit_code);
 
 }  // namespace revis::cli

@@ -110,6 +110,21 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
       s = get_string(v, at, c.catalog);
       c.catalog = resolve_path(c.catalog, base_dir);
     } else if (key == "shutdown_grace_ms") s = get_int(v, at, 0, 3600 * 1000, c.shutdown_grace_ms);
+    else if (key == "peers") {
+      const toml::array* peers = v.as_array();
+      if (!peers) return Status::error(at + ": expected a list of \"HOST:PORT\" strings");
+      for (size_t i = 0; i < peers->size(); ++i) {
+        std::string peer;
+        if (Status ps = get_string(*peers->get(i), at + "[" + std::to_string(i) + "]", peer); !ps.ok()) return ps;
+        c.peers.push_back(peer);
+      }
+    } else if (key == "max_attempts") s = get_int(v, at, 1, 100, c.max_attempts);
+    else if (key == "heartbeat_ms") s = get_int(v, at, 10, 600 * 1000, c.heartbeat_ms);
+    else if (key == "journal") {
+      s = get_string(v, at, c.journal);
+      c.journal = resolve_path(c.journal, base_dir);
+    } else if (key == "result_ttl_s") s = get_int(v, at, 0, 7 * 24 * 3600, c.result_ttl_s);
+    else if (key == "resume_window_ms") s = get_int(v, at, 0, 3600 * 1000, c.resume_window_ms);
     else if (key == "engine") s = get_string(v, at, c.engine);
     else if (key == "sim_tokens_per_s") s = get_rate(v, at, c.sim_tokens_per_s);
     else if (key == "sim_prefill_tokens_per_s") s = get_rate(v, at, c.sim_prefill_tokens_per_s);
@@ -152,6 +167,12 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.ctx) c.ctx = *o.ctx;
   if (o.threads) c.threads = *o.threads;
   if (o.memory_budget_mb) c.memory_budget_mb = *o.memory_budget_mb;
+  if (o.journal) c.journal = *o.journal;
+  if (o.max_attempts) c.max_attempts = *o.max_attempts;
+  if (o.heartbeat_ms) c.heartbeat_ms = *o.heartbeat_ms;
+  if (o.result_ttl_s) c.result_ttl_s = *o.result_ttl_s;
+  if (o.resume_window_ms) c.resume_window_ms = *o.resume_window_ms;
+  c.peers.insert(c.peers.end(), o.peers.begin(), o.peers.end());
   if (o.engine) c.engine = *o.engine;
   if (o.sim_tokens_per_s) c.sim_tokens_per_s = *o.sim_tokens_per_s;
   if (o.sim_prefill_tokens_per_s) c.sim_prefill_tokens_per_s = *o.sim_prefill_tokens_per_s;
@@ -185,6 +206,11 @@ Status validate_config(NodeConfig& c) {
   if (c.queue_limit < 1) return Status::error("queue_limit must be at least 1");
   if (c.ctx < 0) return Status::error("ctx must be >= 0");
   if (c.threads < 0) return Status::error("threads must be >= 0");
+  if (c.max_attempts < 1 || c.max_attempts > 100)
+    return Status::error("max_attempts " + std::to_string(c.max_attempts) + " (expected 1..100)");
+  if (c.heartbeat_ms < 10) return Status::error("heartbeat_ms " + std::to_string(c.heartbeat_ms) + " (expected at least 10)");
+  if (c.result_ttl_s < 0) return Status::error("result_ttl_s must be >= 0");
+  if (c.resume_window_ms < 0) return Status::error("resume_window_ms must be >= 0");
   if (c.host.empty()) return Status::error("host is empty");
   if (!is_loopback_host(c.host) && c.token.empty())
     return Status::error("refusing to listen on " + c.host +

@@ -16,6 +16,12 @@
 //   max_request_bytes = 1048576  # HTTP body size limit
 //   catalog = "tasks.toml"       # task overrides (relative to this file)
 //   shutdown_grace_ms = 10000    # SIGTERM: how long the running job may finish
+//   peers = ["10.0.0.2:8080"]    # other nodes tickets may be dispatched to (--peer)
+//   max_attempts = 3             # runs of one ticket before it fails (a node died, a link dropped)
+//   heartbeat_ms = 1000          # peer status push interval; 3 missed = the link is dead
+//   journal = "node.journal"     # SQLite journal of accepted tickets (none if empty)
+//   result_ttl_s = 600           # finished results kept for resume and duplicate ticketIDs
+//   resume_window_ms = 2000      # a disconnected client's tickets wait this long for a resume
 //   engine = "gguf"              # "sim": no models, simulated tokens (scale tests)
 //   sim_tokens_per_s = 50        # the simulated engine's generation speed
 //   sim_prefill_tokens_per_s = 1000
@@ -59,6 +65,13 @@ struct NodeConfig {
   uint64_t max_request_bytes = 1024 * 1024;
   std::string catalog;
   int shutdown_grace_ms = 10000;
+  // The fabric (docs/fabric.md).
+  std::vector<std::string> peers;  // HOST:PORT
+  int max_attempts = 3;
+  int heartbeat_ms = 1000;
+  std::string journal;
+  int result_ttl_s = 600;
+  int resume_window_ms = 2000;
   // "gguf" runs the tiers' models; "sim" runs the simulated engine
   // (node/sim_inference.h), which needs no model and serves every tier.
   std::string engine = "gguf";
@@ -69,7 +82,9 @@ struct NodeConfig {
 // Values from the command line; set ones replace the file's.
 struct ConfigOverrides {
   std::optional<std::string> name, host, token, model, default_tier, catalog, engine;
-  std::optional<int> port, queue_limit, ctx, threads;
+  std::optional<std::string> journal;
+  std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
+  std::vector<std::string> peers;  // added to the file's
   std::optional<uint64_t> memory_budget_mb;
   std::vector<std::string> tiers;  // "NAME=PATH", replacing a file tier of the same name
   std::optional<double> sim_tokens_per_s, sim_prefill_tokens_per_s;

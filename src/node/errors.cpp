@@ -5,7 +5,7 @@
 namespace revis::node {
 namespace {
 
-constexpr std::array<std::pair<ErrorCode, const char*>, 9> kNames = {{
+constexpr std::array<std::pair<ErrorCode, const char*>, 10> kNames = {{
     {ErrorCode::kBadRequest, "bad_request"},
     {ErrorCode::kUnknownTask, "unknown_task"},
     {ErrorCode::kMissingArg, "missing_arg"},
@@ -15,6 +15,7 @@ constexpr std::array<std::pair<ErrorCode, const char*>, 9> kNames = {{
     {ErrorCode::kCancelled, "cancelled"},
     {ErrorCode::kInternal, "internal"},
     {ErrorCode::kCatalogMismatch, "catalog_mismatch"},
+    {ErrorCode::kUnknownTicket, "unknown_ticket"},
 }};
 
 }  // namespace

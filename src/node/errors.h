@@ -26,6 +26,7 @@ enum class ErrorCode {
   kCancelled,         // cancelled by the client, a disconnect or shutdown
   kInternal,          // a bug or an unexpected engine failure
   kCatalogMismatch,   // the ticket pins another catalogue digest
+  kUnknownTicket,     // resume of a ticket this node does not know (never seen, or its result expired)
 };
 
 // The wire name: "bad_request", "unknown_task", ...

@@ -82,12 +82,14 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
       current_.tier = job->spec.tier;
       current_.phase = "loading";
     }
+    if (on_change_) on_change_();
     run(*job);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       running_.reset();
     }
     wake_.notify_all();  // shutdown() may be waiting for the running job
+    if (on_change_) on_change_();
   }
 }
 
@@ -233,12 +235,12 @@ void Executor::finish(QueuedJob& job, Outcome<JobResult> outcome) {
   if (job.callbacks.on_finish) job.callbacks.on_finish(std::move(outcome));
 }
 
-Outcome<Admission> Executor::submit(JobSpec spec, JobCallbacks callbacks) {
+Outcome<Admission> Executor::submit(JobSpec spec, JobCallbacks callbacks, bool first) {
   Admission a;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return NodeError{ErrorCode::kCancelled, "the node is shutting down"};
-    if (queue_.full())
+    if (queue_.full() && !first)
       return NodeError{ErrorCode::kQueueFull, "the queue is full (" + std::to_string(queue_.size()) +
                                                   " jobs waiting); try again later or another node"};
     auto job = std::make_shared<QueuedJob>();
@@ -246,11 +248,20 @@ Outcome<Admission> Executor::submit(JobSpec spec, JobCallbacks callbacks) {
     job->spec = std::move(spec);
     job->callbacks = std::move(callbacks);
     a.job_id = job->id;
-    a.position = static_cast<int>(queue_.size()) + (running_ ? 1 : 0);
-    queue_.push(std::move(job));
+    a.position = first ? (running_ ? 1 : 0) : static_cast<int>(queue_.size()) + (running_ ? 1 : 0);
+    if (first) queue_.push_front(std::move(job));
+    else queue_.push(std::move(job));
   }
   wake_.notify_all();
   return a;
+}
+
+std::shared_ptr<QueuedJob> Executor::take_queued(const std::function<bool(const JobSpec&)>& pick) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return nullptr;
+  std::shared_ptr<QueuedJob> found = queue_.find_first([&](const QueuedJob& job) { return pick(job.spec); });
+  if (found) queue_.remove(found->id);
+  return found;
 }
 
 bool Executor::cancel(uint64_t job_id, const std::string& reason) {

@@ -83,8 +83,15 @@ class Executor {
 
   // Queues a job: queue_full when the queue is at its limit, cancelled once
   // shutdown has begun. After success, callbacks.on_finish is called exactly
-  // once, later.
-  Outcome<Admission> submit(JobSpec spec, JobCallbacks callbacks);
+  // once, later. `first`: a job accepted earlier that comes back (its run on
+  // another node failed) goes to the head of the queue, limit or not.
+  Outcome<Admission> submit(JobSpec spec, JobCallbacks callbacks, bool first = false);
+  // Takes the oldest queued job that `pick` accepts out of the queue without
+  // finishing it (no callback runs): the fabric moves it to an idle peer.
+  std::shared_ptr<QueuedJob> take_queued(const std::function<bool(const JobSpec&)>& pick);
+  // Called on the executor thread, outside any lock, whenever a job starts
+  // or ends (busy/idle changes are pushed to peers). Set before start().
+  void set_observer(std::function<void()> on_change) { on_change_ = std::move(on_change); }
   // Cancels a queued job (its on_finish runs now, on this thread) or the
   // running one (the inference stops before its next token). False when the
   // job is not queued or running (already finished, or unknown).
@@ -126,6 +133,7 @@ class Executor {
   uint64_t next_id_ = 1;
   uint64_t executed_ = 0;
   double avg_job_s_ = 1.0;  // moving average of job durations
+  std::function<void()> on_change_;
   std::thread thread_;
 };
 

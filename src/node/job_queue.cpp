@@ -10,6 +10,8 @@ bool JobQueue::push(std::shared_ptr<QueuedJob> job) {
   return true;
 }
 
+void JobQueue::push_front(std::shared_ptr<QueuedJob> job) { jobs_.push_front(std::move(job)); }
+
 std::shared_ptr<QueuedJob> JobQueue::pop() {
   if (jobs_.empty()) return nullptr;
   std::shared_ptr<QueuedJob> job = std::move(jobs_.front());

@@ -33,8 +33,18 @@ class JobQueue {
 
   // Appends; false (and nothing changes) when the queue is full.
   bool push(std::shared_ptr<QueuedJob> job);
+  // Puts a job first, even beyond the capacity: one that was already
+  // accepted and comes back (its remote run failed) must not be refused.
+  void push_front(std::shared_ptr<QueuedJob> job);
   // The oldest job, or nullptr when empty.
   std::shared_ptr<QueuedJob> pop();
+  // The oldest job `pick` accepts, left in place; nullptr if none.
+  template <typename Pick>
+  std::shared_ptr<QueuedJob> find_first(Pick&& pick) const {
+    for (const auto& job : jobs_)
+      if (pick(*job)) return job;
+    return nullptr;
+  }
   // Takes out the job with this id wherever it is; nullptr if absent.
   std::shared_ptr<QueuedJob> remove(uint64_t id);
   // Takes out everything, oldest first.

@@ -44,6 +44,7 @@ class Node {
   bool simulated() const { return config_.engine == "sim"; }
   bool serves_tier(const std::string& tier) const;
   Executor& executor() { return *executor_; }
+  const TierPool& tiers() const { return *pool_; }
 
   Outcome<JobSpec> admit(const Ticket& ticket, Clock::time_point received) const;
 

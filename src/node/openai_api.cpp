@@ -239,6 +239,7 @@ int http_status_for(ErrorCode code) {
     case ErrorCode::kMissingArg:
     case ErrorCode::kTooLong:
     case ErrorCode::kCatalogMismatch: return 400;
+    case ErrorCode::kUnknownTicket: return 404;
     case ErrorCode::kQueueFull:
     case ErrorCode::kModelUnavailable:
     case ErrorCode::kCancelled: return 503;

@@ -17,6 +17,7 @@
 
 #include "node/log.h"
 #include "node/node.h"
+#include "node/ticket_desk.h"
 
 namespace revis::node {
 namespace {
@@ -39,6 +40,7 @@ class HttpSession;
 
 struct ServerState {
   Node& node;
+  TicketDesk& desk;
   net::io_context& ioc;
   tcp::acceptor acceptor;
   net::signal_set signals;
@@ -50,7 +52,7 @@ struct ServerState {
   std::thread stopper;
   Clock::time_point stop_deadline;
 
-  ServerState(Node& n, net::io_context& io) : node(n), ioc(io), acceptor(io), signals(io, SIGINT, SIGTERM), stop_timer(io) {}
+  ServerState(Node& n, TicketDesk& d, net::io_context& io) : node(n), desk(d), ioc(io), acceptor(io), signals(io, SIGINT, SIGTERM), stop_timer(io) {}
   void begin_shutdown(int code, const std::string& why);
   void after_executor_stopped();
   void poll_connections_closed();
@@ -84,7 +86,7 @@ std::string random_id(const char* prefix) {
 
 // ---------------------------------------------------------------- WebSocket
 
-class WsSession : public std::enable_shared_from_this<WsSession> {
+class WsSession : public ClientLink, public std::enable_shared_from_this<WsSession> {
  public:
   WsSession(beast::tcp_stream&& stream, ServerState& state) : ws_(std::move(stream)), state_(state) {}
 
@@ -100,6 +102,17 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       if (ec) return;
       self->do_read();
     });
+  }
+
+  void send(std::string event) override {
+    net::post(ws_.get_executor(), [self = shared_from_this(), event = std::move(event)]() mutable {
+      self->write_event(std::move(event));
+    });
+  }
+
+  void refuse(const std::optional<std::string>& id, const NodeError& error) override {
+    state_.node.count_refused("ticket", error.code);
+    send(error_event(id, error));
   }
 
   // Shutdown: send what is queued, then a close frame.
@@ -133,57 +146,15 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       return;
     }
     ClientMessage& message = std::get<ClientMessage>(parsed);
-    if (auto* cancel = std::get_if<CancelRequest>(&message)) {
-      // Cancelling a ticket that already finished (or never existed) is not
-      // an error: the client may simply have lost the race with `done`.
-      if (auto it = tickets_.find(cancel->id); it != tickets_.end())
-        state_.node.executor().cancel(it->second, "cancelled by the client");
-      return;
-    }
-    Ticket& ticket = std::get<Ticket>(message);
-    if (tickets_.count(ticket.id)) {
-      refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
-      return;
-    }
-    auto spec = state_.node.admit(ticket, received);
-    if (!spec.ok()) {
-      refuse(ticket.id, spec.error());
-      return;
-    }
     auto self = shared_from_this();
-    const std::string id = ticket.id;
-    JobCallbacks callbacks;
-    if (ticket.streaming) {
-      // Runs on the executor thread, one call after another: the sequence
-      // counter needs no lock, and the event is built there, off the I/O thread.
-      auto seq = std::make_shared<uint64_t>(0);
-      callbacks.on_text = [self, id, seq](std::string_view piece) {
-        std::string event = token_event(id, (*seq)++, piece);
-        net::post(self->ws_.get_executor(), [self, event = std::move(event)]() mutable { self->send(std::move(event)); });
-      };
-    }
-    callbacks.on_finish = [self, id](Outcome<JobResult> outcome) {
-      std::string event = outcome.ok() ? done_event(id, *outcome) : error_event(id, outcome.error());
-      net::post(self->ws_.get_executor(), [self, id, event = std::move(event)]() mutable {
-        self->tickets_.erase(id);
-        self->send(std::move(event));
-      });
-    };
-    auto admission = state_.node.executor().submit(std::move(*spec), std::move(callbacks));
-    if (!admission.ok()) {
-      refuse(id, admission.error());
-      return;
-    }
-    tickets_[id] = admission->job_id;
-    send(accepted_event(id, admission->position));
+    if (auto* cancel = std::get_if<CancelRequest>(&message)) return state_.desk.on_cancel(self, cancel->id);
+    if (auto* resume = std::get_if<ResumeRequest>(&message)) return state_.desk.on_resume(self, *resume);
+    if (auto* subscribe = std::get_if<SubscribeRequest>(&message)) return state_.desk.on_subscribe(self, *subscribe);
+    state_.desk.on_ticket(self, std::move(std::get<Ticket>(message)), received);
   }
 
-  void refuse(const std::optional<std::string>& id, const NodeError& error) {
-    state_.node.count_refused("ticket", error.code);
-    send(error_event(id, error));
-  }
-
-  void send(std::string message) {
+  // On the I/O thread.
+  void write_event(std::string message) {
     if (closed_) return;
     queued_bytes_ += message.size();
     if (queued_bytes_ > kMaxBufferedBytes) {
@@ -219,12 +190,12 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     });
   }
 
-  // The client is gone (or misbehaved): nobody will read results, so free
-  // the machine for others at once.
+  // The client is gone (or misbehaved): the desk decides what becomes of
+  // its tickets.
   void disconnected() {
     if (closed_) return;
     closed_ = true;
-    for (const auto& [id, job] : tickets_) state_.node.executor().cancel(job, "the client disconnected");
+    state_.desk.on_disconnect(shared_from_this());
     if (!closing_) {
       beast::error_code ignored;
       beast::get_lowest_layer(ws_).socket().close(ignored);
@@ -237,7 +208,6 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   std::deque<std::string> outbox_;
   size_t queued_bytes_ = 0;
   bool writing_ = false, closed_ = false, close_pending_ = false, closing_ = false;
-  std::map<std::string, uint64_t> tickets_;  // in flight on this connection: ticketID -> job id
 };
 
 // ---------------------------------------------------------------- HTTP
@@ -310,6 +280,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (path == "/v1/revis/status") {
       if (!get) return method_not_allowed();
       return respond_json(http::status::ok, state_.node.status_json());
+    }
+    if (path == "/v1/revis/cluster") {
+      if (!get) return method_not_allowed();
+      return respond_json(http::status::ok, state_.desk.cluster_json());
     }
     if (path == "/metrics") {
       if (!get) return method_not_allowed();
@@ -539,6 +513,7 @@ void ServerState::begin_shutdown(int code, const std::string& why) {
   stopping = true;
   exit_code = code;
   log_line("info", "shutting down: " + why);
+  desk.on_shutdown();
   beast::error_code ignored;
   acceptor.close(ignored);
   signals.cancel(ignored);
@@ -575,10 +550,10 @@ void ServerState::poll_connections_closed() {
 
 }  // namespace
 
-int serve(Node& node) {
+int serve(Node& node, TicketDesk& desk) {
   const NodeConfig& config = node.config();
   net::io_context ioc{1};
-  ServerState state(node, ioc);
+  ServerState state(node, desk, ioc);
 
   beast::error_code ec;
   tcp::resolver resolver(ioc);
@@ -597,6 +572,7 @@ int serve(Node& node) {
     return 1;
   }
   const tcp::endpoint bound = state.acceptor.local_endpoint();
+  desk.on_listening(bound.port());
   std::string host = bound.address().to_string();
   if (bound.address().is_v6()) host = "[" + host + "]";
   log_line("info", "node " + config.name + " listening on http://" + host + ":" + std::to_string(bound.port()) +
@@ -631,6 +607,7 @@ int serve(Node& node) {
   }
   if (state.stopper.joinable()) state.stopper.join();
   node.stop(std::chrono::milliseconds(0));
+  desk.on_stopped();
   log_line("info", "stopped");
   return state.exit_code;
 }

@@ -6,6 +6,7 @@
 //   GET  /v1/models            the tiers, in OpenAI's list shape
 //   GET  /health               200 ok, 503 while loading or stopping (no token needed)
 //   GET  /v1/revis/status      the node's state as JSON
+//   GET  /v1/revis/cluster     every node the fabric knows (TicketDesk::cluster_json)
 //   GET  /metrics              Prometheus text
 //
 // With a token configured, everything but /health needs
@@ -20,6 +21,7 @@
 namespace revis::node {
 
 class Node;
+class TicketDesk;
 
 // Listens on the configured address, starts the node, and serves until
 // SIGINT/SIGTERM: then stops accepting, cancels queued jobs, lets the
@@ -27,6 +29,7 @@ class Node;
 // returns 0. Returns 1 when it cannot listen or the startup model fails to
 // load. Logs "listening on http://HOST:PORT" once the port is open (the real
 // port when 0 was asked for).
-int serve(Node& node);
+// Tickets (WebSocket) go to `desk`, which places them (src/fabric).
+int serve(Node& node, TicketDesk& desk);
 
 }  // namespace revis::node

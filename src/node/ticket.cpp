@@ -120,8 +120,21 @@ std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_vi
   if (!type_it->is_string())
     return reject(ErrorCode::kBadRequest, std::string("\"type\" must be a string, not ") + type_name(*type_it), id);
   const std::string type = type_it->get<std::string>();
-  if (type != "ticket" && type != "cancel")
-    return reject(ErrorCode::kBadRequest, "unknown message type \"" + type + "\" (expected ticket or cancel)", id);
+  if (type != "ticket" && type != "cancel" && type != "resume" && type != "subscribe")
+    return reject(ErrorCode::kBadRequest,
+                  "unknown message type \"" + type + "\" (expected ticket, cancel, resume or subscribe)", id);
+
+  if (type == "subscribe") {
+    SubscribeRequest sub;
+    for (const auto& [key, value] : j.items()) {
+      if (key == "type") continue;
+      if (key != "node") return reject(ErrorCode::kBadRequest, "unknown field \"" + key + "\" in a subscribe message");
+      if (!value.is_string())
+        return reject(ErrorCode::kBadRequest, std::string("\"node\" must be a string, not ") + type_name(value));
+      sub.node = value.get<std::string>();
+    }
+    return ClientMessage{std::move(sub)};
+  }
 
   auto id_it = j.find("ticketID");
   if (id_it == j.end()) return reject(ErrorCode::kBadRequest, "missing field \"ticketID\"");
@@ -134,6 +147,24 @@ std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_vi
       if (key != "type" && key != "ticketID")
         return reject(ErrorCode::kBadRequest, "unknown field \"" + key + "\" in a cancel message", id);
     return ClientMessage{CancelRequest{*id}};
+  }
+
+  if (type == "resume") {
+    ResumeRequest r;
+    r.id = *id;
+    for (const auto& [key, value] : j.items()) {
+      if (key == "type" || key == "ticketID") continue;
+      if (key != "attempt" && key != "afterSeq")
+        return reject(ErrorCode::kBadRequest,
+                      "unknown field \"" + key + "\" (a resume has type, ticketID, attempt, afterSeq)", id);
+      const int64_t lo = key == "attempt" ? 0 : -1;
+      if (!value.is_number_integer() || value.get<int64_t>() < lo || value.get<int64_t>() > (int64_t(1) << 40))
+        return reject(ErrorCode::kBadRequest,
+                      "\"" + key + "\" must be an integer >= " + std::to_string(lo) + ", not " + value.dump(), id);
+      if (key == "attempt") r.attempt = static_cast<int>(value.get<int64_t>());
+      else r.after_seq = value.get<int64_t>();
+    }
+    return ClientMessage{std::move(r)};
   }
 
   Ticket t;
@@ -163,9 +194,13 @@ std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_vi
       if (!value.is_string())
         return reject(ErrorCode::kBadRequest, std::string("\"catalog\" must be a string, not ") + type_name(value), id);
       t.catalog = value.get<std::string>();
+    } else if (key == "forwardedBy") {
+      if (!value.is_string())
+        return reject(ErrorCode::kBadRequest, std::string("\"forwardedBy\" must be a string, not ") + type_name(value), id);
+      t.forwarded_by = value.get<std::string>();
     } else {
       return reject(ErrorCode::kBadRequest,
-                    "unknown field \"" + key + "\" (a ticket has type, ticketID, taskType, isStreaming, args, catalog)", id);
+                    "unknown field \"" + key + "\" (a ticket has type, ticketID, taskType, isStreaming, args, catalog, forwardedBy)", id);
     }
   }
   if (!have_task) return reject(ErrorCode::kBadRequest, "missing field \"taskType\"", id);
@@ -186,6 +221,10 @@ std::string done_event(const std::string& id, const JobResult& result) {
                {"text", result.text},
                {"stopReason", result.stop_reason},
                {"stats", stats_json(result.stats)}});
+}
+
+std::string retry_event(const std::string& id, int attempt, const std::string& reason) {
+  return dump({{"type", "retry"}, {"ticketID", id}, {"attempt", attempt}, {"reason", reason}});
 }
 
 std::string error_event(const std::optional<std::string>& id, const NodeError& error) {

@@ -27,13 +27,31 @@ struct Ticket {
   bool streaming = false;
   std::map<std::string, std::string> args;
   std::optional<std::string> catalog;  // the catalogue digest the client expects
+  // Set by a peer's dispatcher (docs/fabric.md): the ticket runs on this
+  // node and is never forwarded again.
+  std::optional<std::string> forwarded_by;
 };
 
 struct CancelRequest {
   std::string id;
 };
 
-using ClientMessage = std::variant<Ticket, CancelRequest>;
+// Re-attaches a connection to a ticket sent earlier (perhaps on a lost
+// connection): events of `attempt` after `after_seq` are sent again, then the
+// live ones. A client that saw another attempt first hears `retry`.
+struct ResumeRequest {
+  std::string id;
+  int attempt = 0;         // 0: none seen
+  int64_t after_seq = -1;  // -1: none seen
+};
+
+// A peer asks for this node's state, pushed at once, on every change, and
+// as a heartbeat.
+struct SubscribeRequest {
+  std::string node;  // the subscriber's name, for the log
+};
+
+using ClientMessage = std::variant<Ticket, CancelRequest, ResumeRequest, SubscribeRequest>;
 
 // A message that could not be accepted: the error to send back, and the
 // ticketID when one could be read from it (else the reply carries null).
@@ -54,5 +72,8 @@ std::string accepted_event(const std::string& id, int position);
 std::string token_event(const std::string& id, uint64_t seq, std::string_view text);
 std::string done_event(const std::string& id, const JobResult& result);
 std::string error_event(const std::optional<std::string>& id, const NodeError& error);
+// The ticket runs again (attempt 2, 3, ...): text streamed so far is void
+// and token seq restarts at 0.
+std::string retry_event(const std::string& id, int attempt, const std::string& reason);
 
 }  // namespace revis::node

@@ -1,0 +1,741 @@
+#include "fabric/dispatcher.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <set>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "node/log.h"
+
+namespace revis::fabric {
+namespace {
+
+namespace net = boost::asio;
+using nlohmann::json;
+using node::Clock;
+using node::ErrorCode;
+using node::NodeError;
+
+std::string random_instance() {
+  std::random_device rd;
+  std::mt19937_64 rng((uint64_t(rd()) << 32) ^ rd());
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// The ticket as a message, for a peer (forwarded_by set) or the journal.
+std::string ticket_message(const node::Ticket& t, const std::string& catalog, const std::string& forwarded_by) {
+  json j = {{"type", "ticket"}, {"ticketID", t.id}, {"taskType", t.task}, {"isStreaming", t.streaming}, {"args", t.args}};
+  if (!catalog.empty()) j["catalog"] = catalog;
+  if (!forwarded_by.empty()) j["forwardedBy"] = forwarded_by;
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Logged for every job this node ran to the end: the cluster tests read
+// these lines to check that no node ever ran two jobs at once.
+void log_run(const std::string& id, const node::JobStats& s) {
+  char line[256];
+  std::snprintf(line, sizeof line, "ran ticket %s exec %llu from %.3f ms to %.3f ms (%d tokens, %.1f tok/s)", id.c_str(),
+                static_cast<unsigned long long>(s.exec_index), s.started_ms, s.finished_ms, s.generated_tokens, s.gen_tok_s);
+  node::log_line("info", line);
+}
+
+// Errors of a forwarded run after which the ticket may well succeed on
+// another node; the rest (bad_request, unknown_task, ...) are the ticket's.
+bool worth_another_node(ErrorCode code) {
+  return code == ErrorCode::kModelUnavailable || code == ErrorCode::kInternal || code == ErrorCode::kCancelled ||
+         code == ErrorCode::kCatalogMismatch;
+}
+
+}  // namespace
+
+struct Dispatcher::Record {
+  node::Ticket ticket;
+  Clock::time_point received;
+  int attempt = 1;
+  uint64_t placement = 0;  // bumped at every placement; callbacks of an earlier one are ignored
+  enum class Where { kLocal, kPeer, kDone } where = Where::kLocal;
+  uint64_t job_id = 0;     // kLocal: the executor's job
+  std::string peer;        // kPeer: which peer, on which link session
+  uint64_t session = 0;
+  std::vector<std::string> events;  // token events of the current attempt; event i has seq i
+  std::string terminal;
+  Clock::time_point finished;
+  std::vector<Link> clients;
+  bool cancel_requested = false;
+  bool orphaned = false;    // cancelled because no client came back: not kept as a result
+  uint64_t orphan_watch = 0;
+};
+
+struct Dispatcher::Peer {
+  std::string key;  // HOST:PORT as configured
+  std::unique_ptr<PeerLink> link;
+  bool up = false;
+  uint64_t session = 0;
+  bool known = false;  // a state has arrived on this session
+  NodeState state;
+  bool is_self = false;
+  Clock::time_point last_heard{}, idle_since = Clock::now();
+  int in_flight = 0;  // tickets this node sent there that have not ended
+  std::string last_error;
+};
+
+Dispatcher::Dispatcher(node::Node& node)
+    : node_(node), config_(node.config()), instance_(random_instance()), io_(std::make_unique<net::io_context>()) {}
+
+Result<std::unique_ptr<Dispatcher>> Dispatcher::create(node::Node& node) {
+  std::unique_ptr<Dispatcher> d(new Dispatcher(node));
+  if (!d->config_.journal.empty()) {
+    auto journal = Journal::open(d->config_.journal);
+    if (!journal.ok()) return journal.status();
+    d->journal_ = std::move(*journal);
+  }
+  for (const std::string& text : d->config_.peers) {
+    auto hp = node::parse_host_port(text, 8080);
+    if (!hp.ok()) return hp.status().with_context("--peer");
+    auto peer = std::make_unique<Peer>();
+    peer->key = hp->host + ":" + std::to_string(hp->port);
+    Dispatcher* self = d.get();
+    const std::string key = peer->key;
+    PeerLinkEvents events;
+    events.on_up = [self, key](uint64_t s) { self->on_peer_up(key, s); };
+    events.on_message = [self, key](uint64_t s, std::string text) { self->on_peer_message(key, s, text); };
+    events.on_down = [self, key](uint64_t s, const std::string& why) { self->on_peer_down(key, s, why); };
+    const std::string hello = json{{"type", "subscribe"}, {"node", d->config_.name}}.dump();
+    peer->link = std::make_unique<PeerLink>(*d->io_, *hp, d->config_.token, hello,
+                                            std::chrono::milliseconds(3 * d->config_.heartbeat_ms), std::move(events));
+    d->peers_.emplace(peer->key, std::move(peer));
+  }
+  node.executor().set_observer([self = d.get()] { self->on_executor_change(); });
+  return d;
+}
+
+Dispatcher::~Dispatcher() {
+  for (auto& [key, peer] : peers_) peer->link->stop();
+  io_->stop();
+  if (io_thread_.joinable()) io_thread_.join();
+  peers_.clear();
+}
+
+void Dispatcher::on_listening(int port) {
+  {
+    Lock lock(mu_);
+    if (started_) return;
+    started_ = true;
+    restore_from_journal();
+  }
+  for (auto& [key, peer] : peers_) peer->link->start();
+  net::post(*io_, [this] { heartbeat_tick(); });
+  io_thread_ = std::thread([this] {
+    auto guard = net::make_work_guard(*io_);
+    io_->run();
+  });
+  if (!peers_.empty())
+    node::log_line("info", "fabric: " + std::to_string(peers_.size()) + " peer(s), node " + config_.name + " on port " +
+                               std::to_string(port) + ", heartbeat " + std::to_string(config_.heartbeat_ms) + " ms");
+}
+
+// ---------------------------------------------------------------- tickets from clients
+
+void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_point received) {
+  if (ticket.forwarded_by) return run_local_pinned(from, std::move(ticket), received);
+  Lock lock(mu_);
+  sweep_expired();
+  if (auto it = records_.find(ticket.id); it != records_.end()) {
+    Record& rec = *it->second;
+    const bool here = std::find(rec.clients.begin(), rec.clients.end(), from) != rec.clients.end();
+    if (here && rec.where != Record::Where::kDone) {
+      from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
+      return;
+    }
+    // The same ticketID again (a client retrying after a lost connection):
+    // the one ticket, not a second run.
+    from->send(node::accepted_event(ticket.id, 0));
+    attach(rec, from, 0, -1);
+    return;
+  }
+  auto spec = node_.admit(ticket, received);
+  if (!spec.ok()) return from->refuse(ticket.id, spec.error());
+  auto owned = std::make_unique<Record>();
+  Record& rec = *owned;
+  rec.ticket = std::move(ticket);
+  rec.received = received;
+  rec.clients.push_back(from);
+  const std::string id = rec.ticket.id;
+  records_.emplace(id, std::move(owned));
+  auto position = place(rec, false);
+  if (!position.ok()) {
+    records_.erase(id);
+    return from->refuse(id, position.error());
+  }
+  if (journal_)
+    if (Status s = journal_->accepted(id, ticket_message(rec.ticket, "", "")); !s.ok()) node::log_line("warn", s.message());
+  from->send(node::accepted_event(id, *position));
+}
+
+// A ticket a peer forwarded: it runs here whatever this node's peers are
+// doing, and only as long as the forwarding connection lasts.
+void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::time_point received) {
+  auto spec = node_.admit(ticket, received);
+  if (!spec.ok()) return from->refuse(ticket.id, spec.error());
+  Lock lock(mu_);
+  if (shutting_down_) return from->refuse(ticket.id, {ErrorCode::kCancelled, "the node is shutting down"});
+  auto& mine = pinned_[from.get()];
+  if (mine.count(ticket.id))
+    return from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
+  const std::string id = ticket.id;
+  node::JobCallbacks callbacks;
+  if (ticket.streaming) {
+    auto seq = std::make_shared<uint64_t>(0);
+    callbacks.on_text = [from, id, seq](std::string_view piece) { from->send(node::token_event(id, (*seq)++, piece)); };
+  }
+  callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
+    if (outcome.ok()) log_run(id, outcome->stats);
+    {
+      Lock lock(mu_);
+      if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
+        it->second.erase(id);
+        if (it->second.empty()) pinned_.erase(it);
+      }
+      if (outcome.ok()) tok_per_s_ = outcome->stats.gen_tok_s;
+    }
+    from->send(outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
+  };
+  auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks));
+  if (!admission.ok()) {
+    if (mine.empty()) pinned_.erase(from.get());
+    return from->refuse(id, admission.error());
+  }
+  mine[id] = admission->job_id;
+  from->send(node::accepted_event(id, admission->position));
+}
+
+void Dispatcher::on_cancel(const Link& from, const std::string& id) {
+  uint64_t local_job = 0;
+  {
+    Lock lock(mu_);
+    if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
+      if (auto job = it->second.find(id); job != it->second.end()) local_job = job->second;
+    }
+    if (!local_job) {
+      auto it = records_.find(id);
+      // Cancelling what is not in flight (or not this client's) is ignored:
+      // the client may have lost the race with `done`.
+      if (it == records_.end() || it->second->where == Record::Where::kDone) return;
+      Record& rec = *it->second;
+      if (std::find(rec.clients.begin(), rec.clients.end(), from) == rec.clients.end()) return;
+      rec.cancel_requested = true;
+      local_job = cancel_ticket(rec);
+    }
+  }
+  if (local_job) node_.executor().cancel(local_job, "cancelled by the client");
+}
+
+void Dispatcher::on_resume(const Link& from, const node::ResumeRequest& r) {
+  Lock lock(mu_);
+  sweep_expired();
+  auto it = records_.find(r.id);
+  if (it == records_.end())
+    return from->refuse(r.id, {ErrorCode::kUnknownTicket, "no ticket " + r.id + " here: never accepted, or its result expired (results are kept " +
+                                                              std::to_string(config_.result_ttl_s) + " s); send it again"});
+  attach(*it->second, from, r.attempt, r.after_seq);
+}
+
+void Dispatcher::on_subscribe(const Link& from, const node::SubscribeRequest& request) {
+  Lock lock(mu_);
+  if (std::find(subscribers_.begin(), subscribers_.end(), from) == subscribers_.end()) subscribers_.push_back(from);
+  node::log_line("info", "fabric: " + (request.node.empty() ? std::string("a peer") : "peer " + request.node) +
+                             " subscribed to this node's state");
+  from->send(json{{"type", "peer"}, {"status", to_json(local_state())}}.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void Dispatcher::on_disconnect(const Link& from) {
+  std::vector<uint64_t> cancel_jobs;
+  {
+    Lock lock(mu_);
+    std::erase(subscribers_, from);
+    if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
+      for (const auto& [id, job] : it->second) cancel_jobs.push_back(job);
+      pinned_.erase(it);
+    }
+    for (auto& [id, rec] : records_) {
+      if (rec->where == Record::Where::kDone) continue;
+      const size_t before = rec->clients.size();
+      std::erase(rec->clients, from);
+      if (before > 0 && rec->clients.empty()) watch_orphan(*rec);
+    }
+  }
+  for (uint64_t job : cancel_jobs) node_.executor().cancel(job, "the client disconnected");
+}
+
+// A ticket whose last client left: if none resumes it within the window,
+// nobody will read its result, so it is cancelled and forgotten.
+void Dispatcher::watch_orphan(Record& rec) {
+  const uint64_t watch = ++rec.orphan_watch;
+  const std::string id = rec.ticket.id;
+  auto timer = std::make_shared<net::steady_timer>(*io_, std::chrono::milliseconds(config_.resume_window_ms));
+  timer->async_wait([this, timer, id, watch](const boost::system::error_code& ec) {
+    if (ec) return;
+    uint64_t local_job = 0;
+    {
+      Lock lock(mu_);
+      auto it = records_.find(id);
+      if (it == records_.end()) return;
+      Record& r = *it->second;
+      if (r.where == Record::Where::kDone || !r.clients.empty() || r.orphan_watch != watch) return;
+      r.orphaned = true;
+      local_job = cancel_ticket(r);
+    }
+    if (local_job) node_.executor().cancel(local_job, "the client disconnected");
+  });
+}
+
+uint64_t Dispatcher::cancel_ticket(Record& rec) {
+  if (rec.where == Record::Where::kLocal) return rec.job_id;
+  if (rec.where == Record::Where::kPeer) {
+    if (auto it = peers_.find(rec.peer); it != peers_.end())
+      it->second->link->send(rec.session, json{{"type", "cancel"}, {"ticketID", rec.ticket.id}}.dump());
+  }
+  return 0;
+}
+
+void Dispatcher::attach(Record& rec, const Link& link, int attempt, int64_t after_seq) {
+  size_t from = 0;
+  if (attempt == rec.attempt) {
+    from = static_cast<size_t>(after_seq + 1);
+  } else if (attempt != 0 || rec.attempt > 1) {
+    link->send(node::retry_event(rec.ticket.id, rec.attempt, "the ticket ran again; its text restarts"));
+  }
+  for (size_t i = from; i < rec.events.size(); ++i) link->send(rec.events[i]);
+  if (rec.where == Record::Where::kDone) {
+    link->send(rec.terminal);
+    return;
+  }
+  if (std::find(rec.clients.begin(), rec.clients.end(), link) == rec.clients.end()) rec.clients.push_back(link);
+  ++rec.orphan_watch;
+}
+
+// ---------------------------------------------------------------- placement
+
+std::vector<Candidate> Dispatcher::candidates(const std::string& tier, std::vector<Peer*>& peers, bool include_self) const {
+  std::vector<Candidate> out;
+  peers.clear();
+  if (include_self) {
+    const node::ExecutorSnapshot snap = node_.executor().snapshot();
+    const NodeState me = local_state();
+    out.push_back({node_.serves_tier(tier), snap.ready && !snap.current && snap.queue_length == 0, me.has_loaded(tier),
+                   self_idle_since_});
+    peers.push_back(nullptr);
+  }
+  for (const auto& [key, p] : peers_) {
+    const bool capable = p->up && p->known && !p->is_self && p->state.catalog == node_.catalog().digest() &&
+                         p->state.serves(tier) && !shutting_down_;
+    out.push_back({capable, !p->state.busy && p->in_flight == 0, p->state.has_loaded(tier), p->idle_since});
+    peers.push_back(p.get());
+  }
+  return out;
+}
+
+node::Outcome<int> Dispatcher::place(Record& rec, bool first) {
+  if (shutting_down_) return NodeError{ErrorCode::kCancelled, "the node is shutting down"};
+  const node::Task* task = node_.catalog().find(rec.ticket.task);
+  if (!task) return NodeError{ErrorCode::kUnknownTask, "no task \"" + rec.ticket.task + "\" in this node's catalogue"};
+  std::vector<Peer*> peers;
+  const std::vector<Candidate> cands = candidates(task->tier, peers, true);
+  if (auto best = choose_node(cands); best && peers[*best]) {
+    forward(rec, *peers[*best]);
+    return 0;
+  }
+  return submit_local(rec, first);
+}
+
+node::Outcome<int> Dispatcher::submit_local(Record& rec, bool first) {
+  auto spec = node_.admit(rec.ticket, rec.received);
+  if (!spec.ok()) return spec.error();
+  const std::string id = rec.ticket.id;
+  const uint64_t placement = ++rec.placement;
+  node::JobCallbacks callbacks;
+  if (rec.ticket.streaming)
+    callbacks.on_text = [this, id, placement](std::string_view piece) { on_local_text(id, placement, piece); };
+  callbacks.on_finish = [this, id, placement](node::Outcome<node::JobResult> outcome) {
+    on_local_finish(id, placement, std::move(outcome));
+  };
+  auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks), first);
+  if (!admission.ok()) return admission.error();
+  rec.where = Record::Where::kLocal;
+  rec.job_id = admission->job_id;
+  rec.peer.clear();
+  return admission->position;
+}
+
+void Dispatcher::forward(Record& rec, Peer& peer) {
+  rec.where = Record::Where::kPeer;
+  ++rec.placement;
+  rec.peer = peer.key;
+  rec.session = peer.session;
+  rec.job_id = 0;
+  ++peer.in_flight;
+  peer.link->send(peer.session, ticket_message(rec.ticket, node_.catalog().digest(), config_.name));
+}
+
+// Moves waiting tickets to idle peers, best peer first, until no peer is
+// idle or nothing they can run is waiting.
+void Dispatcher::offload() {
+  if (shutting_down_) return;
+  std::vector<Peer*> peers;
+  while (true) {
+    // Any tier: a peer is a candidate when idle; the job taken must suit it.
+    std::vector<Candidate> cands = candidates("", peers, false);
+    for (size_t i = 0; i < cands.size(); ++i) cands[i].capable = peers[i]->up && peers[i]->known && !peers[i]->is_self &&
+                                                                   peers[i]->state.catalog == node_.catalog().digest();
+    auto best = choose_node(cands);
+    if (!best) return;
+    Peer& peer = *peers[*best];
+    auto job = node_.executor().take_queued([&](const node::JobSpec& spec) {
+      if (spec.source != "ticket" || !peer.state.serves(spec.tier)) return false;
+      auto it = records_.find(spec.label);
+      return it != records_.end() && it->second->where == Record::Where::kLocal;
+    });
+    if (!job) return;
+    forward(*records_.at(job->spec.label), peer);
+  }
+}
+
+// ---------------------------------------------------------------- results
+
+void Dispatcher::emit_token(Record& rec, std::string_view piece) {
+  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece);
+  for (const Link& c : rec.clients) c->send(event);
+  rec.events.push_back(std::move(event));
+}
+
+void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::string_view piece) {
+  Lock lock(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end() || it->second->placement != placement) return;
+  emit_token(*it->second, piece);
+}
+
+void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) {
+  if (outcome.ok()) log_run(id, outcome->stats);
+  Lock lock(mu_);
+  if (outcome.ok()) tok_per_s_ = outcome->stats.gen_tok_s;
+  auto it = records_.find(id);
+  if (it == records_.end() || it->second->placement != placement) return;
+  Record& rec = *it->second;
+  if (!outcome.ok() && rec.orphaned) return drop(id);
+  finish(rec, outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
+}
+
+void Dispatcher::finish(Record& rec, std::string terminal) {
+  rec.where = Record::Where::kDone;
+  rec.terminal = std::move(terminal);
+  rec.finished = Clock::now();
+  // Journaled before anyone hears it: a client never holds a result that a
+  // restarted node would not know.
+  if (journal_)
+    if (Status s = journal_->finished(rec.ticket.id, rec.terminal, unix_ms_now()); !s.ok()) node::log_line("warn", s.message());
+  for (const Link& c : rec.clients) c->send(rec.terminal);
+  rec.clients.clear();
+  finished_order_.emplace_back(rec.finished, rec.ticket.id);
+}
+
+void Dispatcher::drop(const std::string& id) {
+  records_.erase(id);
+  if (journal_)
+    if (Status s = journal_->forget(id); !s.ok()) node::log_line("warn", s.message());
+}
+
+void Dispatcher::retry(Record& rec, const std::string& reason) {
+  const std::string id = rec.ticket.id;
+  if (rec.cancel_requested || rec.orphaned) {
+    if (rec.orphaned) return drop(id);
+    return finish(rec, node::error_event(id, {ErrorCode::kCancelled, "cancelled by the client"}));
+  }
+  if (rec.attempt >= config_.max_attempts)
+    return finish(rec, node::error_event(id, {ErrorCode::kInternal, "gave up after " + std::to_string(rec.attempt) +
+                                                                      " attempts; the last: " + reason}));
+  ++rec.attempt;
+  rec.events.clear();
+  node::log_line("warn", "ticket " + id + ": " + reason + "; attempt " + std::to_string(rec.attempt));
+  for (const Link& c : rec.clients) c->send(node::retry_event(id, rec.attempt, reason));
+  if (journal_)
+    if (Status s = journal_->attempt(id, rec.attempt); !s.ok()) node::log_line("warn", s.message());
+  auto placed = place(rec, true);
+  if (!placed.ok()) finish(rec, node::error_event(id, placed.error()));
+}
+
+void Dispatcher::sweep_expired() {
+  const auto ttl = std::chrono::seconds(config_.result_ttl_s);
+  while (!finished_order_.empty() && Clock::now() - finished_order_.front().first > ttl) {
+    auto it = records_.find(finished_order_.front().second);
+    if (it != records_.end() && it->second->where == Record::Where::kDone &&
+        it->second->finished == finished_order_.front().first)
+      records_.erase(it);
+    finished_order_.pop_front();
+  }
+}
+
+void Dispatcher::restore_from_journal() {
+  if (!journal_) return;
+  const int64_t now_ms = unix_ms_now();
+  auto entries = journal_->load(now_ms - int64_t(config_.result_ttl_s) * 1000);
+  if (!entries.ok()) {
+    node::log_line("warn", entries.status().message());
+    return;
+  }
+  int resumed = 0, kept = 0;
+  std::vector<Record*> to_run;
+  for (const JournalEntry& e : *entries) {
+    auto parsed = node::parse_client_message(e.ticket, size_t(1) << 30);
+    auto* message = std::get_if<node::ClientMessage>(&parsed);
+    auto* ticket = message ? std::get_if<node::Ticket>(message) : nullptr;
+    if (!ticket) {
+      node::log_line("warn", config_.journal + ": ticket " + e.id + " cannot be read back; dropped");
+      (void)journal_->forget(e.id);
+      continue;
+    }
+    auto rec = std::make_unique<Record>();
+    rec->ticket = std::move(*ticket);
+    rec->received = Clock::now();
+    rec->attempt = e.attempt;
+    if (!e.result.empty()) {
+      rec->where = Record::Where::kDone;
+      rec->terminal = e.result;
+      rec->finished = Clock::now() - std::chrono::milliseconds(std::max<int64_t>(0, now_ms - e.finished_unix_ms));
+      finished_order_.emplace_back(rec->finished, e.id);
+      ++kept;
+    } else {
+      to_run.push_back(rec.get());
+    }
+    records_[e.id] = std::move(rec);
+  }
+  std::sort(finished_order_.begin(), finished_order_.end());
+  // Put at the head of the queue (the limit does not apply to accepted
+  // tickets), newest first, so that they run oldest first.
+  for (auto it = to_run.rbegin(); it != to_run.rend(); ++it) {
+    Record& rec = **it;
+    retry(rec, "the accepting node restarted");
+    ++resumed;
+  }
+  node::log_line("info", "journal " + config_.journal + ": " + std::to_string(resumed) + " unfinished ticket(s) resumed, " +
+                             std::to_string(kept) + " result(s) kept");
+}
+
+// ---------------------------------------------------------------- peers
+
+void Dispatcher::on_peer_up(const std::string& key, uint64_t session) {
+  Lock lock(mu_);
+  Peer& p = *peers_.at(key);
+  p.up = true;
+  p.session = session;
+  p.known = false;
+  p.in_flight = 0;
+  p.last_heard = Clock::now();
+}
+
+void Dispatcher::on_peer_message(const std::string& key, uint64_t session, const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) return;
+  const std::string type = j["type"].get<std::string>();
+  Lock lock(mu_);
+  Peer& p = *peers_.at(key);
+  if (session != p.session) return;
+  p.last_heard = Clock::now();
+  if (type == "peer") {
+    auto state = node_state_from_json(j.value("status", json()));
+    if (!state.ok()) {
+      p.last_error = state.status().message();
+      return;
+    }
+    const bool was_busy = !p.known || p.state.busy;
+    if (!p.known || p.state.instance != state->instance) {
+      node::log_line("info", "fabric: peer " + key + " is node " + state->name +
+                                 (state->catalog == node_.catalog().digest() ? "" : " (another catalogue: it gets no tickets)"));
+    }
+    p.state = std::move(*state);
+    p.known = true;
+    p.is_self = p.state.instance == instance_;
+    if (was_busy && !p.state.busy) p.idle_since = Clock::now();
+    if (!p.state.busy) offload();
+    return;
+  }
+  if (!j.contains("ticketID") || !j["ticketID"].is_string()) {
+    if (type == "error") p.last_error = j.value("message", "");
+    return;
+  }
+  const std::string id = j["ticketID"].get<std::string>();
+  auto it = records_.find(id);
+  if (it == records_.end()) return;
+  Record& rec = *it->second;
+  if (rec.where != Record::Where::kPeer || rec.peer != key || rec.session != session) return;
+  if (type == "token") {
+    emit_token(rec, j.value("text", ""));
+  } else if (type == "done") {
+    --p.in_flight;
+    finish(rec, text);
+  } else if (type == "error") {
+    --p.in_flight;
+    const auto code = node::error_code_from_name(j.value("code", "internal")).value_or(ErrorCode::kInternal);
+    const std::string why = "node " + p.state.name + " answered " + j.value("code", "?") + ": " + j.value("message", "");
+    if (code == ErrorCode::kQueueFull) {
+      // Not a failed run: the peer was busy after all. Back in line here.
+      auto placed = place(rec, true);
+      if (!placed.ok()) finish(rec, node::error_event(id, placed.error()));
+    } else if (rec.cancel_requested && code == ErrorCode::kCancelled) {
+      finish(rec, text);
+    } else if (rec.orphaned) {
+      drop(id);
+    } else if (worth_another_node(code)) {
+      retry(rec, why);
+    } else {
+      finish(rec, text);
+    }
+  }
+}
+
+void Dispatcher::on_peer_down(const std::string& key, uint64_t session, const std::string& why) {
+  Lock lock(mu_);
+  Peer& p = *peers_.at(key);
+  if (p.up && p.session == session) {
+    p.up = false;
+    p.known = false;
+    p.in_flight = 0;
+    p.last_error = why;
+    node::log_line("warn", "fabric: link to " + key + " (" + p.state.name + ") down: " + why);
+  }
+  std::vector<Record*> lost;
+  for (auto& [id, rec] : records_)
+    if (rec->where == Record::Where::kPeer && rec->peer == key && rec->session == session) lost.push_back(rec.get());
+  for (Record* rec : lost) retry(*rec, "node " + (p.state.name.empty() ? key : p.state.name) + " was lost (" + why + ")");
+}
+
+// ---------------------------------------------------------------- state
+
+NodeState Dispatcher::local_state() const {
+  NodeState s;
+  s.name = config_.name;
+  s.instance = instance_;
+  s.catalog = node_.catalog().digest();
+  s.engine = node_.simulated() ? "sim" : "gguf";
+  std::set<std::string> tiers{config_.default_tier};
+  for (const auto& [name, task] : node_.catalog().tasks()) tiers.insert(task.tier);
+  const std::vector<node::TierStatus> pool = node_.tiers().status();
+  for (const std::string& t : tiers) {
+    if (!node_.serves_tier(t)) continue;
+    s.tiers.push_back(t);
+    bool loaded = node_.simulated();
+    if (const node::TierSpec* spec = node_.tiers().resolve(t))
+      for (const node::TierStatus& ts : pool) loaded = loaded || (ts.name == spec->name && ts.loaded);
+    if (loaded) s.loaded.push_back(t);
+  }
+  const node::ExecutorSnapshot snap = node_.executor().snapshot();
+  s.busy = !snap.ready || snap.current.has_value() || snap.queue_length > 0;
+  s.queue_length = snap.queue_length;
+  if (snap.current && snap.ready) s.current = snap.current->label;
+  s.tok_per_s = tok_per_s_;
+  s.executed = snap.executed;
+  return s;
+}
+
+void Dispatcher::broadcast_state() {
+  if (subscribers_.empty()) return;
+  const std::string event =
+      json{{"type", "peer"}, {"status", to_json(local_state())}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  for (const Link& s : subscribers_) s->send(event);
+}
+
+void Dispatcher::on_executor_change() {
+  Lock lock(mu_);
+  const node::ExecutorSnapshot snap = node_.executor().snapshot();
+  const bool busy = snap.current.has_value() || snap.queue_length > 0;
+  if (self_was_busy_ && !busy) self_idle_since_ = Clock::now();
+  self_was_busy_ = busy;
+  broadcast_state();
+}
+
+void Dispatcher::heartbeat_tick() {
+  {
+    Lock lock(mu_);
+    broadcast_state();
+  }
+  auto timer = std::make_shared<net::steady_timer>(*io_, std::chrono::milliseconds(config_.heartbeat_ms));
+  timer->async_wait([this, timer](const boost::system::error_code& ec) {
+    if (!ec) heartbeat_tick();
+  });
+}
+
+void Dispatcher::on_shutdown() {
+  Lock lock(mu_);
+  shutting_down_ = true;
+  for (auto& [id, rec] : records_) {
+    if (rec->where != Record::Where::kPeer) continue;
+    cancel_ticket(*rec);
+    finish(*rec, node::error_event(id, {ErrorCode::kCancelled, "the node is shutting down"}));
+  }
+}
+
+void Dispatcher::on_stopped() {
+  Lock lock(mu_);
+  shutting_down_ = true;
+  subscribers_.clear();
+  pinned_.clear();
+  for (auto& [id, rec] : records_) rec->clients.clear();
+}
+
+std::string Dispatcher::cluster_json() {
+  Lock lock(mu_);
+  json nodes = json::array();
+  const NodeState me = local_state();
+  json self = to_json(me);
+  self["address"] = "self";
+  self["self"] = true;
+  self["link"] = "self";
+  self["catalogMatches"] = true;
+  self["lastHeartbeatMsAgo"] = 0;
+  nodes.push_back(self);
+  int queued = me.queue_length, running = me.current.empty() ? 0 : 1;
+  for (const auto& [key, p] : peers_) {
+    if (p->is_self) continue;
+    json n = p->known ? to_json(p->state) : json{{"name", nullptr}};
+    n["address"] = key;
+    n["self"] = false;
+    n["link"] = p->up ? "up" : "down";
+    n["catalogMatches"] = p->known && p->state.catalog == me.catalog;
+    n["lastHeartbeatMsAgo"] = p->last_heard == Clock::time_point{} ? json(nullptr) : json(ms_since(p->last_heard));
+    n["forwardedInFlight"] = p->in_flight;
+    if (!p->last_error.empty()) n["lastError"] = p->last_error;
+    nodes.push_back(n);
+    if (p->known && p->up) {
+      queued += p->state.queue_length;
+      running += p->state.current.empty() ? 0 : 1;
+    }
+  }
+  int here_local = 0, here_forwarded = 0, finished = 0;
+  for (const auto& [id, rec] : records_) {
+    if (rec->where == Record::Where::kLocal) ++here_local;
+    else if (rec->where == Record::Where::kPeer) ++here_forwarded;
+    else ++finished;
+  }
+  return json{{"node", config_.name},
+              {"nodes", nodes},
+              {"tickets",
+               {{"queued", queued},
+                {"running", running},
+                {"acceptedHere", {{"local", here_local}, {"forwarded", here_forwarded}, {"finishedKept", finished}}}}}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace revis::fabric

@@ -1,0 +1,126 @@
+// The dispatcher: where every ticket a node accepts is placed, and how it
+// is seen through to exactly one result. It is the node's TicketDesk (the
+// server hands it the ticket protocol) and the node's side of the fabric.
+//
+//  - Placement. A new ticket goes to the best idle node that serves its
+//    tier with the same catalogue, this node included (fabric/placement.h).
+//    If none is idle it waits in this node's executor queue; when a peer
+//    reports idle, the oldest waiting ticket it can run moves there.
+//  - Peers. One PeerLink per --peer: a subscription to the peer's state
+//    (pushed on every busy/idle change and every heartbeat) that also
+//    carries the tickets forwarded there, marked `forwardedBy` so the peer
+//    runs them itself. Tickets that arrive so marked run here, never
+//    elsewhere, and end when their connection ends.
+//  - Failures. When a forwarded run fails (the link drops, the heartbeat
+//    stops, the peer errs or shuts down), the ticket runs again elsewhere
+//    (at most max_attempts runs); its clients get a `retry` event and the
+//    token seq restarts at 0.
+//  - Exactly once. Tickets are kept by ticketID: the same ID sent again
+//    (from any connection) or a `resume` attaches to the one ticket instead
+//    of running it twice; finished results are kept for result_ttl_s. With
+//    a journal, accepted tickets survive a restart of this node.
+//
+// Thread-safety: one mutex guards all state. Entry points run on the
+// server's I/O thread, the executor's thread and the dispatcher's own I/O
+// thread (peer links, timers). Executor calls that may call back (cancel)
+// are made without the lock held.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fabric/journal.h"
+#include "fabric/node_state.h"
+#include "fabric/peer_link.h"
+#include "fabric/placement.h"
+#include "node/node.h"
+#include "node/ticket_desk.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace revis::fabric {
+
+class Dispatcher : public node::TicketDesk {
+ public:
+  // Opens the journal (config.journal) and hooks into the node's executor;
+  // peers are contacted once the server listens (on_listening).
+  static Result<std::unique_ptr<Dispatcher>> create(node::Node& node);
+  ~Dispatcher() override;
+
+  void on_ticket(const std::shared_ptr<node::ClientLink>& from, node::Ticket ticket, node::Clock::time_point received) override;
+  void on_cancel(const std::shared_ptr<node::ClientLink>& from, const std::string& id) override;
+  void on_resume(const std::shared_ptr<node::ClientLink>& from, const node::ResumeRequest& request) override;
+  void on_subscribe(const std::shared_ptr<node::ClientLink>& from, const node::SubscribeRequest& request) override;
+  void on_disconnect(const std::shared_ptr<node::ClientLink>& from) override;
+  std::string cluster_json() override;
+  void on_listening(int port) override;
+  void on_shutdown() override;
+  void on_stopped() override;
+
+ private:
+  struct Record;
+  struct Peer;
+  using Link = std::shared_ptr<node::ClientLink>;
+  using Lock = std::unique_lock<std::mutex>;
+
+  explicit Dispatcher(node::Node& node);
+
+  // All below with mu_ held unless said otherwise.
+  node::Outcome<int> place(Record& rec, bool first);
+  void run_local_pinned(const Link& from, node::Ticket ticket, node::Clock::time_point received);
+  node::Outcome<int> submit_local(Record& rec, bool first);
+  void forward(Record& rec, Peer& peer);
+  void retry(Record& rec, const std::string& reason);
+  void finish(Record& rec, std::string terminal);
+  void drop(const std::string& id);
+  void attach(Record& rec, const Link& link, int attempt, int64_t after_seq);
+  void emit_token(Record& rec, std::string_view piece);
+  void offload();
+  void sweep_expired();
+  void restore_from_journal();
+  void watch_orphan(Record& rec);
+  // Cancels a ticket wherever it runs; the job id to cancel locally (after
+  // unlocking), or 0.
+  uint64_t cancel_ticket(Record& rec);
+  NodeState local_state() const;
+  void broadcast_state();
+  std::vector<Candidate> candidates(const std::string& tier, std::vector<Peer*>& peers, bool include_self) const;
+
+  void on_local_text(const std::string& id, uint64_t placement, std::string_view piece);
+  void on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome);
+  void on_executor_change();
+  void on_peer_up(const std::string& key, uint64_t session);
+  void on_peer_message(const std::string& key, uint64_t session, const std::string& text);
+  void on_peer_down(const std::string& key, uint64_t session, const std::string& why);
+  void heartbeat_tick();
+
+  node::Node& node_;
+  const node::NodeConfig& config_;
+  const std::string instance_;
+  std::unique_ptr<boost::asio::io_context> io_;
+  std::thread io_thread_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Record>> records_;   // by ticketID
+  std::deque<std::pair<node::Clock::time_point, std::string>> finished_order_;  // for expiry
+  std::map<std::string, std::unique_ptr<Peer>> peers_;       // by HOST:PORT
+  std::vector<Link> subscribers_;
+  std::map<node::ClientLink*, std::map<std::string, uint64_t>> pinned_;  // forwarded here: link -> ticketID -> job id
+  std::unique_ptr<Journal> journal_;
+  node::Clock::time_point self_idle_since_ = node::Clock::now();
+  bool self_was_busy_ = false;
+  double tok_per_s_ = 0;
+  bool shutting_down_ = false;
+  bool started_ = false;
+};
+
+}  // namespace revis::fabric

@@ -1,0 +1,67 @@
+#include "fabric/node_state.h"
+
+#include <algorithm>
+
+namespace revis::fabric {
+namespace {
+
+using nlohmann::json;
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+Status read_strings(const json& j, const char* key, std::vector<std::string>& out) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return Status::error(std::string("peer status: \"") + key + "\" must be a list");
+  for (const json& v : *it) {
+    if (!v.is_string()) return Status::error(std::string("peer status: \"") + key + "\" must hold strings");
+    out.push_back(v.get<std::string>());
+  }
+  return {};
+}
+
+}  // namespace
+
+bool NodeState::serves(const std::string& tier) const { return contains(tiers, tier); }
+bool NodeState::has_loaded(const std::string& tier) const { return contains(loaded, tier); }
+
+json to_json(const NodeState& s) {
+  return {{"name", s.name},
+          {"instance", s.instance},
+          {"catalog", s.catalog},
+          {"engine", s.engine},
+          {"tiers", s.tiers},
+          {"loaded", s.loaded},
+          {"busy", s.busy},
+          {"queueLength", s.queue_length},
+          {"current", s.current.empty() ? json(nullptr) : json(s.current)},
+          {"tokPerSec", s.tok_per_s},
+          {"executed", s.executed}};
+}
+
+Result<NodeState> node_state_from_json(const json& j) {
+  if (!j.is_object()) return Status::error("peer status: expected an object");
+  NodeState s;
+  for (const char* key : {"name", "instance", "catalog", "engine"}) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return Status::error(std::string("peer status: \"") + key + "\" must be a string");
+  }
+  s.name = j["name"].get<std::string>();
+  s.instance = j["instance"].get<std::string>();
+  s.catalog = j["catalog"].get<std::string>();
+  s.engine = j["engine"].get<std::string>();
+  if (Status st = read_strings(j, "tiers", s.tiers); !st.ok()) return st;
+  if (Status st = read_strings(j, "loaded", s.loaded); !st.ok()) return st;
+  if (!j.contains("busy") || !j["busy"].is_boolean()) return Status::error("peer status: \"busy\" must be true or false");
+  s.busy = j["busy"].get<bool>();
+  if (!j.contains("queueLength") || !j["queueLength"].is_number_integer())
+    return Status::error("peer status: \"queueLength\" must be an integer");
+  s.queue_length = j["queueLength"].get<int>();
+  if (j.contains("current") && j["current"].is_string()) s.current = j["current"].get<std::string>();
+  if (j.contains("tokPerSec") && j["tokPerSec"].is_number()) s.tok_per_s = j["tokPerSec"].get<double>();
+  if (j.contains("executed") && j["executed"].is_number_unsigned()) s.executed = j["executed"].get<uint64_t>();
+  return s;
+}
+
+}  // namespace revis::fabric

@@ -1,0 +1,42 @@
+// What a node tells its peers about itself: enough to decide whether a
+// ticket may go there (same catalogue, serves the tier, idle) and which of
+// several idle nodes is best (model already loaded, least recently busy),
+// plus what the cluster view shows. Pushed as {"type":"peer","status":{...}}
+// on a peer subscription (docs/fabric.md), at once, on every busy/idle
+// change, and every heartbeat.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "revis/status.h"
+
+namespace revis::fabric {
+
+struct NodeState {
+  std::string name;
+  std::string instance;  // random per process: tells a restarted node, and a node that is its own peer
+  std::string catalog;   // catalogue digest; peers with another one get no tickets
+  std::string engine;    // "gguf" or "sim"
+  std::vector<std::string> tiers;   // tiers of the catalogue's tasks this node serves
+  std::vector<std::string> loaded;  // of those, the ones whose model is loaded now
+  bool busy = false;                // running a job, or jobs waiting
+  int queue_length = 0;
+  std::string current;              // label of the running job; empty when none
+  double tok_per_s = 0;             // generation speed of the last job it finished
+  uint64_t executed = 0;            // jobs it has started
+
+  bool serves(const std::string& tier) const;
+  bool has_loaded(const std::string& tier) const;
+};
+
+nlohmann::json to_json(const NodeState& state);
+// Errors name the field that is missing or of the wrong type.
+Result<NodeState> node_state_from_json(const nlohmann::json& j);
+
+}  // namespace revis::fabric

@@ -1,0 +1,51 @@
+// Where the server hands the ticket protocol over: tickets, cancels,
+// resumes and peer subscriptions arriving on WebSocket connections, and the
+// cluster view. The fabric's dispatcher (src/fabric/dispatcher.h)
+// implements it and decides where each ticket runs, this node's executor or
+// a peer; the server only parses, authenticates and delivers events.
+//
+// Thread-safety: the server calls every method on its I/O thread;
+// ClientLink::send may be called from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "node/job.h"
+#include "node/ticket.h"
+
+namespace revis::node {
+
+// One WebSocket connection, as the desk sees it.
+class ClientLink {
+ public:
+  virtual ~ClientLink() = default;
+  // Queues one event (JSON text) for sending, in call order. Never blocks;
+  // a no-op once the connection has closed.
+  virtual void send(std::string event) = 0;
+  // Counts a refusal in the node's metrics and sends the error event.
+  virtual void refuse(const std::optional<std::string>& id, const NodeError& error) = 0;
+};
+
+class TicketDesk {
+ public:
+  virtual ~TicketDesk() = default;
+  virtual void on_ticket(const std::shared_ptr<ClientLink>& from, Ticket ticket, Clock::time_point received) = 0;
+  virtual void on_cancel(const std::shared_ptr<ClientLink>& from, const std::string& id) = 0;
+  virtual void on_resume(const std::shared_ptr<ClientLink>& from, const ResumeRequest& request) = 0;
+  virtual void on_subscribe(const std::shared_ptr<ClientLink>& from, const SubscribeRequest& request) = 0;
+  // The connection is gone; no event is sent to it any more.
+  virtual void on_disconnect(const std::shared_ptr<ClientLink>& from) = 0;
+  // GET /v1/revis/cluster.
+  virtual std::string cluster_json() = 0;
+  // The server listens on `port` (the real one when 0 was asked for).
+  virtual void on_listening(int port) = 0;
+  // Shutdown has begun: tickets that run elsewhere end now (cancelled), the
+  // local ones are the executor's.
+  virtual void on_shutdown() = 0;
+  // The server has stopped: every ClientLink must be released now, while
+  // the server's I/O context still exists; none is used any more.
+  virtual void on_stopped() = 0;
+};
+
+}  // namespace revis::node

@@ -1,0 +1,267 @@
+// The fabric end to end: real nodes on loopback ports, the small shared
+// qwen2 model, tickets sent to one node and spread over all of them; nodes
+// killed and restarted under load. Every test checks the client's side of
+// exactly-once (one terminal event per ticket, none lost) and, from each
+// node's own log of start/end times, that no node ever ran two at once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <set>
+
+#include "fabric/cluster.h"
+#include "support/run_command.h"
+
+namespace revis {
+namespace {
+
+using testing::Cluster;
+using testing::http_json;
+using testing::json;
+using testing::LoggedRun;
+using testing::TicketClient;
+using testing::TicketView;
+using namespace std::chrono_literals;
+
+std::vector<std::string> ids(const std::string& prefix, int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
+  return out;
+}
+
+// One inference per machine: each node's runs, in start order, never overlap.
+void expect_one_at_a_time(const std::string& node, std::vector<LoggedRun> runs) {
+  std::sort(runs.begin(), runs.end(), [](const LoggedRun& a, const LoggedRun& b) { return a.started_ms < b.started_ms; });
+  for (size_t i = 1; i < runs.size(); ++i)
+    EXPECT_GE(runs[i].started_ms, runs[i - 1].finished_ms)
+        << "node " << node << " ran " << runs[i].ticket << " while " << runs[i - 1].ticket << " was running";
+}
+
+// Every ticket ended exactly once, with `done`, and its streamed text (after
+// the last retry) is the result's text.
+void expect_all_done_once(TicketClient& client, const std::vector<std::string>& tickets) {
+  for (const std::string& id : tickets) {
+    const TicketView& v = client.tickets[id];
+    EXPECT_EQ(v.problem, "") << id;
+    ASSERT_EQ(v.terminals, 1) << id;
+    ASSERT_EQ(v.terminal["type"], "done") << id << ": " << v.terminal.dump();
+    EXPECT_EQ(v.text, v.terminal["text"].get<std::string>()) << id << ": the stream is the result";
+  }
+}
+
+TEST(Cluster, FiftyTicketsToOneNodeSpreadOverThree) {
+  Cluster cluster(3);
+  ASSERT_TRUE(cluster.start_all());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cluster.wait_links(i, 2)) << cluster.node(i).log();
+
+  TicketClient client(cluster.endpoint(0));
+  const std::vector<std::string> tickets = ids("s-", 50);
+  for (const std::string& id : tickets) client.ticket(id, "work", "Ticket " + id + " says hello.");
+  ASSERT_TRUE(client.until_all_ended(tickets));
+  expect_all_done_once(client, tickets);
+
+  std::map<std::string, int> by_node;
+  for (const std::string& id : tickets) ++by_node[client.tickets[id].terminal["stats"]["node"].get<std::string>()];
+  std::printf("50 tickets to node a ran on: a %d, b %d, c %d\n", by_node["a"], by_node["b"], by_node["c"]);
+  for (const char* n : {"a", "b", "c"}) EXPECT_GE(by_node[n], 3) << "node " << n << " took part";
+
+  std::set<std::string> ran;
+  size_t total_runs = 0;
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<LoggedRun> runs = testing::runs_in_log(cluster.logs(i));
+    EXPECT_EQ(runs.size(), static_cast<size_t>(by_node[Cluster::name(i)])) << "each node's log lists what it ran";
+    expect_one_at_a_time(Cluster::name(i), runs);
+    total_runs += runs.size();
+    for (const LoggedRun& r : runs) ran.insert(r.ticket);
+  }
+  EXPECT_EQ(total_runs, tickets.size()) << "nothing ran twice";
+  EXPECT_EQ(ran.size(), tickets.size());
+
+  // The cluster view: every node, its state, links, heartbeats.
+  json view = http_json(cluster.endpoint(0), "/v1/revis/cluster");
+  ASSERT_EQ(view["nodes"].size(), 3u) << view.dump();
+  std::set<std::string> names;
+  for (const json& n : view["nodes"]) {
+    names.insert(n["name"].get<std::string>());
+    auto has = [](const json& list, const char* tier) { return std::find(list.begin(), list.end(), tier) != list.end(); };
+    EXPECT_TRUE(has(n["tiers"], "small")) << n.dump();
+    EXPECT_TRUE(has(n["loaded"], "small")) << "the model is loaded: " << n.dump();
+    EXPECT_TRUE(n["catalogMatches"].get<bool>());
+    if (!n["self"].get<bool>()) {
+      EXPECT_EQ(n["link"], "up");
+      EXPECT_LT(n["lastHeartbeatMsAgo"].get<double>(), 2000.0) << n.dump();
+      EXPECT_GT(n["tokPerSec"].get<double>(), 0.0) << "it ran tickets: " << n.dump();
+    }
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"a", "b", "c"}));
+  auto status = testing::run_revis("status --node " + cluster.address(0));
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  for (const int i : {1, 2}) EXPECT_NE(status.out.find(cluster.address(i)), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("cluster seen from a"), std::string::npos) << status.out;
+}
+
+TEST(Cluster, PeerWithAnotherCatalogueIsListedButGetsNoTickets) {
+  Cluster cluster(2);
+  ASSERT_TRUE(cluster.start(0));
+  std::ofstream(cluster.dir().file("other.toml")) << testing::kClusterTasks << "\n[tasks.extra]\ntier = \"small\"\nuser = \"x\"\n";
+  ASSERT_TRUE(cluster.start(1, {"--catalog", cluster.dir().file("other.toml")}));
+  ASSERT_TRUE(cluster.wait_links(0, 1));
+  json view = http_json(cluster.endpoint(0), "/v1/revis/cluster");
+  ASSERT_EQ(view["nodes"].size(), 2u);
+  EXPECT_FALSE(view["nodes"][1]["catalogMatches"].get<bool>()) << view.dump();
+  TicketClient client(cluster.endpoint(0));
+  const std::vector<std::string> tickets = ids("m-", 8);
+  for (const std::string& id : tickets) client.ticket(id, "work", "x");
+  ASSERT_TRUE(client.until_all_ended(tickets));
+  expect_all_done_once(client, tickets);
+  for (const std::string& id : tickets) EXPECT_EQ(client.tickets[id].terminal["stats"]["node"], "a");
+  EXPECT_TRUE(testing::runs_in_log(cluster.logs(1)).empty());
+}
+
+TEST(Cluster, KillNineMidGenerationRunsTheTicketElsewhere) {
+  Cluster cluster(3);
+  ASSERT_TRUE(cluster.start_all());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cluster.wait_links(i, 2));
+  TicketClient client(cluster.endpoint(0));
+  const std::vector<std::string> tickets = ids("k-", 9);
+  for (const std::string& id : tickets) client.ticket(id, "long", "Ticket " + id);
+
+  // Wait until node b is generating one of them, then kill it outright.
+  std::string victim;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (victim.empty() && std::chrono::steady_clock::now() < deadline) {
+    json s = http_json(cluster.endpoint(1), "/v1/revis/status");
+    if (s["current"].is_object() && s["current"]["generated"].get<int>() > 2) victim = s["current"]["label"];
+    else std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_FALSE(victim.empty()) << "node b never ran a ticket";
+  cluster.node(1).signal(SIGKILL);
+
+  ASSERT_TRUE(client.until_all_ended(tickets)) << cluster.node(0).log();
+  expect_all_done_once(client, tickets);
+  const TicketView& v = client.tickets[victim];
+  bool retried = false;
+  for (const json& e : v.events) retried = retried || (e["type"] == "retry" && e["attempt"] == 2);
+  EXPECT_TRUE(retried) << "the client heard that " << victim << " ran again";
+  EXPECT_NE(v.terminal["stats"]["node"], "b");
+  for (const std::string& id : tickets) EXPECT_LE(client.tickets[id].attempt, 2) << id;
+  for (int i : {0, 2}) expect_one_at_a_time(Cluster::name(i), testing::runs_in_log(cluster.logs(i)));
+
+  json view = http_json(cluster.endpoint(0), "/v1/revis/cluster");
+  for (const json& n : view["nodes"])
+    if (n["address"] == cluster.address(1)) EXPECT_EQ(n["link"], "down") << n.dump();
+}
+
+TEST(Cluster, RestartOfTheAcceptingNodeLosesNothing) {
+  Cluster cluster(3);
+  const std::string journal = cluster.dir().file("a.journal");
+  ASSERT_TRUE(cluster.start(0, {"--journal", journal}));
+  ASSERT_TRUE(cluster.start(1));
+  ASSERT_TRUE(cluster.start(2));
+  ASSERT_TRUE(cluster.wait_links(0, 2));
+  const std::vector<std::string> tickets = ids("r-", 12);
+  std::map<std::string, json> results;
+  {
+    TicketClient client(cluster.endpoint(0));
+    for (const std::string& id : tickets) client.ticket(id, "long", "Restart " + id, false);
+    int done = 0;
+    while (done < 3 && client.pump()) {
+      done = 0;
+      for (auto& [id, v] : client.tickets) done += v.terminals;
+    }
+    cluster.node(0).signal(SIGKILL);
+    while (client.pump(2000)) {
+    }
+    for (auto& [id, v] : client.tickets) {
+      EXPECT_LE(v.terminals, 1);
+      if (v.terminals) results[id] = v.terminal;
+    }
+  }
+  ASSERT_GE(results.size(), 3u);
+  ASSERT_LT(results.size(), tickets.size()) << "the kill came mid-batch";
+  cluster.node(0).wait_exit(5s);
+  ASSERT_TRUE(cluster.start(0, {"--journal", journal})) << cluster.node(0).log();
+  EXPECT_NE(cluster.node(0).log().find("unfinished ticket(s) resumed"), std::string::npos) << cluster.node(0).log();
+
+  // The client reconnects: it resumes what it has no result for, and sends
+  // one finished ticket again, as a client unsure of it would.
+  TicketClient again(cluster.endpoint(0));
+  std::vector<std::string> waiting;
+  for (const std::string& id : tickets)
+    if (!results.count(id)) {
+      again.send({{"type", "resume"}, {"ticketID", id}, {"attempt", 0}, {"afterSeq", -1}});
+      waiting.push_back(id);
+    }
+  const std::string finished_before = results.begin()->first;
+  again.ticket(finished_before, "long", "Restart " + finished_before, false);
+  waiting.push_back(finished_before);
+  ASSERT_TRUE(again.until_all_ended(waiting)) << cluster.node(0).log();
+  for (const std::string& id : waiting) {
+    const TicketView& v = again.tickets[id];
+    EXPECT_EQ(v.problem, "") << id;
+    ASSERT_EQ(v.terminals, 1) << id;
+    EXPECT_EQ(v.terminal["type"], "done") << id << ": " << v.terminal.dump();
+  }
+  EXPECT_EQ(again.tickets[finished_before].terminal, results[finished_before]) << "the stored result, not a second run";
+  std::set<std::string> ran;
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<LoggedRun> runs = testing::runs_in_log(cluster.logs(i));
+    for (const LoggedRun& r : runs) ran.insert(r.ticket);
+  }
+  for (const std::string& id : tickets) EXPECT_TRUE(ran.count(id)) << id << " ran somewhere";
+  expect_one_at_a_time("a", testing::runs_in_log(cluster.node(0).log()));
+}
+
+TEST(Cluster, StreamResumesFromLastSeqAfterReconnect) {
+  Cluster cluster(1, {"--resume-window-ms", "20000"});
+  ASSERT_TRUE(cluster.start(0));
+  std::string before;
+  int64_t last_seq = -1;
+  {
+    TicketClient client(cluster.endpoint(0));
+    client.ticket("res-1", "long", "Resume me.");
+    while (client.tickets["res-1"].last_seq < 5) ASSERT_TRUE(client.pump());
+    before = client.tickets["res-1"].text;
+    last_seq = client.tickets["res-1"].last_seq;
+    client.abort();  // the connection is lost mid-stream
+  }
+  TicketClient client(cluster.endpoint(0));
+  client.send({{"type", "resume"}, {"ticketID", "res-1"}, {"attempt", 1}, {"afterSeq", last_seq}});
+  client.tickets["res-1"].last_seq = last_seq;
+  ASSERT_TRUE(client.until_all_ended({"res-1"}));
+  const TicketView& v = client.tickets["res-1"];
+  EXPECT_EQ(v.problem, "") << "the resumed stream continues at seq " << last_seq + 1;
+  ASSERT_EQ(v.terminal["type"], "done") << v.terminal.dump();
+  EXPECT_EQ(before + v.text, v.terminal["text"].get<std::string>());
+  EXPECT_EQ(v.terminal["stats"]["generatedTokens"], 600);
+
+  client.send({{"type", "resume"}, {"ticketID", "never-sent"}});
+  ASSERT_TRUE(client.pump());
+  EXPECT_EQ(client.tickets["never-sent"].terminal["code"], "unknown_ticket");
+  // A resume after the end replays the rest and the result once more.
+  const int64_t final_seq = v.last_seq;
+  const size_t seen = v.events.size();
+  client.send({{"type", "resume"}, {"ticketID", "res-1"}, {"attempt", 1}, {"afterSeq", final_seq - 1}});
+  ASSERT_TRUE(client.pump());
+  ASSERT_TRUE(client.pump());
+  const std::vector<json>& events = client.tickets["res-1"].events;
+  ASSERT_EQ(events.size(), seen + 2);
+  EXPECT_EQ(events[seen]["type"], "token");
+  EXPECT_EQ(events[seen]["seq"], final_seq);
+  EXPECT_EQ(events[seen + 1], v.terminal);
+}
+
+TEST(Demo, RunsABatchAcrossTwoLocalNodes) {
+  testing::TempDir tmp;
+  auto r = testing::run_revis("demo -n 4 --tickets 8 --cache-dir " + testing::shell_quote(tmp.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t where = r.err.find("where the 8 tickets ran:");
+  ASSERT_NE(where, std::string::npos) << r.err;
+  const std::string line = r.err.substr(where, r.err.find('\n', where) - where);
+  EXPECT_NE(line.find("demo-1"), std::string::npos) << line;
+  EXPECT_NE(line.find("demo-2"), std::string::npos) << "both nodes ran tickets: " << line;
+  EXPECT_NE(r.err.find("cluster seen from demo-1"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace revis

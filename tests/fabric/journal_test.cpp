@@ -1,0 +1,84 @@
+#include "fabric/journal.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "support/testdata.h"
+
+namespace revis::fabric {
+namespace {
+
+using testing::TempDir;
+
+TEST(Journal, RecordsAcceptedAttemptsAndResultsAcrossReopen) {
+  TempDir dir;
+  const std::string path = dir.file("node.journal");
+  {
+    auto j = Journal::open(path);
+    ASSERT_TRUE(j.ok()) << j.status().message();
+    ASSERT_TRUE((*j)->accepted("t1", R"({"type":"ticket","ticketID":"t1","taskType":"chat"})").ok());
+    ASSERT_TRUE((*j)->accepted("t2", R"({"type":"ticket","ticketID":"t2","taskType":"chat"})").ok());
+    ASSERT_TRUE((*j)->accepted("t3", R"({"type":"ticket","ticketID":"t3","taskType":"chat"})").ok());
+    ASSERT_TRUE((*j)->attempt("t2", 2).ok());
+    ASSERT_TRUE((*j)->finished("t1", R"({"type":"done","ticketID":"t1"})", 5000).ok());
+    ASSERT_TRUE((*j)->forget("t3").ok());
+  }  // closed as a killed process would leave it: every write was committed
+  auto j = Journal::open(path);
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  auto entries = (*j)->load(0);
+  ASSERT_TRUE(entries.ok()) << entries.status().message();
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[0].id, "t1");
+  EXPECT_EQ((*entries)[0].result, R"({"type":"done","ticketID":"t1"})");
+  EXPECT_EQ((*entries)[0].finished_unix_ms, 5000);
+  EXPECT_EQ((*entries)[1].id, "t2");
+  EXPECT_EQ((*entries)[1].attempt, 2);
+  EXPECT_TRUE((*entries)[1].result.empty()) << "unfinished";
+  EXPECT_NE((*entries)[1].ticket.find("\"ticketID\":\"t2\""), std::string::npos);
+}
+
+TEST(Journal, ExpiredResultsAreDeletedUnfinishedTicketsKept) {
+  TempDir dir;
+  auto j = Journal::open(dir.file("j.sqlite"));
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE((*j)->accepted("old", "{}").ok());
+  ASSERT_TRUE((*j)->finished("old", "{\"type\":\"done\"}", 1000).ok());
+  ASSERT_TRUE((*j)->accepted("new", "{}").ok());
+  ASSERT_TRUE((*j)->finished("new", "{\"type\":\"done\"}", 9000).ok());
+  ASSERT_TRUE((*j)->accepted("open", "{}").ok());
+  auto entries = (*j)->load(5000);
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[0].id, "new");
+  EXPECT_EQ((*entries)[1].id, "open");
+  EXPECT_EQ((*j)->load(5000)->size(), 2u) << "deleting is idempotent";
+}
+
+TEST(Journal, SameTicketAcceptedAgainStartsOver) {
+  TempDir dir;
+  auto j = Journal::open(dir.file("j.sqlite"));
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE((*j)->accepted("t", "{\"v\":1}").ok());
+  ASSERT_TRUE((*j)->finished("t", "{}", 10).ok());
+  ASSERT_TRUE((*j)->accepted("t", "{\"v\":2}").ok());
+  auto entries = (*j)->load(0);
+  ASSERT_EQ(entries->size(), 1u);
+  EXPECT_EQ((*entries)[0].ticket, "{\"v\":2}");
+  EXPECT_TRUE((*entries)[0].result.empty());
+}
+
+TEST(Journal, ErrorsNameTheFile) {
+  TempDir dir;
+  const std::string garbage = dir.file("not-a-db");
+  std::ofstream(garbage) << std::string(4096, 'x');
+  auto bad = Journal::open(garbage);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(garbage), std::string::npos) << bad.status().message();
+  auto missing_dir = Journal::open(dir.file("no/such/dir/j.sqlite"));
+  ASSERT_FALSE(missing_dir.ok());
+  EXPECT_NE(missing_dir.status().message().find("no/such/dir"), std::string::npos) << missing_dir.status().message();
+}
+
+}  // namespace
+}  // namespace revis::fabric

@@ -1,0 +1,62 @@
+#include "fabric/node_state.h"
+
+#include <gtest/gtest.h>
+
+namespace revis::fabric {
+namespace {
+
+TEST(NodeState, RoundTripsThroughJson) {
+  NodeState s;
+  s.name = "node-b";
+  s.instance = "0123456789abcdef";
+  s.catalog = "sha256:abc";
+  s.engine = "gguf";
+  s.tiers = {"large", "small"};
+  s.loaded = {"small"};
+  s.busy = true;
+  s.queue_length = 3;
+  s.current = "t-17";
+  s.tok_per_s = 123.5;
+  s.executed = 42;
+  auto back = node_state_from_json(nlohmann::json::parse(to_json(s).dump()));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->name, "node-b");
+  EXPECT_EQ(back->instance, s.instance);
+  EXPECT_EQ(back->catalog, "sha256:abc");
+  EXPECT_EQ(back->tiers, s.tiers);
+  EXPECT_TRUE(back->serves("large"));
+  EXPECT_FALSE(back->serves("huge"));
+  EXPECT_TRUE(back->has_loaded("small"));
+  EXPECT_FALSE(back->has_loaded("large"));
+  EXPECT_TRUE(back->busy);
+  EXPECT_EQ(back->queue_length, 3);
+  EXPECT_EQ(back->current, "t-17");
+  EXPECT_DOUBLE_EQ(back->tok_per_s, 123.5);
+  EXPECT_EQ(back->executed, 42u);
+  s.current.clear();
+  EXPECT_TRUE(to_json(s)["current"].is_null()) << "idle: no current ticket";
+}
+
+TEST(NodeState, MalformedStatusNamesTheField) {
+  NodeState s;
+  s.name = "x";
+  nlohmann::json j = to_json(s);
+  j["busy"] = "yes";
+  auto r = node_state_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("busy"), std::string::npos);
+  j = to_json(s);
+  j["tiers"] = {1, 2};
+  r = node_state_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("tiers"), std::string::npos);
+  j = to_json(s);
+  j.erase("catalog");
+  r = node_state_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("catalog"), std::string::npos);
+  EXPECT_FALSE(node_state_from_json(nlohmann::json::array()).ok());
+}
+
+}  // namespace
+}  // namespace revis::fabric
