@@ -53,7 +53,7 @@ int status(const StatusArgs& a) {
   std::printf("cluster seen from %s: %zu node(s); tickets queued %d, running %d; accepted here: %d local, %d forwarded\n\n",
               text_or(c, "node", "?").c_str(), c["nodes"].size(), t.value("queued", 0), t.value("running", 0),
               t["acceptedHere"].value("local", 0), t["acceptedHere"].value("forwarded", 0));
-  std::printf("%-14s %-22s %-5s %-16s %-16s %-5s %-24s %8s %10s\n", "NODE", "ADDRESS", "LINK", "TIERS", "LOADED", "STATE",
+  std::printf("%-14s %-22s %-5s %-20s %-20s %-5s %-24s %8s %10s\n", "NODE", "ADDRESS", "LINK", "TIERS", "LOADED", "STATE",
               "CURRENT", "TOK/S", "HEARTBEAT");
   for (const json& n : c["nodes"]) {
     const bool known = n.contains("busy");
@@ -62,7 +62,7 @@ int status(const StatusArgs& a) {
     char beat[32] = "-";
     if (n.contains("lastHeartbeatMsAgo") && n["lastHeartbeatMsAgo"].is_number() && !n.value("self", false))
       std::snprintf(beat, sizeof beat, "%.0f ms", n["lastHeartbeatMsAgo"].get<double>());
-    std::printf("%-14s %-22s %-5s %-16s %-16s %-5s %-24s %8.1f %10s\n", text_or(n, "name", "?").c_str(),
+    std::printf("%-14s %-22s %-5s %-20s %-20s %-5s %-24s %8.1f %10s\n", text_or(n, "name", "?").c_str(),
                 text_or(n, "address", "?").c_str(), text_or(n, "link", "?").c_str(), joined(n.value("tiers", json())).c_str(),
                 joined(n.value("loaded", json())).c_str(), state.c_str(), text_or(n, "current", "-").c_str(),
                 n.value("tokPerSec", 0.0), beat);
