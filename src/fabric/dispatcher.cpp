@@ -66,7 +66,8 @@ struct Dispatcher::Record {
   Clock::time_point received;
   int attempt = 1;
   uint64_t placement = 0;  // bumped at every placement; callbacks of an earlier one are ignored
-  enum class Where { kLocal, kPeer, kDone } where = Where::kLocal;
+  // kWaiting: in waiting_, for a peer (this node does not serve its tier).
+  enum class Where { kLocal, kPeer, kWaiting, kDone } where = Where::kLocal;
   uint64_t job_id = 0;     // kLocal: the executor's job
   std::string peer;        // kPeer: which peer, on which link session
   uint64_t session = 0;
@@ -166,8 +167,7 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
     attach(rec, from, 0, -1);
     return;
   }
-  auto spec = node_.admit(ticket, received);
-  if (!spec.ok()) return from->refuse(ticket.id, spec.error());
+  if (auto refused = admissible(ticket, received)) return from->refuse(ticket.id, *refused);
   auto owned = std::make_unique<Record>();
   Record& rec = *owned;
   rec.ticket = std::move(ticket);
@@ -304,6 +304,12 @@ void Dispatcher::watch_orphan(Record& rec) {
 
 uint64_t Dispatcher::cancel_ticket(Record& rec) {
   if (rec.where == Record::Where::kLocal) return rec.job_id;
+  if (rec.where == Record::Where::kWaiting) {
+    std::erase(waiting_, rec.ticket.id);
+    if (rec.orphaned) drop(rec.ticket.id);
+    else finish(rec, node::error_event(rec.ticket.id, {ErrorCode::kCancelled, "cancelled by the client"}));
+    return 0;
+  }
   if (rec.where == Record::Where::kPeer) {
     if (auto it = peers_.find(rec.peer); it != peers_.end())
       it->second->link->send(rec.session, json{{"type", "cancel"}, {"ticketID", rec.ticket.id}}.dump());
@@ -358,7 +364,32 @@ node::Outcome<int> Dispatcher::place(Record& rec, bool first) {
     forward(rec, *peers[*best]);
     return 0;
   }
-  return submit_local(rec, first);
+  if (node_.serves_tier(task->tier)) return submit_local(rec, first);
+  // Only peers serve this tier: the ticket waits here for one to be idle.
+  if (!first && waiting_.size() >= static_cast<size_t>(config_.queue_limit))
+    return NodeError{ErrorCode::kQueueFull, "the queue for tier " + task->tier + " is full (" +
+                                                std::to_string(waiting_.size()) + " tickets waiting for a peer)"};
+  rec.where = Record::Where::kWaiting;
+  ++rec.placement;
+  if (first) waiting_.push_front(rec.ticket.id);
+  else waiting_.push_back(rec.ticket.id);
+  return static_cast<int>(waiting_.size());
+}
+
+// node.admit(), except that a tier this node does not serve is fine when a
+// peer with the same catalogue serves it: the ticket will run there.
+std::optional<NodeError> Dispatcher::admissible(const node::Ticket& ticket, Clock::time_point received) const {
+  auto spec = node_.admit(ticket, received);
+  if (spec.ok()) return std::nullopt;
+  const node::Task* task = node_.catalog().find(ticket.task);
+  if (spec.error().code != ErrorCode::kModelUnavailable || !task || node_.serves_tier(task->tier)) return spec.error();
+  auto prompt = node_.catalog().render(*task, ticket.args);
+  if (!prompt.ok()) return prompt.error();
+  for (const auto& [key, p] : peers_)
+    if (p->known && !p->is_self && p->state.catalog == node_.catalog().digest() && p->state.serves(task->tier))
+      return std::nullopt;
+  return NodeError{ErrorCode::kModelUnavailable,
+                   "task " + task->name + " runs on tier " + task->tier + ", which neither this node nor a reachable peer serves"};
 }
 
 node::Outcome<int> Dispatcher::submit_local(Record& rec, bool first) {
@@ -395,6 +426,17 @@ void Dispatcher::forward(Record& rec, Peer& peer) {
 void Dispatcher::offload() {
   if (shutting_down_) return;
   std::vector<Peer*> peers;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    Record& rec = *records_.at(*it);
+    const node::Task* task = node_.catalog().find(rec.ticket.task);
+    auto best = task ? choose_node(candidates(task->tier, peers, false)) : std::nullopt;
+    if (!best) {
+      ++it;
+      continue;
+    }
+    it = waiting_.erase(it);
+    forward(rec, *peers[*best]);
+  }
   while (true) {
     // Any tier: a peer is a candidate when idle; the job taken must suit it.
     std::vector<Candidate> cands = candidates("", peers, false);
@@ -680,9 +722,10 @@ void Dispatcher::heartbeat_tick() {
 void Dispatcher::on_shutdown() {
   Lock lock(mu_);
   shutting_down_ = true;
+  waiting_.clear();
   for (auto& [id, rec] : records_) {
-    if (rec->where != Record::Where::kPeer) continue;
-    cancel_ticket(*rec);
+    if (rec->where != Record::Where::kPeer && rec->where != Record::Where::kWaiting) continue;
+    if (rec->where == Record::Where::kPeer) cancel_ticket(*rec);
     finish(*rec, node::error_event(id, {ErrorCode::kCancelled, "the node is shutting down"}));
   }
 }
@@ -706,7 +749,7 @@ std::string Dispatcher::cluster_json() {
   self["catalogMatches"] = true;
   self["lastHeartbeatMsAgo"] = 0;
   nodes.push_back(self);
-  int queued = me.queue_length, running = me.current.empty() ? 0 : 1;
+  int queued = me.queue_length + static_cast<int>(waiting_.size()), running = me.current.empty() ? 0 : 1;
   for (const auto& [key, p] : peers_) {
     if (p->is_self) continue;
     json n = p->known ? to_json(p->state) : json{{"name", nullptr}};
@@ -726,7 +769,7 @@ std::string Dispatcher::cluster_json() {
   int here_local = 0, here_forwarded = 0, finished = 0;
   for (const auto& [id, rec] : records_) {
     if (rec->where == Record::Where::kLocal) ++here_local;
-    else if (rec->where == Record::Where::kPeer) ++here_forwarded;
+    else if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting) ++here_forwarded;
     else ++finished;
   }
   return json{{"node", config_.name},

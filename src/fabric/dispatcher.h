@@ -4,8 +4,9 @@
 //
 //  - Placement. A new ticket goes to the best idle node that serves its
 //    tier with the same catalogue, this node included (fabric/placement.h).
-//    If none is idle it waits in this node's executor queue; when a peer
-//    reports idle, the oldest waiting ticket it can run moves there.
+//    If none is idle it waits in this node's executor queue (or, for a tier
+//    only peers serve, in the dispatcher's own line); when a peer reports
+//    idle, the oldest waiting ticket it can run moves there.
 //  - Peers. One PeerLink per --peer: a subscription to the peer's state
 //    (pushed on every busy/idle change and every heartbeat) that also
 //    carries the tickets forwarded there, marked `forwardedBy` so the peer
@@ -32,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,6 +78,7 @@ class Dispatcher : public node::TicketDesk {
 
   // All below with mu_ held unless said otherwise.
   node::Outcome<int> place(Record& rec, bool first);
+  std::optional<node::NodeError> admissible(const node::Ticket& ticket, node::Clock::time_point received) const;
   void run_local_pinned(const Link& from, node::Ticket ticket, node::Clock::time_point received);
   node::Outcome<int> submit_local(Record& rec, bool first);
   void forward(Record& rec, Peer& peer);
@@ -112,6 +115,7 @@ class Dispatcher : public node::TicketDesk {
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Record>> records_;   // by ticketID
   std::deque<std::pair<node::Clock::time_point, std::string>> finished_order_;  // for expiry
+  std::deque<std::string> waiting_;  // tickets for tiers only peers serve, oldest first
   std::map<std::string, std::unique_ptr<Peer>> peers_;       // by HOST:PORT
   std::vector<Link> subscribers_;
   std::map<node::ClientLink*, std::map<std::string, uint64_t>> pinned_;  // forwarded here: link -> ticketID -> job id

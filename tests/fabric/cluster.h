@@ -44,6 +44,13 @@ user = "{{text}}"
 required = ["text"]
 temperature = 0
 max_tokens = 600
+
+[tasks.bigwork]
+tier = "large"
+user = "{{text}}"
+required = ["text"]
+temperature = 0
+max_tokens = 48
 )";
 
 // A port nothing listens on now (the kernel's pick), for a node that must
@@ -99,10 +106,12 @@ class Cluster {
   std::string address(int i) const { return "127.0.0.1:" + std::to_string(ports_[i]); }
   const TempDir& dir() const { return dir_; }
 
-  // `more` may name its own --catalog instead of the shared one.
+  // `more` may name its own --catalog instead of the shared one, and
+  // --tier NAME=PATH instead of the model for every tier.
   std::vector<std::string> args(int i, const std::vector<std::string>& more = {}) const {
-    std::vector<std::string> a = {"-m", testdata("models/qwen2-Q8_0.gguf").string(), "-t", "1", "--name", name(i),
-                                  "--heartbeat-ms", "200"};
+    std::vector<std::string> a = {"-t", "1", "--name", name(i), "--heartbeat-ms", "200"};
+    if (std::find(more.begin(), more.end(), "--tier") == more.end())
+      a.insert(a.end(), {"-m", testdata("models/qwen2-Q8_0.gguf").string()});
     if (std::find(more.begin(), more.end(), "--catalog") == more.end()) a.insert(a.end(), {"--catalog", dir_.file("tasks.toml")});
     for (int j = 0; j < size(); ++j)
       if (j != i) a.insert(a.end(), {"--peer", address(j)});

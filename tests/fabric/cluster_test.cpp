@@ -118,6 +118,34 @@ TEST(Cluster, PeerWithAnotherCatalogueIsListedButGetsNoTickets) {
   EXPECT_TRUE(testing::runs_in_log(cluster.logs(1)).empty());
 }
 
+TEST(Cluster, TicketForATierOnlyAPeerServesRunsThere) {
+  Cluster cluster(2);
+  ASSERT_TRUE(cluster.start(1));
+  ASSERT_TRUE(cluster.start(0, {"--tier", "small=" + testing::testdata("models/qwen2-Q8_0.gguf").string()}));
+  ASSERT_TRUE(cluster.wait_links(0, 1));
+  TicketClient client(cluster.endpoint(0));
+  const std::vector<std::string> tickets = ids("big-", 6);
+  for (const std::string& id : tickets) client.ticket(id, "bigwork", "Large " + id);
+  ASSERT_TRUE(client.until_all_ended(tickets)) << cluster.node(0).log();
+  expect_all_done_once(client, tickets);
+  for (const std::string& id : tickets) EXPECT_EQ(client.tickets[id].terminal["stats"]["node"], "b") << "a serves no tier large";
+  EXPECT_TRUE(testing::runs_in_log(cluster.logs(0)).empty());
+
+  // With the only node that serves it gone, the ticket is refused at once.
+  cluster.node(1).signal(SIGKILL);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  bool down = false;
+  while (!down && std::chrono::steady_clock::now() < deadline) {
+    for (const json& n : http_json(cluster.endpoint(0), "/v1/revis/cluster")["nodes"].get<std::vector<json>>())
+      down = down || (!n["self"].get<bool>() && n["link"] == "down");
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(down);
+  client.ticket("big-late", "bigwork", "x");
+  ASSERT_TRUE(client.until_all_ended({"big-late"}));
+  EXPECT_EQ(client.tickets["big-late"].terminal["code"], "model_unavailable") << client.tickets["big-late"].terminal.dump();
+}
+
 TEST(Cluster, KillNineMidGenerationRunsTheTicketElsewhere) {
   Cluster cluster(3);
   ASSERT_TRUE(cluster.start_all());
