@@ -104,6 +104,10 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     else if (key == "ctx") s = get_int(v, at, 0, 1 << 24, c.ctx);
     else if (key == "threads") s = get_int(v, at, 0, 1024, c.threads);
     else if (key == "memory_budget_mb") s = get_int(v, at, 0, int64_t(1) << 40, c.memory_budget_mb);
+    else if (key == "kv_dir") {
+      s = get_string(v, at, c.kv_dir);
+      c.kv_dir = resolve_path(c.kv_dir, base_dir);
+    } else if (key == "kv_budget_mb") s = get_int(v, at, 0, int64_t(1) << 40, c.kv_budget_mb);
     else if (key == "max_message_bytes") s = get_int(v, at, 1024, int64_t(1) << 30, c.max_message_bytes);
     else if (key == "max_request_bytes") s = get_int(v, at, 1024, int64_t(1) << 30, c.max_request_bytes);
     else if (key == "catalog") {
@@ -167,6 +171,8 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.ctx) c.ctx = *o.ctx;
   if (o.threads) c.threads = *o.threads;
   if (o.memory_budget_mb) c.memory_budget_mb = *o.memory_budget_mb;
+  if (o.kv_dir) c.kv_dir = *o.kv_dir;
+  if (o.kv_budget_mb) c.kv_budget_mb = *o.kv_budget_mb;
   if (o.journal) c.journal = *o.journal;
   if (o.max_attempts) c.max_attempts = *o.max_attempts;
   if (o.heartbeat_ms) c.heartbeat_ms = *o.heartbeat_ms;

@@ -12,6 +12,8 @@
 //   ctx = 4096                   # context per model unless its tier says (-c)
 //   threads = 8                  # threads per model unless its tier says (-t)
 //   memory_budget_mb = 16384     # resident models above this are unloaded LRU (0: 3/4 of RAM)
+//   kv_dir = "kv"                # KV checkpoints: prompts resume from saved prefixes (docs/kvstore.md)
+//   kv_budget_mb = 20480         # disk the checkpoints may use (0: no limit)
 //   max_message_bytes = 262144   # WebSocket ticket size limit
 //   max_request_bytes = 1048576  # HTTP body size limit
 //   catalog = "tasks.toml"       # task overrides (relative to this file)
@@ -61,6 +63,8 @@ struct NodeConfig {
   int ctx = 0;
   int threads = 0;
   uint64_t memory_budget_mb = 0;
+  std::string kv_dir;  // empty: prefixes are reused from RAM only
+  uint64_t kv_budget_mb = 0;
   uint64_t max_message_bytes = 256 * 1024;
   uint64_t max_request_bytes = 1024 * 1024;
   std::string catalog;
@@ -86,6 +90,8 @@ struct ConfigOverrides {
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's
   std::optional<uint64_t> memory_budget_mb;
+  std::optional<std::string> kv_dir;
+  std::optional<uint64_t> kv_budget_mb;
   std::vector<std::string> tiers;  // "NAME=PATH", replacing a file tier of the same name
   std::optional<double> sim_tokens_per_s, sim_prefill_tokens_per_s;
 };

@@ -148,6 +148,7 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   result.text = std::move(r->text);
   result.stop_reason = r->stop_reason;
   st.prompt_tokens = r->n_prompt;
+  st.cached_tokens = r->cached_tokens;
   st.generated_tokens = r->n_generated;
   st.prefill_ms = r->prefill_ms;
   st.generate_ms = r->generate_ms;
@@ -170,7 +171,6 @@ Outcome<InferenceResult> Executor::infer_with_model(QueuedJob& job, JobStats& st
     return NodeError{ErrorCode::kModelUnavailable, "tier " + tier->name + ": " + loaded.status().message()};
   LoadedModel& model = **loaded;
   Engine& engine = *model.engine;
-  Session& session = *model.session;
   st.tier = tier->name;
   st.model = std::filesystem::path(model.path).filename().string();
   st.model_digest = model.digest;
@@ -186,7 +186,7 @@ Outcome<InferenceResult> Executor::infer_with_model(QueuedJob& job, JobStats& st
   const bool has_bos_text = !model.special.bos.empty() && prompt.text.rfind(model.special.bos, 0) == 0;
   const std::vector<int32_t> tokens = engine.tokenizer().encode_template(
       prompt.text, engine.add_bos_default() && !has_bos_text, prompt.message_spans);
-  auto max_tokens = answer_budget(spec, static_cast<int>(tokens.size()), session.n_ctx(), tier->name);
+  auto max_tokens = answer_budget(spec, static_cast<int>(tokens.size()), engine.info().n_ctx, tier->name);
   if (!max_tokens.ok()) return max_tokens.error();
   begin_prefill(tier->name, static_cast<int>(tokens.size()), *max_tokens);
 
@@ -195,7 +195,18 @@ Outcome<InferenceResult> Executor::infer_with_model(QueuedJob& job, JobStats& st
   request.max_tokens = *max_tokens;
   request.sampling = spec.sampling;
   request.stop = spec.stop;
-  auto r = run_inference(engine, session, request, control);
+  // The session comes from the model's prefix cache, holding as much of the
+  // prompt as an earlier job (in RAM) or a checkpoint (on disk) provides.
+  auto lease = model.cache->acquire(tokens, false);
+  if (!lease.ok()) return NodeError{ErrorCode::kInternal, "prompt cache: " + lease.status().message()};
+  request.cached = lease->cached;
+  auto r = run_inference(engine, *lease->session, request, control);
+  if (r.ok() && !r->next_logits.empty()) {
+    model.cache->release(std::move(*lease), tokens, r->next_logits, false);
+    pool_.refresh_kv_prefixes(model);
+  } else {
+    model.cache->discard(std::move(*lease));  // a failed or interrupted prefill leaves rows not worth keeping
+  }
   if (!r.ok()) return NodeError{ErrorCode::kInternal, "inference failed: " + r.status().message()};
   return std::move(*r);
 }

@@ -25,13 +25,23 @@ Result<InferenceResult> run_inference(Engine& engine, Session& session, const In
   if (static_cast<int>(request.prompt.size()) > session.n_ctx())
     return Status::error("the prompt has " + std::to_string(request.prompt.size()) + " tokens but the context holds " +
                          std::to_string(session.n_ctx()));
+  const size_t n_cached = static_cast<size_t>(request.cached.cached_tokens);
+  const bool whole_prompt_cached = n_cached == request.prompt.size();
+  if (n_cached > request.prompt.size() || session.n_past() != static_cast<int>(n_cached) ||
+      !std::equal(request.prompt.begin(), request.prompt.begin() + n_cached, session.history().begin()) ||
+      (whole_prompt_cached && request.cached.next_logits.size() != static_cast<size_t>(engine.info().n_vocab)))
+    return Status::error("prompt cache: the session does not hold the " + std::to_string(n_cached) +
+                         " cached prompt tokens and their logits");
   InferenceResult result;
   result.n_prompt = static_cast<int>(request.prompt.size());
-  session.truncate(0);
+  result.cached_tokens = static_cast<int>(n_cached);
+  if (n_cached == 0) session.truncate(0);
 
   const auto start = Clock::now();
+  // With the default chunk (a multiple of 64) and a cached part ending at a
+  // multiple of 64, the rows come out bit-identical to one eval's.
   const size_t chunk = static_cast<size_t>(std::max(1, control.prefill_chunk));
-  for (size_t done = 0; done < request.prompt.size(); done += chunk) {
+  for (size_t done = n_cached; done < request.prompt.size(); done += chunk) {
     if (cancelled(control)) {
       result.stop_reason = "cancelled";
       result.prefill_ms = ms_between(start, Clock::now());
@@ -41,8 +51,14 @@ Result<InferenceResult> run_inference(Engine& engine, Session& session, const In
     if (Status s = session.eval(request.prompt.subspan(done, n)); !s.ok()) return s;
     if (control.on_progress) control.on_progress(static_cast<int>(done + n), 0);
   }
+  if (whole_prompt_cached) {
+    result.next_logits.assign(request.cached.next_logits.begin(), request.cached.next_logits.end());
+  } else {
+    const auto last = session.logits(0);
+    result.next_logits.assign(last.begin(), last.end());
+  }
   const auto prefill_end = Clock::now();
-  result.prefill_ms = ms_between(start, prefill_end);
+  result.prefill_ms = request.cached.restore_ms + ms_between(start, prefill_end);
 
   Sampler sampler(request.sampling);
   for (int32_t t : request.prompt) sampler.accept(t);
@@ -60,7 +76,8 @@ Result<InferenceResult> run_inference(Engine& engine, Session& session, const In
       result.stop_reason = "cancelled";
       break;
     }
-    const int32_t token = sampler.sample(session.logits(0));
+    // The first token follows the prompt; the others the last decoding step.
+    const int32_t token = sampler.sample(i == 0 ? std::span<const float>(result.next_logits) : session.logits(0));
     if (i == 0) result.first_token = Clock::now();
     ++result.n_generated;
     sampler.accept(token);

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/generate.h"
 #include "revis/engine.h"
 #include "sample/sampler.h"
 
@@ -29,6 +30,9 @@ namespace revis::node {
 
 struct InferenceRequest {
   std::span<const int32_t> prompt;
+  // Restored by a prefix cache (kvstore/prefix_cache.h): the session holds
+  // prompt[0, cached.cached_tokens) and, for a whole prompt, its logits.
+  PromptCache cached;
   int max_tokens = 256;
   SamplingParams sampling;
   std::vector<std::string> stop;
@@ -45,13 +49,16 @@ struct InferenceResult {
   std::string text;
   std::string stop_reason;  // "eog", "length", "stop", "context", "cancelled"
   int n_prompt = 0;
+  int cached_tokens = 0;    // prompt tokens restored instead of evaluated
   int n_generated = 0;      // sampled tokens, including a final end-of-generation token
+  std::vector<float> next_logits;  // after the last prompt token (what a checkpoint keeps)
   double prefill_ms = 0;
   double generate_ms = 0;   // first sampled token -> last
   std::chrono::steady_clock::time_point first_token{};  // when the first token was sampled (epoch if none)
 };
 
-// `session` is reset (truncate(0)) and then holds the prompt and the output.
+// `session` holds request.cached.cached_tokens prompt tokens (none: it is
+// emptied first) and then holds the prompt and the output.
 Result<InferenceResult> run_inference(Engine& engine, Session& session, const InferenceRequest& request,
                                       const InferenceControl& control);
 

@@ -35,6 +35,7 @@ struct JobSpec {
 
 struct JobStats {
   int prompt_tokens = 0;
+  int cached_tokens = 0;      // prompt tokens resumed from the KV cache (RAM or disk), not evaluated
   int generated_tokens = 0;
   double load_ms = 0;         // model load this job waited for (0 when already loaded)
   double queue_wait_ms = 0;   // received -> the executor picked it up

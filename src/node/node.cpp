@@ -69,7 +69,8 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
   std::optional<TierSpec> fallback;
   if (!c.model.empty()) fallback = TierSpec{"default", c.model, c.ctx, c.threads};
   const uint64_t budget = c.memory_budget_mb > 0 ? c.memory_budget_mb << 20 : default_budget_bytes();
-  node->pool_ = std::make_unique<TierPool>(std::move(tiers), std::move(fallback), budget);
+  node->pool_ = std::make_unique<TierPool>(std::move(tiers), std::move(fallback), budget,
+                                           KvCacheConfig{.dir = c.kv_dir, .budget_bytes = c.kv_budget_mb << 20});
   for (const TierSpec& t : node->pool_->tiers())
     if (!std::filesystem::exists(t.model_path))
       log_line("warn", "tier " + t.name + ": " + t.model_path + " does not exist (yet); its tasks will fail until it does");
@@ -206,7 +207,8 @@ std::string Node::status_json() const {
                      {"ctx", t.ctx},
                      {"digest", t.loaded ? json(t.digest) : json(nullptr)},
                      {"chatTemplate", t.loaded ? json(t.chat_template) : json(nullptr)},
-                     {"memoryBytes", t.footprint_bytes}});
+                     {"memoryBytes", t.footprint_bytes},
+                     {"kvPrefixes", t.kv_prefixes}});
   if (simulated())
     for (const std::string& name : simulated_tiers())
       tiers.push_back({{"name", name}, {"model", "sim"}, {"loaded", true}, {"ctx", config_.ctx > 0 ? config_.ctx : 4096},

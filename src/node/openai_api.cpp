@@ -106,7 +106,8 @@ std::optional<NodeError> parse_common(const json& j, OpenAiRequest& r) {
 json usage(const JobStats& s) {
   return {{"prompt_tokens", s.prompt_tokens},
           {"completion_tokens", s.generated_tokens},
-          {"total_tokens", s.prompt_tokens + s.generated_tokens}};
+          {"total_tokens", s.prompt_tokens + s.generated_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}}};
 }
 
 }  // namespace

@@ -48,7 +48,8 @@ const char* type_name(const json& v) {
 
 json stats_json(const JobStats& s) {
   return {
-      {"promptTokens", s.prompt_tokens},   {"generatedTokens", s.generated_tokens},
+      {"promptTokens", s.prompt_tokens},   {"cachedTokens", s.cached_tokens},
+      {"generatedTokens", s.generated_tokens},
       {"prefillMs", s.prefill_ms},         {"generateMs", s.generate_ms},
       {"prefillTokPerSec", s.prefill_tok_s}, {"genTokPerSec", s.gen_tok_s},
       {"queueWaitMs", s.queue_wait_ms},    {"loadMs", s.load_ms},

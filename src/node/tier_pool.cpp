@@ -18,8 +18,13 @@ bool same_model(const LoadedModel& m, const TierSpec& t) {
 
 }  // namespace
 
-TierPool::TierPool(std::vector<TierSpec> tiers, std::optional<TierSpec> fallback, uint64_t budget_bytes)
-    : tiers_(std::move(tiers)), fallback_(std::move(fallback)), budget_(budget_bytes) {}
+// Prefixes a node advertises per model: every 64 tokens, the longest 256.
+constexpr int kPrefixDigestBlock = kResumeAlignment;
+constexpr size_t kPrefixDigestLimit = 256;
+
+TierPool::TierPool(std::vector<TierSpec> tiers, std::optional<TierSpec> fallback, uint64_t budget_bytes,
+                   KvCacheConfig kv)
+    : tiers_(std::move(tiers)), fallback_(std::move(fallback)), budget_(budget_bytes), kv_(std::move(kv)) {}
 
 TierPool::~TierPool() = default;
 
@@ -80,10 +85,21 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   m->chat = chat->choice;
   m->special = chat->special;
   if (m->chat.fallback) log_line("warn", tier.model_path + ": " + m->chat.warning);
-  m->session = m->engine->new_session();
+  auto cache = kvstore::PrefixCache::open(
+      *m->engine, {.ram_sessions = std::max(1, kv_.ram_sessions),
+                   .kv_dir = kv_.dir,
+                   .disk_budget_bytes = kv_.budget_bytes,
+                   .warn = [](const std::string& message) { log_line("warn", message); }});
+  if (!cache.ok()) return cache.status();
+  m->cache = std::move(*cache);
+  if (m->cache->store()) {
+    m->kv_prefixes = m->cache->store()->prefix_digests(kPrefixDigestBlock, kPrefixDigestLimit);
+    log_line("info", "KV checkpoints in " + kv_.dir + ": " + std::to_string(m->cache->store()->entries().size()) +
+                         " files, " + mib(m->cache->store()->total_bytes()));
+  }
 
   const uint64_t kv_bound = 2ull * info.n_layer * static_cast<uint64_t>(info.n_ctx) * info.n_embd * 2;
-  m->footprint_bytes = info.file_bytes + kv_bound;
+  m->footprint_bytes = info.file_bytes + kv_bound * std::max(1, kv_.ram_sessions);
   m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (load_ms) *load_ms = m->load_ms;
   log_line("info", "loaded " + tier.model_path + " (" + info.architecture + ", context " + std::to_string(info.n_ctx) +
@@ -105,6 +121,13 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   return raw;
 }
 
+void TierPool::refresh_kv_prefixes(LoadedModel& m) {
+  if (!m.cache || !m.cache->store()) return;
+  std::vector<std::string> digests = m.cache->store()->prefix_digests(kPrefixDigestBlock, kPrefixDigestLimit);
+  std::lock_guard<std::mutex> lock(mutex_);
+  m.kv_prefixes = std::move(digests);
+}
+
 std::vector<TierStatus> TierPool::status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<TierStatus> out;
@@ -120,6 +143,7 @@ std::vector<TierStatus> TierPool::status() const {
         s.chat_template = chat_family_name(m->chat.family);
         s.ctx = m->engine->info().n_ctx;
         s.footprint_bytes = m->footprint_bytes;
+        s.kv_prefixes = m->kv_prefixes;
       }
     out.push_back(std::move(s));
   };

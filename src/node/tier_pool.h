@@ -14,7 +14,10 @@
 //
 // Besides the engine, a loaded model carries what the node reports and
 // needs per job: the file digest (computed once, at load), the chat template
-// family, and one Session reused by every job.
+// family, and a prefix cache (kvstore/prefix_cache.h): its sessions, kept
+// between jobs so that a prompt sharing a prefix with an earlier one resumes
+// from it, and with a KV directory, checkpoints on disk. Memory counts the KV
+// cache of each of those sessions.
 //
 // Thread-safety: acquire() only from the executor thread (one inference at a
 // time, so the models need no locking); status() and the const getters from
@@ -29,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvstore/prefix_cache.h"
 #include "node/chat_template.h"
 #include "revis/engine.h"
 #include "revis/status.h"
@@ -42,11 +46,19 @@ struct TierSpec {
   int threads = 0;  // 0: the engine's default
 };
 
+// Where a node keeps KV checkpoints (revis serve --kv-dir, --kv-budget).
+struct KvCacheConfig {
+  std::string dir;           // empty: RAM reuse only
+  uint64_t budget_bytes = 0; // 0: no limit
+  int ram_sessions = 2;      // sessions kept per model
+};
+
 struct LoadedModel {
   std::string path;
   int ctx = 0, threads = 0;
   std::unique_ptr<Engine> engine;
-  std::unique_ptr<Session> session;
+  std::unique_ptr<kvstore::PrefixCache> cache;  // declared after the engine: destroyed (and flushed) first
+  std::vector<std::string> kv_prefixes;         // digests of the aligned prefixes on disk (refresh_kv_prefixes)
   std::string digest;
   TemplateChoice chat;
   SpecialTexts special;
@@ -60,13 +72,15 @@ struct TierStatus {
   int ctx = 0;
   bool loaded = false;
   uint64_t footprint_bytes = 0;
+  std::vector<std::string> kv_prefixes;
 };
 
 class TierPool {
  public:
   // `fallback` serves every tier name that `tiers` does not (revis serve -m).
   // budget_bytes 0: no limit.
-  TierPool(std::vector<TierSpec> tiers, std::optional<TierSpec> fallback, uint64_t budget_bytes);
+  TierPool(std::vector<TierSpec> tiers, std::optional<TierSpec> fallback, uint64_t budget_bytes,
+           KvCacheConfig kv = {});
   ~TierPool();
 
   const TierSpec* resolve(std::string_view tier) const;
@@ -77,6 +91,9 @@ class TierPool {
   // The loaded model for `tier`, loading it if needed; *load_ms gets the
   // time spent loading (0 when it was already loaded).
   Result<LoadedModel*> acquire(const TierSpec& tier, double* load_ms = nullptr);
+
+  // Recomputes m's kv_prefixes after a job (executor thread), for status().
+  void refresh_kv_prefixes(LoadedModel& m);
 
   std::vector<TierStatus> status() const;
   uint64_t resident_bytes() const;
@@ -89,6 +106,7 @@ class TierPool {
   std::vector<TierSpec> tiers_;
   std::optional<TierSpec> fallback_;
   uint64_t budget_;
+  KvCacheConfig kv_;
   uint64_t tick_ = 0;
   mutable std::mutex mutex_;  // guards models_ for status() readers
   std::vector<std::unique_ptr<LoadedModel>> models_;
