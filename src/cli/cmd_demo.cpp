@@ -103,7 +103,7 @@ int two_node_demo(const std::filesystem::path& dir, const std::string& model, in
     const std::string log = (dir / ("demo-node-" + std::to_string(i + 1) + ".log")).string();
     nodes[i] = spawn_self({"serve", "-m", model, "--port", std::to_string(ports[i]), "--peer",
                            "127.0.0.1:" + std::to_string(ports[1 - i]), "--name", "demo-" + std::to_string(i + 1), "-t",
-                           "1", "-c", "512", "--heartbeat-ms", "200"},
+                           "1", "-c", "512", "--heartbeat-ms", "500"},
                           log);
   }
   auto stop_nodes = [&] {

@@ -109,7 +109,7 @@ class Cluster {
   // `more` may name its own --catalog instead of the shared one, and
   // --tier NAME=PATH instead of the model for every tier.
   std::vector<std::string> args(int i, const std::vector<std::string>& more = {}) const {
-    std::vector<std::string> a = {"-t", "1", "--name", name(i), "--heartbeat-ms", "200"};
+    std::vector<std::string> a = {"-t", "1", "--name", name(i), "--heartbeat-ms", "500"};
     if (std::find(more.begin(), more.end(), "--tier") == more.end())
       a.insert(a.end(), {"-m", testdata("models/qwen2-Q8_0.gguf").string()});
     if (std::find(more.begin(), more.end(), "--catalog") == more.end()) a.insert(a.end(), {"--catalog", dir_.file("tasks.toml")});

@@ -148,7 +148,7 @@ TEST(NetworkCut, HeartbeatNoticesAndTheTicketRunsOnce) {
   auto args = [&](const char* name, const std::string& host, int port, const std::string& peer) {
     return std::vector<std::string>{"-m", testing::testdata("models/qwen2-Q8_0.gguf").string(), "-t", "1", "--catalog",
                                     dir.file("tasks.toml"), "--name", name, "--host", host, "--port", std::to_string(port),
-                                    "--token", token, "--heartbeat-ms", "200", "--peer", peer};
+                                    "--token", token, "--heartbeat-ms", "500", "--peer", peer};
   };
   NamespacedNode node_a("", args("a", "0.0.0.0", port_a, b.host + ":" + std::to_string(port_b)));
   NamespacedNode node_b(veth.ns(), args("b", veth.inner_ip(), port_b, veth.outer_ip() + ":" + std::to_string(port_a)));
