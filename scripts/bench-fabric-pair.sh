@@ -29,7 +29,7 @@ if [[ -z $model ]]; then
   model=$cache/bench-qwen3-0.6b-Q4_0.gguf
   if [[ ! -f $model ]]; then
     mkdir -p "$cache"
-    "$revis" mkmodel --like qwen3-0.6b --type Q4_0 -o "$model.part" && mv "$model.part" "$model"
+    "$revis" mkmodel --like qwen3-0.6b --type Q4_0 -o "$model"  # written to a temporary name, then renamed
   fi
 fi
 [[ -f $model ]] || { echo "error: $model not found" >&2; exit 1; }

@@ -98,6 +98,6 @@ awk -v n="$nodes" -v t="$tickets" -v p50="$p50" -v p99="$p99" -v tps="$tps" -v c
   ideal = n * 1000 / c
   printf "fabric scale: %d simulated nodes, %d tickets\n", n, t
   printf "dispatch overhead per ticket: p50 %.1f ms, p99 %.1f ms\n", p50, p99
-  printf "throughput: %.1f tickets/s; ideal %.1f tickets/s (%d nodes x 1000 / %.1f ms a ticket); %.0f %% of ideal; %d nodes ran tickets\n",
+  printf "throughput: %.1f tickets/s; ideal %.1f tickets/s (%d nodes x 1000 / %.1f ms a ticket); %.1f %% of ideal; %d nodes ran tickets\n",
          tps, ideal, n, c, 100 * tps / ideal, used
 }'
