@@ -70,7 +70,7 @@ Cached through(PrefixCache& cache, Engine& engine, const Tokens& prompt, bool re
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Everything after the cached part matches the cold run bit for bit.
