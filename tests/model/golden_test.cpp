@@ -57,7 +57,9 @@ TEST_P(Golden, TeacherForcedLogitsWithinTolerance) {
       ++clear;
       const bool same = testing::argmax(ours, g.n_vocab) == testing::argmax(g.row(k), g.n_vocab);
       clear_argmax_equal += same;
-      if (!g.moe) EXPECT_TRUE(same) << "argmax differs at clear position " << k;
+      if (!g.moe) {
+        EXPECT_TRUE(same) << "argmax differs at clear position " << k;
+      }
     }
   }
   std::vector<double> sorted = errors;
@@ -71,7 +73,9 @@ TEST_P(Golden, TeacherForcedLogitsWithinTolerance) {
   RecordProperty("max_err", std::to_string(max_err));
   RecordProperty("p95_err", std::to_string(p95));
   if (g.moe) {
-    if (g.is_float_type()) EXPECT_GE(fraction_within(0.03), 0.95) << "max " << max_err;
+    if (g.is_float_type()) {
+      EXPECT_GE(fraction_within(0.03), 0.95) << "max " << max_err;
+    }
     EXPECT_GE(fraction_within(0.30), 0.90) << "max " << max_err;
     EXPECT_GE(clear_argmax_equal, 0.95 * clear);
   } else if (g.is_float_type()) {

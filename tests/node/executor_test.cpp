@@ -78,7 +78,11 @@ struct Fixture {
   explicit Fixture(size_t queue_limit = 8, std::vector<TierSpec> tiers = {{"small", model_path("qwen2-Q8_0"), 512, 2}},
                    uint64_t budget = 0)
       : pool(std::move(tiers), std::nullopt, budget),
-        executor(pool, metrics, ExecutorOptions{queue_limit, "test-node", "sha256:cat", Clock::now()}) {}
+        executor(pool, metrics, ExecutorOptions{.queue_limit = queue_limit,
+                                                  .node_name = "test-node",
+                                                  .catalog_digest = "sha256:cat",
+                                                  .node_start = Clock::now(),
+                                                  .sim = std::nullopt}) {}
 };
 
 TEST(Executor, RunsJobsOneAtATimeInArrivalOrder) {
