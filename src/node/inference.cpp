@@ -27,6 +27,7 @@ Result<InferenceResult> run_inference(Engine& engine, Session& session, const In
                          std::to_string(session.n_ctx()));
   const size_t n_cached = static_cast<size_t>(request.cached.cached_tokens);
   const bool whole_prompt_cached = n_cached == request.prompt.size();
+  if (n_cached == 0) session.truncate(0);  // without a cache, start from an empty session
   if (n_cached > request.prompt.size() || session.n_past() != static_cast<int>(n_cached) ||
       !std::equal(request.prompt.begin(), request.prompt.begin() + n_cached, session.history().begin()) ||
       (whole_prompt_cached && request.cached.next_logits.size() != static_cast<size_t>(engine.info().n_vocab)))
@@ -35,7 +36,6 @@ Result<InferenceResult> run_inference(Engine& engine, Session& session, const In
   InferenceResult result;
   result.n_prompt = static_cast<int>(request.prompt.size());
   result.cached_tokens = static_cast<int>(n_cached);
-  if (n_cached == 0) session.truncate(0);
 
   const auto start = Clock::now();
   // With the default chunk (a multiple of 64) and a cached part ending at a
