@@ -35,13 +35,18 @@ struct ChatArgs {
 // One user message from stdin, joining lines that end in a backslash;
 // nullopt at end of input.
 std::optional<std::string> read_message(bool interactive) {
+  auto show_prompt = [interactive](const char* text) {
+    if (!interactive) return;
+    std::fputs(text, stdout);
+    std::fflush(stdout);
+  };
   std::string message, line;
-  if (interactive) std::fputs("> ", stdout), std::fflush(stdout);
+  show_prompt("> ");
   while (std::getline(std::cin, line)) {
     if (!line.empty() && line.back() == '\\') {
       line.pop_back();
       message += line + "\n";
-      if (interactive) std::fputs(". ", stdout), std::fflush(stdout);
+      show_prompt(". ");
       continue;
     }
     return message + line;
