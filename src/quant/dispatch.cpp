@@ -75,6 +75,7 @@ void install(ActiveTable& table, KernelBackend backend) {
   installing = &table;
 #if defined(__x86_64__)
   if (backend == KernelBackend::kAvx2) quant::install_avx2(record_override);
+  if (backend == KernelBackend::kAvx512) quant::install_avx512(record_override);
 #elif defined(__aarch64__)
   if (backend == KernelBackend::kNeon) quant::install_neon(record_override);
 #endif
@@ -112,8 +113,22 @@ const Kernels& checked_kernels(const char* function, TensorType type, int64_t n)
 
 }  // namespace
 
+bool kernel_backend_supported(KernelBackend backend) {
+  switch (backend) {
+    case KernelBackend::kScalar: return true;
+#if defined(__x86_64__)
+    case KernelBackend::kAvx2: return quant::avx2_supported();
+    case KernelBackend::kAvx512: return quant::avx512_supported();
+#elif defined(__aarch64__)
+    case KernelBackend::kNeon: return quant::neon_supported();
+#endif
+    default: return false;
+  }
+}
+
 KernelBackend best_kernel_backend() {
 #if defined(__x86_64__)
+  if (quant::avx512_supported()) return KernelBackend::kAvx512;
   if (quant::avx2_supported()) return KernelBackend::kAvx2;
 #elif defined(__aarch64__)
   if (quant::neon_supported()) return KernelBackend::kNeon;
@@ -124,7 +139,7 @@ KernelBackend best_kernel_backend() {
 KernelBackend active_kernel_backend() { return active_table().backend; }
 
 Status use_kernel_backend(KernelBackend backend) {
-  if (backend != KernelBackend::kScalar && backend != best_kernel_backend())
+  if (!kernel_backend_supported(backend))
     return Status::error(std::string("kernel backend ") + kernel_backend_name(backend) + " is not available on this CPU");
   install(active_table(), backend);
   return {};
@@ -134,6 +149,7 @@ const char* kernel_backend_name(KernelBackend backend) {
   switch (backend) {
     case KernelBackend::kScalar: return "scalar";
     case KernelBackend::kAvx2: return "avx2";
+    case KernelBackend::kAvx512: return "avx512";
     case KernelBackend::kNeon: return "neon";
   }
   return "?";

@@ -57,10 +57,12 @@ struct DotKernels {
 DotKernels dot_kernels(TensorType w_type, int64_t n);
 
 // Kernel implementations. The best one the CPU supports is chosen at first
-// use; the scalar reference is always available. use_kernel_backend() is for
-// tests and benchmarks, and must not race with running kernels.
-enum class KernelBackend { kScalar, kAvx2, kNeon };
+// use; the scalar reference is always available, and on x86-64 so is AVX2
+// where AVX-512 is. use_kernel_backend() is for tests and benchmarks, and
+// must not race with running kernels.
+enum class KernelBackend { kScalar, kAvx2, kAvx512, kNeon };
 KernelBackend best_kernel_backend();
+bool kernel_backend_supported(KernelBackend backend);
 KernelBackend active_kernel_backend();
 Status use_kernel_backend(KernelBackend backend);
 const char* kernel_backend_name(KernelBackend backend);

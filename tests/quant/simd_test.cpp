@@ -1,15 +1,18 @@
-// The AVX2 kernels (simd_avx2.cpp) against the scalar reference kernels:
+// The x86 SIMD kernels (simd_avx2.cpp, simd_avx512.cpp) against the scalar
+// reference kernels:
 // activation quantization and F16 conversions bit-identical, dot products
 // (one row and four rows at once) within float summation-order rounding,
-// |avx2 - scalar| <= 1e-5 * sum |w_i a_i|.
+// |simd - scalar| <= 1e-5 * sum |w_i a_i|.
 //
-// The kernels are taken straight from install_avx2(), so each override is
+// The kernels are taken straight from install_avx2() / install_avx512(),
+// so each override is
 // compared with the scalar function it replaces whatever the dispatch table
 // holds. Data: Gaussian rows with offsets (the minimum / offset terms),
 // rows of extreme magnitudes, special values (zeros, NaN, infinities,
 // subnormals, exact rounding ties), and weight blocks of random bytes with
 // finite scales, which reach every bit pattern a file could hold.
-// x86-64 only; skipped when the CPU lacks AVX2, FMA or F16C.
+// x86-64 only; each backend's tests are skipped, saying so, when the CPU
+// lacks its instructions (AVX2, FMA and F16C; AVX-512 F/BW/VL and VNNI).
 #if defined(__x86_64__)
 
 #include <gtest/gtest.h>
@@ -17,11 +20,13 @@
 #include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "quant/blocks.h"
@@ -36,15 +41,36 @@ namespace {
 using quant_test::gaussian;
 using quant_test::scalar_kernels;
 
-// What install_avx2() overrides, type by type.
-const std::map<TensorType, quant::KernelEntry>& avx2_kernels() {
-  static std::map<TensorType, quant::KernelEntry> entries;
-  static const bool installed = [] {
-    quant::install_avx2([](TensorType type, const quant::KernelEntry& entry) { entries[type] = entry; });
-    return true;
-  }();
-  (void)installed;
+// What a backend's install function overrides, type by type.
+using KernelMap = std::map<TensorType, quant::KernelEntry>;
+KernelMap* recording = nullptr;
+
+KernelMap installed_kernels(void (*install)(quant::OverrideFn)) {
+  KernelMap entries;
+  recording = &entries;
+  install([](TensorType type, const quant::KernelEntry& entry) {
+    quant::KernelEntry& e = (*recording)[type];
+    if (entry.dequantize) e.dequantize = entry.dequantize;
+    if (entry.quantize) e.quantize = entry.quantize;
+    if (entry.dot) e.dot = entry.dot;
+    if (entry.dot4) e.dot4 = entry.dot4;
+  });
+  recording = nullptr;
   return entries;
+}
+
+const KernelMap& avx2_kernels() {
+  static const KernelMap entries = installed_kernels(quant::install_avx2);
+  return entries;
+}
+
+const KernelMap& avx512_kernels() {
+  static const KernelMap entries = installed_kernels(quant::install_avx512);
+  return entries;
+}
+
+const KernelMap& kernels_of(KernelBackend backend) {
+  return backend == KernelBackend::kAvx512 ? avx512_kernels() : avx2_kernels();
 }
 
 class Avx2 : public ::testing::Test {
@@ -54,9 +80,13 @@ class Avx2 : public ::testing::Test {
   }
 };
 
-TEST_F(Avx2, IsTheDefaultBackend) {
-  EXPECT_EQ(best_kernel_backend(), KernelBackend::kAvx2);
-  EXPECT_EQ(active_kernel_backend(), KernelBackend::kAvx2);
+TEST_F(Avx2, DefaultIsTheBestBackendTheCpuHas) {
+  const KernelBackend best = quant::avx512_supported() ? KernelBackend::kAvx512 : KernelBackend::kAvx2;
+  std::printf("kernel backend: %s\n", kernel_backend_name(best));
+  EXPECT_EQ(best_kernel_backend(), best);
+  EXPECT_EQ(active_kernel_backend(), best);
+  EXPECT_TRUE(kernel_backend_supported(KernelBackend::kAvx2));
+  EXPECT_FALSE(kernel_backend_supported(KernelBackend::kNeon));
 }
 
 TEST_F(Avx2, OverridesTheListedKernels) {
@@ -76,14 +106,34 @@ TEST_F(Avx2, OverridesTheListedKernels) {
 }
 
 TEST_F(Avx2, DispatchUsesTheOverrides) {
+  ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx2).ok());
   const DotKernels q4k = dot_kernels(TensorType::Q4_K, 256);
   EXPECT_EQ(q4k.dot, avx2_kernels().at(TensorType::Q4_K).dot);
   EXPECT_EQ(q4k.dot4, avx2_kernels().at(TensorType::Q4_K).dot4);
   ASSERT_TRUE(use_kernel_backend(KernelBackend::kScalar).ok());
   const DotKernels scalar = dot_kernels(TensorType::Q4_K, 256);
-  ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx2).ok());
+  ASSERT_TRUE(use_kernel_backend(best_kernel_backend()).ok());
   EXPECT_EQ(scalar.dot, quant::dot_q4_k);
   EXPECT_EQ(scalar.dot4, nullptr);
+}
+
+class Avx512 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!quant::avx512_supported()) GTEST_SKIP() << "this CPU lacks AVX-512 F, BW, VL or VNNI";
+  }
+};
+
+// AVX-512 starts from AVX2's table and replaces the heaviest dot products.
+TEST_F(Avx512, ExtendsTheAvx2Table) {
+  EXPECT_EQ(avx512_kernels().size(), avx2_kernels().size());
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    EXPECT_NE(avx512_kernels().at(type).dot, avx2_kernels().at(type).dot) << type_name(type);
+    EXPECT_NE(avx512_kernels().at(type).dot4, avx2_kernels().at(type).dot4) << type_name(type);
+  }
+  EXPECT_EQ(avx512_kernels().at(TensorType::Q8_K).quantize, avx2_kernels().at(TensorType::Q8_K).quantize);
+  ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx512).ok());
+  EXPECT_EQ(dot_kernels(TensorType::Q6_K, 256).dot, avx512_kernels().at(TensorType::Q6_K).dot);
 }
 
 // --- Bit-identical conversions -------------------------------------------------
@@ -255,10 +305,10 @@ struct DotCase {
   std::vector<std::vector<uint8_t>> a;
 };
 
-void expect_dots_match(TensorType type, const DotCase& c) {
+void expect_dots_match(KernelBackend backend, TensorType type, const DotCase& c) {
   const TensorType a_type = activation_type(type);
   const quant_test::ScalarKernels& scalar = scalar_kernels().at(type);
-  const quant::KernelEntry& avx2 = avx2_kernels().at(type);
+  const quant::KernelEntry& simd = kernels_of(backend).at(type);
   const std::vector<float> w_values = dequantize_with_scalar(type, c.w, c.n);
 
   // dot4 reads rows a_stride apart: pad them to catch a stride mix-up.
@@ -266,33 +316,34 @@ void expect_dots_match(TensorType type, const DotCase& c) {
   std::vector<uint8_t> packed(4 * stride, 0x7f);
   for (int k = 0; k < 4; ++k) std::memcpy(&packed[k * stride], c.a[k].data(), a_bytes);
   float four[4];
-  avx2.dot4(c.w.data(), packed.data(), stride, c.n, four);
+  simd.dot4(c.w.data(), packed.data(), stride, c.n, four);
 
   for (int k = 0; k < 4; ++k) {
     const std::vector<float> a_values = dequantize_with_scalar(a_type, c.a[k], c.n);
     double magnitude = 0;
     for (int64_t i = 0; i < c.n; ++i) magnitude += std::fabs(static_cast<double>(w_values[i]) * a_values[i]);
     const double expected = scalar.dot(c.w.data(), c.a[k].data(), c.n);
-    const double one = avx2.dot(c.w.data(), c.a[k].data(), c.n);
+    const double one = simd.dot(c.w.data(), c.a[k].data(), c.n);
     ASSERT_TRUE(std::isfinite(expected)) << c.what;
     EXPECT_LE(std::fabs(one - expected), kTolerance * magnitude)
         << type_name(type) << ", " << c.what << ", n = " << c.n << ", row " << k << ": scalar " << expected
-        << ", avx2 " << one;
+        << ", " << kernel_backend_name(backend) << " " << one;
     EXPECT_LE(std::fabs(four[k] - expected), kTolerance * magnitude)
         << type_name(type) << ", " << c.what << ", n = " << c.n << ", dot4 row " << k << ": scalar " << expected
-        << ", avx2 " << four[k];
+        << ", " << kernel_backend_name(backend) << " " << four[k];
   }
 }
 
-class Avx2Dot : public ::testing::TestWithParam<TensorType> {
+class SimdDot : public ::testing::TestWithParam<std::tuple<KernelBackend, TensorType>> {
  protected:
   void SetUp() override {
-    if (!quant::avx2_supported()) GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+    if (!kernel_backend_supported(std::get<0>(GetParam())))
+      GTEST_SKIP() << "this CPU lacks " << kernel_backend_name(std::get<0>(GetParam()));
   }
 };
 
-TEST_P(Avx2Dot, MatchesScalarWithinRounding) {
-  const TensorType type = GetParam();
+TEST_P(SimdDot, MatchesScalarWithinRounding) {
+  const auto [backend, type] = GetParam();
   const TensorType a_type = activation_type(type);
   const int64_t block = quant_test::block_size(a_type);  // whole activation blocks
   std::vector<int64_t> lengths;
@@ -320,16 +371,16 @@ TEST_P(Avx2Dot, MatchesScalarWithinRounding) {
   const bool half_activations = a_type == TensorType::F16 || a_type == TensorType::Q8_0;
   const float a_large = half_activations ? 1e3f : 1e20f, a_small = half_activations ? 1e-3f : 1e-20f;
   for (int64_t n : lengths) {
-    expect_dots_match(type, {"gaussian", n, weights(n, 1.0f, 0.0f), activations(n, 1.0f, 0.0f)});
-    expect_dots_match(type, {"gaussian with offsets", n, weights(n, 1.0f, 0.4f), activations(n, 1.0f, -0.3f)});
-    expect_dots_match(type, {"large weights, small activations", n, weights(n, 1e3f, 0.2f), activations(n, a_small, 0.5f)});
-    expect_dots_match(type, {"small weights, large activations", n, weights(n, 1e-3f, -0.2f), activations(n, a_large, 0.0f)});
+    expect_dots_match(backend, type, {"gaussian", n, weights(n, 1.0f, 0.0f), activations(n, 1.0f, 0.0f)});
+    expect_dots_match(backend, type, {"gaussian with offsets", n, weights(n, 1.0f, 0.4f), activations(n, 1.0f, -0.3f)});
+    expect_dots_match(backend, type, {"large weights, small activations", n, weights(n, 1e3f, 0.2f), activations(n, a_small, 0.5f)});
+    expect_dots_match(backend, type, {"small weights, large activations", n, weights(n, 1e-3f, -0.2f), activations(n, a_large, 0.0f)});
     // One outlier per row: most of each block quantizes to small levels.
     std::vector<float> spiky = gaussian(static_cast<size_t>(n), seed++);
     spiky[static_cast<size_t>(n / 2)] = 500.0f;
-    expect_dots_match(type, {"outlier weight", n, quantize_with_scalar(type, spiky), activations(n, 1.0f, 0.0f)});
+    expect_dots_match(backend, type, {"outlier weight", n, quantize_with_scalar(type, spiky), activations(n, 1.0f, 0.0f)});
     if (type != TensorType::F16)
-      expect_dots_match(type, {"random weight bytes", n, random_blocks(type, n, rng), activations(n, 1.0f, 0.1f)});
+      expect_dots_match(backend, type, {"random weight bytes", n, random_blocks(type, n, rng), activations(n, 1.0f, 0.1f)});
   }
 }
 
@@ -339,14 +390,26 @@ std::vector<TensorType> avx2_dot_types() {
           TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, Avx2Dot, ::testing::ValuesIn(avx2_dot_types()), quant_test::TypeName());
+std::string backend_and_type(const ::testing::TestParamInfo<std::tuple<KernelBackend, TensorType>>& info) {
+  return std::string(kernel_backend_name(std::get<0>(info.param))) + "_" + type_name(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Avx2, SimdDot,
+                         ::testing::Combine(::testing::Values(KernelBackend::kAvx2), ::testing::ValuesIn(avx2_dot_types())),
+                         backend_and_type);
+INSTANTIATE_TEST_SUITE_P(Avx512, SimdDot,
+                         ::testing::Combine(::testing::Values(KernelBackend::kAvx512),
+                                            ::testing::Values(TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K,
+                                                              TensorType::Q6_K)),
+                         backend_and_type);
 
 // vec_dot4 through the dispatch table against four vec_dot calls: equal on
 // the scalar backend (which has no four-row kernel and loops), within
 // rounding on AVX2 (whose four-row kernels fold the rows' integer sums
 // before converting them, a different float summation order).
 TEST_F(Avx2, VecDot4MatchesFourVecDots) {
-  for (KernelBackend backend : {KernelBackend::kScalar, KernelBackend::kAvx2}) {
+  for (KernelBackend backend : {KernelBackend::kScalar, KernelBackend::kAvx2, KernelBackend::kAvx512}) {
+    if (!kernel_backend_supported(backend)) continue;  // AVX-512: its own tests say it was skipped
     ASSERT_TRUE(use_kernel_backend(backend).ok());
     for (TensorType type : avx2_dot_types()) {
       const TensorType a_type = activation_type(type);
@@ -376,7 +439,7 @@ TEST_F(Avx2, VecDot4MatchesFourVecDots) {
       }
     }
   }
-  ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx2).ok());
+  ASSERT_TRUE(use_kernel_backend(best_kernel_backend()).ok());
 }
 
 }  // namespace

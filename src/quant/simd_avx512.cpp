@@ -1,0 +1,273 @@
+// AVX-512 kernels (x86-64 with AVX-512 F, BW, VL and VNNI: Intel Ice Lake
+// and later servers, AMD Zen 4 and later). This file alone is compiled with
+// those flags; dispatch.cpp calls in only when the CPU has them.
+//
+// Why a second x86 backend: on such a CPU the AVX2 dot products decode a
+// token at about two thirds of the memory bandwidth, because the kernels,
+// not the memory, are the limit (a pass over the same weights that only
+// loads them streams half again as fast). The cost is in instructions:
+// 32-value pieces, and scales shuffled into place per piece. Here a 512-bit
+// register holds two pieces, vpdpbusd / vpdpwssd fuse the multiply with the
+// accumulation, and a weight block costs about half the instructions.
+//
+// The backend starts from install_avx2()'s table and overrides the weight
+// types that make up nearly all of the bytes of the usual model files: Q8_0,
+// Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K). The
+// integer arithmetic is the scalar kernels', exactly; only the float
+// summation order differs (tests/quant/simd_test.cpp).
+#include "quant/simd.h"
+
+#if defined(__x86_64__)
+
+// GCC 12's own AVX-512 headers start casts and reductions from
+// _mm512_undefined_*(), which its -Wuninitialized then reports at every use.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <utility>
+
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+#include "quant/simd_x86.h"
+
+namespace revis::quant {
+namespace {
+
+inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
+
+// Two 32-byte pieces, at p and q, as one register: p in the low half. (A
+// masked broadcast from memory, unlike an insert, does not need the
+// shuffle port, which the scales below keep busy.)
+inline __m512i pair(const void* p, const void* q) {
+  return _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(load256(p)), 0xf0, load256(q));
+}
+
+// Two halves as 16 floats: eight of each, the first in the low half.
+inline __m512 pair_scales(uint16_t low, uint16_t high) {
+  return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(high)), _mm_set1_epi16(static_cast<short>(low))));
+}
+
+// Mask of the high 256 bits, for masked operations on 16-bit lanes.
+constexpr __mmask32 kHighHalf = 0xffff0000u;
+
+// --- Q8_0 and Q4_0 against Q8_0 ------------------------------------------------
+//
+// w * a with w signed: vpdpbusd wants one unsigned side, so it multiplies
+// |w| with a carrying w's sign (exact: no Q8_0 activation is -128). Blocks
+// go two to a register; an odd last block takes the 256-bit path.
+
+struct Q8_0Pair {
+  using Block = BlockQ8_0;
+  static __m512i weights(const Block* b) { return pair(b[0].qs, b[1].qs); }
+  static __m256i weights(const Block& b) { return load256(b.qs); }
+};
+
+struct Q4_0Pair {
+  using Block = BlockQ4_0;
+  // Value j < 16 is the low nibble of byte j, j + 16 the high one; minus 8.
+  static __m256i weights(const Block& b) {
+    const __m128i packed = load128(b.qs);
+    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+  }
+  static __m512i weights(const Block* b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(weights(b[0])), weights(b[1]), 1);
+  }
+};
+
+template <int T, typename Format>
+void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+  using Block = typename Format::Block;
+  const auto* wb = static_cast<const Block*>(w);
+  const BlockQ8_0* ab[T];
+  for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_0*>(a + t * stride);
+  const int64_t blocks = n / kLegacyBlock;
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    const __m512i q = Format::weights(wb + b);
+    const __m512i q_abs = _mm512_abs_epi8(q);
+    const __mmask64 negative = _mm512_movepi8_mask(q);
+    const __m512 dw = pair_scales(wb[b].d, wb[b + 1].d);
+    for (int t = 0; t < T; ++t) {
+      const __m512i y = pair(ab[t][b].qs, ab[t][b + 1].qs);
+      const __m512i y_signed = _mm512_mask_sub_epi8(y, negative, _mm512_setzero_si512(), y);
+      const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q_abs, y_signed);
+      const __m512 d = _mm512_mul_ps(dw, pair_scales(ab[t][b].d, ab[t][b + 1].d));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), d, acc[t]);
+    }
+  }
+  float tail[T] = {};
+  if (b < blocks) {
+    const __m256i q = Format::weights(wb[b]);
+    const __m256i q_abs = _mm256_abs_epi8(q);
+    const float dw = half(wb[b].d);
+    for (int t = 0; t < T; ++t) {
+      const __m256i y_signed = _mm256_sign_epi8(load256(ab[t][b].qs), q);
+      const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q_abs, y_signed);
+      const __m256 s = _mm256_cvtepi32_ps(sums);
+      const __m128 folded = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+      tail[t] = _mm_cvtss_f32(_mm_dp_ps(folded, _mm_set1_ps(1.0f), 0xf1)) * dw * half(ab[t][b].d);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]) + tail[t];
+}
+
+// --- K-quants against Q8_K ---------------------------------------------------------
+//
+// A 256-value block is four pairs of 32-value chunks; pair p covers values
+// 64p .. 64p + 63, which are contiguous in Q8_K's qs, so one 512-bit load
+// brings a pair's activations. vpmaddubsw multiplies the unsigned levels
+// with the activations into int16 sums of two, and vpdpwssd multiplies those
+// with the 16-bit group scales and adds them up in int32, in one step.
+// Offsets (Q4_K's minimums, Q6_K's -32) use Q8_K's sums of 16 values.
+
+// Pair p's scales as 32 int16 (one per two values): lanes 0-15 take group
+// 2p's scale and 16-31 group 2p + 1's, from `scales` holding the block's 8
+// group scales as int16 in lanes 0-7.
+template <int kP>
+inline __m512i pair_scales_32(__m512i scales) {
+  const __m512i index = _mm512_inserti64x4(_mm512_set1_epi16(2 * kP), _mm256_set1_epi16(2 * kP + 1), 1);
+  return _mm512_permutexvar_epi16(index, scales);
+}
+
+// Pair p's scales when each group is 16 values (Q6_K): lanes 8i .. 8i + 7
+// take group 4p + i's scale, from `scales` holding the 16 group scales.
+template <int kP>
+inline __m512i quad_scales_32(__m512i scales) {
+  const __m512i index = _mm512_set_epi16(
+      4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3,
+      4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2,
+      4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1,
+      4 * kP, 4 * kP, 4 * kP, 4 * kP, 4 * kP, 4 * kP, 4 * kP, 4 * kP);
+  return _mm512_permutexvar_epi16(index, scales);
+}
+
+template <typename F, int... kP>
+inline void for_pairs(F&& f, std::integer_sequence<int, kP...>) {
+  (f.template operator()<kP>(), ...);
+}
+
+// Q4_K: pair p is the low (chunk 2p) and high (chunk 2p + 1) nibbles of
+// qs[32p .. 32p + 31]: the 32 bytes go to both halves, the high half
+// shifted down by 4.
+struct Q4_KPairs {
+  using Block = BlockQ4_K;
+  template <int kP>
+  static __m512i levels(const Block& b) {
+    const __m512i bytes = _mm512_broadcast_i64x4(load256(b.qs + 32 * kP));
+    return _mm512_and_si512(_mm512_mask_srli_epi16(bytes, kHighHalf, bytes, 4), _mm512_set1_epi8(0x0f));
+  }
+};
+
+// Q6_K: chunk c = 4h + k takes its low nibble from ql[64h + 32(k % 2) + l]
+// (the high nibble when k >= 2) and its top two bits from qh[32h + l] at bit
+// 2k. Pair p = 2h + k / 2 thus covers ql[64h .. 64h + 63], low nibbles for
+// p even and high for p odd, and bits 4(p % 2) and 4(p % 2) + 2 of qh.
+struct Q6_KPairs {
+  using Block = BlockQ6_K;
+  template <int kP>
+  static __m512i levels(const Block& b) {
+    constexpr int kH = kP / 2, kShift = 4 * (kP % 2);
+    const __m512i ql = load512(b.ql + 64 * kH);
+    const __m512i low = _mm512_and_si512(kShift ? _mm512_srli_epi16(ql, 4) : ql, _mm512_set1_epi8(0x0f));
+    __m512i qh = _mm512_broadcast_i64x4(load256(b.qh + 32 * kH));
+    if constexpr (kShift) qh = _mm512_srli_epi16(qh, kShift);
+    qh = _mm512_mask_srli_epi16(qh, kHighHalf, qh, 2);
+    // (qh << 4) & 0x30 | low
+    return _mm512_ternarylogic_epi32(low, _mm512_slli_epi16(qh, 4), _mm512_set1_epi8(0x30), 0xf8);
+  }
+};
+
+template <int T>
+void dot_q4_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+  const auto* wb = static_cast<const BlockQ4_K*>(w);
+  const BlockQ8_K* ab[T];
+  for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_K*>(a + t * stride);
+  __m512 acc[T];
+  __m256 acc_min[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps(), acc_min[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const BlockQ4_K& x = wb[b];
+    const __m128i packed = scales_6bit(x.scales);  // scales 0..7, mins 0..7
+    const __m512i scales = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(packed));
+    // Each min serves two groups of 16, as Q8_K's sums come.
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(packed, packed));
+    __m512i sums[T];
+    for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
+    for_pairs(
+        [&]<int kP>() {
+          const __m512i q = Q4_KPairs::levels<kP>(x);
+          const __m512i scale = pair_scales_32<kP>(scales);
+          for (int t = 0; t < T; ++t) {
+            const __m512i products = _mm512_maddubs_epi16(q, load512(ab[t][b].qs + 64 * kP));
+            sums[t] = _mm512_dpwssd_epi32(sums[t], products, scale);
+          }
+        },
+        std::make_integer_sequence<int, 4>());
+    const float d = half(x.d), dmin = half(x.dmin);
+    for (int t = 0; t < T; ++t) {
+      const __m256i min_sums = _mm256_madd_epi16(load256(ab[t][b].bsums), mins);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_set1_ps(d * ab[t][b].d), acc[t]);
+      acc_min[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(min_sums), _mm256_set1_ps(-dmin * ab[t][b].d), acc_min[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t], _mm512_castps256_ps512(acc_min[t])));
+}
+
+template <int T>
+void dot_q6_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+  const auto* wb = static_cast<const BlockQ6_K*>(w);
+  const BlockQ8_K* ab[T];
+  for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_K*>(a + t * stride);
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const BlockQ6_K& x = wb[b];
+    const __m256i group_scales = _mm256_cvtepi8_epi16(load128(x.scales));
+    const __m512i scales = _mm512_castsi256_si512(group_scales);
+    // Levels are stored + 32: take 32 * scale * (sum of the group's 16 a's).
+    const __m256i offsets = _mm256_slli_epi16(group_scales, 5);
+    __m512i sums[T];
+    for (int t = 0; t < T; ++t) sums[t] = _mm512_castsi256_si512(_mm256_sub_epi32(
+                                    _mm256_setzero_si256(), _mm256_madd_epi16(load256(ab[t][b].bsums), offsets)));
+    for_pairs(
+        [&]<int kP>() {
+          const __m512i q = Q6_KPairs::levels<kP>(x);
+          const __m512i scale = quad_scales_32<kP>(scales);
+          for (int t = 0; t < T; ++t) {
+            const __m512i products = _mm512_maddubs_epi16(q, load512(ab[t][b].qs + 64 * kP));
+            sums[t] = _mm512_dpwssd_epi32(sums[t], products, scale);
+          }
+        },
+        std::make_integer_sequence<int, 4>());
+    const float d = half(x.d);
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_set1_ps(d * ab[t][b].d), acc[t]);
+  }
+  for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
+}
+
+}  // namespace
+
+bool avx512_supported() {
+  // __builtin_cpu_supports also checks that the OS saves the 512-bit state.
+  return avx2_supported() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
+
+void install_avx512(OverrideFn record) {
+  install_avx2(record);
+  record(TensorType::Q8_0, dots<dot_signed_rows<1, Q8_0Pair>, dot_signed_rows<4, Q8_0Pair>>());
+  record(TensorType::Q4_0, dots<dot_signed_rows<1, Q4_0Pair>, dot_signed_rows<4, Q4_0Pair>>());
+  record(TensorType::Q4_K, dots<dot_q4_k_rows<1>, dot_q4_k_rows<4>>());
+  record(TensorType::Q6_K, dots<dot_q6_k_rows<1>, dot_q6_k_rows<4>>());
+}
+
+}  // namespace revis::quant
+
+#endif
