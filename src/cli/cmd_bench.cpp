@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "gguf/gguf.h"
+#include "quant/quant.h"
 
 namespace revis::cli {
 namespace {
@@ -29,7 +30,7 @@ namespace {
 constexpr int kWarmupGenerateSteps = 16;
 
 struct BenchArgs {
-  std::string model, frontiers;
+  std::string model, frontiers, kernels;
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
@@ -170,6 +171,12 @@ int run_bench(const BenchArgs& args) {
   }
   auto types = read_weight_types(args.model);
   if (!types.ok()) return fail(types.status().message());
+  if (!args.kernels.empty()) {
+    auto backend = parse_kernel_backend(args.kernels);
+    if (!backend.ok()) return fail("--kernels: " + backend.status().message());
+    if (Status used = use_kernel_backend(*backend); !used.ok()) return fail("--kernels: " + used.message());
+  }
+  const char* kernels = kernel_backend_name(active_kernel_backend());
 
   // Exactly the positions the runs fill, unless the user asks for more.
   const int needed_ctx = (depths.empty() ? args.n_prompt : depths.back()) + args.n_generate;
@@ -235,6 +242,7 @@ int run_bench(const BenchArgs& args) {
         {"file_bytes", info.file_bytes},
         {"bytes_per_token", info.bytes_per_token},
         {"threads", info.n_threads},
+        {"kernels", kernels},
         {"p", args.n_prompt},
         {"n", args.n_generate},
         {"r", args.repetitions},
@@ -258,8 +266,9 @@ int run_bench(const BenchArgs& args) {
   }
   std::printf("model        %s (%s, %s, %d layers, %.1f MiB file)\n", info.path.c_str(), info.architecture.c_str(),
               types->label.c_str(), info.n_layer, mib(info.file_bytes));
-  std::printf("setup        %d threads, prompt %d, generate %d, %d runs after a warm-up%s\n", info.n_threads,
-              args.n_prompt, args.n_generate, args.repetitions, locked ? ", weights locked" : "");
+  std::printf("setup        %d threads, %s kernels, prompt %d, generate %d, %d runs after a warm-up%s\n",
+              info.n_threads, kernels, args.n_prompt, args.n_generate, args.repetitions,
+              locked ? ", weights locked" : "");
   std::printf("prefill      %8.2f tok/s   (min %.2f, max %.2f)\n", prefill.median, prefill.min, prefill.max);
   std::printf("generation   %8.2f tok/s   (min %.2f, max %.2f)\n", gen.median, gen.min, gen.max);
   std::printf("TTFT         %8.1f ms      (min %.1f, max %.1f)\n", ttft.median, ttft.min, ttft.max);
@@ -293,6 +302,8 @@ void register_bench(CLI::App& app, int& exit_code) {
                   "Context depths, e.g. 512,2048,8192: print a CSV of prefill and generation speed at each")
       ->excludes(json);
   cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)");
+  cmd->add_option("--kernels", args->kernels,
+                  "Kernel backend: scalar, avx2, avx512 or neon (default: the best this CPU has), to compare them");
   cmd->callback([args, &exit_code] { exit_code = run_bench(*args); });
 }
 

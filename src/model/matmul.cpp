@@ -17,6 +17,25 @@ constexpr size_t kTileBytes = 32 * 1024;
 
 constexpr int kGroup = 4;  // tokens per vec_dot4
 
+// A group's activations are read once per weight row of a tile, so they
+// should stay in L1 (48 KiB on recent x86 cores, beside the tile's rows).
+// Long rows (an FFN's down projection: 8192 values, 35 KiB for four tokens
+// in Q8_K, twice that packed) are therefore split into slices of columns
+// whose activations fit this, the slices' dots added up. Slices are whole
+// super-blocks, so every block format and packed layout splits evenly.
+constexpr size_t kGroupSliceBytes = 16 * 1024;
+constexpr int64_t kSliceQuantum = 256;
+
+// Columns per slice for rows of `cols` values whose four-token group takes
+// group_bytes: all of them when that fits kGroupSliceBytes (or the row
+// cannot be split), else the fewest equal slices that fit.
+int64_t slice_cols(int64_t cols, size_t group_bytes) {
+  if (group_bytes <= kGroupSliceBytes || cols % kSliceQuantum != 0) return cols;
+  const int64_t slices = static_cast<int64_t>((group_bytes + kGroupSliceBytes - 1) / kGroupSliceBytes);
+  const int64_t quanta = cols / kSliceQuantum;
+  return (quanta + slices - 1) / slices * kSliceQuantum;
+}
+
 // How far ahead of the row being multiplied a single-token pass asks for
 // weights. The hardware prefetchers stop at every 4 KiB page and need a few
 // misses to start again; requests this far ahead keep memory busy across
@@ -53,10 +72,24 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
     quantize_row(act_type, x + t * x_stride, activations_.data() + t * act_row, w.cols);
   const uint8_t* acts = activations_.data();
   const DotKernels kernels = dot_kernels(w.type, w.cols);
+  const int n_groups = n_tokens / kGroup;
+  // Where the backend has a packed form of dot4, each group of four tokens
+  // is packed once here and then met by every weight row.
+  const PackedDot4* packed = n_groups > 0 ? kernels.packed4 : nullptr;
+  const size_t packed_bytes = packed ? packed->bytes(w.cols) : 0;
+  if (packed) {
+    packed_activations_.resize(packed_bytes * n_groups);
+    for (int g = 0; g < n_groups; ++g)
+      packed->pack(acts + g * kGroup * act_row, act_row, w.cols, packed_activations_.data() + g * packed_bytes);
+  }
 
-  const int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / std::max<size_t>(w.row_bytes, 1)));
-  // Token groups re-read a piece once per group: keep every piece a tile.
   const bool grouped = kernels.dot4 != nullptr && n_tokens >= kGroup;
+  const int64_t slice = grouped ? slice_cols(w.cols, packed ? packed_bytes : kGroup * act_row) : w.cols;
+  // A tile is kTileBytes of one slice of its rows (of whole rows when the
+  // rows are not sliced).
+  const size_t slice_row_bytes = std::max<size_t>(row_bytes(w.type, slice), 1);
+  const int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / slice_row_bytes));
+  // Token groups re-read a piece once per group: keep every piece a tile.
   const int64_t max_rows = grouped ? tile_rows : std::max(w.rows, tile_rows);
   const int64_t prefetch_rows = std::max<int64_t>(1, static_cast<int64_t>(kPrefetchBytes / std::max<size_t>(w.row_bytes, 1)));
   const int threads = pool.size();
@@ -68,10 +101,21 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
       if (grouped) {
         for (; t + kGroup <= n_tokens; t += kGroup) {
           const uint8_t* group = acts + t * act_row;
-          for (int64_t r = begin; r < end; ++r) {
-            float dots[kGroup];
-            kernels.dot4(w.row(r), group, act_row, w.cols, dots);
-            for (int k = 0; k < kGroup; ++k) out[(t + k) * out_stride + r] = dots[k];
+          const uint8_t* packed_group = packed ? packed_activations_.data() + (t / kGroup) * packed_bytes : nullptr;
+          for (int64_t col = 0; col < w.cols; col += slice) {
+            const int64_t n = std::min(slice, w.cols - col);
+            const size_t w_offset = row_bytes(w.type, col);
+            for (int64_t r = begin; r < end; ++r) {
+              float dots[kGroup];
+              if (packed)
+                packed->dot(w.row(r) + w_offset, packed_group + packed->bytes(col), n, dots);
+              else
+                kernels.dot4(w.row(r) + w_offset, group + row_bytes(act_type, col), act_row, n, dots);
+              for (int k = 0; k < kGroup; ++k) {
+                float& o = out[(t + k) * out_stride + r];
+                o = col == 0 ? dots[k] : o + dots[k];
+              }
+            }
           }
         }
       }

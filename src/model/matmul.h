@@ -10,7 +10,10 @@
 //    (another process on its core, a busier memory channel) just claims
 //    less. With four or more tokens every claim is one tile.
 // 3. Within a tile, tokens go four at a time through vec_dot4's kernel,
-//    which unpacks each weight block once for the four. The tile's rows
+//    which unpacks each weight block once for the four (or its packed form,
+//    where the backend has one: each group is then packed once per call).
+//    Rows too long for a group's activations to stay in L1 go in slices of
+//    columns, each slice's dots added to the last. The tile's rows
 //    stay in L2 while the token groups pass over them, and a group's four
 //    activation rows stay in L1 while the tile's rows pass. Tokens left
 //    over after the groups of four use vec_dot's kernel.
@@ -34,7 +37,8 @@ class MatMul {
            int64_t out_stride);
 
  private:
-  std::vector<uint8_t> activations_;  // reused between calls
+  std::vector<uint8_t> activations_;         // reused between calls
+  std::vector<uint8_t> packed_activations_;  // groups of four, where the kernels have a packed form
 };
 
 }  // namespace revis

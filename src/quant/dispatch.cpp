@@ -8,6 +8,7 @@
 // the CPU supports then overrides the entries it has (see simd.h).
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "quant/kernels.h"
 #include "quant/quant.h"
@@ -23,6 +24,7 @@ struct Kernels {
   quant::QuantizeFn quantize;
   quant::DotFn dot;
   quant::Dot4Fn dot4 = nullptr;  // null: vec_dot4 calls dot four times
+  const PackedDot4* packed4 = nullptr;
 };
 
 // Q8_1 is absent on purpose: llama.cpp uses it only as a GPU-side
@@ -66,6 +68,7 @@ void record_override(TensorType type, const quant::KernelEntry& entry) {
     if (entry.quantize) k.quantize = entry.quantize;
     if (entry.dot) k.dot = entry.dot;
     if (entry.dot4) k.dot4 = entry.dot4;
+    if (entry.packed4) k.packed4 = entry.packed4;
   }
 }
 
@@ -155,6 +158,12 @@ const char* kernel_backend_name(KernelBackend backend) {
   return "?";
 }
 
+Result<KernelBackend> parse_kernel_backend(std::string_view name) {
+  for (KernelBackend backend : {KernelBackend::kScalar, KernelBackend::kAvx2, KernelBackend::kAvx512, KernelBackend::kNeon})
+    if (name == kernel_backend_name(backend)) return backend;
+  return Status::error("unknown kernel backend '" + std::string(name) + "' (expected scalar, avx2, avx512 or neon)");
+}
+
 bool can_dequantize(TensorType type) { return find_kernels(type) != nullptr; }
 
 bool can_quantize(TensorType type) { return find_kernels(type) != nullptr; }
@@ -189,7 +198,7 @@ void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, 
 
 DotKernels dot_kernels(TensorType w_type, int64_t n) {
   const Kernels& k = checked_kernels("dot_kernels", w_type, n);
-  return {k.dot, k.dot4};
+  return {k.dot, k.dot4, k.packed4};
 }
 
 }  // namespace revis

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "quant/types.h"
 #include "revis/status.h"
@@ -46,13 +47,26 @@ float vec_dot(TensorType w_type, const void* w, const void* a, int64_t n);
 // matrix products (prompt processing) faster than four vec_dot calls.
 void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, int64_t n, float* out);
 
+// A faster form of dot4 for when many weight rows meet the same four
+// activation rows (a matrix times a batch of tokens): pack() rearranges the
+// four rows once into bytes(n) bytes of the backend's own layout (values
+// interleaved as the kernel loads them, scales already converted), and
+// dot() then takes one weight row against them; its results equal dot4's
+// up to float summation order.
+struct PackedDot4 {
+  size_t (*bytes)(int64_t n);
+  void (*pack)(const void* a, size_t a_stride, int64_t n, void* packed);
+  void (*dot)(const void* w, const void* packed, int64_t n, float* out);
+};
+
 // vec_dot's and vec_dot4's kernels for weight type w_type and rows of n
 // values, looked up and checked once, for loops over many rows. dot4 is
 // null where the active backend has no four-row kernel for the type: call
-// dot per row then.
+// dot per row then. packed4 is null where it has no packed form.
 struct DotKernels {
   float (*dot)(const void* w, const void* a, int64_t n);
   void (*dot4)(const void* w, const void* a, size_t a_stride, int64_t n, float* out);
+  const PackedDot4* packed4;
 };
 DotKernels dot_kernels(TensorType w_type, int64_t n);
 
@@ -66,5 +80,7 @@ bool kernel_backend_supported(KernelBackend backend);
 KernelBackend active_kernel_backend();
 Status use_kernel_backend(KernelBackend backend);
 const char* kernel_backend_name(KernelBackend backend);
+// "scalar", "avx2", "avx512" or "neon"; an error naming the choices otherwise.
+Result<KernelBackend> parse_kernel_backend(std::string_view name);
 
 }  // namespace revis

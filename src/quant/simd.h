@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "quant/kernels.h"
+#include "quant/quant.h"
 #include "quant/types.h"
 
 namespace revis::quant {
@@ -21,6 +22,7 @@ struct KernelEntry {
   QuantizeFn quantize = nullptr;
   DotFn dot = nullptr;
   Dot4Fn dot4 = nullptr;  // null: four calls of dot
+  const PackedDot4* packed4 = nullptr;
 };
 
 // Called once per backend with a function to record an override.

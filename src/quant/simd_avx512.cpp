@@ -12,7 +12,8 @@
 //
 // The backend starts from install_avx2()'s table and overrides the weight
 // types that make up nearly all of the bytes of the usual model files: Q8_0,
-// Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K). The
+// Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
+// for Q8_0 and Q4_0 adds the packed form of dot4 (quant.h's PackedDot4). The
 // integer arithmetic is the scalar kernels', exactly; only the float
 // summation order differs (tests/quant/simd_test.cpp).
 #include "quant/simd.h"
@@ -114,6 +115,68 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
     }
   }
   for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]) + tail[t];
+}
+
+// The packed form of four Q8_0 activation rows (PackedDot4): for each pair
+// of blocks, the four rows' 64 values (the two blocks' 32 each), then the
+// four rows' scales as 16 floats (eight of each block's), so that the
+// kernel's inner loop over rows is loads and arithmetic, with no scale to
+// convert and no shuffle. A missing second block of an odd count is zeros
+// with scale zero. 512 bytes per 64 values: the rows stay in L2.
+constexpr size_t kPackedValues = 4 * 64, kPackedPairBytes = kPackedValues + 4 * 16 * sizeof(float);
+
+size_t packed4_bytes_q8_0(int64_t n) { return static_cast<size_t>((n / kLegacyBlock + 1) / 2) * kPackedPairBytes; }
+
+void pack4_q8_0(const void* a, size_t stride, int64_t n, void* packed) {
+  const int64_t blocks = n / kLegacyBlock;
+  auto* out = static_cast<uint8_t*>(packed);
+  for (int64_t b = 0; b < blocks; b += 2, out += kPackedPairBytes) {
+    for (int t = 0; t < 4; ++t) {
+      const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + t * stride);
+      auto* scales = reinterpret_cast<float*>(out + kPackedValues) + 16 * t;
+      for (int h = 0; h < 2; ++h) {
+        const bool present = b + h < blocks;
+        const __m256i values = present ? load256(row[b + h].qs) : _mm256_setzero_si256();
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * t + 32 * h), values);
+        _mm256_storeu_ps(scales + 8 * h, _mm256_set1_ps(present ? half(row[b + h].d) : 0.0f));
+      }
+    }
+  }
+}
+
+template <typename Format>
+void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out) {
+  const auto* wb = static_cast<const typename Format::Block*>(w);
+  const auto* pair_data = static_cast<const uint8_t*>(packed);
+  const int64_t blocks = n / kLegacyBlock;
+  __m512 acc[4];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  auto accumulate = [&](__m512i q, __m512 dw, const uint8_t* data) {
+    const __m512i q_abs = _mm512_abs_epi8(q);
+    const __mmask64 negative = _mm512_movepi8_mask(q);
+    const auto* scales = reinterpret_cast<const float*>(data + kPackedValues);
+    for (int t = 0; t < 4; ++t) {
+      const __m512i y = load512(data + 64 * t);
+      const __m512i y_signed = _mm512_mask_sub_epi8(y, negative, _mm512_setzero_si512(), y);
+      const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q_abs, y_signed);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_loadu_ps(scales + 16 * t)), acc[t]);
+    }
+  };
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2, pair_data += kPackedPairBytes)
+    accumulate(Format::weights(wb + b), pair_scales(wb[b].d, wb[b + 1].d), pair_data);
+  // An odd last block meets the zeros packed beside it.
+  if (b < blocks)
+    accumulate(_mm512_zextsi256_si512(Format::weights(wb[b])), pair_scales(wb[b].d, 0), pair_data);
+  for (int t = 0; t < 4; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
+}
+
+template <typename Format>
+KernelEntry signed_kernels() {
+  static const PackedDot4 packed{packed4_bytes_q8_0, pack4_q8_0, dot4_packed_signed<Format>};
+  KernelEntry entry = dots<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>>();
+  entry.packed4 = &packed;
+  return entry;
 }
 
 // --- K-quants against Q8_K ---------------------------------------------------------
@@ -262,8 +325,8 @@ bool avx512_supported() {
 
 void install_avx512(OverrideFn record) {
   install_avx2(record);
-  record(TensorType::Q8_0, dots<dot_signed_rows<1, Q8_0Pair>, dot_signed_rows<4, Q8_0Pair>>());
-  record(TensorType::Q4_0, dots<dot_signed_rows<1, Q4_0Pair>, dot_signed_rows<4, Q4_0Pair>>());
+  record(TensorType::Q8_0, signed_kernels<Q8_0Pair>());
+  record(TensorType::Q4_0, signed_kernels<Q4_0Pair>());
   record(TensorType::Q4_K, dots<dot_q4_k_rows<1>, dot_q4_k_rows<4>>());
   record(TensorType::Q6_K, dots<dot_q6_k_rows<1>, dot_q6_k_rows<4>>());
 }

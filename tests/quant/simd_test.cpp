@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -54,6 +55,7 @@ KernelMap installed_kernels(void (*install)(quant::OverrideFn)) {
     if (entry.quantize) e.quantize = entry.quantize;
     if (entry.dot) e.dot = entry.dot;
     if (entry.dot4) e.dot4 = entry.dot4;
+    if (entry.packed4) e.packed4 = entry.packed4;
   });
   recording = nullptr;
   return entries;
@@ -132,13 +134,15 @@ TEST_F(Avx512, ExtendsTheAvx2Table) {
     EXPECT_NE(avx512_kernels().at(type).dot4, avx2_kernels().at(type).dot4) << type_name(type);
   }
   EXPECT_EQ(avx512_kernels().at(TensorType::Q8_K).quantize, avx2_kernels().at(TensorType::Q8_K).quantize);
+  EXPECT_NE(avx512_kernels().at(TensorType::Q8_0).packed4, nullptr);
+  EXPECT_EQ(avx2_kernels().at(TensorType::Q8_0).packed4, nullptr);
   ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx512).ok());
   EXPECT_EQ(dot_kernels(TensorType::Q6_K, 256).dot, avx512_kernels().at(TensorType::Q6_K).dot);
 }
 
 // --- Bit-identical conversions -------------------------------------------------
 
-const int kBlockCounts[] = {1, 3, 7, 13};
+const int kBlockCounts[] = {1, 2, 3, 7, 13};  // odd and even: AVX-512 takes blocks in pairs
 
 std::vector<uint8_t> quantized(quant::QuantizeFn fn, TensorType type, const std::vector<float>& x) {
   const int64_t n = static_cast<int64_t>(x.size());
@@ -317,6 +321,15 @@ void expect_dots_match(KernelBackend backend, TensorType type, const DotCase& c)
   for (int k = 0; k < 4; ++k) std::memcpy(&packed[k * stride], c.a[k].data(), a_bytes);
   float four[4];
   simd.dot4(c.w.data(), packed.data(), stride, c.n, four);
+  // The packed form of dot4, where the backend has one, from the same rows.
+  std::vector<float> packed_four;
+  if (simd.packed4) {
+    std::vector<uint8_t> packed_rows(simd.packed4->bytes(c.n) + 64, 0x5a);  // the tail catches an overrun
+    simd.packed4->pack(packed.data(), stride, c.n, packed_rows.data());
+    EXPECT_TRUE(std::all_of(packed_rows.end() - 64, packed_rows.end(), [](uint8_t b) { return b == 0x5a; }));
+    packed_four.resize(4);
+    simd.packed4->dot(c.w.data(), packed_rows.data(), c.n, packed_four.data());
+  }
 
   for (int k = 0; k < 4; ++k) {
     const std::vector<float> a_values = dequantize_with_scalar(a_type, c.a[k], c.n);
@@ -331,6 +344,11 @@ void expect_dots_match(KernelBackend backend, TensorType type, const DotCase& c)
     EXPECT_LE(std::fabs(four[k] - expected), kTolerance * magnitude)
         << type_name(type) << ", " << c.what << ", n = " << c.n << ", dot4 row " << k << ": scalar " << expected
         << ", " << kernel_backend_name(backend) << " " << four[k];
+    if (!packed_four.empty()) {
+      EXPECT_LE(std::fabs(packed_four[k] - expected), kTolerance * magnitude)
+          << type_name(type) << ", " << c.what << ", n = " << c.n << ", packed dot4 row " << k << ": scalar "
+          << expected << ", " << kernel_backend_name(backend) << " " << packed_four[k];
+    }
   }
 }
 
