@@ -64,7 +64,8 @@ void expect_matmul_equals_vec_dots(TensorType type, int64_t rows, int64_t cols, 
 }
 
 TEST(MatMul, EqualsRowByRowVecDot) {
-  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::F16, TensorType::F32})
+  for (TensorType type :
+       {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0, TensorType::F16, TensorType::F32})
     for (int n_tokens : {1, 3, 4, 5, 9})
       for (int n_threads : {1, 2, 3}) expect_matmul_equals_vec_dots(type, 37, 512, n_tokens, n_threads);
 }
@@ -75,6 +76,16 @@ TEST(MatMul, ManyTilesAndTokens) {
   // last of one row. With 1 or 3 tokens the claims shrink from a quarter of
   // the matrix down to a tile, and the rows ahead are prefetched.
   for (int n_tokens : {1, 3, 66}) expect_matmul_equals_vec_dots(TensorType::Q4_K, 701, 4096, n_tokens, 2);
+}
+
+TEST(MatMul, LongRowsGoInSlices) {
+  // A four-token group of 8192-value rows outgrows L1: 37 KiB in Q8_K (Q4_K
+  // weights: three slices of 2816, 2816 and 2560 columns), 64 KiB in the
+  // AVX-512 packed form of Q8_0 (four slices). 8224 = 257 blocks of 32 is
+  // not whole super-blocks and stays in one piece.
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q8_0, TensorType::Q4_0})
+    for (int n_tokens : {4, 9}) expect_matmul_equals_vec_dots(type, 19, 8192, n_tokens, 2);
+  expect_matmul_equals_vec_dots(TensorType::Q8_0, 19, 8224, 5, 2);
 }
 
 }  // namespace
