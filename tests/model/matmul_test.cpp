@@ -71,10 +71,12 @@ TEST(MatMul, EqualsRowByRowVecDot) {
 }
 
 TEST(MatMul, ManyTilesAndTokens) {
-  // Rows of 2304 bytes, 14 to a 32 KiB tile. With 66 tokens (16 groups of
-  // four and two left over) every claim is one tile: 701 rows make 51, the
-  // last of one row. With 1 or 3 tokens the claims shrink from a quarter of
-  // the matrix down to a tile, and the rows ahead are prefetched.
+  // Rows of 2304 bytes. With 66 tokens (16 groups of four and two left
+  // over) a group's activations (18.7 KiB) are too many for one slice: the
+  // rows go in two slices of 2048 columns, 28 rows to a 32 KiB tile, and
+  // every claim is one tile: 701 rows make 26, the last of one row. With 1
+  // or 3 tokens the claims shrink from a quarter of the matrix down to a
+  // tile (14 whole rows), and the rows ahead are prefetched.
   for (int n_tokens : {1, 3, 66}) expect_matmul_equals_vec_dots(TensorType::Q4_K, 701, 4096, n_tokens, 2);
 }
 
