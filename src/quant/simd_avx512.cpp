@@ -22,8 +22,10 @@
 
 // GCC 12's own AVX-512 headers start casts and reductions from
 // _mm512_undefined_*(), which its -Wuninitialized then reports at every use.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 
