@@ -34,6 +34,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
+#include "quant/packed_q8_0.h"
 #include "quant/simd_x86.h"
 
 namespace revis::quant {
@@ -347,6 +348,38 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
   acc.store(out);
 }
 
+// dot4 against packed_q8_0.h's layout: per block and row the integer dot,
+// then one conversion and one FMA with the weight scale times the row's
+// scale, already a float. Each row keeps its own float sums, so neither the
+// scale gathers nor the folds of the four-row kernel above are needed.
+template <typename Format>
+void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out) {
+  const auto* wb = static_cast<const typename Format::Block*>(w);
+  __m256 acc[4];
+  for (__m256& a : acc) a = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
+    const uint8_t* pair = static_cast<const uint8_t*>(packed) + (b / 2) * kPackedQ8_0PairBytes;
+    const int64_t half_offset = 32 * (b % 2);  // bytes of values; floats of scales: a quarter
+    const auto* scales = reinterpret_cast<const float*>(pair + kPackedQ8_0Values) + half_offset / 4;
+    const __m256i q = Format::weights(wb[b]);
+    const __m256i q_abs = _mm256_abs_epi8(q);
+    const __m256 dw = _mm256_set1_ps(half(wb[b].d));
+    for (int t = 0; t < 4; ++t) {
+      const __m256i sums = dot_signed(q_abs, q, load256(pair + 64 * t + half_offset));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, _mm256_loadu_ps(scales + 16 * t)), acc[t]);
+    }
+  }
+  for (int t = 0; t < 4; ++t) out[t] = hsum(acc[t]);
+}
+
+template <typename Format>
+KernelEntry signed_kernels() {
+  static const PackedDot4 packed{packed4_bytes_q8_0, pack4_q8_0, dot4_packed_signed<Format>};
+  KernelEntry entry = dots<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>>();
+  entry.packed4 = &packed;
+  return entry;
+}
+
 // x = d * q + m with q unsigned: the offset needs each activation block's sum.
 struct Q4_1Format {
   using Block = BlockQ4_1;
@@ -614,13 +647,13 @@ void install_avx2(OverrideFn record) {
                            .quantize = quantize_f16_avx2,
                            .dot = dot_one<dot_f16_rows<1>>,
                            .dot4 = dot_four<dot_f16_rows<4>>});
-  record(TensorType::Q8_0, {.quantize = quantize_q8_0_avx2,
-                            .dot = dot_one<dot_signed_rows<1, Q8_0Format>>,
-                            .dot4 = dot_four<dot_signed_rows<4, Q8_0Format>>});
+  KernelEntry q8_0 = signed_kernels<Q8_0Format>();
+  q8_0.quantize = quantize_q8_0_avx2;
+  record(TensorType::Q8_0, q8_0);
   record(TensorType::Q8_K, {.quantize = quantize_q8_k_avx2});
-  record(TensorType::Q4_0, dots<dot_signed_rows<1, Q4_0Format>, dot_signed_rows<4, Q4_0Format>>());
-  record(TensorType::Q5_0, dots<dot_signed_rows<1, Q5_0Format>, dot_signed_rows<4, Q5_0Format>>());
-  record(TensorType::IQ4_NL, dots<dot_signed_rows<1, IQ4_NLFormat>, dot_signed_rows<4, IQ4_NLFormat>>());
+  record(TensorType::Q4_0, signed_kernels<Q4_0Format>());
+  record(TensorType::Q5_0, signed_kernels<Q5_0Format>());
+  record(TensorType::IQ4_NL, signed_kernels<IQ4_NLFormat>());
   record(TensorType::Q4_1, dots<dot_offset_rows<1, Q4_1Format>, dot_offset_rows<4, Q4_1Format>>());
   record(TensorType::Q5_1, dots<dot_offset_rows<1, Q5_1Format>, dot_offset_rows<4, Q5_1Format>>());
   record(TensorType::Q2_K, dots<dot_k_rows<1, Q2_KFormat>, dot_k_rows<4, Q2_KFormat>>());

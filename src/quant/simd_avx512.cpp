@@ -33,6 +33,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
+#include "quant/packed_q8_0.h"
 #include "quant/simd_x86.h"
 
 namespace revis::quant {
@@ -119,33 +120,7 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
   for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]) + tail[t];
 }
 
-// The packed form of four Q8_0 activation rows (PackedDot4): for each pair
-// of blocks, the four rows' 64 values (the two blocks' 32 each), then the
-// four rows' scales as 16 floats (eight of each block's), so that the
-// kernel's inner loop over rows is loads and arithmetic, with no scale to
-// convert and no shuffle. A missing second block of an odd count is zeros
-// with scale zero. 512 bytes per 64 values: the rows stay in L2.
-constexpr size_t kPackedValues = 4 * 64, kPackedPairBytes = kPackedValues + 4 * 16 * sizeof(float);
-
-size_t packed4_bytes_q8_0(int64_t n) { return static_cast<size_t>((n / kLegacyBlock + 1) / 2) * kPackedPairBytes; }
-
-void pack4_q8_0(const void* a, size_t stride, int64_t n, void* packed) {
-  const int64_t blocks = n / kLegacyBlock;
-  auto* out = static_cast<uint8_t*>(packed);
-  for (int64_t b = 0; b < blocks; b += 2, out += kPackedPairBytes) {
-    for (int t = 0; t < 4; ++t) {
-      const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + t * stride);
-      auto* scales = reinterpret_cast<float*>(out + kPackedValues) + 16 * t;
-      for (int h = 0; h < 2; ++h) {
-        const bool present = b + h < blocks;
-        const __m256i values = present ? load256(row[b + h].qs) : _mm256_setzero_si256();
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * t + 32 * h), values);
-        _mm256_storeu_ps(scales + 8 * h, _mm256_set1_ps(present ? half(row[b + h].d) : 0.0f));
-      }
-    }
-  }
-}
-
+// dot4 against packed_q8_0.h's layout.
 template <typename Format>
 void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
@@ -156,7 +131,7 @@ void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out
   auto accumulate = [&](__m512i q, __m512 dw, const uint8_t* data) {
     const __m512i q_abs = _mm512_abs_epi8(q);
     const __mmask64 negative = _mm512_movepi8_mask(q);
-    const auto* scales = reinterpret_cast<const float*>(data + kPackedValues);
+    const auto* scales = reinterpret_cast<const float*>(data + kPackedQ8_0Values);
     for (int t = 0; t < 4; ++t) {
       const __m512i y = load512(data + 64 * t);
       const __m512i y_signed = _mm512_mask_sub_epi8(y, negative, _mm512_setzero_si512(), y);
@@ -165,7 +140,7 @@ void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out
     }
   };
   int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2, pair_data += kPackedPairBytes)
+  for (; b + 2 <= blocks; b += 2, pair_data += kPackedQ8_0PairBytes)
     accumulate(Format::weights(wb + b), pair_scales(wb[b].d, wb[b + 1].d), pair_data);
   // An odd last block meets the zeros packed beside it.
   if (b < blocks)

@@ -105,6 +105,9 @@ TEST_F(Avx2, OverridesTheListedKernels) {
     EXPECT_NE(avx2.at(type).dot, nullptr) << type_name(type);
     EXPECT_NE(avx2.at(type).dot4, nullptr) << type_name(type);
   }
+  // The packed form of dot4 for the types with Q8_0 activations and signed levels.
+  for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::IQ4_NL})
+    EXPECT_NE(avx2.at(type).packed4, nullptr) << type_name(type);
 }
 
 TEST_F(Avx2, DispatchUsesTheOverrides) {
@@ -134,8 +137,7 @@ TEST_F(Avx512, ExtendsTheAvx2Table) {
     EXPECT_NE(avx512_kernels().at(type).dot4, avx2_kernels().at(type).dot4) << type_name(type);
   }
   EXPECT_EQ(avx512_kernels().at(TensorType::Q8_K).quantize, avx2_kernels().at(TensorType::Q8_K).quantize);
-  EXPECT_NE(avx512_kernels().at(TensorType::Q8_0).packed4, nullptr);
-  EXPECT_EQ(avx2_kernels().at(TensorType::Q8_0).packed4, nullptr);
+  EXPECT_NE(avx512_kernels().at(TensorType::Q8_0).packed4, avx2_kernels().at(TensorType::Q8_0).packed4);
   ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx512).ok());
   EXPECT_EQ(dot_kernels(TensorType::Q6_K, 256).dot, avx512_kernels().at(TensorType::Q6_K).dot);
 }
