@@ -112,9 +112,23 @@ TEST(BenchCommand, MlockFailureIsOnlyAWarning) {
   }
 }
 
+TEST(BenchCommand, KernelsPicksTheBackend) {
+  const auto scalar = run_revis("bench -m " + shell_quote(kModel) + kSmallRun + " --json --kernels scalar");
+  ASSERT_EQ(scalar.exit_code, 0) << scalar.err;
+  const nlohmann::json j = nlohmann::json::parse(scalar.out);
+  EXPECT_EQ(j["kernels"], "scalar");
+  EXPECT_GT(j["gen_tok_s"].get<double>(), 0.0);
+  // Without the flag: the best backend this CPU has, by name.
+  const auto best = run_revis("bench -m " + shell_quote(kModel) + kSmallRun + " --json");
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  const std::string name = nlohmann::json::parse(best.out)["kernels"];
+  EXPECT_TRUE(name == "avx512" || name == "avx2" || name == "neon" || name == "scalar") << name;
+}
+
 TEST(BenchCommand, BadArgumentsFailWithOneLineError) {
   for (const std::string& args : {std::string(" --frontiers 32,x"), std::string(" --frontiers 0"),
-                                  std::string(" -p 32 -n 8 -c 16"), std::string(" -r 0")}) {
+                                  std::string(" -p 32 -n 8 -c 16"), std::string(" -r 0"),
+                                  std::string(" --kernels bogus")}) {
     const auto r = run_revis("bench -m " + shell_quote(kModel) + args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << args << ": " << r.err;
