@@ -374,10 +374,7 @@ void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out
 
 template <typename Format>
 KernelEntry signed_kernels() {
-  static const PackedDot4 packed{packed4_bytes_q8_0, pack4_q8_0, dot4_packed_signed<Format>};
-  KernelEntry entry = dots<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>>();
-  entry.packed4 = &packed;
-  return entry;
+  return dots_with_packed_q8_0<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>, dot4_packed_signed<Format>>();
 }
 
 // x = d * q + m with q unsigned: the offset needs each activation block's sum.

@@ -150,10 +150,7 @@ void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out
 
 template <typename Format>
 KernelEntry signed_kernels() {
-  static const PackedDot4 packed{packed4_bytes_q8_0, pack4_q8_0, dot4_packed_signed<Format>};
-  KernelEntry entry = dots<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>>();
-  entry.packed4 = &packed;
-  return entry;
+  return dots_with_packed_q8_0<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>, dot4_packed_signed<Format>>();
 }
 
 // --- K-quants against Q8_K ---------------------------------------------------------
@@ -191,11 +188,29 @@ inline void for_pairs(F&& f, std::integer_sequence<int, kP...>) {
   (f.template operator()<kP>(), ...);
 }
 
-// Q4_K: pair p is the low (chunk 2p) and high (chunk 2p + 1) nibbles of
-// qs[32p .. 32p + 31]: the 32 bytes go to both halves, the high half
-// shifted down by 4.
+// What a format gives the kernel for one block: its group scales as int16
+// (Format::pair_scales picks a pair's), the offsets that multiply Q8_K's 16
+// group sums, and the float scales.
+struct KHeader {
+  __m512i scales;
+  __m256i offsets;
+  float d, dmin;
+};
+
+// Q4_K: x = d * scale * q - dmin * min per group of 32. Pair p is the low
+// (chunk 2p) and high (chunk 2p + 1) nibbles of qs[32p .. 32p + 31]: the 32
+// bytes go to both halves, the high half shifted down by 4.
 struct Q4_KPairs {
   using Block = BlockQ4_K;
+  static constexpr bool kOwnOffsetScale = true;  // the offsets scale by dmin
+  static KHeader header(const Block& b) {
+    const __m128i packed = scales_6bit(b.scales);  // scales 0..7, mins 0..7
+    // Each min serves two groups of 16, as Q8_K's sums come.
+    return {_mm512_cvtepu8_epi16(_mm256_castsi128_si256(packed)), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(packed, packed)),
+            half(b.d), half(b.dmin)};
+  }
+  template <int kP>
+  static __m512i pair_scales(__m512i scales) { return pair_scales_32<kP>(scales); }
   template <int kP>
   static __m512i levels(const Block& b) {
     const __m512i bytes = _mm512_broadcast_i64x4(load256(b.qs + 32 * kP));
@@ -203,12 +218,20 @@ struct Q4_KPairs {
   }
 };
 
-// Q6_K: chunk c = 4h + k takes its low nibble from ql[64h + 32(k % 2) + l]
-// (the high nibble when k >= 2) and its top two bits from qh[32h + l] at bit
-// 2k. Pair p = 2h + k / 2 thus covers ql[64h .. 64h + 63], low nibbles for
-// p even and high for p odd, and bits 4(p % 2) and 4(p % 2) + 2 of qh.
+// Q6_K: x = d * scale * (q - 32) per group of 16. Chunk c = 4h + k takes its
+// low nibble from ql[64h + 32(k % 2) + l] (the high nibble when k >= 2) and
+// its top two bits from qh[32h + l] at bit 2k. Pair p = 2h + k / 2 thus
+// covers ql[64h .. 64h + 63], low nibbles for p even and high for p odd, and
+// bits 4(p % 2) and 4(p % 2) + 2 of qh.
 struct Q6_KPairs {
   using Block = BlockQ6_K;
+  static constexpr bool kOwnOffsetScale = false;  // the offsets (32 * scale) share d
+  static KHeader header(const Block& b) {
+    const __m256i scales = _mm256_cvtepi8_epi16(load128(b.scales));
+    return {_mm512_castsi256_si512(scales), _mm256_slli_epi16(scales, 5), half(b.d), 0.0f};
+  }
+  template <int kP>
+  static __m512i pair_scales(__m512i scales) { return quad_scales_32<kP>(scales); }
   template <int kP>
   static __m512i levels(const Block& b) {
     constexpr int kH = kP / 2, kShift = 4 * (kP % 2);
@@ -222,74 +245,40 @@ struct Q6_KPairs {
   }
 };
 
-template <int T>
-void dot_q4_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
-  const auto* wb = static_cast<const BlockQ4_K*>(w);
+template <int T, typename Format>
+void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+  const auto* wb = static_cast<const typename Format::Block*>(w);
   const BlockQ8_K* ab[T];
   for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_K*>(a + t * stride);
   __m512 acc[T];
-  __m256 acc_min[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps(), acc_min[t] = _mm256_setzero_ps();
+  __m256 acc_offsets[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps(), acc_offsets[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
-    const BlockQ4_K& x = wb[b];
-    const __m128i packed = scales_6bit(x.scales);  // scales 0..7, mins 0..7
-    const __m512i scales = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(packed));
-    // Each min serves two groups of 16, as Q8_K's sums come.
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(packed, packed));
+    const typename Format::Block& x = wb[b];
+    const KHeader h = Format::header(x);
     __m512i sums[T];
     for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
     for_pairs(
         [&]<int kP>() {
-          const __m512i q = Q4_KPairs::levels<kP>(x);
-          const __m512i scale = pair_scales_32<kP>(scales);
+          const __m512i q = Format::template levels<kP>(x);
+          const __m512i scale = Format::template pair_scales<kP>(h.scales);
           for (int t = 0; t < T; ++t) {
             const __m512i products = _mm512_maddubs_epi16(q, load512(ab[t][b].qs + 64 * kP));
             sums[t] = _mm512_dpwssd_epi32(sums[t], products, scale);
           }
         },
         std::make_integer_sequence<int, 4>());
-    const float d = half(x.d), dmin = half(x.dmin);
     for (int t = 0; t < T; ++t) {
-      const __m256i min_sums = _mm256_madd_epi16(load256(ab[t][b].bsums), mins);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_set1_ps(d * ab[t][b].d), acc[t]);
-      acc_min[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(min_sums), _mm256_set1_ps(-dmin * ab[t][b].d), acc_min[t]);
+      const __m256i offsets = _mm256_madd_epi16(load256(ab[t][b].bsums), h.offsets);
+      if constexpr (Format::kOwnOffsetScale)
+        acc_offsets[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(offsets), _mm256_set1_ps(-h.dmin * ab[t][b].d), acc_offsets[t]);
+      else
+        sums[t] = _mm512_sub_epi32(sums[t], _mm512_zextsi256_si512(offsets));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_set1_ps(h.d * ab[t][b].d), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t)
-    out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t], _mm512_castps256_ps512(acc_min[t])));
-}
-
-template <int T>
-void dot_q6_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
-  const auto* wb = static_cast<const BlockQ6_K*>(w);
-  const BlockQ8_K* ab[T];
-  for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_K*>(a + t * stride);
-  __m512 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
-    const BlockQ6_K& x = wb[b];
-    const __m256i group_scales = _mm256_cvtepi8_epi16(load128(x.scales));
-    const __m512i scales = _mm512_castsi256_si512(group_scales);
-    // Levels are stored + 32: take 32 * scale * (sum of the group's 16 a's).
-    const __m256i offsets = _mm256_slli_epi16(group_scales, 5);
-    __m512i sums[T];
-    for (int t = 0; t < T; ++t) sums[t] = _mm512_castsi256_si512(_mm256_sub_epi32(
-                                    _mm256_setzero_si256(), _mm256_madd_epi16(load256(ab[t][b].bsums), offsets)));
-    for_pairs(
-        [&]<int kP>() {
-          const __m512i q = Q6_KPairs::levels<kP>(x);
-          const __m512i scale = quad_scales_32<kP>(scales);
-          for (int t = 0; t < T; ++t) {
-            const __m512i products = _mm512_maddubs_epi16(q, load512(ab[t][b].qs + 64 * kP));
-            sums[t] = _mm512_dpwssd_epi32(sums[t], products, scale);
-          }
-        },
-        std::make_integer_sequence<int, 4>());
-    const float d = half(x.d);
-    for (int t = 0; t < T; ++t)
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_set1_ps(d * ab[t][b].d), acc[t]);
-  }
-  for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
+    out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t], _mm512_zextps256_ps512(acc_offsets[t])));
 }
 
 }  // namespace
@@ -304,8 +293,8 @@ void install_avx512(OverrideFn record) {
   install_avx2(record);
   record(TensorType::Q8_0, signed_kernels<Q8_0Pair>());
   record(TensorType::Q4_0, signed_kernels<Q4_0Pair>());
-  record(TensorType::Q4_K, dots<dot_q4_k_rows<1>, dot_q4_k_rows<4>>());
-  record(TensorType::Q6_K, dots<dot_q6_k_rows<1>, dot_q6_k_rows<4>>());
+  record(TensorType::Q4_K, dots<dot_k_rows<1, Q4_KPairs>, dot_k_rows<4, Q4_KPairs>>());
+  record(TensorType::Q6_K, dots<dot_k_rows<1, Q6_KPairs>, dot_k_rows<4, Q6_KPairs>>());
 }
 
 }  // namespace revis::quant
