@@ -2,7 +2,8 @@
 // is seen through to exactly one result. It is the node's TicketDesk (the
 // server hands it the ticket protocol) and the node's side of the fabric.
 //
-//  - Placement. A new ticket goes to the best idle node that serves its
+//  - Placement. A new ticket (from the WebSocket, or an OpenAI API request
+//    made a ticket) goes to the best idle node that serves its
 //    tier with the same catalogue, this node included (fabric/placement.h).
 //    If none is idle it waits in this node's executor queue (or, for a tier
 //    only peers serve, in the dispatcher's own line); when a peer reports
@@ -19,7 +20,8 @@
 //  - Exactly once. Tickets are kept by ticketID: the same ID sent again
 //    (from any connection) or a `resume` attaches to the one ticket instead
 //    of running it twice; finished results are kept for result_ttl_s. With
-//    a journal, accepted tickets survive a restart of this node.
+//    a journal, accepted tickets survive a restart of this node. OpenAI
+//    requests are neither kept nor journaled: their client cannot come back.
 //
 // Thread-safety: one mutex guards all state. Entry points run on the
 // server's I/O thread, the executor's thread and the dispatcher's own I/O
@@ -78,6 +80,9 @@ class Dispatcher : public node::TicketDesk {
 
   // All below with mu_ held unless said otherwise.
   node::Outcome<int> place(Record& rec, bool first);
+  // The tier a ticket runs on: its task's, or the one its OpenAI call names;
+  // null for a task the catalogue does not have.
+  const std::string* tier_of(const node::Ticket& ticket) const;
   std::optional<node::NodeError> admissible(const node::Ticket& ticket, node::Clock::time_point received) const;
   void run_local_pinned(const Link& from, node::Ticket ticket, node::Clock::time_point received);
   node::Outcome<int> submit_local(Record& rec, bool first);

@@ -16,6 +16,7 @@ namespace revis {
 namespace {
 
 using testing::Cluster;
+using testing::expect_one_at_a_time;
 using testing::http_json;
 using testing::json;
 using testing::LoggedRun;
@@ -27,14 +28,6 @@ std::vector<std::string> ids(const std::string& prefix, int n) {
   std::vector<std::string> out;
   for (int i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
   return out;
-}
-
-// One inference per machine: each node's runs, in start order, never overlap.
-void expect_one_at_a_time(const std::string& node, std::vector<LoggedRun> runs) {
-  std::sort(runs.begin(), runs.end(), [](const LoggedRun& a, const LoggedRun& b) { return a.started_ms < b.started_ms; });
-  for (size_t i = 1; i < runs.size(); ++i)
-    EXPECT_GE(runs[i].started_ms, runs[i - 1].finished_ms)
-        << "node " << node << " ran " << runs[i].ticket << " while " << runs[i - 1].ticket << " was running";
 }
 
 // Every ticket ended exactly once, with `done`, and its streamed text (after
@@ -176,8 +169,11 @@ TEST(Cluster, KillNineMidGenerationRunsTheTicketElsewhere) {
   for (int i : {0, 2}) expect_one_at_a_time(Cluster::name(i), testing::runs_in_log(cluster.logs(i)));
 
   json view = http_json(cluster.endpoint(0), "/v1/revis/cluster");
-  for (const json& n : view["nodes"])
-    if (n["address"] == cluster.address(1)) EXPECT_EQ(n["link"], "down") << n.dump();
+  for (const json& n : view["nodes"]) {
+    if (n["address"] == cluster.address(1)) {
+      EXPECT_EQ(n["link"], "down") << n.dump();
+    }
+  }
 }
 
 TEST(Cluster, RestartOfTheAcceptingNodeLosesNothing) {
