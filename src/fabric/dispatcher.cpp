@@ -66,6 +66,9 @@ struct Dispatcher::Record {
   Clock::time_point received;
   // Small enough for a peer's message limit; otherwise it runs here.
   bool travels = true;
+  // The prompt's prefix digests (Node::prompt_prefix_digests), computed the
+  // first time a candidate node publishes KV prefixes for its tier.
+  std::optional<std::vector<std::string>> prompt_digests;
   int attempt = 1;
   uint64_t placement = 0;  // bumped at every placement; callbacks of an earlier one are ignored
   // kWaiting: in waiting_, for a peer (this node does not serve its tier).
@@ -378,6 +381,7 @@ node::Outcome<int> Dispatcher::place(Record& rec, bool first) {
   std::vector<Peer*> peers;
   std::vector<Candidate> cands = candidates(*tier, peers, true);
   for (size_t i = 0; i < cands.size(); ++i) cands[i].capable = cands[i].capable && (rec.travels || !peers[i]);
+  weigh_cached_prefixes(rec, *tier, peers, cands);
   if (auto best = choose_node(cands); best && peers[*best]) {
     forward(rec, *peers[*best]);
     return 0;
@@ -395,6 +399,28 @@ node::Outcome<int> Dispatcher::place(Record& rec, bool first) {
   if (first) waiting_.push_front(rec.ticket.id);
   else waiting_.push_back(rec.ticket.id);
   return static_cast<int>(waiting_.size());
+}
+
+void Dispatcher::weigh_cached_prefixes(Record& rec, const std::string& tier, const std::vector<Peer*>& peers,
+                                       std::vector<Candidate>& cands) {
+  const NodeState me = local_state();
+  std::vector<const std::vector<std::string>*> published(cands.size(), nullptr);
+  bool any = false;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!cands[i].capable || !cands[i].idle) continue;
+    const auto& by_tier = peers[i] ? peers[i]->state.kv_prefixes : me.kv_prefixes;
+    if (auto it = by_tier.find(tier); it != by_tier.end() && !it->second.empty()) {
+      published[i] = &it->second;
+      any = true;
+    }
+  }
+  if (!any) return;
+  if (!rec.prompt_digests) {
+    auto spec = node_.admit(rec.ticket, rec.received);
+    rec.prompt_digests = spec.ok() ? node_.prompt_prefix_digests(*spec) : std::vector<std::string>();
+  }
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (published[i]) cands[i].cached_tokens = cached_prefix_tokens(*rec.prompt_digests, node::kPrefixDigestBlock, *published[i]);
 }
 
 const std::string* Dispatcher::tier_of(const node::Ticket& ticket) const {
@@ -456,7 +482,12 @@ void Dispatcher::offload() {
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     Record& rec = *records_.at(*it);
     const std::string* tier = tier_of(rec.ticket);
-    auto best = tier ? choose_node(candidates(*tier, peers, false)) : std::nullopt;
+    std::optional<size_t> best;
+    if (tier) {
+      std::vector<Candidate> cands = candidates(*tier, peers, false);
+      weigh_cached_prefixes(rec, *tier, peers, cands);
+      best = choose_node(cands);
+    }
     if (!best) {
       ++it;
       continue;
@@ -714,7 +745,11 @@ NodeState Dispatcher::local_state() const {
     s.tiers.push_back(t);
     bool loaded = node_.simulated();
     if (const node::TierSpec* spec = node_.tiers().resolve(t))
-      for (const node::TierStatus& ts : pool) loaded = loaded || (ts.name == spec->name && ts.loaded);
+      for (const node::TierStatus& ts : pool) {
+        if (ts.name != spec->name) continue;
+        loaded = loaded || ts.loaded;
+        if (!ts.kv_prefixes.empty()) s.kv_prefixes[t] = ts.kv_prefixes;
+      }
     if (loaded) s.loaded.push_back(t);
   }
   const node::ExecutorSnapshot snap = node_.executor().snapshot();

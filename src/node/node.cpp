@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvstore/store.h"
+#include "node/job_prompt.h"
 #include "node/log.h"
 
 #ifndef REVIS_VERSION
@@ -145,6 +147,15 @@ Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const 
   spec.stop = task->stop;
   spec.received = received;
   return spec;
+}
+
+std::vector<std::string> Node::prompt_prefix_digests(const JobSpec& spec) const {
+  std::vector<std::string> digests;
+  if (simulated()) return digests;
+  pool_->with_loaded(spec.tier, [&](const LoadedModel& m) {
+    digests = kvstore::KvStore::aligned_prefix_digests(m.fingerprint, job_prompt_tokens(m, spec), kPrefixDigestBlock);
+  });
+  return digests;
 }
 
 std::vector<std::string> Node::model_ids() const {

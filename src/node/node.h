@@ -49,6 +49,13 @@ class Node {
   // The job a ticket asks for: a catalogue task, or an OpenAI call.
   Outcome<JobSpec> admit(const Ticket& ticket, Clock::time_point received) const;
 
+  // Digests of the job's prompt prefixes, every kPrefixDigestBlock tokens,
+  // shortest first, as nodes publish those of their KV checkpoints
+  // (kvPrefixes): what placement compares to prefer the node that already
+  // holds the longest. Empty when the tier's model is not loaded here (this
+  // does not load it) and with the simulated engine.
+  std::vector<std::string> prompt_prefix_digests(const JobSpec& spec) const;
+
   std::vector<std::string> model_ids() const;
   // A tier name, a tier's model file name (with or without .gguf), or the
   // default tier for anything else ("gpt-4o").
