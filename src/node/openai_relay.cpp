@@ -61,14 +61,10 @@ OpenAiRelay::Step OpenAiRelay::on_event(std::string_view text) {
   if (finished_ || !e.is_object() || string_field("ticketID") != shape_.id) return {};
   const std::string type = string_field("type");
   Step step;
-  // `accepted` is sent from the server's thread, the rest from the thread
-  // running the ticket, so a quick first token or result may arrive first:
-  // whichever comes first opens the stream.
-  if (shape_.stream && !opened_ && (type == "accepted" || type == "token" || type == "done")) {
+  if (type == "accepted" && shape_.stream && !opened_) {
     step.open_stream = opened_ = true;
     if (shape_.chat) step.events.push_back(chat_chunk(shape_.id, shape_.model, shape_.created, true, "", nullptr));
-  }
-  if (type == "token" && shape_.stream) {
+  } else if (type == "token" && shape_.stream) {
     std::string piece = string_field("text");
     const size_t end = run_length_ + piece.size();
     if (run_length_ < sent_.size()) {  // replaying what an earlier run sent

@@ -3,9 +3,9 @@
 // or a peer (docs/fabric.md), and this turns what the ticket reports into
 // OpenAI's response, or its Server-Sent Events.
 //
-// Streaming: the SSE header goes out when the ticket is accepted (or with
-// its first token or result, should they overtake `accepted`), each `token`
-// becomes a chunk, `done` the closing chunks. A `retry` (the node
+// Streaming: the SSE header goes out when the ticket is accepted (the
+// desk's first event for it), each `token` becomes a chunk, `done` the
+// closing chunks. A `retry` (the node
 // running it was lost) cannot be shown to an SSE client, which keeps what
 // it was sent, so the new run's text is checked against that instead: the
 // part already sent is swallowed and the stream goes on where it stopped.

@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -89,7 +90,8 @@ std::string random_id(const char* prefix) {
 
 class WsSession : public ClientLink, public std::enable_shared_from_this<WsSession> {
  public:
-  WsSession(beast::tcp_stream&& stream, ServerState& state) : ws_(std::move(stream)), state_(state) {}
+  WsSession(beast::tcp_stream&& stream, ServerState& state)
+      : ws_(std::move(stream)), events_(net::make_strand(ws_.get_executor())), state_(state) {}
 
   void start(http::request<http::string_body> req) {
     beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
@@ -106,7 +108,7 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   }
 
   void send(std::string event) override {
-    net::post(ws_.get_executor(), [self = shared_from_this(), event = std::move(event)]() mutable {
+    net::post(events_, [self = shared_from_this(), event = std::move(event)]() mutable {
       self->write_event(std::move(event));
     });
   }
@@ -204,6 +206,12 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   }
 
   websocket::stream<beast::tcp_stream> ws_;
+  // Events are sent from several threads (the server's, the executor's, the
+  // peer links'). A strand runs them in the order send() was called, which
+  // the io_context alone does not promise (a handler posted on its own
+  // thread may run after one posted later from another), so `accepted`
+  // never trails the ticket's first token or result.
+  net::strand<net::any_io_executor> events_;
   ServerState& state_;
   beast::flat_buffer buffer_;
   std::deque<std::string> outbox_;
@@ -217,10 +225,11 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
 // ClientLink: the desk sends it the ticket's events.
 class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket socket, ServerState& state) : stream_(std::move(socket)), state_(state) {}
+  HttpSession(tcp::socket socket, ServerState& state)
+      : stream_(std::move(socket)), events_(net::make_strand(stream_.get_executor())), state_(state) {}
 
   void send(std::string event) override {
-    net::post(stream_.get_executor(), [self = shared_from_this(), event = std::move(event)] { self->on_openai_event(event); });
+    net::post(events_, [self = shared_from_this(), event = std::move(event)] { self->on_openai_event(event); });
   }
 
   void refuse(const std::optional<std::string>& id, const NodeError& error) override {
@@ -459,6 +468,7 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
   }
 
   beast::tcp_stream stream_;
+  net::strand<net::any_io_executor> events_;  // in send() order, as WsSession's
   ServerState& state_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;

@@ -138,26 +138,6 @@ TEST(OpenAiRelay, ARetryThatDiffersEndsTheStreamWithAnErrorAndCancels) {
   EXPECT_TRUE(json::parse(step.events[0]).contains("error")) << step.events[0];
 }
 
-// `accepted` comes from another thread than the tokens and may arrive after
-// them: the stream still starts with its header and the role chunk.
-TEST(OpenAiRelay, ATokenBeforeAcceptedOpensTheStream) {
-  OpenAiRelay relay(shape(true, true));
-  OpenAiRelay::Step step = relay.on_event(token_event("chatcmpl-1", 0, "Hi"));
-  EXPECT_TRUE(step.open_stream);
-  ASSERT_EQ(step.events.size(), 2u);
-  EXPECT_EQ(json::parse(step.events[0])["choices"][0]["delta"]["role"], "assistant");
-  EXPECT_EQ(json::parse(step.events[1])["choices"][0]["delta"]["content"], "Hi");
-  step = relay.on_event(accepted_event("chatcmpl-1", 0));
-  EXPECT_FALSE(step.open_stream);
-  EXPECT_TRUE(step.events.empty());
-
-  OpenAiRelay quick(shape(false, true));
-  step = quick.on_event(done_event("chatcmpl-1", result("")));
-  EXPECT_TRUE(step.open_stream);
-  EXPECT_TRUE(step.finished);
-  EXPECT_EQ(step.events.back(), "[DONE]");
-}
-
 TEST(OpenAiRelay, IgnoresAnotherTicketsEvents) {
   OpenAiRelay relay(shape(true, true));
   relay.on_event(accepted_event("chatcmpl-1", 0));
