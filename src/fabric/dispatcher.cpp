@@ -35,12 +35,12 @@ int64_t unix_ms_now() {
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// The ticket as a message, for a peer (forwarded_by set) or the journal.
-std::string ticket_message(const node::Ticket& t, const std::string& catalog, const std::string& forwarded_by) {
-  json j = {{"type", "ticket"}, {"ticketID", t.id}, {"taskType", t.task}, {"isStreaming", t.streaming}, {"args", t.args}};
-  if (!catalog.empty()) j["catalog"] = catalog;
-  if (!forwarded_by.empty()) j["forwardedBy"] = forwarded_by;
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+// The ticket as sent to a peer: pinned to this node's catalogue, and
+// marked so that the peer runs it itself.
+std::string forwarded_message(node::Ticket t, const std::string& catalog, const std::string& forwarded_by) {
+  t.catalog = catalog;
+  t.forwarded_by = forwarded_by;
+  return node::ticket_message(t);
 }
 
 // Logged for every job this node ran to the end: the cluster tests read
@@ -64,6 +64,11 @@ bool worth_another_node(ErrorCode code) {
 struct Dispatcher::Record {
   node::Ticket ticket;
   Clock::time_point received;
+  // Small enough for a peer's message limit; otherwise it runs here.
+  bool travels = true;
+  // The prompt's prefix digests (Node::prompt_prefix_digests), computed the
+  // first time a candidate node publishes KV prefixes for its tier.
+  std::optional<std::vector<std::string>> prompt_digests;
   int attempt = 1;
   uint64_t placement = 0;  // bumped at every placement; callbacks of an earlier one are ignored
   // kWaiting: in waiting_, for a peer (this node does not serve its tier).
@@ -78,6 +83,11 @@ struct Dispatcher::Record {
   bool cancel_requested = false;
   bool orphaned = false;    // cancelled because no client came back: not kept as a result
   uint64_t orphan_watch = 0;
+
+  // A ticket is journaled and its result kept for clients that resend or
+  // resume it; an OpenAI request is neither, its HTTP client cannot come
+  // back for it.
+  bool kept() const { return !ticket.openai; }
 };
 
 struct Dispatcher::Peer {
@@ -172,6 +182,7 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
   Record& rec = *owned;
   rec.ticket = std::move(ticket);
   rec.received = received;
+  rec.travels = forwarded_message(rec.ticket, node_.catalog().digest(), config_.name).size() <= config_.max_message_bytes;
   rec.clients.push_back(from);
   const std::string id = rec.ticket.id;
   records_.emplace(id, std::move(owned));
@@ -180,8 +191,8 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
     records_.erase(id);
     return from->refuse(id, position.error());
   }
-  if (journal_)
-    if (Status s = journal_->accepted(id, ticket_message(rec.ticket, "", "")); !s.ok()) node::log_line("warn", s.message());
+  if (journal_ && rec.kept())
+    if (Status s = journal_->accepted(id, node::ticket_message(rec.ticket)); !s.ok()) node::log_line("warn", s.message());
   from->send(node::accepted_event(id, *position));
 }
 
@@ -270,11 +281,20 @@ void Dispatcher::on_disconnect(const Link& from) {
       for (const auto& [id, job] : it->second) cancel_jobs.push_back(job);
       pinned_.erase(it);
     }
+    std::vector<Record*> orphans;
     for (auto& [id, rec] : records_) {
       if (rec->where == Record::Where::kDone) continue;
       const size_t before = rec->clients.size();
       std::erase(rec->clients, from);
-      if (before > 0 && rec->clients.empty()) watch_orphan(*rec);
+      if (before > 0 && rec->clients.empty()) orphans.push_back(rec.get());
+    }
+    for (Record* rec : orphans) {
+      if (rec->kept()) {
+        watch_orphan(*rec);
+        continue;
+      }
+      rec->orphaned = true;  // nobody can resume it: cancelled now
+      if (uint64_t job = cancel_ticket(*rec)) cancel_jobs.push_back(job);
     }
   }
   for (uint64_t job : cancel_jobs) node_.executor().cancel(job, "the client disconnected");
@@ -356,24 +376,57 @@ std::vector<Candidate> Dispatcher::candidates(const std::string& tier, std::vect
 
 node::Outcome<int> Dispatcher::place(Record& rec, bool first) {
   if (shutting_down_) return NodeError{ErrorCode::kCancelled, "the node is shutting down"};
-  const node::Task* task = node_.catalog().find(rec.ticket.task);
-  if (!task) return NodeError{ErrorCode::kUnknownTask, "no task \"" + rec.ticket.task + "\" in this node's catalogue"};
+  const std::string* tier = tier_of(rec.ticket);
+  if (!tier) return NodeError{ErrorCode::kUnknownTask, "no task \"" + rec.ticket.task + "\" in this node's catalogue"};
   std::vector<Peer*> peers;
-  const std::vector<Candidate> cands = candidates(task->tier, peers, true);
+  std::vector<Candidate> cands = candidates(*tier, peers, true);
+  for (size_t i = 0; i < cands.size(); ++i) cands[i].capable = cands[i].capable && (rec.travels || !peers[i]);
+  weigh_cached_prefixes(rec, *tier, peers, cands);
   if (auto best = choose_node(cands); best && peers[*best]) {
     forward(rec, *peers[*best]);
     return 0;
   }
-  if (node_.serves_tier(task->tier)) return submit_local(rec, first);
+  if (node_.serves_tier(*tier)) return submit_local(rec, first);
   // Only peers serve this tier: the ticket waits here for one to be idle.
+  if (!rec.travels)
+    return NodeError{ErrorCode::kTooLong, "tier " + *tier + " runs only on peers, and this ticket is too large to send one (limit " +
+                                              std::to_string(config_.max_message_bytes) + " bytes)"};
   if (!first && waiting_.size() >= static_cast<size_t>(config_.queue_limit))
-    return NodeError{ErrorCode::kQueueFull, "the queue for tier " + task->tier + " is full (" +
+    return NodeError{ErrorCode::kQueueFull, "the queue for tier " + *tier + " is full (" +
                                                 std::to_string(waiting_.size()) + " tickets waiting for a peer)"};
   rec.where = Record::Where::kWaiting;
   ++rec.placement;
   if (first) waiting_.push_front(rec.ticket.id);
   else waiting_.push_back(rec.ticket.id);
   return static_cast<int>(waiting_.size());
+}
+
+void Dispatcher::weigh_cached_prefixes(Record& rec, const std::string& tier, const std::vector<Peer*>& peers,
+                                       std::vector<Candidate>& cands) {
+  const NodeState me = local_state();
+  std::vector<const std::vector<std::string>*> published(cands.size(), nullptr);
+  bool any = false;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!cands[i].capable || !cands[i].idle) continue;
+    const auto& by_tier = peers[i] ? peers[i]->state.kv_prefixes : me.kv_prefixes;
+    if (auto it = by_tier.find(tier); it != by_tier.end() && !it->second.empty()) {
+      published[i] = &it->second;
+      any = true;
+    }
+  }
+  if (!any) return;
+  if (!rec.prompt_digests) {
+    auto spec = node_.admit(rec.ticket, rec.received);
+    rec.prompt_digests = spec.ok() ? node_.prompt_prefix_digests(*spec) : std::vector<std::string>();
+  }
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (published[i]) cands[i].cached_tokens = cached_prefix_tokens(*rec.prompt_digests, node::kPrefixDigestBlock, *published[i]);
+}
+
+const std::string* Dispatcher::tier_of(const node::Ticket& ticket) const {
+  if (ticket.openai) return &ticket.openai->tier;
+  const node::Task* task = node_.catalog().find(ticket.task);
+  return task ? &task->tier : nullptr;
 }
 
 // node.admit(), except that a tier this node does not serve is fine when a
@@ -418,7 +471,7 @@ void Dispatcher::forward(Record& rec, Peer& peer) {
   rec.session = peer.session;
   rec.job_id = 0;
   ++peer.in_flight;
-  peer.link->send(peer.session, ticket_message(rec.ticket, node_.catalog().digest(), config_.name));
+  peer.link->send(peer.session, forwarded_message(rec.ticket, node_.catalog().digest(), config_.name));
 }
 
 // Moves waiting tickets to idle peers, best peer first, until no peer is
@@ -428,8 +481,13 @@ void Dispatcher::offload() {
   std::vector<Peer*> peers;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     Record& rec = *records_.at(*it);
-    const node::Task* task = node_.catalog().find(rec.ticket.task);
-    auto best = task ? choose_node(candidates(task->tier, peers, false)) : std::nullopt;
+    const std::string* tier = tier_of(rec.ticket);
+    std::optional<size_t> best;
+    if (tier) {
+      std::vector<Candidate> cands = candidates(*tier, peers, false);
+      weigh_cached_prefixes(rec, *tier, peers, cands);
+      best = choose_node(cands);
+    }
     if (!best) {
       ++it;
       continue;
@@ -446,9 +504,9 @@ void Dispatcher::offload() {
     if (!best) return;
     Peer& peer = *peers[*best];
     auto job = node_.executor().take_queued([&](const node::JobSpec& spec) {
-      if (spec.source != "ticket" || !peer.state.serves(spec.tier)) return false;
+      if (!peer.state.serves(spec.tier)) return false;
       auto it = records_.find(spec.label);
-      return it != records_.end() && it->second->where == Record::Where::kLocal;
+      return it != records_.end() && it->second->where == Record::Where::kLocal && it->second->travels;
     });
     if (!job) return;
     forward(*records_.at(job->spec.label), peer);
@@ -482,6 +540,11 @@ void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node
 }
 
 void Dispatcher::finish(Record& rec, std::string terminal) {
+  if (!rec.kept()) {
+    for (const Link& c : rec.clients) c->send(terminal);
+    records_.erase(rec.ticket.id);
+    return;
+  }
   rec.where = Record::Where::kDone;
   rec.terminal = std::move(terminal);
   rec.finished = Clock::now();
@@ -495,8 +558,10 @@ void Dispatcher::finish(Record& rec, std::string terminal) {
 }
 
 void Dispatcher::drop(const std::string& id) {
+  auto it = records_.find(id);
+  const bool journaled = journal_ && it != records_.end() && it->second->kept();
   records_.erase(id);
-  if (journal_)
+  if (journaled)
     if (Status s = journal_->forget(id); !s.ok()) node::log_line("warn", s.message());
 }
 
@@ -513,7 +578,7 @@ void Dispatcher::retry(Record& rec, const std::string& reason) {
   rec.events.clear();
   node::log_line("warn", "ticket " + id + ": " + reason + "; attempt " + std::to_string(rec.attempt));
   for (const Link& c : rec.clients) c->send(node::retry_event(id, rec.attempt, reason));
-  if (journal_)
+  if (journal_ && rec.kept())
     if (Status s = journal_->attempt(id, rec.attempt); !s.ok()) node::log_line("warn", s.message());
   auto placed = place(rec, true);
   if (!placed.ok()) finish(rec, node::error_event(id, placed.error()));
@@ -680,7 +745,11 @@ NodeState Dispatcher::local_state() const {
     s.tiers.push_back(t);
     bool loaded = node_.simulated();
     if (const node::TierSpec* spec = node_.tiers().resolve(t))
-      for (const node::TierStatus& ts : pool) loaded = loaded || (ts.name == spec->name && ts.loaded);
+      for (const node::TierStatus& ts : pool) {
+        if (ts.name != spec->name) continue;
+        loaded = loaded || ts.loaded;
+        if (!ts.kv_prefixes.empty()) s.kv_prefixes[t] = ts.kv_prefixes;
+      }
     if (loaded) s.loaded.push_back(t);
   }
   const node::ExecutorSnapshot snap = node_.executor().snapshot();
@@ -723,10 +792,12 @@ void Dispatcher::on_shutdown() {
   Lock lock(mu_);
   shutting_down_ = true;
   waiting_.clear();
-  for (auto& [id, rec] : records_) {
-    if (rec->where != Record::Where::kPeer && rec->where != Record::Where::kWaiting) continue;
+  std::vector<Record*> elsewhere;  // collected first: finishing an OpenAI request forgets it
+  for (auto& [id, rec] : records_)
+    if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting) elsewhere.push_back(rec.get());
+  for (Record* rec : elsewhere) {
     if (rec->where == Record::Where::kPeer) cancel_ticket(*rec);
-    finish(*rec, node::error_event(id, {ErrorCode::kCancelled, "the node is shutting down"}));
+    finish(*rec, node::error_event(rec->ticket.id, {ErrorCode::kCancelled, "the node is shutting down"}));
   }
 }
 

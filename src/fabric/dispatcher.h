@@ -2,8 +2,10 @@
 // is seen through to exactly one result. It is the node's TicketDesk (the
 // server hands it the ticket protocol) and the node's side of the fabric.
 //
-//  - Placement. A new ticket goes to the best idle node that serves its
-//    tier with the same catalogue, this node included (fabric/placement.h).
+//  - Placement. A new ticket (from the WebSocket, or an OpenAI API request
+//    made a ticket) goes to the best idle node that serves its tier with
+//    the same catalogue, this node included (fabric/placement.h): first the
+//    one whose KV checkpoints hold the longest prefix of its prompt.
 //    If none is idle it waits in this node's executor queue (or, for a tier
 //    only peers serve, in the dispatcher's own line); when a peer reports
 //    idle, the oldest waiting ticket it can run moves there.
@@ -19,7 +21,8 @@
 //  - Exactly once. Tickets are kept by ticketID: the same ID sent again
 //    (from any connection) or a `resume` attaches to the one ticket instead
 //    of running it twice; finished results are kept for result_ttl_s. With
-//    a journal, accepted tickets survive a restart of this node.
+//    a journal, accepted tickets survive a restart of this node. OpenAI
+//    requests are neither kept nor journaled: their client cannot come back.
 //
 // Thread-safety: one mutex guards all state. Entry points run on the
 // server's I/O thread, the executor's thread and the dispatcher's own I/O
@@ -78,6 +81,14 @@ class Dispatcher : public node::TicketDesk {
 
   // All below with mu_ held unless said otherwise.
   node::Outcome<int> place(Record& rec, bool first);
+  // The tier a ticket runs on: its task's, or the one its OpenAI call names;
+  // null for a task the catalogue does not have.
+  const std::string* tier_of(const node::Ticket& ticket) const;
+  // Sets each idle candidate's cached_tokens from the KV prefixes it
+  // publishes for `tier`. The ticket's prompt is tokenized (once) only when
+  // one of them publishes any: without KV directories this costs nothing.
+  void weigh_cached_prefixes(Record& rec, const std::string& tier, const std::vector<Peer*>& peers,
+                             std::vector<Candidate>& cands);
   std::optional<node::NodeError> admissible(const node::Ticket& ticket, node::Clock::time_point received) const;
   void run_local_pinned(const Link& from, node::Ticket ticket, node::Clock::time_point received);
   node::Outcome<int> submit_local(Record& rec, bool first);

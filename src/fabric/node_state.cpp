@@ -11,14 +11,19 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-Status read_strings(const json& j, const char* key, std::vector<std::string>& out) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) return Status::error(std::string("peer status: \"") + key + "\" must be a list");
-  for (const json& v : *it) {
-    if (!v.is_string()) return Status::error(std::string("peer status: \"") + key + "\" must hold strings");
+// `list`, named `name` in errors, as strings.
+Status read_strings(const json* list, const std::string& name, std::vector<std::string>& out) {
+  if (!list || !list->is_array()) return Status::error("peer status: \"" + name + "\" must be a list");
+  for (const json& v : *list) {
+    if (!v.is_string()) return Status::error("peer status: \"" + name + "\" must hold strings");
     out.push_back(v.get<std::string>());
   }
   return {};
+}
+
+Status read_strings(const json& j, const char* key, std::vector<std::string>& out) {
+  auto it = j.find(key);
+  return read_strings(it == j.end() ? nullptr : &*it, key, out);
 }
 
 }  // namespace
@@ -33,6 +38,7 @@ json to_json(const NodeState& s) {
           {"engine", s.engine},
           {"tiers", s.tiers},
           {"loaded", s.loaded},
+          {"kvPrefixes", s.kv_prefixes},
           {"busy", s.busy},
           {"queueLength", s.queue_length},
           {"current", s.current.empty() ? json(nullptr) : json(s.current)},
@@ -53,6 +59,11 @@ Result<NodeState> node_state_from_json(const json& j) {
   s.engine = j["engine"].get<std::string>();
   if (Status st = read_strings(j, "tiers", s.tiers); !st.ok()) return st;
   if (Status st = read_strings(j, "loaded", s.loaded); !st.ok()) return st;
+  if (auto it = j.find("kvPrefixes"); it != j.end()) {  // absent from nodes that predate it
+    if (!it->is_object()) return Status::error("peer status: \"kvPrefixes\" must be an object (tier -> digests)");
+    for (const auto& [tier, digests] : it->items())
+      if (Status st = read_strings(&digests, "kvPrefixes." + tier, s.kv_prefixes[tier]); !st.ok()) return st;
+  }
   if (!j.contains("busy") || !j["busy"].is_boolean()) return Status::error("peer status: \"busy\" must be true or false");
   s.busy = j["busy"].get<bool>();
   if (!j.contains("queueLength") || !j["queueLength"].is_number_integer())

@@ -1,6 +1,7 @@
 // What a node tells its peers about itself: enough to decide whether a
 // ticket may go there (same catalogue, serves the tier, idle) and which of
-// several idle nodes is best (model already loaded, least recently busy),
+// several idle nodes is best (KV checkpoints holding the longest prefix of
+// the prompt, model already loaded, least recently busy),
 // plus what the cluster view shows. Pushed as {"type":"peer","status":{...}}
 // on a peer subscription (docs/fabric.md), at once, on every busy/idle
 // change, and every heartbeat.
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,10 @@ struct NodeState {
   std::string engine;    // "gguf" or "sim"
   std::vector<std::string> tiers;   // tiers of the catalogue's tasks this node serves
   std::vector<std::string> loaded;  // of those, the ones whose model is loaded now
+  // Per loaded tier: digests of the prompt prefixes its KV checkpoints hold
+  // (the status page's kvPrefixes: every kPrefixDigestBlock tokens, longest
+  // first). Absent for a tier without any.
+  std::map<std::string, std::vector<std::string>> kv_prefixes;
   bool busy = false;                // running a job, or jobs waiting
   int queue_length = 0;
   std::string current;              // label of the running job; empty when none

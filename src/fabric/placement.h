@@ -2,9 +2,11 @@
 // function, so it can be tested without a network.
 //
 // Among the nodes that can take the ticket now (they serve its tier with
-// the same catalogue, are reachable, and are idle), prefer one that already
-// has the tier's model loaded, then the one that has been idle longest
-// (least recently busy). The accepting node is one of the candidates.
+// the same catalogue, are reachable, and are idle), prefer the one whose KV
+// checkpoints hold the longest prefix of the ticket's prompt (it skips that
+// much prefill), then one that already has the tier's model loaded, then
+// the one that has been idle longest (least recently busy). The accepting
+// node is one of the candidates.
 //
 // Thread-safety: pure.
 #pragma once
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace revis::fabric {
@@ -21,9 +24,16 @@ struct Candidate {
   bool idle = false;     // nothing running or waiting there (nor on its way there)
   bool loaded = false;   // the tier's model is loaded there
   std::chrono::steady_clock::time_point idle_since{};  // when it last became idle
+  int cached_tokens = 0;  // prompt tokens its published KV prefixes hold (cached_prefix_tokens)
 };
 
 // Index of the best candidate, or nullopt when none can take the ticket now.
 std::optional<size_t> choose_node(const std::vector<Candidate>& candidates);
+
+// How many of the prompt's tokens a node's KV checkpoints hold: the longest
+// prefix whose digest it publishes. prompt_digests[i] is the digest of the
+// prompt's first (i + 1) x block tokens.
+int cached_prefix_tokens(const std::vector<std::string>& prompt_digests, int block,
+                         const std::vector<std::string>& published);
 
 }  // namespace revis::fabric

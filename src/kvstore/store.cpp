@@ -202,6 +202,12 @@ std::string KvStore::prefix_digest(uint64_t model, std::span<const int32_t> toke
   return hex64(checksum64(tokens.data(), tokens.size() * sizeof(int32_t), model));
 }
 
+std::vector<std::string> KvStore::aligned_prefix_digests(uint64_t model, std::span<const int32_t> tokens, int block) {
+  std::vector<std::string> out;
+  for (size_t n = block; block > 0 && n <= tokens.size(); n += block) out.push_back(prefix_digest(model, tokens.first(n)));
+  return out;
+}
+
 std::vector<std::string> KvStore::prefix_digests(int block, size_t limit) const {
   if (block <= 0 || model_ == 0) return {};
   std::vector<std::pair<size_t, std::string>> found;

@@ -96,6 +96,9 @@ class KvStore {
   // prefix_digest() computes one for any token sequence.
   std::vector<std::string> prefix_digests(int block, size_t limit) const;
   static std::string prefix_digest(uint64_t model, std::span<const int32_t> tokens);
+  // prefix_digest() of the first `block`, 2 x `block`, ... tokens, shortest
+  // first: a prompt's side of that comparison.
+  static std::vector<std::string> aligned_prefix_digests(uint64_t model, std::span<const int32_t> tokens, int block);
 
  private:
   KvStore(StoreOptions options, uint64_t model, KvShape shape);

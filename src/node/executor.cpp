@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "node/inference.h"
+#include "node/job_prompt.h"
 #include "node/log.h"
 
 namespace revis::node {
@@ -176,16 +177,7 @@ Outcome<InferenceResult> Executor::infer_with_model(QueuedJob& job, JobStats& st
   st.model_digest = model.digest;
   st.chat_template = spec.raw ? "raw" : chat_family_name(model.chat.family);
 
-  // Control-token texts in the template's markup (and anywhere in a raw
-  // prompt, which the client writes whole) become the real tokens; in
-  // message text they stay text, so that a message cannot end its turn or
-  // open another role's. BOS is added only if the template did not already
-  // write it.
-  const ChatPrompt prompt =
-      spec.raw ? ChatPrompt{spec.prompt, {}} : render_chat(model.chat.family, spec.messages, model.special);
-  const bool has_bos_text = !model.special.bos.empty() && prompt.text.rfind(model.special.bos, 0) == 0;
-  const std::vector<int32_t> tokens = engine.tokenizer().encode_template(
-      prompt.text, engine.add_bos_default() && !has_bos_text, prompt.message_spans);
+  const std::vector<int32_t> tokens = job_prompt_tokens(model, spec);
   auto max_tokens = answer_budget(spec, static_cast<int>(tokens.size()), engine.info().n_ctx, tier->name);
   if (!max_tokens.ok()) return max_tokens.error();
   begin_prefill(tier->name, static_cast<int>(tokens.size()), *max_tokens);

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvstore/store.h"
+#include "node/job_prompt.h"
 #include "node/log.h"
 
 #ifndef REVIS_VERSION
@@ -116,6 +118,7 @@ Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const 
   if (t.catalog && *t.catalog != catalog_.digest())
     return NodeError{ErrorCode::kCatalogMismatch,
                      "this node's catalogue is " + catalog_.digest() + ", the ticket expects " + *t.catalog};
+  if (t.openai) return admit_openai(t, received);
   const Task* task = catalog_.find(t.task);
   if (!task) return NodeError{ErrorCode::kUnknownTask, "no task \"" + t.task + "\" in this node's catalogue"};
   auto prompt = catalog_.render(*task, t.args);
@@ -146,6 +149,15 @@ Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const 
   return spec;
 }
 
+std::vector<std::string> Node::prompt_prefix_digests(const JobSpec& spec) const {
+  std::vector<std::string> digests;
+  if (simulated()) return digests;
+  pool_->with_loaded(spec.tier, [&](const LoadedModel& m) {
+    digests = kvstore::KvStore::aligned_prefix_digests(m.fingerprint, job_prompt_tokens(m, spec), kPrefixDigestBlock);
+  });
+  return digests;
+}
+
 std::vector<std::string> Node::model_ids() const {
   if (simulated()) return simulated_tiers();
   std::vector<std::string> ids;
@@ -172,19 +184,33 @@ std::string Node::tier_for_model(const std::string& model) const {
   return config_.default_tier;
 }
 
-JobSpec Node::openai_job(const OpenAiRequest& r, const std::string& id, Clock::time_point received) const {
+Ticket Node::openai_ticket(const OpenAiRequest& r, std::string body, const std::string& id) const {
+  Ticket t;
+  t.id = id;
+  t.task = r.chat ? kOpenAiChatTask : kOpenAiCompletionTask;
+  t.streaming = r.stream;
+  t.openai = OpenAiCall{std::move(body), tier_for_model(r.model), r.seed_given ? r.sampling.seed : fresh_seed()};
+  return t;
+}
+
+Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received) const {
+  const bool chat = t.task == kOpenAiChatTask;
+  auto r = chat ? parse_chat_request(t.openai->body) : parse_completion_request(t.openai->body);
+  if (!r.ok()) return r.error();
+  if (!serves_tier(t.openai->tier))
+    return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + t.openai->tier + "\""};
   JobSpec spec;
   spec.source = "openai";
-  spec.label = id;
-  spec.task = r.chat ? "chat.completions" : "completions";
-  spec.tier = tier_for_model(r.model);
-  spec.raw = !r.chat;
-  spec.messages = r.messages;
-  spec.prompt = r.prompt;
-  spec.max_tokens = r.max_tokens;
-  spec.sampling = r.sampling;
-  if (!r.seed_given) spec.sampling.seed = fresh_seed();
-  spec.stop = r.stop;
+  spec.label = t.id;
+  spec.task = t.task;
+  spec.tier = t.openai->tier;
+  spec.raw = !chat;
+  spec.messages = std::move(r->messages);
+  spec.prompt = std::move(r->prompt);
+  spec.max_tokens = r->max_tokens;
+  spec.sampling = r->sampling;
+  spec.sampling.seed = t.openai->seed;
+  spec.stop = std::move(r->stop);
   spec.received = received;
   return spec;
 }

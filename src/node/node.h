@@ -1,7 +1,7 @@
 // A node: the pieces of `revis serve` that are not networking, wired
 // together (configuration, catalogue, tiers, executor, metrics), and the
 // decisions the front ends share: admitting a ticket (catalogue pin, task,
-// arguments, tier), mapping an OpenAI request onto a job, and describing
+// arguments, tier), turning an OpenAI request into a ticket and its job, and describing
 // the node for /health, /v1/revis/status and /metrics.
 //
 // Thread-safety: everything may be called from any thread once start() has
@@ -46,13 +46,25 @@ class Node {
   Executor& executor() { return *executor_; }
   const TierPool& tiers() const { return *pool_; }
 
+  // The job a ticket asks for: a catalogue task, or an OpenAI call.
   Outcome<JobSpec> admit(const Ticket& ticket, Clock::time_point received) const;
+
+  // Digests of the job's prompt prefixes, every kPrefixDigestBlock tokens,
+  // shortest first, as nodes publish those of their KV checkpoints
+  // (kvPrefixes): what placement compares to prefer the node that already
+  // holds the longest. Empty when the tier's model is not loaded here (this
+  // does not load it) and with the simulated engine.
+  std::vector<std::string> prompt_prefix_digests(const JobSpec& spec) const;
 
   std::vector<std::string> model_ids() const;
   // A tier name, a tier's model file name (with or without .gguf), or the
   // default tier for anything else ("gpt-4o").
   std::string tier_for_model(const std::string& model) const;
-  JobSpec openai_job(const OpenAiRequest& request, const std::string& id, Clock::time_point received) const;
+  // An OpenAI request (`body`, parsed as `request`) as a ticket for the
+  // dispatcher. Its tier (from `model`) and its seed (the client's, or a
+  // fresh one) are settled here, once, so that every run of it, here or on a
+  // peer, first or retried, is the same computation.
+  Ticket openai_ticket(const OpenAiRequest& request, std::string body, const std::string& id) const;
 
   // Counts a request refused before it reached the executor (malformed,
   // unknown task, queue full, ...), so /metrics and the status page see
@@ -66,6 +78,7 @@ class Node {
 
  private:
   Node(NodeConfig config, Catalog catalog);
+  Outcome<JobSpec> admit_openai(const Ticket& ticket, Clock::time_point received) const;
   // With the simulated engine: every tier the catalogue uses, and the default one.
   std::vector<std::string> simulated_tiers() const;
 

@@ -11,12 +11,14 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include "node/log.h"
 #include "node/node.h"
+#include "node/openai_relay.h"
 #include "node/ticket_desk.h"
 
 namespace revis::node {
@@ -88,7 +90,8 @@ std::string random_id(const char* prefix) {
 
 class WsSession : public ClientLink, public std::enable_shared_from_this<WsSession> {
  public:
-  WsSession(beast::tcp_stream&& stream, ServerState& state) : ws_(std::move(stream)), state_(state) {}
+  WsSession(beast::tcp_stream&& stream, ServerState& state)
+      : ws_(std::move(stream)), events_(net::make_strand(ws_.get_executor())), state_(state) {}
 
   void start(http::request<http::string_body> req) {
     beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
@@ -105,7 +108,7 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   }
 
   void send(std::string event) override {
-    net::post(ws_.get_executor(), [self = shared_from_this(), event = std::move(event)]() mutable {
+    net::post(events_, [self = shared_from_this(), event = std::move(event)]() mutable {
       self->write_event(std::move(event));
     });
   }
@@ -203,6 +206,12 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   }
 
   websocket::stream<beast::tcp_stream> ws_;
+  // Events are sent from several threads (the server's, the executor's, the
+  // peer links'). A strand runs them in the order send() was called, which
+  // the io_context alone does not promise (a handler posted on its own
+  // thread may run after one posted later from another), so `accepted`
+  // never trails the ticket's first token or result.
+  net::strand<net::any_io_executor> events_;
   ServerState& state_;
   beast::flat_buffer buffer_;
   std::deque<std::string> outbox_;
@@ -212,9 +221,21 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
 
 // ---------------------------------------------------------------- HTTP
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+// One HTTP connection. While an OpenAI request runs it is that request's
+// ClientLink: the desk sends it the ticket's events.
+class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket socket, ServerState& state) : stream_(std::move(socket)), state_(state) {}
+  HttpSession(tcp::socket socket, ServerState& state)
+      : stream_(std::move(socket)), events_(net::make_strand(stream_.get_executor())), state_(state) {}
+
+  void send(std::string event) override {
+    net::post(events_, [self = shared_from_this(), event = std::move(event)] { self->on_openai_event(event); });
+  }
+
+  void refuse(const std::optional<std::string>& id, const NodeError& error) override {
+    state_.node.count_refused("openai", error.code);
+    send(error_event(id, error));
+  }
 
   void start() { do_read(); }
 
@@ -302,71 +323,48 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     respond_json(http::status::not_found, openai_error("no such endpoint: " + path, "invalid_request_error", "not_found"));
   }
 
+  // The request becomes a ticket for the desk, which places it like any
+  // other (here or on a peer); its events come back through send() and the
+  // relay turns them into the OpenAI response.
   void openai(const std::string& body, bool chat) {
     auto request = chat ? parse_chat_request(body) : parse_completion_request(body);
     if (!request.ok()) {
       state_.node.count_refused("openai", request.error().code);
       return respond_error(request.error());
     }
-    id_ = random_id(chat ? "chatcmpl-" : "cmpl-");
-    created_ = std::time(nullptr);
-    chat_ = chat;
-    stream_mode_ = request->stream;
-    include_usage_ = request->include_usage;
-    JobSpec spec = state_.node.openai_job(*request, id_, received_);
-    model_ = spec.tier;
-
-    auto self = shared_from_this();
-    JobCallbacks callbacks;
-    if (stream_mode_) {
-      callbacks.on_text = [self](std::string_view piece) {
-        std::string chunk = self->chat_ ? chat_chunk(self->id_, self->model_, self->created_, false, piece, nullptr)
-                                        : completion_chunk(self->id_, self->model_, self->created_, piece, nullptr);
-        net::post(self->stream_.get_executor(), [self, chunk = std::move(chunk)] { self->sse_event(chunk); });
-      };
-    }
-    callbacks.on_finish = [self](Outcome<JobResult> outcome) {
-      net::post(self->stream_.get_executor(), [self, outcome = std::move(outcome)]() mutable {
-        self->finish_openai(std::move(outcome));
-      });
-    };
-    auto admission = state_.node.executor().submit(std::move(spec), std::move(callbacks));
-    if (!admission.ok()) {
-      state_.node.count_refused("openai", admission.error().code);
-      return respond_error(admission.error());
-    }
-    job_id_ = admission->job_id;
+    Ticket ticket = state_.node.openai_ticket(*request, body, random_id(chat ? "chatcmpl-" : "cmpl-"));
+    request_id_ = ticket.id;
+    relay_.emplace(OpenAiRelay::Shape{.chat = chat,
+                                      .stream = request->stream,
+                                      .include_usage = request->include_usage,
+                                      .id = ticket.id,
+                                      .model = ticket.openai->tier,
+                                      .created = std::time(nullptr)});
     job_active_ = true;
     ++job_generation_;
     stream_.expires_never();  // a long generation is not an idle connection
     watch_for_disconnect();
-    if (stream_mode_) {
+    state_.desk.on_ticket(shared_from_this(), std::move(ticket), received_);
+  }
+
+  // On the I/O thread: one event of the request in progress.
+  void on_openai_event(const std::string& event) {
+    if (!job_active_ || !relay_) return;
+    OpenAiRelay::Step step = relay_->on_event(event);
+    if (step.open_stream) {
       // SSE over HTTP/1.1 chunked encoding, framed here so that the header
       // and every event go through one ordered write queue.
       raw_write(
           "HTTP/1.1 200 OK\r\nServer: revis\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
           "Transfer-Encoding: chunked\r\nConnection: " +
           std::string(keep_alive_ ? "keep-alive" : "close") + "\r\n\r\n");
-      if (chat_) sse_event(chat_chunk(id_, model_, created_, true, "", nullptr));
     }
-  }
-
-  void finish_openai(Outcome<JobResult> outcome) {
+    for (const std::string& data : step.events) sse_event(data);
+    if (step.cancel) state_.desk.on_cancel(shared_from_this(), request_id_);
+    if (!step.finished) return;
     job_active_ = false;
-    if (!stream_mode_) {
-      if (!outcome.ok()) return respond_error(outcome.error());
-      return respond_json(http::status::ok, chat_ ? chat_response(id_, model_, created_, *outcome)
-                                                  : completion_response(id_, model_, created_, *outcome));
-    }
-    if (outcome.ok()) {
-      const char* finish = finish_reason(outcome->stop_reason);
-      sse_event(chat_ ? chat_chunk(id_, model_, created_, false, "", finish)
-                      : completion_chunk(id_, model_, created_, "", finish));
-      if (include_usage_) sse_event(usage_chunk(chat_, id_, model_, created_, outcome->stats));
-    } else {
-      sse_event(openai_error_for(outcome.error()));
-    }
-    sse_event("[DONE]");
+    if (step.response) return respond_json(http::status::ok, std::move(*step.response));
+    if (step.error) return respond_error(*step.error);
     raw_write("0\r\n\r\n");
     sse_finished_ = true;
   }
@@ -412,8 +410,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), generation](beast::error_code ec) {
       if (ec || !self->job_active_ || self->job_generation_ != generation) return;
       beast::error_code avail_ec;
-      if (self->stream_.socket().available(avail_ec) == 0 || avail_ec)
-        self->state_.node.executor().cancel(self->job_id_, "the client disconnected");
+      if (self->stream_.socket().available(avail_ec) == 0 || avail_ec) self->state_.desk.on_disconnect(self);
     });
   }
 
@@ -464,23 +461,24 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void close() {
     if (dead_) return;
     dead_ = true;
-    if (job_active_) state_.node.executor().cancel(job_id_, "the client disconnected");
+    if (job_active_) state_.desk.on_disconnect(shared_from_this());
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.socket().close(ignored);
   }
 
   beast::tcp_stream stream_;
+  net::strand<net::any_io_executor> events_;  // in send() order, as WsSession's
   ServerState& state_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Clock::time_point received_;
   bool keep_alive_ = true, writing_ = false, dead_ = false;
-  // The OpenAI job in progress on this connection.
-  bool job_active_ = false, stream_mode_ = false, chat_ = true, include_usage_ = false, sse_finished_ = false;
-  uint64_t job_id_ = 0, job_generation_ = 0;
-  std::string id_, model_;
-  int64_t created_ = 0;
+  // The OpenAI request in progress on this connection.
+  bool job_active_ = false, sse_finished_ = false;
+  uint64_t job_generation_ = 0;
+  std::string request_id_;
+  std::optional<OpenAiRelay> relay_;
   std::deque<std::string> outbox_;
   size_t queued_bytes_ = 0;
 };

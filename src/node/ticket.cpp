@@ -65,6 +65,28 @@ json stats_json(const JobStats& s) {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+Outcome<OpenAiCall> parse_openai_call(const json& j) {
+  auto bad = [](std::string message) { return NodeError{ErrorCode::kBadRequest, "openai." + std::move(message)}; };
+  if (!j.is_object()) return NodeError{ErrorCode::kBadRequest, std::string("\"openai\" must be an object, not ") + type_name(j)};
+  OpenAiCall call;
+  bool have_body = false, have_tier = false, have_seed = false;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "body" || key == "tier") {
+      if (!value.is_string()) return bad(key + " must be a string, not " + type_name(value));
+      (key == "body" ? call.body : call.tier) = value.get<std::string>();
+      (key == "body" ? have_body : have_tier) = true;
+    } else if (key == "seed") {
+      if (!value.is_number_unsigned()) return bad("seed must be an integer in [0, 2^64), not " + value.dump());
+      call.seed = value.get<uint64_t>();
+      have_seed = true;
+    } else {
+      return bad(key + ": unknown field (openai has body, tier, seed)");
+    }
+  }
+  if (!have_body || !have_tier || !have_seed) return bad("body, tier and seed are all required");
+  return call;
+}
+
 }  // namespace
 
 bool valid_ticket_id(std::string_view id) {
@@ -199,13 +221,33 @@ std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_vi
       if (!value.is_string())
         return reject(ErrorCode::kBadRequest, std::string("\"forwardedBy\" must be a string, not ") + type_name(value), id);
       t.forwarded_by = value.get<std::string>();
+    } else if (key == "openai") {
+      auto call = parse_openai_call(value);
+      if (!call.ok()) return reject(ErrorCode::kBadRequest, call.error().message, id);
+      t.openai = std::move(*call);
     } else {
       return reject(ErrorCode::kBadRequest,
-                    "unknown field \"" + key + "\" (a ticket has type, ticketID, taskType, isStreaming, args, catalog, forwardedBy)", id);
+                    "unknown field \"" + key +
+                        "\" (a ticket has type, ticketID, taskType, isStreaming, args, catalog, forwardedBy, openai)",
+                    id);
     }
   }
   if (!have_task) return reject(ErrorCode::kBadRequest, "missing field \"taskType\"", id);
+  if (t.openai && !t.forwarded_by)
+    return reject(ErrorCode::kBadRequest, "\"openai\" is sent only by a peer's dispatcher, with forwardedBy", id);
+  if (t.openai && t.task != kOpenAiChatTask && t.task != kOpenAiCompletionTask)
+    return reject(ErrorCode::kBadRequest,
+                  "a ticket with \"openai\" has taskType " + std::string(kOpenAiChatTask) + " or " + kOpenAiCompletionTask, id);
+  if (t.openai && !t.args.empty()) return reject(ErrorCode::kBadRequest, "a ticket with \"openai\" has no args", id);
   return ClientMessage{std::move(t)};
+}
+
+std::string ticket_message(const Ticket& t) {
+  json j = {{"type", "ticket"}, {"ticketID", t.id}, {"taskType", t.task}, {"isStreaming", t.streaming}, {"args", t.args}};
+  if (t.catalog) j["catalog"] = *t.catalog;
+  if (t.forwarded_by) j["forwardedBy"] = *t.forwarded_by;
+  if (t.openai) j["openai"] = {{"body", t.openai->body}, {"tier", t.openai->tier}, {"seed", t.openai->seed}};
+  return dump(j);
 }
 
 std::string accepted_event(const std::string& id, int position) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,15 +22,30 @@
 
 namespace revis::node {
 
+// The taskType of an OpenAI call: the endpoint its body was posted to.
+inline constexpr const char* kOpenAiChatTask = "chat.completions";
+inline constexpr const char* kOpenAiCompletionTask = "completions";
+
+// An OpenAI API request travelling as a ticket (the fabric places OpenAI
+// requests like tickets; docs/fabric.md). Unlike a ticket's args, it
+// carries the client's own prompt and settings, so a node accepts one only
+// from a peer's dispatcher (with forwardedBy).
+struct OpenAiCall {
+  std::string body;   // the JSON body the client posted, verbatim
+  std::string tier;   // the tier its `model` names on the accepting node
+  uint64_t seed = 0;  // the client's seed, or one the accepting node drew: every run of it is the same
+};
+
 struct Ticket {
   std::string id;
-  std::string task;
+  std::string task;  // a catalogue task; "chat.completions" or "completions" for an OpenAI call
   bool streaming = false;
   std::map<std::string, std::string> args;
   std::optional<std::string> catalog;  // the catalogue digest the client expects
   // Set by a peer's dispatcher (docs/fabric.md): the ticket runs on this
   // node and is never forwarded again.
   std::optional<std::string> forwarded_by;
+  std::optional<OpenAiCall> openai;
 };
 
 struct CancelRequest {
@@ -63,6 +79,10 @@ struct RejectedMessage {
 // Parses one WebSocket text message. Sizes above max_bytes give too_long;
 // everything else wrong gives bad_request.
 std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_view text, size_t max_bytes);
+
+// The ticket as a protocol message: what a dispatcher sends a peer (with
+// catalog and forwarded_by set) and what the journal keeps.
+std::string ticket_message(const Ticket& ticket);
 
 // A ticketID: 1..128 bytes of [A-Za-z0-9._:-] (UUIDs fit).
 bool valid_ticket_id(std::string_view id);

@@ -1,6 +1,7 @@
 // Where the server hands the ticket protocol over: tickets, cancels,
-// resumes and peer subscriptions arriving on WebSocket connections, and the
-// cluster view. The fabric's dispatcher (src/fabric/dispatcher.h)
+// resumes and peer subscriptions arriving on WebSocket connections, OpenAI
+// API requests as tickets (node/node.h, openai_ticket), and the cluster
+// view. The fabric's dispatcher (src/fabric/dispatcher.h)
 // implements it and decides where each ticket runs, this node's executor or
 // a peer; the server only parses, authenticates and delivers events.
 //
@@ -16,7 +17,8 @@
 
 namespace revis::node {
 
-// One WebSocket connection, as the desk sees it.
+// A client connection as the desk sees it: a WebSocket, or an HTTP
+// connection waiting for the answer to an OpenAI request.
 class ClientLink {
  public:
   virtual ~ClientLink() = default;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "kvstore/model_fingerprint.h"
 #include "node/log.h"
 #include "node/model_digest.h"
 
@@ -17,10 +18,6 @@ bool same_model(const LoadedModel& m, const TierSpec& t) {
 }
 
 }  // namespace
-
-// Prefixes a node advertises per model: every 64 tokens, the longest 256.
-constexpr int kPrefixDigestBlock = kResumeAlignment;
-constexpr size_t kPrefixDigestLimit = 256;
 
 TierPool::TierPool(std::vector<TierSpec> tiers, std::optional<TierSpec> fallback, uint64_t budget_bytes,
                    KvCacheConfig kv)
@@ -92,6 +89,12 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
                    .warn = [](const std::string& message) { log_line("warn", message); }});
   if (!cache.ok()) return cache.status();
   m->cache = std::move(*cache);
+  m->fingerprint = m->cache->model_fingerprint();  // 0 without a KV directory
+  if (m->fingerprint == 0) {
+    auto fingerprint = kvstore::model_fingerprint(tier.model_path);
+    if (!fingerprint.ok()) return fingerprint.status();
+    m->fingerprint = *fingerprint;
+  }
   if (m->cache->store()) {
     m->kv_prefixes = m->cache->store()->prefix_digests(kPrefixDigestBlock, kPrefixDigestLimit);
     log_line("info", "KV checkpoints in " + kv_.dir + ": " + std::to_string(m->cache->store()->entries().size()) +
@@ -119,6 +122,18 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   }
   unload_lru_until(0, raw);
   return raw;
+}
+
+bool TierPool::with_loaded(std::string_view tier, const std::function<void(const LoadedModel&)>& use) const {
+  const TierSpec* spec = resolve(tier);
+  if (!spec) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& m : models_)
+    if (same_model(*m, *spec)) {
+      use(*m);
+      return true;
+    }
+  return false;
 }
 
 void TierPool::refresh_kv_prefixes(LoadedModel& m) {

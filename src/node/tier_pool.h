@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,11 @@
 #include "revis/status.h"
 
 namespace revis::node {
+
+// Prefixes a node advertises per model (kvPrefixes): every 64 tokens (the
+// prefix cache's resume alignment), the longest 256.
+constexpr int kPrefixDigestBlock = kResumeAlignment;
+constexpr size_t kPrefixDigestLimit = 256;
 
 struct TierSpec {
   std::string name;
@@ -59,6 +65,7 @@ struct LoadedModel {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<kvstore::PrefixCache> cache;  // declared after the engine: destroyed (and flushed) first
   std::vector<std::string> kv_prefixes;         // digests of the aligned prefixes on disk (refresh_kv_prefixes)
+  uint64_t fingerprint = 0;                     // kvstore::model_fingerprint, the seed of those digests
   std::string digest;
   TemplateChoice chat;
   SpecialTexts special;
@@ -91,6 +98,12 @@ class TierPool {
   // The loaded model for `tier`, loading it if needed; *load_ms gets the
   // time spent loading (0 when it was already loaded).
   Result<LoadedModel*> acquire(const TierSpec& tier, double* load_ms = nullptr);
+
+  // Runs `use` on the loaded model serving `tier`, under the pool's lock so
+  // that it cannot be unloaded meanwhile; false, and nothing runs, when that
+  // model is not loaded (this never loads one). For short reads from other
+  // threads: the dispatcher tokenizing a prompt.
+  bool with_loaded(std::string_view tier, const std::function<void(const LoadedModel&)>& use) const;
 
   // Recomputes m's kv_prefixes after a job (executor thread), for status().
   void refresh_kv_prefixes(LoadedModel& m);

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "node/client.h"
@@ -44,6 +45,13 @@ user = "{{text}}"
 required = ["text"]
 temperature = 0
 max_tokens = 600
+
+[tasks.hold]                 # runs until the context is full: keeps a node busy
+tier = "small"
+user = "{{text}}"
+required = ["text"]
+temperature = 0
+max_tokens = 1048576
 
 [tasks.bigwork]
 tier = "large"
@@ -87,6 +95,14 @@ inline std::vector<LoggedRun> runs_in_log(const std::string& log) {
   for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it)
     runs.push_back({(*it)[1].str(), std::stod((*it)[2].str()), std::stod((*it)[3].str())});
   return runs;
+}
+
+// One inference per machine: each node's runs, in start order, never overlap.
+inline void expect_one_at_a_time(const std::string& node, std::vector<LoggedRun> runs) {
+  std::sort(runs.begin(), runs.end(), [](const LoggedRun& a, const LoggedRun& b) { return a.started_ms < b.started_ms; });
+  for (size_t i = 1; i < runs.size(); ++i)
+    EXPECT_GE(runs[i].started_ms, runs[i - 1].finished_ms)
+        << "node " << node << " ran " << runs[i].ticket << " while " << runs[i - 1].ticket << " was running";
 }
 
 // N nodes on the same model and catalogue, each a peer of all the others.

@@ -16,6 +16,7 @@ namespace revis {
 namespace {
 
 using testing::Cluster;
+using testing::expect_one_at_a_time;
 using testing::http_json;
 using testing::json;
 using testing::LoggedRun;
@@ -27,14 +28,6 @@ std::vector<std::string> ids(const std::string& prefix, int n) {
   std::vector<std::string> out;
   for (int i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
   return out;
-}
-
-// One inference per machine: each node's runs, in start order, never overlap.
-void expect_one_at_a_time(const std::string& node, std::vector<LoggedRun> runs) {
-  std::sort(runs.begin(), runs.end(), [](const LoggedRun& a, const LoggedRun& b) { return a.started_ms < b.started_ms; });
-  for (size_t i = 1; i < runs.size(); ++i)
-    EXPECT_GE(runs[i].started_ms, runs[i - 1].finished_ms)
-        << "node " << node << " ran " << runs[i].ticket << " while " << runs[i - 1].ticket << " was running";
 }
 
 // Every ticket ended exactly once, with `done`, and its streamed text (after
@@ -176,8 +169,11 @@ TEST(Cluster, KillNineMidGenerationRunsTheTicketElsewhere) {
   for (int i : {0, 2}) expect_one_at_a_time(Cluster::name(i), testing::runs_in_log(cluster.logs(i)));
 
   json view = http_json(cluster.endpoint(0), "/v1/revis/cluster");
-  for (const json& n : view["nodes"])
-    if (n["address"] == cluster.address(1)) EXPECT_EQ(n["link"], "down") << n.dump();
+  for (const json& n : view["nodes"]) {
+    if (n["address"] == cluster.address(1)) {
+      EXPECT_EQ(n["link"], "down") << n.dump();
+    }
+  }
 }
 
 TEST(Cluster, RestartOfTheAcceptingNodeLosesNothing) {
@@ -277,6 +273,51 @@ TEST(Cluster, StreamResumesFromLastSeqAfterReconnect) {
   EXPECT_EQ(events[seen]["type"], "token");
   EXPECT_EQ(events[seen]["seq"], final_seq);
   EXPECT_EQ(events[seen + 1], v.terminal);
+}
+
+// Prefix-aware placement: with both nodes idle, a ticket goes to the node
+// whose KV checkpoints hold its prompt, although the other has been idle
+// longer and would be chosen otherwise (as the control ticket shows).
+TEST(Cluster, TicketGoesToTheNodeHoldingItsPromptPrefix) {
+  Cluster cluster(2);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(cluster.start(i, {"--kv-dir", cluster.dir().file("kv-" + Cluster::name(i))}));
+  ASSERT_TRUE(cluster.wait_links(0, 1));
+  // Long enough to be saved as a checkpoint when its job ends (512 tokens).
+  auto long_text = [](const std::string& topic) {
+    std::string text;
+    for (int i = 1; i <= 120; ++i) text += "The " + topic + " number " + std::to_string(i) + " bends. ";
+    return text;
+  };
+  const std::string text = long_text("river");
+  {
+    TicketClient b(cluster.endpoint(1));  // pinned to b: forwardedBy
+    b.send({{"type", "ticket"}, {"ticketID", "warm"}, {"taskType", "work"}, {"args", {{"text", text}}}, {"forwardedBy", "test"}});
+    ASSERT_TRUE(b.until_all_ended({"warm"}));
+    ASSERT_EQ(b.tickets["warm"].terminal["type"], "done") << b.tickets["warm"].terminal.dump();
+    ASSERT_GE(b.tickets["warm"].terminal["stats"]["promptTokens"].get<int>(), 512);
+  }
+  // a hears of b's checkpoint with b's next state.
+  bool published = false;
+  for (int i = 0; i < 500 && !published; ++i) {
+    const json view = http_json(cluster.endpoint(0), "/v1/revis/cluster");
+    for (const json& n : view["nodes"])
+      published = published || (n["name"] == "b" && n.contains("kvPrefixes") && n["kvPrefixes"].contains("small") &&
+                                !n["kvPrefixes"]["small"].empty());
+    if (!published) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(published) << "b publishes the prefixes of its checkpoint";
+
+  TicketClient client(cluster.endpoint(0));
+  client.ticket("same", "work", text, false);
+  ASSERT_TRUE(client.until_all_ended({"same"}));
+  const json same = client.tickets["same"].terminal;
+  ASSERT_EQ(same["type"], "done") << same.dump();
+  EXPECT_EQ(same["stats"]["node"], "b") << "b holds the prompt's prefix";
+  EXPECT_GE(same["stats"]["cachedTokens"].get<int>(), 512) << same.dump();
+
+  client.ticket("other", "work", long_text("mountain"), false);
+  ASSERT_TRUE(client.until_all_ended({"other"}));
+  EXPECT_EQ(client.tickets["other"].terminal["stats"]["node"], "a") << "no prefix anywhere: the node idle longest";
 }
 
 TEST(Demo, RunsABatchAcrossTwoLocalNodes) {

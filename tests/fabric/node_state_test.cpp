@@ -18,6 +18,7 @@ TEST(NodeState, RoundTripsThroughJson) {
   s.current = "t-17";
   s.tok_per_s = 123.5;
   s.executed = 42;
+  s.kv_prefixes["small"] = {"9f2c61d04ab7e513", "03be94c1d2a85f70"};
   auto back = node_state_from_json(nlohmann::json::parse(to_json(s).dump()));
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->name, "node-b");
@@ -33,6 +34,12 @@ TEST(NodeState, RoundTripsThroughJson) {
   EXPECT_EQ(back->current, "t-17");
   EXPECT_DOUBLE_EQ(back->tok_per_s, 123.5);
   EXPECT_EQ(back->executed, 42u);
+  EXPECT_EQ(back->kv_prefixes, s.kv_prefixes);
+  nlohmann::json older = to_json(s);
+  older.erase("kvPrefixes");
+  auto from_older = node_state_from_json(older);
+  ASSERT_TRUE(from_older.ok()) << "a node without kvPrefixes publishes none";
+  EXPECT_TRUE(from_older->kv_prefixes.empty());
   s.current.clear();
   EXPECT_TRUE(to_json(s)["current"].is_null()) << "idle: no current ticket";
 }
@@ -55,6 +62,11 @@ TEST(NodeState, MalformedStatusNamesTheField) {
   r = node_state_from_json(j);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("catalog"), std::string::npos);
+  j = to_json(s);
+  j["kvPrefixes"] = {{"small", {"9f2c61d04ab7e513", 7}}};
+  r = node_state_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("kvPrefixes.small"), std::string::npos) << r.status().message();
   EXPECT_FALSE(node_state_from_json(nlohmann::json::array()).ok());
 }
 

@@ -191,6 +191,15 @@ TEST(KvStore, PrefixDigestsAreAlignedAndStable) {
   EXPECT_EQ(digests[1], KvStore::prefix_digest(kModel, tokens(0, 64)));
   EXPECT_NE(KvStore::prefix_digest(kModel + 1, tokens(0, 64)), digests[1]) << "the model is part of the digest";
   EXPECT_EQ(store->prefix_digests(64, 1).size(), 1u);
+  // A prompt that starts like the checkpoint: its aligned digests, shortest
+  // first, meet the published ones where they share tokens.
+  std::vector<int32_t> prompt = tokens(0, 128);
+  prompt.insert(prompt.end(), 70, 7);
+  const std::vector<std::string> mine = KvStore::aligned_prefix_digests(kModel, prompt, 64);
+  ASSERT_EQ(mine.size(), 3u) << "198 tokens: prefixes of 64, 128 and 192";
+  EXPECT_EQ(mine[0], digests[1]);
+  EXPECT_EQ(mine[1], digests[0]);
+  EXPECT_EQ(std::count(digests.begin(), digests.end(), mine[2]), 0);
 }
 
 }  // namespace

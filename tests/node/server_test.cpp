@@ -15,6 +15,7 @@
 #include "node/node_process.h"
 #include "node/sha256.h"
 #include "support/run_command.h"
+#include "support/sse.h"
 #include "support/testdata.h"
 
 namespace revis {
@@ -24,6 +25,7 @@ using nlohmann::json;
 using node::HostPort;
 using node::WsClient;
 using testing::NodeProcess;
+using testing::sse_events;
 using testing::TempDir;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -534,18 +536,6 @@ TEST_F(NodeTest, MessageTextCannotInjectControlTokens) {
   const std::string plain = "Hi\n\nsystem\nobey";
   EXPECT_GE(chat(injected), chat(plain) + 4);  // two control-token texts, each several tokens as text
   EXPECT_EQ(raw(injected), raw(plain) + 2);    // each is one control token in a raw prompt
-}
-
-// SSE: "data: {json}\n\n" events ending with "data: [DONE]".
-std::vector<std::string> sse_events(const std::string& body) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    const size_t end = body.find("\n\n", pos);
-    out.push_back(body.substr(pos + 6, end - pos - 6));
-    pos = end;
-  }
-  return out;
 }
 
 TEST_F(NodeTest, OpenAiStreamingChatAndCompletions) {

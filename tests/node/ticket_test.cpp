@@ -45,6 +45,42 @@ TEST(Ticket, DefaultsAndCancel) {
   EXPECT_EQ(std::get<CancelRequest>(std::get<ClientMessage>(c)).id, "a");
 }
 
+// An OpenAI request a peer's dispatcher forwards: it survives the trip as
+// is, and only a forwarded ticket may carry one.
+TEST(Ticket, OpenAiCallRoundTripsAndNeedsForwardedBy) {
+  Ticket t;
+  t.id = "chatcmpl-9";
+  t.task = kOpenAiChatTask;
+  t.streaming = true;
+  t.forwarded_by = "a";
+  t.openai = OpenAiCall{R"({"messages":[{"role":"user","content":"Hi \"there\""}],"seed":null})", "small",
+                        18446744073709551557ull};
+  auto r = parse_client_message(ticket_message(t), kLimit);
+  ASSERT_TRUE(std::holds_alternative<ClientMessage>(r)) << ticket_message(t);
+  const Ticket& back = std::get<Ticket>(std::get<ClientMessage>(r));
+  ASSERT_TRUE(back.openai.has_value());
+  EXPECT_EQ(back.openai->body, t.openai->body);
+  EXPECT_EQ(back.openai->tier, "small");
+  EXPECT_EQ(back.openai->seed, 18446744073709551557ull);
+  EXPECT_EQ(back.task, "chat.completions");
+  EXPECT_EQ(*back.forwarded_by, "a");
+
+  const std::string call = R"("openai":{"body":"{}","tier":"small","seed":1})";
+  EXPECT_NE(rejected(R"({"type":"ticket","ticketID":"x","taskType":"completions",)" + call + "}").error.message.find("forwardedBy"),
+            std::string::npos);
+  EXPECT_NE(rejected(R"({"type":"ticket","ticketID":"x","taskType":"chat","forwardedBy":"a",)" + call + "}")
+                .error.message.find("chat.completions or completions"),
+            std::string::npos);
+  EXPECT_NE(rejected(R"({"type":"ticket","ticketID":"x","taskType":"completions","forwardedBy":"a",)"
+                     R"("openai":{"body":"{}","tier":"small","seed":-1}})")
+                .error.message.find("openai.seed"),
+            std::string::npos);
+  EXPECT_NE(rejected(R"({"type":"ticket","ticketID":"x","taskType":"completions","forwardedBy":"a",)"
+                     R"("openai":{"body":"{}","seed":1}})")
+                .error.message.find("tier"),
+            std::string::npos);
+}
+
 TEST(Ticket, EveryMalformationIsABadRequestNamingTheField) {
   struct Case {
     std::string text, expect;

@@ -1,0 +1,21 @@
+// A job's prompt as a model's tokens: the messages through the model's chat
+// template (or the raw prompt as is), control-token texts parsed only in
+// the template's markup (or anywhere in a raw prompt), BOS as the model asks
+// unless the template wrote it. The executor tokenizes every job this way;
+// the dispatcher does the same to find which node's KV checkpoints already
+// hold the prompt's prefixes, so both must agree to the token.
+//
+// Thread-safety: pure; the model's tokenizer is immutable.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "node/job.h"
+#include "node/tier_pool.h"
+
+namespace revis::node {
+
+std::vector<int32_t> job_prompt_tokens(const LoadedModel& model, const JobSpec& spec);
+
+}  // namespace revis::node

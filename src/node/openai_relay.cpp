@@ -1,0 +1,106 @@
+#include "node/openai_relay.h"
+
+#include <nlohmann/json.hpp>
+
+#include "node/openai_api.h"
+
+namespace revis::node {
+namespace {
+
+using nlohmann::json;
+
+// Fields read leniently: a wrong type (from a misbehaving peer) reads as
+// empty rather than throwing on the I/O thread.
+std::string string_at(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+int int_at(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+// What the OpenAI shapes need of a `done` event.
+JobResult result_of(const json& done) {
+  JobResult r;
+  r.text = string_at(done, "text");
+  r.stop_reason = string_at(done, "stopReason");
+  if (auto stats = done.find("stats"); stats != done.end() && stats->is_object()) {
+    r.stats.prompt_tokens = int_at(*stats, "promptTokens");
+    r.stats.cached_tokens = int_at(*stats, "cachedTokens");
+    r.stats.generated_tokens = int_at(*stats, "generatedTokens");
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string OpenAiRelay::chunk(std::string_view text, const char* finish) const {
+  return shape_.chat ? chat_chunk(shape_.id, shape_.model, shape_.created, false, text, finish)
+                     : completion_chunk(shape_.id, shape_.model, shape_.created, text, finish);
+}
+
+OpenAiRelay::Step OpenAiRelay::end_with(const NodeError& error) {
+  Step step;
+  step.finished = finished_ = true;
+  if (opened_) step.events = {openai_error_for(error), "[DONE]"};
+  else step.error = error;
+  return step;
+}
+
+NodeError OpenAiRelay::diverged() const {
+  return {ErrorCode::kInternal,
+          "the request ran again (" + retry_reason_ + ") and the new run's text differs from the text already streamed"};
+}
+
+OpenAiRelay::Step OpenAiRelay::on_event(std::string_view text) {
+  const json e = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  auto string_field = [&](const char* key) { return string_at(e, key); };
+  // Another ticket's events come from a request this connection made earlier.
+  if (finished_ || !e.is_object() || string_field("ticketID") != shape_.id) return {};
+  const std::string type = string_field("type");
+  Step step;
+  if (type == "accepted" && shape_.stream && !opened_) {
+    step.open_stream = opened_ = true;
+    if (shape_.chat) step.events.push_back(chat_chunk(shape_.id, shape_.model, shape_.created, true, "", nullptr));
+  } else if (type == "token" && shape_.stream) {
+    std::string piece = string_field("text");
+    const size_t end = run_length_ + piece.size();
+    if (run_length_ < sent_.size()) {  // replaying what an earlier run sent
+      const size_t n = std::min(piece.size(), sent_.size() - run_length_);
+      if (sent_.compare(run_length_, n, piece, 0, n) != 0) {
+        step = end_with(diverged());
+        step.cancel = true;
+        return step;
+      }
+      piece.erase(0, n);
+    }
+    run_length_ = end;
+    if (!piece.empty()) {
+      sent_ += piece;
+      step.events.push_back(chunk(piece, nullptr));
+    }
+  } else if (type == "retry") {
+    run_length_ = 0;
+    retry_reason_ = string_field("reason");
+  } else if (type == "done") {
+    const JobResult r = result_of(e);
+    if (!shape_.stream) {
+      step.response = shape_.chat ? chat_response(shape_.id, shape_.model, shape_.created, r)
+                                  : completion_response(shape_.id, shape_.model, shape_.created, r);
+    } else {
+      if (r.text != sent_) return end_with(diverged());
+      step.events.push_back(chunk("", finish_reason(r.stop_reason)));
+      if (shape_.include_usage) step.events.push_back(usage_chunk(shape_.chat, shape_.id, shape_.model, shape_.created, r.stats));
+      step.events.push_back("[DONE]");
+    }
+    step.finished = finished_ = true;
+  } else if (type == "error") {
+    const auto code = error_code_from_name(string_field("code")).value_or(ErrorCode::kInternal);
+    return end_with({code, string_field("message")});
+  }
+  return step;
+}
+
+}  // namespace revis::node

@@ -1,0 +1,69 @@
+// The answer to one OpenAI API request, built from the ticket protocol's
+// events for it: the fabric runs OpenAI requests as tickets, on this node
+// or a peer (docs/fabric.md), and this turns what the ticket reports into
+// OpenAI's response, or its Server-Sent Events.
+//
+// Streaming: the SSE header goes out when the ticket is accepted (the
+// desk's first event for it), each `token` becomes a chunk, `done` the
+// closing chunks. A `retry` (the node
+// running it was lost) cannot be shown to an SSE client, which keeps what
+// it was sent, so the new run's text is checked against that instead: the
+// part already sent is swallowed and the stream goes on where it stopped.
+// The new run has the same seed and model, so it agrees and the client sees
+// one uninterrupted answer; should it differ, the answer ends with an error
+// rather than a spliced text. An error before anything was sent becomes an
+// HTTP error status.
+//
+// Thread-safety: none; one request, one thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "node/errors.h"
+
+namespace revis::node {
+
+class OpenAiRelay {
+ public:
+  struct Shape {
+    bool chat = true;            // /v1/chat/completions, else /v1/completions
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    std::string id, model;       // as the response shows them
+    int64_t created = 0;
+  };
+
+  // What to send the client after one event, in this order.
+  struct Step {
+    bool open_stream = false;              // the SSE response header (200, text/event-stream)
+    std::vector<std::string> events;       // SSE data payloads; "[DONE]" is the last one of a stream
+    std::optional<std::string> response;   // a whole 200 JSON response (not streaming)
+    std::optional<NodeError> error;        // an HTTP error response (nothing was sent yet)
+    bool cancel = false;                   // the ticket's run is of no more use: cancel it
+    bool finished = false;                 // the request is answered; later events are ignored
+  };
+
+  explicit OpenAiRelay(Shape shape) : shape_(std::move(shape)) {}
+
+  // One ticket-protocol event (JSON text); another ticket's (a request made
+  // earlier on the same connection) is ignored.
+  Step on_event(std::string_view event);
+  bool finished() const { return finished_; }
+
+ private:
+  Step end_with(const NodeError& error);
+  NodeError diverged() const;
+  std::string chunk(std::string_view text, const char* finish) const;
+
+  Shape shape_;
+  bool opened_ = false, finished_ = false;
+  std::string sent_;         // streamed text the client has
+  size_t run_length_ = 0;    // text of the current run so far; runs before it were sent_ too
+  std::string retry_reason_;
+};
+
+}  // namespace revis::node
