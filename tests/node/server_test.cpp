@@ -405,9 +405,13 @@ TEST_F(NodeTest, ManyConnectionsEachTicketGetsExactlyOneAnswer) {
       threads.emplace_back([&, k] {
         try {
           Conn c(ep());
-          for (int i = 0; i < per_connection; ++i)
-            c.send(ticket("b" + std::to_string(batch) + "-" + std::to_string(k) + "-" + std::to_string(i), "short",
-                          {{"text", "x"}}));
+          for (int i = 0; i < per_connection; ++i) {
+            // Appended piece by piece: GCC 12 misreports string operator+ chains here (-Wrestrict).
+            std::string id = "b";
+            for (int part : {batch, k, i}) id.append(std::to_string(part)).push_back('-');
+            id.pop_back();
+            c.send(ticket(id, "short", {{"text", "x"}}));
+          }
           int seen = 0;
           while (seen < per_connection) {
             json e = c.next();
