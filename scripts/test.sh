@@ -4,42 +4,97 @@
 # (NEON) build's kernel and golden tests under QEMU (scripts/test-arm64.sh),
 # and a bounded libFuzzer run of each parser when clang is present.
 # Needs ../shared/testdata beside the repository (or REVIS_TESTDATA_DIR).
+#
+# With clang++ the sanitizer build is a clang build with REVIS_FUZZ=ON: one
+# tree holds both the sanitized tests and the three fuzzers (libFuzzer needs
+# clang), instead of a second full build of every library just for the
+# fuzzers. Without clang++ the sanitizer build uses g++ and the fuzzers are
+# skipped (the script says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 testdata=${REVIS_TESTDATA_DIR:-$PWD/../shared/testdata}
 fuzz_seconds=${REVIS_FUZZ_SECONDS:-60}
 
-echo "== release build + tests"
+# Each stage's wall time, printed when the next one starts and at the end.
+start=$SECONDS stage_start=$SECONDS stage_name=
+mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+stage() {  # title
+  [[ -n $stage_name ]] && echo "-- $stage_name: $(mmss $((SECONDS - stage_start)))"
+  stage_name=$1 stage_start=$SECONDS
+  echo "== $1"
+}
+
+stage "release build + tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build -j"$jobs" --output-on-failure
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer build + tests"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREVIS_SANITIZE=ON \
-  -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
+# -g1 (line tables only): the sanitizers' stack traces keep their function
+# names, files and lines (inlined frames included); full -g only added the
+# variable and type information a debugger wants, at a large cost in compile
+# and link time for this tree.
+sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+if command -v clang++ >/dev/null; then
+  fuzzers=true
+  stage "AddressSanitizer + UndefinedBehaviorSanitizer build (clang, with the fuzzers) + tests"
+  cmake -S . -B build-asan -G Ninja "${sanitizer_flags[@]}" -DREVIS_SANITIZE=ON -DREVIS_FUZZ=ON \
+    -DCMAKE_CXX_COMPILER=clang++ -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
+else
+  fuzzers=false
+  stage "AddressSanitizer + UndefinedBehaviorSanitizer build (g++: clang++ not found, so no fuzzers) + tests"
+  cmake -S . -B build-asan -G Ninja "${sanitizer_flags[@]}" -DREVIS_SANITIZE=ON \
+    -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
+fi
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j"$jobs" --output-on-failure
 
-echo "== AArch64 (NEON) cross build + tests under qemu-aarch64"
+stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
-if command -v clang++ >/dev/null; then
-  echo "== fuzzing the GGUF reader, the tokenizer and the ticket parser, ${fuzz_seconds}s each"
-  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREVIS_FUZZ=ON \
-    -DCMAKE_CXX_COMPILER=clang++ -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
-  cmake --build build-fuzz -j"$jobs"
+if $fuzzers; then
+  stage "fuzzing the GGUF reader, the tokenizer and the ticket parser, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
   mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/ticket"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
-  build-fuzz/fuzz_gguf -max_total_time="$fuzz_seconds" -max_len=65536 "$corpus/gguf" 2>&1 | tail -n 3
-  build-fuzz/fuzz_tokenizer -max_total_time="$fuzz_seconds" "$corpus/tokenizer" 2>&1 | tail -n 3
   printf '{"type":"ticket","ticketID":"t1","taskType":"summarize","isStreaming":true,"args":{"text":"hi"}}' \
     >"$corpus/ticket/seed.json"
-  build-fuzz/fuzz_ticket -max_total_time="$fuzz_seconds" "$corpus/ticket" 2>&1 | tail -n 3
-else
-  echo "== clang++ not found: fuzzers skipped"
+  # Each fuzzer is one single-threaded process: they run side by side, at
+  # most $jobs at a time, so each still gets its ${fuzz_seconds}s of a core.
+  # Each one's output goes to its own log; its last lines are printed when it
+  # ends, all of it when it fails.
+  fuzz() {  # name, libFuzzer arguments...
+    local name=$1 status=0
+    shift
+    build-asan/fuzz_"$name" -max_total_time="$fuzz_seconds" "$@" "$corpus/$name" >"$corpus/$name.log" 2>&1 || status=$?
+    if ((status == 0)); then
+      tail -n 3 "$corpus/$name.log" | sed "s/^/fuzz_$name: /"
+    else
+      echo "fuzz_$name FAILED (exit $status):"
+      tail -n 100 "$corpus/$name.log"
+    fi
+    return "$status"
+  }
+  failed=0
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [ticket]="")
+  running=0
+  for name in gguf tokenizer ticket; do
+    if ((running >= jobs)); then
+      wait -n || failed=1
+      running=$((running - 1))
+    fi
+    # shellcheck disable=SC2086  # the arguments are words
+    fuzz "$name" ${fuzz_args[$name]} &
+    running=$((running + 1))
+  done
+  for ((; running > 0; running--)); do
+    wait -n || failed=1
+  done
+  ((failed == 0)) || { echo "fuzzing FAILED"; exit 1; }
 fi
+stage_done=$((SECONDS - stage_start))
+echo "-- $stage_name: $(mmss "$stage_done")"
+echo "== all passed in $(mmss $((SECONDS - start)))"
