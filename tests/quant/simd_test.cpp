@@ -363,7 +363,9 @@ class SimdDot : public ::testing::TestWithParam<std::tuple<KernelBackend, Tensor
 };
 
 TEST_P(SimdDot, MatchesScalarWithinRounding) {
-  const auto [backend, type] = GetParam();
+  // Plain variables, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  const KernelBackend backend = std::get<0>(GetParam());
+  const TensorType type = std::get<1>(GetParam());
   const TensorType a_type = activation_type(type);
   const int64_t block = quant_test::block_size(a_type);  // whole activation blocks
   std::vector<int64_t> lengths;
