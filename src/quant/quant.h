@@ -52,7 +52,9 @@ void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, 
 // four rows once into bytes(n) bytes of the backend's own layout (values
 // interleaved as the kernel loads them, scales already converted), and
 // dot() then takes one weight row against them; its results equal dot4's
-// up to float summation order.
+// up to float summation order. For k a multiple of 256 the layout of values
+// k.. starts at byte bytes(k), so a row can be taken in slices of columns
+// (MatMul does).
 struct PackedDot4 {
   size_t (*bytes)(int64_t n);
   void (*pack)(const void* a, size_t a_stride, int64_t n, void* packed);
