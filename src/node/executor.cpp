@@ -262,7 +262,12 @@ Outcome<Admission> Executor::submit(JobSpec spec, JobCallbacks callbacks, bool f
 std::shared_ptr<QueuedJob> Executor::take_queued(const std::function<bool(const JobSpec&)>& pick) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) return nullptr;
-  std::shared_ptr<QueuedJob> found = queue_.find_first([&](const QueuedJob& job) { return pick(job.spec); });
+  // With nothing running on a ready executor, the oldest job is not waiting:
+  // this thread is about to start it (it may just not have been scheduled
+  // yet), so moving it would only add a hop.
+  const QueuedJob* starting_here = !running_ && ready_ && !queue_.empty() ? queue_.front().get() : nullptr;
+  std::shared_ptr<QueuedJob> found =
+      queue_.find_first([&](const QueuedJob& job) { return &job != starting_here && pick(job.spec); });
   if (found) queue_.remove(found->id);
   return found;
 }

@@ -88,6 +88,7 @@ class Executor {
   Outcome<Admission> submit(JobSpec spec, JobCallbacks callbacks, bool first = false);
   // Takes the oldest queued job that `pick` accepts out of the queue without
   // finishing it (no callback runs): the fabric moves it to an idle peer.
+  // A job about to start (first in line, nothing running) is never taken.
   std::shared_ptr<QueuedJob> take_queued(const std::function<bool(const JobSpec&)>& pick);
   // Called on the executor thread, outside any lock, whenever a job starts
   // or ends (busy/idle changes are pushed to peers). Set before start().

@@ -45,6 +45,8 @@ class JobQueue {
       if (pick(*job)) return job;
     return nullptr;
   }
+  // The oldest job, left in place; nullptr when empty.
+  const std::shared_ptr<QueuedJob>& front() const { return jobs_.front(); }
   // Takes out the job with this id wherever it is; nullptr if absent.
   std::shared_ptr<QueuedJob> remove(uint64_t id);
   // Takes out everything, oldest first.
