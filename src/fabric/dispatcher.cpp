@@ -197,12 +197,18 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
 }
 
 // A ticket a peer forwarded: it runs here whatever this node's peers are
-// doing, and only as long as the forwarding connection lasts.
+// doing, and only as long as the forwarding connection lasts. It starts at
+// once or not at all: the sender chose this node from a view of its state
+// that may be a few milliseconds old, and a ticket refused as busy waits in
+// the sender's queue for whichever node frees up first instead of behind
+// this node's job.
 void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::time_point received) {
   auto spec = node_.admit(ticket, received);
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
   Lock lock(mu_);
   if (shutting_down_) return from->refuse(ticket.id, {ErrorCode::kCancelled, "the node is shutting down"});
+  if (const node::ExecutorSnapshot snap = node_.executor().snapshot(); !snap.ready || snap.current || snap.queue_length > 0)
+    return from->refuse(ticket.id, {ErrorCode::kQueueFull, "node " + config_.name + " is busy; a forwarded ticket runs only on an idle node"});
   auto& mine = pinned_[from.get()];
   if (mine.count(ticket.id))
     return from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
@@ -698,7 +704,10 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t session, const
     const auto code = node::error_code_from_name(j.value("code", "internal")).value_or(ErrorCode::kInternal);
     const std::string why = "node " + p.state.name + " answered " + j.value("code", "?") + ": " + j.value("message", "");
     if (code == ErrorCode::kQueueFull) {
-      // Not a failed run: the peer was busy after all. Back in line here.
+      // Not a failed run: the peer was busy after all, as its next state
+      // will say. Until then it is busy here too, and the ticket is back in
+      // line.
+      p.state.busy = true;
       auto placed = place(rec, true);
       if (!placed.ok()) finish(rec, node::error_event(id, placed.error()));
     } else if (rec.cancel_requested && code == ErrorCode::kCancelled) {

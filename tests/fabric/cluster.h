@@ -260,4 +260,29 @@ class TicketClient {
   std::unique_ptr<node::WsClient> ws_;
 };
 
+// Keeps one node busy with a ticket pinned there (forwardedBy: a node runs
+// such a ticket itself, never elsewhere) until released.
+class Blocker {
+ public:
+  explicit Blocker(const node::HostPort& node) : client_(node) {
+    client_.send({{"type", "ticket"},
+                  {"ticketID", "hold"},
+                  {"taskType", "hold"},
+                  {"isStreaming", true},
+                  {"args", {{"text", "Hold this node."}}},
+                  {"forwardedBy", "test"}});
+    while (client_.tickets["hold"].last_seq < 0 && client_.tickets["hold"].terminals == 0 && client_.pump()) {
+    }
+  }
+  // Cancels the ticket; true when it was still running, so the node was
+  // busy all along.
+  bool release() {
+    client_.send({{"type", "cancel"}, {"ticketID", "hold"}});
+    return client_.until_all_ended({"hold"}, 30000) && client_.tickets["hold"].terminal["code"] == "cancelled";
+  }
+
+ private:
+  TicketClient client_;
+};
+
 }  // namespace revis::testing

@@ -320,6 +320,22 @@ TEST(Cluster, TicketGoesToTheNodeHoldingItsPromptPrefix) {
   EXPECT_EQ(client.tickets["other"].terminal["stats"]["node"], "a") << "no prefix anywhere: the node idle longest";
 }
 
+// A forwarded ticket starts at once or not at all: the sender chose this
+// node from a state that may be stale, and keeps the ticket in its own line.
+TEST(Cluster, ForwardedTicketToABusyNodeIsRefusedAsBusy) {
+  Cluster cluster(1);
+  ASSERT_TRUE(cluster.start(0));
+  testing::Blocker busy(cluster.endpoint(0));
+  TicketClient client(cluster.endpoint(0));
+  client.send({{"type", "ticket"}, {"ticketID", "late"}, {"taskType", "work"}, {"args", {{"text", "Me too."}}}, {"forwardedBy", "test"}});
+  ASSERT_TRUE(client.until_all_ended({"late"}));
+  const json& refusal = client.tickets["late"].terminal;
+  EXPECT_EQ(refusal["code"], "queue_full") << refusal.dump();
+  EXPECT_NE(refusal["message"].get<std::string>().find("busy"), std::string::npos) << refusal.dump();
+  EXPECT_TRUE(busy.release()) << "the running ticket is untouched";
+  EXPECT_EQ(cluster.logs(0).find("ran ticket late "), std::string::npos);
+}
+
 TEST(Demo, RunsABatchAcrossTwoLocalNodes) {
   testing::TempDir tmp;
   auto r = testing::run_revis("demo -n 4 --tickets 8 --cache-dir " + testing::shell_quote(tmp.path().string()));

@@ -16,6 +16,7 @@
 namespace revis {
 namespace {
 
+using testing::Blocker;
 using testing::Cluster;
 using testing::expect_one_at_a_time;
 using testing::http_json;
@@ -28,31 +29,6 @@ node::HttpResponse post(const node::HostPort& node, const std::string& target, c
   if (!r.ok()) throw std::runtime_error("POST " + target + " " + body.dump() + ": " + r.status().message());
   return *r;
 }
-
-// Keeps one node busy with a ticket pinned there (forwardedBy: a node runs
-// such a ticket itself, never elsewhere) until released.
-class Blocker {
- public:
-  explicit Blocker(const node::HostPort& node) : client_(node) {
-    client_.send({{"type", "ticket"},
-                  {"ticketID", "hold"},
-                  {"taskType", "hold"},
-                  {"isStreaming", true},
-                  {"args", {{"text", "Hold this node."}}},
-                  {"forwardedBy", "test"}});
-    while (client_.tickets["hold"].last_seq < 0 && client_.tickets["hold"].terminals == 0 && client_.pump()) {
-    }
-  }
-  // Cancels the ticket; true when it was still running, so the node was
-  // busy all along.
-  bool release() {
-    client_.send({{"type", "cancel"}, {"ticketID", "hold"}});
-    return client_.until_all_ended({"hold"}, 30000) && client_.tickets["hold"].terminal["code"] == "cancelled";
-  }
-
- private:
-  TicketClient client_;
-};
 
 uint64_t openai_done(const node::HostPort& node) {
   const json by = http_json(node, "/v1/revis/status")["counters"]["byOutcome"];
