@@ -29,6 +29,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "quant/blocks.h"
@@ -120,37 +121,55 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
   for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]) + tail[t];
 }
 
-// dot4 against packed_q8_0.h's layout.
+// dot4 against packed_q8_0.h's quads. Four blocks' weights, 128 values,
+// fill two registers; vector k of the quad needs value group k of block j
+// in lanes 4j..4j+3, which one two-source permute per k picks out. Adding
+// 128 (xor 0x80) makes the weights vpdpbusd's unsigned side, and the quad's
+// starting sums take the 128 x activations back out, so a lane sums exactly
+// its block's products over the eight vectors. One multiply-add then scales
+// sixteen block sums, where pairs of blocks needed one per token and pair.
 template <typename Format>
-void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out) {
+void dot4_quads(const void* w, const void* packed, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
-  const auto* pair_data = static_cast<const uint8_t*>(packed);
+  const auto* quad = static_cast<const uint8_t*>(packed);
   const int64_t blocks = n / kLegacyBlock;
-  __m512 acc[4];
-  for (__m512& a : acc) a = _mm512_setzero_ps();
-  auto accumulate = [&](__m512i q, __m512 dw, const uint8_t* data) {
-    const __m512i q_abs = _mm512_abs_epi8(q);
-    const __mmask64 negative = _mm512_movepi8_mask(q);
-    const auto* scales = reinterpret_cast<const float*>(data + kPackedQ8_0Values);
-    for (int t = 0; t < 4; ++t) {
-      const __m512i y = load512(data + 64 * t);
-      const __m512i y_signed = _mm512_mask_sub_epi8(y, negative, _mm512_setzero_si512(), y);
-      const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q_abs, y_signed);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_loadu_ps(scales + 16 * t)), acc[t]);
-    }
-  };
-  int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2, pair_data += kPackedQ8_0PairBytes)
-    accumulate(Format::weights(wb + b), pair_scales(wb[b].d, wb[b + 1].d), pair_data);
-  // An odd last block meets the zeros packed beside it.
-  if (b < blocks)
-    accumulate(_mm512_zextsi256_si512(Format::weights(wb[b])), pair_scales(wb[b].d, 0), pair_data);
-  for (int t = 0; t < 4; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  // Lane 4j + t of vector k takes dword k of block j: dwords 8j + k of the
+  // two registers together.
+  __m512i pick[8];
+  for (int k = 0; k < 8; ++k)
+    pick[k] = _mm512_set_epi32(24 + k, 24 + k, 24 + k, 24 + k, 16 + k, 16 + k, 16 + k, 16 + k, 8 + k, 8 + k, 8 + k, 8 + k,
+                               k, k, k, k);
+  const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; b += 4, quad += kQuadBytes) {
+    // The last quad may be short: missing blocks are zeros, as are the
+    // activations and scales they meet.
+    const int present = static_cast<int>(std::min<int64_t>(4, blocks - b));
+    auto weights = [&](int j) { return j < present ? Format::weights(wb[b + j]) : _mm256_setzero_si256(); };
+    auto scale = [&](int j) { return j < present ? wb[b + j].d : uint16_t{0}; };
+    const __m512i w01 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(weights(0)), weights(1), 1), bias);
+    const __m512i w23 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(weights(2)), weights(3), 1), bias);
+    const __m128 dw4 = _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(scale(0)), static_cast<short>(scale(1)),
+                                                   static_cast<short>(scale(2)), static_cast<short>(scale(3)), 0, 0, 0, 0));
+    const __m512 dw = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(dw4));
+    __m512i sums = load512(quad + kQuadValuesBytes);
+    for (int k = 0; k < 8; ++k)
+      sums = _mm512_dpbusd_epi32(sums, _mm512_permutex2var_epi32(w01, pick[k], w23), load512(quad + 64 * k));
+    const __m512 scales = _mm512_loadu_ps(quad + kQuadValuesBytes + 16 * sizeof(int32_t));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, scales), acc);
+  }
+  // Row t's result is lane t of each 128-bit quarter.
+  const __m256 halves = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1)));
 }
 
 template <typename Format>
 KernelEntry signed_kernels() {
-  return dots_with_packed_q8_0<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>, dot4_packed_signed<Format>>();
+  static const PackedDot4 quads{quads4_bytes_q8_0, quads4_q8_0, dot4_quads<Format>};
+  KernelEntry entry = dots<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>>();
+  entry.packed4 = &quads;
+  return entry;
 }
 
 // --- K-quants against Q8_K ---------------------------------------------------------
