@@ -72,18 +72,25 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
     quantize_row(act_type, x + t * x_stride, activations_.data() + t * act_row, w.cols);
   const uint8_t* acts = activations_.data();
   const DotKernels kernels = dot_kernels(w.type, w.cols);
-  const int n_groups = n_tokens / kGroup;
-  // Where the backend has a packed form of dot4, each group of four tokens
-  // is packed once here and then met by every weight row.
-  const PackedDot4* packed = n_groups > 0 ? kernels.packed4 : nullptr;
-  const size_t packed_bytes = packed ? packed->bytes(w.cols) : 0;
-  if (packed) {
-    packed_activations_.resize(packed_bytes * n_groups);
-    for (int g = 0; g < n_groups; ++g)
-      packed->pack(acts + g * kGroup * act_row, act_row, w.cols, packed_activations_.data() + g * packed_bytes);
-  }
-
   const bool grouped = kernels.dot4 != nullptr && n_tokens >= kGroup;
+  const int n_groups = grouped ? n_tokens / kGroup : 0;
+  // Where the backend has packed forms of dot4 and dot, each group of four
+  // tokens and each token left over is packed once here and then met by
+  // every weight row.
+  const PackedDot* packed = n_groups > 0 ? kernels.packed4 : nullptr;
+  const size_t packed_bytes = packed ? packed->bytes(w.cols) : 0;
+  const int n_single = n_tokens - n_groups * kGroup;
+  const PackedDot* packed_one = kernels.packed1;
+  const size_t single_bytes = packed_one ? packed_one->bytes(w.cols) : 0;
+  packed_activations_.resize(packed_bytes * n_groups + single_bytes * n_single);
+  uint8_t* const packed_groups = packed_activations_.data();
+  uint8_t* const packed_singles = packed_groups + packed_bytes * n_groups;
+  if (packed)
+    for (int g = 0; g < n_groups; ++g) packed->pack(acts + g * kGroup * act_row, act_row, w.cols, packed_groups + g * packed_bytes);
+  if (packed_one)
+    for (int i = 0; i < n_single; ++i)
+      packed_one->pack(acts + (n_groups * kGroup + i) * act_row, act_row, w.cols, packed_singles + i * single_bytes);
+
   const int64_t slice = grouped ? slice_cols(w.cols, packed ? packed_bytes : kGroup * act_row) : w.cols;
   // A tile is kTileBytes of one slice of its rows (of whole rows when the
   // rows are not sliced).
@@ -101,7 +108,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
       if (grouped) {
         for (; t + kGroup <= n_tokens; t += kGroup) {
           const uint8_t* group = acts + t * act_row;
-          const uint8_t* packed_group = packed ? packed_activations_.data() + (t / kGroup) * packed_bytes : nullptr;
+          const uint8_t* packed_group = packed ? packed_groups + (t / kGroup) * packed_bytes : nullptr;
           for (int64_t col = 0; col < w.cols; col += slice) {
             const int64_t n = std::min(slice, w.cols - col);
             const size_t w_offset = row_bytes(w.type, col);
@@ -121,10 +128,15 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
       }
       for (; t < n_tokens; ++t) {
         const uint8_t* a = acts + t * act_row;
+        const uint8_t* packed_a = packed_one ? packed_singles + (t - n_groups * kGroup) * single_bytes : nullptr;
         for (int64_t r = begin; r < end; ++r) {
           // Only the first pass over the rows reads them from memory.
           if (t == 0 && r + prefetch_rows < end) prefetch(w.row(r + prefetch_rows), w.row_bytes);
-          out[t * out_stride + r] = kernels.dot(w.row(r), a, w.cols);
+          float& o = out[t * out_stride + r];
+          if (packed_one)
+            packed_one->dot(w.row(r), packed_a, w.cols, &o);
+          else
+            o = kernels.dot(w.row(r), a, w.cols);
         }
       }
     }

@@ -32,26 +32,36 @@ void pack4_q8_0(const void* a, size_t a_stride, int64_t n, void* packed) {
   }
 }
 
-size_t quads4_bytes_q8_0(int64_t n) { return static_cast<size_t>((n / kLegacyBlock + 3) / 4) * kQuadBytes; }
+template <int kRows>
+size_t Quads<kRows>::bytes(int64_t n) {
+  return static_cast<size_t>((n / kLegacyBlock + 3) / 4) * kBytes;
+}
 
-void quads4_q8_0(const void* a, size_t a_stride, int64_t n, void* packed) {
+template <int kRows>
+void Quads<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
   const int64_t blocks = n / kLegacyBlock;
   auto* out = static_cast<uint8_t*>(packed);
-  for (int64_t first = 0; first < blocks; first += 4, out += kQuadBytes) {
+  for (int64_t first = 0; first < blocks; first += 4, out += kBytes) {
     int32_t sums[16] = {};
     float scales[16] = {};
-    std::memset(out, 0, kQuadValuesBytes);
+    std::memset(out, 0, kSumsOffset);
     for (int64_t b = first; b < std::min(first + 4, blocks); ++b)
-      for (int t = 0; t < 4; ++t) {
-        const auto& block = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + t * a_stride)[b];
-        const size_t lane = 4 * (b - first) + t;
-        for (int k = 0; k < 8; ++k) std::memcpy(out + 64 * k + 4 * lane, block.qs + 4 * k, 4);
-        for (int8_t v : block.qs) sums[lane] -= 128 * v;
+      for (int i = 0; i < 4; ++i) {
+        const auto& block = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + row(i) * a_stride)[b];
+        const size_t lane = 4 * (b - first) + i;
+        for (int v = 0; v < kVectors; ++v) {
+          const int8_t* values = block.qs + 4 * dword(i, v);
+          std::memcpy(out + 64 * v + 4 * lane, values, 4);
+          for (int k = 0; k < 4; ++k) sums[lane] -= 128 * values[k];
+        }
         scales[lane] = half_to_float(block.d);
       }
-    std::memcpy(out + kQuadValuesBytes, sums, sizeof sums);
-    std::memcpy(out + kQuadValuesBytes + sizeof sums, scales, sizeof scales);
+    std::memcpy(out + kSumsOffset, sums, sizeof sums);
+    std::memcpy(out + kScalesOffset, scales, sizeof scales);
   }
 }
+
+template struct Quads<1>;
+template struct Quads<4>;
 
 }  // namespace revis::quant

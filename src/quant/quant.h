@@ -47,15 +47,16 @@ float vec_dot(TensorType w_type, const void* w, const void* a, int64_t n);
 // matrix products (prompt processing) faster than four vec_dot calls.
 void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, int64_t n, float* out);
 
-// A faster form of dot4 for when many weight rows meet the same four
-// activation rows (a matrix times a batch of tokens): pack() rearranges the
-// four rows once into bytes(n) bytes of the backend's own layout (values
-// interleaved as the kernel loads them, scales already converted), and
-// dot() then takes one weight row against them; its results equal dot4's
-// up to float summation order. For k a multiple of 256 the layout of values
-// k.. starts at byte bytes(k), so a row can be taken in slices of columns
-// (MatMul does).
-struct PackedDot4 {
+// A faster form of dot (one activation row) or dot4 (four) for when many
+// weight rows meet the same activation rows (a matrix times a token or a
+// batch): pack() rearranges the rows once into bytes(n) bytes of the
+// backend's own layout (values interleaved as the kernel loads them, scales
+// already converted), and dot() then takes one weight row against them,
+// one result per activation row; its results equal dot's and dot4's up to
+// float summation order. pack() reads one row, or four a_stride bytes
+// apart. For k a multiple of 256 the layout of values k.. starts at byte
+// bytes(k), so a row can be taken in slices of columns (MatMul does).
+struct PackedDot {
   size_t (*bytes)(int64_t n);
   void (*pack)(const void* a, size_t a_stride, int64_t n, void* packed);
   void (*dot)(const void* w, const void* packed, int64_t n, float* out);
@@ -64,11 +65,13 @@ struct PackedDot4 {
 // vec_dot's and vec_dot4's kernels for weight type w_type and rows of n
 // values, looked up and checked once, for loops over many rows. dot4 is
 // null where the active backend has no four-row kernel for the type: call
-// dot per row then. packed4 is null where it has no packed form.
+// dot per row then. packed1 and packed4 are null where it has no packed
+// form of dot and dot4.
 struct DotKernels {
   float (*dot)(const void* w, const void* a, int64_t n);
   void (*dot4)(const void* w, const void* a, size_t a_stride, int64_t n, float* out);
-  const PackedDot4* packed4;
+  const PackedDot* packed1;
+  const PackedDot* packed4;
 };
 DotKernels dot_kernels(TensorType w_type, int64_t n);
 

@@ -23,7 +23,8 @@ struct KernelEntry {
   QuantizeFn quantize = nullptr;
   DotFn dot = nullptr;
   Dot4Fn dot4 = nullptr;  // null: four calls of dot
-  const PackedDot4* packed4 = nullptr;
+  const PackedDot* packed1 = nullptr;
+  const PackedDot* packed4 = nullptr;
 };
 
 // Called once per backend with a function to record an override.
@@ -57,7 +58,7 @@ KernelEntry dots() {
 using PackedDotFn = void (*)(const void* w, const void* packed, int64_t n, float* out);
 template <RowsKernel kOne, RowsKernel kFour, PackedDotFn kPacked>
 KernelEntry dots_with_packed_q8_0() {
-  static const PackedDot4 packed{packed4_bytes_q8_0, pack4_q8_0, kPacked};
+  static const PackedDot packed{packed4_bytes_q8_0, pack4_q8_0, kPacked};
   KernelEntry entry = dots<kOne, kFour>();
   entry.packed4 = &packed;
   return entry;

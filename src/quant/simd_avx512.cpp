@@ -13,7 +13,7 @@
 // The backend starts from install_avx2()'s table and overrides the weight
 // types that make up nearly all of the bytes of the usual model files: Q8_0,
 // Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
-// for Q8_0 and Q4_0 adds the packed form of dot4 (quant.h's PackedDot4). The
+// for Q8_0 and Q4_0 adds packed forms of dot and dot4 (quant.h's PackedDot). The
 // integer arithmetic is the scalar kernels', exactly; only the float
 // summation order differs (tests/quant/simd_test.cpp).
 #include "quant/simd.h"
@@ -30,6 +30,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "quant/blocks.h"
@@ -121,54 +122,64 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
   for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]) + tail[t];
 }
 
-// dot4 against packed_q8_0.h's quads. Four blocks' weights, 128 values,
-// fill two registers; vector k of the quad needs value group k of block j
-// in lanes 4j..4j+3, which one two-source permute per k picks out. Adding
-// 128 (xor 0x80) makes the weights vpdpbusd's unsigned side, and the quad's
-// starting sums take the 128 x activations back out, so a lane sums exactly
-// its block's products over the eight vectors. One multiply-add then scales
-// sixteen block sums, where pairs of blocks needed one per token and pair.
-template <typename Format>
-void dot4_quads(const void* w, const void* packed, int64_t n, float* out) {
+// dot and dot4 against packed_q8_0.h's quads. Four blocks' weights, 128
+// values, fill two registers; vector v of the quad needs, in lane 4j + i,
+// dword Quads::dword(i, v) of block j, which one two-source permute per
+// vector picks out. Adding 128 (xor 0x80) makes the weights vpdpbusd's
+// unsigned side, and the quad's starting sums take the 128 x activations
+// back out, so each lane sums exactly its share of one block's products.
+// One multiply-add then scales sixteen such sums, where pairs of blocks
+// needed one per pair and row.
+template <int kRows, typename Format>
+void dot_quads(const void* w, const void* packed, int64_t n, float* out) {
+  using Layout = Quads<kRows>;
   const auto* wb = static_cast<const typename Format::Block*>(w);
   const auto* quad = static_cast<const uint8_t*>(packed);
   const int64_t blocks = n / kLegacyBlock;
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  // Lane 4j + t of vector k takes dword k of block j: dwords 8j + k of the
-  // two registers together.
-  __m512i pick[8];
-  for (int k = 0; k < 8; ++k)
-    pick[k] = _mm512_set_epi32(24 + k, 24 + k, 24 + k, 24 + k, 16 + k, 16 + k, 16 + k, 16 + k, 8 + k, 8 + k, 8 + k, 8 + k,
-                               k, k, k, k);
+  const __m512i unsigned_bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  // Block j is dwords 8j..8j+7 of the two registers together.
+  static constexpr auto kPick = [] {
+    std::array<std::array<int32_t, 16>, Layout::kVectors> pick{};
+    for (int v = 0; v < Layout::kVectors; ++v)
+      for (int lane = 0; lane < 16; ++lane) pick[v][lane] = 8 * (lane / 4) + Layout::dword(lane % 4, v);
+    return pick;
+  }();
+  __m512i pick[Layout::kVectors];
+  for (int v = 0; v < Layout::kVectors; ++v) pick[v] = load512(kPick[v].data());
   const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   __m512 acc = _mm512_setzero_ps();
-  for (int64_t b = 0; b < blocks; b += 4, quad += kQuadBytes) {
+  for (int64_t b = 0; b < blocks; b += 4, quad += Layout::kBytes) {
     // The last quad may be short: missing blocks are zeros, as are the
     // activations and scales they meet.
     const int present = static_cast<int>(std::min<int64_t>(4, blocks - b));
     auto weights = [&](int j) { return j < present ? Format::weights(wb[b + j]) : _mm256_setzero_si256(); };
-    auto scale = [&](int j) { return j < present ? wb[b + j].d : uint16_t{0}; };
-    const __m512i w01 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(weights(0)), weights(1), 1), bias);
-    const __m512i w23 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(weights(2)), weights(3), 1), bias);
-    const __m128 dw4 = _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(scale(0)), static_cast<short>(scale(1)),
-                                                   static_cast<short>(scale(2)), static_cast<short>(scale(3)), 0, 0, 0, 0));
+    auto scale = [&](int j) { return static_cast<short>(j < present ? wb[b + j].d : 0); };
+    const __m512i w01 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(weights(0)), weights(1), 1), unsigned_bias);
+    const __m512i w23 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(weights(2)), weights(3), 1), unsigned_bias);
+    const __m128 dw4 = _mm_cvtph_ps(_mm_setr_epi16(scale(0), scale(1), scale(2), scale(3), 0, 0, 0, 0));
     const __m512 dw = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(dw4));
-    __m512i sums = load512(quad + kQuadValuesBytes);
-    for (int k = 0; k < 8; ++k)
-      sums = _mm512_dpbusd_epi32(sums, _mm512_permutex2var_epi32(w01, pick[k], w23), load512(quad + 64 * k));
-    const __m512 scales = _mm512_loadu_ps(quad + kQuadValuesBytes + 16 * sizeof(int32_t));
+    __m512i sums = load512(quad + Layout::kSumsOffset);
+    for (int v = 0; v < Layout::kVectors; ++v)
+      sums = _mm512_dpbusd_epi32(sums, _mm512_permutex2var_epi32(w01, pick[v], w23), load512(quad + 64 * v));
+    const __m512 scales = _mm512_loadu_ps(quad + Layout::kScalesOffset);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, scales), acc);
   }
-  // Row t's result is lane t of each 128-bit quarter.
-  const __m256 halves = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
-  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1)));
+  if constexpr (kRows == 1) {
+    out[0] = _mm512_reduce_add_ps(acc);
+  } else {
+    // Row t's result is lane t of each 128-bit quarter.
+    const __m256 halves = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1)));
+  }
 }
 
 template <typename Format>
 KernelEntry signed_kernels() {
-  static const PackedDot4 quads{quads4_bytes_q8_0, quads4_q8_0, dot4_quads<Format>};
+  static const PackedDot one{Quads<1>::bytes, Quads<1>::pack, dot_quads<1, Format>};
+  static const PackedDot four{Quads<4>::bytes, Quads<4>::pack, dot_quads<4, Format>};
   KernelEntry entry = dots<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>>();
-  entry.packed4 = &quads;
+  entry.packed1 = &one;
+  entry.packed4 = &four;
   return entry;
 }
 

@@ -55,6 +55,7 @@ KernelMap installed_kernels(void (*install)(quant::OverrideFn)) {
     if (entry.quantize) e.quantize = entry.quantize;
     if (entry.dot) e.dot = entry.dot;
     if (entry.dot4) e.dot4 = entry.dot4;
+    if (entry.packed1) e.packed1 = entry.packed1;
     if (entry.packed4) e.packed4 = entry.packed4;
   });
   recording = nullptr;
@@ -137,7 +138,10 @@ TEST_F(Avx512, ExtendsTheAvx2Table) {
     EXPECT_NE(avx512_kernels().at(type).dot4, avx2_kernels().at(type).dot4) << type_name(type);
   }
   EXPECT_EQ(avx512_kernels().at(TensorType::Q8_K).quantize, avx2_kernels().at(TensorType::Q8_K).quantize);
-  EXPECT_NE(avx512_kernels().at(TensorType::Q8_0).packed4, avx2_kernels().at(TensorType::Q8_0).packed4);
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
+    EXPECT_NE(avx512_kernels().at(type).packed4, avx2_kernels().at(type).packed4) << type_name(type);
+    EXPECT_NE(avx512_kernels().at(type).packed1, nullptr) << type_name(type);
+  }
   ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx512).ok());
   EXPECT_EQ(dot_kernels(TensorType::Q6_K, 256).dot, avx512_kernels().at(TensorType::Q6_K).dot);
 }
@@ -323,15 +327,21 @@ void expect_dots_match(KernelBackend backend, TensorType type, const DotCase& c)
   for (int k = 0; k < 4; ++k) std::memcpy(&packed[k * stride], c.a[k].data(), a_bytes);
   float four[4];
   simd.dot4(c.w.data(), packed.data(), stride, c.n, four);
-  // The packed form of dot4, where the backend has one, from the same rows.
-  std::vector<float> packed_four;
-  if (simd.packed4) {
-    std::vector<uint8_t> packed_rows(simd.packed4->bytes(c.n) + 64, 0x5a);  // the tail catches an overrun
-    simd.packed4->pack(packed.data(), stride, c.n, packed_rows.data());
+  // The packed forms of dot4 and dot, where the backend has them, from the
+  // same rows.
+  auto packed_dots = [&](const PackedDot* form, int rows, int first) {
+    std::vector<float> dots;
+    if (!form) return dots;
+    std::vector<uint8_t> packed_rows(form->bytes(c.n) + 64, 0x5a);  // the tail catches an overrun
+    form->pack(packed.data() + first * stride, stride, c.n, packed_rows.data());
     EXPECT_TRUE(std::all_of(packed_rows.end() - 64, packed_rows.end(), [](uint8_t b) { return b == 0x5a; }));
-    packed_four.resize(4);
-    simd.packed4->dot(c.w.data(), packed_rows.data(), c.n, packed_four.data());
-  }
+    dots.resize(rows);
+    form->dot(c.w.data(), packed_rows.data(), c.n, dots.data());
+    return dots;
+  };
+  const std::vector<float> packed_four = packed_dots(simd.packed4, 4, 0);
+  std::vector<float> packed_one;
+  for (int k = 0; k < 4 && simd.packed1; ++k) packed_one.push_back(packed_dots(simd.packed1, 1, k)[0]);
 
   for (int k = 0; k < 4; ++k) {
     const std::vector<float> a_values = dequantize_with_scalar(a_type, c.a[k], c.n);
@@ -350,6 +360,11 @@ void expect_dots_match(KernelBackend backend, TensorType type, const DotCase& c)
       EXPECT_LE(std::fabs(packed_four[k] - expected), kTolerance * magnitude)
           << type_name(type) << ", " << c.what << ", n = " << c.n << ", packed dot4 row " << k << ": scalar "
           << expected << ", " << kernel_backend_name(backend) << " " << packed_four[k];
+    }
+    if (!packed_one.empty()) {
+      EXPECT_LE(std::fabs(packed_one[k] - expected), kTolerance * magnitude)
+          << type_name(type) << ", " << c.what << ", n = " << c.n << ", packed dot row " << k << ": scalar "
+          << expected << ", " << kernel_backend_name(backend) << " " << packed_one[k];
     }
   }
 }
