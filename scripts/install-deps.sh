@@ -7,6 +7,7 @@ packages=(
   libboost-dev libtomlplusplus-dev            # the node: Asio/Beast (header-only), TOML config
   libsqlite3-dev                              # the fabric's ticket journal
   libgtest-dev libgmock-dev                   # tests
+  libavahi-client-dev avahi-daemon dbus       # revis serve --discover (mDNS), and the daemon its test talks to
   clang libclang-rt-14-dev                    # fuzzers (libFuzzer) and sanitizer runtimes
   # The arm64 (NEON) build of scripts/test-arm64.sh: cross compiler, user-mode
   # QEMU, and the arm64 builds of the libraries above that have compiled

@@ -60,6 +60,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--sim-tokens-per-s", o.sim_tokens_per_s, "Generation speed of --engine sim (default 50)");
   cmd->add_option("--sim-prefill-tokens-per-s", o.sim_prefill_tokens_per_s, "Prompt speed of --engine sim (default 1000)");
   cmd->add_option("--peer", o.peers, "Another node HOST:PORT that tickets may be dispatched to (repeatable)");
+  cmd->add_flag("--discover", o.discover,
+                "Also find peers on the LAN, and advertise this node, with mDNS/DNS-SD (_revis._tcp; needs avahi-daemon)");
   cmd->add_option("--max-attempts", o.max_attempts, "Runs of one ticket before it fails, when nodes die (default 3)");
   cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Peer state push interval; 3 missed = link dead (default 1000)");
   cmd->add_option("--journal", o.journal, "SQLite file recording accepted tickets, resumed after a restart");

@@ -59,6 +59,10 @@ bool worth_another_node(ErrorCode code) {
          code == ErrorCode::kCatalogMismatch;
 }
 
+// How a peer became one, as the cluster view shows it.
+constexpr const char* kFoundInConfig = "config";  // --peer, or peers = [...]
+constexpr const char* kFoundByMdns = "mdns";      // --discover
+
 }  // namespace
 
 struct Dispatcher::Record {
@@ -91,7 +95,10 @@ struct Dispatcher::Record {
 };
 
 struct Dispatcher::Peer {
-  std::string key;  // HOST:PORT as configured
+  std::string key;  // HOST:PORT as configured or resolved
+  const char* found = kFoundInConfig;
+  std::string service;  // the mDNS service that names this peer, while one does
+  uint64_t link_id = 0;
   std::unique_ptr<PeerLink> link;
   bool up = false;
   uint64_t session = 0;
@@ -116,25 +123,20 @@ Result<std::unique_ptr<Dispatcher>> Dispatcher::create(node::Node& node) {
   for (const std::string& text : d->config_.peers) {
     auto hp = node::parse_host_port(text, 8080);
     if (!hp.ok()) return hp.status().with_context("--peer");
-    auto peer = std::make_unique<Peer>();
-    peer->key = hp->host + ":" + std::to_string(hp->port);
-    Dispatcher* self = d.get();
-    const std::string key = peer->key;
-    PeerLinkEvents events;
-    events.on_up = [self, key](uint64_t s) { self->on_peer_up(key, s); };
-    events.on_message = [self, key](uint64_t s, std::string text) { self->on_peer_message(key, s, text); };
-    events.on_down = [self, key](uint64_t s, const std::string& why) { self->on_peer_down(key, s, why); };
-    const std::string hello = json{{"type", "subscribe"}, {"node", d->config_.name}}.dump();
-    peer->link = std::make_unique<PeerLink>(*d->io_, *hp, d->config_.token, hello,
-                                            std::chrono::milliseconds(3 * d->config_.heartbeat_ms), std::move(events));
-    d->peers_.emplace(peer->key, std::move(peer));
+    d->add_peer(*hp, kFoundInConfig);
   }
+  if (d->config_.discover)
+    if (Status s = Discovery::available(); !s.ok()) return s.with_context("--discover");
   node.executor().set_observer([self = d.get()] { self->on_executor_change(); });
   return d;
 }
 
 Dispatcher::~Dispatcher() {
-  for (auto& [key, peer] : peers_) peer->link->stop();
+  discovery_.reset();  // no discovery event is posted after this
+  {
+    Lock lock(mu_);
+    for (auto& [key, peer] : peers_) peer->link->stop();
+  }
   io_->stop();
   if (io_thread_.joinable()) io_thread_.join();
   peers_.clear();
@@ -156,6 +158,7 @@ void Dispatcher::on_listening(int port) {
   if (!peers_.empty())
     node::log_line("info", "fabric: " + std::to_string(peers_.size()) + " peer(s), node " + config_.name + " on port " +
                                std::to_string(port) + ", heartbeat " + std::to_string(config_.heartbeat_ms) + " ms");
+  if (config_.discover) start_discovery(port);
 }
 
 // ---------------------------------------------------------------- tickets from clients
@@ -649,9 +652,35 @@ void Dispatcher::restore_from_journal() {
 
 // ---------------------------------------------------------------- peers
 
-void Dispatcher::on_peer_up(const std::string& key, uint64_t session) {
+Dispatcher::Peer& Dispatcher::add_peer(const node::HostPort& at, const char* found) {
+  const std::string key = at.host + ":" + std::to_string(at.port);
+  std::unique_ptr<Peer>& slot = peers_[key];
+  if (slot) return *slot;  // named twice: one peer
+  slot = std::make_unique<Peer>();
+  Peer& peer = *slot;
+  peer.key = key;
+  peer.found = found;
+  peer.link_id = ++last_link_id_;
+  PeerLinkEvents events;
+  events.on_up = [this, key, id = peer.link_id](uint64_t s) { on_peer_up(key, id, s); };
+  events.on_message = [this, key, id = peer.link_id](uint64_t s, std::string text) { on_peer_message(key, id, s, text); };
+  events.on_down = [this, key, id = peer.link_id](uint64_t s, const std::string& why) { on_peer_down(key, id, s, why); };
+  const std::string hello = json{{"type", "subscribe"}, {"node", config_.name}}.dump();
+  peer.link = std::make_unique<PeerLink>(*io_, at, config_.token, hello, std::chrono::milliseconds(3 * config_.heartbeat_ms),
+                                         std::move(events));
+  return peer;
+}
+
+Dispatcher::Peer* Dispatcher::peer_of(const std::string& key, uint64_t link_id) {
+  auto it = peers_.find(key);
+  return it != peers_.end() && it->second->link_id == link_id ? it->second.get() : nullptr;
+}
+
+void Dispatcher::on_peer_up(const std::string& key, uint64_t link_id, uint64_t session) {
   Lock lock(mu_);
-  Peer& p = *peers_.at(key);
+  Peer* peer = peer_of(key, link_id);
+  if (!peer) return;
+  Peer& p = *peer;
   p.up = true;
   p.session = session;
   p.known = false;
@@ -659,12 +688,14 @@ void Dispatcher::on_peer_up(const std::string& key, uint64_t session) {
   p.last_heard = Clock::now();
 }
 
-void Dispatcher::on_peer_message(const std::string& key, uint64_t session, const std::string& text) {
+void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint64_t session, const std::string& text) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) return;
   const std::string type = j["type"].get<std::string>();
   Lock lock(mu_);
-  Peer& p = *peers_.at(key);
+  Peer* peer = peer_of(key, link_id);
+  if (!peer) return;
+  Peer& p = *peer;
   if (session != p.session) return;
   p.last_heard = Clock::now();
   if (type == "peer") {
@@ -722,9 +753,11 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t session, const
   }
 }
 
-void Dispatcher::on_peer_down(const std::string& key, uint64_t session, const std::string& why) {
+void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t session, const std::string& why) {
   Lock lock(mu_);
-  Peer& p = *peers_.at(key);
+  Peer* peer = peer_of(key, link_id);
+  if (!peer) return;
+  Peer& p = *peer;
   if (p.up && p.session == session) {
     p.up = false;
     p.known = false;
@@ -736,6 +769,66 @@ void Dispatcher::on_peer_down(const std::string& key, uint64_t session, const st
   for (auto& [id, rec] : records_)
     if (rec->where == Record::Where::kPeer && rec->peer == key && rec->session == session) lost.push_back(rec.get());
   for (Record* rec : lost) retry(*rec, "node " + (p.state.name.empty() ? key : p.state.name) + " was lost (" + why + ")");
+  if (p.found == kFoundByMdns && p.service.empty() && !p.up) forget_peer(key);
+}
+
+// ---------------------------------------------------------------- discovery
+
+void Dispatcher::start_discovery(int port) {
+  Advertisement self;
+  {
+    Lock lock(mu_);
+    const NodeState me = local_state();
+    self = {me.name, me.instance, me.catalog, me.tiers, config_.host, port};
+  }
+  // Avahi's thread hands each event to the dispatcher's thread, so that it
+  // never waits for mu_.
+  DiscoveryEvents events;
+  events.on_found = [this](const DiscoveredNode& found) { net::post(*io_, [this, found] { on_discovered(found); }); };
+  events.on_lost = [this](const std::string& service) { net::post(*io_, [this, service] { on_discovery_lost(service); }); };
+  auto started = Discovery::start(self, std::move(events));
+  if (!started.ok()) return node::log_line("warn", started.status().message());
+  discovery_ = std::move(*started);
+}
+
+// A node found on the LAN becomes a peer like a --peer, unless it is this
+// node or a peer already (by address, or by instance: the same node under a
+// configured host name, or found before at another address).
+void Dispatcher::on_discovered(const DiscoveredNode& found) {
+  Lock lock(mu_);
+  if (shutting_down_ || found.instance == instance_) return;
+  const std::string key = found.address + ":" + std::to_string(found.port);
+  for (auto& [k, p] : peers_)
+    if (k == key || (p->known && p->state.instance == found.instance)) {
+      p->service = found.service;
+      return;
+    }
+  Peer& p = add_peer({found.address, found.port}, kFoundByMdns);
+  p.service = found.service;
+  p.link->start();
+  node::log_line("info", "fabric: found node " + found.name + " at " + key + " with mDNS" +
+                             (found.catalog == node_.catalog().digest() ? "" : " (another catalogue: it gets no tickets)"));
+}
+
+// A withdrawn service says little about the node (mDNS records expire, a
+// daemon restarts): a found peer whose link is up stays until the link
+// fails; one whose link is down is forgotten now.
+void Dispatcher::on_discovery_lost(const std::string& service) {
+  Lock lock(mu_);
+  std::vector<std::string> gone;
+  for (auto& [key, p] : peers_) {
+    if (p->service != service) continue;
+    p->service.clear();
+    if (p->found == kFoundByMdns && !p->up) gone.push_back(key);
+  }
+  for (const std::string& key : gone) forget_peer(key);
+}
+
+void Dispatcher::forget_peer(const std::string& key) {
+  auto it = peers_.find(key);
+  node::log_line("info", "fabric: peer " + key + (it->second->state.name.empty() ? "" : " (" + it->second->state.name + ")") +
+                             " forgotten: its mDNS service is gone and its link is down");
+  peers_.erase(it);  // its link stops; its late events find no peer
 }
 
 // ---------------------------------------------------------------- state
@@ -798,6 +891,7 @@ void Dispatcher::heartbeat_tick() {
 }
 
 void Dispatcher::on_shutdown() {
+  discovery_.reset();  // first: a node shutting down is not one to find
   Lock lock(mu_);
   shutting_down_ = true;
   waiting_.clear();
@@ -836,6 +930,7 @@ std::string Dispatcher::cluster_json() {
     n["address"] = key;
     n["self"] = false;
     n["link"] = p->up ? "up" : "down";
+    n["found"] = p->found;
     n["catalogMatches"] = p->known && p->state.catalog == me.catalog;
     n["lastHeartbeatMsAgo"] = p->last_heard == Clock::time_point{} ? json(nullptr) : json(ms_since(p->last_heard));
     n["forwardedInFlight"] = p->in_flight;

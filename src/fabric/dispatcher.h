@@ -9,11 +9,14 @@
 //    If none is idle it waits in this node's executor queue (or, for a tier
 //    only peers serve, in the dispatcher's own line); when a peer reports
 //    idle, the oldest waiting ticket it can run moves there.
-//  - Peers. One PeerLink per --peer: a subscription to the peer's state
+//  - Peers. One PeerLink per --peer, and per node found with mDNS
+//    (--discover, fabric/discovery.h): a subscription to the peer's state
 //    (pushed on every busy/idle change and every heartbeat) that also
 //    carries the tickets forwarded there, marked `forwardedBy` so the peer
 //    runs them itself. Tickets that arrive so marked run here, never
-//    elsewhere, and end when their connection ends.
+//    elsewhere, and end when their connection ends. A found peer is
+//    forgotten once its service is withdrawn and its link is down: the
+//    link, not mDNS, says whether a peer is alive.
 //  - Failures. When a forwarded run fails (the link drops, the heartbeat
 //    stops, the peer errs or shuts down), the ticket runs again elsewhere
 //    (at most max_attempts runs); its clients get a `retry` event and the
@@ -26,7 +29,7 @@
 //
 // Thread-safety: one mutex guards all state. Entry points run on the
 // server's I/O thread, the executor's thread and the dispatcher's own I/O
-// thread (peer links, timers). Executor calls that may call back (cancel)
+// thread (peer links, timers, discovery events). Executor calls that may call back (cancel)
 // are made without the lock held.
 #pragma once
 
@@ -41,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "fabric/discovery.h"
 #include "fabric/journal.h"
 #include "fabric/node_state.h"
 #include "fabric/peer_link.h"
@@ -112,9 +116,17 @@ class Dispatcher : public node::TicketDesk {
   void on_local_text(const std::string& id, uint64_t placement, std::string_view piece);
   void on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome);
   void on_executor_change();
-  void on_peer_up(const std::string& key, uint64_t session);
-  void on_peer_message(const std::string& key, uint64_t session, const std::string& text);
-  void on_peer_down(const std::string& key, uint64_t session, const std::string& why);
+  // Peers and their links. A peer is known by HOST:PORT; a link's events
+  // name the link too, so those of a forgotten peer's link are ignored.
+  Peer& add_peer(const node::HostPort& at, const char* found);
+  Peer* peer_of(const std::string& key, uint64_t link_id);
+  void on_peer_up(const std::string& key, uint64_t link_id, uint64_t session);
+  void on_peer_message(const std::string& key, uint64_t link_id, uint64_t session, const std::string& text);
+  void on_peer_down(const std::string& key, uint64_t link_id, uint64_t session, const std::string& why);
+  void start_discovery(int port);
+  void on_discovered(const DiscoveredNode& found);
+  void on_discovery_lost(const std::string& service);
+  void forget_peer(const std::string& key);
   void heartbeat_tick();
 
   node::Node& node_;
@@ -128,6 +140,10 @@ class Dispatcher : public node::TicketDesk {
   std::deque<std::pair<node::Clock::time_point, std::string>> finished_order_;  // for expiry
   std::deque<std::string> waiting_;  // tickets for tiers only peers serve, oldest first
   std::map<std::string, std::unique_ptr<Peer>> peers_;       // by HOST:PORT
+  uint64_t last_link_id_ = 0;
+  // Set and reset on the server's thread (on_listening, on_shutdown) and in
+  // the destructor only; its events reach mu_ through io_.
+  std::unique_ptr<Discovery> discovery_;
   std::vector<Link> subscribers_;
   std::map<node::ClientLink*, std::map<std::string, uint64_t>> pinned_;  // forwarded here: link -> ticketID -> job id
   std::unique_ptr<Journal> journal_;

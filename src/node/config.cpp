@@ -36,6 +36,13 @@ Status get_int(const toml::node& v, const std::string& at, int64_t lo, int64_t h
   return {};
 }
 
+Status get_bool(const toml::node& v, const std::string& at, bool& out) {
+  auto b = v.value_exact<bool>();
+  if (!b) return Status::error(at + ": expected true or false");
+  out = *b;
+  return {};
+}
+
 // A speed in tokens per second: an integer or a float, positive and finite.
 Status get_rate(const toml::node& v, const std::string& at, double& out) {
   auto d = v.value<double>();
@@ -122,7 +129,8 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
         if (Status ps = get_string(*peers->get(i), at + "[" + std::to_string(i) + "]", peer); !ps.ok()) return ps;
         c.peers.push_back(peer);
       }
-    } else if (key == "max_attempts") s = get_int(v, at, 1, 100, c.max_attempts);
+    } else if (key == "discover") s = get_bool(v, at, c.discover);
+    else if (key == "max_attempts") s = get_int(v, at, 1, 100, c.max_attempts);
     else if (key == "heartbeat_ms") s = get_int(v, at, 10, 600 * 1000, c.heartbeat_ms);
     else if (key == "journal") {
       s = get_string(v, at, c.journal);
@@ -179,6 +187,7 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.result_ttl_s) c.result_ttl_s = *o.result_ttl_s;
   if (o.resume_window_ms) c.resume_window_ms = *o.resume_window_ms;
   c.peers.insert(c.peers.end(), o.peers.begin(), o.peers.end());
+  if (o.discover) c.discover = true;
   if (o.engine) c.engine = *o.engine;
   if (o.sim_tokens_per_s) c.sim_tokens_per_s = *o.sim_tokens_per_s;
   if (o.sim_prefill_tokens_per_s) c.sim_prefill_tokens_per_s = *o.sim_prefill_tokens_per_s;

@@ -19,6 +19,7 @@
 //   catalog = "tasks.toml"       # task overrides (relative to this file)
 //   shutdown_grace_ms = 10000    # SIGTERM: how long the running job may finish
 //   peers = ["10.0.0.2:8080"]    # other nodes tickets may be dispatched to (--peer)
+//   discover = true              # also find peers, and advertise this node, with mDNS/DNS-SD (--discover)
 //   max_attempts = 3             # runs of one ticket before it fails (a node died, a link dropped)
 //   heartbeat_ms = 1000          # peer status push interval; 3 missed = the link is dead
 //   journal = "node.journal"     # SQLite journal of accepted tickets (none if empty)
@@ -71,6 +72,7 @@ struct NodeConfig {
   int shutdown_grace_ms = 10000;
   // The fabric (docs/fabric.md).
   std::vector<std::string> peers;  // HOST:PORT
+  bool discover = false;           // mDNS/DNS-SD through avahi-daemon (fabric/discovery.h)
   int max_attempts = 3;
   int heartbeat_ms = 1000;
   std::string journal;
@@ -89,6 +91,7 @@ struct ConfigOverrides {
   std::optional<std::string> journal;
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's
+  bool discover = false;           // --discover turns it on; off is the default, or the file's
   std::optional<uint64_t> memory_budget_mb;
   std::optional<std::string> kv_dir;
   std::optional<uint64_t> kv_budget_mb;

@@ -105,10 +105,17 @@ inline void expect_one_at_a_time(const std::string& node, std::vector<LoggedRun>
         << "node " << node << " ran " << runs[i].ticket << " while " << runs[i - 1].ticket << " was running";
 }
 
+// How the nodes of a Cluster come to know each other.
+enum class Peering {
+  kNamed,  // each names all the others with --peer
+  kFound,  // none names any: they find each other on their own (--discover)
+};
+
 // N nodes on the same model and catalogue, each a peer of all the others.
 class Cluster {
  public:
-  explicit Cluster(int n, std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+  explicit Cluster(int n, std::vector<std::string> extra = {}, Peering peering = Peering::kNamed)
+      : extra_(std::move(extra)), peering_(peering) {
     std::ofstream(dir_.file("tasks.toml")) << kClusterTasks;
     for (int i = 0; i < n; ++i) ports_.push_back(free_port());
     nodes_.resize(n);
@@ -129,7 +136,7 @@ class Cluster {
     if (std::find(more.begin(), more.end(), "--tier") == more.end())
       a.insert(a.end(), {"-m", testdata("models/qwen2-Q8_0.gguf").string()});
     if (std::find(more.begin(), more.end(), "--catalog") == more.end()) a.insert(a.end(), {"--catalog", dir_.file("tasks.toml")});
-    for (int j = 0; j < size(); ++j)
+    for (int j = 0; j < size() && peering_ == Peering::kNamed; ++j)
       if (j != i) a.insert(a.end(), {"--peer", address(j)});
     a.insert(a.end(), extra_.begin(), extra_.end());
     a.insert(a.end(), more.begin(), more.end());
@@ -173,6 +180,7 @@ class Cluster {
  private:
   TempDir dir_;
   std::vector<std::string> extra_;
+  Peering peering_;
   std::vector<int> ports_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
   std::vector<std::vector<std::unique_ptr<NodeProcess>>> retired_;

@@ -22,6 +22,7 @@ max_message_bytes = 65536
 max_request_bytes = 2097152
 catalog = "tasks.toml"
 shutdown_grace_ms = 500
+discover = true
 [tiers.small]
 model = "small.gguf"
 ctx = 1024
@@ -42,13 +43,14 @@ threads = 8
   EXPECT_EQ(large.model, "/abs/large.gguf");
   EXPECT_EQ(large.threads, 8);
   EXPECT_EQ(c->max_message_bytes, 65536u);
+  EXPECT_TRUE(c->discover);
   NodeConfig config = *c;
   EXPECT_TRUE(validate_config(config).ok()) << "a token makes 0.0.0.0 acceptable";
 }
 
 TEST(Config, RefusesUnknownKeysAndWrongTypes) {
   for (const char* bad : {"colour = 1", "port = \"80\"", "port = 70000", "queue_limit = 0", "[tiers.x]\nctx = 1",
-                          "[tiers.x]\nmodel = \"a\"\ngpu = true", "tiers = 3", "name = "}) {
+                          "[tiers.x]\nmodel = \"a\"\ngpu = true", "tiers = 3", "name = ", "discover = 1"}) {
     auto c = parse_config(bad, "n.toml", "");
     EXPECT_FALSE(c.ok()) << bad;
     if (!c.ok()) {
@@ -68,9 +70,14 @@ TEST(Config, FlagsOverrideTheFile) {
   EXPECT_EQ(c->port, 9100);
   EXPECT_EQ(c->name, "a");
   EXPECT_EQ(c->queue_limit, 2);
+  EXPECT_FALSE(c->discover) << "off unless the file or --discover turns it on";
   ASSERT_EQ(c->tiers.size(), 2u);
   EXPECT_EQ(c->tiers[0].model, "other.gguf");
   EXPECT_EQ(c->tiers[1].name, "large");
+  ConfigOverrides discover;
+  discover.discover = true;
+  ASSERT_TRUE(apply_overrides(*c, discover).ok());
+  EXPECT_TRUE(c->discover);
   ConfigOverrides bad;
   bad.tiers = {"nopath"};
   EXPECT_FALSE(apply_overrides(*c, bad).ok());
