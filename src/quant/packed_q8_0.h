@@ -11,11 +11,11 @@
 // zero. 512 bytes per 64 values.
 //
 // Quads (the AVX-512 VNNI kernels, one row or four): lane 4j + i of a
-// 512-bit register belongs to block j of four and row quad_row(i), so that
-// vpdpbusd sums in each lane a share of one block of one row, and one float
-// multiply-add per four blocks applies all sixteen scales. For each four
-// blocks: 2 x rows 64-byte vectors, lane 4j + i of vector v holding dword
-// quad_dword(i, v) (values 4d..4d+3) of block j; then each lane's starting
+// 512-bit register belongs to block j of four and row Quads::row(i), so
+// that vpdpbusd sums in each lane a share of one block of one row, and one
+// float multiply-add per four blocks applies all sixteen scales. For each
+// four blocks: 2 x rows 64-byte vectors, lane 4j + i of vector v holding
+// dword d = Quads::dword(i, v) (values 4d..4d+3) of block j; then each lane's starting
 // sum, -128 x the sum of its values (the kernels add 128 to the weights to
 // make them vpdpbusd's unsigned side, and this takes the 128 x values back
 // out); then the lanes' scales as floats. Missing blocks of the last four
