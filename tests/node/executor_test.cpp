@@ -24,9 +24,13 @@ struct Outcomes {
   std::vector<std::pair<std::string, Outcome<JobResult>>> done;
   std::map<std::string, std::string> streamed;
 
-  JobCallbacks callbacks(const std::string& label) {
+  // `pace` slows the stream down per piece of text: a job that must still be
+  // running when the test acts cannot rely on the model being slow, since the
+  // small test model fills its 512-token context in well under 100 ms.
+  JobCallbacks callbacks(const std::string& label, std::chrono::milliseconds pace = 0ms) {
     JobCallbacks c;
-    c.on_text = [this, label](std::string_view t) {
+    c.on_text = [this, label, pace](std::string_view t) {
+      std::this_thread::sleep_for(pace);
       std::lock_guard<std::mutex> lock(mutex);
       streamed[label] += t;
     };
@@ -122,7 +126,7 @@ TEST(Executor, QueueBoundAndCancellation) {
   Outcomes out;
   f.executor.start("small");
   // A long job, then two waiting: the third waiting one is refused.
-  auto running = f.executor.submit(spec("long", 100000), out.callbacks("long"));
+  auto running = f.executor.submit(spec("long", 100000), out.callbacks("long", 5ms));
   ASSERT_TRUE(running.ok());
   // Wait until it is running, so the queue holds only what follows.
   ASSERT_TRUE(wait_running(f.executor, "long"));
@@ -210,7 +214,7 @@ TEST(Executor, ShutdownCancelsQueuedJobsAndRefusesNewOnes) {
   Fixture f;
   Outcomes out;
   f.executor.start("small");
-  ASSERT_TRUE(f.executor.submit(spec("long", 100000), out.callbacks("long")).ok());
+  ASSERT_TRUE(f.executor.submit(spec("long", 100000), out.callbacks("long", 5ms)).ok());
   ASSERT_TRUE(f.executor.submit(spec("waiting", 4), out.callbacks("waiting")).ok());
   ASSERT_TRUE(wait_running(f.executor, "long"));
   const auto start = Clock::now();
