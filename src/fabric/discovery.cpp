@@ -32,6 +32,12 @@ constexpr unsigned kReconnectMs = 1000;
 // A TXT string holds at most 255 bytes, "tiers=" included.
 constexpr size_t kMaxTxtValue = 255 - 6;
 
+// The message for every way of failing to reach avahi-daemon.
+std::string no_daemon(int avahi_error) {
+  return std::string("mDNS discovery off: cannot reach avahi-daemon (") + avahi_strerror(avahi_error) +
+         "): is it running?";
+}
+
 // See the header: the interface whose address a browser will resolve must
 // be one the node accepts connections on.
 AvahiIfIndex interface_for(const std::string& host) {
@@ -143,10 +149,8 @@ struct Discovery::Impl {
         break;
       case AVAHI_CLIENT_CONNECTING:
         if (!self->said_waiting)
-          node::log_line("warn", std::string("mDNS discovery off: cannot reach avahi-daemon (") +
-                                     avahi_strerror(AVAHI_ERR_NO_DAEMON) +
-                                     "): is it running? This node keeps its --peer list and starts discovery when the "
-                                     "daemon appears");
+          node::log_line("warn", no_daemon(AVAHI_ERR_NO_DAEMON) +
+                                     " This node keeps its --peer list and starts discovery when the daemon appears");
         self->said_waiting = true;
         break;
       case AVAHI_CLIENT_FAILURE:
@@ -183,8 +187,7 @@ struct Discovery::Impl {
     self->client = nullptr;
     if (int error = self->connect(); error != AVAHI_OK) {
       self->said_waiting = false;
-      node::log_line("warn", std::string("mDNS discovery off: cannot reach avahi-daemon (") + avahi_strerror(error) +
-                                 "): is it running? Trying again");
+      node::log_line("warn", no_daemon(error) + " Trying again");
       self->schedule_reconnect();
     }
   }
@@ -307,8 +310,7 @@ Result<std::unique_ptr<Discovery>> Discovery::start(const Advertisement& self, D
   impl->poll = avahi_threaded_poll_new();
   if (!impl->poll) return Status::error("mDNS discovery off: cannot create Avahi's event loop (out of memory?)");
   if (int error = impl->connect(); error != AVAHI_OK)
-    return Status::error(std::string("mDNS discovery off: cannot reach avahi-daemon (") + avahi_strerror(error) +
-                         "): is it running?");
+    return Status::error(no_daemon(error));
   if (avahi_threaded_poll_start(impl->poll) < 0)
     return Status::error("mDNS discovery off: cannot start Avahi's event loop thread");
   return std::unique_ptr<Discovery>(new Discovery(std::move(impl)));

@@ -158,7 +158,7 @@ TEST(Ticket, EventsAreWellFormedJson) {
   EXPECT_EQ(tok["seq"], 7);
   EXPECT_EQ(tok["text"], "h\xc3\xa9");
   // Invalid UTF-8 can never reach a client as broken JSON.
-  EXPECT_NO_THROW(json::parse(token_event("t1", 8, "\xff")));
+  EXPECT_TRUE(json::parse(token_event("t1", 8, "\xff")).is_object());
   JobResult r;
   r.text = "hi";
   r.stop_reason = "eog";
