@@ -178,23 +178,25 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
   // but attention amplifies it: without it our logits differ from llama.cpp's
   // by ~0.03 rms on quantized models, with it by ~0.0001.
   pool.parallel_for(c.n_head_kv, [&](int64_t begin, int64_t end) {
-    std::vector<float> keys(static_cast<size_t>(n_pos) * c.head_dim_k);
-    std::vector<float> values(static_cast<size_t>(n_pos) * c.head_dim_v);
-    std::vector<float> scores(n_pos);
+    // Per pool thread, kept across calls: the cache's rows as floats are
+    // hundreds of KiB at long contexts, too much to allocate per layer.
+    thread_local std::vector<float> keys, values, scores;
+    keys.resize(static_cast<size_t>(n_pos) * c.head_dim_k);
+    values.resize(static_cast<size_t>(n_pos) * c.head_dim_v);
+    scores.resize(n_pos);
     for (int kv_head = static_cast<int>(begin); kv_head < end; ++kv_head) {
       dequantize_row(TensorType::F16, kv.key(layer, kv_head, 0), keys.data(), int64_t{n_pos} * c.head_dim_k);
       dequantize_row(TensorType::F16, kv.value(layer, kv_head, 0), values.data(), int64_t{n_pos} * c.head_dim_v);
       for (int t = 0; t < n; ++t) {
-        const int pos = n_past + t;  // causal: attends to positions 0..pos
+        const int seen = n_past + t + 1;  // causal: attends to positions 0..n_past+t
         for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
           float* q = &q_[t * c.q_dim() + h * c.head_dim_k];
           round_to_f16(q, c.head_dim_k);
-          for (int p = 0; p <= pos; ++p) scores[p] = dot_f32(q, &keys[p * c.head_dim_k], c.head_dim_k) * scale;
-          softmax(scores.data(), pos + 1);
-          round_to_f16(scores.data(), pos + 1);
-          float* out = &attn_out_[t * c.n_head * c.head_dim_v + h * c.head_dim_v];
-          std::fill(out, out + c.head_dim_v, 0.0f);
-          for (int p = 0; p <= pos; ++p) axpy(out, scores[p], &values[p * c.head_dim_v], c.head_dim_v);
+          attention_scores(q, keys.data(), seen, c.head_dim_k, scale, scores.data());
+          softmax(scores.data(), seen);
+          round_to_f16(scores.data(), seen);
+          weighted_sum(scores.data(), values.data(), seen, c.head_dim_v,
+                       &attn_out_[t * c.n_head * c.head_dim_v + h * c.head_dim_v]);
         }
       }
     }

@@ -4,9 +4,10 @@
 
 #include "quant/quant.h"
 
-// The attention loops (dot_f32, axpy) are compiled twice on x86-64, for the
-// baseline and for AVX2+FMA, and the loader picks one per CPU: the rest of
-// the binary stays runnable on any x86-64.
+// The attention loops (attention_scores, weighted_sum, axpy) are compiled
+// twice on x86-64, for the baseline and for AVX2+FMA, and the loader picks
+// one per CPU: the rest of the binary stays runnable on any x86-64. Each
+// loop over positions is one call, so the per-position work is inlined.
 #if defined(__x86_64__) && !defined(__clang__)
 #define REVIS_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -46,11 +47,12 @@ void add(float* out, const float* x, int n) {
   for (int i = 0; i < n; ++i) out[i] += x[i];
 }
 
-REVIS_VECTOR_CLONES
-float dot_f32(const float* a, const float* b, int n) {
-  // Eight independent partial sums: the compiler may keep them in one vector
-  // register without reordering any single sum, so it vectorises without
-  // -ffast-math.
+namespace {
+
+// Eight independent partial sums: the compiler may keep them in one vector
+// register without reordering any single sum, so it vectorises without
+// -ffast-math. Inline, so that each caller's clone gets its own vector code.
+inline float dot(const float* a, const float* b, int n) {
   float partial[8] = {};
   int i = 0;
   for (; i + 8 <= n; i += 8)
@@ -61,13 +63,37 @@ float dot_f32(const float* a, const float* b, int n) {
   return sum;
 }
 
+}  // namespace
+
+// The rounding runs through quant's float16 row kernels (F16C where the CPU
+// has it), a stack-sized piece at a time.
 void round_to_f16(float* x, int n) {
-  for (int i = 0; i < n; ++i) x[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+  constexpr int kPiece = 256;
+  uint16_t halves[kPiece];
+  for (int i = 0; i < n; i += kPiece) {
+    const int m = n - i < kPiece ? n - i : kPiece;
+    quantize_row(TensorType::F16, x + i, halves, m);
+    dequantize_row(TensorType::F16, halves, x + i, m);
+  }
 }
 
 REVIS_VECTOR_CLONES
 void axpy(float* out, float scale, const float* x, int n) {
   for (int i = 0; i < n; ++i) out[i] += scale * x[i];
+}
+
+REVIS_VECTOR_CLONES
+void attention_scores(const float* q, const float* keys, int n, int dim, float scale, float* scores) {
+  for (int p = 0; p < n; ++p) scores[p] = dot(q, keys + static_cast<int64_t>(p) * dim, dim) * scale;
+}
+
+REVIS_VECTOR_CLONES
+void weighted_sum(const float* weights, const float* rows, int n, int dim, float* out) {
+  for (int i = 0; i < dim; ++i) out[i] = 0.0f;
+  for (int p = 0; p < n; ++p) {
+    const float* row = rows + static_cast<int64_t>(p) * dim;
+    for (int i = 0; i < dim; ++i) out[i] += weights[p] * row[i];
+  }
 }
 
 }  // namespace revis

@@ -18,12 +18,16 @@ void swiglu(float* gate, const float* up, int n);
 // out[i] += x[i]
 void add(float* out, const float* x, int n);
 
-float dot_f32(const float* a, const float* b, int n);
-
 // In place: x[i] = the nearest float16 value, as a float.
 void round_to_f16(float* x, int n);
 
 // out[i] += scale * x[i]
 void axpy(float* out, float scale, const float* x, int n);
+
+// scores[p] = scale * dot(q, keys[p]) for the n rows of `dim` floats in keys.
+void attention_scores(const float* q, const float* keys, int n, int dim, float scale, float* scores);
+
+// out = sum over p of weights[p] * rows[p], for n rows of `dim` floats.
+void weighted_sum(const float* weights, const float* rows, int n, int dim, float* out);
 
 }  // namespace revis
