@@ -192,25 +192,19 @@ KernelEntry signed_kernels() {
 // with the 16-bit group scales and adds them up in int32, in one step.
 // Offsets (Q4_K's minimums, Q6_K's -32) use Q8_K's sums of 16 values.
 
-// Pair p's scales as 32 int16 (one per two values): lanes 0-15 take group
-// 2p's scale and 16-31 group 2p + 1's, from `scales` holding the block's 8
-// group scales as int16 in lanes 0-7.
-template <int kP>
-inline __m512i pair_scales_32(__m512i scales) {
-  const __m512i index = _mm512_inserti64x4(_mm512_set1_epi16(2 * kP), _mm256_set1_epi16(2 * kP + 1), 1);
-  return _mm512_permutexvar_epi16(index, scales);
-}
-
-// Pair p's scales when each group is 16 values (Q6_K): lanes 8i .. 8i + 7
-// take group 4p + i's scale, from `scales` holding the 16 group scales.
-template <int kP>
-inline __m512i quad_scales_32(__m512i scales) {
-  const __m512i index = _mm512_set_epi16(
-      4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3, 4 * kP + 3,
-      4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2, 4 * kP + 2,
-      4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1, 4 * kP + 1,
-      4 * kP, 4 * kP, 4 * kP, 4 * kP, 4 * kP, 4 * kP, 4 * kP, 4 * kP);
-  return _mm512_permutexvar_epi16(index, scales);
+// Group scales reach a pair's 32 int16 lanes with one in-lane vpshufb (one
+// uop, where a cross-lane vpermw is two): the format's header keeps int16
+// scales in every 128-bit lane, and lane i of the result repeats the one in
+// slot kSlot_i of that lane.
+template <int kSlot0, int kSlot1, int kSlot2, int kSlot3>
+inline __m512i spread_slots(__m512i scales) {
+  // vpshufb control bytes 2s, 2s + 1 pick the int16 in slot s; twice per dword.
+  constexpr auto pick = [](int s) { return (2 * s | (2 * s + 1) << 8) * 0x10001; };
+  const __m512i control = _mm512_set_epi32(pick(kSlot3), pick(kSlot3), pick(kSlot3), pick(kSlot3), pick(kSlot2),
+                                           pick(kSlot2), pick(kSlot2), pick(kSlot2), pick(kSlot1), pick(kSlot1),
+                                           pick(kSlot1), pick(kSlot1), pick(kSlot0), pick(kSlot0), pick(kSlot0),
+                                           pick(kSlot0));
+  return _mm512_shuffle_epi8(scales, control);
 }
 
 template <typename F, int... kP>
@@ -219,8 +213,8 @@ inline void for_pairs(F&& f, std::integer_sequence<int, kP...>) {
 }
 
 // What a format gives the kernel for one block: its group scales as int16
-// (Format::pair_scales picks a pair's), the offsets that multiply Q8_K's 16
-// group sums, and the float scales.
+// in each 128-bit lane (Format::pair_scales picks a pair's), the offsets that
+// multiply Q8_K's 16 group sums, and the float scales.
 struct KHeader {
   __m512i scales;
   __m256i offsets;
@@ -236,11 +230,12 @@ struct Q4_KPairs {
   static KHeader header(const Block& b) {
     const __m128i packed = scales_6bit(b.scales);  // scales 0..7, mins 0..7
     // Each min serves two groups of 16, as Q8_K's sums come.
-    return {_mm512_cvtepu8_epi16(_mm256_castsi128_si256(packed)), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(packed, packed)),
+    return {_mm512_broadcast_i32x4(_mm_cvtepu8_epi16(packed)), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(packed, packed)),
             half(b.d), half(b.dmin)};
   }
+  // Lanes 0-15 take group 2p's scale, lanes 16-31 group 2p + 1's.
   template <int kP>
-  static __m512i pair_scales(__m512i scales) { return pair_scales_32<kP>(scales); }
+  static __m512i pair_scales(__m512i scales) { return spread_slots<2 * kP, 2 * kP, 2 * kP + 1, 2 * kP + 1>(scales); }
   template <int kP>
   static __m512i levels(const Block& b) {
     const __m512i bytes = _mm512_broadcast_i64x4(load256(b.qs + 32 * kP));
@@ -257,11 +252,16 @@ struct Q6_KPairs {
   using Block = BlockQ6_K;
   static constexpr bool kOwnOffsetScale = false;  // the offsets (32 * scale) share d
   static KHeader header(const Block& b) {
-    const __m256i scales = _mm256_cvtepi8_epi16(load128(b.scales));
-    return {_mm512_castsi256_si512(scales), _mm256_slli_epi16(scales, 5), half(b.d), 0.0f};
+    const __m128i bytes = load128(b.scales);
+    // 128-bit lane i holds scales i, i + 4, i + 8, i + 12 in its first slots.
+    const __m128i by_lane = _mm_shuffle_epi8(bytes, _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    const __m512i lanes = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 0, 1, 1, 2, 2, 3, 3),
+                                                   _mm512_castsi256_si512(_mm256_cvtepi8_epi16(by_lane)));
+    return {lanes, _mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 5), half(b.d), 0.0f};
   }
+  // Lanes 8i .. 8i + 7 take group 4p + i's scale.
   template <int kP>
-  static __m512i pair_scales(__m512i scales) { return quad_scales_32<kP>(scales); }
+  static __m512i pair_scales(__m512i scales) { return spread_slots<kP, kP, kP, kP>(scales); }
   template <int kP>
   static __m512i levels(const Block& b) {
     constexpr int kH = kP / 2, kShift = 4 * (kP % 2);
