@@ -16,6 +16,9 @@
 #else
 #define REVIS_VECTOR_CLONES
 #endif
+// The helpers below must be inlined into each clone: one left out of line is
+// compiled once, for the baseline, and the AVX2 clone would call that.
+#define ALWAYS_INLINE [[gnu::always_inline]] inline
 
 namespace revis {
 
@@ -39,76 +42,101 @@ namespace {
 using Float8 = float __attribute__((vector_size(32)));
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-inline Float8 load8(const float* p) {
+ALWAYS_INLINE Float8 load8(const float* p) {
   Float8 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
-// out[k] = dot(q, rows[k]) for kRows rows of `dim` floats. Each dot keeps
-// eight partial sums in a vector (lane j sums elements j, j + 8, ...), then
-// adds the tail and the lanes in a fixed order: no reassociation beyond
-// that, so no -ffast-math is needed. Several rows at once are independent
-// chains, which hides the latency of the adds.
+// The totals of eight vectors, total k = the sum of lanes[k]'s lanes, as one
+// vector: three rounds of pairwise shuffles and adds, 14 shuffles for all
+// eight where summing each vector alone costs 7 apiece.
+ALWAYS_INLINE Float8 sum_lanes(const Float8 (&lanes)[8]) {
+  Float8 pairs[4], quads[2];  // pairs[k]: rows 2k, 2k+1 alternating; quads[j]: rows 4j..4j+3 twice
+  for (int k = 0; k < 4; ++k)
+    pairs[k] = __builtin_shufflevector(lanes[2 * k], lanes[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
+               __builtin_shufflevector(lanes[2 * k], lanes[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+  for (int j = 0; j < 2; ++j)
+    quads[j] = __builtin_shufflevector(pairs[2 * j], pairs[2 * j + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
+               __builtin_shufflevector(pairs[2 * j], pairs[2 * j + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+  return __builtin_shufflevector(quads[0], quads[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(quads[0], quads[1], 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+// out[k] = dot(q, rows[k]) for kRows rows (1 or 8) of `dim` floats. Lane j
+// of a row's vector sums its elements j, j + 8, ...; eight rows at once are
+// independent chains (hiding the adds' latency) and are summed across lanes
+// together. Plain arithmetic in a fixed order: no -ffast-math needed.
 template <int kRows>
-inline void dot_rows(const float* q, const float* rows, int dim, float* out) {
+ALWAYS_INLINE void dot_rows(const float* q, const float* rows, int dim, float* out) {
+  static_assert(kRows == 1 || kRows == 8);
   Float8 lanes[kRows] = {};
   int i = 0;
   for (; i + 8 <= dim; i += 8) {
     const Float8 qv = load8(q + i);
     for (int k = 0; k < kRows; ++k) lanes[k] += qv * load8(rows + static_cast<int64_t>(k) * dim + i);
   }
-  for (int k = 0; k < kRows; ++k) {
-    const float* row = rows + static_cast<int64_t>(k) * dim;
-    float sum = 0.0f;
-    for (int j = i; j < dim; ++j) sum += q[j] * row[j];
-    for (int j = 0; j < 8; ++j) sum += lanes[k][j];
-    out[k] = sum;
+  float tails[kRows] = {};
+  for (int k = 0; k < kRows; ++k)
+    for (int j = i; j < dim; ++j) tails[k] += q[j] * rows[static_cast<int64_t>(k) * dim + j];
+  if constexpr (kRows == 8) {
+    const Float8 totals = sum_lanes(lanes);
+    for (int k = 0; k < 8; ++k) out[k] = totals[k] + tails[k];
+  } else {
+    out[0] = tails[0];
+    for (int j = 0; j < 8; ++j) out[0] += lanes[0][j];
   }
 }
 
-// e^x for x <= 0, within 2 ulp of std::exp, in plain arithmetic the compiler
-// vectorises (std::exp is a call per value). x = n ln2 + r with |r| <= ln2/2:
-// e^x = 2^n e^r, e^r by its Taylor series to r^6 (error < 2e-7 relative).
-// Below -87 (where e^x leaves the normal floats) it returns e^-87, which a
-// softmax's sum cannot tell from zero.
-inline float exp_nonpositive(float x) {
+// e^x for x <= 0, eight at a time, within 2 ulp of std::exp (which is a call
+// per value). x = n ln2 + r with |r| <= ln2/2: e^x = 2^n e^r, e^r by its
+// Taylor series to r^6 (error < 2e-7 relative). Below -87 (where e^x leaves
+// the normal floats) it returns e^-87, which a softmax's sum cannot tell
+// from zero.
+ALWAYS_INLINE Float8 exp_nonpositive(Float8 x) {
+  using Int8 = int32_t __attribute__((vector_size(32)));
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   x = x < -87.0f ? -87.0f : x;
-  const float shifted = x * 1.44269504f + kRound;
-  const float n = shifted - kRound;
-  const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-6f;  // ln 2 in two parts
-  const float er = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
-  const int32_t exponent = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound) + 127;
-  return er * std::bit_cast<float>(exponent << 23);
+  const Float8 shifted = x * 1.44269504f + kRound;
+  const Float8 n = shifted - kRound;
+  const Float8 r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-6f;  // ln 2 in two parts
+  const Float8 er = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
+  // The integer in shifted's low mantissa bits becomes 2^n's exponent field.
+  const Int8 exponent = std::bit_cast<Int8>(shifted) - std::bit_cast<int32_t>(kRound) + 127;
+  return er * std::bit_cast<Float8>(exponent << 23);
 }
 
 }  // namespace
 
-// Eight partial maxima and sums, like dot(): vectorisable without -ffast-math.
 REVIS_VECTOR_CLONES
 void softmax(float* x, int n) {
-  float partial_max[8];
-  for (float& m : partial_max) m = x[0];
-  int i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) partial_max[j] = x[i + j] > partial_max[j] ? x[i + j] : partial_max[j];
   float max = x[0];
-  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
-  for (float m : partial_max) max = m > max ? m : max;
-
-  float partial_sum[8] = {};
-  for (i = 0; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) {
-      x[i + j] = exp_nonpositive(x[i + j] - max);
-      partial_sum[j] += x[i + j];
+  int i = 0;
+  if (n >= 8) {
+    Float8 maxima = load8(x);
+    for (; i + 8 <= n; i += 8) {
+      const Float8 v = load8(x + i);
+      maxima = v > maxima ? v : maxima;
     }
-  float sum = 0.0f;
-  for (; i < n; ++i) {
-    x[i] = exp_nonpositive(x[i] - max);
-    sum += x[i];
+    for (int j = 0; j < 8; ++j) max = maxima[j] > max ? maxima[j] : max;
   }
-  for (float p : partial_sum) sum += p;
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+
+  Float8 sums = {};
+  for (i = 0; i + 8 <= n; i += 8) {
+    const Float8 e = exp_nonpositive(load8(x + i) - max);
+    std::memcpy(x + i, &e, sizeof e);
+    sums += e;
+  }
+  float sum = 0.0f;
+  if (const int left = n - i; left > 0) {  // the last few, in lanes that start at e^-87
+    Float8 v = {};
+    v -= 87.0f;
+    for (int j = 0; j < left; ++j) v[j] = x[i + j] - max;
+    const Float8 e = exp_nonpositive(v);
+    for (int j = 0; j < left; ++j) sum += x[i + j] = e[j];
+  }
+  for (int j = 0; j < 8; ++j) sum += sums[j];
   const float inv = 1.0f / sum;
   for (i = 0; i < n; ++i) x[i] *= inv;
 }
@@ -141,7 +169,7 @@ void axpy(float* out, float scale, const float* x, int n) {
 REVIS_VECTOR_CLONES
 void attention_scores(const float* q, const float* keys, int n, int dim, float scale, float* scores) {
   int p = 0;
-  for (; p + 4 <= n; p += 4) dot_rows<4>(q, keys + static_cast<int64_t>(p) * dim, dim, scores + p);
+  for (; p + 8 <= n; p += 8) dot_rows<8>(q, keys + static_cast<int64_t>(p) * dim, dim, scores + p);
   for (; p < n; ++p) dot_rows<1>(q, keys + static_cast<int64_t>(p) * dim, dim, scores + p);
   for (p = 0; p < n; ++p) scores[p] *= scale;
 }
