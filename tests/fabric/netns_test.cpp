@@ -146,7 +146,7 @@ TEST(NetworkCut, HeartbeatNoticesAndTheTicketRunsOnce) {
   // loopback, which no cut touches.
   const node::HostPort a{"127.0.0.1", port_a}, b{veth.inner_ip(), port_b};
   auto args = [&](const char* name, const std::string& host, int port, const std::string& peer) {
-    return std::vector<std::string>{"-m", testing::testdata("models/qwen2-Q8_0.gguf").string(), "-t", "1", "--catalog",
+    return std::vector<std::string>{"-m", testing::testdata("models/qwen2-Q8_0.gguf").string(), "-t", "1", "-c", "2048", "--catalog",
                                     dir.file("tasks.toml"), "--name", name, "--host", host, "--port", std::to_string(port),
                                     "--token", token, "--heartbeat-ms", "500", "--peer", peer};
   };
@@ -156,9 +156,11 @@ TEST(NetworkCut, HeartbeatNoticesAndTheTicketRunsOnce) {
 
   TicketClient client(a, token);
   std::vector<std::string> tickets;
+  // "hold" tickets run until the 2048-token context is full (0.5-1 s): one must
+  // still be running on b when the cut, an `ip` command away, takes effect.
   for (int i = 0; i < 4; ++i) {
     tickets.push_back("cut-" + std::to_string(i));
-    client.ticket(tickets.back(), "long", "Cut " + std::to_string(i));
+    client.ticket(tickets.back(), "hold", "Cut " + std::to_string(i));
   }
   std::string victim;
   const auto deadline = std::chrono::steady_clock::now() + 60s;

@@ -135,7 +135,10 @@ class NodeTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     std::ofstream(dir_->file("tasks.toml")) << kTestTasks;
-    std::ofstream(dir_->file("node.toml")) << "name = \"itest\"\nmax_message_bytes = 65536\ncatalog = \"tasks.toml\"\n";
+    // resume_window_ms = 0: a vanished client's ticket is cancelled at once.
+    // The default window (2 s) outlasts a whole "long" ticket on a fast machine.
+    std::ofstream(dir_->file("node.toml"))
+        << "name = \"itest\"\nmax_message_bytes = 65536\ncatalog = \"tasks.toml\"\nresume_window_ms = 0\n";
     node_ = new NodeProcess({"--config", dir_->file("node.toml"), "--tier", "small=" + model("qwen2-Q8_0"), "--tier",
                              "large=/nonexistent/large.gguf", "-t", "2", "--queue-limit", "16"});
     ASSERT_TRUE(node_->wait_ready()) << node_->log();
@@ -386,7 +389,7 @@ TEST_F(NodeTest, ClientDisconnectMidStreamCancelsAndNodeStaysHealthy) {
     cancelled = !s["busy"].get<bool>() && outcome_count(s, "ticket", "cancelled") > cancelled_before;
     if (!cancelled) std::this_thread::sleep_for(10ms);
   }
-  EXPECT_TRUE(cancelled) << "the inference stopped when its client vanished";
+  EXPECT_TRUE(cancelled) << "the inference stopped when its client vanished\n" << node_->log();
   int status = 0;
   EXPECT_EQ(get_json(ep(), "/health", &status)["status"], "ok");
   EXPECT_EQ(status, 200);
