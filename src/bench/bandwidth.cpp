@@ -33,43 +33,51 @@ size_t physical_memory_bytes() {
 
 }  // namespace
 
-Bandwidth measure_read_bandwidth(const BandwidthOptions& options) {
+struct BandwidthProbe::State {
+  ThreadPool pool;
+  size_t slice_words;
+  std::unique_ptr<uint64_t[]> buffer;
+  std::vector<uint64_t> slice_sums;
+  volatile uint64_t sink = 0;  // the sums are used, so the reads cannot be dropped
+  explicit State(int n_threads) : pool(n_threads) {}
+};
+
+BandwidthProbe::BandwidthProbe(const BandwidthOptions& options) {
   const int n_threads = std::max(1, options.n_threads);
   size_t bytes = options.buffer_bytes;
   if (const size_t ram = physical_memory_bytes(); ram > 0) bytes = std::min(bytes, ram / 4);
+  state_ = std::make_unique<State>(n_threads);
   // Whole 64-byte lines per thread, so every slice has the same length.
   const size_t slice_words = std::max<size_t>(8, bytes / sizeof(uint64_t) / n_threads / 8 * 8);
-  const size_t words = slice_words * n_threads;
-
-  ThreadPool pool(n_threads);
+  state_->slice_words = slice_words;
+  state_->slice_sums.resize(n_threads);
   // Uninitialised on purpose: each thread writes its own slice first, so the
   // pages are faulted in (and, on NUMA machines, placed) before any timing.
-  std::unique_ptr<uint64_t[]> buffer(new uint64_t[words]);
-  pool.parallel_for(n_threads, [&](int64_t begin, int64_t end) {
+  state_->buffer.reset(new uint64_t[slice_words * n_threads]);
+  uint64_t* buffer = state_->buffer.get();
+  state_->pool.parallel_for(n_threads, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      uint64_t* slice = buffer.get() + t * slice_words;
+      uint64_t* slice = buffer + t * slice_words;
       for (size_t i = 0; i < slice_words; ++i) slice[i] = t * slice_words + i;
     }
   });
+}
 
-  Bandwidth result;
-  result.buffer_bytes = words * sizeof(uint64_t);
-  result.n_threads = n_threads;
-  std::vector<uint64_t> slice_sums(n_threads);
-  volatile uint64_t sink = 0;  // the sums are used, so the reads cannot be dropped
-  for (int pass = 0; pass < std::max(1, options.passes); ++pass) {
-    const auto start = std::chrono::steady_clock::now();
-    pool.parallel_for(n_threads, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) slice_sums[t] = sum_words(buffer.get() + t * slice_words, slice_words);
-    });
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (uint64_t s : slice_sums) sink = sink + s;
-    result.pass_gb_s.push_back(static_cast<double>(result.buffer_bytes) / seconds / 1e9);
-  }
-  const Summary summary = summarize(result.pass_gb_s);
-  result.best_gb_s = summary.max;
-  result.median_gb_s = summary.median;
-  return result;
+BandwidthProbe::~BandwidthProbe() = default;
+
+size_t BandwidthProbe::buffer_bytes() const { return state_->slice_words * state_->slice_sums.size() * sizeof(uint64_t); }
+
+int BandwidthProbe::n_threads() const { return static_cast<int>(state_->slice_sums.size()); }
+
+double BandwidthProbe::pass() {
+  State& s = *state_;
+  const auto start = std::chrono::steady_clock::now();
+  s.pool.parallel_for(n_threads(), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) s.slice_sums[t] = sum_words(s.buffer.get() + t * s.slice_words, s.slice_words);
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (uint64_t sum : s.slice_sums) s.sink = s.sink + sum;
+  return static_cast<double>(buffer_bytes()) / seconds / 1e9;
 }
 
 }  // namespace revis::bench

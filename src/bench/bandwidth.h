@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace revis::bench {
@@ -13,19 +14,28 @@ struct BandwidthOptions {
   // Far larger than any last-level cache, so that reads come from DRAM.
   // Capped at a quarter of physical memory.
   size_t buffer_bytes = size_t{1} << 30;
-  int passes = 5;
 };
 
-struct Bandwidth {
-  double best_gb_s = 0;    // fastest pass, in 10^9 bytes per second
-  double median_gb_s = 0;
-  std::vector<double> pass_gb_s;
-  size_t buffer_bytes = 0;  // after the cap
-  int n_threads = 0;
+// The buffer, allocated and filled once (untimed); each pass() then times
+// one full sequential read of it, each thread summing its own contiguous
+// slice. A benchmark can interleave passes with its own runs, so that both
+// meet the same machine: on a shared host others' load moves the bandwidth
+// by tens of percent within minutes.
+class BandwidthProbe {
+ public:
+  explicit BandwidthProbe(const BandwidthOptions& options);
+  ~BandwidthProbe();
+  BandwidthProbe(const BandwidthProbe&) = delete;
+  BandwidthProbe& operator=(const BandwidthProbe&) = delete;
+
+  double pass();  // GB/s (10^9 bytes per second)
+  size_t buffer_bytes() const;
+  int n_threads() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
-// Allocates and fills the buffer (untimed), then times `passes` full
-// sequential reads of it, each thread summing its own contiguous slice.
-Bandwidth measure_read_bandwidth(const BandwidthOptions& options);
 
 }  // namespace revis::bench

@@ -198,33 +198,44 @@ int run_bench(const BenchArgs& args) {
   std::fprintf(stderr, "warm-up ...\n");
   if (auto w = bench::time_run(*engine, prompt, std::min(args.n_generate, kWarmupGenerateSteps)); !w.ok())
     return fail(w.status().message());
-  std::vector<bench::RunTiming> runs;
-  const double cpu_before = bench::process_cpu_seconds();
-  const auto wall_before = std::chrono::steady_clock::now();
-  for (int rep = 0; rep < args.repetitions; ++rep) {
-    auto run = bench::time_run(*engine, prompt, args.n_generate);
-    if (!run.ok()) return fail(run.status().message());
-    std::fprintf(stderr, "run %d/%d: prefill %.2f tok/s, generation %.2f tok/s, TTFT %.0f ms\n", rep + 1,
-                 args.repetitions, run->prefill_tok_s(), run->generate_tok_s(), run->ttft_ms);
-    runs.push_back(*run);
-  }
-  const double wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
-  const double cpu_share_pct =
-      100.0 * (bench::process_cpu_seconds() - cpu_before) / (wall_seconds * info.n_threads);
-  // Before the bandwidth test, whose buffer would otherwise be the peak.
+  // The model's peak: after the warm-up, before the bandwidth buffer exists.
   const uint64_t peak_rss = bench::peak_rss_bytes();
 
-  std::fprintf(stderr, "measuring memory bandwidth ...\n");
-  const bench::Bandwidth bandwidth = bench::measure_read_bandwidth(
-      {.n_threads = info.n_threads, .buffer_bytes = args.bandwidth_mib << 20});
+  // One bandwidth pass before each run and one after the last. Each run's
+  // roofline divides by the better of the two passes beside it, so that the
+  // speed and the bandwidth come from the same minutes of a machine whose
+  // other tenants come and go.
+  std::fprintf(stderr, "filling the bandwidth buffer ...\n");
+  bench::BandwidthProbe probe({.n_threads = info.n_threads, .buffer_bytes = args.bandwidth_mib << 20});
+  std::vector<double> pass_gb_s{probe.pass()};
+  std::vector<bench::RunTiming> runs;
+  double run_cpu_seconds = 0, run_wall_seconds = 0;
+  for (int rep = 0; rep < args.repetitions; ++rep) {
+    const double cpu_before = bench::process_cpu_seconds();
+    const auto wall_before = std::chrono::steady_clock::now();
+    auto run = bench::time_run(*engine, prompt, args.n_generate);
+    if (!run.ok()) return fail(run.status().message());
+    run_wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+    run_cpu_seconds += bench::process_cpu_seconds() - cpu_before;
+    pass_gb_s.push_back(probe.pass());
+    std::fprintf(stderr, "run %d/%d: prefill %.2f tok/s, generation %.2f tok/s, TTFT %.0f ms, bandwidth %.2f GB/s\n",
+                 rep + 1, args.repetitions, run->prefill_tok_s(), run->generate_tok_s(), run->ttft_ms,
+                 pass_gb_s.back());
+    runs.push_back(*run);
+  }
+  const double cpu_share_pct = 100.0 * run_cpu_seconds / (run_wall_seconds * info.n_threads);
 
   const std::vector<double> prefill_tok_s = collect(runs, [](const bench::RunTiming& r) { return r.prefill_tok_s(); });
   const std::vector<double> gen_tok_s = collect(runs, [](const bench::RunTiming& r) { return r.generate_tok_s(); });
   const std::vector<double> ttft_ms = collect(runs, [](const bench::RunTiming& r) { return r.ttft_ms; });
+  std::vector<double> run_bandwidth, run_roofline;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    run_bandwidth.push_back(std::max(pass_gb_s[i], pass_gb_s[i + 1]));
+    run_roofline.push_back(roofline_pct(gen_tok_s[i], info.bytes_per_token, run_bandwidth.back()));
+  }
   const bench::Summary prefill = bench::summarize(prefill_tok_s), gen = bench::summarize(gen_tok_s),
-                       ttft = bench::summarize(ttft_ms);
-  const double roofline = roofline_pct(gen.median, info.bytes_per_token, bandwidth.best_gb_s);
+                       ttft = bench::summarize(ttft_ms), bandwidth = bench::summarize(pass_gb_s),
+                       roofline = bench::summarize(run_roofline);
   const bool locked = args.mlock && info.mlock_failure.empty();
 
   if (args.json) {
@@ -253,12 +264,13 @@ int run_bench(const BenchArgs& args) {
         {"ttft_ms", ttft.median},
         {"spread", {{"prefill_tok_s", spread_json(prefill)}, {"gen_tok_s", spread_json(gen)},
                     {"ttft_ms", spread_json(ttft)}}},
-        {"runs", {{"prefill_tok_s", prefill_tok_s}, {"gen_tok_s", gen_tok_s}, {"ttft_ms", ttft_ms}}},
+        {"runs", {{"prefill_tok_s", prefill_tok_s}, {"gen_tok_s", gen_tok_s}, {"ttft_ms", ttft_ms},
+                  {"bandwidth_gb_s", run_bandwidth}, {"roofline_pct", run_roofline}}},
         {"peak_rss_bytes", peak_rss},
-        {"bandwidth_gb_s", bandwidth.best_gb_s},
-        {"bandwidth_median_gb_s", bandwidth.median_gb_s},
-        {"bandwidth_buffer_bytes", bandwidth.buffer_bytes},
-        {"roofline_pct", roofline},
+        {"bandwidth_gb_s", bandwidth.max},
+        {"bandwidth_median_gb_s", bandwidth.median},
+        {"bandwidth_buffer_bytes", probe.buffer_bytes()},
+        {"roofline_pct", roofline.median},
         {"cpu_share_pct", cpu_share_pct},
     };
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -274,10 +286,11 @@ int run_bench(const BenchArgs& args) {
   std::printf("TTFT         %8.1f ms      (min %.1f, max %.1f)\n", ttft.median, ttft.min, ttft.max);
   std::printf("peak RSS     %8.1f MiB\n", mib(peak_rss));
   std::printf("bytes/token  %8.1f MiB     (weights read per generated token)\n", mib(info.bytes_per_token));
-  std::printf("bandwidth    %8.2f GB/s    (best of %zu passes over %.0f MiB, %d threads; median %.2f)\n",
-              bandwidth.best_gb_s, bandwidth.pass_gb_s.size(), mib(bandwidth.buffer_bytes), bandwidth.n_threads,
-              bandwidth.median_gb_s);
-  std::printf("roofline     %8.1f %%       (generation x bytes/token / bandwidth)\n", roofline);
+  std::printf("bandwidth    %8.2f GB/s    (best of %zu passes over %.0f MiB, %d threads, around the runs; median %.2f)\n",
+              bandwidth.max, pass_gb_s.size(), mib(probe.buffer_bytes()), probe.n_threads(), bandwidth.median);
+  std::printf("roofline     %8.1f %%       (generation x bytes/token / bandwidth, per run against the passes beside it;"
+              " min %.1f, max %.1f)\n",
+              roofline.median, roofline.min, roofline.max);
   std::printf("CPU share    %8.1f %%       (CPU time of the timed runs / (wall time x %d threads))\n",
               cpu_share_pct, info.n_threads);
   return 0;
