@@ -29,6 +29,9 @@ namespace {
 // keep the untimed run short on slow machines.
 constexpr int kWarmupGenerateSteps = 16;
 
+// Bandwidth passes per measurement beside the runs (see run_bench).
+constexpr int kPassesPerProbe = 3;
+
 struct BenchArgs {
   std::string model, frontiers, kernels;
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
@@ -201,13 +204,21 @@ int run_bench(const BenchArgs& args) {
   // The model's peak: after the warm-up, before the bandwidth buffer exists.
   const uint64_t peak_rss = bench::peak_rss_bytes();
 
-  // One bandwidth pass before each run and one after the last. Each run's
-  // roofline divides by the better of the two passes beside it, so that the
-  // speed and the bandwidth come from the same minutes of a machine whose
-  // other tenants come and go.
+  // The bandwidth is measured before each run and after the last, the best
+  // of kPassesPerProbe passes each time (one pass is a sample of a few tens
+  // of milliseconds, and single ones vary by 10-20 %). Each run's roofline
+  // divides by the better of the two measurements beside it, so that speed
+  // and bandwidth come from the same minutes of a machine whose other
+  // tenants come and go.
   std::fprintf(stderr, "filling the bandwidth buffer ...\n");
   bench::BandwidthProbe probe({.n_threads = info.n_threads, .buffer_bytes = args.bandwidth_mib << 20});
-  std::vector<double> pass_gb_s{probe.pass()};
+  std::vector<double> pass_gb_s;  // every pass, for the report
+  auto measure_bandwidth = [&] {
+    double best = 0;
+    for (int i = 0; i < kPassesPerProbe; ++i) best = std::max(best, pass_gb_s.emplace_back(probe.pass()));
+    return best;
+  };
+  std::vector<double> probe_gb_s{measure_bandwidth()};
   std::vector<bench::RunTiming> runs;
   double run_cpu_seconds = 0, run_wall_seconds = 0;
   for (int rep = 0; rep < args.repetitions; ++rep) {
@@ -217,10 +228,10 @@ int run_bench(const BenchArgs& args) {
     if (!run.ok()) return fail(run.status().message());
     run_wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
     run_cpu_seconds += bench::process_cpu_seconds() - cpu_before;
-    pass_gb_s.push_back(probe.pass());
+    probe_gb_s.push_back(measure_bandwidth());
     std::fprintf(stderr, "run %d/%d: prefill %.2f tok/s, generation %.2f tok/s, TTFT %.0f ms, bandwidth %.2f GB/s\n",
                  rep + 1, args.repetitions, run->prefill_tok_s(), run->generate_tok_s(), run->ttft_ms,
-                 pass_gb_s.back());
+                 probe_gb_s.back());
     runs.push_back(*run);
   }
   const double cpu_share_pct = 100.0 * run_cpu_seconds / (run_wall_seconds * info.n_threads);
@@ -230,7 +241,7 @@ int run_bench(const BenchArgs& args) {
   const std::vector<double> ttft_ms = collect(runs, [](const bench::RunTiming& r) { return r.ttft_ms; });
   std::vector<double> run_bandwidth, run_roofline;
   for (size_t i = 0; i < runs.size(); ++i) {
-    run_bandwidth.push_back(std::max(pass_gb_s[i], pass_gb_s[i + 1]));
+    run_bandwidth.push_back(std::max(probe_gb_s[i], probe_gb_s[i + 1]));
     run_roofline.push_back(roofline_pct(gen_tok_s[i], info.bytes_per_token, run_bandwidth.back()));
   }
   const bench::Summary prefill = bench::summarize(prefill_tok_s), gen = bench::summarize(gen_tok_s),
