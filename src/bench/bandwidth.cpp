@@ -6,7 +6,6 @@
 #include <chrono>
 #include <memory>
 
-#include "bench/stats.h"
 #include "model/thread_pool.h"
 
 namespace revis::bench {

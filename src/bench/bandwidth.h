@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 namespace revis::bench {
 
@@ -36,6 +35,5 @@ class BandwidthProbe {
   struct State;
   std::unique_ptr<State> state_;
 };
-
 
 }  // namespace revis::bench
