@@ -106,6 +106,13 @@ ALWAYS_INLINE Float8 exp_nonpositive(Float8 x) {
   return er * std::bit_cast<Float8>(exponent << 23);
 }
 
+// silu(g) * u, where silu(g) = g / (1 + e^-g), written with e^-|g| so that
+// exp's argument is never positive: for g < 0 it equals g e^g / (1 + e^g).
+ALWAYS_INLINE Float8 swiglu8(Float8 g, Float8 u) {
+  const Float8 e = exp_nonpositive(g < 0.0f ? g : -g);
+  return (g < 0.0f ? g * e / (1.0f + e) : g / (1.0f + e)) * u;
+}
+
 }  // namespace
 
 REVIS_VECTOR_CLONES
@@ -141,8 +148,19 @@ void softmax(float* x, int n) {
   for (i = 0; i < n; ++i) x[i] *= inv;
 }
 
+REVIS_VECTOR_CLONES
 void swiglu(float* gate, const float* up, int n) {
-  for (int i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const Float8 out = swiglu8(load8(gate + i), load8(up + i));
+    std::memcpy(gate + i, &out, sizeof out);
+  }
+  if (const int left = n - i; left > 0) {  // the last few, in zeroed lanes
+    Float8 g = {}, u = {};
+    for (int j = 0; j < left; ++j) g[j] = gate[i + j], u[j] = up[i + j];
+    const Float8 out = swiglu8(g, u);
+    for (int j = 0; j < left; ++j) gate[i + j] = out[j];
+  }
 }
 
 void add(float* out, const float* x, int n) {

@@ -1,4 +1,4 @@
-// The attention's vector loops against plain double-precision references,
+// The vector loops of attention and SwiGLU against plain double-precision references,
 // on random data and sizes that leave every kind of tail (rows not a
 // multiple of 4, dims not a multiple of 8 or 32).
 #include <gtest/gtest.h>
@@ -77,6 +77,21 @@ TEST(Ops, SoftmaxMatchesExpWithinTwoUlpsAndSumsToOne) {
         ASSERT_NEAR(x[i], expected[i] / sum, 5e-7 * expected[i] / sum + 1e-30) << "n " << n << " i " << i;
       }
       EXPECT_NEAR(total, 1.0, 1e-5);
+    }
+}
+
+TEST(Ops, SwigluMatchesReference) {
+  std::mt19937 rng(10);
+  for (int n : kCounts)
+    for (float spread : {0.5f, 5.0f, 60.0f}) {
+      std::vector<float> gate = random_values(n, rng, spread);
+      const std::vector<float> up = random_values(n, rng);
+      if (n > 3) gate[2] = 0.0f, gate[3] = -200.0f;
+      std::vector<double> expected(n);
+      for (int i = 0; i < n; ++i) expected[i] = gate[i] / (1.0 + std::exp(-double(gate[i]))) * up[i];
+      swiglu(gate.data(), up.data(), n);
+      for (int i = 0; i < n; ++i)
+        ASSERT_NEAR(gate[i], expected[i], 1e-6 * std::fabs(expected[i]) + 1e-30) << "n " << n << " i " << i;
     }
 }
 
