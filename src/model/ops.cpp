@@ -7,10 +7,11 @@
 
 #include "quant/quant.h"
 
-// The attention loops (attention_scores, weighted_sum, axpy) are compiled
-// twice on x86-64, for the baseline and for AVX2+FMA, and the loader picks
-// one per CPU: the rest of the binary stays runnable on any x86-64. Each
-// loop over positions is one call, so the per-position work is inlined.
+// The vector loops (softmax, swiglu, axpy, attention_scores, weighted_sum)
+// are compiled twice on x86-64, for the baseline and for AVX2+FMA, and the
+// loader picks one per CPU: the rest of the binary stays runnable on any
+// x86-64. Each loop over positions is one call, so the per-position work is
+// inlined.
 #if defined(__x86_64__) && !defined(__clang__)
 #define REVIS_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
