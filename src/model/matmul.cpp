@@ -26,12 +26,12 @@ constexpr int kGroup = 4;  // tokens per vec_dot4
 constexpr size_t kGroupSliceBytes = 16 * 1024;
 constexpr int64_t kSliceQuantum = 256;
 
-// Columns per slice for rows of `cols` values whose four-token group takes
-// group_bytes: all of them when that fits kGroupSliceBytes (or the row
-// cannot be split), else the fewest equal slices that fit.
-int64_t slice_cols(int64_t cols, size_t group_bytes) {
-  if (group_bytes <= kGroupSliceBytes || cols % kSliceQuantum != 0) return cols;
-  const int64_t slices = static_cast<int64_t>((group_bytes + kGroupSliceBytes - 1) / kGroupSliceBytes);
+// Columns per slice for rows of `cols` values taking `bytes`: all of them
+// when that fits `limit` (or the row cannot be split), else the fewest
+// equal slices that fit.
+int64_t slice_cols(int64_t cols, size_t bytes, size_t limit) {
+  if (bytes <= limit || cols % kSliceQuantum != 0) return cols;
+  const int64_t slices = static_cast<int64_t>((bytes + limit - 1) / limit);
   const int64_t quanta = cols / kSliceQuantum;
   return (quanta + slices - 1) / slices * kSliceQuantum;
 }
@@ -41,6 +41,14 @@ int64_t slice_cols(int64_t cols, size_t group_bytes) {
 // misses to start again; requests this far ahead keep memory busy across
 // page boundaries (worth 10-15% of decoding speed on a 2-core Ice Lake).
 constexpr size_t kPrefetchBytes = 32 * 1024;
+
+// Those requests go out a slice of a row at a time, each slice just before
+// its multiplication. A whole long row asked for at once (136 lines for an
+// FFN down row in Q8_0) fills the core's queue of outstanding misses, and
+// the multiplication's own loads wait behind it: that made the down
+// projection stream 10-15% slower than the other matrices. Slices of at
+// most this many weight bytes stream like the short rows do.
+constexpr size_t kPrefetchSliceBytes = 2560;
 
 void prefetch(const uint8_t* p, size_t bytes) {
   for (size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset);
@@ -91,7 +99,8 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
     for (int i = 0; i < n_single; ++i)
       packed_one->pack(acts + (n_groups * kGroup + i) * act_row, act_row, w.cols, packed_singles + i * single_bytes);
 
-  const int64_t slice = grouped ? slice_cols(w.cols, packed ? packed_bytes : kGroup * act_row) : w.cols;
+  const int64_t slice = grouped ? slice_cols(w.cols, packed ? packed_bytes : kGroup * act_row, kGroupSliceBytes) : w.cols;
+  const int64_t single_slice = slice_cols(w.cols, w.row_bytes, kPrefetchSliceBytes);
   // A tile is kTileBytes of one slice of its rows (of whole rows when the
   // rows are not sliced).
   const size_t slice_row_bytes = std::max<size_t>(row_bytes(w.type, slice), 1);
@@ -130,13 +139,20 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
         const uint8_t* a = acts + t * act_row;
         const uint8_t* packed_a = packed_one ? packed_singles + (t - n_groups * kGroup) * single_bytes : nullptr;
         for (int64_t r = begin; r < end; ++r) {
-          // Only the first pass over the rows reads them from memory.
-          if (t == 0 && r + prefetch_rows < end) prefetch(w.row(r + prefetch_rows), w.row_bytes);
-          float& o = out[t * out_stride + r];
-          if (packed_one)
-            packed_one->dot(w.row(r), packed_a, w.cols, &o);
-          else
-            o = kernels.dot(w.row(r), a, w.cols);
+          float sum = 0.0f;
+          for (int64_t col = 0; col < w.cols; col += single_slice) {
+            const int64_t n = std::min(single_slice, w.cols - col);
+            const size_t w_offset = row_bytes(w.type, col);
+            // Only the first pass over the rows reads them from memory.
+            if (t == 0 && r + prefetch_rows < end) prefetch(w.row(r + prefetch_rows) + w_offset, row_bytes(w.type, n));
+            float dot;
+            if (packed_one)
+              packed_one->dot(w.row(r) + w_offset, packed_a + packed_one->bytes(col), n, &dot);
+            else
+              dot = kernels.dot(w.row(r) + w_offset, a + row_bytes(act_type, col), n);
+            sum += dot;
+          }
+          out[t * out_stride + r] = sum;
         }
       }
     }

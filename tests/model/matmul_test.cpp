@@ -84,9 +84,12 @@ TEST(MatMul, LongRowsGoInSlices) {
   // A four-token group of 8192-value rows outgrows L1: 37 KiB in Q8_K (Q4_K
   // weights: three slices of 2816, 2816 and 2560 columns), 64 KiB in the
   // AVX-512 packed form of Q8_0 (four slices). 8224 = 257 blocks of 32 is
-  // not whole super-blocks and stays in one piece.
-  for (TensorType type : {TensorType::Q4_K, TensorType::Q8_0, TensorType::Q4_0})
-    for (int n_tokens : {4, 9}) expect_matmul_equals_vec_dots(type, 19, 8192, n_tokens, 2);
+  // not whole super-blocks and stays in one piece. A single token (alone,
+  // or left over after two groups) takes rows over 2.5 KiB in slices too,
+  // each prefetched just before it: Q8_0 in four, Q6_K in three, Q4_K and
+  // Q4_0 in two.
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0})
+    for (int n_tokens : {1, 4, 9}) expect_matmul_equals_vec_dots(type, 19, 8192, n_tokens, 2);
   expect_matmul_equals_vec_dots(TensorType::Q8_0, 19, 8224, 5, 2);
 }
 
