@@ -118,10 +118,14 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
     send(error_event(id, error));
   }
 
-  // Shutdown: send what is queued, then a close frame.
+  // Shutdown: send what is queued, then a close frame. Through the strand,
+  // like send(): a job's last event, sent from the executor's thread just
+  // before shutdown calls this, is then written first and not lost.
   void close_going_away() {
-    close_pending_ = true;
-    if (!writing_ && !closed_) do_close();
+    net::post(events_, [self = shared_from_this()] {
+      self->close_pending_ = true;
+      if (!self->writing_ && !self->closed_) self->do_close();
+    });
   }
 
  private:
@@ -158,7 +162,7 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
 
   // On the I/O thread.
   void write_event(std::string message) {
-    if (closed_) return;
+    if (closed_ || closing_) return;
     queued_bytes_ += message.size();
     if (queued_bytes_ > kMaxBufferedBytes) {
       log_line("warn", "dropping a WebSocket client that does not read (" + std::to_string(queued_bytes_) + " bytes unsent)");
