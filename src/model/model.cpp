@@ -17,6 +17,10 @@ namespace {
 // weight row is still reused across many tokens.
 constexpr int kMaxChunk = 64;
 
+// Bytes of float keys or values that attention converts at a time: half of
+// a 32 KiB L1 (a third of a 48 KiB one), beside the queries and scores.
+constexpr size_t kAttentionChunkBytes = 16 * 1024;
+
 uint64_t matrix_bytes(const Matrix& m) { return m.empty() ? 0 : m.row_bytes * m.rows * m.n_mats; }
 
 }  // namespace
@@ -169,35 +173,56 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
   const ModelConfig& c = config_;
   const int group = c.n_head / c.n_head_kv;  // query heads sharing one KV head
   const int n_pos = n_past + n;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
-  // One KV head per task: its keys and values are converted to float once
-  // and then serve every query head of its group and every token of the chunk.
-  //
+  const int dim_k = c.head_dim_k, dim_v = c.head_dim_v;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim_k));
+  // One KV head per task. Its cache is converted to float a chunk of
+  // positions at a time, each chunk small enough to stay in L1 while every
+  // query head of the group and every token of the batch meets it: the
+  // cache is read and converted once per call, and the floats never leave
+  // L1. Chunks are a multiple of 8 positions, attention_scores's block.
+  const int row_floats = std::max(dim_k, dim_v);
+  const int chunk = std::max(8, static_cast<int>(kAttentionChunkBytes / (sizeof(float) * row_floats)) / 8 * 8);
+  auto query = [&](int t, int h) { return &q_[static_cast<size_t>(t) * c.q_dim() + h * dim_k]; };
+  auto output = [&](int t, int h) { return &attn_out_[(static_cast<size_t>(t) * c.n_head + h) * dim_v]; };
+
   // The query and the attention weights are rounded to float16, as llama.cpp
   // does when it multiplies them with its float16 cache. The rounding is tiny,
   // but attention amplifies it: without it our logits differ from llama.cpp's
   // by ~0.03 rms on quantized models, with it by ~0.0001.
   pool.parallel_for(c.n_head_kv, [&](int64_t begin, int64_t end) {
-    // Per pool thread, kept across calls: the cache's rows as floats are
-    // hundreds of KiB at long contexts, too much to allocate per layer.
-    thread_local std::vector<float> keys, values, scores;
-    keys.resize(static_cast<size_t>(n_pos) * c.head_dim_k);
-    values.resize(static_cast<size_t>(n_pos) * c.head_dim_v);
-    scores.resize(n_pos);
+    // Per pool thread, kept across calls. scores holds a row of n_pos per
+    // (token, query head of the group): at most 64 x group x n_pos floats,
+    // as much as the whole cache of one KV head in float at group 4.
+    thread_local std::vector<float> rows, scores;
+    rows.resize(static_cast<size_t>(chunk) * row_floats);
+    scores.resize(static_cast<size_t>(n) * group * n_pos);
+    auto row_scores = [&](int t, int g) { return &scores[(static_cast<size_t>(t) * group + g) * n_pos]; };
     for (int kv_head = static_cast<int>(begin); kv_head < end; ++kv_head) {
-      dequantize_row(TensorType::F16, kv.key(layer, kv_head, 0), keys.data(), int64_t{n_pos} * c.head_dim_k);
-      dequantize_row(TensorType::F16, kv.value(layer, kv_head, 0), values.data(), int64_t{n_pos} * c.head_dim_v);
-      for (int t = 0; t < n; ++t) {
-        const int seen = n_past + t + 1;  // causal: attends to positions 0..n_past+t
-        for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
-          float* q = &q_[t * c.q_dim() + h * c.head_dim_k];
-          round_to_f16(q, c.head_dim_k);
-          attention_scores(q, keys.data(), seen, c.head_dim_k, scale, scores.data());
-          softmax(scores.data(), seen);
-          round_to_f16(scores.data(), seen);
-          weighted_sum(scores.data(), values.data(), seen, c.head_dim_v,
-                       &attn_out_[t * c.n_head * c.head_dim_v + h * c.head_dim_v]);
+      const int first = kv_head * group;
+      for (int t = 0; t < n; ++t)
+        for (int g = 0; g < group; ++g) round_to_f16(query(t, first + g), dim_k);
+      // Token t attends to positions 0..n_past+t (causal).
+      for (int p0 = 0; p0 < n_pos; p0 += chunk) {
+        const int count = std::min(chunk, n_pos - p0);
+        dequantize_row(TensorType::F16, kv.key(layer, kv_head, p0), rows.data(), int64_t{count} * dim_k);
+        for (int t = std::max(0, p0 - n_past); t < n; ++t)
+          for (int g = 0; g < group; ++g)
+            attention_scores(query(t, first + g), rows.data(), std::min(count, n_past + t + 1 - p0), dim_k, scale,
+                             row_scores(t, g) + p0);
+      }
+      for (int t = 0; t < n; ++t)
+        for (int g = 0; g < group; ++g) {
+          softmax(row_scores(t, g), n_past + t + 1);
+          round_to_f16(row_scores(t, g), n_past + t + 1);
+          std::fill_n(output(t, first + g), dim_v, 0.0f);
         }
+      for (int p0 = 0; p0 < n_pos; p0 += chunk) {
+        const int count = std::min(chunk, n_pos - p0);
+        dequantize_row(TensorType::F16, kv.value(layer, kv_head, p0), rows.data(), int64_t{count} * dim_v);
+        for (int t = std::max(0, p0 - n_past); t < n; ++t)
+          for (int g = 0; g < group; ++g)
+            add_weighted_sum(row_scores(t, g) + p0, rows.data(), std::min(count, n_past + t + 1 - p0), dim_v,
+                             output(t, first + g));
       }
     }
   });

@@ -7,7 +7,7 @@
 
 #include "quant/quant.h"
 
-// The vector loops (softmax, swiglu, axpy, attention_scores, weighted_sum)
+// The vector loops (softmax, swiglu, axpy, attention_scores, add_weighted_sum)
 // are compiled twice on x86-64, for the baseline and for AVX2+FMA, and the
 // loader picks one per CPU: the rest of the binary stays runnable on any
 // x86-64. Each loop over positions is one call, so the per-position work is
@@ -194,13 +194,14 @@ void attention_scores(const float* q, const float* keys, int n, int dim, float s
 }
 
 REVIS_VECTOR_CLONES
-void weighted_sum(const float* weights, const float* rows, int n, int dim, float* out) {
+void add_weighted_sum(const float* weights, const float* rows, int n, int dim, float* out) {
   // 32 outputs at a time stay in four vector registers over all n rows,
   // instead of out being read and written once per row.
   constexpr int kVectors = 4, kWidth = 8 * kVectors;
   int i = 0;
   for (; i + kWidth <= dim; i += kWidth) {
-    Float8 acc[kVectors] = {};
+    Float8 acc[kVectors];
+    for (int v = 0; v < kVectors; ++v) acc[v] = load8(out + i + 8 * v);
     for (int p = 0; p < n; ++p) {
       const float* row = rows + static_cast<int64_t>(p) * dim + i;
       for (int v = 0; v < kVectors; ++v) acc[v] += weights[p] * load8(row + 8 * v);
@@ -208,7 +209,7 @@ void weighted_sum(const float* weights, const float* rows, int n, int dim, float
     std::memcpy(out + i, acc, sizeof acc);
   }
   for (; i < dim; ++i) {
-    float acc = 0.0f;
+    float acc = out[i];
     for (int p = 0; p < n; ++p) acc += weights[p] * rows[static_cast<int64_t>(p) * dim + i];
     out[i] = acc;
   }

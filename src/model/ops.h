@@ -27,7 +27,7 @@ void axpy(float* out, float scale, const float* x, int n);
 // scores[p] = scale * dot(q, keys[p]) for the n rows of `dim` floats in keys.
 void attention_scores(const float* q, const float* keys, int n, int dim, float scale, float* scores);
 
-// out = sum over p of weights[p] * rows[p], for n rows of `dim` floats.
-void weighted_sum(const float* weights, const float* rows, int n, int dim, float* out);
+// out += sum over p of weights[p] * rows[p], for n rows of `dim` floats.
+void add_weighted_sum(const float* weights, const float* rows, int n, int dim, float* out);
 
 }  // namespace revis

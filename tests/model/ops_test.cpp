@@ -40,15 +40,16 @@ TEST(Ops, AttentionScoresMatchScaledDots) {
     }
 }
 
-TEST(Ops, WeightedSumMatchesReference) {
+TEST(Ops, AddWeightedSumMatchesReference) {
   std::mt19937 rng(8);
   for (int n : kCounts)
     for (int dim : kDims) {
       const std::vector<float> w = random_values(n, rng), rows = random_values(size_t(n) * dim, rng);
-      std::vector<float> out(dim, 123.0f);  // overwritten, not added to
-      weighted_sum(w.data(), rows.data(), n, dim, out.data());
+      std::vector<float> out(dim);
+      for (int i = 0; i < dim; ++i) out[i] = 0.5f * i - 3.0f;  // added to
+      add_weighted_sum(w.data(), rows.data(), n, dim, out.data());
       for (int i = 0; i < dim; ++i) {
-        double expected = 0.0, magnitude = 0.0;
+        double expected = 0.5 * i - 3.0, magnitude = std::fabs(expected);
         for (int p = 0; p < n; ++p) {
           expected += double(w[p]) * rows[size_t(p) * dim + i];
           magnitude += std::fabs(double(w[p]) * rows[size_t(p) * dim + i]);
