@@ -42,8 +42,8 @@ void Quads<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* packed)
   const int64_t blocks = n / kLegacyBlock;
   auto* out = static_cast<uint8_t*>(packed);
   for (int64_t first = 0; first < blocks; first += 4, out += kBytes) {
-    int32_t sums[16] = {};
-    float scales[16] = {};
+    int16_t sums[16] = {};
+    float scales[kScales] = {};
     std::memset(out, 0, kSumsOffset);
     for (int64_t b = first; b < std::min(first + 4, blocks); ++b)
       for (int i = 0; i < 4; ++i) {
@@ -52,9 +52,9 @@ void Quads<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* packed)
         for (int v = 0; v < kVectors; ++v) {
           const int8_t* values = block.qs + 4 * dword(i, v);
           std::memcpy(out + 64 * v + 4 * lane, values, 4);
-          for (int k = 0; k < 4; ++k) sums[lane] -= 128 * values[k];
+          for (int k = 0; k < 4; ++k) sums[lane] = static_cast<int16_t>(sums[lane] - values[k]);
         }
-        scales[lane] = half_to_float(block.d);
+        scales[kRows * (b - first) + row(i)] = half_to_float(block.d);
       }
     std::memcpy(out + kSumsOffset, sums, sizeof sums);
     std::memcpy(out + kScalesOffset, scales, sizeof scales);

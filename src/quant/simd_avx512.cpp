@@ -157,12 +157,19 @@ void dot_quads(const void* w, const void* packed, int64_t n, float* out) {
     const __m512i w01 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(weights(0)), weights(1), 1), unsigned_bias);
     const __m512i w23 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(weights(2)), weights(3), 1), unsigned_bias);
     const __m128 dw4 = _mm_cvtph_ps(_mm_setr_epi16(scale(0), scale(1), scale(2), scale(3), 0, 0, 0, 0));
-    const __m512 dw = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(dw4));
-    __m512i sums = load512(quad + Layout::kSumsOffset);
+    __m512 scales;  // weight scale x activation scale, per lane
+    if constexpr (kRows == 1) {
+      // The block's scales are multiplied before they are spread.
+      const __m128 d4 = _mm_mul_ps(dw4, _mm_loadu_ps(reinterpret_cast<const float*>(quad + Layout::kScalesOffset)));
+      scales = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(d4));
+    } else {
+      scales = _mm512_mul_ps(_mm512_permutexvar_ps(spread, _mm512_castps128_ps512(dw4)),
+                             _mm512_loadu_ps(quad + Layout::kScalesOffset));
+    }
+    __m512i sums = _mm512_slli_epi32(_mm512_cvtepi16_epi32(load256(quad + Layout::kSumsOffset)), 7);
     for (int v = 0; v < Layout::kVectors; ++v)
       sums = _mm512_dpbusd_epi32(sums, _mm512_permutex2var_epi32(w01, pick[v], w23), load512(quad + 64 * v));
-    const __m512 scales = _mm512_loadu_ps(quad + Layout::kScalesOffset);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, scales), acc);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scales, acc);
   }
   if constexpr (kRows == 1) {
     out[0] = _mm512_reduce_add_ps(acc);
