@@ -148,10 +148,11 @@ void dot_quads(const void* w, const void* packed, int64_t n, float* out) {
   for (int v = 0; v < Layout::kVectors; ++v) pick[v] = load512(kPick[v].data());
   const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   __m512 acc = _mm512_setzero_ps();
-  for (int64_t b = 0; b < blocks; b += 4, quad += Layout::kBytes) {
-    // The last quad may be short: missing blocks are zeros, as are the
-    // activations and scales they meet.
-    const int present = static_cast<int>(std::min<int64_t>(4, blocks - b));
+  // Four blocks from block b, of which `present` exist: the last quad may
+  // be short, its missing blocks zeros, as are the activations and scales
+  // they meet. Inlined with present = 4 for every full quad, so that loop
+  // has no test per block.
+  auto add_quad = [&](int64_t b, const uint8_t* quad, int present) __attribute__((always_inline)) {
     auto weights = [&](int j) { return j < present ? Format::weights(wb[b + j]) : _mm256_setzero_si256(); };
     auto scale = [&](int j) { return static_cast<short>(j < present ? wb[b + j].d : 0); };
     const __m512i w01 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(weights(0)), weights(1), 1), unsigned_bias);
@@ -170,7 +171,10 @@ void dot_quads(const void* w, const void* packed, int64_t n, float* out) {
     for (int v = 0; v < Layout::kVectors; ++v)
       sums = _mm512_dpbusd_epi32(sums, _mm512_permutex2var_epi32(w01, pick[v], w23), load512(quad + 64 * v));
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scales, acc);
-  }
+  };
+  int64_t b = 0;
+  for (; b + 4 <= blocks; b += 4, quad += Layout::kBytes) add_quad(b, quad, 4);
+  if (b < blocks) add_quad(b, quad, static_cast<int>(blocks - b));
   if constexpr (kRows == 1) {
     out[0] = _mm512_reduce_add_ps(acc);
   } else {
