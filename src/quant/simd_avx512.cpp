@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 
 #include "quant/blocks.h"
@@ -225,12 +226,20 @@ inline void for_pairs(F&& f, std::integer_sequence<int, kP...>) {
 
 // What a format gives the kernel for one block: its group scales as int16
 // in each 128-bit lane (Format::pair_scales picks a pair's), the offsets that
-// multiply Q8_K's 16 group sums, and the float scales.
+// multiply Q8_K's 16 group sums, and the float scales d and dmin in lanes 0
+// and 1 (converted by one instruction, not two).
 struct KHeader {
   __m512i scales;
   __m256i offsets;
-  float d, dmin;
+  __m128 d_dmin;
 };
+
+// The float16 at p and the one after it, as floats in lanes 0 and 1.
+inline __m128 two_halves(const uint16_t* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, sizeof bits);
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
+}
 
 // Q4_K: x = d * scale * q - dmin * min per group of 32. Pair p is the low
 // (chunk 2p) and high (chunk 2p + 1) nibbles of qs[32p .. 32p + 31]: the 32
@@ -242,7 +251,7 @@ struct Q4_KPairs {
     const __m128i packed = scales_6bit(b.scales);  // scales 0..7, mins 0..7
     // Each min serves two groups of 16, as Q8_K's sums come.
     return {_mm512_broadcast_i32x4(_mm_cvtepu8_epi16(packed)), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(packed, packed)),
-            half(b.d), half(b.dmin)};
+            two_halves(&b.d)};
   }
   // Lanes 0-15 take group 2p's scale, lanes 16-31 group 2p + 1's.
   template <int kP>
@@ -268,7 +277,7 @@ struct Q6_KPairs {
     const __m128i by_lane = _mm_shuffle_epi8(bytes, _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
     const __m512i lanes = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 0, 1, 1, 2, 2, 3, 3),
                                                    _mm512_castsi256_si512(_mm256_cvtepi8_epi16(by_lane)));
-    return {lanes, _mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 5), half(b.d), 0.0f};
+    return {lanes, _mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 5), _mm_cvtph_ps(_mm_cvtsi32_si128(b.d))};
   }
   // Lanes 8i .. 8i + 7 take group 4p + i's scale.
   template <int kP>
@@ -310,12 +319,15 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
         },
         std::make_integer_sequence<int, 4>());
     for (int t = 0; t < T; ++t) {
+      const __m128 scaled = _mm_mul_ps(h.d_dmin, _mm_set1_ps(ab[t][b].d));  // d x da, dmin x da
       const __m256i offsets = _mm256_madd_epi16(load256(ab[t][b].bsums), h.offsets);
       if constexpr (Format::kOwnOffsetScale)
-        acc_offsets[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(offsets), _mm256_set1_ps(-h.dmin * ab[t][b].d), acc_offsets[t]);
+        acc_offsets[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets),
+                                          _mm256_permutexvar_ps(_mm256_set1_epi32(1), _mm256_castps128_ps256(scaled)),
+                                          acc_offsets[t]);
       else
         sums[t] = _mm512_sub_epi32(sums[t], _mm512_zextsi256_si512(offsets));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_set1_ps(h.d * ab[t][b].d), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_broadcastss_ps(scaled), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t)
