@@ -295,6 +295,21 @@ struct Q6_KPairs {
   }
 };
 
+// Adds a block's integer sums (its groups' scaled products with one token,
+// sums) to acc and its offsets to acc_offsets, in floats scaled by the
+// weights' d (and dmin) and the token's d.
+template <typename Format>
+inline void add_k_block(const KHeader& h, const BlockQ8_K& a, __m512i sums, __m512& acc, __m256& acc_offsets) {
+  const __m128 scaled = _mm_mul_ps(h.d_dmin, _mm_set1_ps(a.d));  // d x da, dmin x da
+  const __m256i offsets = _mm256_madd_epi16(load256(a.bsums), h.offsets);
+  if constexpr (Format::kOwnOffsetScale)
+    acc_offsets = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets),
+                                   _mm256_permutexvar_ps(_mm256_set1_epi32(1), _mm256_castps128_ps256(scaled)), acc_offsets);
+  else
+    sums = _mm512_sub_epi32(sums, _mm512_zextsi256_si512(offsets));
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_broadcastss_ps(scaled), acc);
+}
+
 template <int T, typename Format>
 void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
@@ -318,20 +333,65 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
           }
         },
         std::make_integer_sequence<int, 4>());
-    for (int t = 0; t < T; ++t) {
-      const __m128 scaled = _mm_mul_ps(h.d_dmin, _mm_set1_ps(ab[t][b].d));  // d x da, dmin x da
-      const __m256i offsets = _mm256_madd_epi16(load256(ab[t][b].bsums), h.offsets);
-      if constexpr (Format::kOwnOffsetScale)
-        acc_offsets[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets),
-                                          _mm256_permutexvar_ps(_mm256_set1_epi32(1), _mm256_castps128_ps256(scaled)),
-                                          acc_offsets[t]);
-      else
-        sums[t] = _mm512_sub_epi32(sums[t], _mm512_zextsi256_si512(offsets));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_broadcastss_ps(scaled), acc[t]);
-    }
+    for (int t = 0; t < T; ++t) add_k_block<Format>(h, ab[t][b], sums[t], acc[t], acc_offsets[t]);
   }
   for (int t = 0; t < T; ++t)
     out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t], _mm512_zextps256_ps512(acc_offsets[t])));
+}
+
+// One token's Q8_K activations packed for dot_q4_k_one: each block as
+// Q8_K's, with its eight 32-value chunks in the order 0, 2, 1, 3, 4, 6, 5,
+// 7. A Q4_K block keeps chunks 2p and 2p + 1 in the low and high nibbles of
+// qs[32p .. 32p + 31], so 64 bytes of qs hold chunks 0-3 (or 4-7): their
+// low nibbles are chunks 0 and 2, which the packing puts side by side, and
+// their high ones chunks 1 and 3. One load, two masks and a shift then
+// unpack 128 weights, where dot_k_rows takes a broadcast load, a masked
+// shift and a mask for each 64.
+size_t q4_k_one_bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * sizeof(BlockQ8_K); }
+
+void q4_k_one_pack(const void* a, size_t, int64_t n, void* packed) {
+  constexpr int kChunkOrder[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+  const auto* in = static_cast<const BlockQ8_K*>(a);
+  auto* out = static_cast<BlockQ8_K*>(packed);
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    out[b].d = in[b].d;
+    std::memcpy(out[b].bsums, in[b].bsums, sizeof out[b].bsums);
+    for (int c = 0; c < 8; ++c) std::memcpy(out[b].qs + 32 * c, in[b].qs + 32 * kChunkOrder[c], 32);
+  }
+}
+
+void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
+  const auto* wb = static_cast<const BlockQ4_K*>(w);
+  const auto* ab = static_cast<const BlockQ8_K*>(packed);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
+  __m512 acc = _mm512_setzero_ps();
+  __m256 acc_offsets = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const KHeader h = Q4_KPairs::header(wb[b]);
+    __m512i sums = _mm512_setzero_si512();
+    // Half kH: chunks 4kH .. 4kH + 3, from qs[64kH .. 64kH + 63].
+    auto add_half = [&]<int kH>() {
+      const __m512i bytes = load512(wb[b].qs + 64 * kH);
+      const __m512i low = _mm512_and_si512(bytes, low_nibbles);  // chunks 4kH, 4kH + 2
+      const __m512i high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);  // 4kH + 1, 4kH + 3
+      const int8_t* a = ab[b].qs + 128 * kH;
+      sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(low, load512(a)),
+                                 spread_slots<4 * kH, 4 * kH, 4 * kH + 2, 4 * kH + 2>(h.scales));
+      sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(high, load512(a + 64)),
+                                 spread_slots<4 * kH + 1, 4 * kH + 1, 4 * kH + 3, 4 * kH + 3>(h.scales));
+    };
+    add_half.template operator()<0>();
+    add_half.template operator()<1>();
+    add_k_block<Q4_KPairs>(h, ab[b], sums, acc, acc_offsets);
+  }
+  *out = _mm512_reduce_add_ps(_mm512_add_ps(acc, _mm512_zextps256_ps512(acc_offsets)));
+}
+
+KernelEntry q4_k_kernels() {
+  static const PackedDot one{q4_k_one_bytes, q4_k_one_pack, dot_q4_k_one};
+  KernelEntry entry = dots<dot_k_rows<1, Q4_KPairs>, dot_k_rows<4, Q4_KPairs>>();
+  entry.packed1 = &one;
+  return entry;
 }
 
 }  // namespace
@@ -346,7 +406,7 @@ void install_avx512(OverrideFn record) {
   install_avx2(record);
   record(TensorType::Q8_0, signed_kernels<Q8_0Pair>());
   record(TensorType::Q4_0, signed_kernels<Q4_0Pair>());
-  record(TensorType::Q4_K, dots<dot_k_rows<1, Q4_KPairs>, dot_k_rows<4, Q4_KPairs>>());
+  record(TensorType::Q4_K, q4_k_kernels());
   record(TensorType::Q6_K, dots<dot_k_rows<1, Q6_KPairs>, dot_k_rows<4, Q6_KPairs>>());
 }
 
