@@ -197,33 +197,34 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
     rows.resize(static_cast<size_t>(chunk) * row_floats);
     scores.resize(static_cast<size_t>(n) * group * n_pos);
     auto row_scores = [&](int t, int g) { return &scores[(static_cast<size_t>(t) * group + g) * n_pos]; };
+    // Converts the cache rows of `dim` floats from cache_row(p0) a chunk at
+    // a time into `rows`, and calls visit(t, g, p0, count) for every token
+    // t and query head g of the group that sees count > 0 of the chunk's
+    // positions: token t attends to positions 0..n_past+t (causal).
+    auto for_each_chunk = [&](auto cache_row, int dim, auto visit) {
+      for (int p0 = 0; p0 < n_pos; p0 += chunk) {
+        const int count = std::min(chunk, n_pos - p0);
+        dequantize_row(TensorType::F16, cache_row(p0), rows.data(), int64_t{count} * dim);
+        for (int t = std::max(0, p0 - n_past); t < n; ++t)
+          for (int g = 0; g < group; ++g) visit(t, g, p0, std::min(count, n_past + t + 1 - p0));
+      }
+    };
     for (int kv_head = static_cast<int>(begin); kv_head < end; ++kv_head) {
       const int first = kv_head * group;
       for (int t = 0; t < n; ++t)
         for (int g = 0; g < group; ++g) round_to_f16(query(t, first + g), dim_k);
-      // Token t attends to positions 0..n_past+t (causal).
-      for (int p0 = 0; p0 < n_pos; p0 += chunk) {
-        const int count = std::min(chunk, n_pos - p0);
-        dequantize_row(TensorType::F16, kv.key(layer, kv_head, p0), rows.data(), int64_t{count} * dim_k);
-        for (int t = std::max(0, p0 - n_past); t < n; ++t)
-          for (int g = 0; g < group; ++g)
-            attention_scores(query(t, first + g), rows.data(), std::min(count, n_past + t + 1 - p0), dim_k, scale,
-                             row_scores(t, g) + p0);
-      }
+      for_each_chunk([&](int p0) { return kv.key(layer, kv_head, p0); }, dim_k, [&](int t, int g, int p0, int count) {
+        attention_scores(query(t, first + g), rows.data(), count, dim_k, scale, row_scores(t, g) + p0);
+      });
       for (int t = 0; t < n; ++t)
         for (int g = 0; g < group; ++g) {
           softmax(row_scores(t, g), n_past + t + 1);
           round_to_f16(row_scores(t, g), n_past + t + 1);
           std::fill_n(output(t, first + g), dim_v, 0.0f);
         }
-      for (int p0 = 0; p0 < n_pos; p0 += chunk) {
-        const int count = std::min(chunk, n_pos - p0);
-        dequantize_row(TensorType::F16, kv.value(layer, kv_head, p0), rows.data(), int64_t{count} * dim_v);
-        for (int t = std::max(0, p0 - n_past); t < n; ++t)
-          for (int g = 0; g < group; ++g)
-            add_weighted_sum(row_scores(t, g) + p0, rows.data(), std::min(count, n_past + t + 1 - p0), dim_v,
-                             output(t, first + g));
-      }
+      for_each_chunk([&](int p0) { return kv.value(layer, kv_head, p0); }, dim_v, [&](int t, int g, int p0, int count) {
+        add_weighted_sum(row_scores(t, g) + p0, rows.data(), count, dim_v, output(t, first + g));
+      });
     }
   });
 }
