@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# revis against llama.cpp on the same model files, on one machine, in one
+# run: rounds alternate the two programs (which goes first swaps every
+# round), so both meet the same memory state and the same neighbours, and
+# the ratios come from the same minutes. A benchmark: it asserts nothing.
+#
+#   scripts/bench-vs-llama-cpp.sh LLAMA_BENCH MODEL.gguf [MODEL.gguf ...]
+#   ROUNDS=3 REPS=5 THREADS=2 PROMPT=512 GEN=128 REVIS=build/revis scripts/bench-vs-llama-cpp.sh ...
+#
+# LLAMA_BENCH is llama.cpp's llama-bench binary (build it yourself; revis
+# does not ship it). Per round and model it runs `revis bench --json` and
+# `llama-bench -o jsonl` with the same prompt length, generated tokens,
+# repetitions and threads, and takes each one's median over the
+# repetitions. llama-bench times generation from an empty context, revis
+# bench after the prompt; so revis is also timed with a one-token prompt,
+# and the generation ratio is taken between those two like-for-like
+# figures (revis's after-the-prompt figure is printed beside it). The
+# roofline column of llama.cpp uses the bandwidth revis measured in the
+# same round and revis's count of bytes read per token.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+revis=${REVIS:-build/revis}
+rounds=${ROUNDS:-3}
+reps=${REPS:-5}
+threads=${THREADS:-2}
+prompt=${PROMPT:-512}
+gen=${GEN:-128}
+(($# >= 2)) || { sed -n '7,8p' "$0" | sed 's/^# //' >&2; exit 2; }
+llama_bench=$1
+shift
+[[ -x $revis ]] || { echo "error: $revis not found (build first, or set REVIS)" >&2; exit 1; }
+[[ -x $llama_bench ]] || { echo "error: $llama_bench is not an executable llama-bench" >&2; exit 1; }
+for model in "$@"; do [[ -f $model ]] || { echo "error: $model not found" >&2; exit 1; }; done
+
+# The value of "key": in a one-line JSON object.
+field() { grep -o "\"$1\": *[0-9.e+-]*" <<<"$2" | head -1 | sed 's/.*: *//'; }
+# The median of the numbers on standard input, one per line.
+median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
+# The median of llama-bench's samples_ts for the test with n_prompt $1 and n_gen $2.
+llama_median() {
+  grep "\"n_prompt\": *$1," <<<"$3" | grep "\"n_gen\": *$2," | grep -o '"samples_ts": *\[[^]]*\]' |
+    sed 's/.*\[//; s/\]//' | tr ',' '\n' | median
+}
+
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+run_revis() {
+  local model=$1 out short
+  out=$("$revis" bench -m "$model" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" --json 2>/dev/null)
+  short=$("$revis" bench -m "$model" -p 1 -n "$gen" -r "$reps" -t "$threads" --json 2>/dev/null)
+  revis_pp=$(field prefill_tok_s "$out")
+  revis_tg_deep=$(field gen_tok_s "$out")
+  revis_tg=$(field gen_tok_s "$short")
+  bandwidth=$(field bandwidth_gb_s "$out")
+  bytes=$(field bytes_per_token "$out")
+}
+run_llama() {
+  local model=$1 out
+  out=$("$llama_bench" -m "$model" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" -o jsonl 2>/dev/null)
+  llama_pp=$(llama_median "$prompt" 0 "$out")
+  llama_tg=$(llama_median 0 "$gen" "$out")
+}
+
+printf '%-28s %5s %9s %9s %9s %9s %9s %8s %8s %9s %9s\n' model round "revis pp" "llama pp" "revis tg" "llama tg" \
+  "revis tg@$prompt" "pp ratio" "tg ratio" "revis rl%" "llama rl%"
+for round in $(seq "$rounds"); do
+  for model in "$@"; do
+    if ((round % 2)); then run_revis "$model"; run_llama "$model"; else run_llama "$model"; run_revis "$model"; fi
+    line=$(awk -v m="$(basename "$model")" -v r="$round" -v rp="$revis_pp" -v lp="$llama_pp" -v rt="$revis_tg" \
+      -v lt="$llama_tg" -v rd="$revis_tg_deep" -v bw="$bandwidth" -v by="$bytes" 'BEGIN {
+        printf "%-28s %5d %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %9.1f %9.1f", m, r, rp, lp, rt, lt, rd, rp / lp,
+          rt / lt, 100 * rt * by / (bw * 1e9), 100 * lt * by / (bw * 1e9) }')
+    echo "$line"
+    echo "$line" >>"$results"
+  done
+done
+
+echo
+echo "medians over $rounds rounds (ratios: the median of each round's ratio, and its range)"
+for model in "$@"; do
+  name=$(basename "$model")
+  col() { awk -v m="$name" -v c="$1" '$1 == m {print $c}' "$results" | median; }
+  range() { awk -v m="$name" -v c="$1" '$1 == m {print $c}' "$results" | sort -g | sed -n '1p;$p' | paste -sd- -; }
+  printf '%-28s prefill: revis %s, llama.cpp %s tok/s, ratio %s (%s)\n' "$name" "$(col 3)" "$(col 4)" "$(col 8)" "$(range 8)"
+  printf '%-28s generation: revis %s, llama.cpp %s tok/s, ratio %s (%s); revis after %s tokens %s\n' "" "$(col 5)" \
+    "$(col 6)" "$(col 9)" "$(range 9)" "$prompt" "$(col 7)"
+  printf '%-28s roofline: revis %s %%, llama.cpp %s %%\n' "" "$(col 10)" "$(col 11)"
+done
