@@ -105,6 +105,17 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
 
   const int64_t slice = grouped ? slice_cols(w.cols, packed ? packed_bytes : kGroup * act_row, kGroupSliceBytes) : w.cols;
   const int64_t single_slice = slice_cols(w.cols, w.row_bytes, kPrefetchSliceBytes);
+  // Byte offsets of every slice, worked out once here rather than per row.
+  auto cut = [&](int64_t width, const PackedDot* packed_form, std::vector<Slice>& slices) {
+    slices.clear();
+    for (int64_t col = 0; col < w.cols; col += width) {
+      const int64_t n = std::min(width, w.cols - col);
+      slices.push_back({n, row_bytes(w.type, col), row_bytes(w.type, n),
+                        packed_form ? packed_form->bytes(col) : row_bytes(act_type, col)});
+    }
+  };
+  cut(slice, packed, group_slices_);
+  cut(single_slice, packed_one, single_slices_);
   // A tile is kTileBytes of one slice of its rows (of whole rows when the
   // rows are not sliced).
   const size_t slice_row_bytes = std::max<size_t>(row_bytes(w.type, slice), 1);
@@ -122,20 +133,20 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
         for (; t + kGroup <= n_tokens; t += kGroup) {
           const uint8_t* group = acts + t * act_row;
           const uint8_t* packed_group = packed ? packed_groups + (t / kGroup) * packed_bytes : nullptr;
-          for (int64_t col = 0; col < w.cols; col += slice) {
-            const int64_t n = std::min(slice, w.cols - col);
-            const size_t w_offset = row_bytes(w.type, col);
+          bool first = true;
+          for (const Slice& s : group_slices_) {
             for (int64_t r = begin; r < end; ++r) {
               float dots[kGroup];
               if (packed)
-                packed->dot(w.row(r) + w_offset, packed_group + packed->bytes(col), n, dots);
+                packed->dot(w.row(r) + s.w_offset, packed_group + s.act_offset, s.n, dots);
               else
-                kernels.dot4(w.row(r) + w_offset, group + row_bytes(act_type, col), act_row, n, dots);
+                kernels.dot4(w.row(r) + s.w_offset, group + s.act_offset, act_row, s.n, dots);
               for (int k = 0; k < kGroup; ++k) {
                 float& o = out[(t + k) * out_stride + r];
-                o = col == 0 ? dots[k] : o + dots[k];
+                o = first ? dots[k] : o + dots[k];
               }
             }
+            first = false;
           }
         }
       }
@@ -144,16 +155,14 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
         const uint8_t* packed_a = packed_one ? packed_singles + (t - n_groups * kGroup) * single_bytes : nullptr;
         for (int64_t r = begin; r < end; ++r) {
           float sum = 0.0f;
-          for (int64_t col = 0; col < w.cols; col += single_slice) {
-            const int64_t n = std::min(single_slice, w.cols - col);
-            const size_t w_offset = row_bytes(w.type, col);
+          for (const Slice& s : single_slices_) {
             // Only the first pass over the rows reads them from memory.
-            if (t == 0 && r + prefetch_rows < end) prefetch(w.row(r + prefetch_rows) + w_offset, row_bytes(w.type, n));
+            if (t == 0 && r + prefetch_rows < end) prefetch(w.row(r + prefetch_rows) + s.w_offset, s.w_bytes);
             float dot;
             if (packed_one)
-              packed_one->dot(w.row(r) + w_offset, packed_a + packed_one->bytes(col), n, &dot);
+              packed_one->dot(w.row(r) + s.w_offset, packed_a + s.act_offset, s.n, &dot);
             else
-              dot = kernels.dot(w.row(r) + w_offset, a + row_bytes(act_type, col), n);
+              dot = kernels.dot(w.row(r) + s.w_offset, a + s.act_offset, s.n);
             sum += dot;
           }
           out[t * out_stride + r] = sum;

@@ -39,8 +39,16 @@ class MatMul {
            int64_t out_stride);
 
  private:
+  // One slice of the columns: n values at byte w_offset of a weight row
+  // (w_bytes of it), met by the activations from byte act_offset.
+  struct Slice {
+    int64_t n;
+    size_t w_offset, w_bytes, act_offset;
+  };
+
   std::vector<uint8_t> activations_;         // reused between calls
   std::vector<uint8_t> packed_activations_;  // groups of four, where the kernels have a packed form
+  std::vector<Slice> group_slices_, single_slices_;
 };
 
 }  // namespace revis
