@@ -219,11 +219,6 @@ inline __m512i spread_slots(__m512i scales) {
   return _mm512_shuffle_epi8(scales, control);
 }
 
-template <typename F, int... kP>
-inline void for_pairs(F&& f, std::integer_sequence<int, kP...>) {
-  (f.template operator()<kP>(), ...);
-}
-
 // What a format gives the kernel for one block: its group scales as int16
 // in each 128-bit lane (Format::pair_scales picks a pair's), the offsets that
 // multiply Q8_K's 16 group sums, and the float scales d and dmin in lanes 0
@@ -232,6 +227,11 @@ struct KHeader {
   __m512i scales;
   __m256i offsets;
   __m128 d_dmin;
+};
+
+// The unsigned levels of half kH of a block: pairs 2kH (even) and 2kH + 1 (odd).
+struct HalfLevels {
+  __m512i even, odd;
 };
 
 // The float16 at p and the one after it, as floats in lanes 0 and 1.
@@ -256,10 +256,13 @@ struct Q4_KPairs {
   // Lanes 0-15 take group 2p's scale, lanes 16-31 group 2p + 1's.
   template <int kP>
   static __m512i pair_scales(__m512i scales) { return spread_slots<2 * kP, 2 * kP, 2 * kP + 1, 2 * kP + 1>(scales); }
-  template <int kP>
-  static __m512i levels(const Block& b) {
-    const __m512i bytes = _mm512_broadcast_i64x4(load256(b.qs + 32 * kP));
-    return _mm512_and_si512(_mm512_mask_srli_epi16(bytes, kHighHalf, bytes, 4), _mm512_set1_epi8(0x0f));
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
+    auto pair = [&](int p) {
+      const __m512i bytes = _mm512_broadcast_i64x4(load256(b.qs + 32 * p));
+      return _mm512_and_si512(_mm512_mask_srli_epi16(bytes, kHighHalf, bytes, 4), _mm512_set1_epi8(0x0f));
+    };
+    return {pair(2 * kH), pair(2 * kH + 1)};
   }
 };
 
@@ -267,7 +270,8 @@ struct Q4_KPairs {
 // low nibble from ql[64h + 32(k % 2) + l] (the high nibble when k >= 2) and
 // its top two bits from qh[32h + l] at bit 2k. Pair p = 2h + k / 2 thus
 // covers ql[64h .. 64h + 63], low nibbles for p even and high for p odd, and
-// bits 4(p % 2) and 4(p % 2) + 2 of qh.
+// bits 4(p % 2) and 4(p % 2) + 2 of qh. Both pairs of a half come from the
+// same qh bytes, shifted once for the two.
 struct Q6_KPairs {
   using Block = BlockQ6_K;
   static constexpr bool kOwnOffsetScale = false;  // the offsets (32 * scale) share d
@@ -282,16 +286,19 @@ struct Q6_KPairs {
   // Lanes 8i .. 8i + 7 take group 4p + i's scale.
   template <int kP>
   static __m512i pair_scales(__m512i scales) { return spread_slots<kP, kP, kP, kP>(scales); }
-  template <int kP>
-  static __m512i levels(const Block& b) {
-    constexpr int kH = kP / 2, kShift = 4 * (kP % 2);
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
     const __m512i ql = load512(b.ql + 64 * kH);
-    const __m512i low = _mm512_and_si512(kShift ? _mm512_srli_epi16(ql, 4) : ql, _mm512_set1_epi8(0x0f));
+    const __m512i nibble = _mm512_set1_epi8(0x0f), top_bits = _mm512_set1_epi8(0x30);
     __m512i qh = _mm512_broadcast_i64x4(load256(b.qh + 32 * kH));
-    if constexpr (kShift) qh = _mm512_srli_epi16(qh, kShift);
+    // The even pair's top bits are bits 0-1 (its low half) and 2-3 (its high
+    // half) of qh, the odd pair's 4-5 and 6-7. The high half shifted down by
+    // 2 has them at 0-1 and 4-5 in both halves.
     qh = _mm512_mask_srli_epi16(qh, kHighHalf, qh, 2);
-    // (qh << 4) & 0x30 | low
-    return _mm512_ternarylogic_epi32(low, _mm512_slli_epi16(qh, 4), _mm512_set1_epi8(0x30), 0xf8);
+    // low | (top & 0x30), the top bits moved to bits 4-5 first.
+    const __m512i even = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, nibble), _mm512_slli_epi16(qh, 4), top_bits, 0xf8);
+    const __m512i odd = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble), qh, top_bits, 0xf8);
+    return {even, odd};
   }
 };
 
@@ -323,16 +330,20 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
     const KHeader h = Format::header(x);
     __m512i sums[T];
     for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
-    for_pairs(
-        [&]<int kP>() {
-          const __m512i q = Format::template levels<kP>(x);
-          const __m512i scale = Format::template pair_scales<kP>(h.scales);
-          for (int t = 0; t < T; ++t) {
-            const __m512i products = _mm512_maddubs_epi16(q, load512(ab[t][b].qs + 64 * kP));
-            sums[t] = _mm512_dpwssd_epi32(sums[t], products, scale);
-          }
-        },
-        std::make_integer_sequence<int, 4>());
+    auto add_pair = [&]<int kP>(__m512i q) {
+      const __m512i scale = Format::template pair_scales<kP>(h.scales);
+      for (int t = 0; t < T; ++t) {
+        const __m512i products = _mm512_maddubs_epi16(q, load512(ab[t][b].qs + 64 * kP));
+        sums[t] = _mm512_dpwssd_epi32(sums[t], products, scale);
+      }
+    };
+    auto add_half = [&]<int kH>() {
+      const HalfLevels q = Format::template levels<kH>(x);
+      add_pair.template operator()<2 * kH>(q.even);
+      add_pair.template operator()<2 * kH + 1>(q.odd);
+    };
+    add_half.template operator()<0>();
+    add_half.template operator()<1>();
     for (int t = 0; t < T; ++t) add_k_block<Format>(h, ab[t][b], sums[t], acc[t], acc_offsets[t]);
   }
   for (int t = 0; t < T; ++t)
