@@ -39,8 +39,10 @@ int64_t slice_cols(int64_t cols, size_t bytes, size_t limit) {
 // How far ahead of the row being multiplied a single-token pass asks for
 // weights. The hardware prefetchers stop at every 4 KiB page and need a few
 // misses to start again; requests this far ahead keep memory busy across
-// page boundaries (worth 10-15% of decoding speed on a 2-core Ice Lake).
-constexpr size_t kPrefetchBytes = 32 * 1024;
+// page boundaries (32 KiB ahead was worth 10-15% of decoding speed on a
+// 2-core Ice Lake; on a 2-core Zen 4, 16 KiB decoded Q8_0 about as fast as
+// the best runs of 32 and 64 KiB, and without their slow runs).
+constexpr size_t kPrefetchBytes = 16 * 1024;
 
 // Those requests go out a slice of a row at a time, each slice just before
 // its multiplication. A whole long row asked for at once (136 lines for an
