@@ -6,6 +6,7 @@
 #
 #   scripts/bench-vs-llama-cpp.sh LLAMA_BENCH MODEL.gguf [MODEL.gguf ...]
 #   ROUNDS=3 REPS=5 THREADS=2 PROMPT=512 GEN=128 REVIS=build/revis scripts/bench-vs-llama-cpp.sh ...
+#   RAW=DIR keeps every run's own output (JSON) in DIR.
 #
 # LLAMA_BENCH is llama.cpp's llama-bench binary (build it yourself; revis
 # does not ship it). Per round and model it runs `revis bench --json` and
@@ -25,7 +26,9 @@ reps=${REPS:-5}
 threads=${THREADS:-2}
 prompt=${PROMPT:-512}
 gen=${GEN:-128}
-(($# >= 2)) || { sed -n '7,8p' "$0" | sed 's/^# //' >&2; exit 2; }
+raw=${RAW:-}
+[[ -z $raw ]] || mkdir -p "$raw"
+(($# >= 2)) || { sed -n '7,9p' "$0" | sed 's/^# //' >&2; exit 2; }
 llama_bench=$1
 shift
 [[ -x $revis ]] || { echo "error: $revis not found (build first, or set REVIS)" >&2; exit 1; }
@@ -42,12 +45,21 @@ llama_median() {
     sed 's/.*\[//; s/\]//' | tr ',' '\n' | median
 }
 
+# keep NAME TEXT...: appends the texts to RAW/NAME.jsonl, with the round.
+keep() {
+  [[ -n $raw ]] || return 0
+  local name=$1
+  shift
+  printf '# round %s\n%s\n' "$round" "$(printf '%s\n' "$@")" >>"$raw/$name.jsonl"
+}
+
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 run_revis() {
   local model=$1 out short
   out=$("$revis" bench -m "$model" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" --json 2>/dev/null)
   short=$("$revis" bench -m "$model" -p 1 -n "$gen" -r "$reps" -t "$threads" --json 2>/dev/null)
+  keep "revis-$(basename "$model")" "$out" "$short"
   revis_pp=$(field prefill_tok_s "$out")
   revis_tg_deep=$(field gen_tok_s "$out")
   revis_tg=$(field gen_tok_s "$short")
@@ -57,6 +69,7 @@ run_revis() {
 run_llama() {
   local model=$1 out
   out=$("$llama_bench" -m "$model" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" -o jsonl 2>/dev/null)
+  keep "llama-$(basename "$model")" "$out"
   llama_pp=$(llama_median "$prompt" 0 "$out")
   llama_tg=$(llama_median 0 "$gen" "$out")
 }
