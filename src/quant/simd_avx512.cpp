@@ -32,7 +32,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <utility>
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
