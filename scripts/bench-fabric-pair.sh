@@ -84,7 +84,8 @@ batch_rate() {
   grep -E '^(batch:|ran on:)' "$work/batch.err" | sed 's/^/    /' >&2
   sed -n 's/^ *"ticketsPerS": \([-0-9.e+]*\),\{0,1\}$/\1/p' "$work/summary.json"
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# shellcheck source=bench-stats.sh
+source scripts/bench-stats.sh  # median
 
 one=() two=()
 for run in $(seq 1 "$runs"); do

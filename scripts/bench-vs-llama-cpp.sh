@@ -37,8 +37,8 @@ for model in "$@"; do [[ -f $model ]] || { echo "error: $model not found" >&2; e
 
 # The value of "key": in a one-line JSON object.
 field() { grep -o "\"$1\": *[0-9.e+-]*" <<<"$2" | head -1 | sed 's/.*: *//'; }
-# The median of the numbers on standard input, one per line.
-median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
+# shellcheck source=bench-stats.sh
+source scripts/bench-stats.sh  # median
 # The median of llama-bench's samples_ts for the test with n_prompt $1 and n_gen $2.
 llama_median() {
   grep "\"n_prompt\": *$1," <<<"$3" | grep "\"n_gen\": *$2," | grep -o '"samples_ts": *\[[^]]*\]' |
