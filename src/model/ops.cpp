@@ -193,21 +193,27 @@ void attention_scores(const float* q, const float* keys, int n, int dim, float s
   for (p = 0; p < n; ++p) scores[p] *= scale;
 }
 
+// out[0 .. 8 kVectors) += sum over p of weights[p] * rows[p][0 .. 8 kVectors):
+// the outputs stay in registers over all n rows instead of being read and
+// written once per row. Each register's sum is a chain of multiply-adds, one
+// per row, so only with eight registers (64 outputs) do enough chains run at
+// once to keep the multiply-add units busy rather than waiting on each other.
+template <int kVectors>
+ALWAYS_INLINE void add_weighted_columns(const float* weights, const float* rows, int n, int dim, float* out) {
+  Float8 acc[kVectors];
+  for (int v = 0; v < kVectors; ++v) acc[v] = load8(out + 8 * v);
+  for (int p = 0; p < n; ++p) {
+    const float* row = rows + static_cast<int64_t>(p) * dim;
+    for (int v = 0; v < kVectors; ++v) acc[v] += weights[p] * load8(row + 8 * v);
+  }
+  std::memcpy(out, acc, sizeof acc);
+}
+
 REVIS_VECTOR_CLONES
 void add_weighted_sum(const float* weights, const float* rows, int n, int dim, float* out) {
-  // 32 outputs at a time stay in four vector registers over all n rows,
-  // instead of out being read and written once per row.
-  constexpr int kVectors = 4, kWidth = 8 * kVectors;
   int i = 0;
-  for (; i + kWidth <= dim; i += kWidth) {
-    Float8 acc[kVectors];
-    for (int v = 0; v < kVectors; ++v) acc[v] = load8(out + i + 8 * v);
-    for (int p = 0; p < n; ++p) {
-      const float* row = rows + static_cast<int64_t>(p) * dim + i;
-      for (int v = 0; v < kVectors; ++v) acc[v] += weights[p] * load8(row + 8 * v);
-    }
-    std::memcpy(out + i, acc, sizeof acc);
-  }
+  for (; i + 64 <= dim; i += 64) add_weighted_columns<8>(weights, rows + i, n, dim, out + i);
+  for (; i + 8 <= dim; i += 8) add_weighted_columns<1>(weights, rows + i, n, dim, out + i);
   for (; i < dim; ++i) {
     float acc = out[i];
     for (int p = 0; p < n; ++p) acc += weights[p] * rows[static_cast<int64_t>(p) * dim + i];

@@ -404,6 +404,18 @@ KernelEntry q4_k_kernels() {
   return entry;
 }
 
+// --- Float16 to float ------------------------------------------------------------
+//
+// What attention converts its float16 KV cache with, a chunk of positions at
+// a time: sixteen values per instruction, where AVX2's conversion takes eight
+// and made up about a quarter of attention's time.
+void dequantize_f16_avx512(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(load256(h + i)));
+  for (; i < n; ++i) dst[i] = half(h[i]);
+}
+
 }  // namespace
 
 bool avx512_supported() {
@@ -418,6 +430,7 @@ void install_avx512(OverrideFn record) {
   record(TensorType::Q4_0, signed_kernels<Q4_0Pair>());
   record(TensorType::Q4_K, q4_k_kernels());
   record(TensorType::Q6_K, dots<dot_k_rows<1, Q6_KPairs>, dot_k_rows<4, Q6_KPairs>>());
+  record(TensorType::F16, {.dequantize = dequantize_f16_avx512});
 }
 
 }  // namespace revis::quant

@@ -238,15 +238,14 @@ TEST_F(Avx2, F16RowsOfAnyLengthAreBitIdentical) {
                            "range edges");
 }
 
-TEST_F(Avx2, F16DequantizeIsBitIdenticalForEveryHalf) {
-  const quant::DequantizeFn avx2 = avx2_kernels().at(TensorType::F16).dequantize;
-  // Every half, in one long row and with an odd-length tail.
+// Every half, in one long row and with an odd-length tail.
+void expect_exact_f16_dequantize(quant::DequantizeFn convert) {
   for (size_t n : {size_t{65536}, size_t{65533}}) {
     std::vector<uint16_t> halves(n);
     for (size_t i = 0; i < n; ++i) halves[i] = static_cast<uint16_t>(i + (65536 - n));
     std::vector<float> expected(n), actual(n);
     quant::dequantize_f16(halves.data(), expected.data(), static_cast<int64_t>(n));
-    avx2(halves.data(), actual.data(), static_cast<int64_t>(n));
+    convert(halves.data(), actual.data(), static_cast<int64_t>(n));
     for (size_t i = 0; i < n; ++i) {
       // NaN payloads may be quieted by the hardware; a NaN must stay a NaN.
       if (std::isnan(expected[i])) {
@@ -257,6 +256,15 @@ TEST_F(Avx2, F16DequantizeIsBitIdenticalForEveryHalf) {
       }
     }
   }
+}
+
+TEST_F(Avx2, F16DequantizeIsBitIdenticalForEveryHalf) {
+  expect_exact_f16_dequantize(avx2_kernels().at(TensorType::F16).dequantize);
+}
+
+TEST_F(Avx512, F16DequantizeIsBitIdenticalForEveryHalf) {
+  ASSERT_NE(avx512_kernels().at(TensorType::F16).dequantize, avx2_kernels().at(TensorType::F16).dequantize);
+  expect_exact_f16_dequantize(avx512_kernels().at(TensorType::F16).dequantize);
 }
 
 // --- Dot products ------------------------------------------------------------------
