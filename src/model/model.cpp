@@ -24,6 +24,17 @@ constexpr size_t kAttentionChunkBytes = 16 * 1024;
 
 uint64_t matrix_bytes(const Matrix& m) { return m.empty() ? 0 : m.row_bytes * m.rows * m.n_mats; }
 
+// Room for `count` floats in `storage`, starting on a cache line. Attention's
+// kernels read their rows 32 bytes at a time; from malloc's 16-byte alignment
+// every other read straddled two lines, which made attention a fifth slower.
+constexpr size_t kLineFloats = 64 / sizeof(float);
+float* line_aligned(std::vector<float>& storage, size_t count) {
+  storage.resize(count + kLineFloats);
+  void* start = storage.data();
+  size_t space = storage.size() * sizeof(float);
+  return static_cast<float*>(std::align(kLineFloats * sizeof(float), count * sizeof(float), start, space));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const gguf::GgufFile> file) {
@@ -194,18 +205,12 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
     // Per pool thread, kept across calls. scores holds a row of n_pos per
     // (token, query head of the group): at most 64 x group x n_pos floats,
     // as much as the whole cache of one KV head in float at group 4.
-    thread_local std::vector<float> rows_storage, scores;
-    // The converted rows start on a cache line: the kernels read them 32
-    // bytes at a time, and from malloc's 16-byte alignment every other read
-    // straddled two lines, which made attention about a fifth slower.
-    constexpr size_t kLine = 64;
-    const size_t rows_bytes = static_cast<size_t>(chunk) * row_floats * sizeof(float);
-    rows_storage.resize((rows_bytes + kLine) / sizeof(float));
-    void* start = rows_storage.data();
-    size_t space = rows_storage.size() * sizeof(float);
-    float* const rows = static_cast<float*>(std::align(kLine, rows_bytes, start, space));
-    scores.resize(static_cast<size_t>(n) * group * n_pos);
-    auto row_scores = [&](int t, int g) { return &scores[(static_cast<size_t>(t) * group + g) * n_pos]; };
+    // Every row of scores starts on a cache line too.
+    thread_local std::vector<float> rows_storage, scores_storage;
+    float* const rows = line_aligned(rows_storage, static_cast<size_t>(chunk) * row_floats);
+    const size_t scores_stride = (n_pos + kLineFloats - 1) / kLineFloats * kLineFloats;
+    float* const scores = line_aligned(scores_storage, static_cast<size_t>(n) * group * scores_stride);
+    auto row_scores = [&](int t, int g) { return scores + (static_cast<size_t>(t) * group + g) * scores_stride; };
     // Converts the cache rows of `dim` floats from cache_row(p0) a chunk at
     // a time into `rows`, and calls visit(t, g, p0, count) for every token
     // t and query head g of the group that sees count > 0 of the chunk's
