@@ -112,13 +112,17 @@ int two_node_demo(const std::filesystem::path& dir, const std::string& model, in
     for (pid_t pid : nodes)
       if (pid > 0) wait_child(pid);
   };
+  // Node i sees its peer linked and done loading the model, so the batch
+  // can spread over both from its first ticket.
   auto linked = [&](int i) {
     auto r = node::http_request({"127.0.0.1", ports[i]}, "GET", "/v1/revis/cluster", "", {}, 2000);
     if (!r.ok() || r->status != 200) return false;
     nlohmann::json view = nlohmann::json::parse(r->body, nullptr, false);
     if (view.is_discarded() || !view.contains("nodes")) return false;
     for (const auto& n : view["nodes"])
-      if (n.value("link", "") == "up" && n.value("name", nlohmann::json()).is_string()) return true;
+      if (n.value("link", "") == "up" && n.value("name", nlohmann::json()).is_string() && n.contains("loaded") &&
+          n["loaded"].is_array() && !n["loaded"].empty())
+        return true;
     return false;
   };
   if (!wait_for([&] { return linked(0) && linked(1); }, std::chrono::seconds(60))) {

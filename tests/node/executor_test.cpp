@@ -121,6 +121,26 @@ TEST(Executor, RunsJobsOneAtATimeInArrivalOrder) {
   f.executor.shutdown(1s);
 }
 
+// Peers learn a node's busy/idle state from the observer: the end of the
+// preload (busy loading -> idle) must reach it, not wait for a job.
+TEST(Executor, ObserverHearsThatThePreloadEnded) {
+  Fixture f;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool ready_seen = false;
+  f.executor.set_observer([&] {
+    const bool ready = f.executor.snapshot().ready;
+    std::lock_guard<std::mutex> lock(mutex);
+    ready_seen = ready_seen || ready;
+    cv.notify_all();
+  });
+  f.executor.start("small");
+  std::unique_lock<std::mutex> lock(mutex);
+  EXPECT_TRUE(cv.wait_for(lock, 60s, [&] { return ready_seen; })) << "no change reported once the model was loaded";
+  lock.unlock();
+  f.executor.shutdown(1s);
+}
+
 TEST(Executor, QueueBoundAndCancellation) {
   Fixture f(/*queue_limit=*/2);
   Outcomes out;
