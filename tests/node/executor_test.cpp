@@ -124,10 +124,10 @@ TEST(Executor, RunsJobsOneAtATimeInArrivalOrder) {
 // Peers learn a node's busy/idle state from the observer: the end of the
 // preload (busy loading -> idle) must reach it, not wait for a job.
 TEST(Executor, ObserverHearsThatThePreloadEnded) {
-  Fixture f;
-  std::mutex mutex;
+  std::mutex mutex;  // declared before the executor, so they outlive its thread
   std::condition_variable cv;
   bool ready_seen = false;
+  Fixture f;
   f.executor.set_observer([&] {
     const bool ready = f.executor.snapshot().ready;
     std::lock_guard<std::mutex> lock(mutex);
