@@ -62,13 +62,13 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
       if (!s.ok()) preload_error_ = s.message();
     }
     if (on_preloaded) on_preloaded(s);
-    // Peers saw this node busy (loading) until now; without this they would
-    // learn it is idle only at its next heartbeat, and send it nothing meanwhile.
-    if (on_change_) on_change_();
   } else {
     std::lock_guard<std::mutex> lock(mutex_);
     ready_ = true;
   }
+  // Until ready, peers saw this node busy; without this they would learn it
+  // is idle only at its next heartbeat, and send it nothing meanwhile.
+  if (on_change_) on_change_();
 
   while (true) {
     std::shared_ptr<QueuedJob> job;
