@@ -14,9 +14,9 @@ void pack4_q8_0(const void* a, size_t a_stride, int64_t n, void* packed) {
   const int64_t blocks = n / kLegacyBlock;
   auto* out = static_cast<uint8_t*>(packed);
   for (int64_t b = 0; b < blocks; b += 2, out += kPackedQ8_0PairBytes) {
+    float scales[2][4];
     for (int t = 0; t < 4; ++t) {
       const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + t * a_stride);
-      float scales[16];
       for (int h = 0; h < 2; ++h) {
         const bool present = b + h < blocks;
         uint8_t* values = out + 64 * t + 32 * h;
@@ -24,11 +24,10 @@ void pack4_q8_0(const void* a, size_t a_stride, int64_t n, void* packed) {
           std::memcpy(values, row[b + h].qs, kLegacyBlock);
         else
           std::memset(values, 0, kLegacyBlock);
-        const float scale = present ? half_to_float(row[b + h].d) : 0.0f;
-        for (int i = 0; i < 8; ++i) scales[8 * h + i] = scale;
+        scales[h][t] = present ? half_to_float(row[b + h].d) : 0.0f;
       }
-      std::memcpy(out + kPackedQ8_0Values + sizeof scales * t, scales, sizeof scales);
     }
+    std::memcpy(out + kPackedQ8_0Values, scales, sizeof scales);
   }
 }
 

@@ -5,10 +5,12 @@
 // to convert and no shuffle of the activations.
 //
 // Pairs (the AVX2 kernels, four rows): for each pair of blocks, the four
-// rows' 64 values (the two blocks' 32 each, row after row), then the four
-// rows' scales as 16 floats each (the first block's eight times, then the
-// second's). A missing second block of an odd count is zeros with scale
-// zero. 512 bytes per 64 values.
+// rows' 64 values (the two blocks' 32 each, row after row), then the scales
+// as floats, the four rows' of the first block and then of the second. A
+// missing second block of an odd count is zeros with scale zero. 288 bytes
+// per 64 values. (With each row's scale repeated over a register's eight
+// lanes it took 512, and a 2048-value row of four tokens no longer fit
+// beside the weights in a 32 KiB L1.)
 //
 // Quads (the AVX-512 VNNI kernels, one row or four): lane 4j + i of a
 // 512-bit register belongs to block j of four and row Quads::row(i), so
@@ -35,8 +37,8 @@
 
 namespace revis::quant {
 
-constexpr size_t kPackedQ8_0Values = 4 * 64;                                        // per pair of blocks
-constexpr size_t kPackedQ8_0PairBytes = kPackedQ8_0Values + 4 * 16 * sizeof(float);  // values, then scales
+constexpr size_t kPackedQ8_0Values = 4 * 64;                                       // per pair of blocks
+constexpr size_t kPackedQ8_0PairBytes = kPackedQ8_0Values + 2 * 4 * sizeof(float);  // values, then scales
 
 size_t packed4_bytes_q8_0(int64_t n);
 void pack4_q8_0(const void* a, size_t a_stride, int64_t n, void* packed);

@@ -150,7 +150,9 @@ inline __m128 row_scales_q8_k(const uint8_t* a, size_t stride, int64_t b) {
 // sums are first folded into one vector, [sums of lanes 0..3 of rows 0..3 |
 // sums of lanes 4..7 of rows 0..3], so one conversion and one FMA serve all
 // four rows instead of four of each; the integer folding is exact and runs
-// on the shuffle port, which the integer dot products leave idle.
+// on the shuffle units, which the integer dot products leave idle. It
+// unpacks and adds rather than using vphaddd, which AMD cores run several
+// times slower (Zen 4: the four-row Q8_0 kernel took 13% less time).
 template <int T>
 class RowAccumulator;
 
@@ -170,8 +172,10 @@ template <>
 class RowAccumulator<4> {
  public:
   void add(const __m256i* sums, __m128 scales) {
-    const __m256i folded =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(sums[0], sums[1]), _mm256_hadd_epi32(sums[2], sums[3]));
+    // Per half: [r0 l0+l2, r1 l0+l2, r0 l1+l3, r1 l1+l3], the same for rows 2 and 3, then both added across.
+    const __m256i rows01 = _mm256_add_epi32(_mm256_unpacklo_epi32(sums[0], sums[1]), _mm256_unpackhi_epi32(sums[0], sums[1]));
+    const __m256i rows23 = _mm256_add_epi32(_mm256_unpacklo_epi32(sums[2], sums[3]), _mm256_unpackhi_epi32(sums[2], sums[3]));
+    const __m256i folded = _mm256_add_epi32(_mm256_unpacklo_epi64(rows01, rows23), _mm256_unpackhi_epi64(rows01, rows23));
     acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(folded), _mm256_set_m128(scales, scales), acc_);
   }
   void store(float* out) const {
@@ -348,28 +352,23 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
   acc.store(out);
 }
 
-// dot4 against packed_q8_0.h's layout: per block and row the integer dot,
-// then one conversion and one FMA with the weight scale times the row's
-// scale, already a float. Each row keeps its own float sums, so neither the
-// scale gathers nor the folds of the four-row kernel above are needed.
+// dot4 against packed_q8_0.h's pairs: the four-row kernel above with the
+// values in one place and the rows' scales already floats, side by side.
 template <typename Format>
 void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
-  __m256 acc[4];
-  for (__m256& a : acc) a = _mm256_setzero_ps();
+  RowAccumulator<4> acc;
   for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
     const uint8_t* pair = static_cast<const uint8_t*>(packed) + (b / 2) * kPackedQ8_0PairBytes;
-    const int64_t half_offset = 32 * (b % 2);  // bytes of values; floats of scales: a quarter
-    const auto* scales = reinterpret_cast<const float*>(pair + kPackedQ8_0Values) + half_offset / 4;
+    const int64_t second = b % 2;
     const __m256i q = Format::weights(wb[b]);
     const __m256i q_abs = _mm256_abs_epi8(q);
-    const __m256 dw = _mm256_set1_ps(half(wb[b].d));
-    for (int t = 0; t < 4; ++t) {
-      const __m256i sums = dot_signed(q_abs, q, load256(pair + 64 * t + half_offset));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, _mm256_loadu_ps(scales + 16 * t)), acc[t]);
-    }
+    __m256i sums[4];
+    for (int t = 0; t < 4; ++t) sums[t] = dot_signed(q_abs, q, load256(pair + 64 * t + 32 * second));
+    const __m128 row_scales = _mm_loadu_ps(reinterpret_cast<const float*>(pair + kPackedQ8_0Values) + 4 * second);
+    acc.add(sums, _mm_mul_ps(row_scales, _mm_set1_ps(half(wb[b].d))));
   }
-  for (int t = 0; t < 4; ++t) out[t] = hsum(acc[t]);
+  acc.store(out);
 }
 
 template <typename Format>
