@@ -354,20 +354,27 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
 
 // dot4 against packed_q8_0.h's pairs: the four-row kernel above with the
 // values in one place and the rows' scales already floats, side by side.
+// The loop walks whole pairs, so no block index is divided per block.
 template <typename Format>
 void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
   RowAccumulator<4> acc;
-  for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
-    const uint8_t* pair = static_cast<const uint8_t*>(packed) + (b / 2) * kPackedQ8_0PairBytes;
-    const int64_t second = b % 2;
-    const __m256i q = Format::weights(wb[b]);
+  auto add_block = [&](const typename Format::Block& block, const uint8_t* pair, int second) __attribute__((always_inline)) {
+    const __m256i q = Format::weights(block);
     const __m256i q_abs = _mm256_abs_epi8(q);
     __m256i sums[4];
     for (int t = 0; t < 4; ++t) sums[t] = dot_signed(q_abs, q, load256(pair + 64 * t + 32 * second));
     const __m128 row_scales = _mm_loadu_ps(reinterpret_cast<const float*>(pair + kPackedQ8_0Values) + 4 * second);
-    acc.add(sums, _mm_mul_ps(row_scales, _mm_set1_ps(half(wb[b].d))));
+    acc.add(sums, _mm_mul_ps(row_scales, _mm_set1_ps(half(block.d))));
+  };
+  const int64_t blocks = n / kLegacyBlock;
+  const auto* pair = static_cast<const uint8_t*>(packed);
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2, pair += kPackedQ8_0PairBytes) {
+    add_block(wb[b], pair, 0);
+    add_block(wb[b + 1], pair, 1);
   }
+  if (b < blocks) add_block(wb[b], pair, 0);
   acc.store(out);
 }
 
