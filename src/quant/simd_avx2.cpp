@@ -352,6 +352,41 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
   acc.store(out);
 }
 
+// dot for one row, four blocks at a time: their sums are folded like four
+// rows' (RowAccumulator<4>), so that one conversion and one multiply-add
+// serve four blocks and the scales are converted four at a time. A tail
+// of fewer than four blocks takes zeros in place of the missing ones.
+template <typename Format>
+void dot_signed_one(const void* w, const uint8_t* a, size_t, int64_t n, float* out) {
+  const auto* wb = static_cast<const typename Format::Block*>(w);
+  const auto* ab = reinterpret_cast<const BlockQ8_0*>(a);
+  const int64_t blocks = n / kLegacyBlock;
+  RowAccumulator<4> acc;
+  auto add_four = [&](int64_t b, int present) __attribute__((always_inline)) {
+    __m256i sums[4];
+    short dw[4], da[4];
+    for (int j = 0; j < 4; ++j) {
+      if (j < present) {
+        const __m256i q = Format::weights(wb[b + j]);
+        sums[j] = dot_signed(_mm256_abs_epi8(q), q, load256(ab[b + j].qs));
+      } else {
+        sums[j] = _mm256_setzero_si256();
+      }
+      dw[j] = static_cast<short>(j < present ? wb[b + j].d : 0);
+      da[j] = static_cast<short>(j < present ? ab[b + j].d : 0);
+    }
+    const __m128 scales = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi16(dw[0], dw[1], dw[2], dw[3], 0, 0, 0, 0)),
+                                     _mm_cvtph_ps(_mm_setr_epi16(da[0], da[1], da[2], da[3], 0, 0, 0, 0)));
+    acc.add(sums, scales);
+  };
+  int64_t b = 0;
+  for (; b + 4 <= blocks; b += 4) add_four(b, 4);
+  if (b < blocks) add_four(b, static_cast<int>(blocks - b));
+  float four[4];
+  acc.store(four);
+  out[0] = (four[0] + four[1]) + (four[2] + four[3]);
+}
+
 // dot4 against packed_q8_0.h's pairs: the four-row kernel above with the
 // values in one place and the rows' scales already floats, side by side.
 // The loop walks whole pairs, so no block index is divided per block.
@@ -380,7 +415,7 @@ void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out
 
 template <typename Format>
 KernelEntry signed_kernels() {
-  return dots_with_packed_q8_0<dot_signed_rows<1, Format>, dot_signed_rows<4, Format>, dot4_packed_signed<Format>>();
+  return dots_with_packed_q8_0<dot_signed_one<Format>, dot_signed_rows<4, Format>, dot4_packed_signed<Format>>();
 }
 
 // x = d * q + m with q unsigned: the offset needs each activation block's sum.
