@@ -7,6 +7,10 @@
 #   scripts/bench-vs-llama-cpp.sh LLAMA_BENCH MODEL.gguf [MODEL.gguf ...]
 #   ROUNDS=3 REPS=5 THREADS=2 PROMPT=512 GEN=128 REVIS=build/revis scripts/bench-vs-llama-cpp.sh ...
 #   RAW=DIR keeps every run's own output (JSON) in DIR.
+#   KERNELS=avx2 runs revis with those kernels (`revis bench --kernels`);
+#   give llama.cpp a build for the same instructions to compare like with
+#   like (for AVX2: -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON
+#   -DGGML_F16C=ON -DGGML_AVX512=OFF).
 #
 # LLAMA_BENCH is llama.cpp's llama-bench binary (build it yourself; revis
 # does not ship it). Per round and model it runs `revis bench --json` and
@@ -27,6 +31,7 @@ threads=${THREADS:-2}
 prompt=${PROMPT:-512}
 gen=${GEN:-128}
 raw=${RAW:-}
+kernels=${KERNELS:-}
 [[ -z $raw ]] || mkdir -p "$raw"
 (($# >= 2)) || { sed -n '7,9p' "$0" | sed 's/^# //' >&2; exit 2; }
 llama_bench=$1
@@ -57,8 +62,10 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 run_revis() {
   local model=$1 out short
-  out=$("$revis" bench -m "$model" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" --json 2>/dev/null)
-  short=$("$revis" bench -m "$model" -p 1 -n "$gen" -r "$reps" -t "$threads" --json 2>/dev/null)
+  local choice=()
+  [[ -z $kernels ]] || choice=(--kernels "$kernels")
+  out=$("$revis" bench -m "$model" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" "${choice[@]}" --json 2>/dev/null)
+  short=$("$revis" bench -m "$model" -p 1 -n "$gen" -r "$reps" -t "$threads" "${choice[@]}" --json 2>/dev/null)
   keep "revis-$(basename "$model")" "$out" "$short"
   revis_pp=$(field prefill_tok_s "$out")
   revis_tg_deep=$(field gen_tok_s "$out")

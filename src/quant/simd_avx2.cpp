@@ -19,7 +19,9 @@
 //
 // Each dot kernel is a template over T, the number of activation rows it
 // serves: T = 1 is vec_dot, T = 4 the dot4 entry of batched matmuls, which
-// unpacks every weight block once for four tokens.
+// unpacks every weight block once for four tokens. (The signed 32-value
+// types have their own vec_dot, dot_signed_one, which treats four blocks of
+// one row the way the T = 4 kernel treats one block of four rows.)
 #include "quant/simd.h"
 
 #if defined(__x86_64__)
@@ -172,9 +174,7 @@ template <>
 class RowAccumulator<4> {
  public:
   void add(const __m256i* sums, __m128 scales) {
-    // Per half: [r0 l0+l2, r1 l0+l2, r0 l1+l3, r1 l1+l3], the same for rows 2 and 3, then both added across.
-    const __m256i rows01 = _mm256_add_epi32(_mm256_unpacklo_epi32(sums[0], sums[1]), _mm256_unpackhi_epi32(sums[0], sums[1]));
-    const __m256i rows23 = _mm256_add_epi32(_mm256_unpacklo_epi32(sums[2], sums[3]), _mm256_unpackhi_epi32(sums[2], sums[3]));
+    const __m256i rows01 = pair_sums(sums[0], sums[1]), rows23 = pair_sums(sums[2], sums[3]);
     const __m256i folded = _mm256_add_epi32(_mm256_unpacklo_epi64(rows01, rows23), _mm256_unpackhi_epi64(rows01, rows23));
     acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(folded), _mm256_set_m128(scales, scales), acc_);
   }
@@ -183,6 +183,11 @@ class RowAccumulator<4> {
   }
 
  private:
+  // Per 128-bit half: [a's lanes 0+2, b's 0+2, a's 1+3, b's 1+3].
+  static __m256i pair_sums(__m256i a, __m256i b) {
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+  }
+
   __m256 acc_ = _mm256_setzero_ps();
 };
 
