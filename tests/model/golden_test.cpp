@@ -5,10 +5,15 @@
 //  - free-running greedy generation up to the first unclear position.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
 
 #include "engine/generate.h"
+#include "quant/quant.h"
 #include "revis/engine.h"
 #include "support/golden.h"
 
@@ -28,17 +33,9 @@ Engine& engine_for(const std::string& path) {
   return *slot;
 }
 
-class Golden : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Golden, PromptTokensMatch) {
-  const GoldenCase g = testing::load_golden(GetParam());
-  Engine& engine = engine_for(g.model_file);
-  EXPECT_EQ(engine.tokenize(g.prompt, engine.add_bos_default(), false), g.prompt_tokens);
-}
-
-TEST_P(Golden, TeacherForcedLogitsWithinTolerance) {
-  const GoldenCase g = testing::load_golden(GetParam());
-  Engine& engine = engine_for(g.model_file);
+// Teacher-forced logits at every position of prompt + greedy continuation,
+// against the tolerances of the testdata README for the case's type.
+void expect_logits_within_tolerance(const GoldenCase& g, Engine& engine) {
   ASSERT_EQ(engine.info().n_vocab, g.n_vocab);
   std::vector<int32_t> tokens = g.prompt_tokens;
   tokens.insert(tokens.end(), g.greedy.begin(), g.greedy.end() - 1);
@@ -70,8 +67,8 @@ TEST_P(Golden, TeacherForcedLogitsWithinTolerance) {
     return std::count_if(errors.begin(), errors.end(), [&](double e) { return e <= bound; }) /
            static_cast<double>(errors.size());
   };
-  RecordProperty("max_err", std::to_string(max_err));
-  RecordProperty("p95_err", std::to_string(p95));
+  ::testing::Test::RecordProperty("max_err", std::to_string(max_err));
+  ::testing::Test::RecordProperty("p95_err", std::to_string(p95));
   if (g.moe) {
     if (g.is_float_type()) {
       EXPECT_GE(fraction_within(0.03), 0.95) << "max " << max_err;
@@ -84,6 +81,19 @@ TEST_P(Golden, TeacherForcedLogitsWithinTolerance) {
     EXPECT_LE(max_err, 0.30);
     EXPECT_LE(p95, 0.20);
   }
+}
+
+class Golden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Golden, PromptTokensMatch) {
+  const GoldenCase g = testing::load_golden(GetParam());
+  Engine& engine = engine_for(g.model_file);
+  EXPECT_EQ(engine.tokenize(g.prompt, engine.add_bos_default(), false), g.prompt_tokens);
+}
+
+TEST_P(Golden, TeacherForcedLogitsWithinTolerance) {
+  const GoldenCase g = testing::load_golden(GetParam());
+  expect_logits_within_tolerance(g, engine_for(g.model_file));
 }
 
 TEST_P(Golden, GreedyGenerationMatchesUpToFirstUnclearPosition) {
@@ -114,6 +124,48 @@ TEST_P(Golden, GreedyGenerationMatchesUpToFirstUnclearPosition) {
 INSTANTIATE_TEST_SUITE_P(AllCases, Golden, ::testing::ValuesIn(testing::golden_case_names()),
                          [](const auto& info) {
                            std::string name = info.param;
+                           for (char& ch : name)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+// The same logits on every other kernel backend this CPU has (the suite
+// above runs the best one): an AVX-512 machine also checks the AVX2 path
+// that AVX2-only machines take, and every machine the scalar reference.
+// The backend is switched for the test and switched back after it; kernels
+// are looked up at each call, so the cached engines follow the switch.
+struct BackendCase {
+  std::string golden;
+  KernelBackend backend;
+};
+
+void PrintTo(const BackendCase& c, std::ostream* os) { *os << kernel_backend_name(c.backend) << " " << c.golden; }
+
+std::vector<BackendCase> other_backend_cases() {
+  std::vector<BackendCase> cases;
+  for (KernelBackend backend : {KernelBackend::kScalar, KernelBackend::kAvx2, KernelBackend::kAvx512, KernelBackend::kNeon})
+    if (kernel_backend_supported(backend) && backend != best_kernel_backend())
+      for (const std::string& name : testing::golden_case_names()) cases.push_back({name, backend});
+  return cases;
+}
+
+class GoldenOnBackend : public ::testing::TestWithParam<BackendCase> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(use_kernel_backend(GetParam().backend).ok()); }
+  void TearDown() override { ASSERT_TRUE(use_kernel_backend(best_kernel_backend()).ok()); }
+};
+
+// A CPU with only one backend has no other to check.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GoldenOnBackend);
+
+TEST_P(GoldenOnBackend, TeacherForcedLogitsWithinTolerance) {
+  const GoldenCase g = testing::load_golden(GetParam().golden);
+  expect_logits_within_tolerance(g, engine_for(g.model_file));
+}
+
+INSTANTIATE_TEST_SUITE_P(OtherBackends, GoldenOnBackend, ::testing::ValuesIn(other_backend_cases()),
+                         [](const auto& info) {
+                           std::string name = std::string(kernel_backend_name(info.param.backend)) + "_" + info.param.golden;
                            for (char& ch : name)
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return name;
