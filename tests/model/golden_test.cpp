@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -121,13 +122,15 @@ TEST_P(Golden, GreedyGenerationMatchesUpToFirstUnclearPosition) {
   }
 }
 
+// A golden case's name as a test name: letters and digits, '_' for the rest.
+std::string test_name(std::string name) {
+  for (char& ch : name)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(AllCases, Golden, ::testing::ValuesIn(testing::golden_case_names()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& ch : name)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+                         [](const auto& info) { return test_name(info.param); });
 
 // The same logits on every other kernel backend this CPU has (the suite
 // above runs the best one): an AVX-512 machine also checks the AVX2 path
@@ -165,10 +168,7 @@ TEST_P(GoldenOnBackend, TeacherForcedLogitsWithinTolerance) {
 
 INSTANTIATE_TEST_SUITE_P(OtherBackends, GoldenOnBackend, ::testing::ValuesIn(other_backend_cases()),
                          [](const auto& info) {
-                           std::string name = std::string(kernel_backend_name(info.param.backend)) + "_" + info.param.golden;
-                           for (char& ch : name)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
+                           return test_name(std::string(kernel_backend_name(info.param.backend)) + "_" + info.param.golden);
                          });
 
 }  // namespace
