@@ -91,8 +91,8 @@ class Executor {
   // A job about to start (first in line, nothing running) is never taken.
   std::shared_ptr<QueuedJob> take_queued(const std::function<bool(const JobSpec&)>& pick);
   // Called on the executor thread, outside any lock, once it is ready (after
-  // the preload, if any) and whenever a job starts or ends (busy/idle changes are pushed to
-  // peers). Set before start().
+  // the preload, if any) and whenever a job starts or ends (busy/idle
+  // changes are pushed to peers). Set before start().
   void set_observer(std::function<void()> on_change) { on_change_ = std::move(on_change); }
   // Cancels a queued job (its on_finish runs now, on this thread) or the
   // running one (the inference stops before its next token). False when the

@@ -161,7 +161,7 @@ const char* kernel_backend_name(KernelBackend backend) {
 }
 
 Result<KernelBackend> parse_kernel_backend(std::string_view name) {
-  for (KernelBackend backend : {KernelBackend::kScalar, KernelBackend::kAvx2, KernelBackend::kAvx512, KernelBackend::kNeon})
+  for (KernelBackend backend : kKernelBackends)
     if (name == kernel_backend_name(backend)) return backend;
   return Status::error("unknown kernel backend '" + std::string(name) + "' (expected scalar, avx2, avx512 or neon)");
 }

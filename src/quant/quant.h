@@ -80,6 +80,9 @@ DotKernels dot_kernels(TensorType w_type, int64_t n);
 // where AVX-512 is. use_kernel_backend() is for tests and benchmarks, and
 // must not race with running kernels.
 enum class KernelBackend { kScalar, kAvx2, kAvx512, kNeon };
+// Every backend, supported here or not.
+inline constexpr KernelBackend kKernelBackends[] = {KernelBackend::kScalar, KernelBackend::kAvx2,
+                                                   KernelBackend::kAvx512, KernelBackend::kNeon};
 KernelBackend best_kernel_backend();
 bool kernel_backend_supported(KernelBackend backend);
 KernelBackend active_kernel_backend();

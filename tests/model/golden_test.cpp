@@ -146,7 +146,7 @@ void PrintTo(const BackendCase& c, std::ostream* os) { *os << kernel_backend_nam
 
 std::vector<BackendCase> other_backend_cases() {
   std::vector<BackendCase> cases;
-  for (KernelBackend backend : {KernelBackend::kScalar, KernelBackend::kAvx2, KernelBackend::kAvx512, KernelBackend::kNeon})
+  for (KernelBackend backend : kKernelBackends)
     if (kernel_backend_supported(backend) && backend != best_kernel_backend())
       for (const std::string& name : testing::golden_case_names()) cases.push_back({name, backend});
   return cases;
