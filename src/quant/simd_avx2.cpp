@@ -174,9 +174,14 @@ template <>
 class RowAccumulator<4> {
  public:
   void add(const __m256i* sums, __m128 scales) {
-    const __m256i rows01 = pair_sums(sums[0], sums[1]), rows23 = pair_sums(sums[2], sums[3]);
-    const __m256i folded = _mm256_add_epi32(_mm256_unpacklo_epi64(rows01, rows23), _mm256_unpackhi_epi64(rows01, rows23));
-    acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(folded), _mm256_set_m128(scales, scales), acc_);
+    acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold(sums)), _mm256_set_m128(scales, scales), acc_);
+  }
+  // Two blocks' sums at once, with `scales` the first block's four and then
+  // the second's: one conversion and one multiply-add serve eight sums.
+  void add_two(const __m256i* first, const __m256i* second, __m256 scales) {
+    const __m256i a = fold(first), b = fold(second);
+    const __m256i both = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+    acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(both), scales, acc_);
   }
   void store(float* out) const {
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(acc_), _mm256_extractf128_ps(acc_, 1)));
@@ -186,6 +191,11 @@ class RowAccumulator<4> {
   // Per 128-bit half: [a's lanes 0+2, b's 0+2, a's 1+3, b's 1+3].
   static __m256i pair_sums(__m256i a, __m256i b) {
     return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+  }
+  // Per 128-bit half: the four rows' sums over that half's lanes.
+  static __m256i fold(const __m256i* sums) {
+    const __m256i rows01 = pair_sums(sums[0], sums[1]), rows23 = pair_sums(sums[2], sums[3]);
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(rows01, rows23), _mm256_unpackhi_epi64(rows01, rows23));
   }
 
   __m256 acc_ = _mm256_setzero_ps();
@@ -369,20 +379,25 @@ void dot_signed_one(const void* w, const uint8_t* a, size_t, int64_t n, float* o
   RowAccumulator<4> acc;
   auto add_four = [&](int64_t b, int present) __attribute__((always_inline)) {
     __m256i sums[4];
-    short dw[4], da[4];
+    // The eight scales (halves) are gathered in general registers: a
+    // vpinsrw per half costs AMD cores two vector operations.
+    uint16_t dw[4] = {}, da[4] = {};
     for (int j = 0; j < 4; ++j) {
       if (j < present) {
         const __m256i q = Format::weights(wb[b + j]);
         sums[j] = dot_signed(_mm256_abs_epi8(q), q, load256(ab[b + j].qs));
+        dw[j] = wb[b + j].d;
+        da[j] = ab[b + j].d;
       } else {
         sums[j] = _mm256_setzero_si256();
       }
-      dw[j] = static_cast<short>(j < present ? wb[b + j].d : 0);
-      da[j] = static_cast<short>(j < present ? ab[b + j].d : 0);
     }
-    const __m128 scales = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi16(dw[0], dw[1], dw[2], dw[3], 0, 0, 0, 0)),
-                                     _mm_cvtph_ps(_mm_setr_epi16(da[0], da[1], da[2], da[3], 0, 0, 0, 0)));
-    acc.add(sums, scales);
+    auto four = [](const uint16_t* d) __attribute__((always_inline)) {
+      const uint32_t low = d[0] | static_cast<uint32_t>(d[1]) << 16, high = d[2] | static_cast<uint32_t>(d[3]) << 16;
+      return static_cast<int64_t>(low | static_cast<uint64_t>(high) << 32);
+    };
+    const __m256 both = _mm256_cvtph_ps(_mm_set_epi64x(four(da), four(dw)));
+    acc.add(sums, _mm_mul_ps(_mm256_castps256_ps128(both), _mm256_extractf128_ps(both, 1)));
   };
   int64_t b = 0;
   for (; b + 4 <= blocks; b += 4) add_four(b, 4);
@@ -394,27 +409,36 @@ void dot_signed_one(const void* w, const uint8_t* a, size_t, int64_t n, float* o
 
 // dot4 against packed_q8_0.h's pairs: the four-row kernel above with the
 // values in one place and the rows' scales already floats, side by side.
-// The loop walks whole pairs, so no block index is divided per block.
+// A pair's two blocks are folded together (RowAccumulator<4>::add_two), so
+// their eight scales are one multiply of the pair's row scales by the two
+// weight scales, spread over four lanes each.
 template <typename Format>
 void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
   RowAccumulator<4> acc;
-  auto add_block = [&](const typename Format::Block& block, const uint8_t* pair, int second) __attribute__((always_inline)) {
+  auto block_sums = [](const typename Format::Block& block, const uint8_t* values, __m256i* sums) __attribute__((always_inline)) {
     const __m256i q = Format::weights(block);
     const __m256i q_abs = _mm256_abs_epi8(q);
-    __m256i sums[4];
-    for (int t = 0; t < 4; ++t) sums[t] = dot_signed(q_abs, q, load256(pair + 64 * t + 32 * second));
-    const __m128 row_scales = _mm_loadu_ps(reinterpret_cast<const float*>(pair + kPackedQ8_0Values) + 4 * second);
-    acc.add(sums, _mm_mul_ps(row_scales, _mm_set1_ps(half(block.d))));
+    for (int t = 0; t < 4; ++t) sums[t] = dot_signed(q_abs, q, load256(values + 64 * t));
+  };
+  const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  // A missing second block of an odd count: zero sums, and its packed
+  // scales are zero.
+  auto add_pair = [&](int64_t b, const uint8_t* pair, bool second) __attribute__((always_inline)) {
+    __m256i first_sums[4], second_sums[4] = {};
+    block_sums(wb[b], pair, first_sums);
+    if (second) block_sums(wb[b + 1], pair + 32, second_sums);
+    const uint32_t both_d = wb[b].d | (second ? static_cast<uint32_t>(wb[b + 1].d) << 16 : 0u);
+    const __m128 two = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both_d)));
+    const __m256 weight_scales = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread);
+    const __m256 row_scales = _mm256_loadu_ps(reinterpret_cast<const float*>(pair + kPackedQ8_0Values));
+    acc.add_two(first_sums, second_sums, _mm256_mul_ps(row_scales, weight_scales));
   };
   const int64_t blocks = n / kLegacyBlock;
   const auto* pair = static_cast<const uint8_t*>(packed);
   int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2, pair += kPackedQ8_0PairBytes) {
-    add_block(wb[b], pair, 0);
-    add_block(wb[b + 1], pair, 1);
-  }
-  if (b < blocks) add_block(wb[b], pair, 0);
+  for (; b + 2 <= blocks; b += 2, pair += kPackedQ8_0PairBytes) add_pair(b, pair, true);
+  if (b < blocks) add_pair(b, pair, false);
   acc.store(out);
 }
 
