@@ -75,9 +75,10 @@ echo "arm64: built in $(elapsed)"
 
 # The golden cases share a process per binary (the engine caches each model
 # across its three tests), and the two binaries run side by side. The
-# scalar backend's golden run (OtherBackends/) is left to the native x86
-# builds, which run the same scalar code in seconds.
-model_filter='-AllCases/Golden.*_code:AllCases/Golden.*_ja:AllCases/Golden.*_long:OtherBackends/*'
+# scalar backend's golden and chunking runs (OtherBackends/, Chunking's
+# scalar case) are left to the native x86 builds, which run the same scalar
+# code in seconds.
+model_filter='-AllCases/Golden.*_code:AllCases/Golden.*_ja:AllCases/Golden.*_long:OtherBackends/*:Backends/Chunking.*/scalar'
 $all_golden && model_filter='*'
 echo "== arm64: test_quant and test_model under qemu-aarch64 (golden: $($all_golden && echo 'all cases' || echo 'en prompts'))"
 emulate build-arm64/revis --help >"$logs/revis" 2>&1 || { cat "$logs/revis"; exit 1; }

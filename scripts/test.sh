@@ -47,11 +47,12 @@ else
     -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
 fi
 cmake --build build-asan -j"$jobs"
-# The scalar backend's golden run is left to the release build: under the
-# sanitizers it took 150 s of the suite's 420, and its plain loops are the
-# reference every kernel test compares against anyway.
+# The scalar backend's golden and chunking runs are left to the release
+# build: under the sanitizers the golden one took 150 s of the suite's 420,
+# and its plain loops are the reference every kernel test compares against
+# anyway.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -j"$jobs" --output-on-failure -E '^OtherBackends/.*/scalar_'
+  ctest --test-dir build-asan -j"$jobs" --output-on-failure -E '^OtherBackends/.*/scalar_|^Backends/Chunking\..*/scalar$'
 
 stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh

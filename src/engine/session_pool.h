@@ -4,14 +4,16 @@
 //
 // Which rows may be reused: a resumed session must give bit-identical logits
 // to a cold prefill of the same prompt. The forward pass evaluates a prompt
-// in chunks of 64 tokens from wherever the eval starts, and its batched
-// kernels sum in an order that depends on how the tokens group inside a
-// chunk. So rows are reused only up to a multiple of kResumeAlignment (the
-// chunks of the rest then fall where a cold prefill puts them), only rows a
-// prompt prefill computed (rows decoded one token at a time differ in their
-// last bits), and a whole prompt only together with its next-token logits
-// computed in the same logits mode. resumable_prefix() is that rule; the disk
-// store (src/kvstore) applies it too.
+// in chunks from wherever the eval starts (64 tokens for a mixture of
+// experts, 256 otherwise: model.cpp), and its batched kernels sum in an
+// order that depends on how the tokens group inside a chunk: four at a
+// time from its start, and by expert. So rows are reused only up to a
+// multiple of kResumeAlignment (every later token then groups as in a cold
+// prefill), only rows a prompt prefill computed (rows decoded one token at
+// a time differ in their last bits), and a whole prompt only together with
+// its next-token logits computed in the same logits mode.
+// resumable_prefix() is that rule; the disk store (src/kvstore) applies it
+// too.
 //
 // Thread-safety: none; the owner serialises calls (one inference at a time).
 #pragma once
@@ -26,7 +28,8 @@
 
 namespace revis {
 
-// A multiple of the forward pass's prompt chunk (model.cpp, kMaxChunk).
+// The forward pass's prompt chunk for a mixture of experts, and a multiple
+// of the four tokens its matrix kernels take at a time (model.cpp).
 constexpr int kResumeAlignment = 64;
 
 // Tokens of a prompt of n_prompt tokens that may be taken from a cached

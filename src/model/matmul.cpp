@@ -92,6 +92,8 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   // tokens and each token left over is packed once here and then met by
   // every weight row.
   const PackedDot* packed = n_groups > 0 ? kernels.packed4 : nullptr;
+  const bool repack = packed && packed->repack_weights;
+  const size_t repacked_row_bytes = repack ? packed->weight_bytes(w.cols) : 0;
   const size_t packed_bytes = packed ? packed->bytes(w.cols) : 0;
   const int n_single = n_tokens - n_groups * kGroup;
   const PackedDot* packed_one = kernels.packed1;
@@ -107,20 +109,23 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
 
   const int64_t slice = grouped ? slice_cols(w.cols, packed ? packed_bytes : kGroup * act_row, kGroupSliceBytes) : w.cols;
   const int64_t single_slice = slice_cols(w.cols, w.row_bytes, kPrefetchSliceBytes);
-  // Byte offsets of every slice, worked out once here rather than per row.
-  auto cut = [&](int64_t width, const PackedDot* packed_form, std::vector<Slice>& slices) {
+  // Byte offsets of every slice, worked out once here rather than per row:
+  // in the weight rows as the kernel reads them (repacked or stored), and
+  // in the activations.
+  auto weight_bytes = [&](int64_t n, bool repacked) { return repacked ? packed->weight_bytes(n) : row_bytes(w.type, n); };
+  auto cut = [&](int64_t width, const PackedDot* packed_form, bool repacked, std::vector<Slice>& slices) {
     slices.clear();
     for (int64_t col = 0; col < w.cols; col += width) {
       const int64_t n = std::min(width, w.cols - col);
-      slices.push_back({n, row_bytes(w.type, col), row_bytes(w.type, n),
+      slices.push_back({n, weight_bytes(col, repacked), weight_bytes(n, repacked),
                         packed_form ? packed_form->bytes(col) : row_bytes(act_type, col)});
     }
   };
-  cut(slice, packed, group_slices_);
-  cut(single_slice, packed_one, single_slices_);
+  cut(slice, packed, repack, group_slices_);
+  cut(single_slice, packed_one, false, single_slices_);
   // A tile is kTileBytes of one slice of its rows (of whole rows when the
-  // rows are not sliced).
-  const size_t slice_row_bytes = std::max<size_t>(row_bytes(w.type, slice), 1);
+  // rows are not sliced), as the kernel reads them.
+  const size_t slice_row_bytes = std::max<size_t>(weight_bytes(slice, repack), 1);
   const int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / slice_row_bytes));
   // Token groups re-read a piece once per group: keep every piece a tile.
   const int64_t max_rows = grouped ? tile_rows : std::max(w.rows, tile_rows);
@@ -131,6 +136,20 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
     int64_t begin, end;
     while (claim(next_row, w.rows, tile_rows, max_rows, threads, begin, end)) {
       int t = 0;
+      // The tile's rows in the kernel's layout, where it has one. Per pool
+      // thread, kept across calls. Repacking a tile costs about as much as
+      // one group's products over it. It is done even for a single group:
+      // which kernel a group meets must not depend on how many groups share
+      // the call, or a resumed prompt (session_pool.h) would differ in its
+      // last bits from a cold one.
+      thread_local std::vector<uint8_t> repacked_storage;
+      if (repack) {
+        repacked_storage.resize(static_cast<size_t>(end - begin) * repacked_row_bytes);
+        packed->repack_weights(w.row(begin), w.row_bytes, end - begin, w.cols, repacked_storage.data());
+      }
+      auto group_row = [&](int64_t r) {
+        return repack ? repacked_storage.data() + static_cast<size_t>(r - begin) * repacked_row_bytes : w.row(r);
+      };
       if (grouped) {
         for (; t + kGroup <= n_tokens; t += kGroup) {
           const uint8_t* group = acts + t * act_row;
@@ -140,7 +159,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
             for (int64_t r = begin; r < end; ++r) {
               float dots[kGroup];
               if (packed)
-                packed->dot(w.row(r) + s.w_offset, packed_group + s.act_offset, s.n, dots);
+                packed->dot(group_row(r) + s.w_offset, packed_group + s.act_offset, s.n, dots);
               else
                 kernels.dot4(w.row(r) + s.w_offset, group + s.act_offset, act_row, s.n, dots);
               for (int k = 0; k < kGroup; ++k) {

@@ -11,7 +11,10 @@
 //    less. With four or more tokens every claim is one tile.
 // 3. Within a tile, tokens go four at a time through vec_dot4's kernel,
 //    which unpacks each weight block once for the four (or its packed form,
-//    where the backend has one: each group is then packed once per call).
+//    where the backend has one: each group is then packed once per call,
+//    and where that form takes weights in a layout of its own too, each
+//    thread rewrites a tile's rows into it once, before the groups meet
+//    them).
 //    Rows too long for a group's activations to stay in L1 go in slices of
 //    columns, each slice's dots added to the last. The tile's rows
 //    stay in L2 while the token groups pass over them, and a group's four

@@ -8,27 +8,33 @@
 
 namespace revis::quant {
 
-size_t packed4_bytes_q8_0(int64_t n) { return static_cast<size_t>((n / kLegacyBlock + 1) / 2) * kPackedQ8_0PairBytes; }
-
-void pack4_q8_0(const void* a, size_t a_stride, int64_t n, void* packed) {
+size_t Octets::bytes(int64_t n) {
   const int64_t blocks = n / kLegacyBlock;
+  return static_cast<size_t>(blocks / kBlocks) * kActivationBytes +
+         static_cast<size_t>(blocks % kBlocks) * kTailActivationBytes;
+}
+
+void Octets::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
+  const int64_t blocks = n / kLegacyBlock, whole = blocks / kBlocks * kBlocks;
   auto* out = static_cast<uint8_t*>(packed);
-  for (int64_t b = 0; b < blocks; b += 2, out += kPackedQ8_0PairBytes) {
-    float scales[2][4];
-    for (int t = 0; t < 4; ++t) {
-      const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + t * a_stride);
-      for (int h = 0; h < 2; ++h) {
-        const bool present = b + h < blocks;
-        uint8_t* values = out + 64 * t + 32 * h;
-        if (present)
-          std::memcpy(values, row[b + h].qs, kLegacyBlock);
-        else
-          std::memset(values, 0, kLegacyBlock);
-        scales[h][t] = present ? half_to_float(row[b + h].d) : 0.0f;
+  auto row = [&](int t) { return reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + t * a_stride); };
+  for (int64_t first = 0; first < whole; first += kBlocks, out += kActivationBytes) {
+    auto* scales = reinterpret_cast<float*>(out + 4 * kBlocks * 32);
+    for (int t = 0; t < 4; ++t)
+      for (int j = 0; j < kBlocks; ++j) {
+        const BlockQ8_0& block = row(t)[first + j];
+        for (int v = 0; v < 8; ++v) std::memcpy(out + 256 * t + 32 * v + 4 * j, block.qs + 4 * v, 4);
+        const float scale = half_to_float(block.d);
+        std::memcpy(&scales[kBlocks * t + j], &scale, sizeof scale);
       }
-    }
-    std::memcpy(out + kPackedQ8_0Values, scales, sizeof scales);
   }
+  for (int64_t b = whole; b < blocks; ++b, out += kTailActivationBytes)
+    for (int t = 0; t < 4; ++t) {
+      const BlockQ8_0& block = row(t)[b];
+      std::memcpy(out + 32 * t, block.qs, kLegacyBlock);
+      const float scale = half_to_float(block.d);
+      std::memcpy(out + 4 * 32 + sizeof(float) * t, &scale, sizeof scale);
+    }
 }
 
 template <int kRows>

@@ -4,13 +4,20 @@
 // kernel's loop over the weight rows is loads and arithmetic, with no half
 // to convert and no shuffle of the activations.
 //
-// Pairs (the AVX2 kernels, four rows): for each pair of blocks, the four
-// rows' 64 values (the two blocks' 32 each, row after row), then the scales
-// as floats, the four rows' of the first block and then of the second. A
-// missing second block of an odd count is zeros with scale zero. 288 bytes
-// per 64 values. (With each row's scale repeated over a register's eight
-// lanes it took 512, and a 2048-value row of four tokens no longer fit
-// beside the weights in a 32 KiB L1.)
+// Octets (the AVX2 kernels, four rows): value 4v..4v+3 of block j of
+// eight sits in dword lane j of vector v, in the activations and in the
+// weights (which MatMul rewrites a tile of rows at a time, see quant.h's
+// PackedDot::repack_weights), so that vpmaddwd's eight lanes are eight
+// blocks' partial sums: a kernel adds them up vertically and never folds
+// lanes together. Activations, for each eight blocks: the four rows' eight
+// 32-byte vectors, row after row, then the scales as floats, row after row
+// (1152 bytes). Weights, for each eight blocks: the eight vectors, then
+// the eight scales as halves (272 bytes, eight Q8_0 blocks' worth). The
+// blocks after the last whole eight keep a plain layout: Q8_0 blocks in
+// the weights, and per block the four rows' 32 values then their four
+// scales as floats (144 bytes) in the activations. (With each block's
+// four rows folded, as in the layout this replaced, the folding took
+// about a third of the four-row Q8_0 kernel's operations.)
 //
 // Quads (the AVX-512 VNNI kernels, one row or four): lane 4j + i of a
 // 512-bit register belongs to block j of four and row Quads::row(i), so
@@ -37,11 +44,16 @@
 
 namespace revis::quant {
 
-constexpr size_t kPackedQ8_0Values = 4 * 64;                                       // per pair of blocks
-constexpr size_t kPackedQ8_0PairBytes = kPackedQ8_0Values + 2 * 4 * sizeof(float);  // values, then scales
+// Octets: see above.
+struct Octets {
+  static constexpr int kBlocks = 8;
+  static constexpr size_t kActivationBytes = 4 * 8 * 32 + 4 * 8 * sizeof(float);
+  static constexpr size_t kWeightBytes = 8 * 32 + 8 * sizeof(uint16_t);
+  static constexpr size_t kTailActivationBytes = 4 * 32 + 4 * sizeof(float);  // per block
 
-size_t packed4_bytes_q8_0(int64_t n);
-void pack4_q8_0(const void* a, size_t a_stride, int64_t n, void* packed);
+  static size_t bytes(int64_t n);
+  static void pack(const void* a, size_t a_stride, int64_t n, void* packed);
+};
 
 // Quads of kRows rows (1 or 4): the vectors of values, then the starting
 // sums, then the scales, for every four blocks.

@@ -56,10 +56,19 @@ void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, 
 // float summation order. pack() reads one row, or four a_stride bytes
 // apart. For k a multiple of 256 the layout of values k.. starts at byte
 // bytes(k), so a row can be taken in slices of columns (MatMul does).
+//
+// Where repack_weights is set, dot() takes its weight row in the kernel's
+// own layout too: repack_weights() rewrites `rows` stored rows, w_stride
+// bytes apart, into rows of weight_bytes(n) bytes one after another, and
+// again the layout of values k.. starts at weight_bytes(k). It pays where
+// a tile of rows meets many packed groups (MatMul repacks each tile once
+// per matrix product, and only for prompts of several groups).
 struct PackedDot {
   size_t (*bytes)(int64_t n);
   void (*pack)(const void* a, size_t a_stride, int64_t n, void* packed);
   void (*dot)(const void* w, const void* packed, int64_t n, float* out);
+  size_t (*weight_bytes)(int64_t n) = nullptr;
+  void (*repack_weights)(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) = nullptr;
 };
 
 // vec_dot's and vec_dot4's kernels for weight type w_type and rows of n

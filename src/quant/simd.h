@@ -11,7 +11,6 @@
 #include <cstdint>
 
 #include "quant/kernels.h"
-#include "quant/packed_q8_0.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 
@@ -51,17 +50,6 @@ void dot_four(const void* w, const void* a, size_t stride, int64_t n, float* out
 template <RowsKernel kOne, RowsKernel kFour>
 KernelEntry dots() {
   return {.dot = dot_one<kOne>, .dot4 = dot_four<kFour>};
-}
-
-// The same with the packed form of dot4 (packed_q8_0.h's layout), for the
-// types whose activations are Q8_0.
-using PackedDotFn = void (*)(const void* w, const void* packed, int64_t n, float* out);
-template <RowsKernel kOne, RowsKernel kFour, PackedDotFn kPacked>
-KernelEntry dots_with_packed_q8_0() {
-  static const PackedDot packed{packed4_bytes_q8_0, pack4_q8_0, kPacked};
-  KernelEntry entry = dots<kOne, kFour>();
-  entry.packed4 = &packed;
-  return entry;
 }
 
 // simd_avx2.cpp (x86-64, compiled with -mavx2 -mfma -mf16c)

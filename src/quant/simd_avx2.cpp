@@ -174,14 +174,9 @@ template <>
 class RowAccumulator<4> {
  public:
   void add(const __m256i* sums, __m128 scales) {
-    acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold(sums)), _mm256_set_m128(scales, scales), acc_);
-  }
-  // Two blocks' sums at once, with `scales` the first block's four and then
-  // the second's: one conversion and one multiply-add serve eight sums.
-  void add_two(const __m256i* first, const __m256i* second, __m256 scales) {
-    const __m256i a = fold(first), b = fold(second);
-    const __m256i both = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
-    acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(both), scales, acc_);
+    const __m256i rows01 = pair_sums(sums[0], sums[1]), rows23 = pair_sums(sums[2], sums[3]);
+    const __m256i folded = _mm256_add_epi32(_mm256_unpacklo_epi64(rows01, rows23), _mm256_unpackhi_epi64(rows01, rows23));
+    acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(folded), _mm256_set_m128(scales, scales), acc_);
   }
   void store(float* out) const {
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(acc_), _mm256_extractf128_ps(acc_, 1)));
@@ -191,11 +186,6 @@ class RowAccumulator<4> {
   // Per 128-bit half: [a's lanes 0+2, b's 0+2, a's 1+3, b's 1+3].
   static __m256i pair_sums(__m256i a, __m256i b) {
     return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
-  }
-  // Per 128-bit half: the four rows' sums over that half's lanes.
-  static __m256i fold(const __m256i* sums) {
-    const __m256i rows01 = pair_sums(sums[0], sums[1]), rows23 = pair_sums(sums[2], sums[3]);
-    return _mm256_add_epi32(_mm256_unpacklo_epi64(rows01, rows23), _mm256_unpackhi_epi64(rows01, rows23));
   }
 
   __m256 acc_ = _mm256_setzero_ps();
@@ -407,44 +397,103 @@ void dot_signed_one(const void* w, const uint8_t* a, size_t, int64_t n, float* o
   out[0] = (four[0] + four[1]) + (four[2] + four[3]);
 }
 
-// dot4 against packed_q8_0.h's pairs: the four-row kernel above with the
-// values in one place and the rows' scales already floats, side by side.
-// A pair's two blocks are folded together (RowAccumulator<4>::add_two), so
-// their eight scales are one multiply of the pair's row scales by the two
-// weight scales, spread over four lanes each.
+// --- Octets (packed_q8_0.h): eight blocks side by side ---------------------
+
+// Transposes eight vectors as an 8 x 8 matrix of dwords: afterwards lane j
+// of v[k] holds what lane k of v[j] held.
+inline void transpose_dwords(__m256i* v) {
+  __m256i a[8], b[8];
+  for (int i = 0; i < 8; i += 2) {
+    a[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+    a[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int k = 0; k < 2; ++k) {
+      b[i + k] = _mm256_unpacklo_epi64(a[i + k], a[i + k + 2]);
+      b[i + k + 2] = _mm256_unpackhi_epi64(a[i + k], a[i + k + 2]);
+    }
+  // b[0], b[2], b[1], b[3] hold rows 0-3 of columns 0-3 in their low halves
+  // and of columns 4-7 in their high halves; b[4..7] the same of rows 4-7.
+  const int order[4] = {0, 2, 1, 3};
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_permute2x128_si256(b[order[k]], b[order[k] + 4], 0x20);
+    v[k + 4] = _mm256_permute2x128_si256(b[order[k]], b[order[k] + 4], 0x31);
+  }
+}
+
+// The weights' side of the octets: each block decoded to 32 signed bytes
+// (Format::weights) with its scale, so that one kernel serves every format
+// whose blocks decode that way. The rows grow to Q8_0's size.
+size_t octet_weight_bytes(int64_t n) { return static_cast<size_t>(n / kLegacyBlock) * sizeof(BlockQ8_0); }
+
 template <typename Format>
-void dot4_packed_signed(const void* w, const void* packed, int64_t n, float* out) {
-  const auto* wb = static_cast<const typename Format::Block*>(w);
-  RowAccumulator<4> acc;
-  auto block_sums = [](const typename Format::Block& block, const uint8_t* values, __m256i* sums) __attribute__((always_inline)) {
-    const __m256i q = Format::weights(block);
-    const __m256i q_abs = _mm256_abs_epi8(q);
-    for (int t = 0; t < 4; ++t) sums[t] = dot_signed(q_abs, q, load256(values + 64 * t));
-  };
-  const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-  // A missing second block of an odd count: zero sums, and its packed
-  // scales are zero.
-  auto add_pair = [&](int64_t b, const uint8_t* pair, bool second) __attribute__((always_inline)) {
-    __m256i first_sums[4], second_sums[4] = {};
-    block_sums(wb[b], pair, first_sums);
-    if (second) block_sums(wb[b + 1], pair + 32, second_sums);
-    const uint32_t both_d = wb[b].d | (second ? static_cast<uint32_t>(wb[b + 1].d) << 16 : 0u);
-    const __m128 two = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both_d)));
-    const __m256 weight_scales = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread);
-    const __m256 row_scales = _mm256_loadu_ps(reinterpret_cast<const float*>(pair + kPackedQ8_0Values));
-    acc.add_two(first_sums, second_sums, _mm256_mul_ps(row_scales, weight_scales));
-  };
-  const int64_t blocks = n / kLegacyBlock;
-  const auto* pair = static_cast<const uint8_t*>(packed);
-  int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2, pair += kPackedQ8_0PairBytes) add_pair(b, pair, true);
-  if (b < blocks) add_pair(b, pair, false);
-  acc.store(out);
+void repack_octets(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+  const int64_t blocks = n / kLegacyBlock, whole = blocks / Octets::kBlocks * Octets::kBlocks;
+  auto* dst = static_cast<uint8_t*>(out);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto* row = reinterpret_cast<const typename Format::Block*>(static_cast<const uint8_t*>(w) + r * w_stride);
+    for (int64_t first = 0; first < whole; first += Octets::kBlocks, dst += Octets::kWeightBytes) {
+      __m256i v[8];
+      uint16_t scales[8];
+      for (int j = 0; j < 8; ++j) {
+        v[j] = Format::weights(row[first + j]);
+        scales[j] = row[first + j].d;
+      }
+      transpose_dwords(v);
+      for (int k = 0; k < 8; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * k), v[k]);
+      std::memcpy(dst + 8 * 32, scales, sizeof scales);
+    }
+    for (int64_t b = whole; b < blocks; ++b, dst += sizeof(BlockQ8_0)) {
+      BlockQ8_0 block;
+      block.d = row[b].d;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs), Format::weights(row[b]));
+      std::memcpy(dst, &block, sizeof block);
+    }
+  }
+}
+
+// dot4 between repacked weights and packed activations, both octets: per
+// eight blocks, each row's eight lanes gather one block's sum each, and
+// one conversion and one multiply-add per row apply the eight scales.
+void dot4_octets(const void* w, const void* packed, int64_t n, float* out) {
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* values = static_cast<const uint8_t*>(packed);
+  const int64_t blocks = n / kLegacyBlock, whole = blocks / Octets::kBlocks * Octets::kBlocks;
+  __m256 acc[4];
+  for (__m256& a : acc) a = _mm256_setzero_ps();
+  for (int64_t first = 0; first < whole;
+       first += Octets::kBlocks, weights += Octets::kWeightBytes, values += Octets::kActivationBytes) {
+    __m256i sums[4];
+    for (__m256i& s : sums) s = _mm256_setzero_si256();
+    for (int v = 0; v < 8; ++v) {
+      const __m256i q = load256(weights + 32 * v), q_abs = _mm256_abs_epi8(q);
+      for (int t = 0; t < 4; ++t) sums[t] = _mm256_add_epi32(sums[t], dot_signed(q_abs, q, load256(values + 256 * t + 32 * v)));
+    }
+    const __m256 weight_scales = _mm256_cvtph_ps(load128(weights + 8 * 32));
+    const auto* row_scales = reinterpret_cast<const float*>(values + 4 * 256);
+    for (int t = 0; t < 4; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(weight_scales, _mm256_loadu_ps(row_scales + 8 * t)), acc[t]);
+  }
+  RowAccumulator<4> tail;
+  for (int64_t b = whole; b < blocks; ++b, weights += sizeof(BlockQ8_0), values += Octets::kTailActivationBytes) {
+    BlockQ8_0 block;
+    std::memcpy(&block, weights, sizeof block);
+    const __m256i q = load256(block.qs), q_abs = _mm256_abs_epi8(q);
+    __m256i sums[4];
+    for (int t = 0; t < 4; ++t) sums[t] = dot_signed(q_abs, q, load256(values + 32 * t));
+    tail.add(sums, _mm_mul_ps(_mm_loadu_ps(reinterpret_cast<const float*>(values + 4 * 32)), _mm_set1_ps(half(block.d))));
+  }
+  float tails[4];
+  tail.store(tails);
+  for (int t = 0; t < 4; ++t) out[t] = hsum(acc[t]) + tails[t];
 }
 
 template <typename Format>
 KernelEntry signed_kernels() {
-  return dots_with_packed_q8_0<dot_signed_one<Format>, dot_signed_rows<4, Format>, dot4_packed_signed<Format>>();
+  static const PackedDot octets{Octets::bytes, Octets::pack, dot4_octets, octet_weight_bytes, repack_octets<Format>};
+  KernelEntry entry = dots<dot_signed_one<Format>, dot_signed_rows<4, Format>>();
+  entry.packed4 = &octets;
+  return entry;
 }
 
 // x = d * q + m with q unsigned: the offset needs each activation block's sum.

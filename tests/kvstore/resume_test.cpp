@@ -9,6 +9,7 @@
 
 #include "engine/generate.h"
 #include "kvstore/prefix_cache.h"
+#include "quant/quant.h"
 #include "support/testdata.h"
 
 namespace revis::kvstore {
@@ -169,6 +170,34 @@ TEST_P(Resume, SharedPrefixAndWholePromptFromRam) {
 
 INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "AllLogits" : "LastLogits"; });
+
+// Prompts longer than the forward pass's chunk (256 tokens for dense
+// models, 64 for mixtures of experts), resumed where the cold prefill's
+// chunks do not start: bit-identical still, on every kernel backend the
+// CPU has (each groups tokens, and picks its kernels, in its own way).
+TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
+  const KernelBackend best = active_kernel_backend();
+  for (KernelBackend backend : kKernelBackends) {
+    if (!kernel_backend_supported(backend)) continue;
+    ASSERT_TRUE(use_kernel_backend(backend).ok());
+    for (const char* model : {"qwen3-Q8_0", "qwen3moe-Q4_0"}) {
+      SCOPED_TRACE(std::string(kernel_backend_name(backend)) + " " + model);
+      auto engine = load(model);
+      ASSERT_TRUE(engine);
+      const Tokens prompt = prompt_tokens(*engine, 300, 4);
+      Tokens other(prompt.begin(), prompt.begin() + 200);
+      for (int32_t t : prompt_tokens(*engine, 90, 5)) other.push_back(t);
+      auto cache = PrefixCache::open(*engine, {.ram_sessions = 1});
+      ASSERT_TRUE(cache.ok());
+      through(**cache, *engine, prompt, true);
+      const Cached resumed = through(**cache, *engine, other, true);
+      EXPECT_EQ(resumed.source, "ram");
+      EXPECT_EQ(resumed.result.cached_tokens, 192);
+      expect_equivalent(resumed.result, cold(*engine, other, true), engine->info().n_vocab);
+    }
+  }
+  ASSERT_TRUE(use_kernel_backend(best).ok());
+}
 
 // Logits saved in one mode are not reused in the other (their last bits
 // differ): the prompt's last aligned block is evaluated again instead.

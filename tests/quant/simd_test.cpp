@@ -148,7 +148,9 @@ TEST_F(Avx512, ExtendsTheAvx2Table) {
 
 // --- Bit-identical conversions -------------------------------------------------
 
-const int kBlockCounts[] = {1, 2, 3, 7, 13};  // odd and even: AVX-512 takes blocks in pairs
+// Odd and even (AVX-512 takes blocks in pairs), and past eight (AVX2's
+// packed forms take them eight at a time, then one by one).
+const int kBlockCounts[] = {1, 2, 3, 7, 13, 16, 27};
 
 std::vector<uint8_t> quantized(quant::QuantizeFn fn, TensorType type, const std::vector<float>& x) {
   const int64_t n = static_cast<int64_t>(x.size());
@@ -344,7 +346,15 @@ void expect_dots_match(KernelBackend backend, TensorType type, const DotCase& c)
     form->pack(packed.data() + first * stride, stride, c.n, packed_rows.data());
     EXPECT_TRUE(std::all_of(packed_rows.end() - 64, packed_rows.end(), [](uint8_t b) { return b == 0x5a; }));
     dots.resize(rows);
-    form->dot(c.w.data(), packed_rows.data(), c.n, dots.data());
+    if (!form->repack_weights) {
+      form->dot(c.w.data(), packed_rows.data(), c.n, dots.data());
+      return dots;
+    }
+    // The weight row in the kernel's own layout, then guarded the same way.
+    std::vector<uint8_t> repacked(form->weight_bytes(c.n) + 64, 0x5a);
+    form->repack_weights(c.w.data(), c.w.size(), 1, c.n, repacked.data());
+    EXPECT_TRUE(std::all_of(repacked.end() - 64, repacked.end(), [](uint8_t b) { return b == 0x5a; }));
+    form->dot(repacked.data(), packed_rows.data(), c.n, dots.data());
     return dots;
   };
   const std::vector<float> packed_four = packed_dots(simd.packed4, 4, 0);
