@@ -62,7 +62,7 @@ void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, 
 // bytes apart, into rows of weight_bytes(n) bytes one after another, and
 // again the layout of values k.. starts at weight_bytes(k). It pays where
 // a tile of rows meets many packed groups (MatMul repacks each tile once
-// per matrix product, and only for prompts of several groups).
+// per matrix product).
 struct PackedDot {
   size_t (*bytes)(int64_t n);
   void (*pack)(const void* a, size_t a_stride, int64_t n, void* packed);
