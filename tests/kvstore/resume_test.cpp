@@ -9,7 +9,7 @@
 
 #include "engine/generate.h"
 #include "kvstore/prefix_cache.h"
-#include "quant/quant.h"
+#include "support/kernel_backends.h"
 #include "support/testdata.h"
 
 namespace revis::kvstore {
@@ -176,10 +176,9 @@ INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume, ::testing::Values(false, true),
 // chunks do not start: bit-identical still, on every kernel backend the
 // CPU has (each groups tokens, and picks its kernels, in its own way).
 TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
-  const KernelBackend best = active_kernel_backend();
-  for (KernelBackend backend : kKernelBackends) {
-    if (!kernel_backend_supported(backend)) continue;
-    ASSERT_TRUE(use_kernel_backend(backend).ok());
+  for (KernelBackend backend : testing::supported_kernel_backends()) {
+    const testing::ScopedKernelBackend scoped(backend);
+    ASSERT_TRUE(scoped.ok());
     for (const char* model : {"qwen3-Q8_0", "qwen3moe-Q4_0"}) {
       SCOPED_TRACE(std::string(kernel_backend_name(backend)) + " " + model);
       auto engine = load(model);
@@ -196,7 +195,6 @@ TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
       expect_equivalent(resumed.result, cold(*engine, other, true), engine->info().n_vocab);
     }
   }
-  ASSERT_TRUE(use_kernel_backend(best).ok());
 }
 
 // Logits saved in one mode are not reused in the other (their last bits

@@ -20,6 +20,7 @@
 #include "quant/quant.h"
 #include "revis/engine.h"
 #include "support/golden.h"
+#include "support/kernel_backends.h"
 #include "support/testdata.h"
 
 namespace revis {
@@ -57,21 +58,13 @@ void expect_pieces_match_whole(const std::string& model_file, double tolerance) 
 class Chunking : public ::testing::TestWithParam<KernelBackend> {};
 
 TEST_P(Chunking, LongPromptMatchesSmallPieces) {
-  const KernelBackend best = active_kernel_backend();
-  ASSERT_TRUE(use_kernel_backend(GetParam()).ok());
+  const testing::ScopedKernelBackend backend(GetParam());
+  ASSERT_TRUE(backend.ok());
   for (const char* model : {"llama-spm-F16.gguf", "qwen3moe-F16.gguf"}) expect_pieces_match_whole(model, 1e-4);
   for (const char* model : {"llama-bpe-Q8_0.gguf", "qwen2-Q4_0.gguf", "qwen3-Q4_K_M.gguf"}) expect_pieces_match_whole(model, 0.30);
-  ASSERT_TRUE(use_kernel_backend(best).ok());
 }
 
-std::vector<KernelBackend> supported_backends() {
-  std::vector<KernelBackend> out;
-  for (KernelBackend backend : kKernelBackends)
-    if (kernel_backend_supported(backend)) out.push_back(backend);
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, Chunking, ::testing::ValuesIn(supported_backends()),
+INSTANTIATE_TEST_SUITE_P(Backends, Chunking, ::testing::ValuesIn(testing::supported_kernel_backends()),
                          [](const ::testing::TestParamInfo<KernelBackend>& info) { return kernel_backend_name(info.param); });
 
 }  // namespace

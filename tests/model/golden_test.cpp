@@ -17,6 +17,7 @@
 #include "quant/quant.h"
 #include "revis/engine.h"
 #include "support/golden.h"
+#include "support/kernel_backends.h"
 
 namespace revis {
 namespace {
@@ -146,8 +147,8 @@ void PrintTo(const BackendCase& c, std::ostream* os) { *os << kernel_backend_nam
 
 std::vector<BackendCase> other_backend_cases() {
   std::vector<BackendCase> cases;
-  for (KernelBackend backend : kKernelBackends)
-    if (kernel_backend_supported(backend) && backend != best_kernel_backend())
+  for (KernelBackend backend : testing::supported_kernel_backends())
+    if (backend != best_kernel_backend())
       for (const std::string& name : testing::golden_case_names()) cases.push_back({name, backend});
   return cases;
 }

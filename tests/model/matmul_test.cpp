@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "quant/quant.h"
+#include "support/kernel_backends.h"
 
 namespace revis {
 namespace {
@@ -93,22 +94,20 @@ TEST(MatMul, LongRowsGoInSlices) {
   expect_matmul_equals_vec_dots(TensorType::Q8_0, 19, 8224, 5, 2);
 }
 
-// Every backend the CPU has, with enough token groups that a packed form
-// which takes weights in its own layout (AVX2's octets for the Q8_0-
-// activation types) repacks each tile: 18 tokens are four groups and two
-// left over. 2080 values end in a block past the last eight; 8192 go in
-// slices; 10 tokens (two groups) stay below the repacking threshold.
+// Every backend the CPU has, with several token groups meeting each tile,
+// for the packed forms that take weights in a layout of their own (AVX2's
+// octets for the Q8_0-activation types: each tile is repacked once for
+// all its groups). 10 tokens are two groups and two left over, 18 four and
+// two. 2080 values end in a block past the last eight; 8192 go in slices.
 TEST(MatMul, EqualsRowByRowVecDotOnEveryBackend) {
-  const KernelBackend best = active_kernel_backend();
-  for (KernelBackend backend : kKernelBackends) {
-    if (!kernel_backend_supported(backend)) continue;
-    ASSERT_TRUE(use_kernel_backend(backend).ok());
+  for (KernelBackend backend : testing::supported_kernel_backends()) {
+    const testing::ScopedKernelBackend scoped(backend);
+    ASSERT_TRUE(scoped.ok());
     SCOPED_TRACE(kernel_backend_name(backend));
     for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::IQ4_NL})
       for (int64_t cols : {2080, 8192})
         for (int n_tokens : {10, 18}) expect_matmul_equals_vec_dots(type, 45, cols, n_tokens, 2);
   }
-  ASSERT_TRUE(use_kernel_backend(best).ok());
 }
 
 }  // namespace
