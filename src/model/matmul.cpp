@@ -36,6 +36,11 @@ int64_t slice_cols(int64_t cols, size_t bytes, size_t limit) {
   return (quanta + slices - 1) / slices * kSliceQuantum;
 }
 
+// From this many tokens on, the threads share the conversion of the
+// activations (a few microseconds per token); below it, waking them would
+// cost more than it saves.
+constexpr int kParallelConversionTokens = 4 * kGroup;
+
 // How far ahead of the row being multiplied a single-token pass asks for
 // weights. The hardware prefetchers stop at every 4 KiB page and need a few
 // misses to start again; requests this far ahead keep memory busy across
@@ -82,8 +87,6 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   const TensorType act_type = activation_type(w.type);
   const size_t act_row = row_bytes(act_type, w.cols);
   activations_.resize(act_row * n_tokens);
-  for (int t = 0; t < n_tokens; ++t)
-    quantize_row(act_type, x + t * x_stride, activations_.data() + t * act_row, w.cols);
   const uint8_t* acts = activations_.data();
   const DotKernels kernels = dot_kernels(w.type, w.cols);
   const bool grouped = kernels.dot4 != nullptr && n_tokens >= kGroup;
@@ -101,11 +104,23 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   packed_activations_.resize(packed_bytes * n_groups + single_bytes * n_single);
   uint8_t* const packed_groups = packed_activations_.data();
   uint8_t* const packed_singles = packed_groups + packed_bytes * n_groups;
-  if (packed)
-    for (int g = 0; g < n_groups; ++g) packed->pack(acts + g * kGroup * act_row, act_row, w.cols, packed_groups + g * packed_bytes);
-  if (packed_one)
-    for (int i = 0; i < n_single; ++i)
-      packed_one->pack(acts + (n_groups * kGroup + i) * act_row, act_row, w.cols, packed_singles + i * single_bytes);
+  // Conversion in units of a group of four tokens, or of one token left
+  // over: quantized, then packed where there is a packed form.
+  auto convert = [&](int64_t first_unit, int64_t last_unit) {
+    for (int64_t unit = first_unit; unit < last_unit; ++unit) {
+      const bool group = unit < n_groups;
+      const int64_t first = group ? unit * kGroup : n_groups * kGroup + (unit - n_groups), count = group ? kGroup : 1;
+      for (int64_t t = first; t < first + count; ++t)
+        quantize_row(act_type, x + t * x_stride, activations_.data() + t * act_row, w.cols);
+      if (group && packed) packed->pack(acts + first * act_row, act_row, w.cols, packed_groups + unit * packed_bytes);
+      if (!group && packed_one)
+        packed_one->pack(acts + first * act_row, act_row, w.cols, packed_singles + (unit - n_groups) * single_bytes);
+    }
+  };
+  if (n_tokens >= kParallelConversionTokens)
+    pool.parallel_for(n_groups + n_single, convert);
+  else
+    convert(0, n_groups + n_single);
 
   const int64_t slice = grouped ? slice_cols(w.cols, packed ? packed_bytes : kGroup * act_row, kGroupSliceBytes) : w.cols;
   const int64_t single_slice = slice_cols(w.cols, w.row_bytes, kPrefetchSliceBytes);
@@ -133,8 +148,24 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   const int threads = pool.size();
   std::atomic<int64_t> next_row{0};
   pool.parallel_for(std::min<int64_t>(threads, (w.rows + tile_rows - 1) / tile_rows), [&](int64_t, int64_t) {
-    int64_t begin, end;
-    while (claim(next_row, w.rows, tile_rows, max_rows, threads, begin, end)) {
+    int64_t begin, end, ahead_begin = 0, ahead_end = 0;
+    auto claim_rows = [&](int64_t& first, int64_t& last) {
+      return claim(next_row, w.rows, tile_rows, max_rows, threads, first, last);
+    };
+    bool claimed = claim_rows(begin, end);
+    while (claimed) {
+      // With token groups a thread claims its next tile before working on
+      // this one, and asks for its rows a share per group: their first
+      // reader (the repacking, or the first group) would otherwise wait on
+      // memory, which the hardware prefetchers only start to cover a few
+      // misses into each page.
+      const bool ahead = grouped && claim_rows(ahead_begin, ahead_end);
+      const size_t ahead_bytes = ahead ? static_cast<size_t>(ahead_end - ahead_begin) * w.row_bytes : 0;
+      auto prefetch_ahead = [&](int group) {
+        const size_t from = ahead_bytes * group / n_groups & ~size_t{63};
+        const size_t to = ahead_bytes * (group + 1) / n_groups;
+        if (ahead) prefetch(w.row(ahead_begin) + from, to - from);
+      };
       int t = 0;
       // The tile's rows in the kernel's layout, where it has one. Per pool
       // thread, kept across calls. Repacking a tile costs about as much as
@@ -154,6 +185,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
         for (; t + kGroup <= n_tokens; t += kGroup) {
           const uint8_t* group = acts + t * act_row;
           const uint8_t* packed_group = packed ? packed_groups + (t / kGroup) * packed_bytes : nullptr;
+          prefetch_ahead(t / kGroup);
           bool first = true;
           for (const Slice& s : group_slices_) {
             for (int64_t r = begin; r < end; ++r) {
@@ -188,6 +220,13 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
           }
           out[t * out_stride + r] = sum;
         }
+      }
+      if (grouped) {
+        claimed = ahead;
+        begin = ahead_begin;
+        end = ahead_end;
+      } else {
+        claimed = claim_rows(begin, end);
       }
     }
   });

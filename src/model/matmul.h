@@ -2,13 +2,15 @@
 // out[t][r] = dot(W row r, x[t]) for every token t of a batch.
 //
 // 1. The batch is converted once to the weight type's activation format
-//    (quant.h's activation_type).
+//    (quant.h's activation_type), by all the threads for longer batches.
 // 2. The pool's threads claim runs of weight rows from a shared counter.
 //    A claim takes a share of what is left, long at first (long runs
 //    stream best from memory) and down to a tile of about 32 KiB at the
 //    end, so that the threads finish together: one that runs slower
 //    (another process on its core, a busier memory channel) just claims
-//    less. With four or more tokens every claim is one tile.
+//    less. With four or more tokens every claim is one tile, and a thread
+//    claims its next tile early and has its rows fetched from memory while
+//    it works on the current one.
 // 3. Within a tile, tokens go four at a time through vec_dot4's kernel,
 //    which unpacks each weight block once for the four (or its packed form,
 //    where the backend has one: each group is then packed once per call,

@@ -465,6 +465,11 @@ void dot4_octets(const void* w, const void* packed, int64_t n, float* out) {
        first += Octets::kBlocks, weights += Octets::kWeightBytes, values += Octets::kActivationBytes) {
     __m256i sums[4];
     for (__m256i& s : sums) s = _mm256_setzero_si256();
+    // Unrolled fully, g++ schedules all 32 products ahead of their adds and
+    // spills them: llvm-mca puts that loop at 1.5 cycles per block and row
+    // on Zen 3 and 4.3 on Zen 2, this one at 1.1 and 2.0 (and it measured
+    // 5-8% faster on a Sapphire Rapids core).
+#pragma GCC unroll 2
     for (int v = 0; v < 8; ++v) {
       const __m256i q = load256(weights + 32 * v), q_abs = _mm256_abs_epi8(q);
       for (int t = 0; t < 4; ++t) sums[t] = _mm256_add_epi32(sums[t], dot_signed(q_abs, q, load256(values + 256 * t + 32 * v)));
