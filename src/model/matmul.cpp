@@ -158,11 +158,13 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
       // this one, and asks for its rows a share per group: their first
       // reader (the repacking, or the first group) would otherwise wait on
       // memory, which the hardware prefetchers only start to cover a few
-      // misses into each page.
-      const bool ahead = grouped && claim_rows(ahead_begin, ahead_end);
+      // misses into each page. Not near the end, where holding a tile in
+      // reserve could leave another thread with nothing to do.
+      const bool ahead = grouped && next_row.load(std::memory_order_relaxed) + threads * tile_rows <= w.rows &&
+                         claim_rows(ahead_begin, ahead_end);
       const size_t ahead_bytes = ahead ? static_cast<size_t>(ahead_end - ahead_begin) * w.row_bytes : 0;
       auto prefetch_ahead = [&](int group) {
-        const size_t from = ahead_bytes * group / n_groups & ~size_t{63};
+        const size_t from = (ahead_bytes * group / n_groups) & ~size_t{63};
         const size_t to = ahead_bytes * (group + 1) / n_groups;
         if (ahead) prefetch(w.row(ahead_begin) + from, to - from);
       };
@@ -221,8 +223,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
           out[t * out_stride + r] = sum;
         }
       }
-      if (grouped) {
-        claimed = ahead;
+      if (ahead) {
         begin = ahead_begin;
         end = ahead_end;
       } else {
