@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -44,12 +45,13 @@ namespace {
 
 // --- Helpers -----------------------------------------------------------------
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+inline float hsum(__m128 s) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
+
+inline float hsum(__m256 v) { return hsum(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))); }
 
 inline double hsum(__m256d v) {
   __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
@@ -158,16 +160,29 @@ inline __m128 row_scales_q8_k(const uint8_t* a, size_t stride, int64_t b) {
 template <int T>
 class RowAccumulator;
 
+// add_with_offsets(sums, offsets, scales, super_scales) is add(sums,
+// scales * d) plus add(offsets, scales * -dmin), super_scales being
+// [d, -dmin, ...]: the K-quants whose offsets have a scale of their own.
 template <>
 class RowAccumulator<1> {
  public:
   void add(const __m256i* sums, __m128 scales) {
     acc_ = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[0]), _mm256_broadcastss_ps(scales), acc_);
   }
-  void store(float* out) const { out[0] = hsum(acc_); }
+  // The two integer vectors are first folded into one, [sums, sums,
+  // offsets, offsets], so that one conversion and one FMA serve both: on a
+  // single row these few float steps are a large part of a block's work.
+  void add_with_offsets(const __m256i* sums, const __m256i* offsets, __m128 scales, __m128 super_scales) {
+    const __m256i pairs = _mm256_add_epi32(_mm256_unpacklo_epi64(sums[0], offsets[0]), _mm256_unpackhi_epi64(sums[0], offsets[0]));
+    const __m128i folded = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+    const __m128 lane_scales = _mm_mul_ps(_mm_unpacklo_ps(super_scales, super_scales), _mm_broadcastss_ps(scales));
+    folded_ = _mm_fmadd_ps(_mm_cvtepi32_ps(folded), lane_scales, folded_);
+  }
+  void store(float* out) const { out[0] = hsum(acc_) + hsum(folded_); }
 
  private:
   __m256 acc_ = _mm256_setzero_ps();
+  __m128 folded_ = _mm_setzero_ps();
 };
 
 template <>
@@ -180,6 +195,10 @@ class RowAccumulator<4> {
   }
   void store(float* out) const {
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(acc_), _mm256_extractf128_ps(acc_, 1)));
+  }
+  void add_with_offsets(const __m256i* sums, const __m256i* offsets, __m128 scales, __m128 super_scales) {
+    add(sums, _mm_mul_ps(scales, _mm_permute_ps(super_scales, 0x00)));
+    add(offsets, _mm_mul_ps(scales, _mm_permute_ps(super_scales, 0x55)));
   }
 
  private:
@@ -545,10 +564,22 @@ void dot_offset_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
 // that layout both come from one in-lane shuffle (chunk_scales).
 
 struct KHeader {
-  __m256i scales;   // 16 x int16, even groups low, odd groups high
-  __m256i offsets;  // 16 x int16, group order
-  float d, dmin;
+  __m256i scales;        // 16 x int16, even groups low, odd groups high
+  __m256i offsets;       // 16 x int16, group order
+  __m128 super_scales;   // d, -dmin (0 where the format has none), 0, 0
 };
+
+// Super-block scales from one stored half d...
+inline __m128 super_scale(uint16_t d) { return _mm_cvtph_ps(_mm_cvtsi32_si128(d)); }
+
+// ...or from d and dmin stored next to each other, converted together.
+template <typename Block>
+inline __m128 super_scales(const Block& b) {
+  static_assert(offsetof(Block, dmin) == offsetof(Block, d) + sizeof b.d, "d and dmin must be adjacent");
+  uint32_t both;
+  std::memcpy(&both, &b.d, sizeof both);
+  return _mm_xor_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both))), _mm_setr_ps(0.0f, -0.0f, 0.0f, 0.0f));
+}
 
 enum class Offsets {
   kNone,       // x = d * scale * q
@@ -597,9 +628,10 @@ inline __m256i nibble_chunk(const uint8_t* qs) {
   return move_bits<4 * (kC % 2), 0, 4>(load256(qs + 32 * (kC / 2)));
 }
 
-inline KHeader header_6bit(const uint8_t* packed, uint16_t d, uint16_t dmin) {
-  const __m128i s = scales_6bit(packed);
-  return {scales_of_32_groups(s), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s)), half(d), half(dmin)};
+template <typename Block>
+inline KHeader header_6bit(const Block& b) {
+  const __m128i s = scales_6bit(b.scales);
+  return {scales_of_32_groups(s), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s)), super_scales(b)};
 }
 
 struct Q2_KFormat {
@@ -610,7 +642,7 @@ struct Q2_KFormat {
     const __m128i s = load128(b.scales);  // scale in the low nibble, min in the high
     const __m128i nibble = _mm_set1_epi8(0x0f);
     return {_mm256_cvtepu8_epi16(_mm_and_si128(even_then_odd(s), nibble)),
-            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), nibble)), half(b.d), half(b.dmin)};
+            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), nibble)), super_scales(b)};
   }
   template <int kC>
   static __m256i chunk(const Block& b) { return two_bit_chunk<kC>(b.qs); }
@@ -634,9 +666,8 @@ struct Q3_KFormat {
     };
     const __m128i stored = _mm_setr_epi32(group4(0), group4(1), group4(2), group4(3));
     const __m128i scales = _mm_sub_epi8(stored, _mm_set1_epi8(32));
-    const float d = half(b.d);
     // q is stored + 4 (the top bit clear means -4): offset 4 * scale.
-    return {_mm256_cvtepi8_epi16(even_then_odd(scales)), _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 2), d, d};
+    return {_mm256_cvtepi8_epi16(even_then_odd(scales)), _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 2), super_scale(b.d)};
   }
   template <int kC>
   static __m256i chunk(const Block& b) {
@@ -648,7 +679,7 @@ struct Q4_KFormat {
   using Block = BlockQ4_K;
   static constexpr Offsets kOffsets = Offsets::kOwnScale;
   static constexpr bool kSigned = false;
-  static KHeader header(const Block& b) { return header_6bit(b.scales, b.d, b.dmin); }
+  static KHeader header(const Block& b) { return header_6bit(b); }
   template <int kC>
   static __m256i chunk(const Block& b) { return nibble_chunk<kC>(b.qs); }
 };
@@ -657,7 +688,7 @@ struct Q5_KFormat {
   using Block = BlockQ5_K;
   static constexpr Offsets kOffsets = Offsets::kOwnScale;
   static constexpr bool kSigned = false;
-  static KHeader header(const Block& b) { return header_6bit(b.scales, b.d, b.dmin); }
+  static KHeader header(const Block& b) { return header_6bit(b); }
   // Bit 4 of chunk c's value l is bit c of qh[l].
   template <int kC>
   static __m256i chunk(const Block& b) {
@@ -671,9 +702,8 @@ struct Q6_KFormat {
   static constexpr bool kSigned = false;
   static KHeader header(const Block& b) {
     const __m128i scales = load128(b.scales);
-    const float d = half(b.d);
     // q is stored + 32: offset 32 * scale.
-    return {_mm256_cvtepi8_epi16(even_then_odd(scales)), _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 5), d, d};
+    return {_mm256_cvtepi8_epi16(even_then_odd(scales)), _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 5), super_scale(b.d)};
   }
   // Chunk c = 4 * half + k: low nibble from ql[64 * half + 32 * (k % 2) + l]
   // (the low nibble for k < 2, the high one after), top 2 bits from
@@ -695,7 +725,7 @@ struct IQ4_XSFormat {
     for (int g = 0; g < 8; ++g)
       stored[g] = static_cast<uint8_t>(((b.scales_l[g / 2] >> (4 * (g % 2))) & 0x0f) | (((b.scales_h >> (2 * g)) & 3) << 4));
     const __m256i scales = _mm256_sub_epi16(scales_of_32_groups(load128(stored)), _mm256_set1_epi16(32));
-    return {scales, _mm256_setzero_si256(), half(b.d), 0.0f};
+    return {scales, _mm256_setzero_si256(), super_scale(b.d)};
   }
   // Group c's 32 indices are laid out as an IQ4_NL block; the chunk holds
   // the signed codebook levels.
@@ -739,14 +769,15 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
         },
         std::make_integer_sequence<int, 8>());
     const __m128 da = row_scales_q8_k<T>(a, stride, b);
-    if constexpr (Format::kOffsets == Offsets::kSameScale)
-      for (int t = 0; t < T; ++t)
-        sums[t] = _mm256_sub_epi32(sums[t], _mm256_madd_epi16(load256(act<BlockQ8_K>(a, stride, t, b).bsums), h.offsets));
-    acc.add(sums, _mm_mul_ps(da, _mm_set1_ps(h.d)));
     if constexpr (Format::kOffsets == Offsets::kOwnScale) {
       __m256i offsets[T];
       for (int t = 0; t < T; ++t) offsets[t] = _mm256_madd_epi16(load256(act<BlockQ8_K>(a, stride, t, b).bsums), h.offsets);
-      acc.add(offsets, _mm_mul_ps(da, _mm_set1_ps(-h.dmin)));
+      acc.add_with_offsets(sums, offsets, da, h.super_scales);
+    } else {
+      if constexpr (Format::kOffsets == Offsets::kSameScale)
+        for (int t = 0; t < T; ++t)
+          sums[t] = _mm256_sub_epi32(sums[t], _mm256_madd_epi16(load256(act<BlockQ8_K>(a, stride, t, b).bsums), h.offsets));
+      acc.add(sums, _mm_mul_ps(da, T == 1 ? h.super_scales : _mm_permute_ps(h.super_scales, 0x00)));
     }
   }
   acc.store(out);
