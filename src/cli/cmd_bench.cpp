@@ -2,7 +2,8 @@
 // memory, and how close decoding comes to the machine's memory bandwidth
 // (the roofline). Progress goes to stderr, results to stdout: a report, one
 // JSON object with --json, or a CSV of speed against context depth with
-// --frontiers.
+// --frontiers. revis bench --matmul TYPES times matrix products alone,
+// without a model (cli/bench_matmul.h).
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "bench/bandwidth.h"
 #include "bench/inference.h"
 #include "bench/stats.h"
+#include "cli/bench_matmul.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "gguf/gguf.h"
@@ -33,7 +35,7 @@ constexpr int kWarmupGenerateSteps = 16;
 constexpr int kPassesPerProbe = 3;
 
 struct BenchArgs {
-  std::string model, frontiers, kernels;
+  std::string model, frontiers, kernels, matmul;
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
@@ -162,6 +164,14 @@ int run_frontiers(Engine& engine, const BenchArgs& args, const std::vector<int>&
 }
 
 int run_bench(const BenchArgs& args) {
+  if (!args.matmul.empty())
+    return run_bench_matmul({.types = args.matmul,
+                             .kernels = args.kernels,
+                             .repetitions = args.repetitions,
+                             .threads = args.threads,
+                             .memory_mib = args.bandwidth_mib,
+                             .json = args.json});
+  if (args.model.empty()) return fail("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
   if (args.n_prompt < 1) return fail("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
   if (args.n_generate < 1) return fail("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
   if (args.repetitions < 1) return fail("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
@@ -312,7 +322,7 @@ int run_bench(const BenchArgs& args) {
 void register_bench(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("bench", "Measure prefill and generation speed against the memory-bandwidth roofline");
   auto args = std::make_shared<BenchArgs>();
-  cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
+  auto* model = cmd->add_option("-m,--model", args->model, "GGUF model file");
   cmd->add_option("-p,--n-prompt", args->n_prompt, "Prompt tokens to prefill per run")->capture_default_str();
   cmd->add_option("-n,--n-gen", args->n_generate, "Tokens to generate per run")->capture_default_str();
   cmd->add_option("-r,--repetitions", args->repetitions, "Timed runs (medians are reported)")->capture_default_str();
@@ -320,11 +330,17 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size (default: exactly what the runs fill)");
   cmd->add_option("--seed", args->seed, "Seed for the random prompt tokens")->capture_default_str();
   cmd->add_option("--bandwidth-mib", args->bandwidth_mib,
-                  "Buffer for the bandwidth test, MiB (at most a quarter of RAM)")->capture_default_str();
+                  "Buffer for the bandwidth test, and --matmul's matrix from memory, MiB (at most a quarter of RAM)")
+      ->capture_default_str();
   auto* json = cmd->add_flag("--json", args->json, "Print one JSON object instead of the report");
-  cmd->add_option("--frontiers", args->frontiers,
-                  "Context depths, e.g. 512,2048,8192: print a CSV of prefill and generation speed at each")
-      ->excludes(json);
+  auto* frontiers = cmd->add_option("--frontiers", args->frontiers,
+                                    "Context depths, e.g. 512,2048,8192: print a CSV of prefill and generation speed at each")
+                        ->excludes(json);
+  cmd->add_option("--matmul", args->matmul,
+                  "Weight types, e.g. q4_k,q6_k,q8_0: instead of a model, time matrix products of each (decoding from "
+                  "memory and from cache, a 64-token prefill) with every kernel backend this CPU has")
+      ->excludes(model)
+      ->excludes(frontiers);
   cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)");
   cmd->add_option("--kernels", args->kernels,
                   "Kernel backend: scalar, avx2, avx512 or neon (default: the best this CPU has), to compare them");

@@ -146,5 +146,68 @@ TEST(BenchCommand, BadArgumentsFailWithOneLineError) {
   }
 }
 
+// --matmul: matrix products without a model. A small from-memory matrix
+// keeps the tests light (it is then partly in cache: no speed is asserted).
+const std::string kMatMulRun = " -r 2 -t 2 --bandwidth-mib 32 --json";
+
+TEST(BenchMatMul, OneResultPerTypeAndBackendWithPositiveFigures) {
+  const auto r = run_revis("bench --matmul q4_k,Q8_0,q4_k" + kMatMulRun);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["r"], 2);
+  EXPECT_GT(j["memory_matrix_bytes"].get<uint64_t>(), 0u);
+  EXPECT_LE(j["memory_matrix_bytes"].get<uint64_t>(), uint64_t{32} << 20);
+  EXPECT_GT(j["bandwidth_gb_s"]["median"].get<double>(), 0.0);
+
+  // Types in the order given, each once, every backend under each.
+  const nlohmann::json& results = j["results"];
+  ASSERT_FALSE(results.empty());
+  ASSERT_EQ(results.size() % 2, 0u) << results.dump();
+  const size_t backends = results.size() / 2;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const nlohmann::json& one = results[i];
+    EXPECT_EQ(one["type"], i < backends ? "Q4_K" : "Q8_0") << one.dump();
+    EXPECT_EQ(one["kernels"], results[i % backends]["kernels"]) << "the same backends, in the same order, per type";
+    for (const char* key : {"decode_memory_gb_s", "decode_memory_pct_bandwidth", "decode_cache_gb_s", "prefill_gops"}) {
+      const nlohmann::json& figure = one[key];
+      EXPECT_GT(figure["min"].get<double>(), 0.0) << key;
+      EXPECT_LE(figure["min"].get<double>(), figure["median"].get<double>()) << key;
+      EXPECT_LE(figure["median"].get<double>(), figure["max"].get<double>()) << key;
+    }
+  }
+  if (backends > 1) {
+    EXPECT_NE(results[0]["kernels"], results[1]["kernels"]);
+  }
+  EXPECT_NE(r.err.find("run 2/2"), std::string::npos) << "progress goes to stderr: " << r.err;
+}
+
+TEST(BenchMatMul, KernelsPicksTheOneBackendAndTheReportNamesEachColumn) {
+  const auto r = run_revis("bench --matmul q6_k -r 1 -t 2 --bandwidth-mib 16 --kernels scalar");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* label : {"bandwidth", "decode, memory GB/s", "% bw", "decode, cache GB/s", "prefill"})
+    EXPECT_NE(r.out.find(label), std::string::npos) << label << " missing from:\n" << r.out;
+  const std::vector<std::string> lines = lines_of(r.out);
+  const auto rows = std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("Q6_K", 0) == 0; });
+  EXPECT_EQ(rows, 1) << r.out;
+  EXPECT_NE(r.out.find("scalar"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("ratio"), std::string::npos) << "one backend: nothing to compare";
+}
+
+TEST(BenchMatMul, BadArgumentsFailWithOneLineError) {
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c : {Case{"--matmul q8_k", "not a weight type"}, Case{"--matmul q4_k,bogus", "'bogus'"},
+                        Case{"--matmul q4_k,", "''"}, Case{"--matmul q4_k -r 0", "-r"},
+                        Case{"--matmul q4_k --kernels bogus", "--kernels"}, Case{"-n 4", "-m MODEL is required"},
+                        Case{"--matmul q4_k -m " + shell_quote(kModel), "excludes"}}) {
+    const auto r = run_revis("bench " + c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+}
+
 }  // namespace
 }  // namespace revis

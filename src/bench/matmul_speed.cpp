@@ -1,0 +1,142 @@
+#include "bench/matmul_speed.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "model/matmul.h"
+#include "model/weights.h"
+#include "quant/quant.h"
+
+namespace revis::bench {
+namespace {
+
+// Distinct random rows per matrix; the rest repeat them.
+constexpr int64_t kDistinctRows = 64;
+
+// The in-cache matrix: small enough for each of two threads' shares to stay
+// in a 512 KiB L2, large enough that the thread pool's start and finish
+// are a small part of a pass.
+constexpr size_t kCacheMatrixBytes = 1 << 20;
+
+// The prefill matrix: a few MiB, like a model's smaller projections.
+constexpr size_t kPrefillMatrixBytes = 8 << 20;
+
+// Each in-cache sample repeats its pass until at least this long, so that
+// a sample is not one clock tick.
+constexpr double kMinCacheSampleSeconds = 0.02;
+
+size_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size) : 0;
+}
+
+// A matrix of `rows` rows whose bytes repeat the first kDistinctRows.
+struct OwnedMatrix {
+  std::vector<uint8_t> bytes;
+  Matrix matrix;
+};
+
+OwnedMatrix repeated_matrix(const std::vector<uint8_t>& distinct, TensorType type, int64_t cols, int64_t rows) {
+  OwnedMatrix m;
+  const size_t row = row_bytes(type, cols);
+  m.bytes.resize(row * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(distinct.begin() + static_cast<ptrdiff_t>((r % kDistinctRows) * row), row,
+                m.bytes.begin() + static_cast<ptrdiff_t>(r * row));
+  m.matrix = {.type = type, .cols = cols, .rows = rows, .row_bytes = row, .data = m.bytes.data()};
+  return m;
+}
+
+int64_t rows_for(size_t bytes, size_t row) { return std::max<int64_t>(kDistinctRows, static_cast<int64_t>(bytes / row)); }
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+struct MatMulSpeed::State {
+  ThreadPool* pool;
+  MatMulSpeedOptions options;
+  OwnedMatrix memory, cache, prefill;
+  std::vector<float> activations, out;
+  MatMul matmul;
+};
+
+Result<std::unique_ptr<MatMulSpeed>> MatMulSpeed::create(ThreadPool& pool, const MatMulSpeedOptions& options) {
+  const TensorType type = options.type;
+  if (type == TensorType::Q8_K || type == TensorType::Q8_1 || !can_quantize(type))
+    return Status::error(std::string(type_name(type)) + " is not a weight type (it only holds activations)");
+  const int64_t block = type_traits(type).block_size;
+  if (options.cols <= 0 || options.cols % block != 0)
+    return Status::error(std::string(type_name(type)) + ": rows of " + std::to_string(options.cols) +
+                         " values are not whole blocks of " + std::to_string(block));
+  if (options.prefill_tokens < 1) return Status::error("prefill tokens: expected >= 1");
+
+  auto state = std::make_unique<State>();
+  state->pool = &pool;
+  const size_t row = row_bytes(type, options.cols);
+  std::vector<uint8_t> distinct(row * kDistinctRows);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(static_cast<size_t>(options.cols));
+  for (int64_t r = 0; r < kDistinctRows; ++r) {
+    for (float& v : values) v = normal(rng);
+    quantize_row(type, values.data(), distinct.data() + r * row, options.cols);
+  }
+  size_t memory_bytes = options.memory_bytes;
+  if (const size_t ram = physical_memory_bytes(); ram > 0) memory_bytes = std::min(memory_bytes, ram / 4);
+  state->memory = repeated_matrix(distinct, type, options.cols, rows_for(memory_bytes, row));
+  state->cache = repeated_matrix(distinct, type, options.cols, rows_for(kCacheMatrixBytes, row));
+  state->prefill = repeated_matrix(distinct, type, options.cols, rows_for(kPrefillMatrixBytes, row));
+  state->activations.resize(static_cast<size_t>(options.prefill_tokens * options.cols));
+  for (float& v : state->activations) v = normal(rng);
+  const int64_t most_rows = std::max({state->memory.matrix.rows, state->prefill.matrix.rows});
+  state->out.resize(static_cast<size_t>(std::max<int64_t>(most_rows, options.prefill_tokens * state->prefill.matrix.rows)));
+  state->options = options;
+  return std::unique_ptr<MatMulSpeed>(new MatMulSpeed(std::move(state)));
+}
+
+MatMulSpeed::MatMulSpeed(std::unique_ptr<State> state) : state_(std::move(state)) {}
+MatMulSpeed::~MatMulSpeed() = default;
+
+size_t MatMulSpeed::memory_matrix_bytes() const { return state_->memory.bytes.size(); }
+
+double MatMulSpeed::decode_memory_gb_s() {
+  State& s = *state_;
+  const Matrix& w = s.memory.matrix;
+  const auto start = std::chrono::steady_clock::now();
+  s.matmul.run(*s.pool, w, s.activations.data(), 1, w.cols, s.out.data(), w.rows);
+  return static_cast<double>(s.memory.bytes.size()) / seconds_since(start) / 1e9;
+}
+
+double MatMulSpeed::decode_cache_gb_s() {
+  State& s = *state_;
+  const Matrix& w = s.cache.matrix;
+  s.matmul.run(*s.pool, w, s.activations.data(), 1, w.cols, s.out.data(), w.rows);  // into the caches
+  int passes = 0;
+  const auto start = std::chrono::steady_clock::now();
+  double seconds = 0;
+  do {
+    s.matmul.run(*s.pool, w, s.activations.data(), 1, w.cols, s.out.data(), w.rows);
+    ++passes;
+    seconds = seconds_since(start);
+  } while (seconds < kMinCacheSampleSeconds);
+  return static_cast<double>(s.cache.bytes.size()) * passes / seconds / 1e9;
+}
+
+double MatMulSpeed::prefill_gops() {
+  State& s = *state_;
+  const Matrix& w = s.prefill.matrix;
+  const int tokens = s.options.prefill_tokens;
+  const auto start = std::chrono::steady_clock::now();
+  s.matmul.run(*s.pool, w, s.activations.data(), tokens, w.cols, s.out.data(), w.rows);
+  return static_cast<double>(tokens) * static_cast<double>(w.rows) * static_cast<double>(w.cols) /
+         seconds_since(start) / 1e9;
+}
+
+}  // namespace revis::bench

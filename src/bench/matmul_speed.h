@@ -1,0 +1,55 @@
+// Times MatMul, the product every weight matrix of a model goes through, on
+// synthetic weights of one type and without a model, so that weight types
+// and kernel backends can be compared on one machine in one run:
+//   decode from memory  one token against a matrix far larger than the
+//                       caches, as decoding meets its weights: GB/s of weights
+//   decode from cache   one token against a matrix that stays in L2: what
+//                       the kernel's arithmetic alone allows, GB/s
+//   prefill             a batch of tokens against a matrix of a few MiB:
+//                       billions of weight-value products per second
+// Decoding is fast only while the cache figure stays well above the memory
+// one: where they meet, arithmetic and memory take turns instead of
+// overlapping.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "model/thread_pool.h"
+#include "quant/types.h"
+#include "revis/status.h"
+
+namespace revis::bench {
+
+struct MatMulSpeedOptions {
+  TensorType type = TensorType::Q8_0;
+  int64_t cols = 2048;                  // values per row (Llama-3.2-1B's width)
+  size_t memory_bytes = size_t{1} << 30;  // the from-memory matrix, capped at a quarter of RAM
+  int prefill_tokens = 64;
+};
+
+// The matrices and activations, built once (untimed): a few rows of random
+// values quantized to the type and repeated to each matrix's size, which
+// costs the kernels the same as distinct rows. Each call times one pass
+// with whatever kernel backend is active.
+class MatMulSpeed {
+ public:
+  // An error names the type when it cannot be a weight (Q8_K, Q8_1) or
+  // cols is not a multiple of its block.
+  static Result<std::unique_ptr<MatMulSpeed>> create(ThreadPool& pool, const MatMulSpeedOptions& options);
+  ~MatMulSpeed();
+  MatMulSpeed(const MatMulSpeed&) = delete;
+  MatMulSpeed& operator=(const MatMulSpeed&) = delete;
+
+  double decode_memory_gb_s();
+  double decode_cache_gb_s();
+  double prefill_gops();
+  size_t memory_matrix_bytes() const;
+
+ private:
+  struct State;
+  explicit MatMulSpeed(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace revis::bench

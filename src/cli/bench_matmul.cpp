@@ -1,0 +1,176 @@
+#include "cli/bench_matmul.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bandwidth.h"
+#include "bench/matmul_speed.h"
+#include "bench/stats.h"
+#include "cli/common.h"
+#include "model/thread_pool.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+
+namespace revis::cli {
+namespace {
+
+constexpr int64_t kCols = 2048;  // values per row: Llama-3.2-1B's width
+constexpr int kPrefillTokens = 64;
+constexpr int kPassesPerProbe = 3;  // bandwidth passes per measurement, the best kept
+
+Result<std::vector<TensorType>> parse_types(const std::string& text) {
+  std::vector<TensorType> types;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const std::optional<TensorType> type = type_from_name(item);
+    if (!type) return Status::error("--matmul: '" + item + "' is not a tensor type (expected e.g. q4_k,q6_k,q8_0)");
+    if (std::find(types.begin(), types.end(), *type) == types.end()) types.push_back(*type);
+    start = comma + 1;
+  }
+  return types;
+}
+
+// The backend --kernels names, or every SIMD backend this CPU has (the
+// scalar reference only where there is none: it is for tests, not speed).
+Result<std::vector<KernelBackend>> chosen_backends(const std::string& name) {
+  if (!name.empty()) {
+    auto backend = parse_kernel_backend(name);
+    if (!backend.ok()) return Status::error("--kernels: " + backend.status().message());
+    if (!kernel_backend_supported(*backend))
+      return Status::error(std::string("--kernels: this CPU cannot run ") + kernel_backend_name(*backend));
+    return std::vector<KernelBackend>{*backend};
+  }
+  std::vector<KernelBackend> backends;
+  for (KernelBackend b : kKernelBackends)
+    if (b != KernelBackend::kScalar && kernel_backend_supported(b)) backends.push_back(b);
+  if (backends.empty()) backends.push_back(KernelBackend::kScalar);
+  return backends;
+}
+
+// One type and backend's samples, a value per repetition.
+struct Samples {
+  TensorType type;
+  KernelBackend backend;
+  std::vector<double> memory_gb_s = {}, memory_pct = {}, cache_gb_s = {}, prefill_gops = {};
+};
+
+nlohmann::json summary_json(const std::vector<double>& samples) {
+  const bench::Summary s = bench::summarize(samples);
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
+}
+
+void print_report(const std::vector<Samples>& all, const std::vector<KernelBackend>& backends,
+                  const std::vector<double>& bandwidth, int threads, size_t memory_bytes, int repetitions) {
+  const bench::Summary bw = bench::summarize(bandwidth);
+  std::printf("matmul       rows of %lld values, %d threads, %d runs; decode from memory over %.0f MiB\n", static_cast<long long>(kCols), threads,
+              repetitions, memory_bytes / 1048576.0);
+  std::printf("bandwidth    %.2f GB/s median of %zu read passes (best %.2f)\n", bw.median, bandwidth.size(), bw.max);
+  std::printf("%-7s %-8s %-26s %7s %-26s %s\n", "type", "kernels", "decode, memory GB/s", "% bw", "decode, cache GB/s",
+              "prefill (64 tokens), G products/s");
+  auto cell = [](const std::vector<double>& v) {
+    const bench::Summary s = bench::summarize(v);
+    char text[64];
+    std::snprintf(text, sizeof text, "%8.2f (%.2f-%.2f)", s.median, s.min, s.max);
+    return std::string(text);
+  };
+  for (const Samples& s : all)
+    std::printf("%-7s %-8s %-26s %7.1f %-26s %s\n", type_name(s.type), kernel_backend_name(s.backend),
+                cell(s.memory_gb_s).c_str(), bench::summarize(s.memory_pct).median, cell(s.cache_gb_s).c_str(),
+                cell(s.prefill_gops).c_str());
+  if (backends.size() < 2) return;
+  // Ratios of medians against the first backend, from the same runs.
+  for (const Samples& s : all) {
+    if (s.backend == backends.front()) continue;
+    const Samples& base = *std::find_if(all.begin(), all.end(), [&](const Samples& b) {
+      return b.type == s.type && b.backend == backends.front();
+    });
+    auto ratio = [](const std::vector<double>& a, const std::vector<double>& b) {
+      return bench::summarize(a).median / bench::summarize(b).median;
+    };
+    std::printf("ratio        %s %s / %s: decode memory %.2fx, cache %.2fx, prefill %.2fx\n", type_name(s.type),
+                kernel_backend_name(s.backend), kernel_backend_name(base.backend),
+                ratio(s.memory_gb_s, base.memory_gb_s), ratio(s.cache_gb_s, base.cache_gb_s),
+                ratio(s.prefill_gops, base.prefill_gops));
+  }
+}
+
+}  // namespace
+
+int run_bench_matmul(const MatMulBenchArgs& args) {
+  if (args.repetitions < 1) return fail("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
+  if (args.memory_mib < 1) return fail("--bandwidth-mib: expected >= 1");
+  auto types = parse_types(args.types);
+  if (!types.ok()) return fail(types.status().message());
+  auto backends = chosen_backends(args.kernels);
+  if (!backends.ok()) return fail(backends.status().message());
+  const int threads = args.threads > 0 ? args.threads : ThreadPool::default_threads();
+  const KernelBackend original = active_kernel_backend();
+
+  ThreadPool pool(threads);
+  std::fprintf(stderr, "filling the bandwidth buffer ...\n");
+  bench::BandwidthProbe probe({.n_threads = threads, .buffer_bytes = args.memory_mib << 20});
+  std::vector<double> bandwidth;  // every pass
+  std::vector<Samples> all;
+  size_t memory_bytes = 0;
+  for (TensorType type : *types) {
+    std::fprintf(stderr, "%s: building the matrices ...\n", type_name(type));
+    auto speed = bench::MatMulSpeed::create(
+        pool, {.type = type, .cols = kCols, .memory_bytes = args.memory_mib << 20, .prefill_tokens = kPrefillTokens});
+    if (!speed.ok()) return fail("--matmul: " + speed.status().message());
+    bench::MatMulSpeed& s = **speed;
+    memory_bytes = s.memory_matrix_bytes();
+    const size_t first = all.size();
+    for (KernelBackend b : *backends) all.push_back({.type = type, .backend = b});
+    for (int rep = -1; rep < args.repetitions; ++rep) {  // rep -1: an untimed warm-up
+      double best_pass = 0;
+      for (int i = 0; i < kPassesPerProbe; ++i) {
+        const double pass = probe.pass();
+        best_pass = std::max(best_pass, pass);
+        if (rep >= 0) bandwidth.push_back(pass);
+      }
+      for (size_t k = 0; k < backends->size(); ++k) {
+        if (Status used = use_kernel_backend((*backends)[k]); !used.ok()) return fail("--kernels: " + used.message());
+        const double memory = s.decode_memory_gb_s(), cache = s.decode_cache_gb_s(), prefill = s.prefill_gops();
+        if (rep < 0) continue;
+        Samples& out = all[first + k];
+        out.memory_gb_s.push_back(memory);
+        out.memory_pct.push_back(100.0 * memory / best_pass);
+        out.cache_gb_s.push_back(cache);
+        out.prefill_gops.push_back(prefill);
+        std::fprintf(stderr, "  run %d/%d, %s: decode %.2f GB/s from memory (%.0f %% of %.2f), %.2f from cache; "
+                     "prefill %.2f G/s\n", rep + 1, args.repetitions, kernel_backend_name((*backends)[k]), memory,
+                     100.0 * memory / best_pass, best_pass, cache, prefill);
+      }
+    }
+  }
+  if (Status restored = use_kernel_backend(original); !restored.ok()) return fail(restored.message());
+
+  if (args.json) {
+    nlohmann::json results = nlohmann::json::array();
+    for (const Samples& s : all)
+      results.push_back({{"type", type_name(s.type)},
+                         {"kernels", kernel_backend_name(s.backend)},
+                         {"decode_memory_gb_s", summary_json(s.memory_gb_s)},
+                         {"decode_memory_pct_bandwidth", summary_json(s.memory_pct)},
+                         {"decode_cache_gb_s", summary_json(s.cache_gb_s)},
+                         {"prefill_gops", summary_json(s.prefill_gops)}});
+    const nlohmann::json j = {{"threads", threads},
+                              {"cols", kCols},
+                              {"prefill_tokens", kPrefillTokens},
+                              {"r", args.repetitions},
+                              {"memory_matrix_bytes", memory_bytes},
+                              {"bandwidth_gb_s", summary_json(bandwidth)},
+                              {"results", results}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  print_report(all, *backends, bandwidth, threads, memory_bytes, args.repetitions);
+  return 0;
+}
+
+}  // namespace revis::cli
