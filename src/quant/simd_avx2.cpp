@@ -101,8 +101,9 @@ inline __m256i dot_unsigned(__m256i q, __m256i a) {
 // The 32 nibbles of a 32-value block (value j < 16 in the low nibble of
 // byte j, value j + 16 in the high one) as 32 bytes in value order.
 inline __m256i unpack_nibbles(const uint8_t* qs) {
-  const __m128i packed = load128(qs);
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
+  // The 16 bytes loaded into both halves, the high half shifted by 4.
+  const __m256i both = _mm256_broadcastsi128_si256(load128(qs));
+  return _mm256_and_si256(_mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
 }
 
 // 0x10 in byte j where bit j of the little-endian word at qh is set: the
@@ -342,16 +343,19 @@ void dot_f16_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, flo
 
 // Formats whose block decodes to 32 signed bytes w with x = d * w. (A Q8_0
 // weight of -128 is fine: |w| = 128 still fits vpmaddubsw's unsigned side.)
+// Q4_0 and Q5_0 store w + kLevelOffset as unsigned levels, which the
+// one-token kernel with activation sums (dot_summed_one) takes as they are.
 struct Q4_0Format {
   using Block = BlockQ4_0;
-  static __m256i weights(const Block& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
+  static constexpr int kLevelOffset = 8;
+  static __m256i levels(const Block& b) { return unpack_nibbles(b.qs); }
+  static __m256i weights(const Block& b) { return _mm256_sub_epi8(levels(b), _mm256_set1_epi8(kLevelOffset)); }
 };
 struct Q5_0Format {
   using Block = BlockQ5_0;
-  static __m256i weights(const Block& b) {
-    const __m256i q = _mm256_or_si256(unpack_nibbles(b.qs), fifth_bits(b.qh));
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(16));
-  }
+  static constexpr int kLevelOffset = 16;
+  static __m256i levels(const Block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), fifth_bits(b.qh)); }
+  static __m256i weights(const Block& b) { return _mm256_sub_epi8(levels(b), _mm256_set1_epi8(kLevelOffset)); }
 };
 struct Q8_0Format {
   using Block = BlockQ8_0;
@@ -374,6 +378,12 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
     acc.add(sums, _mm_mul_ps(row_scales_q8_0<T>(a, stride, b), _mm_set1_ps(half(wb[b].d))));
   }
   acc.store(out);
+}
+
+// Four halves as one 64-bit word, for a single conversion (vcvtph2ps).
+inline int64_t four_halves(const uint16_t* h) {
+  const uint32_t low = h[0] | static_cast<uint32_t>(h[1]) << 16, high = h[2] | static_cast<uint32_t>(h[3]) << 16;
+  return static_cast<int64_t>(low | static_cast<uint64_t>(high) << 32);
 }
 
 // dot for one row, four blocks at a time: their sums are folded like four
@@ -401,11 +411,7 @@ void dot_signed_one(const void* w, const uint8_t* a, size_t, int64_t n, float* o
         sums[j] = _mm256_setzero_si256();
       }
     }
-    auto four = [](const uint16_t* d) __attribute__((always_inline)) {
-      const uint32_t low = d[0] | static_cast<uint32_t>(d[1]) << 16, high = d[2] | static_cast<uint32_t>(d[3]) << 16;
-      return static_cast<int64_t>(low | static_cast<uint64_t>(high) << 32);
-    };
-    const __m256 both = _mm256_cvtph_ps(_mm_set_epi64x(four(da), four(dw)));
+    const __m256 both = _mm256_cvtph_ps(_mm_set_epi64x(four_halves(da), four_halves(dw)));
     acc.add(sums, _mm_mul_ps(_mm256_castps256_ps128(both), _mm256_extractf128_ps(both, 1)));
   };
   int64_t b = 0;
@@ -512,22 +518,110 @@ void dot4_octets(const void* w, const void* packed, int64_t n, float* out) {
   for (int t = 0; t < 4; ++t) out[t] = hsum(acc[t]) + tails[t];
 }
 
+// --- One token with activation sums ----------------------------------------
+//
+// Q4_0, Q5_0, Q4_1 and Q5_1 hold unsigned levels q with x = d * q + offset
+// per block: offset = m for Q4_1 and Q5_1, -8 d and -16 d for Q4_0 and Q5_0
+// (which store w + 8 and w + 16). So sum x * y over a block is
+//   d * dy * (q . yq) + offset * dy * (sum of yq),
+// and with each activation block's dy * sum at hand, vpmaddubsw multiplies
+// the levels as they are. The signed kernels spend three more operations per
+// block on the bias and vpmaddubsw's sign rules, and the offset kernels one
+// more multiply per block for the sum; on one token their arithmetic, not
+// memory, set the pace of decoding (Q4_0 streamed 15 GB/s from a matrix in
+// cache here, Q8_0 31). One token's activations are therefore packed once
+// per matrix product with those sums, four blocks to a group: their 4 x 32
+// quants, then the 4 scales dy and the 4 values dy * sum as floats.
+struct SummedQ8 {
+  static constexpr int64_t kBlocks = 4;
+  static constexpr size_t kScalesOffset = kBlocks * kLegacyBlock;
+  static constexpr size_t kSumsOffset = kScalesOffset + kBlocks * sizeof(float);
+  static constexpr size_t kGroupBytes = kSumsOffset + kBlocks * sizeof(float);
+
+  // A partial last group takes a whole group's bytes; slices start at
+  // multiples of 256 values, so always at a group's start.
+  static size_t bytes(int64_t n) {
+    return static_cast<size_t>((n / kLegacyBlock + kBlocks - 1) / kBlocks) * kGroupBytes;
+  }
+
+  static void pack(const void* a, size_t, int64_t n, void* packed) {
+    const auto* in = static_cast<const BlockQ8_0*>(a);
+    auto* out = static_cast<uint8_t*>(packed);
+    const int64_t blocks = n / kLegacyBlock;
+    std::memset(out, 0, bytes(n));  // the missing blocks of a partial group count zero
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* group = out + (b / kBlocks) * kGroupBytes;
+      const int64_t j = b % kBlocks;
+      std::memcpy(group + j * kLegacyBlock, in[b].qs, kLegacyBlock);
+      int sum = 0;
+      for (int8_t q : in[b].qs) sum += q;
+      const float scale = half(in[b].d), scaled_sum = scale * static_cast<float>(sum);
+      std::memcpy(group + kScalesOffset + j * sizeof(float), &scale, sizeof scale);
+      std::memcpy(group + kSumsOffset + j * sizeof(float), &scaled_sum, sizeof scaled_sum);
+    }
+  }
+};
+
+template <typename Format>
+void dot_summed_one(const void* w, const void* packed, int64_t n, float* out) {
+  const auto* wb = static_cast<const typename Format::Block*>(w);
+  const auto* group = static_cast<const uint8_t*>(packed);
+  const int64_t blocks = n / kLegacyBlock;
+  const __m256i ones = _mm256_set1_epi16(1);
+  RowAccumulator<4> products;  // the four blocks of a group fold like four rows
+  __m128 offsets = _mm_setzero_ps();
+  for (int64_t b = 0; b < blocks; b += SummedQ8::kBlocks, group += SummedQ8::kGroupBytes) {
+    const int64_t present = std::min(SummedQ8::kBlocks, blocks - b);
+    __m256i sums[SummedQ8::kBlocks];
+    uint16_t d[SummedQ8::kBlocks] = {}, m[SummedQ8::kBlocks] = {};
+    for (int64_t j = 0; j < SummedQ8::kBlocks; ++j) {
+      if (j < present) {
+        const typename Format::Block& x = wb[b + j];
+        // Per pair at most 2 * 31 * 128: inside vpmaddubsw's int16.
+        sums[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(Format::levels(x), load256(group + j * kLegacyBlock)), ones);
+        d[j] = x.d;
+        if constexpr (Format::kLevelOffset == 0) m[j] = x.m;
+      } else {
+        sums[j] = _mm256_setzero_si256();
+      }
+    }
+    const __m256 d_and_m = _mm256_cvtph_ps(_mm_set_epi64x(four_halves(m), four_halves(d)));
+    const __m128 d_w = _mm256_castps256_ps128(d_and_m);
+    products.add(sums, _mm_mul_ps(d_w, _mm_loadu_ps(reinterpret_cast<const float*>(group + SummedQ8::kScalesOffset))));
+    const __m128 offset = Format::kLevelOffset == 0 ? _mm256_extractf128_ps(d_and_m, 1)
+                                                    : _mm_mul_ps(d_w, _mm_set1_ps(-Format::kLevelOffset));
+    offsets = _mm_fmadd_ps(offset, _mm_loadu_ps(reinterpret_cast<const float*>(group + SummedQ8::kSumsOffset)), offsets);
+  }
+  float four[4];
+  products.store(four);
+  out[0] = ((four[0] + four[1]) + (four[2] + four[3])) + hsum(offsets);
+}
+
+template <typename Format>
+const PackedDot* summed_one() {
+  static const PackedDot form{SummedQ8::bytes, SummedQ8::pack, dot_summed_one<Format>};
+  return &form;
+}
+
 template <typename Format>
 KernelEntry signed_kernels() {
   static const PackedDot octets{Octets::bytes, Octets::pack, dot4_octets, octet_weight_bytes, repack_octets<Format>};
   KernelEntry entry = dots<dot_signed_one<Format>, dot_signed_rows<4, Format>>();
   entry.packed4 = &octets;
+  if constexpr (requires { Format::kLevelOffset; }) entry.packed1 = summed_one<Format>();
   return entry;
 }
 
 // x = d * q + m with q unsigned: the offset needs each activation block's sum.
 struct Q4_1Format {
   using Block = BlockQ4_1;
-  static __m256i weights(const Block& b) { return unpack_nibbles(b.qs); }
+  static constexpr int kLevelOffset = 0;  // the offset is m
+  static __m256i levels(const Block& b) { return unpack_nibbles(b.qs); }
 };
 struct Q5_1Format {
   using Block = BlockQ5_1;
-  static __m256i weights(const Block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), fifth_bits(b.qh)); }
+  static constexpr int kLevelOffset = 0;
+  static __m256i levels(const Block& b) { return _mm256_or_si256(unpack_nibbles(b.qs), fifth_bits(b.qh)); }
 };
 
 template <int T, typename Format>
@@ -536,7 +630,7 @@ void dot_offset_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
   const __m256i ones = _mm256_set1_epi8(1);
   RowAccumulator<T> acc;
   for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
-    const __m256i q = Format::weights(wb[b]);
+    const __m256i q = Format::levels(wb[b]);
     __m256i dots[T], activation_sums[T];
     for (int t = 0; t < T; ++t) {
       const __m256i y = load256(act<BlockQ8_0>(a, stride, t, b).qs);
@@ -548,6 +642,13 @@ void dot_offset_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
     acc.add(activation_sums, _mm_mul_ps(da, _mm_set1_ps(half(wb[b].m))));
   }
   acc.store(out);
+}
+
+template <typename Format>
+KernelEntry offset_kernels() {
+  KernelEntry entry = dots<dot_offset_rows<1, Format>, dot_offset_rows<4, Format>>();
+  entry.packed1 = summed_one<Format>();
+  return entry;
 }
 
 // --- K-quants and IQ4_XS against Q8_K -------------------------------------------
@@ -806,8 +907,8 @@ void install_avx2(OverrideFn record) {
   record(TensorType::Q4_0, signed_kernels<Q4_0Format>());
   record(TensorType::Q5_0, signed_kernels<Q5_0Format>());
   record(TensorType::IQ4_NL, signed_kernels<IQ4_NLFormat>());
-  record(TensorType::Q4_1, dots<dot_offset_rows<1, Q4_1Format>, dot_offset_rows<4, Q4_1Format>>());
-  record(TensorType::Q5_1, dots<dot_offset_rows<1, Q5_1Format>, dot_offset_rows<4, Q5_1Format>>());
+  record(TensorType::Q4_1, offset_kernels<Q4_1Format>());
+  record(TensorType::Q5_1, offset_kernels<Q5_1Format>());
   record(TensorType::Q2_K, dots<dot_k_rows<1, Q2_KFormat>, dot_k_rows<4, Q2_KFormat>>());
   record(TensorType::Q3_K, dots<dot_k_rows<1, Q3_KFormat>, dot_k_rows<4, Q3_KFormat>>());
   record(TensorType::Q4_K, dots<dot_k_rows<1, Q4_KFormat>, dot_k_rows<4, Q4_KFormat>>());

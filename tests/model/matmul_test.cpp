@@ -97,14 +97,18 @@ TEST(MatMul, LongRowsGoInSlices) {
 // Every backend the CPU has, with several token groups meeting each tile,
 // for the packed forms that take weights in a layout of their own (AVX2's
 // octets for the Q8_0-activation types: each tile is repacked once for
-// all its groups). 10 tokens are two groups and two left over, 18 four and
-// two. 2080 values end in a block past the last eight; 8192 go in slices.
+// all its groups), and the one-token forms the tokens left over take
+// (AVX2's activations with block sums for Q4_0 to Q5_1, in groups of four
+// blocks). 10 tokens are two groups and two left over, 18 four and two.
+// 2080 values end in a block past the last eight (and a group of four);
+// 8192 go in slices.
 TEST(MatMul, EqualsRowByRowVecDotOnEveryBackend) {
   for (KernelBackend backend : testing::supported_kernel_backends()) {
     const testing::ScopedKernelBackend scoped(backend);
     ASSERT_TRUE(scoped.ok());
     SCOPED_TRACE(kernel_backend_name(backend));
-    for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::IQ4_NL})
+    for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::IQ4_NL, TensorType::Q4_1,
+                            TensorType::Q5_1})
       for (int64_t cols : {2080, 8192})
         for (int n_tokens : {10, 18}) expect_matmul_equals_vec_dots(type, 45, cols, n_tokens, 2);
   }

@@ -109,6 +109,9 @@ TEST_F(Avx2, OverridesTheListedKernels) {
   // The packed form of dot4 for the types with Q8_0 activations and signed levels.
   for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::IQ4_NL})
     EXPECT_NE(avx2.at(type).packed4, nullptr) << type_name(type);
+  // The one-token form with activation sums, for the types with unsigned levels.
+  for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_1, TensorType::Q5_1})
+    EXPECT_NE(avx2.at(type).packed1, nullptr) << type_name(type);
 }
 
 TEST_F(Avx2, DispatchUsesTheOverrides) {
