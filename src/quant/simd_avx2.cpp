@@ -297,15 +297,35 @@ void quantize_f16_avx2(const float* src, void* dst, int64_t n) {
   for (; i < n; ++i) h[i] = float_to_half(src[i]);
 }
 
-// F16 rows against F16 rows: float FMAs over spans of 256 values, each span
-// then added in double, so long rows keep close to the scalar kernel's
-// all-double sum.
-template <int T>
-void dot_f16_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+// How each plain float type loads eight values as floats, and one (for a
+// row's last few).
+struct F32Format {
+  using Value = float;
+  static __m256 eight(const float* p) { return _mm256_loadu_ps(p); }
+  static float one(float v) { return v; }
+};
+struct F16Format {
+  using Value = uint16_t;
+  static __m256 eight(const uint16_t* p) { return _mm256_cvtph_ps(load128(p)); }
+  static float one(uint16_t h) { return half_to_float(h); }
+};
+struct BF16Format {
+  using Value = uint16_t;
+  // A bfloat16 is the top half of a float.
+  static __m256 eight(const uint16_t* p) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16)); }
+  static float one(uint16_t h) { return bfloat_to_float(h); }
+};
+
+// Float rows against rows of the same type: float FMAs over spans of 256
+// values, each span then added in double, so long rows keep close to the
+// scalar kernels' all-double sum.
+template <int T, typename Format>
+void dot_float_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
+  using Value = typename Format::Value;
   constexpr int64_t kSpan = 256;
-  const auto* x = static_cast<const uint16_t*>(w);
-  const uint16_t* y[T];
-  for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const uint16_t*>(a + t * stride);
+  const auto* x = static_cast<const Value*>(w);
+  const Value* y[T];
+  for (int t = 0; t < T; ++t) y[t] = reinterpret_cast<const Value*>(a + t * stride);
   __m256d total[T];
   for (int t = 0; t < T; ++t) total[t] = _mm256_setzero_pd();
   int64_t i = 0;
@@ -315,15 +335,15 @@ void dot_f16_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, flo
     __m256 acc[T][2];
     for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (; i + 16 <= span_end; i += 16) {
-      const __m256 w0 = _mm256_cvtph_ps(load128(x + i)), w1 = _mm256_cvtph_ps(load128(x + i + 8));
+      const __m256 w0 = Format::eight(x + i), w1 = Format::eight(x + i + 8);
       for (int t = 0; t < T; ++t) {
-        acc[t][0] = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(load128(y[t] + i)), acc[t][0]);
-        acc[t][1] = _mm256_fmadd_ps(w1, _mm256_cvtph_ps(load128(y[t] + i + 8)), acc[t][1]);
+        acc[t][0] = _mm256_fmadd_ps(w0, Format::eight(y[t] + i), acc[t][0]);
+        acc[t][1] = _mm256_fmadd_ps(w1, Format::eight(y[t] + i + 8), acc[t][1]);
       }
     }
     if (i < span_end) {  // one group of 8 left in the span
-      const __m256 w0 = _mm256_cvtph_ps(load128(x + i));
-      for (int t = 0; t < T; ++t) acc[t][0] = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(load128(y[t] + i)), acc[t][0]);
+      const __m256 w0 = Format::eight(x + i);
+      for (int t = 0; t < T; ++t) acc[t][0] = _mm256_fmadd_ps(w0, Format::eight(y[t] + i), acc[t][0]);
       i += 8;
     }
     for (int t = 0; t < T; ++t) {
@@ -334,7 +354,7 @@ void dot_f16_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, flo
   }
   for (int t = 0; t < T; ++t) {
     double sum = hsum(total[t]);
-    for (int64_t j = i; j < n; ++j) sum += static_cast<double>(half_to_float(x[j])) * half_to_float(y[t][j]);
+    for (int64_t j = i; j < n; ++j) sum += static_cast<double>(Format::one(x[j])) * Format::one(y[t][j]);
     out[t] = static_cast<float>(sum);
   }
 }
@@ -896,10 +916,12 @@ bool avx2_supported() {
 }
 
 void install_avx2(OverrideFn record) {
-  record(TensorType::F16, {.dequantize = dequantize_f16_avx2,
-                           .quantize = quantize_f16_avx2,
-                           .dot = dot_one<dot_f16_rows<1>>,
-                           .dot4 = dot_four<dot_f16_rows<4>>});
+  record(TensorType::F32, dots<dot_float_rows<1, F32Format>, dot_float_rows<4, F32Format>>());
+  KernelEntry f16 = dots<dot_float_rows<1, F16Format>, dot_float_rows<4, F16Format>>();
+  f16.dequantize = dequantize_f16_avx2;
+  f16.quantize = quantize_f16_avx2;
+  record(TensorType::F16, f16);
+  record(TensorType::BF16, dots<dot_float_rows<1, BF16Format>, dot_float_rows<4, BF16Format>>());
   KernelEntry q8_0 = signed_kernels<Q8_0Format>();
   q8_0.quantize = quantize_q8_0_avx2;
   record(TensorType::Q8_0, q8_0);
