@@ -841,11 +841,24 @@ struct IQ4_XSFormat {
   using Block = BlockIQ4_XS;
   static constexpr Offsets kOffsets = Offsets::kNone;
   static constexpr bool kSigned = true;
+  // Group g's 6-bit scale (stored + 32): its low 4 bits are nibble g of the
+  // 32-bit word scales_l, its top 2 bits field g of the 16-bit scales_h.
+  // Both are spread to byte g of a 64-bit word in general registers: built
+  // byte by byte in memory, the vector load behind it waited for the
+  // stores (IQ4_XS decoded at 12 GB/s, from cache too).
   static KHeader header(const Block& b) {
-    uint8_t stored[16] = {};
-    for (int g = 0; g < 8; ++g)
-      stored[g] = static_cast<uint8_t>(((b.scales_l[g / 2] >> (4 * (g % 2))) & 0x0f) | (((b.scales_h >> (2 * g)) & 3) << 4));
-    const __m256i scales = _mm256_sub_epi16(scales_of_32_groups(load128(stored)), _mm256_set1_epi16(32));
+    uint32_t low_nibbles;
+    std::memcpy(&low_nibbles, b.scales_l, sizeof low_nibbles);
+    uint64_t low = low_nibbles;
+    low = (low | low << 16) & 0x0000ffff0000ffffULL;
+    low = (low | low << 8) & 0x00ff00ff00ff00ffULL;
+    low = (low | low << 4) & 0x0f0f0f0f0f0f0f0fULL;
+    uint64_t top = b.scales_h;
+    top = (top | top << 24) & 0x000000ff000000ffULL;
+    top = (top | top << 12) & 0x000f000f000f000fULL;
+    top = (top | top << 6) & 0x0303030303030303ULL;
+    const __m128i stored = _mm_cvtsi64_si128(static_cast<int64_t>(low | top << 4));
+    const __m256i scales = _mm256_sub_epi16(scales_of_32_groups(stored), _mm256_set1_epi16(32));
     return {scales, _mm256_setzero_si256(), super_scale(b.d)};
   }
   // Group c's 32 indices are laid out as an IQ4_NL block; the chunk holds
