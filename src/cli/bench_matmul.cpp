@@ -23,14 +23,10 @@ constexpr int kPassesPerProbe = 3;  // bandwidth passes per measurement, the bes
 
 Result<std::vector<TensorType>> parse_types(const std::string& text) {
   std::vector<TensorType> types;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
+  for (const std::string& item : split_list(text)) {
     const std::optional<TensorType> type = type_from_name(item);
     if (!type) return Status::error("--matmul: '" + item + "' is not a tensor type (expected e.g. q4_k,q6_k,q8_0)");
     if (std::find(types.begin(), types.end(), *type) == types.end()) types.push_back(*type);
-    start = comma + 1;
   }
   return types;
 }

@@ -97,16 +97,12 @@ Result<WeightTypes> read_weight_types(const std::string& path) {
 // "512,2048,8192" -> ascending, distinct, positive depths.
 Result<std::vector<int>> parse_depths(const std::string& text) {
   std::vector<int> depths;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
+  for (const std::string& item : split_list(text)) {
     int depth = 0;
     const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), depth);
     if (item.empty() || error != std::errc() || end != item.data() + item.size() || depth <= 0)
       return Status::error("--frontiers: '" + item + "' is not a positive token count (expected e.g. 512,2048,8192)");
     depths.push_back(depth);
-    start = comma + 1;
   }
   std::sort(depths.begin(), depths.end());
   depths.erase(std::unique(depths.begin(), depths.end()), depths.end());

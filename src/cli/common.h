@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "revis/engine.h"
 #include "sample/sampler.h"
@@ -24,6 +25,10 @@ int fail(const std::string& message);
 // The sampling flags (--temp, --top-k, --top-p, ...) of the commands that
 // generate; defined with `revis run`'s flags in cmd_run.cpp.
 void add_sampling_options(CLI::App& cmd, SamplingParams& sampling);
+
+// The items of a comma-separated flag value ("512,2048"), empty ones kept so
+// that the caller can reject them ("512,,2048", "512,").
+std::vector<std::string> split_list(const std::string& text);
 
 // The whole content of a file, or an error.
 Result<std::string> read_file(const std::string& path);

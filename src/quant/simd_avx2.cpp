@@ -558,8 +558,8 @@ struct SummedQ8 {
   static constexpr size_t kSumsOffset = kScalesOffset + kBlocks * sizeof(float);
   static constexpr size_t kGroupBytes = kSumsOffset + kBlocks * sizeof(float);
 
-  // A partial last group takes a whole group's bytes; slices start at
-  // multiples of 256 values, so always at a group's start.
+  // A partial last group takes a whole group's bytes. For k a multiple of
+  // 128 values (so of 256, as PackedDot asks) values k.. start at bytes(k).
   static size_t bytes(int64_t n) {
     return static_cast<size_t>((n / kLegacyBlock + kBlocks - 1) / kBlocks) * kGroupBytes;
   }
