@@ -318,26 +318,30 @@ int run_bench(const BenchArgs& args) {
 void register_bench(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("bench", "Measure prefill and generation speed against the memory-bandwidth roofline");
   auto args = std::make_shared<BenchArgs>();
-  auto* model = cmd->add_option("-m,--model", args->model, "GGUF model file");
-  cmd->add_option("-p,--n-prompt", args->n_prompt, "Prompt tokens to prefill per run")->capture_default_str();
-  cmd->add_option("-n,--n-gen", args->n_generate, "Tokens to generate per run")->capture_default_str();
+  // The options that only a model's run reads; --matmul refuses them.
+  std::vector<CLI::Option*> model_only;
+  model_only.push_back(cmd->add_option("-m,--model", args->model, "GGUF model file"));
+  model_only.push_back(
+      cmd->add_option("-p,--n-prompt", args->n_prompt, "Prompt tokens to prefill per run")->capture_default_str());
+  model_only.push_back(cmd->add_option("-n,--n-gen", args->n_generate, "Tokens to generate per run")->capture_default_str());
   cmd->add_option("-r,--repetitions", args->repetitions, "Timed runs (medians are reported)")->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads, for the model and the bandwidth test (default: physical cores)");
-  cmd->add_option("-c,--ctx-size", args->ctx, "Context size (default: exactly what the runs fill)");
-  cmd->add_option("--seed", args->seed, "Seed for the random prompt tokens")->capture_default_str();
+  model_only.push_back(cmd->add_option("-c,--ctx-size", args->ctx, "Context size (default: exactly what the runs fill)"));
+  model_only.push_back(cmd->add_option("--seed", args->seed, "Seed for the random prompt tokens")->capture_default_str());
   cmd->add_option("--bandwidth-mib", args->bandwidth_mib,
                   "Buffer for the bandwidth test, and --matmul's matrix from memory, MiB (at most a quarter of RAM)")
       ->capture_default_str();
   auto* json = cmd->add_flag("--json", args->json, "Print one JSON object instead of the report");
-  auto* frontiers = cmd->add_option("--frontiers", args->frontiers,
-                                    "Context depths, e.g. 512,2048,8192: print a CSV of prefill and generation speed at each")
-                        ->excludes(json);
-  cmd->add_option("--matmul", args->matmul,
-                  "Weight types, e.g. q4_k,q6_k,q8_0: instead of a model, time matrix products of each (decoding from "
-                  "memory and from cache, a 64-token prefill) with every kernel backend this CPU has")
-      ->excludes(model)
-      ->excludes(frontiers);
-  cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)");
+  model_only.push_back(
+      cmd->add_option("--frontiers", args->frontiers,
+                      "Context depths, e.g. 512,2048,8192: print a CSV of prefill and generation speed at each")
+          ->excludes(json));
+  model_only.push_back(cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)"));
+  auto* matmul = cmd->add_option("--matmul", args->matmul,
+                                 "Weight types, e.g. q4_k,q6_k,q8_0: instead of a model, time matrix products of each "
+                                 "(decoding from memory and from cache, a 64-token prefill) with every kernel backend "
+                                 "this CPU has");
+  for (CLI::Option* option : model_only) matmul->excludes(option);
   cmd->add_option("--kernels", args->kernels,
                   "Kernel backend: scalar, avx2, avx512 or neon (default: the best this CPU has), to compare them");
   cmd->callback([args, &exit_code] { exit_code = run_bench(*args); });

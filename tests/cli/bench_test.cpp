@@ -201,7 +201,8 @@ TEST(BenchMatMul, BadArgumentsFailWithOneLineError) {
   for (const Case& c : {Case{"--matmul q8_k", "not a weight type"}, Case{"--matmul q4_k,bogus", "'bogus'"},
                         Case{"--matmul q4_k,", "''"}, Case{"--matmul q4_k -r 0", "-r"},
                         Case{"--matmul q4_k --kernels bogus", "--kernels"}, Case{"-n 4", "-m MODEL is required"},
-                        Case{"--matmul q4_k -m " + shell_quote(kModel), "excludes"}}) {
+                        Case{"--matmul q4_k -m " + shell_quote(kModel), "excludes"},
+                        Case{"--matmul q4_k -p 32", "excludes"}, Case{"--matmul q4_k --frontiers 64", "excludes"}}) {
     const auto r = run_revis("bench " + c.args);
     EXPECT_NE(r.exit_code, 0) << c.args;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
