@@ -5,8 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace revis::bench {
+
+// `bytes`, but at most a quarter of physical memory: the cap on the large
+// buffers the benchmarks fill (this test's, and --matmul's matrix).
+size_t capped_buffer_bytes(size_t bytes);
 
 struct BandwidthOptions {
   int n_threads = 1;
@@ -28,6 +33,11 @@ class BandwidthProbe {
   BandwidthProbe& operator=(const BandwidthProbe&) = delete;
 
   double pass();  // GB/s (10^9 bytes per second)
+  // The best of kPassesPerMeasurement passes: one pass is a sample of a few
+  // tens of milliseconds, and single ones vary by 10-20 %. Every pass is
+  // appended to *every_pass unless it is null.
+  static constexpr int kPassesPerMeasurement = 3;
+  double best_pass(std::vector<double>* every_pass);
   size_t buffer_bytes() const;
   int n_threads() const;
 

@@ -1,12 +1,11 @@
 #include "bench/matmul_speed.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <random>
 #include <vector>
 
+#include "bench/bandwidth.h"
 #include "model/matmul.h"
 #include "model/weights.h"
 #include "quant/quant.h"
@@ -28,11 +27,6 @@ constexpr size_t kPrefillMatrixBytes = 8 << 20;
 // Each in-cache sample repeats its pass until at least this long, so that
 // a sample is not one clock tick.
 constexpr double kMinCacheSampleSeconds = 0.02;
-
-size_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size) : 0;
-}
 
 // A matrix of `rows` rows whose bytes repeat the first kDistinctRows.
 struct OwnedMatrix {
@@ -88,15 +82,14 @@ Result<std::unique_ptr<MatMulSpeed>> MatMulSpeed::create(ThreadPool& pool, const
     for (float& v : values) v = normal(rng);
     quantize_row(type, values.data(), distinct.data() + r * row, options.cols);
   }
-  size_t memory_bytes = options.memory_bytes;
-  if (const size_t ram = physical_memory_bytes(); ram > 0) memory_bytes = std::min(memory_bytes, ram / 4);
-  state->memory = repeated_matrix(distinct, type, options.cols, rows_for(memory_bytes, row));
+  state->memory = repeated_matrix(distinct, type, options.cols, rows_for(capped_buffer_bytes(options.memory_bytes), row));
   state->cache = repeated_matrix(distinct, type, options.cols, rows_for(kCacheMatrixBytes, row));
   state->prefill = repeated_matrix(distinct, type, options.cols, rows_for(kPrefillMatrixBytes, row));
   state->activations.resize(static_cast<size_t>(options.prefill_tokens * options.cols));
   for (float& v : state->activations) v = normal(rng);
-  const int64_t most_rows = std::max({state->memory.matrix.rows, state->prefill.matrix.rows});
-  state->out.resize(static_cast<size_t>(std::max<int64_t>(most_rows, options.prefill_tokens * state->prefill.matrix.rows)));
+  // One output row per weight row and token, for whichever pass is the largest.
+  state->out.resize(static_cast<size_t>(std::max({state->memory.matrix.rows, state->cache.matrix.rows,
+                                                  options.prefill_tokens * state->prefill.matrix.rows})));
   state->options = options;
   return std::unique_ptr<MatMulSpeed>(new MatMulSpeed(std::move(state)));
 }

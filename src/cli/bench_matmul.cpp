@@ -19,7 +19,6 @@ namespace {
 
 constexpr int64_t kCols = 2048;  // values per row: Llama-3.2-1B's width
 constexpr int kPrefillTokens = 64;
-constexpr int kPassesPerProbe = 3;  // bandwidth passes per measurement, the best kept
 
 Result<std::vector<TensorType>> parse_types(const std::string& text) {
   std::vector<TensorType> types;
@@ -123,12 +122,7 @@ int run_bench_matmul(const MatMulBenchArgs& args) {
     const size_t first = all.size();
     for (KernelBackend b : *backends) all.push_back({.type = type, .backend = b});
     for (int rep = -1; rep < args.repetitions; ++rep) {  // rep -1: an untimed warm-up
-      double best_pass = 0;
-      for (int i = 0; i < kPassesPerProbe; ++i) {
-        const double pass = probe.pass();
-        best_pass = std::max(best_pass, pass);
-        if (rep >= 0) bandwidth.push_back(pass);
-      }
+      const double best_pass = probe.best_pass(rep >= 0 ? &bandwidth : nullptr);
       for (size_t k = 0; k < backends->size(); ++k) {
         if (Status used = use_kernel_backend((*backends)[k]); !used.ok()) return fail("--kernels: " + used.message());
         const double memory = s.decode_memory_gb_s(), cache = s.decode_cache_gb_s(), prefill = s.prefill_gops();

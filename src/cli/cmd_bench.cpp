@@ -31,9 +31,6 @@ namespace {
 // keep the untimed run short on slow machines.
 constexpr int kWarmupGenerateSteps = 16;
 
-// Bandwidth passes per measurement beside the runs (see run_bench).
-constexpr int kPassesPerProbe = 3;
-
 struct BenchArgs {
   std::string model, frontiers, kernels, matmul;
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
@@ -211,20 +208,14 @@ int run_bench(const BenchArgs& args) {
   const uint64_t peak_rss = bench::peak_rss_bytes();
 
   // The bandwidth is measured before each run and after the last, the best
-  // of kPassesPerProbe passes each time (one pass is a sample of a few tens
-  // of milliseconds, and single ones vary by 10-20 %). Each run's roofline
+  // of a few passes each time (BandwidthProbe::best_pass). Each run's roofline
   // divides by the better of the two measurements beside it, so that speed
   // and bandwidth come from the same minutes of a machine whose other
   // tenants come and go.
   std::fprintf(stderr, "filling the bandwidth buffer ...\n");
   bench::BandwidthProbe probe({.n_threads = info.n_threads, .buffer_bytes = args.bandwidth_mib << 20});
   std::vector<double> pass_gb_s;  // every pass, for the report
-  auto measure_bandwidth = [&] {
-    double best = 0;
-    for (int i = 0; i < kPassesPerProbe; ++i) best = std::max(best, pass_gb_s.emplace_back(probe.pass()));
-    return best;
-  };
-  std::vector<double> probe_gb_s{measure_bandwidth()};
+  std::vector<double> probe_gb_s{probe.best_pass(&pass_gb_s)};
   std::vector<bench::RunTiming> runs;
   double run_cpu_seconds = 0, run_wall_seconds = 0;
   for (int rep = 0; rep < args.repetitions; ++rep) {
@@ -234,7 +225,7 @@ int run_bench(const BenchArgs& args) {
     if (!run.ok()) return fail(run.status().message());
     run_wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
     run_cpu_seconds += bench::process_cpu_seconds() - cpu_before;
-    probe_gb_s.push_back(measure_bandwidth());
+    probe_gb_s.push_back(probe.best_pass(&pass_gb_s));
     std::fprintf(stderr, "run %d/%d: prefill %.2f tok/s, generation %.2f tok/s, TTFT %.0f ms, bandwidth %.2f GB/s\n",
                  rep + 1, args.repetitions, run->prefill_tok_s(), run->generate_tok_s(), run->ttft_ms,
                  probe_gb_s.back());

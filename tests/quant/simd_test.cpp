@@ -448,7 +448,6 @@ TEST_P(SimdDot, MatchesScalarWithinRounding) {
   }
 }
 
-
 std::string backend_and_type(const ::testing::TestParamInfo<std::tuple<KernelBackend, TensorType>>& info) {
   return std::string(kernel_backend_name(std::get<0>(info.param))) + "_" + type_name(std::get<1>(info.param));
 }
