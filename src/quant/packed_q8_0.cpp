@@ -2,39 +2,63 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/blocks.h"
 #include "quant/half.h"
 
 namespace revis::quant {
 
-size_t Octets::bytes(int64_t n) {
+namespace {
+
+// Octets, and with kSums the scaled block sums of SummedOctets after them.
+template <bool kSums>
+size_t octet_bytes(int64_t n) {
+  using Layout = std::conditional_t<kSums, SummedOctets, Octets>;
   const int64_t blocks = n / kLegacyBlock;
-  return static_cast<size_t>(blocks / kBlocks) * kActivationBytes +
-         static_cast<size_t>(blocks % kBlocks) * kTailActivationBytes;
+  return static_cast<size_t>(blocks / Octets::kBlocks) * Layout::kActivationBytes +
+         static_cast<size_t>(blocks % Octets::kBlocks) * Layout::kTailActivationBytes;
 }
 
-void Octets::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
+template <bool kSums>
+void pack_octets(const void* a, size_t a_stride, int64_t n, void* packed) {
+  using Layout = std::conditional_t<kSums, SummedOctets, Octets>;
+  constexpr int kBlocks = Octets::kBlocks;
   const int64_t blocks = n / kLegacyBlock, whole = blocks / kBlocks * kBlocks;
   auto* out = static_cast<uint8_t*>(packed);
   auto row = [&](int t) { return reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + t * a_stride); };
-  for (int64_t first = 0; first < whole; first += kBlocks, out += kActivationBytes) {
-    auto* scales = reinterpret_cast<float*>(out + 4 * kBlocks * 32);
+  auto put_float = [](uint8_t* at, float value) { std::memcpy(at, &value, sizeof value); };
+  auto scaled_sum = [](const BlockQ8_0& block) {
+    int sum = 0;
+    for (int8_t q : block.qs) sum += q;
+    return half_to_float(block.d) * static_cast<float>(sum);
+  };
+  for (int64_t first = 0; first < whole; first += kBlocks, out += Layout::kActivationBytes) {
+    uint8_t* scales = out + 4 * kBlocks * 32;
     for (int t = 0; t < 4; ++t)
       for (int j = 0; j < kBlocks; ++j) {
         const BlockQ8_0& block = row(t)[first + j];
         for (int v = 0; v < 8; ++v) std::memcpy(out + 256 * t + 32 * v + 4 * j, block.qs + 4 * v, 4);
-        const float scale = half_to_float(block.d);
-        std::memcpy(&scales[kBlocks * t + j], &scale, sizeof scale);
+        put_float(scales + sizeof(float) * (kBlocks * t + j), half_to_float(block.d));
+        if constexpr (kSums) put_float(out + SummedOctets::kSumsOffset + sizeof(float) * (kBlocks * t + j), scaled_sum(block));
       }
   }
-  for (int64_t b = whole; b < blocks; ++b, out += kTailActivationBytes)
+  for (int64_t b = whole; b < blocks; ++b, out += Layout::kTailActivationBytes)
     for (int t = 0; t < 4; ++t) {
       const BlockQ8_0& block = row(t)[b];
       std::memcpy(out + 32 * t, block.qs, kLegacyBlock);
-      const float scale = half_to_float(block.d);
-      std::memcpy(out + 4 * 32 + sizeof(float) * t, &scale, sizeof scale);
+      put_float(out + 4 * 32 + sizeof(float) * t, half_to_float(block.d));
+      if constexpr (kSums) put_float(out + SummedOctets::kTailSumsOffset + sizeof(float) * t, scaled_sum(block));
     }
+}
+
+}  // namespace
+
+size_t Octets::bytes(int64_t n) { return octet_bytes<false>(n); }
+void Octets::pack(const void* a, size_t a_stride, int64_t n, void* packed) { pack_octets<false>(a, a_stride, n, packed); }
+size_t SummedOctets::bytes(int64_t n) { return octet_bytes<true>(n); }
+void SummedOctets::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
+  pack_octets<true>(a, a_stride, n, packed);
 }
 
 template <int kRows>

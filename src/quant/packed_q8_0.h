@@ -19,6 +19,15 @@
 // four rows folded, as in the layout this replaced, the folding took
 // about a third of the four-row Q8_0 kernel's operations.)
 //
+// SummedOctets (the AVX2 kernels of Q4_1 and Q5_1, four rows): Octets for
+// weights x = d * q + m with unsigned levels q, whose offset m meets each
+// activation block's sum. Activations add, after the scales, each block's
+// scale times the sum of its values, as floats, row after row (1280 bytes
+// per eight blocks; 160 per block after the last whole eight). Weights
+// hold the unsigned levels, then the eight d, then the eight m, as halves
+// (288 bytes); a block after the last whole eight is d, m and its 32
+// levels (36 bytes).
+//
 // Quads (the AVX-512 VNNI kernels, one row or four): lane 4j + i of a
 // 512-bit register belongs to block j of four and row Quads::row(i), so
 // that vpdpbusd sums in each lane a share of one block of one row, and one
@@ -50,6 +59,20 @@ struct Octets {
   static constexpr size_t kActivationBytes = 4 * 8 * 32 + 4 * 8 * sizeof(float);
   static constexpr size_t kWeightBytes = 8 * 32 + 8 * sizeof(uint16_t);
   static constexpr size_t kTailActivationBytes = 4 * 32 + 4 * sizeof(float);  // per block
+
+  static size_t bytes(int64_t n);
+  static void pack(const void* a, size_t a_stride, int64_t n, void* packed);
+};
+
+// SummedOctets: see above.
+struct SummedOctets {
+  static constexpr int kBlocks = Octets::kBlocks;
+  static constexpr size_t kSumsOffset = Octets::kActivationBytes;
+  static constexpr size_t kActivationBytes = kSumsOffset + 4 * 8 * sizeof(float);
+  static constexpr size_t kWeightBytes = Octets::kWeightBytes + 8 * sizeof(uint16_t);
+  static constexpr size_t kTailSumsOffset = Octets::kTailActivationBytes;
+  static constexpr size_t kTailActivationBytes = kTailSumsOffset + 4 * sizeof(float);
+  static constexpr size_t kTailWeightBytes = 2 * sizeof(uint16_t) + 32;
 
   static size_t bytes(int64_t n);
   static void pack(const void* a, size_t a_stride, int64_t n, void* packed);

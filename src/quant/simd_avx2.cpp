@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "quant/blocks.h"
@@ -466,33 +467,61 @@ inline void transpose_dwords(__m256i* v) {
   }
 }
 
-// The weights' side of the octets: each block decoded to 32 signed bytes
-// (Format::weights) with its scale, so that one kernel serves every format
-// whose blocks decode that way. The rows grow to Q8_0's size.
-size_t octet_weight_bytes(int64_t n) { return static_cast<size_t>(n / kLegacyBlock) * sizeof(BlockQ8_0); }
+// SummedOctets' weights: a block after the last whole eight.
+struct OffsetLevels {
+  uint16_t d, m;
+  uint8_t q[32];
+};
+static_assert(sizeof(OffsetLevels) == SummedOctets::kTailWeightBytes);
 
-template <typename Format>
+template <typename Layout>
+constexpr bool kSummedOctets = std::is_same_v<Layout, SummedOctets>;
+
+// The weights' side of the octets: each block decoded to 32 bytes with its
+// scale, so that one kernel serves every format whose blocks decode that
+// way: signed bytes (Format::weights) in Octets, the rows growing to Q8_0's
+// size; unsigned levels (Format::levels) and the offset m in SummedOctets.
+template <typename Layout>
+size_t octet_weight_bytes(int64_t n) {
+  return static_cast<size_t>(n / kLegacyBlock) * (Layout::kWeightBytes / Layout::kBlocks);
+}
+
+template <typename Format, typename Layout>
 void repack_octets(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
-  const int64_t blocks = n / kLegacyBlock, whole = blocks / Octets::kBlocks * Octets::kBlocks;
+  constexpr bool kSums = kSummedOctets<Layout>;
+  const int64_t blocks = n / kLegacyBlock, whole = blocks / Layout::kBlocks * Layout::kBlocks;
   auto* dst = static_cast<uint8_t*>(out);
+  auto decoded = [](const typename Format::Block& b) {
+    if constexpr (kSums) return Format::levels(b); else return Format::weights(b);
+  };
   for (int64_t r = 0; r < rows; ++r) {
     const auto* row = reinterpret_cast<const typename Format::Block*>(static_cast<const uint8_t*>(w) + r * w_stride);
-    for (int64_t first = 0; first < whole; first += Octets::kBlocks, dst += Octets::kWeightBytes) {
+    for (int64_t first = 0; first < whole; first += Layout::kBlocks, dst += Layout::kWeightBytes) {
       __m256i v[8];
-      uint16_t scales[8];
+      uint16_t scales[8], offsets[8];
       for (int j = 0; j < 8; ++j) {
-        v[j] = Format::weights(row[first + j]);
+        v[j] = decoded(row[first + j]);
         scales[j] = row[first + j].d;
+        if constexpr (kSums) offsets[j] = row[first + j].m;
       }
       transpose_dwords(v);
       for (int k = 0; k < 8; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * k), v[k]);
       std::memcpy(dst + 8 * 32, scales, sizeof scales);
+      if constexpr (kSums) std::memcpy(dst + 8 * 32 + sizeof scales, offsets, sizeof offsets);
     }
-    for (int64_t b = whole; b < blocks; ++b, dst += sizeof(BlockQ8_0)) {
-      BlockQ8_0 block;
-      block.d = row[b].d;
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs), Format::weights(row[b]));
-      std::memcpy(dst, &block, sizeof block);
+    for (int64_t b = whole; b < blocks; ++b) {
+      if constexpr (kSums) {
+        OffsetLevels block{row[b].d, row[b].m, {}};
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.q), decoded(row[b]));
+        std::memcpy(dst, &block, sizeof block);
+        dst += sizeof block;
+      } else {
+        BlockQ8_0 block;
+        block.d = row[b].d;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs), decoded(row[b]));
+        std::memcpy(dst, &block, sizeof block);
+        dst += sizeof block;
+      }
     }
   }
 }
@@ -508,19 +537,27 @@ inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
 
 // dot4 between repacked weights and packed activations, both octets: per
 // eight blocks, each row's eight lanes gather one block's sum each, and
-// one conversion and one multiply-add per row apply the eight scales.
+// one conversion and one multiply-add per row apply the eight scales (and,
+// in SummedOctets, one more multiply-add the eight offsets). Levels are
+// signed in Octets, so vpmaddubsw takes their magnitudes and the
+// activations with their signs; unsigned in SummedOctets, it takes them
+// as they are.
 // MatMul calls this once per weight row and slice (a few thousand values),
 // so what happens around the loop counts too: the four sums stay in
 // registers and are folded together once at the end (with the results
 // kept in arrays, g++ zeroed and spilled them around the loop, a fifth of
 // the kernel's time on rows of 2048 values).
+template <typename Layout>
 void dot4_octets(const void* w, const void* packed, int64_t n, float* out) {
+  constexpr bool kSums = kSummedOctets<Layout>;
   const auto* weights = static_cast<const uint8_t*>(w);
   const auto* values = static_cast<const uint8_t*>(packed);
-  const int64_t blocks = n / kLegacyBlock, whole = blocks / Octets::kBlocks * Octets::kBlocks;
+  const int64_t blocks = n / kLegacyBlock, whole = blocks / Layout::kBlocks * Layout::kBlocks;
+  auto product = [](__m256i q, __m256i q_abs, __m256i y) { return kSums ? dot_unsigned(q, y) : dot_signed(q_abs, q, y); };
+  // Four named accumulators, not an array: g++ kept an array on the stack.
   __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   for (int64_t first = 0; first < whole;
-       first += Octets::kBlocks, weights += Octets::kWeightBytes, values += Octets::kActivationBytes) {
+       first += Layout::kBlocks, weights += Layout::kWeightBytes, values += Layout::kActivationBytes) {
     __m256i sums[4];
     for (__m256i& s : sums) s = _mm256_setzero_si256();
     // Unrolled fully, g++ schedules all 32 products ahead of their adds and
@@ -529,32 +566,61 @@ void dot4_octets(const void* w, const void* packed, int64_t n, float* out) {
     // 5-8% faster on a Sapphire Rapids core).
 #pragma GCC unroll 2
     for (int v = 0; v < 8; ++v) {
-      const __m256i q = load256(weights + 32 * v), q_abs = _mm256_abs_epi8(q);
-      for (int t = 0; t < 4; ++t) sums[t] = _mm256_add_epi32(sums[t], dot_signed(q_abs, q, load256(values + 256 * t + 32 * v)));
+      const __m256i q = load256(weights + 32 * v), q_abs = kSums ? q : _mm256_abs_epi8(q);
+      for (int t = 0; t < 4; ++t) sums[t] = _mm256_add_epi32(sums[t], product(q, q_abs, load256(values + 256 * t + 32 * v)));
     }
     const __m256 weight_scales = _mm256_cvtph_ps(load128(weights + 8 * 32));
     const auto* row_scales = reinterpret_cast<const float*>(values + 4 * 256);
-    auto scaled = [&](int t) { return _mm256_mul_ps(weight_scales, _mm256_loadu_ps(row_scales + 8 * t)); };
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[0]), scaled(0), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[1]), scaled(1), acc1);
-    acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[2]), scaled(2), acc2);
-    acc3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[3]), scaled(3), acc3);
+    const auto* row_sums = reinterpret_cast<const float*>(values + SummedOctets::kSumsOffset);
+    const __m256 weight_offsets =
+        kSums ? _mm256_cvtph_ps(load128(weights + 8 * 32 + 8 * sizeof(uint16_t))) : _mm256_setzero_ps();
+    auto accumulate = [&](int t, __m256& acc) __attribute__((always_inline)) {
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(weight_scales, _mm256_loadu_ps(row_scales + 8 * t)), acc);
+      if constexpr (kSums) acc = _mm256_fmadd_ps(weight_offsets, _mm256_loadu_ps(row_sums + 8 * t), acc);
+    };
+    accumulate(0, acc0);
+    accumulate(1, acc1);
+    accumulate(2, acc2);
+    accumulate(3, acc3);
   }
   __m128 total = hsum4(acc0, acc1, acc2, acc3);
   // Blocks after the last whole eight (rows not a multiple of 256 values).
-  for (int64_t b = whole; b < blocks; ++b, weights += sizeof(BlockQ8_0), values += Octets::kTailActivationBytes) {
-    BlockQ8_0 block;
-    std::memcpy(&block, weights, sizeof block);
-    const __m256i q = load256(block.qs), q_abs = _mm256_abs_epi8(q);
+  for (int64_t b = whole; b < blocks; ++b, values += Layout::kTailActivationBytes) {
+    __m256i q;
+    uint16_t d, m = 0;
+    if constexpr (kSums) {
+      OffsetLevels block;
+      std::memcpy(&block, weights, sizeof block);
+      weights += sizeof block;
+      q = load256(block.q);
+      d = block.d;
+      m = block.m;
+    } else {
+      BlockQ8_0 block;
+      std::memcpy(&block, weights, sizeof block);
+      weights += sizeof block;
+      q = load256(block.qs);
+      d = block.d;
+    }
+    const __m256i q_abs = kSums ? q : _mm256_abs_epi8(q);
     __m256i sums[4];
-    for (int t = 0; t < 4; ++t) sums[t] = dot_signed(q_abs, q, load256(values + 32 * t));
+    for (int t = 0; t < 4; ++t) sums[t] = product(q, q_abs, load256(values + 32 * t));
     RowAccumulator<4> tail;
-    tail.add(sums, _mm_mul_ps(_mm_loadu_ps(reinterpret_cast<const float*>(values + 4 * 32)), _mm_set1_ps(half(block.d))));
+    tail.add(sums, _mm_mul_ps(_mm_loadu_ps(reinterpret_cast<const float*>(values + 4 * 32)), _mm_set1_ps(half(d))));
     float tails[4];
     tail.store(tails);
     total = _mm_add_ps(total, _mm_loadu_ps(tails));
+    if constexpr (kSums)
+      total = _mm_fmadd_ps(_mm_set1_ps(half(m)), _mm_loadu_ps(reinterpret_cast<const float*>(values + SummedOctets::kTailSumsOffset)), total);
   }
   _mm_storeu_ps(out, total);
+}
+
+template <typename Format, typename Layout>
+const PackedDot* octets() {
+  static const PackedDot form{Layout::bytes, Layout::pack, dot4_octets<Layout>, octet_weight_bytes<Layout>,
+                              repack_octets<Format, Layout>};
+  return &form;
 }
 
 // --- One token with activation sums ----------------------------------------
@@ -644,9 +710,8 @@ const PackedDot* summed_one() {
 
 template <typename Format>
 KernelEntry signed_kernels() {
-  static const PackedDot octets{Octets::bytes, Octets::pack, dot4_octets, octet_weight_bytes, repack_octets<Format>};
   KernelEntry entry = dots<dot_signed_one<Format>, dot_signed_rows<4, Format>>();
-  entry.packed4 = &octets;
+  entry.packed4 = octets<Format, Octets>();
   if constexpr (requires { Format::kLevelOffset; }) entry.packed1 = summed_one<Format>();
   return entry;
 }
@@ -687,6 +752,7 @@ template <typename Format>
 KernelEntry offset_kernels() {
   KernelEntry entry = dots<dot_offset_rows<1, Format>, dot_offset_rows<4, Format>>();
   entry.packed1 = summed_one<Format>();
+  entry.packed4 = octets<Format, SummedOctets>();
   return entry;
 }
 

@@ -111,8 +111,10 @@ TEST_F(Avx2, OverridesTheListedKernels) {
     EXPECT_NE(avx2.at(type).dot, nullptr) << type_name(type);
     EXPECT_NE(avx2.at(type).dot4, nullptr) << type_name(type);
   }
-  // The packed form of dot4 for the types with Q8_0 activations and signed levels.
-  for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::IQ4_NL})
+  // The packed form of dot4 for the types with Q8_0 activations: octets, with
+  // activation sums for the unsigned levels of Q4_1 and Q5_1.
+  for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::IQ4_NL, TensorType::Q4_1,
+                          TensorType::Q5_1})
     EXPECT_NE(avx2.at(type).packed4, nullptr) << type_name(type);
   // The one-token form with activation sums, for the types with unsigned levels.
   for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_1, TensorType::Q5_1})
