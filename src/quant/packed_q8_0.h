@@ -1,6 +1,6 @@
 // The packed forms of Q8_0 activation rows (quant.h's PackedDot) that the
-// x86 kernels of the Q8_0-activation types use. Both put each value where a
-// kernel loads it and convert the scales to floats once, so that a
+// x86 kernels of the Q8_0-activation types use. Each puts every value where a
+// kernel loads it and converts the scales to floats once, so that a
 // kernel's loop over the weight rows is loads and arithmetic, with no half
 // to convert and no shuffle of the activations.
 //
