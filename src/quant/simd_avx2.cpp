@@ -470,12 +470,16 @@ inline void transpose_dwords(__m256i* v) {
 // SummedOctets' weights: a block after the last whole eight.
 struct OffsetLevels {
   uint16_t d, m;
-  uint8_t q[32];
+  uint8_t qs[32];
 };
 static_assert(sizeof(OffsetLevels) == SummedOctets::kTailWeightBytes);
 
 template <typename Layout>
 constexpr bool kSummedOctets = std::is_same_v<Layout, SummedOctets>;
+
+// The weights' blocks after the last whole eight.
+template <typename Layout>
+using OctetTailBlock = std::conditional_t<kSummedOctets<Layout>, OffsetLevels, BlockQ8_0>;
 
 // The weights' side of the octets: each block decoded to 32 bytes with its
 // scale, so that one kernel serves every format whose blocks decode that
@@ -509,19 +513,12 @@ void repack_octets(const void* w, size_t w_stride, int64_t rows, int64_t n, void
       std::memcpy(dst + 8 * 32, scales, sizeof scales);
       if constexpr (kSums) std::memcpy(dst + 8 * 32 + sizeof scales, offsets, sizeof offsets);
     }
-    for (int64_t b = whole; b < blocks; ++b) {
-      if constexpr (kSums) {
-        OffsetLevels block{row[b].d, row[b].m, {}};
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.q), decoded(row[b]));
-        std::memcpy(dst, &block, sizeof block);
-        dst += sizeof block;
-      } else {
-        BlockQ8_0 block;
-        block.d = row[b].d;
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs), decoded(row[b]));
-        std::memcpy(dst, &block, sizeof block);
-        dst += sizeof block;
-      }
+    for (int64_t b = whole; b < blocks; ++b, dst += sizeof(OctetTailBlock<Layout>)) {
+      OctetTailBlock<Layout> block;
+      block.d = row[b].d;
+      if constexpr (kSums) block.m = row[b].m;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs), decoded(row[b]));
+      std::memcpy(dst, &block, sizeof block);
     }
   }
 }
@@ -554,7 +551,6 @@ void dot4_octets(const void* w, const void* packed, int64_t n, float* out) {
   const auto* values = static_cast<const uint8_t*>(packed);
   const int64_t blocks = n / kLegacyBlock, whole = blocks / Layout::kBlocks * Layout::kBlocks;
   auto product = [](__m256i q, __m256i q_abs, __m256i y) { return kSums ? dot_unsigned(q, y) : dot_signed(q_abs, q, y); };
-  // Four named accumulators, not an array: g++ kept an array on the stack.
   __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   for (int64_t first = 0; first < whole;
        first += Layout::kBlocks, weights += Layout::kWeightBytes, values += Layout::kActivationBytes) {
@@ -585,33 +581,21 @@ void dot4_octets(const void* w, const void* packed, int64_t n, float* out) {
   }
   __m128 total = hsum4(acc0, acc1, acc2, acc3);
   // Blocks after the last whole eight (rows not a multiple of 256 values).
-  for (int64_t b = whole; b < blocks; ++b, values += Layout::kTailActivationBytes) {
-    __m256i q;
-    uint16_t d, m = 0;
-    if constexpr (kSums) {
-      OffsetLevels block;
-      std::memcpy(&block, weights, sizeof block);
-      weights += sizeof block;
-      q = load256(block.q);
-      d = block.d;
-      m = block.m;
-    } else {
-      BlockQ8_0 block;
-      std::memcpy(&block, weights, sizeof block);
-      weights += sizeof block;
-      q = load256(block.qs);
-      d = block.d;
-    }
-    const __m256i q_abs = kSums ? q : _mm256_abs_epi8(q);
+  for (int64_t b = whole; b < blocks;
+       ++b, weights += sizeof(OctetTailBlock<Layout>), values += Layout::kTailActivationBytes) {
+    OctetTailBlock<Layout> block;
+    std::memcpy(&block, weights, sizeof block);
+    const __m256i q = load256(block.qs), q_abs = kSums ? q : _mm256_abs_epi8(q);
     __m256i sums[4];
     for (int t = 0; t < 4; ++t) sums[t] = product(q, q_abs, load256(values + 32 * t));
     RowAccumulator<4> tail;
-    tail.add(sums, _mm_mul_ps(_mm_loadu_ps(reinterpret_cast<const float*>(values + 4 * 32)), _mm_set1_ps(half(d))));
+    tail.add(sums, _mm_mul_ps(_mm_loadu_ps(reinterpret_cast<const float*>(values + 4 * 32)), _mm_set1_ps(half(block.d))));
     float tails[4];
     tail.store(tails);
     total = _mm_add_ps(total, _mm_loadu_ps(tails));
     if constexpr (kSums)
-      total = _mm_fmadd_ps(_mm_set1_ps(half(m)), _mm_loadu_ps(reinterpret_cast<const float*>(values + SummedOctets::kTailSumsOffset)), total);
+      total = _mm_fmadd_ps(_mm_set1_ps(half(block.m)),
+                           _mm_loadu_ps(reinterpret_cast<const float*>(values + SummedOctets::kTailSumsOffset)), total);
   }
   _mm_storeu_ps(out, total);
 }
