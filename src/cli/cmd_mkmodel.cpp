@@ -37,7 +37,7 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     spec = merged;
   }
   const std::optional<QuantMix> mix = parse_quant_mix(args.type);
-  if (!mix) return fail("--type '" + args.type + "' is not supported (expected F32, F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K)");
+  if (!mix) return fail("--type '" + args.type + "' is not supported (expected " + quant_mix_names() + ")");
   spec.mix = *mix;
   ThreadPool pool(ThreadPool::default_threads());
   Status s = write_synthetic_model(spec, args.output, pool, [](size_t done, size_t total, const std::string& name) {

@@ -16,7 +16,7 @@ struct QuantizeArgs {
 
 int quantize(const QuantizeArgs& args) {
   const std::optional<QuantMix> mix = parse_quant_mix(args.type);
-  if (!mix) return fail("type '" + args.type + "' is not supported (expected F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K)");
+  if (!mix) return fail("type '" + args.type + "' is not supported (expected " + quant_mix_names() + ")");
   if (args.threads < 0) return fail("-t: expected >= 0");
   ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::default_threads());
   const auto start = std::chrono::steady_clock::now();
@@ -32,7 +32,7 @@ int quantize(const QuantizeArgs& args) {
 }  // namespace
 
 void register_quantize(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("quantize", "Convert a GGUF model to F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K");
+  auto* cmd = app.add_subcommand("quantize", "Convert a GGUF model to another tensor type mix: " + quant_mix_names());
   auto args = std::make_shared<QuantizeArgs>();
   cmd->add_option("input", args->input, "Source GGUF model")->required();
   cmd->add_option("output", args->output, "Destination GGUF file")->required();

@@ -1,6 +1,7 @@
 #include "model/quantize.h"
 
 #include <cctype>
+#include <iterator>
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
@@ -16,7 +17,8 @@ struct MixEntry {
 };
 constexpr MixEntry kMixes[] = {
     {QuantMix::kF32, "F32", 0},       {QuantMix::kF16, "F16", 1},       {QuantMix::kQ8_0, "Q8_0", 7},
-    {QuantMix::kQ4_0, "Q4_0", 2},     {QuantMix::kQ4_K_M, "Q4_K_M", 15}, {QuantMix::kQ5_K_M, "Q5_K_M", 17},
+    {QuantMix::kQ4_0, "Q4_0", 2},     {QuantMix::kQ4_1, "Q4_1", 3},     {QuantMix::kQ5_0, "Q5_0", 8},
+    {QuantMix::kQ5_1, "Q5_1", 9},     {QuantMix::kQ4_K_M, "Q4_K_M", 15}, {QuantMix::kQ5_K_M, "Q5_K_M", 17},
     {QuantMix::kQ6_K, "Q6_K", 18},
 };
 
@@ -57,6 +59,13 @@ const char* quant_mix_name(QuantMix mix) {
   return "?";
 }
 
+std::string quant_mix_names() {
+  std::string names;
+  const size_t count = std::size(kMixes);
+  for (size_t i = 0; i < count; ++i) names += std::string(i == 0 ? "" : i + 1 == count ? " or " : ", ") + kMixes[i].name;
+  return names;
+}
+
 uint32_t llama_file_type(QuantMix mix) {
   for (const MixEntry& e : kMixes)
     if (e.mix == mix) return e.file_type;
@@ -75,6 +84,9 @@ TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::
     case QuantMix::kF16: return TensorType::F16;
     case QuantMix::kQ8_0: return TensorType::Q8_0;
     case QuantMix::kQ4_0: type = is_output ? TensorType::Q6_K : TensorType::Q4_0; break;
+    case QuantMix::kQ4_1: type = is_output ? TensorType::Q6_K : TensorType::Q4_1; break;
+    case QuantMix::kQ5_0: type = is_output ? TensorType::Q6_K : TensorType::Q5_0; break;
+    case QuantMix::kQ5_1: type = is_output ? TensorType::Q6_K : TensorType::Q5_1; break;
     case QuantMix::kQ6_K: type = TensorType::Q6_K; break;
     case QuantMix::kQ4_K_M: type = is_output || more_bits ? TensorType::Q6_K : TensorType::Q4_K; break;
     case QuantMix::kQ5_K_M: type = is_output || more_bits ? TensorType::Q6_K : TensorType::Q5_K; break;

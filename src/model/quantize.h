@@ -2,7 +2,8 @@
 // the rule that picks each tensor's type, shared with `revis mkmodel`.
 //
 // The mixes (docs/formats.md has the table):
-//   F16, Q8_0, Q4_0, Q6_K   every matrix in that type (Q4_0: output in Q6_K)
+//   F16, Q8_0, Q6_K         every matrix in that type
+//   Q4_0, Q4_1, Q5_0, Q5_1  every matrix in that type but the output, in Q6_K
 //   Q4_K_M, Q5_K_M          Q4_K / Q5_K, with output.weight, and attn_v and
 //                           ffn_down in the first and last eighth of the layers
 //                           and every third layer between, in Q6_K
@@ -25,10 +26,11 @@
 
 namespace revis {
 
-enum class QuantMix { kF32, kF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M, kQ6_K };
+enum class QuantMix { kF32, kF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K_M, kQ5_K_M, kQ6_K };
 
 std::optional<QuantMix> parse_quant_mix(const std::string& name);  // case-insensitive
 const char* quant_mix_name(QuantMix mix);
+std::string quant_mix_names();  // every mix, "F32, F16, ... or Q6_K", for messages
 uint32_t llama_file_type(QuantMix mix);  // general.file_type
 
 // What the rule needs to know about the model around one tensor.

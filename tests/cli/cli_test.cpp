@@ -170,10 +170,14 @@ TEST(QuantizeCommand, OutputLoadsAndIsAsAccurateAsLlamaCppQuantizer) {
     const char* type;
     double max_err;
   };
-  // Q5_K_M has no llama.cpp file here; it must at least beat Q4_K_M.
+  // Q5_K_M, Q4_1, Q5_0 and Q5_1 have no llama.cpp file here: each must at
+  // least beat the file with fewer bits (Q4_1 stores an offset per block
+  // besides Q4_0's scale, Q5_0 and Q5_1 a fifth bit).
   for (const Bound& b : {Bound{"F16", 0.03}, Bound{"Q8_0", 1.15 * reference_error("Q8_0")},
                          Bound{"Q6_K", 1.15 * reference_error("Q6_K")}, Bound{"Q4_K_M", 1.15 * reference_error("Q4_K_M")},
-                         Bound{"Q4_0", 1.15 * reference_error("Q4_0")}, Bound{"Q5_K_M", reference_error("Q4_K_M")}}) {
+                         Bound{"Q4_0", 1.15 * reference_error("Q4_0")}, Bound{"Q5_K_M", reference_error("Q4_K_M")},
+                         Bound{"Q4_1", reference_error("Q4_0")}, Bound{"Q5_0", reference_error("Q4_0")},
+                         Bound{"Q5_1", reference_error("Q4_0")}}) {
     const std::string out = tmp.file(std::string(b.type) + ".gguf");
     const auto q = run_revis("quantize " + shell_quote(f16.model_file) + " " + shell_quote(out) + " " + b.type);
     ASSERT_EQ(q.exit_code, 0) << q.err;
