@@ -581,21 +581,23 @@ void dot4_octets(const void* w, const void* packed, int64_t n, float* out) {
   }
   __m128 total = hsum4(acc0, acc1, acc2, acc3);
   // Blocks after the last whole eight (rows not a multiple of 256 values).
-  for (int64_t b = whole; b < blocks;
-       ++b, weights += sizeof(OctetTailBlock<Layout>), values += Layout::kTailActivationBytes) {
-    OctetTailBlock<Layout> block;
-    std::memcpy(&block, weights, sizeof block);
-    const __m256i q = load256(block.qs), q_abs = kSums ? q : _mm256_abs_epi8(q);
-    __m256i sums[4];
-    for (int t = 0; t < 4; ++t) sums[t] = product(q, q_abs, load256(values + 32 * t));
+  if (whole < blocks) {
     RowAccumulator<4> tail;
-    tail.add(sums, _mm_mul_ps(_mm_loadu_ps(reinterpret_cast<const float*>(values + 4 * 32)), _mm_set1_ps(half(block.d))));
+    for (int64_t b = whole; b < blocks;
+         ++b, weights += sizeof(OctetTailBlock<Layout>), values += Layout::kTailActivationBytes) {
+      OctetTailBlock<Layout> block;
+      std::memcpy(&block, weights, sizeof block);
+      const __m256i q = load256(block.qs), q_abs = kSums ? q : _mm256_abs_epi8(q);
+      __m256i sums[4];
+      for (int t = 0; t < 4; ++t) sums[t] = product(q, q_abs, load256(values + 32 * t));
+      tail.add(sums, _mm_mul_ps(_mm_loadu_ps(reinterpret_cast<const float*>(values + 4 * 32)), _mm_set1_ps(half(block.d))));
+      if constexpr (kSums)
+        total = _mm_fmadd_ps(_mm_set1_ps(half(block.m)),
+                             _mm_loadu_ps(reinterpret_cast<const float*>(values + SummedOctets::kTailSumsOffset)), total);
+    }
     float tails[4];
     tail.store(tails);
     total = _mm_add_ps(total, _mm_loadu_ps(tails));
-    if constexpr (kSums)
-      total = _mm_fmadd_ps(_mm_set1_ps(half(block.m)),
-                           _mm_loadu_ps(reinterpret_cast<const float*>(values + SummedOctets::kTailSumsOffset)), total);
   }
   _mm_storeu_ps(out, total);
 }
