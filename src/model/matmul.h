@@ -23,7 +23,8 @@
 //    activation rows stay in L1 while the tile's rows pass. Tokens left
 //    over after the groups of four (a generated token is one) use vec_dot's
 //    kernel, or its packed form, each such token packed once per call;
-//    there the rows ahead are prefetched, a slice of a long row at a time.
+//    there the rows ahead are prefetched, a slice of a long row at a time,
+//    and near the end of a claim from the thread's next, claimed early.
 // A matrix is thus read from memory once per call whatever the number of
 // tokens: once per generated token, once per prompt chunk.
 #pragma once

@@ -77,7 +77,9 @@ TEST(MatMul, ManyTilesAndTokens) {
   // rows go in two slices of 2048 columns, 28 rows to a 32 KiB tile, and
   // every claim is one tile: 701 rows make 26, the last of one row. With 1
   // or 3 tokens the claims shrink from a quarter of the matrix down to a
-  // tile (14 whole rows), and the rows ahead are prefetched.
+  // tile (14 whole rows), and the rows ahead are prefetched: near the end
+  // of a claim, rows of the thread's next claim, taken early (with 3
+  // tokens, before the second and third pass over the current one).
   for (int n_tokens : {1, 3, 66}) expect_matmul_equals_vec_dots(TensorType::Q4_K, 701, 4096, n_tokens, 2);
 }
 
