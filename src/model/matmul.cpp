@@ -57,12 +57,34 @@ constexpr size_t kPrefetchBytes = 16 * 1024;
 // most this many weight bytes stream like the short rows do.
 constexpr size_t kPrefetchSliceBytes = 2560;
 
-// Into L2, not L1 (locality hint 2: prefetcht1 on x86). On a Zen 4 core
-// (32 KiB of L1d) requests into L1 made decoding a third slower than no
-// requests at all, and requests into L2 are as fast or faster. (On Ice
-// Lake, where the requests were worth 10-15%, only L1 was measured.)
-void prefetch(const uint8_t* p, size_t bytes) {
-  for (size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset, 0, 2);
+// One cache line at p, into L2 or as non-temporal data. In asm: GCC drops
+// loops of __builtin_prefetch that it inlines under a test of which hint
+// to use (it takes them for loops without effects), and it had dropped the
+// token groups' requests below since they were written.
+inline void prefetch_line(const uint8_t* p, Prefetch how) {
+#if defined(__x86_64__)
+  if (how == Prefetch::kIntoL2)
+    asm volatile("prefetcht1 %0" : : "m"(*p));
+  else
+    asm volatile("prefetchnta %0" : : "m"(*p));
+#elif defined(__aarch64__)
+  if (how == Prefetch::kIntoL2)
+    asm volatile("prfm pldl2keep, [%0]" : : "r"(p));
+  else
+    asm volatile("prfm pldl1strm, [%0]" : : "r"(p));
+#else
+  if (how == Prefetch::kIntoL2)
+    __builtin_prefetch(p, 0, 2);
+  else
+    __builtin_prefetch(p, 0, 0);
+#endif
+}
+
+// Asks for the lines of [p, p + bytes) (nothing for Prefetch::kNone).
+// Token groups ask into L2: their tiles are read once per group.
+void prefetch(const uint8_t* p, size_t bytes, Prefetch how) {
+  if (how == Prefetch::kNone) return;
+  for (size_t offset = 0; offset < bytes; offset += 64) prefetch_line(p + offset, how);
 }
 
 // Claims the next rows [begin, end) from `next`: a share of what is left
@@ -166,7 +188,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
       auto prefetch_ahead = [&](int group) {
         const size_t from = (ahead_bytes * group / n_groups) & ~size_t{63};
         const size_t to = ahead_bytes * (group + 1) / n_groups;
-        if (ahead) prefetch(w.row(ahead_begin) + from, to - from);
+        if (ahead) prefetch(w.row(ahead_begin) + from, to - from, Prefetch::kIntoL2);
       };
       int t = 0;
       // The tile's rows in the kernel's layout, where it has one. Per pool
@@ -230,9 +252,9 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
         for (int64_t r = begin; r < end; ++r) {
           float sum = 0.0f;
           // Only the first pass over the rows reads them from memory.
-          const uint8_t* fetch = t == 0 ? row_ahead(r) : nullptr;
+          const uint8_t* fetch = t == 0 && prefetch_ != Prefetch::kNone ? row_ahead(r) : nullptr;
           for (const Slice& s : single_slices_) {
-            if (fetch) prefetch(fetch + s.w_offset, s.w_bytes);
+            if (fetch) prefetch(fetch + s.w_offset, s.w_bytes, prefetch_);
             float dot;
             if (packed_one)
               packed_one->dot(w.row(r) + s.w_offset, packed_a + s.act_offset, s.n, &dot);

@@ -23,8 +23,9 @@
 //    activation rows stay in L1 while the tile's rows pass. Tokens left
 //    over after the groups of four (a generated token is one) use vec_dot's
 //    kernel, or its packed form, each such token packed once per call;
-//    there the rows ahead are prefetched, a slice of a long row at a time,
-//    and near the end of a claim from the thread's next, claimed early.
+//    there the rows ahead are prefetched as set_prefetch() says, a slice
+//    of a long row at a time, and near the end of a claim from the
+//    thread's next, claimed early.
 // A matrix is thus read from memory once per call whatever the number of
 // tokens: once per generated token, once per prompt chunk.
 #pragma once
@@ -32,6 +33,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/prefetch_tuner.h"
 #include "model/thread_pool.h"
 #include "model/weights.h"
 
@@ -44,6 +46,10 @@ class MatMul {
   void run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens, int64_t x_stride, float* out,
            int64_t out_stride);
 
+  // How single tokens ask for the rows ahead (prefetch_tuner.h); into L2
+  // until set.
+  void set_prefetch(Prefetch how) { prefetch_ = how; }
+
  private:
   // One slice of the columns: n values at byte w_offset of a weight row
   // (w_bytes of it), met by the activations from byte act_offset.
@@ -55,6 +61,7 @@ class MatMul {
   std::vector<uint8_t> activations_;         // reused between calls
   std::vector<uint8_t> packed_activations_;  // groups of four, where the kernels have a packed form
   std::vector<Slice> group_slices_, single_slices_;
+  Prefetch prefetch_ = Prefetch::kIntoL2;
 };
 
 }  // namespace revis

@@ -13,6 +13,7 @@
 #include "model/config.h"
 #include "model/kv_cache.h"
 #include "model/matmul.h"
+#include "model/prefetch_tuner.h"
 #include "model/thread_pool.h"
 #include "model/weights.h"
 #include "revis/status.h"
@@ -51,6 +52,7 @@ class Model {
   // Scratch, one row per token of the current chunk.
   std::vector<float> x_, xb_, q_, k_, v_, attn_out_, ffn_gate_, ffn_up_, moe_in_, moe_out_;
   MatMul matmul_;
+  PrefetchTuner prefetch_tuner_;  // times the single-token steps
 };
 
 }  // namespace revis

@@ -26,7 +26,8 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return out;
 }
 
-void expect_matmul_equals_vec_dots(TensorType type, int64_t rows, int64_t cols, int n_tokens, int n_threads) {
+void expect_matmul_equals_vec_dots(TensorType type, int64_t rows, int64_t cols, int n_tokens, int n_threads,
+                                   Prefetch prefetch = Prefetch::kIntoL2) {
   std::vector<float> weights = random_floats(static_cast<size_t>(rows * cols), 1);
   Matrix w;
   w.type = type;
@@ -43,6 +44,7 @@ void expect_matmul_equals_vec_dots(TensorType type, int64_t rows, int64_t cols, 
   std::vector<float> out(static_cast<size_t>(n_tokens * out_stride), -7.0f);
   ThreadPool pool(n_threads);
   MatMul matmul;
+  matmul.set_prefetch(prefetch);
   matmul.run(pool, w, x.data(), n_tokens, x_stride, out.data(), out_stride);
 
   const TensorType act_type = activation_type(type);
@@ -81,6 +83,13 @@ TEST(MatMul, ManyTilesAndTokens) {
   // of a claim, rows of the thread's next claim, taken early (with 3
   // tokens, before the second and third pass over the current one).
   for (int n_tokens : {1, 3, 66}) expect_matmul_equals_vec_dots(TensorType::Q4_K, 701, 4096, n_tokens, 2);
+}
+
+TEST(MatMul, EveryPrefetchModeGivesTheSameProducts) {
+  // Only the requests ahead differ (and without requests no claim is taken
+  // early); 1 and 3 tokens take the single-token path.
+  for (Prefetch prefetch : PrefetchTuner::kModes)
+    for (int n_tokens : {1, 3}) expect_matmul_equals_vec_dots(TensorType::Q8_0, 701, 2048, n_tokens, 2, prefetch);
 }
 
 TEST(MatMul, LongRowsGoInSlices) {
