@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # revis against llama.cpp on the same model files, on one machine, in one
-# run: rounds alternate the two programs (which goes first swaps every
-# round), so both meet the same memory state and the same neighbours, and
-# the ratios come from the same minutes. A benchmark: it asserts nothing.
+# run: rounds alternate the two programs, so both meet the same memory
+# state and the same neighbours, and the ratios come from the same minutes.
+# Within a round each prefill measurement runs right beside the other
+# program's, and so does each generation measurement (which goes first
+# swaps every round): some machines change speed within seconds, and a
+# round's ratio should compare like with like. A benchmark: it asserts
+# nothing.
 #
 #   scripts/bench-vs-llama-cpp.sh LLAMA_BENCH MODEL.gguf [MODEL.gguf ...]
 #   ROUNDS=3 REPS=5 THREADS=2 PROMPT=512 GEN=128 REVIS=build/revis scripts/bench-vs-llama-cpp.sh ...
@@ -14,9 +18,10 @@
 #
 # LLAMA_BENCH is llama.cpp's llama-bench binary (build it yourself; revis
 # does not ship it). Per round and model it runs `revis bench --json` and
-# `llama-bench -o jsonl` with the same prompt length, generated tokens,
-# repetitions and threads, and takes each one's median over the
-# repetitions. llama-bench times generation from an empty context, revis
+# `llama-bench -o jsonl` (prefill and generation as two calls) with the
+# same prompt length, generated tokens, repetitions and threads, and takes
+# each one's median over the repetitions. REPS=1 with more ROUNDS pairs
+# the two programs most closely. llama-bench times generation from an empty context, revis
 # bench after the prompt; so revis is also timed with a one-token prompt,
 # and the generation ratio is taken between those two like-for-like
 # figures (revis's after-the-prompt figure is printed beside it). Both
@@ -33,7 +38,7 @@ gen=${GEN:-128}
 raw=${RAW:-}
 kernels=${KERNELS:-}
 [[ -z $raw ]] || mkdir -p "$raw"
-(($# >= 2)) || { sed -n '7,9p' "$0" | sed 's/^# //' >&2; exit 2; }
+(($# >= 2)) || { sed -n '11,13p' "$0" | sed 's/^# //' >&2; exit 2; }
 llama_bench=$1
 shift
 [[ -x $revis ]] || { echo "error: $revis not found (build first, or set REVIS)" >&2; exit 1; }
@@ -44,9 +49,10 @@ for model in "$@"; do [[ -f $model ]] || { echo "error: $model not found" >&2; e
 field() { grep -o "\"$1\": *[0-9.e+-]*" <<<"$2" | head -1 | sed 's/.*: *//'; }
 # shellcheck source=bench-stats.sh
 source scripts/bench-stats.sh  # median
-# The median of llama-bench's samples_ts for the test with n_prompt $1 and n_gen $2.
+# The median of llama-bench's samples_ts (JSON lines on standard input)
+# for the test with n_prompt $1 and n_gen $2.
 llama_median() {
-  grep "\"n_prompt\": *$1," <<<"$3" | grep "\"n_gen\": *$2," | grep -o '"samples_ts": *\[[^]]*\]' |
+  grep "\"n_prompt\": *$1," | grep "\"n_gen\": *$2," | grep -o '"samples_ts": *\[[^]]*\]' |
     sed 's/.*\[//; s/\]//' | tr ',' '\n' | median
 }
 
@@ -60,35 +66,53 @@ keep() {
 
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
+choice=()
+[[ -z $kernels ]] || choice=(--kernels "$kernels")
+# Each program's JSON for a prompt of $2 tokens and $3 generated, kept in RAW.
 run_revis() {
-  local model=$1 out short
-  local choice=()
-  [[ -z $kernels ]] || choice=(--kernels "$kernels")
-  out=$("$revis" bench -m "$model" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" "${choice[@]}" --json 2>/dev/null)
-  short=$("$revis" bench -m "$model" -p 1 -n "$gen" -r "$reps" -t "$threads" "${choice[@]}" --json 2>/dev/null)
-  keep "revis-$(basename "$model")" "$out" "$short"
-  revis_pp=$(field prefill_tok_s "$out")
-  revis_tg_deep=$(field gen_tok_s "$out")
-  revis_tg=$(field gen_tok_s "$short")
-  # The better of the two runs' bandwidth (each the best pass of its run):
-  # the memory flips between states on some machines, and a run that met
-  # only the slow one would overstate both rooflines.
-  bandwidth=$(printf '%s\n' "$(field bandwidth_gb_s "$out")" "$(field bandwidth_gb_s "$short")" | sort -g | tail -1)
-  bytes=$(field bytes_per_token "$out")
+  local out
+  out=$("$revis" bench -m "$1" -p "$2" -n "$3" -r "$reps" -t "$threads" "${choice[@]}" --json 2>/dev/null)
+  keep "revis-$(basename "$1")" "$out"
+  printf '%s\n' "$out"
 }
 run_llama() {
-  local model=$1 out
-  out=$("$llama_bench" -m "$model" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" -o jsonl 2>/dev/null)
-  keep "llama-$(basename "$model")" "$out"
-  llama_pp=$(llama_median "$prompt" 0 "$out")
-  llama_tg=$(llama_median 0 "$gen" "$out")
+  local out
+  out=$("$llama_bench" -m "$1" -p "$2" -n "$3" -r "$reps" -t "$threads" -o jsonl 2>/dev/null)
+  keep "llama-$(basename "$1")" "$out"
+  printf '%s\n' "$out"
+}
+# measure WHAT MODEL: one of a round's four measurements, its figures left
+# in variables. revis's prefill run also times generation after the prompt;
+# its generation run starts from a one-token prompt.
+measure() {
+  local out
+  case $1 in
+    revis-prefill)
+      out=$(run_revis "$2" "$prompt" "$gen")
+      revis_pp=$(field prefill_tok_s "$out")
+      revis_tg_deep=$(field gen_tok_s "$out")
+      prefill_bandwidth=$(field bandwidth_gb_s "$out")
+      bytes=$(field bytes_per_token "$out") ;;
+    revis-generation)
+      out=$(run_revis "$2" 1 "$gen")
+      revis_tg=$(field gen_tok_s "$out")
+      generation_bandwidth=$(field bandwidth_gb_s "$out") ;;
+    llama-prefill) llama_pp=$(run_llama "$2" "$prompt" 0 | llama_median "$prompt" 0) ;;
+    llama-generation) llama_tg=$(run_llama "$2" 0 "$gen" | llama_median 0 "$gen") ;;
+  esac
 }
 
 printf '%-28s %5s %9s %9s %9s %9s %9s %8s %8s %9s %9s\n' model round "revis pp" "llama pp" "revis tg" "llama tg" \
   "revis tg@$prompt" "pp ratio" "tg ratio" "revis rl%" "llama rl%"
 for round in $(seq "$rounds"); do
   for model in "$@"; do
-    if ((round % 2)); then run_revis "$model"; run_llama "$model"; else run_llama "$model"; run_revis "$model"; fi
+    order=(revis-prefill llama-prefill revis-generation llama-generation)
+    ((round % 2)) || order=(llama-generation revis-generation llama-prefill revis-prefill)
+    for what in "${order[@]}"; do measure "$what" "$model"; done
+    # The better of the two runs' bandwidth (each the best pass of its run):
+    # the memory flips between states on some machines, and a run that met
+    # only the slow one would overstate both rooflines.
+    bandwidth=$(printf '%s\n' "$prefill_bandwidth" "$generation_bandwidth" | sort -g | tail -1)
     line=$(awk -v m="$(basename "$model")" -v r="$round" -v rp="$revis_pp" -v lp="$llama_pp" -v rt="$revis_tg" \
       -v lt="$llama_tg" -v rd="$revis_tg_deep" -v bw="$bandwidth" -v by="$bytes" 'BEGIN {
         printf "%-28s %5d %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %9.1f %9.1f", m, r, rp, lp, rt, lt, rd, rp / lp,
