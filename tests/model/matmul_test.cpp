@@ -109,8 +109,8 @@ TEST(MatMul, LongRowsGoInSlices) {
 // for the packed forms that take weights in a layout of their own (AVX2's
 // octets for the Q8_0-activation types: each tile is repacked once for
 // all its groups), and the one-token forms the tokens left over take
-// (AVX2's activations with block sums for Q4_0 to Q5_1, in groups of four
-// blocks). 10 tokens are two groups and two left over, 18 four and two.
+// (AVX2's activations with block sums and float scales for all six, in
+// groups of four blocks). 10 tokens are two groups and two left over, 18 four and two.
 // 2080 values end in a block past the last eight (and a group of four);
 // 8192 go in slices.
 TEST(MatMul, EqualsRowByRowVecDotOnEveryBackend) {

@@ -116,8 +116,10 @@ TEST_F(Avx2, OverridesTheListedKernels) {
   for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::IQ4_NL, TensorType::Q4_1,
                           TensorType::Q5_1})
     EXPECT_NE(avx2.at(type).packed4, nullptr) << type_name(type);
-  // The one-token form with activation sums, for the types with unsigned levels.
-  for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_1, TensorType::Q5_1})
+  // The one-token form with activation sums and float scales: the sums
+  // serve the types with unsigned levels, the scales all of them.
+  for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::IQ4_NL, TensorType::Q4_1,
+                          TensorType::Q5_1})
     EXPECT_NE(avx2.at(type).packed1, nullptr) << type_name(type);
 }
 
