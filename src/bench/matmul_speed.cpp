@@ -99,9 +99,10 @@ MatMulSpeed::~MatMulSpeed() = default;
 
 size_t MatMulSpeed::memory_matrix_bytes() const { return state_->memory.bytes.size(); }
 
-double MatMulSpeed::decode_memory_gb_s() {
+double MatMulSpeed::decode_memory_gb_s(Prefetch how) {
   State& s = *state_;
   const Matrix& w = s.memory.matrix;
+  s.matmul.set_prefetch(how);
   const auto start = std::chrono::steady_clock::now();
   s.matmul.run(*s.pool, w, s.activations.data(), 1, w.cols, s.out.data(), w.rows);
   return static_cast<double>(s.memory.bytes.size()) / seconds_since(start) / 1e9;
@@ -110,6 +111,7 @@ double MatMulSpeed::decode_memory_gb_s() {
 double MatMulSpeed::decode_cache_gb_s() {
   State& s = *state_;
   const Matrix& w = s.cache.matrix;
+  s.matmul.set_prefetch(Prefetch::kIntoL2);
   s.matmul.run(*s.pool, w, s.activations.data(), 1, w.cols, s.out.data(), w.rows);  // into the caches
   int passes = 0;
   const auto start = std::chrono::steady_clock::now();

@@ -2,7 +2,9 @@
 // synthetic weights of one type and without a model, so that weight types
 // and kernel backends can be compared on one machine in one run:
 //   decode from memory  one token against a matrix far larger than the
-//                       caches, as decoding meets its weights: GB/s of weights
+//                       caches, as decoding meets its weights: GB/s of
+//                       weights, for each way of asking for the rows ahead
+//                       (model/prefetch_tuner.h)
 //   decode from cache   one token against a matrix that stays in L2: what
 //                       the kernel's arithmetic alone allows, GB/s
 //   prefill             a batch of tokens against a matrix of a few MiB:
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "model/prefetch_tuner.h"
 #include "model/thread_pool.h"
 #include "quant/types.h"
 #include "revis/status.h"
@@ -41,8 +44,8 @@ class MatMulSpeed {
   MatMulSpeed(const MatMulSpeed&) = delete;
   MatMulSpeed& operator=(const MatMulSpeed&) = delete;
 
-  double decode_memory_gb_s();
-  double decode_cache_gb_s();
+  double decode_memory_gb_s(Prefetch how);
+  double decode_cache_gb_s();  // rows ahead requested into L2
   double prefill_gops();
   size_t memory_matrix_bytes() const;
 

@@ -1,6 +1,7 @@
 #include "cli/bench_matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "bench/matmul_speed.h"
 #include "bench/stats.h"
 #include "cli/common.h"
+#include "model/prefetch_tuner.h"
 #include "model/thread_pool.h"
 #include "quant/quant.h"
 #include "quant/types.h"
@@ -47,11 +49,14 @@ Result<std::vector<KernelBackend>> chosen_backends(const std::string& name) {
   return backends;
 }
 
-// One type and backend's samples, a value per repetition.
+// One type and backend's samples, a value per repetition. Decoding from
+// memory is timed with each way of prefetching; memory_gb_s takes the
+// fastest of each repetition, the one a model's decoding would settle on.
 struct Samples {
   TensorType type;
   KernelBackend backend;
   std::vector<double> memory_gb_s = {}, memory_pct = {}, cache_gb_s = {}, prefill_gops = {};
+  std::array<std::vector<double>, PrefetchTuner::kModes.size()> memory_by_prefetch = {};
 };
 
 nlohmann::json summary_json(const std::vector<double>& samples) {
@@ -77,6 +82,12 @@ void print_report(const std::vector<Samples>& all, const std::vector<KernelBacke
     std::printf("%-7s %-8s %-26s %7.1f %-26s %s\n", type_name(s.type), kernel_backend_name(s.backend),
                 cell(s.memory_gb_s).c_str(), bench::summarize(s.memory_pct).median, cell(s.cache_gb_s).c_str(),
                 cell(s.prefill_gops).c_str());
+  for (const Samples& s : all) {
+    std::printf("prefetch     %s %s, decode from memory GB/s:", type_name(s.type), kernel_backend_name(s.backend));
+    for (size_t m = 0; m < PrefetchTuner::kModes.size(); ++m)
+      std::printf(" %s %.2f", prefetch_name(PrefetchTuner::kModes[m]), bench::summarize(s.memory_by_prefetch[m]).median);
+    std::printf(" (medians; the table takes each run's fastest)\n");
+  }
   if (backends.size() < 2) return;
   // Ratios of medians against the first backend, from the same runs.
   for (const Samples& s : all) {
@@ -125,14 +136,18 @@ int run_bench_matmul(const MatMulBenchArgs& args) {
       const double best_pass = probe.best_pass(rep >= 0 ? &bandwidth : nullptr);
       for (size_t k = 0; k < backends->size(); ++k) {
         if (Status used = use_kernel_backend((*backends)[k]); !used.ok()) return fail("--kernels: " + used.message());
-        const double memory = s.decode_memory_gb_s(), cache = s.decode_cache_gb_s(), prefill = s.prefill_gops();
+        std::array<double, PrefetchTuner::kModes.size()> by_prefetch;
+        for (size_t m = 0; m < by_prefetch.size(); ++m) by_prefetch[m] = s.decode_memory_gb_s(PrefetchTuner::kModes[m]);
+        const double memory = *std::max_element(by_prefetch.begin(), by_prefetch.end());
+        const double cache = s.decode_cache_gb_s(), prefill = s.prefill_gops();
         if (rep < 0) continue;
         Samples& out = all[first + k];
+        for (size_t m = 0; m < by_prefetch.size(); ++m) out.memory_by_prefetch[m].push_back(by_prefetch[m]);
         out.memory_gb_s.push_back(memory);
         out.memory_pct.push_back(100.0 * memory / best_pass);
         out.cache_gb_s.push_back(cache);
         out.prefill_gops.push_back(prefill);
-        std::fprintf(stderr, "  run %d/%d, %s: decode %.2f GB/s from memory (%.0f %% of %.2f), %.2f from cache; "
+        std::fprintf(stderr, "  run %d/%d, %s: decode %.2f GB/s from memory (%.0f %% of %.2f; fastest prefetch), %.2f from cache; "
                      "prefill %.2f G/s\n", rep + 1, args.repetitions, kernel_backend_name((*backends)[k]), memory,
                      100.0 * memory / best_pass, best_pass, cache, prefill);
       }
@@ -142,13 +157,18 @@ int run_bench_matmul(const MatMulBenchArgs& args) {
 
   if (args.json) {
     nlohmann::json results = nlohmann::json::array();
-    for (const Samples& s : all)
+    for (const Samples& s : all) {
+      nlohmann::json by_prefetch;
+      for (size_t m = 0; m < PrefetchTuner::kModes.size(); ++m)
+        by_prefetch[prefetch_name(PrefetchTuner::kModes[m])] = summary_json(s.memory_by_prefetch[m]);
       results.push_back({{"type", type_name(s.type)},
                          {"kernels", kernel_backend_name(s.backend)},
                          {"decode_memory_gb_s", summary_json(s.memory_gb_s)},
+                         {"decode_memory_by_prefetch", by_prefetch},
                          {"decode_memory_pct_bandwidth", summary_json(s.memory_pct)},
                          {"decode_cache_gb_s", summary_json(s.cache_gb_s)},
                          {"prefill_gops", summary_json(s.prefill_gops)}});
+    }
     const nlohmann::json j = {{"threads", threads},
                               {"cols", kCols},
                               {"prefill_tokens", kPrefillTokens},

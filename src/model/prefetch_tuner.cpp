@@ -16,6 +16,15 @@ double median(std::array<double, PrefetchTuner::kTrialSteps> seconds) {
 
 }  // namespace
 
+const char* prefetch_name(Prefetch how) {
+  switch (how) {
+    case Prefetch::kIntoL2: return "into_l2";
+    case Prefetch::kNonTemporal: return "non_temporal";
+    case Prefetch::kNone: return "none";
+  }
+  return "?";
+}
+
 Prefetch PrefetchTuner::mode() const {
   return step_ < kTrialTotal ? kModes[step_ / kTrialSteps] : fastest_;
 }

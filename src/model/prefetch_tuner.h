@@ -19,6 +19,8 @@
 namespace revis {
 
 enum class Prefetch { kIntoL2, kNonTemporal, kNone };
+// "into_l2", "non_temporal" or "none", for reports.
+const char* prefetch_name(Prefetch how);
 
 class PrefetchTuner {
  public:

@@ -175,6 +175,16 @@ TEST(BenchMatMul, OneResultPerTypeAndBackendWithPositiveFigures) {
       EXPECT_LE(figure["min"].get<double>(), figure["median"].get<double>()) << key;
       EXPECT_LE(figure["median"].get<double>(), figure["max"].get<double>()) << key;
     }
+    // Each way of prefetching timed; the decode figure is each run's
+    // fastest, so no mode's median or extremes exceed it.
+    const nlohmann::json& by_prefetch = one["decode_memory_by_prefetch"];
+    ASSERT_EQ(by_prefetch.size(), 3u) << one.dump();
+    for (const char* mode : {"into_l2", "non_temporal", "none"}) {
+      const nlohmann::json& figure = by_prefetch[mode];
+      EXPECT_GT(figure["min"].get<double>(), 0.0) << mode;
+      for (const char* stat : {"min", "median", "max"})
+        EXPECT_LE(figure[stat].get<double>(), one["decode_memory_gb_s"][stat].get<double>()) << mode << " " << stat;
+    }
   }
   if (backends > 1) {
     EXPECT_NE(results[0]["kernels"], results[1]["kernels"]);
@@ -185,7 +195,8 @@ TEST(BenchMatMul, OneResultPerTypeAndBackendWithPositiveFigures) {
 TEST(BenchMatMul, KernelsPicksTheOneBackendAndTheReportNamesEachColumn) {
   const auto r = run_revis("bench --matmul q6_k -r 1 -t 2 --bandwidth-mib 16 --kernels scalar");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* label : {"bandwidth", "decode, memory GB/s", "% bw", "decode, cache GB/s", "prefill"})
+  for (const char* label : {"bandwidth", "decode, memory GB/s", "% bw", "decode, cache GB/s", "prefill",
+                            "prefetch     Q6_K scalar, decode from memory GB/s: into_l2"})
     EXPECT_NE(r.out.find(label), std::string::npos) << label << " missing from:\n" << r.out;
   const std::vector<std::string> lines = lines_of(r.out);
   const auto rows = std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("Q6_K", 0) == 0; });
