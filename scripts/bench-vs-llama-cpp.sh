@@ -21,12 +21,13 @@
 # `llama-bench -o jsonl` (prefill and generation as two calls) with the
 # same prompt length, generated tokens, repetitions and threads, and takes
 # each one's median over the repetitions. REPS=1 with more ROUNDS pairs
-# the two programs most closely. llama-bench times generation from an empty context, revis
-# bench after the prompt; so revis is also timed with a one-token prompt,
-# and the generation ratio is taken between those two like-for-like
-# figures (revis's after-the-prompt figure is printed beside it). Both
-# roofline columns divide those generation speeds times revis's count of
-# weight bytes per token by the best bandwidth revis measured in the round.
+# the two programs most closely. llama-bench times generation from an
+# empty context, revis bench after the prompt; so revis is also timed with
+# a one-token prompt, and the generation ratio is taken between those two
+# like-for-like figures (revis's after-the-prompt figure is printed beside
+# it). Both roofline columns divide those generation speeds times revis's
+# count of weight bytes per token by the best bandwidth revis measured in
+# the round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 revis=${REVIS:-build/revis}

@@ -14,7 +14,6 @@
 #pragma once
 
 #include <array>
-#include <cstdint>
 
 namespace revis {
 
