@@ -97,14 +97,11 @@ Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, 
                            std::to_string(config_.n_vocab - 1) + ")");
   const size_t n_vocab = config_.n_vocab;
   logits.assign((all_logits ? n : 1) * n_vocab, 0.0f);
-  if (n == 1) {
-    // A decoding step: how its products prefetch is tuned by timing steps.
-    matmul_.set_prefetch(prefetch_tuner_.mode());
-    const auto start = std::chrono::steady_clock::now();
-    forward_chunk(tokens.data(), 1, n_past, kv, pool, all_logits, logits.data());
-    prefetch_tuner_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    return {};
-  }
+  // A decoding step (one token): how its products prefetch is tuned by
+  // timing steps.
+  const bool step = n == 1;
+  if (step) matmul_.set_prefetch(prefetch_tuner_.mode());
+  const auto began = std::chrono::steady_clock::now();
   const int max_chunk = config_.n_expert > 0 ? kExpertsChunk : kDenseChunk;
   for (int start = 0; start < n; start += max_chunk) {
     const int len = std::min(max_chunk, n - start);
@@ -116,6 +113,7 @@ Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, 
       forward_chunk(tokens.data() + start, len, n_past + start, kv, pool, all_logits, out);
     }
   }
+  if (step) prefetch_tuner_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   return {};
 }
 

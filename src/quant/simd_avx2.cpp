@@ -624,8 +624,8 @@ const PackedDot* octets() {
 // per matrix product with those sums, four blocks to a group: their 4 x 32
 // quants, then the 4 scales dy and the 4 values dy * sum as floats.
 //
-// The signed formats (Q8_0, IQ4_NL) take the same packed form for its
-// scales alone: as floats, four to a load, where gathering four halves
+// The signed formats (Q8_0, IQ4_NL) take the same packed form, without
+// the sums, for its scales: as floats, four to a load, where gathering four halves
 // from the blocks took ten operations in general registers. With the
 // constant four blocks of a full group this made the Q8_0 kernel 22 -> 19
 // cycles per 256 values in cache (Zen 5), and decoding a Llama-3.2-1B-shaped
@@ -643,6 +643,9 @@ struct SummedQ8 {
     return static_cast<size_t>((n / kLegacyBlock + kBlocks - 1) / kBlocks) * kGroupBytes;
   }
 
+  // kSums: whether the sums are needed (formats with unsigned levels); for
+  // the others their slots stay zero.
+  template <bool kSums>
   static void pack(const void* a, size_t, int64_t n, void* packed) {
     const auto* in = static_cast<const BlockQ8_0*>(a);
     auto* out = static_cast<uint8_t*>(packed);
@@ -652,11 +655,14 @@ struct SummedQ8 {
       uint8_t* group = out + (b / kBlocks) * kGroupBytes;
       const int64_t j = b % kBlocks;
       std::memcpy(group + j * kLegacyBlock, in[b].qs, kLegacyBlock);
-      int sum = 0;
-      for (int8_t q : in[b].qs) sum += q;
-      const float scale = half(in[b].d), scaled_sum = scale * static_cast<float>(sum);
+      const float scale = half(in[b].d);
       std::memcpy(group + kScalesOffset + j * sizeof(float), &scale, sizeof scale);
-      std::memcpy(group + kSumsOffset + j * sizeof(float), &scaled_sum, sizeof scaled_sum);
+      if constexpr (kSums) {
+        int sum = 0;
+        for (int8_t q : in[b].qs) sum += q;
+        const float scaled_sum = scale * static_cast<float>(sum);
+        std::memcpy(group + kSumsOffset + j * sizeof(float), &scaled_sum, sizeof scaled_sum);
+      }
     }
   }
 };
@@ -727,7 +733,7 @@ void dot_summed_one(const void* w, const void* packed, int64_t n, float* out) {
 
 template <typename Format>
 const PackedDot* summed_one() {
-  static const PackedDot form{SummedQ8::bytes, SummedQ8::pack, dot_summed_one<Format>};
+  static const PackedDot form{SummedQ8::bytes, SummedQ8::pack<kHasLevels<Format>>, dot_summed_one<Format>};
   return &form;
 }
 
