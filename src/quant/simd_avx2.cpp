@@ -793,13 +793,15 @@ KernelEntry offset_kernels() {
 // A Format supplies d, dmin, the offsets as 16 int16 in group order (they
 // multiply Q8_K's 16 group sums, which is all a per-group constant needs),
 // the scales as 16 int16 with the even groups in the low 128-bit half and
-// the odd groups in the high half, and the q's in 8 chunks of 32 values.
+// the odd groups in the high half (or, with kScaleBytes, the eight 32-value
+// groups' scales as bytes 0..7 of both halves), and the q's in 8 chunks of
+// 32 values.
 // Chunk c covers groups 2c and 2c + 1: its vpmaddubsw pair sums meet group
 // 2c's scale in the low half and group 2c + 1's in the high half, and with
 // that layout both come from one in-lane shuffle (chunk_scales).
 
 struct KHeader {
-  __m256i scales;        // 16 x int16, even groups low, odd groups high
+  __m256i scales;        // 16 x int16, even groups low, odd groups high (or bytes: chunk_scales)
   __m256i offsets;       // 16 x int16, group order
   __m128 super_scales;   // d, -dmin (0 where the format has none), 0, 0
 };
@@ -833,10 +835,12 @@ inline __m256i scales_of_32_groups(__m128i bytes) {
   return _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(bytes, bytes));
 }
 
-// Chunk c's scales: lane c of each half.
-template <int kC>
+// Chunk c's scales: int16 lane c of each half, or with kScaleBytes, byte c
+// of each half widened to every lane.
+template <int kC, bool kScaleBytes>
 inline __m256i chunk_scales(__m256i scales) {
-  return _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(((2 * kC + 1) << 8) | (2 * kC))));
+  constexpr int kPick = kScaleBytes ? (0x80 << 8) | kC : ((2 * kC + 1) << 8) | (2 * kC);
+  return _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(kPick)));
 }
 
 // Bits [kFrom, kFrom + kWidth) of every byte moved to [kTo, kTo + kWidth),
@@ -863,16 +867,22 @@ inline __m256i nibble_chunk(const uint8_t* qs) {
   return move_bits<4 * (kC % 2), 0, 4>(load256(qs + 32 * (kC / 2)));
 }
 
+// Q4_K's and Q5_K's header keeps the decoded bytes as they come, scales
+// 0..7 then mins 0..7 in each half (kScaleBytes): chunk_scales widens the
+// one it needs, and a shuffle spreads the mins to Q8_K's groups of 16.
 template <typename Block>
 inline KHeader header_6bit(const Block& b) {
-  const __m128i s = scales_6bit(b.scales);
-  return {scales_of_32_groups(s), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s)), super_scales(b)};
+  const __m256i s = scales_6bit_twice(b.scales);
+  const __m256i mins = _mm256_shuffle_epi8(s, _mm256_setr_epi8(8, -1, 8, -1, 9, -1, 9, -1, 10, -1, 10, -1, 11, -1, 11, -1,  //
+                                                               12, -1, 12, -1, 13, -1, 13, -1, 14, -1, 14, -1, 15, -1, 15, -1));
+  return {s, mins, super_scales(b)};
 }
 
 struct Q2_KFormat {
   using Block = BlockQ2_K;
   static constexpr Offsets kOffsets = Offsets::kOwnScale;
   static constexpr bool kSigned = false;
+  static constexpr bool kScaleBytes = false;
   static KHeader header(const Block& b) {
     const __m128i s = load128(b.scales);  // scale in the low nibble, min in the high
     const __m128i nibble = _mm_set1_epi8(0x0f);
@@ -887,6 +897,7 @@ struct Q3_KFormat {
   using Block = BlockQ3_K;
   static constexpr Offsets kOffsets = Offsets::kSameScale;
   static constexpr bool kSigned = false;
+  static constexpr bool kScaleBytes = false;
   static KHeader header(const Block& b) {
     // Low nibbles of groups 0..7 / 8..15 in the low / high nibbles of bytes
     // 0..7, top 2 bits of group g in byte 8 + g % 4 at bit 2 * (g / 4): as
@@ -914,6 +925,7 @@ struct Q4_KFormat {
   using Block = BlockQ4_K;
   static constexpr Offsets kOffsets = Offsets::kOwnScale;
   static constexpr bool kSigned = false;
+  static constexpr bool kScaleBytes = true;
   static KHeader header(const Block& b) { return header_6bit(b); }
   template <int kC>
   static __m256i chunk(const Block& b) { return nibble_chunk<kC>(b.qs); }
@@ -923,6 +935,7 @@ struct Q5_KFormat {
   using Block = BlockQ5_K;
   static constexpr Offsets kOffsets = Offsets::kOwnScale;
   static constexpr bool kSigned = false;
+  static constexpr bool kScaleBytes = true;
   static KHeader header(const Block& b) { return header_6bit(b); }
   // Bit 4 of chunk c's value l is bit c of qh[l].
   template <int kC>
@@ -935,6 +948,7 @@ struct Q6_KFormat {
   using Block = BlockQ6_K;
   static constexpr Offsets kOffsets = Offsets::kSameScale;
   static constexpr bool kSigned = false;
+  static constexpr bool kScaleBytes = false;
   static KHeader header(const Block& b) {
     const __m128i scales = load128(b.scales);
     // q is stored + 32: offset 32 * scale.
@@ -955,6 +969,7 @@ struct IQ4_XSFormat {
   using Block = BlockIQ4_XS;
   static constexpr Offsets kOffsets = Offsets::kNone;
   static constexpr bool kSigned = true;
+  static constexpr bool kScaleBytes = false;
   // Group g's 6-bit scale (stored + 32): its low 4 bits are nibble g of the
   // 32-bit word scales_l, its top 2 bits field g of the 16-bit scales_h.
   // Both are spread to byte g of a 64-bit word in general registers: built
@@ -1006,7 +1021,7 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
     for_chunks(
         [&]<int kC>() {
           const __m256i q = Format::template chunk<kC>(x);
-          const __m256i scale = chunk_scales<kC>(h.scales);
+          const __m256i scale = chunk_scales<kC, Format::kScaleBytes>(h.scales);
           const __m256i q_abs = Format::kSigned ? _mm256_abs_epi8(q) : q;
           for (int t = 0; t < T; ++t) {
             __m256i y = load256(act<BlockQ8_K>(a, stride, t, b).qs + 32 * kC);
@@ -1027,6 +1042,49 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
           sums[t] = _mm256_sub_epi32(sums[t], _mm256_madd_epi16(load256(act<BlockQ8_K>(a, stride, t, b).bsums), h.offsets));
       acc.add(sums, _mm_mul_ps(da, T == 1 ? h.super_scales : _mm_permute_ps(h.super_scales, 0x00)));
     }
+  }
+  acc.store(out);
+}
+
+// One token against Q4_K, with its Q8_K activations packed
+// (kQ4_KOnePieces). Each 16-byte piece of qs holds 16 values of chunk 2p
+// in its low nibbles and the same 16 of chunk 2p + 1 in its high ones; a
+// broadcast load puts it in both halves and one variable shift brings the
+// high half's nibbles down, so each vector covers two chunks, the
+// activations packed to match. The two vectors of a chunk pair then share
+// their scales: their vpmaddubsw sums (at most 2 * 15 * 128 each) are
+// added as int16 before a single vpmaddwd, where dot_k_rows needs a
+// vpmaddwd, a scale shuffle and an add per chunk.
+constexpr int kQ4_KOnePieces[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
+
+void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
+  const auto* wb = static_cast<const BlockQ4_K*>(w);
+  const auto* ab = static_cast<const BlockQ8_K*>(packed);
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  const __m256i high_half_down = _mm256_setr_epi64x(0, 0, 4, 4);
+  RowAccumulator<1> acc;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const BlockQ4_K& x = wb[b];
+    const KHeader h = Q4_KFormat::header(x);
+    auto levels = [&](int piece) {
+      const __m256i both = _mm256_broadcastsi128_si256(load128(x.qs + 16 * piece));
+      return _mm256_and_si256(_mm256_srlv_epi64(both, high_half_down), nibble);
+    };
+    __m256i sums = _mm256_setzero_si256();
+    for_chunks(
+        [&]<int kP>() {
+          const int8_t* a = ab[b].qs + 64 * kP;
+          const __m256i products = _mm256_add_epi16(_mm256_maddubs_epi16(levels(2 * kP), load256(a)),
+                                                    _mm256_maddubs_epi16(levels(2 * kP + 1), load256(a + 32)));
+          // Group 2p's scale in the low half, 2p + 1's in the high.
+          const __m256i scales = _mm256_shuffle_epi8(
+              h.scales, _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x8000 | (2 * kP))),
+                                          _mm_set1_epi16(static_cast<short>(0x8000 | (2 * kP + 1)))));
+          sums = _mm256_add_epi32(sums, _mm256_madd_epi16(products, scales));
+        },
+        std::make_integer_sequence<int, 4>());
+    const __m256i offsets = _mm256_madd_epi16(load256(ab[b].bsums), h.offsets);
+    acc.add_with_offsets(&sums, &offsets, _mm_set_ss(ab[b].d), h.super_scales);
   }
   acc.store(out);
 }
@@ -1060,7 +1118,10 @@ void install_avx2(OverrideFn record) {
   record(TensorType::Q5_1, offset_kernels<Q5_1Format>());
   record(TensorType::Q2_K, dots<dot_k_rows<1, Q2_KFormat>, dot_k_rows<4, Q2_KFormat>>());
   record(TensorType::Q3_K, dots<dot_k_rows<1, Q3_KFormat>, dot_k_rows<4, Q3_KFormat>>());
-  record(TensorType::Q4_K, dots<dot_k_rows<1, Q4_KFormat>, dot_k_rows<4, Q4_KFormat>>());
+  static const PackedDot q4_k_one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
+  KernelEntry q4_k = dots<dot_k_rows<1, Q4_KFormat>, dot_k_rows<4, Q4_KFormat>>();
+  q4_k.packed1 = &q4_k_one;
+  record(TensorType::Q4_K, q4_k);
   record(TensorType::Q5_K, dots<dot_k_rows<1, Q5_KFormat>, dot_k_rows<4, Q5_KFormat>>());
   record(TensorType::Q6_K, dots<dot_k_rows<1, Q6_KFormat>, dot_k_rows<4, Q6_KFormat>>());
   record(TensorType::IQ4_XS, dots<dot_k_rows<1, IQ4_XSFormat>, dot_k_rows<4, IQ4_XSFormat>>());

@@ -357,24 +357,13 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
 
 // One token's Q8_K activations packed for dot_q4_k_one: each block as
 // Q8_K's, with its eight 32-value chunks in the order 0, 2, 1, 3, 4, 6, 5,
-// 7. A Q4_K block keeps chunks 2p and 2p + 1 in the low and high nibbles of
+// 7 (moved as 16-byte pieces, kQ4_KOnePieces). A Q4_K block keeps chunks 2p and 2p + 1 in the low and high nibbles of
 // qs[32p .. 32p + 31], so 64 bytes of qs hold chunks 0-3 (or 4-7): their
 // low nibbles are chunks 0 and 2, which the packing puts side by side, and
 // their high ones chunks 1 and 3. One load, two masks and a shift then
 // unpack 128 weights, where dot_k_rows takes a broadcast load, a masked
 // shift and a mask for each 64.
-size_t q4_k_one_bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * sizeof(BlockQ8_K); }
-
-void q4_k_one_pack(const void* a, size_t, int64_t n, void* packed) {
-  constexpr int kChunkOrder[8] = {0, 2, 1, 3, 4, 6, 5, 7};
-  const auto* in = static_cast<const BlockQ8_K*>(a);
-  auto* out = static_cast<BlockQ8_K*>(packed);
-  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
-    out[b].d = in[b].d;
-    std::memcpy(out[b].bsums, in[b].bsums, sizeof out[b].bsums);
-    for (int c = 0; c < 8; ++c) std::memcpy(out[b].qs + 32 * c, in[b].qs + 32 * kChunkOrder[c], 32);
-  }
-}
+constexpr int kQ4_KOnePieces[16] = {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
 
 void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
   const auto* wb = static_cast<const BlockQ4_K*>(w);
@@ -404,7 +393,7 @@ void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
 }
 
 KernelEntry q4_k_kernels() {
-  static const PackedDot one{q4_k_one_bytes, q4_k_one_pack, dot_q4_k_one};
+  static const PackedDot one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
   KernelEntry entry = dots<dot_k_rows<1, Q4_KPairs>, dot_k_rows<4, Q4_KPairs>>();
   entry.packed1 = &one;
   return entry;

@@ -12,7 +12,11 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#include "quant/blocks.h"
 
 namespace revis::quant {
 namespace {
@@ -27,15 +31,41 @@ inline float half(uint16_t h) { return _cvtsh_ss(h); }
 // bits of bytes 0..3 and 4..7; 4..7 take their low 4 bits from bytes 8..11
 // (scales in the low nibbles, mins in the high) and their top 2 bits from
 // the top of bytes 0..3 (scales) and 4..7 (mins).
-inline __m128i scales_6bit(const uint8_t* packed) {
+// Decoded in both 128-bit halves of a 256-bit vector (the load broadcasts
+// the field, which costs no shuffle), so that the AVX2 kernels can pick
+// every scale and min with one in-lane shuffle.
+inline __m256i scales_6bit_twice(const uint8_t* packed) {
   // 16 bytes from a 12-byte field: the 4 after it are the block's own quants.
-  const __m128i v = load128(packed);
-  const __m128i low = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-  const __m128i top = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
-  const __m128i six = _mm_and_si128(low, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const __m128i high_nibbles = _mm_and_si128(_mm_srli_epi16(low, 4), _mm_setr_epi32(0, 0, 0, 0x0f0f0f0f));
-  const __m128i top_bits = _mm_and_si128(_mm_srli_epi16(top, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-  return _mm_or_si128(_mm_or_si128(six, high_nibbles), top_bits);
+  const __m256i v = _mm256_broadcastsi128_si256(load128(packed));
+  const __m256i low = _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11,  //
+                                                              0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m256i top = _mm256_shuffle_epi8(v, _mm256_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7,  //
+                                                              -1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m256i six = _mm256_and_si256(low, _mm256_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0,  //
+                                                             63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const __m256i high_nibbles = _mm256_and_si256(_mm256_srli_epi16(low, 4), _mm256_setr_epi32(0, 0, 0, 0x0f0f0f0f, 0, 0, 0, 0x0f0f0f0f));
+  const __m256i top_bits =
+      _mm256_and_si256(_mm256_srli_epi16(top, 2), _mm256_setr_epi32(0, 0x30303030, 0, 0x30303030, 0, 0x30303030, 0, 0x30303030));
+  return _mm256_or_si256(_mm256_or_si256(six, high_nibbles), top_bits);
+}
+
+inline __m128i scales_6bit(const uint8_t* packed) { return _mm256_castsi256_si128(scales_6bit_twice(packed)); }
+
+// One token's Q8_K activations for a packed one-token Q4_K kernel: each
+// block as Q8_K's, its 256 values moved in 16-byte pieces, packed piece i
+// being stored piece kOrder[i], so that the kernel's activation loads line
+// up with the weight nibbles its loads unpack.
+inline size_t q8_k_packed_bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * sizeof(BlockQ8_K); }
+
+template <const int (&kOrder)[kSuperBlock / 16]>
+void pack_q8_k_pieces(const void* a, size_t, int64_t n, void* packed) {
+  const auto* in = static_cast<const BlockQ8_K*>(a);
+  auto* out = static_cast<BlockQ8_K*>(packed);
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    out[b].d = in[b].d;
+    std::memcpy(out[b].bsums, in[b].bsums, sizeof out[b].bsums);
+    for (int i = 0; i < kSuperBlock / 16; ++i) std::memcpy(out[b].qs + 16 * i, in[b].qs + 16 * kOrder[i], 16);
+  }
 }
 
 }  // namespace

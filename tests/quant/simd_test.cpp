@@ -121,6 +121,8 @@ TEST_F(Avx2, OverridesTheListedKernels) {
   for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::IQ4_NL, TensorType::Q4_1,
                           TensorType::Q5_1})
     EXPECT_NE(avx2.at(type).packed1, nullptr) << type_name(type);
+  // Q4_K's one token: Q8_K activations reordered to meet a chunk pair per vector.
+  EXPECT_NE(avx2.at(TensorType::Q4_K).packed1, nullptr);
 }
 
 TEST_F(Avx2, DispatchUsesTheOverrides) {
