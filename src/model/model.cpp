@@ -36,8 +36,9 @@ constexpr int kExpertsChunk = 64;
 // 64 x 4 x 8192 x 4 B = 8 MiB at 8192 positions).
 constexpr int kAttentionQueries = 64;
 
-// Bytes of float keys or values that attention converts at a time: half of
-// a 32 KiB L1 (a third of a 48 KiB one), beside the queries and scores.
+// Positions of the cache that attention takes at a time: their keys or
+// values (16 KiB of halves) stay in L1 while every token of a batch meets
+// them.
 constexpr size_t kAttentionChunkBytes = 16 * 1024;
 
 uint64_t matrix_bytes(const Matrix& m) { return m.empty() ? 0 : m.row_bytes * m.rows * m.n_mats; }
@@ -212,13 +213,11 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
   const int n_pos = n_past + n;
   const int dim_k = c.head_dim_k, dim_v = c.head_dim_v;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim_k));
-  // One KV head per task. Its cache is converted to float a chunk of
-  // positions at a time, each chunk small enough to stay in L1 while every
-  // query head of the group and every token of the batch meets it: the
-  // cache is read and converted once per call, and the floats never leave
-  // L1. Chunks are a multiple of 8 positions, attention_scores's block.
-  const int row_floats = std::max(dim_k, dim_v);
-  const int chunk = std::max(8, static_cast<int>(kAttentionChunkBytes / (sizeof(float) * row_floats)) / 8 * 8);
+  // One KV head per task. All the query heads of its group meet each cache
+  // row together (ops.h), and every token of the batch meets a chunk of rows
+  // while it is in L1: the cache is read from memory once per call.
+  const int row_halves = std::max(dim_k, dim_v);
+  const int chunk = std::max(8, static_cast<int>(kAttentionChunkBytes / (sizeof(uint16_t) * row_halves)) / 8 * 8);
   auto query = [&](int t, int h) { return &q_[static_cast<size_t>(t) * c.q_dim() + h * dim_k]; };
   auto output = [&](int t, int h) { return &attn_out_[(static_cast<size_t>(t) * c.n_head + h) * dim_v]; };
 
@@ -227,11 +226,10 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
   // but attention amplifies it: without it our logits differ from llama.cpp's
   // by ~0.03 rms on quantized models, with it by ~0.0001.
   pool.parallel_for(c.n_head_kv, [&](int64_t begin, int64_t end) {
-    // Per pool thread, kept across calls. scores holds a row of n_pos per
-    // (query, query head of the group) of a block of kAttentionQueries.
-    // Every row of scores starts on a cache line too.
-    thread_local std::vector<float> rows_storage, scores_storage;
-    float* const rows = line_aligned(rows_storage, static_cast<size_t>(chunk) * row_floats);
+    // Per pool thread, kept across calls: a row of n_pos scores per (query,
+    // query head of the group) of a block of kAttentionQueries, each row
+    // starting on a cache line.
+    thread_local std::vector<float> scores_storage;
     const size_t scores_stride = (n_pos + kLineFloats - 1) / kLineFloats * kLineFloats;
     const int block = std::min(n, kAttentionQueries);
     float* const scores = line_aligned(scores_storage, static_cast<size_t>(block) * group * scores_stride);
@@ -240,23 +238,21 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
       for (int t0 = 0; t0 < n; t0 += block) {
         const int t1 = std::min(n, t0 + block);
         auto row_scores = [&](int t, int g) { return scores + (static_cast<size_t>(t - t0) * group + g) * scores_stride; };
-        // Converts the cache rows of `dim` floats from cache_row(p0) a chunk
-        // at a time into `rows`, and calls visit(t, g, p0, count) for every
-        // token t of the block and query head g of the group that sees
-        // count > 0 of the chunk's positions: token t attends to positions
-        // 0..n_past+t (causal).
-        auto for_each_chunk = [&](auto cache_row, int dim, auto visit) {
-          for (int p0 = 0; p0 < n_past + t1; p0 += chunk) {
-            const int count = std::min(chunk, n_past + t1 - p0);
-            dequantize_row(TensorType::F16, cache_row(p0), rows, int64_t{count} * dim);
-            for (int t = std::max(t0, p0 - n_past); t < t1; ++t)
-              for (int g = 0; g < group; ++g) visit(t, g, p0, std::min(count, n_past + t + 1 - p0));
-          }
+        // Calls visit(t, p0, count) for each chunk of positions from p0 and
+        // every token t of the block that sees count > 0 of them: token t
+        // attends to positions 0..n_past+t (causal). A single token takes
+        // all its positions in one chunk: nothing is read twice, and the
+        // kernels' requests for the rows ahead run on without a break.
+        const int step = t1 - t0 > 1 ? chunk : n_past + t1;
+        auto for_each_chunk = [&](auto visit) {
+          for (int p0 = 0; p0 < n_past + t1; p0 += step)
+            for (int t = std::max(t0, p0 - n_past); t < t1; ++t) visit(t, p0, std::min(step, n_past + t + 1 - p0));
         };
         for (int t = t0; t < t1; ++t)
           for (int g = 0; g < group; ++g) round_to_f16(query(t, first + g), dim_k);
-        for_each_chunk([&](int p0) { return kv.key(layer, kv_head, p0); }, dim_k, [&](int t, int g, int p0, int count) {
-          attention_scores(query(t, first + g), rows, count, dim_k, scale, row_scores(t, g) + p0);
+        for_each_chunk([&](int t, int p0, int count) {
+          attention_scores(query(t, first), dim_k, group, kv.key(layer, kv_head, p0), count, dim_k, scale,
+                           row_scores(t, 0) + p0, scores_stride);
         });
         for (int t = t0; t < t1; ++t)
           for (int g = 0; g < group; ++g) {
@@ -264,8 +260,9 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
             round_to_f16(row_scores(t, g), n_past + t + 1);
             std::fill_n(output(t, first + g), dim_v, 0.0f);
           }
-        for_each_chunk([&](int p0) { return kv.value(layer, kv_head, p0); }, dim_v, [&](int t, int g, int p0, int count) {
-          add_weighted_sum(row_scores(t, g) + p0, rows, count, dim_v, output(t, first + g));
+        for_each_chunk([&](int t, int p0, int count) {
+          add_weighted_values(row_scores(t, 0) + p0, scores_stride, group, kv.value(layer, kv_head, p0), count, dim_v,
+                              output(t, first), dim_v);
         });
       }
     }

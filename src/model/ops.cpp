@@ -7,9 +7,12 @@
 
 #include "quant/quant.h"
 
-// The vector loops (softmax, swiglu, axpy, attention_scores, add_weighted_sum)
-// are compiled twice on x86-64, for the baseline and for AVX2+FMA, and the
-// loader picks one per CPU: the rest of the binary stays runnable on any
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+// The vector loops (softmax, swiglu, axpy) are compiled twice on x86-64, for
+// the baseline and for AVX2+FMA, and the loader picks one per CPU: the rest of the binary stays runnable on any
 // x86-64. Each loop over positions is one call, so the per-position work is
 // inlined.
 #if defined(__x86_64__) && !defined(__clang__)
@@ -62,31 +65,6 @@ ALWAYS_INLINE Float8 sum_lanes(const Float8 (&lanes)[8]) {
                __builtin_shufflevector(pairs[2 * j], pairs[2 * j + 1], 2, 3, 10, 11, 6, 7, 14, 15);
   return __builtin_shufflevector(quads[0], quads[1], 0, 1, 2, 3, 8, 9, 10, 11) +
          __builtin_shufflevector(quads[0], quads[1], 4, 5, 6, 7, 12, 13, 14, 15);
-}
-
-// out[k] = dot(q, rows[k]) for kRows rows (1 or 8) of `dim` floats. Lane j
-// of a row's vector sums its elements j, j + 8, ...; eight rows at once are
-// independent chains (hiding the adds' latency) and are summed across lanes
-// together. Plain arithmetic in a fixed order: no -ffast-math needed.
-template <int kRows>
-ALWAYS_INLINE void dot_rows(const float* q, const float* rows, int dim, float* out) {
-  static_assert(kRows == 1 || kRows == 8);
-  Float8 lanes[kRows] = {};
-  int i = 0;
-  for (; i + 8 <= dim; i += 8) {
-    const Float8 qv = load8(q + i);
-    for (int k = 0; k < kRows; ++k) lanes[k] += qv * load8(rows + static_cast<int64_t>(k) * dim + i);
-  }
-  float tails[kRows] = {};
-  for (int k = 0; k < kRows; ++k)
-    for (int j = i; j < dim; ++j) tails[k] += q[j] * rows[static_cast<int64_t>(k) * dim + j];
-  if constexpr (kRows == 8) {
-    const Float8 totals = sum_lanes(lanes);
-    for (int k = 0; k < 8; ++k) out[k] = totals[k] + tails[k];
-  } else {
-    out[0] = tails[0];
-    for (int j = 0; j < 8; ++j) out[0] += lanes[0][j];
-  }
 }
 
 // e^x for x <= 0, eight at a time, within 2 ulp of std::exp (which is a call
@@ -185,40 +163,234 @@ void axpy(float* out, float scale, const float* x, int n) {
   for (int i = 0; i < n; ++i) out[i] += scale * x[i];
 }
 
-REVIS_VECTOR_CLONES
-void attention_scores(const float* q, const float* keys, int n, int dim, float scale, float* scores) {
-  int p = 0;
-  for (; p + 8 <= n; p += 8) dot_rows<8>(q, keys + static_cast<int64_t>(p) * dim, dim, scores + p);
-  for (; p < n; ++p) dot_rows<1>(q, keys + static_cast<int64_t>(p) * dim, dim, scores + p);
-  for (p = 0; p < n; ++p) scores[p] *= scale;
-}
+// --- Attention over a float16 cache -------------------------------------------
+//
+// Converting the cache's halves is part of the inner loops, so these two are
+// not left to the compiler's clones: the AVX2 build converts eight halves
+// with one F16C instruction, which no baseline clone can contain. They are
+// written once, over a Halves policy that loads eight halves as floats, and
+// compiled for AVX2+FMA+F16C and for the baseline; the kernel backend in use
+// (quant.h) picks one, so `--kernels scalar` runs the portable code.
 
-// out[0 .. 8 kVectors) += sum over p of weights[p] * rows[p][0 .. 8 kVectors):
-// the outputs stay in registers over all n rows instead of being read and
-// written once per row. Each register's sum is a chain of multiply-adds, one
-// per row, so only with eight registers (64 outputs) do enough chains run at
-// once to keep the multiply-add units busy rather than waiting on each other.
-template <int kVectors>
-ALWAYS_INLINE void add_weighted_columns(const float* weights, const float* rows, int n, int dim, float* out) {
-  Float8 acc[kVectors];
-  for (int v = 0; v < kVectors; ++v) acc[v] = load8(out + 8 * v);
-  for (int p = 0; p < n; ++p) {
-    const float* row = rows + static_cast<int64_t>(p) * dim;
-    for (int v = 0; v < kVectors; ++v) acc[v] += weights[p] * load8(row + 8 * v);
+namespace {
+
+// Eight halves as floats, one at a time (any CPU)... (Through a reference,
+// not returned: a vector passed by value between functions built for
+// different targets would change the ABI, which clang rejects.)
+struct PortableHalves {
+  ALWAYS_INLINE static void load(const uint16_t* p, Float8& out) {
+#if defined(__aarch64__)
+    using Half8 = __fp16 __attribute__((vector_size(16)));
+    Half8 h;
+    std::memcpy(&h, p, sizeof h);
+    out = __builtin_convertvector(h, Float8);
+#else
+    for (int j = 0; j < 8; ++j) out[j] = fp16_to_fp32(p[j]);
+#endif
   }
-  std::memcpy(out, acc, sizeof acc);
+};
+
+#if defined(__x86_64__)
+// The AVX2 entry points are flattened: every helper below is inlined into
+// them and compiled for their target. (The helpers cannot carry the target
+// themselves, the portable versions share them.)
+#define REVIS_AVX2_TARGET __attribute__((target("avx2,fma,f16c"), flatten))
+// ...or with one vcvtph2ps.
+struct F16cHalves {
+  __attribute__((target("avx2,fma,f16c"))) static void load(const uint16_t* p, Float8& out) {
+    const __m256 floats = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    std::memcpy(&out, &floats, sizeof out);
+  }
+};
+
+// The AVX2 versions wherever the kernel backend in use has AVX2 and F16C.
+bool use_f16c() {
+  const KernelBackend backend = active_kernel_backend();
+  return backend == KernelBackend::kAvx2 || backend == KernelBackend::kAvx512;
+}
+#endif
+
+// How far ahead of the rows they multiply the kernels ask for the cache's
+// lines. The hardware prefetchers stop at every 4 KiB page; a thread reading
+// a deep cache (512 KiB per head at 4096 positions) otherwise waits on each
+// new page with the arithmetic idle. 8 KiB ahead took one thread's share of
+// a decoded token's attention at 4096 positions from 81 to 62 cycles per
+// position and KV head (Zen 5; 53 with the cache in L2).
+constexpr int64_t kCachePrefetchBytes = 8 * 1024;
+
+// Asks for the lines of `bytes` bytes from `row` + kCachePrefetchBytes, as
+// far as they lie before `end`.
+ALWAYS_INLINE void prefetch_ahead(const uint16_t* row, int64_t bytes, const uint16_t* end) {
+  const char* from = reinterpret_cast<const char*>(row) + kCachePrefetchBytes;
+  const int64_t left = reinterpret_cast<const char*>(end) - from;
+  for (int64_t offset = 0; offset < bytes && offset < left; offset += 64) __builtin_prefetch(from + offset, 0, 3);
 }
 
-REVIS_VECTOR_CLONES
-void add_weighted_sum(const float* weights, const float* rows, int n, int dim, float* out) {
+// A vector's total in sum_lanes's order, so that a position's score has the
+// same bits whichever block of positions it is computed in.
+ALWAYS_INLINE float sum_tree(Float8 v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
+
+// Scores of kHeads heads against kPositions rows. Lane j of each (head, row)
+// vector sums the products of elements j, j + 8, ...; the kHeads * kPositions
+// vectors are independent chains (hiding the adds' latency), eight of them
+// when the block is full, summed across lanes together.
+template <typename Halves, int kHeads, int kPositions>
+ALWAYS_INLINE void score_block(const float* q, size_t q_stride, const uint16_t* keys, int dim, float scale,
+                               float* scores, size_t scores_stride) {
+  constexpr int kChains = kHeads * kPositions;
+  Float8 lanes[kChains] = {};
   int i = 0;
-  for (; i + 64 <= dim; i += 64) add_weighted_columns<8>(weights, rows + i, n, dim, out + i);
-  for (; i + 8 <= dim; i += 8) add_weighted_columns<1>(weights, rows + i, n, dim, out + i);
-  for (; i < dim; ++i) {
-    float acc = out[i];
-    for (int p = 0; p < n; ++p) acc += weights[p] * rows[static_cast<int64_t>(p) * dim + i];
-    out[i] = acc;
+  for (; i + 8 <= dim; i += 8) {
+    Float8 key[kPositions];
+    for (int p = 0; p < kPositions; ++p) Halves::load(keys + static_cast<int64_t>(p) * dim + i, key[p]);
+    for (int h = 0; h < kHeads; ++h) {
+      const Float8 qv = load8(q + h * q_stride + i);
+      for (int p = 0; p < kPositions; ++p) lanes[h * kPositions + p] += qv * key[p];
+    }
   }
+  Float8 totals = {};  // chain c's total in lane c
+  if constexpr (kChains == 8) {
+    totals = sum_lanes(lanes);
+  } else {
+    for (int c = 0; c < kChains; ++c) totals[c] = sum_tree(lanes[c]);
+  }
+  if (i < dim)  // dims past the last multiple of 8
+    for (int h = 0; h < kHeads; ++h)
+      for (int p = 0; p < kPositions; ++p) {
+        float tail = 0.0f;
+        for (int j = i; j < dim; ++j) tail += q[h * q_stride + j] * fp16_to_fp32(keys[static_cast<int64_t>(p) * dim + j]);
+        totals[h * kPositions + p] += tail;
+      }
+  totals *= scale;
+  for (int h = 0; h < kHeads; ++h)
+    for (int p = 0; p < kPositions; ++p) scores[h * scores_stride + p] = totals[h * kPositions + p];
+}
+
+// kHeads heads against all n rows, kPositions rows at a time.
+template <typename Halves, int kHeads, int kPositions>
+ALWAYS_INLINE void score_rows(const float* q, size_t q_stride, const uint16_t* keys, int n, int dim, float scale,
+                              float* scores, size_t scores_stride) {
+  const uint16_t* const end = keys + static_cast<int64_t>(n) * dim;
+  int p = 0;
+  for (; p + kPositions <= n; p += kPositions) {
+    const uint16_t* block = keys + static_cast<int64_t>(p) * dim;
+    prefetch_ahead(block, int64_t{kPositions} * dim * sizeof(uint16_t), end);
+    score_block<Halves, kHeads, kPositions>(q, q_stride, block, dim, scale, scores + p, scores_stride);
+  }
+  for (; p < n; ++p)
+    score_block<Halves, kHeads, 1>(q, q_stride, keys + static_cast<int64_t>(p) * dim, dim, scale, scores + p,
+                                   scores_stride);
+}
+
+// Heads four at a time (eight chains: two rows), then two (four rows), then
+// one (eight rows).
+template <typename Halves>
+ALWAYS_INLINE void scores_for_heads(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim,
+                                    float scale, float* scores, size_t scores_stride) {
+  int h = 0;
+  for (; h + 4 <= heads; h += 4)
+    score_rows<Halves, 4, 2>(q + h * q_stride, q_stride, keys, n, dim, scale, scores + h * scores_stride, scores_stride);
+  for (; h + 2 <= heads; h += 2)
+    score_rows<Halves, 2, 4>(q + h * q_stride, q_stride, keys, n, dim, scale, scores + h * scores_stride, scores_stride);
+  for (; h < heads; ++h)
+    score_rows<Halves, 1, 8>(q + h * q_stride, q_stride, keys, n, dim, scale, scores + h * scores_stride, scores_stride);
+}
+
+// Columns [col, col + 8 kVectors) of kHeads heads' outputs: they stay in
+// registers over all n rows instead of being read and written once per row.
+// Each register's sum is a chain of multiply-adds, one per row; eight
+// registers make enough chains to keep the multiply-add units busy. The
+// pass over the first columns asks for the rows ahead.
+template <typename Halves, int kHeads, int kVectors>
+ALWAYS_INLINE void add_value_columns(const float* weights, size_t weights_stride, const uint16_t* values, int n,
+                                     int dim, int col, float* out, size_t out_stride) {
+  Float8 acc[kHeads][kVectors];
+  for (int h = 0; h < kHeads; ++h)
+    for (int v = 0; v < kVectors; ++v) acc[h][v] = load8(out + h * out_stride + col + 8 * v);
+  const uint16_t* const end = values + static_cast<int64_t>(n) * dim;
+  for (int p = 0; p < n; ++p) {
+    if (col == 0) prefetch_ahead(values + static_cast<int64_t>(p) * dim, int64_t{dim} * sizeof(uint16_t), end);
+    const uint16_t* row = values + static_cast<int64_t>(p) * dim + col;
+    Float8 value[kVectors];
+    for (int v = 0; v < kVectors; ++v) Halves::load(row + 8 * v, value[v]);
+    for (int h = 0; h < kHeads; ++h) {
+      const float w = weights[h * weights_stride + p];
+      for (int v = 0; v < kVectors; ++v) acc[h][v] += w * value[v];
+    }
+  }
+  for (int h = 0; h < kHeads; ++h) std::memcpy(out + h * out_stride + col, acc[h], sizeof acc[h]);
+}
+
+// kHeads heads' outputs, 8 * kVectors columns at a time, then 8, then one.
+template <typename Halves, int kHeads, int kVectors>
+ALWAYS_INLINE void add_values_of_heads(const float* weights, size_t weights_stride, const uint16_t* values, int n,
+                                       int dim, float* out, size_t out_stride) {
+  int col = 0;
+  for (; col + 8 * kVectors <= dim; col += 8 * kVectors)
+    add_value_columns<Halves, kHeads, kVectors>(weights, weights_stride, values, n, dim, col, out, out_stride);
+  for (; col + 8 <= dim; col += 8)
+    add_value_columns<Halves, kHeads, 1>(weights, weights_stride, values, n, dim, col, out, out_stride);
+  for (; col < dim; ++col)
+    for (int h = 0; h < kHeads; ++h) {
+      float acc = out[h * out_stride + col];
+      for (int p = 0; p < n; ++p) acc += weights[h * weights_stride + p] * fp16_to_fp32(values[static_cast<int64_t>(p) * dim + col]);
+      out[h * out_stride + col] = acc;
+    }
+}
+
+template <typename Halves>
+ALWAYS_INLINE void values_for_heads(const float* weights, size_t weights_stride, int heads, const uint16_t* values,
+                                    int n, int dim, float* out, size_t out_stride) {
+  int h = 0;
+  for (; h + 4 <= heads; h += 4)
+    add_values_of_heads<Halves, 4, 2>(weights + h * weights_stride, weights_stride, values, n, dim,
+                                      out + h * out_stride, out_stride);
+  for (; h + 2 <= heads; h += 2)
+    add_values_of_heads<Halves, 2, 4>(weights + h * weights_stride, weights_stride, values, n, dim,
+                                      out + h * out_stride, out_stride);
+  for (; h < heads; ++h)
+    add_values_of_heads<Halves, 1, 8>(weights + h * weights_stride, weights_stride, values, n, dim,
+                                      out + h * out_stride, out_stride);
+}
+
+void scores_portable(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim, float scale,
+                     float* scores, size_t scores_stride) {
+  scores_for_heads<PortableHalves>(q, q_stride, heads, keys, n, dim, scale, scores, scores_stride);
+}
+
+void values_portable(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n, int dim,
+                     float* out, size_t out_stride) {
+  values_for_heads<PortableHalves>(weights, weights_stride, heads, values, n, dim, out, out_stride);
+}
+
+#if defined(__x86_64__)
+REVIS_AVX2_TARGET void scores_avx2(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim,
+                                   float scale, float* scores, size_t scores_stride) {
+  scores_for_heads<F16cHalves>(q, q_stride, heads, keys, n, dim, scale, scores, scores_stride);
+}
+
+REVIS_AVX2_TARGET void values_avx2(const float* weights, size_t weights_stride, int heads, const uint16_t* values,
+                                   int n, int dim, float* out, size_t out_stride) {
+  values_for_heads<F16cHalves>(weights, weights_stride, heads, values, n, dim, out, out_stride);
+}
+#endif
+
+}  // namespace
+
+void attention_scores(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim, float scale,
+                      float* scores, size_t scores_stride) {
+#if defined(__x86_64__)
+  if (use_f16c()) return scores_avx2(q, q_stride, heads, keys, n, dim, scale, scores, scores_stride);
+#endif
+  scores_portable(q, q_stride, heads, keys, n, dim, scale, scores, scores_stride);
+}
+
+void add_weighted_values(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n, int dim,
+                         float* out, size_t out_stride) {
+#if defined(__x86_64__)
+  if (use_f16c()) return values_avx2(weights, weights_stride, heads, values, n, dim, out, out_stride);
+#endif
+  values_portable(weights, weights_stride, heads, values, n, dim, out, out_stride);
 }
 
 }  // namespace revis

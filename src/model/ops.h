@@ -2,6 +2,7 @@
 // float32. Each is a plain function over contiguous arrays.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace revis {
@@ -24,10 +25,19 @@ void round_to_f16(float* x, int n);
 // out[i] += scale * x[i]
 void axpy(float* out, float scale, const float* x, int n);
 
-// scores[p] = scale * dot(q, keys[p]) for the n rows of `dim` floats in keys.
-void attention_scores(const float* q, const float* keys, int n, int dim, float scale, float* scores);
+// Attention for the query heads that share one KV head, over float16 rows
+// of a KV cache (n rows of dim halves one after another). The heads are
+// taken together so that each cache row is read and converted once for
+// all of them.
+//
+// scores[g * scores_stride + p] = scale * dot(q + g * q_stride, keys[p])
+// for g < heads, p < n.
+void attention_scores(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim, float scale,
+                      float* scores, size_t scores_stride);
 
-// out += sum over p of weights[p] * rows[p], for n rows of `dim` floats.
-void add_weighted_sum(const float* weights, const float* rows, int n, int dim, float* out);
+// out[g * out_stride + i] += sum over p < n of weights[g * weights_stride + p] * values[p][i]
+// for g < heads, i < dim.
+void add_weighted_values(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n, int dim,
+                         float* out, size_t out_stride);
 
 }  // namespace revis

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/ops.h"
+#include "quant/quant.h"
 
 namespace revis {
 namespace {
@@ -22,42 +23,104 @@ std::vector<float> random_values(size_t n, std::mt19937& rng, float spread = 1.0
 const int kCounts[] = {1, 2, 3, 4, 5, 7, 8, 9, 31, 33, 130};
 const int kDims[] = {1, 7, 8, 9, 31, 32, 33, 64, 80, 100, 128};
 
-TEST(Ops, AttentionScoresMatchScaledDots) {
+// Random float16 rows, as the KV cache holds them.
+std::vector<uint16_t> random_halves(size_t n, std::mt19937& rng) {
+  std::vector<uint16_t> h(n);
+  const std::vector<float> v = random_values(n, rng);
+  for (size_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(v[i]);
+  return h;
+}
+
+const int kHeadCounts[] = {1, 2, 3, 4, 5, 7, 8};
+
+// Attention's kernels run on every kernel backend this CPU has: the portable
+// code under the scalar backend, the F16C code under the x86 ones.
+std::vector<KernelBackend> supported_backends() {
+  std::vector<KernelBackend> backends;
+  for (KernelBackend backend : kKernelBackends)
+    if (kernel_backend_supported(backend)) backends.push_back(backend);
+  return backends;
+}
+
+class AttentionOps : public ::testing::TestWithParam<KernelBackend> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(use_kernel_backend(GetParam()).ok()); }
+  void TearDown() override { ASSERT_TRUE(use_kernel_backend(best_kernel_backend()).ok()); }
+};
+
+TEST_P(AttentionOps, ScoresMatchScaledDots) {
   std::mt19937 rng(7);
-  for (int n : kCounts)
-    for (int dim : kDims) {
-      const std::vector<float> q = random_values(dim, rng), keys = random_values(size_t(n) * dim, rng);
-      std::vector<float> scores(n);
-      attention_scores(q.data(), keys.data(), n, dim, 0.125f, scores.data());
-      for (int p = 0; p < n; ++p) {
-        double expected = 0.0, magnitude = 0.0;
-        for (int i = 0; i < dim; ++i) {
-          expected += double(q[i]) * keys[size_t(p) * dim + i];
-          magnitude += std::fabs(double(q[i]) * keys[size_t(p) * dim + i]);
-        }
-        ASSERT_NEAR(scores[p], 0.125 * expected, 0.125 * magnitude * 1e-6) << "n " << n << " dim " << dim << " p " << p;
+  for (int heads : kHeadCounts)
+    for (int n : kCounts)
+      for (int dim : kDims) {
+        const size_t q_stride = dim + 3, scores_stride = n + 5;
+        const std::vector<float> q = random_values(heads * q_stride, rng);
+        const std::vector<uint16_t> keys = random_halves(size_t(n) * dim, rng);
+        std::vector<float> scores(heads * scores_stride, -1.0f);
+        attention_scores(q.data(), q_stride, heads, keys.data(), n, dim, 0.125f, scores.data(), scores_stride);
+        for (int g = 0; g < heads; ++g)
+          for (int p = 0; p < n; ++p) {
+            double expected = 0.0, magnitude = 0.0;
+            for (int i = 0; i < dim; ++i) {
+              const double product = double(q[g * q_stride + i]) * fp16_to_fp32(keys[size_t(p) * dim + i]);
+              expected += product;
+              magnitude += std::fabs(product);
+            }
+            ASSERT_NEAR(scores[g * scores_stride + p], 0.125 * expected, 0.125 * magnitude * 1e-6)
+                << "heads " << heads << " n " << n << " dim " << dim << " g " << g << " p " << p;
+          }
+        for (int g = 0; g < heads; ++g)  // the gaps between rows stay untouched
+          for (size_t p = n; p < scores_stride; ++p) ASSERT_EQ(scores[g * scores_stride + p], -1.0f);
       }
+}
+
+// A position's score has the same bits whichever block of positions and
+// heads computes it: a decoded token must see the scores a prompt saw.
+TEST_P(AttentionOps, ScoresDoNotDependOnTheirBlock) {
+  std::mt19937 rng(17);
+  const int n = 13, dim = 72, heads = 7;
+  const std::vector<float> q = random_values(heads * dim, rng);
+  const std::vector<uint16_t> keys = random_halves(size_t(n) * dim, rng);
+  std::vector<float> all(heads * n);
+  attention_scores(q.data(), dim, heads, keys.data(), n, dim, 0.3f, all.data(), n);
+  for (int g = 0; g < heads; ++g)
+    for (int p = 0; p < n; ++p) {
+      float one;
+      attention_scores(q.data() + g * dim, dim, 1, keys.data() + p * dim, 1, dim, 0.3f, &one, 1);
+      ASSERT_EQ(one, all[g * n + p]) << "g " << g << " p " << p;
     }
 }
 
-TEST(Ops, AddWeightedSumMatchesReference) {
+TEST_P(AttentionOps, WeightedValuesMatchReference) {
   std::mt19937 rng(8);
-  for (int n : kCounts)
-    for (int dim : kDims) {
-      const std::vector<float> w = random_values(n, rng), rows = random_values(size_t(n) * dim, rng);
-      std::vector<float> out(dim);
-      for (int i = 0; i < dim; ++i) out[i] = 0.5f * i - 3.0f;  // added to
-      add_weighted_sum(w.data(), rows.data(), n, dim, out.data());
-      for (int i = 0; i < dim; ++i) {
-        double expected = 0.5 * i - 3.0, magnitude = std::fabs(expected);
-        for (int p = 0; p < n; ++p) {
-          expected += double(w[p]) * rows[size_t(p) * dim + i];
-          magnitude += std::fabs(double(w[p]) * rows[size_t(p) * dim + i]);
+  for (int heads : kHeadCounts)
+    for (int n : kCounts)
+      for (int dim : kDims) {
+        const size_t w_stride = n + 2, out_stride = dim + 1;
+        const std::vector<float> w = random_values(heads * w_stride, rng);
+        const std::vector<uint16_t> values = random_halves(size_t(n) * dim, rng);
+        std::vector<float> out(heads * out_stride);
+        for (size_t i = 0; i < out.size(); ++i) out[i] = 0.5f * (i % 17) - 3.0f;  // added to
+        const std::vector<float> before = out;
+        add_weighted_values(w.data(), w_stride, heads, values.data(), n, dim, out.data(), out_stride);
+        for (int g = 0; g < heads; ++g) {
+          for (int i = 0; i < dim; ++i) {
+            double expected = before[g * out_stride + i], magnitude = std::fabs(expected);
+            for (int p = 0; p < n; ++p) {
+              const double product = double(w[g * w_stride + p]) * fp16_to_fp32(values[size_t(p) * dim + i]);
+              expected += product;
+              magnitude += std::fabs(product);
+            }
+            ASSERT_NEAR(out[g * out_stride + i], expected, magnitude * 1e-6)
+                << "heads " << heads << " n " << n << " dim " << dim << " g " << g << " i " << i;
+          }
+          ASSERT_EQ(out[g * out_stride + dim], before[g * out_stride + dim]);  // the gap between heads
         }
-        ASSERT_NEAR(out[i], expected, magnitude * 1e-6) << "n " << n << " dim " << dim << " i " << i;
       }
-    }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, AttentionOps, ::testing::ValuesIn(supported_backends()),
+                         [](const auto& info) { return std::string(kernel_backend_name(info.param)); });
 
 TEST(Ops, SoftmaxMatchesExpWithinTwoUlpsAndSumsToOne) {
   std::mt19937 rng(9);
