@@ -1,5 +1,6 @@
 #include "model/ops.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -12,9 +13,9 @@
 #endif
 
 // The vector loops (softmax, swiglu, axpy) are compiled twice on x86-64, for
-// the baseline and for AVX2+FMA, and the loader picks one per CPU: the rest of the binary stays runnable on any
-// x86-64. Each loop over positions is one call, so the per-position work is
-// inlined.
+// the baseline and for AVX2+FMA, and the loader picks one per CPU: the rest
+// of the binary stays runnable on any x86-64. Each loop over positions is
+// one call, so the per-position work is inlined.
 #if defined(__x86_64__) && !defined(__clang__)
 #define REVIS_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -221,9 +222,9 @@ constexpr int64_t kCachePrefetchBytes = 8 * 1024;
 // Asks for the lines of `bytes` bytes from `row` + kCachePrefetchBytes, as
 // far as they lie before `end`.
 ALWAYS_INLINE void prefetch_ahead(const uint16_t* row, int64_t bytes, const uint16_t* end) {
-  const char* from = reinterpret_cast<const char*>(row) + kCachePrefetchBytes;
-  const int64_t left = reinterpret_cast<const char*>(end) - from;
-  for (int64_t offset = 0; offset < bytes && offset < left; offset += 64) __builtin_prefetch(from + offset, 0, 3);
+  const char* const start = reinterpret_cast<const char*>(row);
+  const int64_t last = std::min(kCachePrefetchBytes + bytes, reinterpret_cast<const char*>(end) - start);
+  for (int64_t offset = kCachePrefetchBytes; offset < last; offset += 64) __builtin_prefetch(start + offset, 0, 3);
 }
 
 // A vector's total in sum_lanes's order, so that a position's score has the
@@ -258,7 +259,8 @@ ALWAYS_INLINE void score_block(const float* q, size_t q_stride, const uint16_t* 
     for (int h = 0; h < kHeads; ++h)
       for (int p = 0; p < kPositions; ++p) {
         float tail = 0.0f;
-        for (int j = i; j < dim; ++j) tail += q[h * q_stride + j] * fp16_to_fp32(keys[static_cast<int64_t>(p) * dim + j]);
+        for (int j = i; j < dim; ++j)
+          tail += q[h * q_stride + j] * fp16_to_fp32(keys[static_cast<int64_t>(p) * dim + j]);
         totals[h * kPositions + p] += tail;
       }
   totals *= scale;
@@ -333,7 +335,8 @@ ALWAYS_INLINE void add_values_of_heads(const float* weights, size_t weights_stri
   for (; col < dim; ++col)
     for (int h = 0; h < kHeads; ++h) {
       float acc = out[h * out_stride + col];
-      for (int p = 0; p < n; ++p) acc += weights[h * weights_stride + p] * fp16_to_fp32(values[static_cast<int64_t>(p) * dim + col]);
+      for (int p = 0; p < n; ++p)
+        acc += weights[h * weights_stride + p] * fp16_to_fp32(values[static_cast<int64_t>(p) * dim + col]);
       out[h * out_stride + col] = acc;
     }
 }
