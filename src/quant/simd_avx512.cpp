@@ -357,12 +357,12 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
 
 // One token's Q8_K activations packed for dot_q4_k_one: each block as
 // Q8_K's, with its eight 32-value chunks in the order 0, 2, 1, 3, 4, 6, 5,
-// 7 (moved as 16-byte pieces, kQ4_KOnePieces). A Q4_K block keeps chunks 2p and 2p + 1 in the low and high nibbles of
-// qs[32p .. 32p + 31], so 64 bytes of qs hold chunks 0-3 (or 4-7): their
-// low nibbles are chunks 0 and 2, which the packing puts side by side, and
-// their high ones chunks 1 and 3. One load, two masks and a shift then
-// unpack 128 weights, where dot_k_rows takes a broadcast load, a masked
-// shift and a mask for each 64.
+// 7 (moved as 16-byte pieces, kQ4_KOnePieces). A Q4_K block keeps chunks
+// 2p and 2p + 1 in the low and high nibbles of qs[32p .. 32p + 31], so 64
+// bytes of qs hold chunks 0-3 (or 4-7): their low nibbles are chunks 0 and
+// 2, which the packing puts side by side, and their high ones chunks 1 and
+// 3. One load, two masks and a shift then unpack 128 weights, where
+// dot_k_rows takes a broadcast load, a masked shift and a mask for each 64.
 constexpr int kQ4_KOnePieces[16] = {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
 
 void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
