@@ -1076,10 +1076,13 @@ void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
           const int8_t* a = ab[b].qs + 64 * kP;
           const __m256i products = _mm256_add_epi16(_mm256_maddubs_epi16(levels(2 * kP), load256(a)),
                                                     _mm256_maddubs_epi16(levels(2 * kP + 1), load256(a + 32)));
-          // Group 2p's scale in the low half, 2p + 1's in the high.
+          // Group 2p's scale in the low half, 2p + 1's in the high. (Written
+          // out, the mask is one constant; built from two 128-bit halves, GCC
+          // assembled all four at every call and kept them on the stack.)
+          constexpr short kLow = static_cast<short>(0x8000 | (2 * kP)), kHigh = static_cast<short>(0x8000 | (2 * kP + 1));
           const __m256i scales = _mm256_shuffle_epi8(
-              h.scales, _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x8000 | (2 * kP))),
-                                          _mm_set1_epi16(static_cast<short>(0x8000 | (2 * kP + 1)))));
+              h.scales, _mm256_setr_epi16(kLow, kLow, kLow, kLow, kLow, kLow, kLow, kLow,  //
+                                          kHigh, kHigh, kHigh, kHigh, kHigh, kHigh, kHigh, kHigh));
           sums = _mm256_add_epi32(sums, _mm256_madd_epi16(products, scales));
         },
         std::make_integer_sequence<int, 4>());
