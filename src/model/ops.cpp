@@ -223,7 +223,7 @@ constexpr int64_t kCachePrefetchBytes = 8 * 1024;
 // far as they lie before `end`.
 ALWAYS_INLINE void prefetch_ahead(const uint16_t* row, int64_t bytes, const uint16_t* end) {
   const char* const start = reinterpret_cast<const char*>(row);
-  const int64_t last = std::min(kCachePrefetchBytes + bytes, reinterpret_cast<const char*>(end) - start);
+  const int64_t last = std::min(kCachePrefetchBytes + bytes, static_cast<int64_t>(reinterpret_cast<const char*>(end) - start));
   for (int64_t offset = kCachePrefetchBytes; offset < last; offset += 64) __builtin_prefetch(start + offset, 0, 3);
 }
 
