@@ -9,6 +9,7 @@
 
 #include "model/ops.h"
 #include "quant/quant.h"
+#include "support/kernel_backends.h"
 
 namespace revis {
 namespace {
@@ -35,17 +36,12 @@ const int kHeadCounts[] = {1, 2, 3, 4, 5, 7, 8};
 
 // Attention's kernels run on every kernel backend this CPU has: the portable
 // code under the scalar backend, the F16C code under the x86 ones.
-std::vector<KernelBackend> supported_backends() {
-  std::vector<KernelBackend> backends;
-  for (KernelBackend backend : kKernelBackends)
-    if (kernel_backend_supported(backend)) backends.push_back(backend);
-  return backends;
-}
-
 class AttentionOps : public ::testing::TestWithParam<KernelBackend> {
  protected:
-  void SetUp() override { ASSERT_TRUE(use_kernel_backend(GetParam()).ok()); }
-  void TearDown() override { ASSERT_TRUE(use_kernel_backend(best_kernel_backend()).ok()); }
+  void SetUp() override { ASSERT_TRUE(backend_.ok()); }
+
+ private:
+  const testing::ScopedKernelBackend backend_{GetParam()};
 };
 
 TEST_P(AttentionOps, ScoresMatchScaledDots) {
@@ -119,7 +115,7 @@ TEST_P(AttentionOps, WeightedValuesMatchReference) {
       }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, AttentionOps, ::testing::ValuesIn(supported_backends()),
+INSTANTIATE_TEST_SUITE_P(Backends, AttentionOps, ::testing::ValuesIn(testing::supported_kernel_backends()),
                          [](const auto& info) { return std::string(kernel_backend_name(info.param)); });
 
 TEST(Ops, SoftmaxMatchesExpWithinTwoUlpsAndSumsToOne) {
