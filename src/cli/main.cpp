@@ -2,11 +2,12 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "node/build_info.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"revis - local LLM inference: one machine, one inference"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "revis 0.1.0");
+  app.set_version_flag("--version", [] { return revis::node::version_text(); });
   int exit_code = 0;
   revis::cli::register_run(app, exit_code);
   revis::cli::register_chat(app, exit_code);

@@ -16,9 +16,11 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "node/bearer.h"
 #include "node/log.h"
 #include "node/node.h"
 #include "node/openai_relay.h"
+#include "node/service_notify.h"
 #include "node/ticket_desk.h"
 
 namespace revis::node {
@@ -60,21 +62,13 @@ struct ServerState {
   void poll_connections_closed();
 };
 
-// Comparison whose time does not depend on where the strings differ, so the
-// token cannot be guessed byte by byte from response times.
-bool equal_constant_time(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < b.size(); ++i) diff |= static_cast<unsigned char>(i < a.size() ? a[i] : 0) ^ static_cast<unsigned char>(b[i]);
-  return diff == 0;
-}
-
 template <class Request>
 bool authorized(const ServerState& state, const Request& req) {
   const std::string& token = state.node.config().token;
   if (token.empty()) return true;
   auto it = req.find(http::field::authorization);
   if (it == req.end()) return false;
-  return equal_constant_time(std::string_view(it->value().data(), it->value().size()), "Bearer " + token);
+  return bearer_matches(std::string_view(it->value().data(), it->value().size()), token);
 }
 
 std::string random_id(const char* prefix) {
@@ -515,6 +509,7 @@ void ServerState::begin_shutdown(int code, const std::string& why) {
   stopping = true;
   exit_code = code;
   log_line("info", "shutting down: " + why);
+  notify_stopping("shutting down: " + why);
   desk.on_shutdown();
   beast::error_code ignored;
   acceptor.close(ignored);
@@ -581,9 +576,10 @@ int serve(Node& node, TicketDesk& desk) {
                        " (tickets: ws://" + host + ":" + std::to_string(bound.port()) + "/v1/revis/stream; catalogue " +
                        node.catalog().digest() + ")");
 
-  node.start([&state](const Status& s) {
+  node.start([&state, name = config.name](const Status& s) {
     if (s.ok()) {
       log_line("info", "ready");
+      notify_ready("node " + name + " ready");
       return;
     }
     net::post(state.ioc, [&state, message = s.message()] {
@@ -596,6 +592,7 @@ int serve(Node& node, TicketDesk& desk) {
     state.begin_shutdown(0, signal == SIGTERM ? "SIGTERM" : "SIGINT");
   });
   do_accept(state);
+  keep_watchdog_fed(ioc);
 
   // Handlers do not throw by design; should one (allocation failure), the
   // node logs it and keeps serving rather than dying with jobs in flight.
