@@ -3,20 +3,24 @@
 # release build directory (cpack -G DEB), installs it with dpkg -i, checks
 # the installed files without systemctl (CI has no systemd running: the
 # maintainer scripts then leave the service alone), verifies the unit with
-# systemd-analyze, and removes the package again. Needs root.
+# systemd-analyze, and purges the package again. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 fail() { echo "package check FAILED: $*" >&2; exit 1; }
 
 rm -f "$build"/revis_*.deb
+# The unit names /usr/bin/revis: the package's prefix, whatever the tree had.
+# Configuring again also takes the current commit for --version.
+cmake -S . -B "$build" -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+cmake --build "$build" --target revis >/dev/null
 (cd "$build" && cpack -G DEB >/dev/null)
 debs=("$build"/revis_*.deb)
 deb=${debs[0]}
 [[ -f $deb ]] || fail "cpack made no .deb in $build"
 dpkg-deb --field "$deb" Package Version Depends
-if dpkg-query -W revis >/dev/null 2>&1; then fail "a revis package is installed already; remove it first"; fi
-trap 'dpkg -r revis >/dev/null 2>&1 || true' EXIT
+if dpkg-query -W -f='${Status}' revis 2>/dev/null | grep -q "ok installed"; then fail "a revis package is installed already; remove it first"; fi
+trap 'dpkg -P revis >/dev/null 2>&1 || true' EXIT
 dpkg -i "$deb" >/dev/null
 
 [[ -x /usr/bin/revis ]] || fail "/usr/bin/revis"
@@ -39,7 +43,7 @@ grep -q '^Type=notify' /lib/systemd/system/revis.service || fail "the unit is no
 out=$(runuser -u revis -- /usr/bin/revis serve --config /etc/revis/revis.toml --port 0 2>&1 || true)
 grep -q /var/lib/revis/models/default.gguf <<<"$out" || fail "revis serve with the default config said: $out"
 
-dpkg -r revis >/dev/null
+dpkg -P revis >/dev/null
 trap - EXIT
 [[ ! -e /usr/bin/revis ]] || fail "/usr/bin/revis is left after dpkg -r"
 echo "package $(basename "$deb"): installed, checked, removed"
