@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   revis::cli::register_kv(app, exit_code);
   revis::cli::register_batch(app, exit_code);
   revis::cli::register_status(app, exit_code);
+  revis::cli::register_template(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

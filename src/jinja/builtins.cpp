@@ -35,21 +35,24 @@ int64_t need_int(const Value& v, const char* what) {
 // markupsafe's str methods do.
 Value like(const Value& self, std::string s) { return Value::string(std::move(s), self.is_markup()); }
 
-// Python's str.lower()/upper() for ASCII letters; other characters unchanged.
-std::string ascii_case(std::string s, bool upper) {
-  for (char& c : s) {
-    if (upper && c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
-    if (!upper && c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return s;
+// Letters as str.isalpha() sees them, roughly: cased letters, and above the
+// Latin blocks anything but punctuation and symbols (CJK counts as letters).
+bool is_alpha(uint32_t cp) {
+  if (cp < 0x250) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || py_cased_letter(cp);
+  return !(cp >= 0x2000 && cp <= 0x2bff) && !(cp >= 0x3000 && cp <= 0x303f) && !(cp >= 0xff00 && cp <= 0xff0f);
 }
-
-bool is_alpha(uint32_t cp) { return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp >= 0xc0; }
 bool is_word(uint32_t cp) { return is_alpha(cp) || (cp >= '0' && cp <= '9') || cp == '_'; }
 
 std::string capitalize(const std::string& s) {
-  std::string out = ascii_case(s, false);
-  if (!out.empty()) out[0] = ascii_case(out.substr(0, 1), true)[0];
+  std::vector<uint32_t> cps = utf8_decode(s);
+  std::string out;
+  for (size_t i = 0; i < cps.size(); ++i) {
+    if (i == 0 && cps[i] == 0xdf) {
+      out += "Ss";
+      continue;
+    }
+    utf8_append(out, py_case(cps[i], i == 0));
+  }
   return out;
 }
 
@@ -59,7 +62,7 @@ std::string py_title(const std::string& s) {
   bool prev_letter = false;
   for (uint32_t cp : utf8_decode(s)) {
     const bool letter = is_alpha(cp);
-    if (cp < 0x80 && letter) cp = static_cast<uint32_t>(prev_letter ? std::tolower(int(cp)) : std::toupper(int(cp)));
+    if (letter) cp = py_case(cp, !prev_letter);
     prev_letter = letter;
     utf8_append(out, cp);
   }
@@ -72,7 +75,7 @@ std::string jinja_title(const std::string& s) {
   bool start = true;
   for (uint32_t cp : utf8_decode(s)) {
     const bool sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || py_isspace(cp);
-    if (cp < 0x80 && !sep) cp = static_cast<uint32_t>(start ? std::toupper(int(cp)) : std::tolower(int(cp)));
+    if (!sep) cp = py_case(cp, start);
     start = sep;
     utf8_append(out, cp);
   }
@@ -342,7 +345,7 @@ Value string_method(const Value& self, const std::string& name) {
     });
   }
   if (name == "upper" || name == "lower")
-    return method(name, [self, up = name == "upper"](Interpreter&, CallArgs&) { return like(self, ascii_case(self.str(), up)); });
+    return method(name, [self, up = name == "upper"](Interpreter&, CallArgs&) { return like(self, py_case(self.str(), up)); });
   if (name == "title") return method(name, [self](Interpreter&, CallArgs&) { return like(self, py_title(self.str())); });
   if (name == "capitalize") return method(name, [self](Interpreter&, CallArgs&) { return like(self, capitalize(self.str())); });
   if (name == "format") {
@@ -740,7 +743,7 @@ Value attr_path(const Value& v, const std::string& path) {
 
 // Sorting key of jinja2's case-insensitive filters: strings compare lowercased.
 Value fold_case(const Value& v, bool case_sensitive) {
-  return !case_sensitive && v.is_string() ? Value::string(ascii_case(v.str(), false)) : v;
+  return !case_sensitive && v.is_string() ? Value::string(py_case(v.str(), false)) : v;
 }
 
 int64_t py_len(const Value& v) {
@@ -846,8 +849,8 @@ const std::unordered_map<std::string, Builtin>& filters() {
       const std::string set = chars.is_none() ? "" : need_str(chars, "trim");
       return like(v, py_strip(py_str(v), true, true, chars.is_none() ? nullptr : &set));
     };
-    f["upper"] = [](Interpreter&, const Value& v, CallArgs&) { return like(v, ascii_case(py_str(v), true)); };
-    f["lower"] = [](Interpreter&, const Value& v, CallArgs&) { return like(v, ascii_case(py_str(v), false)); };
+    f["upper"] = [](Interpreter&, const Value& v, CallArgs&) { return like(v, py_case(py_str(v), true)); };
+    f["lower"] = [](Interpreter&, const Value& v, CallArgs&) { return like(v, py_case(py_str(v), false)); };
     f["capitalize"] = [](Interpreter&, const Value& v, CallArgs&) { return like(v, capitalize(py_str(v))); };
     f["title"] = [](Interpreter&, const Value& v, CallArgs&) { return like(v, jinja_title(py_str(v))); };
     f["replace"] = [](Interpreter& in, const Value& v, CallArgs& a) {
@@ -1129,10 +1132,10 @@ const std::unordered_map<std::string, Test>& tests() {
     t["even"] = [](Interpreter&, const Value& v, CallArgs&) { return need_int(v, "even") % 2 == 0; };
     t["odd"] = [](Interpreter&, const Value& v, CallArgs&) { return need_int(v, "odd") % 2 != 0; };
     t["lower"] = [](Interpreter&, const Value& v, CallArgs&) {
-      return v.is_string() && ascii_case(v.str(), false) == v.str();
+      return v.is_string() && py_case(v.str(), false) == v.str();
     };
     t["upper"] = [](Interpreter&, const Value& v, CallArgs&) {
-      return v.is_string() && ascii_case(v.str(), true) == v.str();
+      return v.is_string() && py_case(v.str(), true) == v.str();
     };
     t["filter"] = [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && filters().count(v.str()) > 0; };
     t["test"] = [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && tests().count(v.str()) > 0; };
@@ -1186,8 +1189,10 @@ std::unordered_map<std::string, Value> builtin_globals() {
     for (const auto& [k, v] : a.named) d.set(Value::string(k), v);
     return d;
   };
-  g["namespace"] = Value::function("namespace", [from_args](Interpreter&, CallArgs& a) {
-    return Value::make_namespace(from_args(a));
+  g["namespace"] = Value::function("namespace", [from_args](Interpreter& in, CallArgs& a) {
+    Value ns = Value::make_namespace(from_args(a));
+    in.track_namespace(ns);
+    return ns;
   });
   g["dict"] = Value::function("dict", [from_args](Interpreter&, CallArgs& a) { return Value::dict(from_args(a)); });
   return g;

@@ -21,6 +21,11 @@ Value CallArgs::get_or(size_t index, std::string_view name, Value fallback) cons
 Interpreter::Interpreter(Limits limits, std::unordered_map<std::string, Value> globals)
     : limits_(limits), globals_(std::move(globals)) {}
 
+Interpreter::~Interpreter() {
+  for (const FramePtr& f : closure_frames_) f->vars.clear();
+  for (const Value& ns : namespaces_) ns.ns().attrs.items.clear();
+}
+
 Interpreter::DepthGuard::DepthGuard(Interpreter& interp) : in(interp) {
   if (++in.depth_ > in.limits_.max_depth)
     fail("nesting deeper than " + std::to_string(in.limits_.max_depth) + " levels (runaway recursion?)");
@@ -194,6 +199,7 @@ Value Interpreter::lookup(const std::string& name, const FramePtr& frame) const 
 Value Interpreter::make_macro(const Stmt& s, const std::string& name, const FramePtr& frame) {
   const Stmt* stmt = &s;
   FramePtr defining = frame;
+  closure_frames_.push_back(frame);
   return Value::function(name, [stmt, defining](Interpreter& in, CallArgs& args) {
     return in.call_macro(*stmt, defining, args);
   });
@@ -233,7 +239,7 @@ Value Interpreter::call_macro(const Stmt& s, const FramePtr& defining, CallArgs&
     else
       kwargs.set(Value::string(args.named[k].first), args.named[k].second);
   }
-  scope->vars["varargs"] = Value::list(std::move(varargs));
+  scope->vars["varargs"] = Value::tuple(std::move(varargs));
   scope->vars["kwargs"] = Value::dict(std::move(kwargs));
   return Value::string(capture(s.body, scope));
 }

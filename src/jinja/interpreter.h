@@ -50,6 +50,9 @@ using FramePtr = std::shared_ptr<Frame>;
 class Interpreter {
  public:
   Interpreter(Limits limits, std::unordered_map<std::string, Value> globals);
+  ~Interpreter();  // breaks the reference cycles a render leaves (macro <-> frame, namespace -> itself)
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   // Throws TemplateError.
   std::string render(const Template& tpl, const Dict& variables);
@@ -60,6 +63,8 @@ class Interpreter {
   void check_string(size_t bytes) const;
   void check_items(size_t count) const;
   const Limits& limits() const { return limits_; }
+  // A namespace() made by this render: cleared when the Interpreter goes.
+  void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
 
  private:
   enum class Flow { kNormal, kBreak, kContinue };
@@ -88,6 +93,8 @@ class Interpreter {
 
   Limits limits_;
   std::unordered_map<std::string, Value> globals_;
+  std::vector<FramePtr> closure_frames_;  // frames that macros captured
+  std::vector<Value> namespaces_;
   uint64_t steps_ = 0;
   int depth_ = 0;
 };

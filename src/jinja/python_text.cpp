@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "jinja/error.h"
 
@@ -297,6 +298,49 @@ std::string html_escape(std::string_view s) {
   }
   return out;
 }
+
+uint32_t py_case(uint32_t cp, bool upper) {
+  auto shift = [&](uint32_t lo_first, uint32_t lo_last, uint32_t delta) -> std::optional<uint32_t> {
+    if (upper && cp >= lo_first && cp <= lo_last) return cp - delta;
+    if (!upper && cp >= lo_first - delta && cp <= lo_last - delta) return cp + delta;
+    return std::nullopt;
+  };
+  if (cp < 0x80) return upper ? (cp >= 'a' && cp <= 'z' ? cp - 32 : cp) : (cp >= 'A' && cp <= 'Z' ? cp + 32 : cp);
+  if (cp == 0xd7 || cp == 0xf7) return cp;
+  if (auto r = shift(0xe0, 0xfe, 0x20)) return *r;           // Latin-1
+  if (upper && cp == 0xff) return 0x178;
+  if (!upper && cp == 0x178) return 0xff;
+  if (cp >= 0x100 && cp <= 0x17f && cp != 0x130 && cp != 0x131 && cp != 0x138 && cp != 0x149 && cp != 0x17f) {
+    // Latin Extended-A pairs: upper on the even code point, except in
+    // 0139-0148 and 0179-017E where the upper one is odd.
+    const bool odd_upper = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17e);
+    const bool is_upper = ((cp & 1) != 0) == odd_upper;
+    if (upper && !is_upper) return cp - 1;
+    if (!upper && is_upper) return cp + 1;
+    return cp;
+  }
+  if (upper && cp == 0x3c2) return 0x3a3;                    // final sigma
+  if (cp != 0x3a2 && cp != 0x3c2)
+    if (auto r = shift(0x3b1, 0x3c9, 0x20)) return *r;       // Greek
+  if (auto r = shift(0x430, 0x44f, 0x20)) return *r;         // Cyrillic
+  if (auto r = shift(0x450, 0x45f, 0x50)) return *r;
+  return cp;
+}
+
+std::string py_case(std::string_view s, bool upper) {
+  std::string out;
+  out.reserve(s.size());
+  for (uint32_t cp : utf8_decode(s)) {
+    if (upper && cp == 0xdf) {
+      out += "SS";
+      continue;
+    }
+    utf8_append(out, py_case(cp, upper));
+  }
+  return out;
+}
+
+bool py_cased_letter(uint32_t cp) { return py_case(cp, true) != cp || py_case(cp, false) != cp || cp == 0xdf; }
 
 std::vector<uint32_t> utf8_decode(std::string_view s) {
   std::vector<uint32_t> cps;

@@ -29,7 +29,13 @@ struct JsonOptions {
 };
 std::string json_dumps(const Value& v, const JsonOptions& options);
 
-std::string html_escape(std::string_view s);  // markupsafe.escape: & < > ' "
+std::string html_escape(std::string_view s);
+
+// str.upper() / str.lower() for ASCII, Latin-1, Latin Extended-A, Greek and
+// Cyrillic (ß uppers to SS); other scripts are left as they are.
+uint32_t py_case(uint32_t cp, bool upper);
+std::string py_case(std::string_view s, bool upper);
+bool py_cased_letter(uint32_t cp);  // a letter py_case changes one way or the other  // markupsafe.escape: & < > ' "
 
 // UTF-8 as code points (invalid bytes count as one code point each).
 std::vector<uint32_t> utf8_decode(std::string_view s);
