@@ -1,14 +1,17 @@
 // DeepSeek's files (deepseek2) beyond the golden cases: the loader names the
-// latent-attention tensor or key that is missing or misshapen, and the fused
-// attn_kv_b of older files gives the logits the split tensors give.
+// latent-attention tensor or key that is missing or misshapen, the fused
+// attn_kv_b of older files gives the logits the split tensors give, and the
+// synthetic shapes load and count the weights a token reads.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf_writer.h"
+#include "model/synthetic.h"
 #include "quant/quant.h"
 #include "revis/engine.h"
 #include "support/golden.h"
@@ -151,6 +154,44 @@ TEST(Deepseek2Loader, FusedKvBMatchesTheSplitTensors) {
   // products round the activations to float16): close, not identical.
   for (int k = 0; k < static_cast<int>(g.prompt_tokens.size()); ++k)
     EXPECT_LE(testing::logit_error(b->logits(k).data(), a->logits(k).data(), g.n_vocab), 0.02) << "position " << k;
+}
+
+// mkmodel's V3-style shape, shrunk: it loads, runs, and a token reads every
+// matrix but the routed experts, of which it reads the used share.
+TEST(Deepseek2Synthetic, ActiveBytesCountTheUsedExperts) {
+  SyntheticSpec spec = *synthetic_preset("deepseek-v3-small");
+  spec.n_embd = 256;
+  spec.n_layer = 3;
+  spec.n_ff = 512;
+  spec.n_vocab = 512;
+  spec.mix = QuantMix::kQ8_0;
+  TempDir tmp;
+  ThreadPool pool(2);
+  ASSERT_TRUE(write_synthetic_model(spec, tmp.file("m.gguf"), pool, nullptr).ok());
+  auto engine = Engine::load({.model_path = tmp.file("m.gguf"), .n_ctx = 64, .n_threads = 2});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+
+  auto file = gguf::GgufFile::open(tmp.file("m.gguf"));
+  ASSERT_TRUE(file.ok());
+  uint64_t expected = 0;
+  for (const gguf::TensorInfo& t : (*file)->tensors()) {
+    if (t.dims.size() < 2) continue;  // norms and biases are not counted
+    if (t.name == "token_embd.weight")
+      expected += t.n_bytes / t.dims[1];  // one row
+    else if (t.name.find("_exps.") != std::string::npos)
+      expected += t.n_bytes / spec.n_expert * spec.n_expert_used;
+    else
+      expected += t.n_bytes;
+  }
+  EXPECT_EQ((*engine)->info().bytes_per_token, expected);
+  EXPECT_EQ((*engine)->info().n_head_kv, 1);
+  EXPECT_EQ((*engine)->info().head_dim_k, spec.kv_lora_rank + spec.rope_dim);
+  EXPECT_EQ((*engine)->info().head_dim_v, 0);
+
+  auto session = (*engine)->new_session();
+  const std::vector<int32_t> tokens = {1, 50, 300, 7, 42};
+  ASSERT_TRUE(session->eval(tokens, false).ok());
+  for (float v : session->logits(0)) ASSERT_TRUE(std::isfinite(v));
 }
 
 }  // namespace
