@@ -37,29 +37,18 @@ std::vector<Preset> presets() {
   moe.n_ff_expert = 768;
   // DeepSeek-V2-Lite: 27 layers (the first dense), 64 experts (6 used, 2
   // shared), latent attention without a query bottleneck; ~16B.
-  SyntheticSpec v2_lite = make("deepseek2", "deepseek-v2-lite", 2048, 27, 16, 1, 128, 10944, 102400, 10000.f, false);
-  v2_lite.kv_lora_rank = 512;
-  v2_lite.rope_dim = 64;
-  v2_lite.head_dim_v = 128;
-  v2_lite.n_expert = 64;
-  v2_lite.n_expert_used = 6;
-  v2_lite.n_expert_shared = 2;
-  v2_lite.n_ff_expert = 1408;
+  const SyntheticSpec v2_lite{.arch = "deepseek2", .name = "deepseek-v2-lite", .n_embd = 2048, .n_layer = 27,
+                              .n_head = 16, .head_dim = 128, .n_ff = 10944, .n_expert = 64, .n_expert_used = 6,
+                              .n_ff_expert = 1408, .kv_lora_rank = 512, .rope_dim = 64, .head_dim_v = 128,
+                              .n_expert_shared = 2, .vocab_from = {}, .n_vocab = 102400};
   // A smaller V3: query bottleneck, sigmoid router with a bias, expert
   // groups, weights scaled; ~1.4B.
-  SyntheticSpec v3_small = make("deepseek2", "deepseek-v3-small", 1024, 12, 16, 1, 64, 2816, 32000, 10000.f, false);
-  v3_small.q_lora_rank = 384;
-  v3_small.kv_lora_rank = 256;
-  v3_small.rope_dim = 32;
-  v3_small.head_dim_v = 64;
-  v3_small.n_expert = 32;
-  v3_small.n_expert_used = 4;
-  v3_small.n_expert_shared = 1;
-  v3_small.n_ff_expert = 512;
-  v3_small.n_expert_groups = 4;
-  v3_small.n_expert_groups_used = 2;
-  v3_small.sigmoid_gating = true;
-  v3_small.expert_weights_scale = 2.5f;
+  const SyntheticSpec v3_small{.arch = "deepseek2", .name = "deepseek-v3-small", .n_embd = 1024, .n_layer = 12,
+                               .n_head = 16, .head_dim = 64, .n_ff = 2816, .n_expert = 32, .n_expert_used = 4,
+                               .n_ff_expert = 512, .q_lora_rank = 384, .kv_lora_rank = 256, .rope_dim = 32,
+                               .head_dim_v = 64, .n_expert_shared = 1, .n_expert_groups = 4, .n_expert_groups_used = 2,
+                               .sigmoid_gating = true, .expert_weights_scale = 2.5f, .vocab_from = {},
+                               .n_vocab = 32000};
   return {
       {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
       {"llama-3.2-1b", make("llama", "llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 500000.f, true)},
