@@ -1,9 +1,11 @@
 // DeepSeek's files (deepseek2) beyond the golden cases: the loader names the
 // latent-attention tensor or key that is missing or misshapen, the fused
-// attn_kv_b of older files gives the logits the split tensors give, and the
-// synthetic shapes load and count the weights a token reads.
+// attn_kv_b of older files gives the logits the split tensors give,
+// multi-token-prediction blocks are passed over, and the synthetic shapes
+// load and count the weights a token reads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -154,6 +156,40 @@ TEST(Deepseek2Loader, FusedKvBMatchesTheSplitTensors) {
   // products round the activations to float16): close, not identical.
   for (int k = 0; k < static_cast<int>(g.prompt_tokens.size()); ++k)
     EXPECT_LE(testing::logit_error(b->logits(k).data(), a->logits(k).data(), g.n_vocab), 0.02) << "position " << k;
+}
+
+// A file with a multi-token-prediction block (nextn_predict_layers 1: one
+// more block after the model's, with its nextn.* tensors) loads, and the
+// model's own logits are those of the file without it.
+TEST(Deepseek2Loader, IgnoresMultiTokenPredictionBlocks) {
+  TempDir tmp;
+  write_copy(
+      tmp.file("mtp.gguf"),
+      [](const gguf::TensorInfo& t, auto&, auto& bytes, gguf::GgufWriter& out) {
+        if (t.name.rfind("blk.2.", 0) == 0) {  // the last block, again as blk.3
+          EXPECT_TRUE(out.add_tensor("blk.3." + t.name.substr(6), t.type, t.dims, bytes.data(), bytes.size()).ok());
+          if (t.name == "blk.2.attn_norm.weight") {
+            for (const char* norm : {"blk.3.nextn.enorm.weight", "blk.3.nextn.hnorm.weight"})
+              EXPECT_TRUE(out.add_tensor(norm, t.type, t.dims, bytes.data(), bytes.size()).ok());
+          }
+        }
+        return true;
+      },
+      [](gguf::GgufWriter& out) {
+        out.set_u32("deepseek2.block_count", 4);
+        out.set_u32("deepseek2.nextn_predict_layers", 1);
+      });
+  auto plain = Engine::load({.model_path = kModel, .n_ctx = 64, .n_threads = 2});
+  auto mtp = Engine::load({.model_path = tmp.file("mtp.gguf"), .n_ctx = 64, .n_threads = 2});
+  ASSERT_TRUE(plain.ok() && mtp.ok()) << (mtp.ok() ? "" : mtp.status().message());
+  EXPECT_EQ((*mtp)->info().n_layer, 3);
+  const std::vector<int32_t> tokens = {11, 549, 445, 772, 270};
+  auto a = (*plain)->new_session();
+  auto b = (*mtp)->new_session();
+  ASSERT_TRUE(a->eval(tokens, true).ok());
+  ASSERT_TRUE(b->eval(tokens, true).ok());
+  for (int k = 0; k < static_cast<int>(tokens.size()); ++k)
+    EXPECT_TRUE(std::equal(a->logits(k).begin(), a->logits(k).end(), b->logits(k).begin())) << "position " << k;
 }
 
 // mkmodel's V3-style shape, shrunk: it loads, runs, and a token reads every
