@@ -109,7 +109,7 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   h.writer.assign(writer, strnlen(writer, kWriterBytes));
   const KvShape& s = h.shape;
   if (h.n_tokens == 0 || h.n_tokens > kMaxTokens || s.n_layer == 0 || s.n_layer > kMaxLayers || s.n_head_kv == 0 ||
-      s.n_head_kv > kMaxHeads || s.head_dim_k == 0 || s.head_dim_k > kMaxHeadDim || s.head_dim_v == 0 ||
+      s.n_head_kv > kMaxHeads || s.head_dim_k == 0 || s.head_dim_k > kMaxHeadDim ||
       s.head_dim_v > kMaxHeadDim || (h.has_logits && (h.n_vocab == 0 || h.n_vocab > kMaxVocab)))
     return Status::error("implausible shape (tokens " + std::to_string(h.n_tokens) + ", layers " +
                          std::to_string(s.n_layer) + ", kv heads " + std::to_string(s.n_head_kv) + ", head dims " +

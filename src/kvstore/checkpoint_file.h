@@ -29,6 +29,8 @@ constexpr const char* kCheckpointSuffix = ".rkv";
 enum class KvType : uint32_t { kF16 = 1 };
 
 // The KV shape a checkpoint was computed with; it must equal the model's.
+// head_dim_v is 0 where the values are part of the key rows (DeepSeek's
+// latent attention, src/model/kv_cache.h).
 struct KvShape {
   uint32_t n_layer = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
   KvType type = KvType::kF16;

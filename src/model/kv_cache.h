@@ -4,6 +4,12 @@
 //
 // Layout: [layer][kv head][position][head dim], so the history of one head
 // is one contiguous run that attention converts and scans in a single pass.
+// A token takes n_head_kv * (head_dim_k + head_dim_v) halves per layer.
+//
+// Multi-head latent attention (deepseek2) caches one row per token and
+// layer, [latent | RoPE key] (config.h: one KV head, head_dim_v = 0): its
+// values are the latent, the first kv_lora_rank halves of that row, so
+// value() points into the key row and value_stride() is the key row's width.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +27,11 @@ class KvCache {
   size_t bytes() const { return (keys_.size() + values_.size()) * sizeof(uint16_t); }
 
   uint16_t* key(int layer, int head, int pos) { return keys_.data() + offset(layer, head, pos) * head_dim_k_; }
-  uint16_t* value(int layer, int head, int pos) { return values_.data() + offset(layer, head, pos) * head_dim_v_; }
+  uint16_t* value(int layer, int head, int pos) {
+    return values_in_keys_ ? key(layer, head, pos) : values_.data() + offset(layer, head, pos) * head_dim_v_;
+  }
+  // Halves from one position's value to the next's.
+  int value_stride() const { return values_in_keys_ ? head_dim_k_ : head_dim_v_; }
 
  private:
   size_t offset(int layer, int head, int pos) const {
@@ -29,6 +39,7 @@ class KvCache {
   }
   int n_ctx_;
   int n_head_kv_, head_dim_k_, head_dim_v_;
+  bool values_in_keys_;
   std::vector<uint16_t> keys_, values_;
 };
 

@@ -24,9 +24,12 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 // Teacher-forced comparison is in the engine tests; here the logits file of
-// `revis run --logits-out` must have the golden shape and agree with golden.
-TEST(RunCommand, LogitsOutMatchesGoldenFile) {
-  const testing::GoldenCase g = testing::load_golden("qwen3-Q4_K_M.en");
+// `revis run --logits-out` must have the golden shape and agree with golden,
+// for grouped-query and for DeepSeek's latent attention.
+class RunGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RunGolden, LogitsOutMatchesGoldenFile) {
+  const testing::GoldenCase g = testing::load_golden(GetParam());
   TempDir tmp;
   const auto r = run_revis("run -m " + shell_quote(g.model_file) + " -p " + shell_quote(g.prompt) +
                            " -n 32 --temp 0 -t 2 --logits-out " + shell_quote(tmp.file("l.json")));
@@ -46,6 +49,9 @@ TEST(RunCommand, LogitsOutMatchesGoldenFile) {
   for (size_t i = 0; i < greedy.size() && testing::is_clear(g.row(n_prompt - 1 + int(i)), g.n_vocab); ++i)
     ASSERT_EQ(greedy[i], g.greedy[i]) << "greedy token " << i;
 }
+
+INSTANTIATE_TEST_SUITE_P(RunCommand, RunGolden, ::testing::Values("qwen3-Q4_K_M.en", "deepseek2/deepseek2-F16.en"),
+                         [](const auto& info) { return info.param == "qwen3-Q4_K_M.en" ? "Qwen3" : "Deepseek2"; });
 
 TEST(RunCommand, JsonReportsCountsAndText) {
   const auto r = run_revis("run -m " + shell_quote(model("llama-spm-Q8_0")) + " -p 'Hello world' -n 5 --temp 0 --json");
@@ -196,7 +202,8 @@ TEST(MkmodelCommand, EveryArchitectureGeneratesAndRuns) {
   // The built-in byte vocabulary keeps these fast; one model borrows GPT-2's.
   for (const std::string& flags : std::vector<std::string>{"--arch llama --type Q4_K_M", "--arch qwen2 --type Q8_0 --tied --vocab-from " + vocab,
                                   "--arch qwen3 --head-dim 64 --heads 4 --type Q6_K",
-                                  "--arch qwen3moe --experts 4 --experts-used 2 --ff-expert 256 --type Q4_0"}) {
+                                  "--arch qwen3moe --experts 4 --experts-used 2 --ff-expert 256 --type Q4_0",
+                                  "--like deepseek-v3-small --embd 256 --layers 2 --ff 512 --vocab 512 --type Q4_K_M"}) {
     const std::string path = tmp.file("m.gguf");
     const auto mk = run_revis("mkmodel " + flags + " -o " + shell_quote(path));
     ASSERT_EQ(mk.exit_code, 0) << flags << ": " << mk.err;

@@ -3,8 +3,11 @@
 // cold prefill of the same prompt, in both logits modes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 #include <fstream>
 
 #include "engine/generate.h"
@@ -18,9 +21,15 @@ namespace {
 using testing::TempDir;
 using Tokens = std::vector<int32_t>;
 
+// stem: a model of testdata/models, or "<folder>/<stem>" for one of
+// testdata/<folder>/models (the architectures kept apart: deepseek2/...).
 std::unique_ptr<Engine> load(const std::string& stem) {
-  auto engine = Engine::load(
-      {.model_path = testing::testdata("models/" + stem + ".gguf").string(), .n_ctx = 512, .n_threads = 2});
+  const size_t slash = stem.find('/');
+  const std::string path = slash == std::string::npos
+                               ? "models/" + stem
+                               : stem.substr(0, slash) + "/models/" + stem.substr(slash + 1);
+  auto engine =
+      Engine::load({.model_path = testing::testdata(path + ".gguf").string(), .n_ctx = 512, .n_threads = 2});
   EXPECT_TRUE(engine.ok()) << engine.status().message();
   return engine.ok() ? std::move(*engine) : nullptr;
 }
@@ -100,10 +109,12 @@ TEST(ResumablePrefix, AlignsAndKeepsTheLastTokenUnlessItsLogitsFit) {
   EXPECT_EQ(resumable_prefix(0, 10, 10, true), 0);
 }
 
-class Resume : public ::testing::TestWithParam<bool> {  // the parameter: record_logits
+// The parameters: the model (grouped-query attention, and DeepSeek's latent
+// attention whose cache rows hold no values), and record_logits.
+class Resume : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
  protected:
   void SetUp() override {
-    engine = load("qwen3-Q4_K_M");
+    engine = load(std::get<0>(GetParam()));
     ASSERT_TRUE(engine);
     n_vocab = engine->info().n_vocab;
     prompt = prompt_tokens(*engine, 150, 1);
@@ -114,7 +125,7 @@ class Resume : public ::testing::TestWithParam<bool> {  // the parameter: record
 };
 
 TEST_P(Resume, WholePromptFromDiskAfterARestart) {
-  const bool record = GetParam();
+  const bool record = std::get<1>(GetParam());
   TempDir tmp;
   {
     auto first = PrefixCache::open(*engine, disk_options(tmp));
@@ -132,7 +143,7 @@ TEST_P(Resume, WholePromptFromDiskAfterARestart) {
 }
 
 TEST_P(Resume, SharedPrefixFromDisk) {
-  const bool record = GetParam();
+  const bool record = std::get<1>(GetParam());
   TempDir tmp;
   {
     auto first = PrefixCache::open(*engine, disk_options(tmp));
@@ -151,7 +162,7 @@ TEST_P(Resume, SharedPrefixFromDisk) {
 }
 
 TEST_P(Resume, SharedPrefixAndWholePromptFromRam) {
-  const bool record = GetParam();
+  const bool record = std::get<1>(GetParam());
   auto cache = PrefixCache::open(*engine, {.ram_sessions = 2});
   ASSERT_TRUE(cache.ok());
   through(**cache, *engine, prompt, record);
@@ -168,8 +179,14 @@ TEST_P(Resume, SharedPrefixAndWholePromptFromRam) {
   expect_equivalent(extended.result, cold(*engine, longer, record), n_vocab);
 }
 
-INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "AllLogits" : "LastLogits"; });
+INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume,
+                         ::testing::Combine(::testing::Values("qwen3-Q4_K_M", "deepseek2/deepseek2-Q8_0"),
+                                            ::testing::Values(false, true)),
+                         [](const auto& info) {
+                           std::string model = std::get<0>(info.param);
+                           std::replace_if(model.begin(), model.end(), [](char c) { return !isalnum(c); }, '_');
+                           return model + (std::get<1>(info.param) ? "_AllLogits" : "_LastLogits");
+                         });
 
 // Prompts longer than the forward pass's chunk (256 tokens for dense
 // models, 64 for mixtures of experts), resumed where the cold prefill's
@@ -179,7 +196,7 @@ TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
   for (KernelBackend backend : testing::supported_kernel_backends()) {
     const testing::ScopedKernelBackend scoped(backend);
     ASSERT_TRUE(scoped.ok());
-    for (const char* model : {"qwen3-Q8_0", "qwen3moe-Q4_0"}) {
+    for (const char* model : {"qwen3-Q8_0", "qwen3moe-Q4_0", "deepseek2/deepseek2-Q4_K_M"}) {
       SCOPED_TRACE(std::string(kernel_backend_name(backend)) + " " + model);
       auto engine = load(model);
       ASSERT_TRUE(engine);
