@@ -7,8 +7,9 @@
 //
 // Dot products: a weight row of type W is multiplied with an activation row
 // that was first converted to activation_type(W): Q8_0 for the 32-blocks,
-// Q8_K for the 256-blocks (K-quants, IQ4_XS), F16/BF16/F32 for float
-// weights. This mirrors what llama.cpp does, so results agree closely.
+// Q8_K for the 256-blocks (K-quants, IQ4_XS, the IQ1/IQ2/IQ3 grid types),
+// F16/BF16/F32 for float weights. This mirrors what llama.cpp does, so
+// results agree closely.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +29,8 @@ uint16_t fp32_to_bf16(float f);   // round to nearest even
 
 // True if dequantize_row works for this type (every type in types.h but Q8_1).
 bool can_dequantize(TensorType type);
-// True if quantize_row works for this type.
+// True if quantize_row works for this type: not for Q8_1 nor the IQ1/IQ2/IQ3
+// grid types, which revis reads but does not write.
 bool can_quantize(TensorType type);
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
