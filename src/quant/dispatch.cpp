@@ -47,7 +47,7 @@ constexpr Kernels kScalarKernels[] = {
     {TensorType::Q8_K, TensorType::Q8_K, quant::dequantize_q8_k, quant::quantize_q8_k, quant::dot_q8_k},
     {TensorType::IQ4_NL, TensorType::Q8_0, quant::dequantize_iq4_nl, quant::quantize_iq4_nl, quant::dot_iq4_nl},
     {TensorType::IQ4_XS, TensorType::Q8_K, quant::dequantize_iq4_xs, quant::quantize_iq4_xs, quant::dot_iq4_xs},
-    // The grid types are read, not written (no quantizer).
+    // The grid types have no plain quantizer (IQ2_XXS: quantize_row_with_importance).
     {TensorType::IQ2_XXS, TensorType::Q8_K, quant::dequantize_iq2_xxs, nullptr, quant::dot_iq2_xxs},
     {TensorType::IQ2_XS, TensorType::Q8_K, quant::dequantize_iq2_xs, nullptr, quant::dot_iq2_xs},
     {TensorType::IQ2_S, TensorType::Q8_K, quant::dequantize_iq2_s, nullptr, quant::dot_iq2_s},
@@ -176,6 +176,14 @@ Result<KernelBackend> parse_kernel_backend(std::string_view name) {
 
 bool can_dequantize(TensorType type) { return find_kernels(type) != nullptr; }
 
+bool can_quantize_with_importance(TensorType type) { return type == TensorType::IQ2_XXS; }
+
+void quantize_row_with_importance(TensorType type, const float* src, void* dst, int64_t n, const float* importance) {
+  checked_kernels("quantize_row_with_importance", type, n);
+  if (!can_quantize_with_importance(type)) fail("quantize_row_with_importance", type, "no quantizer with importance for this type");
+  quant::quantize_iq2_xxs(src, dst, n, importance);
+}
+
 bool can_quantize(TensorType type) {
   const Kernels* kernels = find_kernels(type);
   return kernels != nullptr && kernels->quantize != nullptr;
@@ -187,7 +195,10 @@ void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
 
 void quantize_row(TensorType type, const float* src, void* dst, int64_t n) {
   const Kernels& kernels = checked_kernels("quantize_row", type, n);
-  if (kernels.quantize == nullptr) fail("quantize_row", type, "no quantizer for this type");
+  if (kernels.quantize == nullptr)
+    fail("quantize_row", type,
+         can_quantize_with_importance(type) ? "this type needs an importance matrix (quantize_row_with_importance)"
+                                            : "no quantizer for this type");
   kernels.quantize(src, dst, n);
 }
 

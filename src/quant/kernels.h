@@ -145,4 +145,7 @@ float dot_iq1_s(const void* w, const void* a, int64_t n);
 void dequantize_iq1_m(const void* src, float* dst, int64_t n);
 float dot_iq1_m(const void* w, const void* a, int64_t n);
 
+// iq2_xxs_quantize.cpp: importance[i] weighs the error of value i.
+void quantize_iq2_xxs(const float* src, void* dst, int64_t n, const float* importance);
+
 }  // namespace revis::quant
