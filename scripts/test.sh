@@ -58,11 +58,12 @@ stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if $fuzzers; then
-  stage "fuzzing the GGUF reader, the tokenizer, the ticket parser and the chat-template engine, ${fuzz_seconds}s each"
+  stage "fuzzing the GGUF reader, the tokenizer, the ticket parser, the chat-template engine and the imatrix reader, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
-  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/ticket" "$corpus/jinja"
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/ticket" "$corpus/jinja" "$corpus/imatrix"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
+  cp "$testdata"/moe2bit/imatrix/*.gguf "$corpus/imatrix/"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
   cp "$testdata"/chat/templates/*.jinja "$corpus/jinja/"
   printf '{"type":"ticket","ticketID":"t1","taskType":"summarize","isStreaming":true,"args":{"text":"hi"}}' \
@@ -84,9 +85,9 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [ticket]="" [jinja]="-max_len=20000")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [ticket]="" [jinja]="-max_len=20000" [imatrix]="-max_len=65536")
   running=0
-  for name in gguf tokenizer ticket jinja; do
+  for name in gguf tokenizer ticket jinja imatrix; do
     if ((running >= jobs)); then
       wait -n || failed=1
       running=$((running - 1))

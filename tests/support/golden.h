@@ -1,6 +1,7 @@
 // The llama.cpp golden cases in ../shared/testdata/golden (and in the
-// folders of architectures kept apart, such as deepseek2/golden) and the
-// tolerance rules of its README, shared by the engine test and the CLI test.
+// folders of the sets kept apart, such as deepseek2/ and moe2bit/; a case's
+// name starts with its folder: "moe2bit/qwen3moe-MOE2.en") and the tolerance
+// rules of its README, shared by the engine test and the CLI test.
 #pragma once
 
 #include <algorithm>
@@ -28,11 +29,10 @@ struct GoldenCase {
   const float* row(int k) const { return logits.data() + static_cast<size_t>(k) * n_vocab; }
 };
 
-// The folders of golden cases: the shared models' and each architecture's
-// kept apart (a case's name starts with its folder: "deepseek2/deepseek2-F16.en").
-// Those folders hold mixtures of experts only.
+// The folders holding golden/ and models/: the main set and those kept apart
+// (which hold mixtures of experts only).
 inline const std::vector<std::string>& golden_sets() {
-  static const std::vector<std::string> sets = {"", "deepseek2/"};
+  static const std::vector<std::string> sets = {"", "deepseek2/", "moe2bit/"};
   return sets;
 }
 
