@@ -6,7 +6,7 @@
 # Needs ../shared/testdata beside the repository (or REVIS_TESTDATA_DIR).
 #
 # With clang++ the sanitizer build is a clang build with REVIS_FUZZ=ON: one
-# tree holds both the sanitized tests and the three fuzzers (libFuzzer needs
+# tree holds both the sanitized tests and the fuzzers (libFuzzer needs
 # clang), instead of a second full build of every library just for the
 # fuzzers. Without clang++ the sanitizer build uses g++ and the fuzzers are
 # skipped (the script says so).
@@ -58,7 +58,7 @@ stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if $fuzzers; then
-  stage "fuzzing the GGUF reader, the tokenizer and the ticket parser, ${fuzz_seconds}s each"
+  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader and the ticket parser, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
   mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/ticket"
@@ -83,9 +83,9 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [ticket]="")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="")
   running=0
-  for name in gguf tokenizer ticket; do
+  for name in gguf tokenizer checkpoint ticket; do
     if ((running >= jobs)); then
       wait -n || failed=1
       running=$((running - 1))
