@@ -6,7 +6,7 @@
 # Needs ../shared/testdata beside the repository (or REVIS_TESTDATA_DIR).
 #
 # With clang++ the sanitizer build is a clang build with REVIS_FUZZ=ON: one
-# tree holds both the sanitized tests and the four fuzzers (libFuzzer needs
+# tree holds both the sanitized tests and the fuzzers (libFuzzer needs
 # clang), instead of a second full build of every library just for the
 # fuzzers. Without clang++ the sanitizer build uses g++ and the fuzzers are
 # skipped (the script says so).
@@ -58,10 +58,10 @@ stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if $fuzzers; then
-  stage "fuzzing the GGUF reader, the tokenizer, the ticket parser, the chat-template engine and the imatrix reader, ${fuzz_seconds}s each"
+  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the chat-template engine and the imatrix reader, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
-  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/ticket" "$corpus/jinja" "$corpus/imatrix"
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/jinja" "$corpus/imatrix"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
   cp "$testdata"/moe2bit/imatrix/*.gguf "$corpus/imatrix/"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
@@ -85,9 +85,9 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [ticket]="" [jinja]="-max_len=20000" [imatrix]="-max_len=65536")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [jinja]="-max_len=20000" [imatrix]="-max_len=65536")
   running=0
-  for name in gguf tokenizer ticket jinja imatrix; do
+  for name in gguf tokenizer checkpoint ticket jinja imatrix; do
     if ((running >= jobs)); then
       wait -n || failed=1
       running=$((running - 1))

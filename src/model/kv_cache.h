@@ -10,10 +10,16 @@
 // layer, [latent | RoPE key] (config.h: one KV head, head_dim_v = 0): its
 // values are the latent, the first kv_lora_rank halves of that row, so
 // value() points into the key row and value_stride() is the key row's width.
+//
+// Memory: zeroed pages mapped from the kernel, not written at construction,
+// so a new session costs nothing until its rows are used, and backed by
+// transparent huge pages where the kernel allows (one fault per 2 MiB
+// instead of per 4 KiB): a checkpoint read straight into the cache
+// (src/kvstore) would otherwise spend as long faulting pages as reading.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "model/config.h"
 
@@ -37,10 +43,25 @@ class KvCache {
   size_t offset(int layer, int head, int pos) const {
     return (static_cast<size_t>(layer) * n_head_kv_ + head) * n_ctx_ + pos;
   }
+  // n float16 values of zeroed anonymous memory, unmapped on destruction.
+  class Buffer {
+   public:
+    explicit Buffer(size_t n);
+    ~Buffer();
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    uint16_t* data() { return data_; }
+    size_t size() const { return size_; }
+
+   private:
+    uint16_t* data_ = nullptr;
+    size_t size_ = 0;
+  };
+
   int n_ctx_;
   int n_head_kv_, head_dim_k_, head_dim_v_;
   bool values_in_keys_;
-  std::vector<uint16_t> keys_, values_;
+  Buffer keys_, values_;
 };
 
 }  // namespace revis

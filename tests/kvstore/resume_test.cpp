@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <tuple>
 #include <fstream>
+#include <functional>
+#include <mutex>
 
 #include "engine/generate.h"
 #include "kvstore/prefix_cache.h"
@@ -235,34 +239,62 @@ TEST(ResumeModes, LogitsOfTheOtherModeAreRecomputed) {
 }
 
 // A damaged checkpoint or another model's never breaks a request: it is
-// reported, and the prompt is evaluated cold.
+// reported, the session holds none of its rows, and the prompt is evaluated
+// cold, bit-identically. Damage in the token ids, in the rows, in the
+// header, and a truncated file.
 TEST(ResumeModes, DamagedAndForeignCheckpointsFallBackToCold) {
   auto engine = load("qwen3-Q4_K_M");
   ASSERT_TRUE(engine);
   const Tokens prompt = prompt_tokens(*engine, 150, 1);
+  const GenerateResult reference = cold(*engine, prompt, false);
   TempDir tmp;
-  {
-    auto first = PrefixCache::open(*engine, disk_options(tmp));
-    ASSERT_TRUE(first.ok());
-    through(**first, *engine, prompt, false);
-  }
-  for (const auto& d : std::filesystem::directory_iterator(tmp.path())) {
-    std::fstream file(d.path(), std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(-100, std::ios::end);
-    file.put('\x55');
-  }
-  std::vector<std::string> warnings;
-  PrefixCacheOptions options = disk_options(tmp);
-  options.warn = [&](const std::string& m) { warnings.push_back(m); };
-  {
+  struct Damage {
+    const char* what;
+    std::function<void(std::vector<uint8_t>&)> apply;
+    const char* why;
+  };
+  const std::vector<Damage> damages = {
+      // Other token ids: the index (built from them) no longer matches the prompt.
+      {"token id", [](std::vector<uint8_t>& b) { b[128 + 4 * 20] ^= 1; }, nullptr},
+      {"row", [](std::vector<uint8_t>& b) { b[b.size() - 100] ^= 0x55; }, "payload checksum mismatch"},
+      {"first row", [&](std::vector<uint8_t>& b) { b[128 + 4 * 150 + 4 * engine->info().n_vocab] ^= 2; },
+       "payload checksum mismatch"},
+      {"header", [](std::vector<uint8_t>& b) { b[44] ^= 1; }, "header checksum mismatch"},
+      {"truncated", [](std::vector<uint8_t>& b) { b.resize(b.size() / 2); }, "truncated"}};
+  for (const Damage& damage : damages) {
+    SCOPED_TRACE(damage.what);
+    {
+      auto first = PrefixCache::open(*engine, disk_options(tmp));
+      ASSERT_TRUE(first.ok());
+      through(**first, *engine, prompt, false);  // (re)writes the checkpoint
+    }
+    int files = 0;
+    for (const auto& d : std::filesystem::directory_iterator(tmp.path())) {
+      std::vector<uint8_t> bytes = testing::read_bytes(d.path());
+      damage.apply(bytes);
+      std::ofstream(d.path(), std::ios::binary | std::ios::trunc)
+          .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      ++files;
+    }
+    ASSERT_EQ(files, 1);
+    std::vector<std::string> warnings;
+    PrefixCacheOptions options = disk_options(tmp);
+    options.warn = [&](const std::string& m) { warnings.push_back(m); };
     auto second = PrefixCache::open(*engine, options);
     ASSERT_TRUE(second.ok());
-    const Cached r = through(**second, *engine, prompt, false);
-    EXPECT_EQ(r.source, "none");
-    EXPECT_EQ(r.result.cached_tokens, 0);
-    ASSERT_FALSE(warnings.empty());
-    EXPECT_NE(warnings[0].find("checksum"), std::string::npos) << warnings[0];
-    expect_equivalent(r.result, cold(*engine, prompt, false), engine->info().n_vocab);
+    auto lease = (*second)->acquire(prompt, false);
+    ASSERT_TRUE(lease.ok());
+    EXPECT_EQ(lease->source, "none");
+    EXPECT_EQ(lease->session->n_past(), 0) << "nothing of the damaged file is used";
+    EXPECT_EQ(lease->cached.cached_tokens, 0);
+    if (damage.why) {
+      ASSERT_FALSE(warnings.empty());
+      EXPECT_NE(warnings[0].find(damage.why), std::string::npos) << warnings[0];
+    }
+    auto r = generate(*engine, *lease->session, prompt, greedy(false), nullptr, lease->cached);
+    ASSERT_TRUE(r.ok());
+    expect_equivalent(*r, reference, engine->info().n_vocab);
+    (*second)->release(std::move(*lease), prompt, r->next_logits, false);
   }
   // The damaged file was replaced by a good one; another model ignores it.
   auto other_engine = load("llama-spm-Q4_K_M");
@@ -272,6 +304,61 @@ TEST(ResumeModes, DamagedAndForeignCheckpointsFallBackToCold) {
   Tokens other_prompt(prompt);
   for (int32_t& t : other_prompt) t %= other_engine->info().n_vocab;
   EXPECT_EQ(through(**other, *other_engine, other_prompt, false).source, "none");
+}
+
+// A checkpoint is written in the background after its request: while the
+// write is held, the very session it reads from serves the same prompt
+// again and another session serves another prompt; once let go, the file
+// is indexed and resumes bit-identically in a new process's cache.
+TEST(BackgroundSave, NeitherBlocksTheSessionNorTheNextRequest) {
+  auto engine = load("qwen3-Q4_K_M");
+  ASSERT_TRUE(engine);
+  const Tokens prompt = prompt_tokens(*engine, 150, 1);
+  const Tokens short_prompt = prompt_tokens(*engine, 100, 7);  // under save_min_tokens: not saved at release
+  TempDir tmp;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool started = false, let_go = false, held_until_let_go = false;
+  PrefixCacheOptions options = disk_options(tmp);
+  options.ram_sessions = 2;
+  options.save_min_tokens = 128;
+  options.before_background_save = [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    started = true;
+    changed.notify_all();
+    held_until_let_go = changed.wait_for(lock, std::chrono::seconds(120), [&] { return let_go; });
+  };
+  {
+    auto cache = PrefixCache::open(*engine, options);
+    ASSERT_TRUE(cache.ok());
+    EXPECT_EQ(through(**cache, *engine, prompt, false).source, "none");
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(60), [&] { return started; }));
+    }
+    const Cached again = through(**cache, *engine, prompt, false);
+    EXPECT_EQ(again.source, "ram");
+    expect_equivalent(again.result, cold(*engine, prompt, false), engine->info().n_vocab);
+    const Cached other = through(**cache, *engine, short_prompt, false);
+    EXPECT_EQ(other.source, "none");
+    expect_equivalent(other.result, cold(*engine, short_prompt, false), engine->info().n_vocab);
+    EXPECT_FALSE((*cache)->store()->contains(prompt)) << "indexed only once written";
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      let_go = true;
+    }
+    changed.notify_all();
+    (*cache)->wait_for_save();
+    EXPECT_TRUE(held_until_let_go) << "the requests above ran while the save was held";
+    EXPECT_TRUE((*cache)->store()->contains(prompt));
+    EXPECT_GT((*cache)->last_save_ms(), 0);
+  }
+  auto fresh = PrefixCache::open(*engine, disk_options(tmp));
+  ASSERT_TRUE(fresh.ok());
+  const Cached resumed = through(**fresh, *engine, prompt, false);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 150);
+  expect_equivalent(resumed.result, cold(*engine, prompt, false), engine->info().n_vocab);
 }
 
 }  // namespace
