@@ -36,6 +36,14 @@ using tcp = net::ip::tcp;
 constexpr size_t kMaxBufferedBytes = 16u << 20;
 constexpr auto kHttpReadTimeout = std::chrono::seconds(30);
 constexpr auto kCloseDeadline = std::chrono::seconds(3);
+// A request's header (request line included) and its number of fields.
+constexpr size_t kMaxHeaderBytes = 16 * 1024;
+constexpr size_t kMaxHeaderFields = 100;
+// After refusing a request whose bytes were not all read, the connection
+// reads and discards for this long (and this much) before it closes, so that
+// the client reads the refusal instead of a reset.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr size_t kLingerBytes = 4u << 20;
 
 class WsSession;
 class HttpSession;
@@ -75,6 +83,29 @@ bool authorized(const ServerState& state, const Request& req) {
   auto it = req.find(http::field::authorization);
   if (it == req.end()) return false;
   return equal_constant_time(std::string_view(it->value().data(), it->value().size()), "Bearer " + token);
+}
+
+// The status for a request the parser refused (docs/protocol.md), or none
+// when the connection just ended or timed out. Over the header limit, the
+// request line decides: the parser fills in the target once it has read it.
+std::optional<http::status> refusal_status(beast::error_code ec, bool request_line_read) {
+  if (ec == http::error::body_limit) return http::status::payload_too_large;
+  if (ec == http::error::header_limit)
+    return request_line_read ? http::status::request_header_fields_too_large : http::status::uri_too_long;
+  if (ec.category() != make_error_code(http::error::bad_method).category() || ec == http::error::end_of_stream ||
+      ec == http::error::partial_message || ec == http::error::short_read)
+    return std::nullopt;
+  return http::status::bad_request;  // broken framing: line endings, fields, lengths, chunks
+}
+
+// Framing the parser lets through but that a smuggling front could read
+// differently: more than one Content-Length, or too many fields.
+template <class Request>
+std::optional<std::pair<http::status, const char*>> framing_problem(const Request& req) {
+  if (std::distance(req.begin(), req.end()) > static_cast<std::ptrdiff_t>(kMaxHeaderFields))
+    return std::pair{http::status::request_header_fields_too_large, "too many header fields"};
+  if (req.count(http::field::content_length) > 1) return std::pair{http::status::bad_request, "more than one Content-Length"};
+  return std::nullopt;
 }
 
 std::string random_id(const char* prefix) {
@@ -256,23 +287,27 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
   void do_read() {
     parser_.emplace();
     parser_->body_limit(state_.node.config().max_request_bytes);
-    parser_->header_limit(16 * 1024);
+    parser_->header_limit(kMaxHeaderBytes);
     stream_.expires_after(kHttpReadTimeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
-    if (ec == http::error::body_limit) {
-      keep_alive_ = false;
-      return respond_json(http::status::payload_too_large,
-                          openai_error("the request body is larger than " +
-                                           std::to_string(state_.node.config().max_request_bytes) + " bytes",
-                                       "invalid_request_error", "too_long"));
+    if (ec) {
+      const std::optional<http::status> status = refusal_status(ec, !parser_->get().target().empty());
+      if (!status) return close();
+      std::string why = ec.message();
+      if (*status == http::status::payload_too_large)
+        why = "the request body is larger than " + std::to_string(state_.node.config().max_request_bytes) + " bytes";
+      if (*status == http::status::uri_too_long) why = "the request line is longer than " + std::to_string(kMaxHeaderBytes) + " bytes";
+      if (*status == http::status::request_header_fields_too_large)
+        why = "the request header is larger than " + std::to_string(kMaxHeaderBytes) + " bytes";
+      return refuse_framing(*status, why);
     }
-    if (ec) return close();
     received_ = Clock::now();
     http::request<http::string_body> req = parser_->release();
+    if (auto problem = framing_problem(req)) return refuse_framing(problem->first, problem->second);
     keep_alive_ = req.keep_alive();
     std::string_view target(req.target().data(), req.target().size());
     const std::string path(target.substr(0, target.find('?')));
@@ -418,6 +453,15 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
     });
   }
 
+  // The request could not be framed, so nothing after it on this
+  // connection can be either: answer, then close.
+  void refuse_framing(http::status status, const std::string& why) {
+    keep_alive_ = false;
+    linger_ = true;
+    respond_json(status, openai_error(why, "invalid_request_error",
+                                      status == http::status::payload_too_large ? "too_long" : "bad_request"));
+  }
+
   void respond_error(const NodeError& e) {
     http::response<http::string_body> res{static_cast<http::status>(http_status_for(e.code)), 11};
     if (e.code == ErrorCode::kQueueFull)
@@ -457,8 +501,28 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
     stream_.expires_after(kHttpReadTimeout);
     http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
       self->writing_ = false;
+      if (!ec && self->linger_) return self->linger();
       if (ec || !msg->keep_alive()) return self->close();
       self->do_read();
+    });
+  }
+
+  // Reads and discards what the client still sends, until it closes or the
+  // linger time or size runs out, then closes: closing with unread bytes
+  // would reset the connection, and the client could lose the response.
+  void linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(kLingerTime);
+    buffer_.clear();
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(buffer_.prepare(16 * 1024), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->lingered_ += n;
+      if (ec || self->lingered_ > kLingerBytes) return self->close();
+      self->drain();
     });
   }
 
@@ -478,6 +542,8 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
   std::optional<http::request_parser<http::string_body>> parser_;
   Clock::time_point received_;
   bool keep_alive_ = true, writing_ = false, dead_ = false;
+  bool linger_ = false;  // close through linger() after the response
+  size_t lingered_ = 0;
   // The OpenAI request in progress on this connection.
   bool job_active_ = false, sse_finished_ = false;
   uint64_t job_generation_ = 0;
