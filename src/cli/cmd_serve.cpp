@@ -68,6 +68,11 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--result-ttl", o.result_ttl_s, "Seconds finished results are kept for resume and duplicates (default 600)");
   cmd->add_option("--resume-window-ms", o.resume_window_ms,
                   "How long a disconnected client's tickets wait for it to resume (default 2000)");
+  // The network guards (docs/protocol.md, "Limits").
+  cmd->add_option("--allow-host", o.allow_hosts,
+                  "Host name a tokenless node also answers besides its addresses, localhost and its names (repeatable; * = any)");
+  cmd->add_option("--allow-origin", o.allow_origins,
+                  "Browser origin (https://app.example) allowed to call the node, with CORS (repeatable; * = any)");
   cmd->callback([args, &exit_code] { exit_code = serve(*args); });
 }
 

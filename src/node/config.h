@@ -28,6 +28,8 @@
 //   engine = "gguf"              # "sim": no models, simulated tokens (scale tests)
 //   sim_tokens_per_s = 50        # the simulated engine's generation speed
 //   sim_prefill_tokens_per_s = 1000
+//   allow_hosts = ["node.lan"]   # Host names a tokenless node answers besides its own (--allow-host; "*": any)
+//   allow_origins = ["https://app.example"]  # browser pages allowed to call the node, with CORS (--allow-origin)
 //   [tiers.small]
 //   model = "qwen2.5-1.5b-q8_0.gguf"
 //   ctx = 8192
@@ -83,6 +85,9 @@ struct NodeConfig {
   std::string engine = "gguf";
   double sim_tokens_per_s = 50;
   double sim_prefill_tokens_per_s = 1000;
+  // The network guards (node/request_guard.h; docs/protocol.md, "Limits").
+  std::vector<std::string> allow_hosts;
+  std::vector<std::string> allow_origins;
 };
 
 // Values from the command line; set ones replace the file's.
@@ -97,6 +102,7 @@ struct ConfigOverrides {
   std::optional<uint64_t> kv_budget_mb;
   std::vector<std::string> tiers;  // "NAME=PATH", replacing a file tier of the same name
   std::optional<double> sim_tokens_per_s, sim_prefill_tokens_per_s;
+  std::vector<std::string> allow_hosts, allow_origins;  // added to the file's
 };
 
 // Parses TOML text; relative paths are taken relative to base_dir. Unknown

@@ -1,5 +1,7 @@
 #include "node/server.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <ctime>
 #include <deque>
@@ -19,6 +21,7 @@
 #include "node/log.h"
 #include "node/node.h"
 #include "node/openai_relay.h"
+#include "node/request_guard.h"
 #include "node/ticket_desk.h"
 
 namespace revis::node {
@@ -45,6 +48,11 @@ constexpr size_t kMaxHeaderFields = 100;
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr size_t kLingerBytes = 4u << 20;
 
+std::string machine_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "";
+}
+
 class WsSession;
 class HttpSession;
 
@@ -61,12 +69,20 @@ struct ServerState {
   int exit_code = 0;
   std::thread stopper;
   Clock::time_point stop_deadline;
+  const RequestGuard guard;
 
-  ServerState(Node& n, TicketDesk& d, net::io_context& io) : node(n), desk(d), ioc(io), acceptor(io), signals(io, SIGINT, SIGTERM), stop_timer(io) {}
+  ServerState(Node& n, TicketDesk& d, net::io_context& io)
+      : node(n), desk(d), ioc(io), acceptor(io), signals(io, SIGINT, SIGTERM), stop_timer(io), guard(n.config(), machine_name()) {}
   void begin_shutdown(int code, const std::string& why);
   void after_executor_stopped();
   void poll_connections_closed();
 };
+
+template <class Message>
+std::string_view field_value(const Message& m, http::field f) {
+  auto it = m.find(f);
+  return it == m.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
+}
 
 // Comparison whose time does not depend on where the strings differ, so the
 // token cannot be guessed byte by byte from response times.
@@ -285,6 +301,7 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
 
  private:
   void do_read() {
+    cors_origin_.clear();
     parser_.emplace();
     parser_->body_limit(state_.node.config().max_request_bytes);
     parser_->header_limit(kMaxHeaderBytes);
@@ -309,6 +326,8 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
     http::request<http::string_body> req = parser_->release();
     if (auto problem = framing_problem(req)) return refuse_framing(problem->first, problem->second);
     keep_alive_ = req.keep_alive();
+    if (!admitted(req)) return;
+    if (req.method() == http::verb::options) return preflight(req);
     std::string_view target(req.target().data(), req.target().size());
     const std::string path(target.substr(0, target.find('?')));
 
@@ -323,6 +342,47 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
       return;
     }
     route(req, path);
+  }
+
+  // Host and Origin (node/request_guard.h); false when refused. Remembers
+  // an allowed cross-site origin, whose responses carry CORS headers.
+  bool admitted(const http::request<http::string_body>& req) {
+    const std::string_view host = field_value(req, http::field::host), origin = field_value(req, http::field::origin);
+    if (host.empty() && req.version() >= 11) {
+      refuse_request(http::status::bad_request, "an HTTP/1.1 request needs a Host header", "bad_request");
+      return false;
+    }
+    if (!state_.guard.host_allowed(host)) {
+      refuse_request(http::status::forbidden,
+                     "this node does not answer to the Host this request names (a node without a token answers its "
+                     "addresses, localhost and its names; see --allow-host)",
+                     "forbidden_host");
+      return false;
+    }
+    switch (state_.guard.classify_origin(origin, host)) {
+      case RequestGuard::Origin::kForeign:
+        refuse_request(http::status::forbidden, "web pages from this request's Origin may not call this node (see --allow-origin)",
+                       "forbidden_origin");
+        return false;
+      case RequestGuard::Origin::kAllowed: cors_origin_ = origin; break;
+      case RequestGuard::Origin::kNone:
+      case RequestGuard::Origin::kSame: break;
+    }
+    return true;
+  }
+
+  // OPTIONS: a CORS preflight from an allowed origin gets the methods and
+  // the headers it asked for (the OpenAI SDKs send several of their own).
+  void preflight(const http::request<http::string_body>& req) {
+    http::response<http::string_body> res{http::status::no_content, 11};
+    res.set(http::field::allow, "GET, POST, OPTIONS");
+    if (!cors_origin_.empty()) {
+      res.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+      const std::string_view asked = field_value(req, http::field::access_control_request_headers);
+      res.set(http::field::access_control_allow_headers, asked.empty() ? std::string("Authorization, Content-Type") : std::string(asked));
+      res.set(http::field::access_control_max_age, "600");
+    }
+    send_response(std::move(res));
   }
 
   void route(http::request<http::string_body>& req, const std::string& path) {
@@ -394,9 +454,9 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
       // SSE over HTTP/1.1 chunked encoding, framed here so that the header
       // and every event go through one ordered write queue.
       raw_write(
-          "HTTP/1.1 200 OK\r\nServer: revis\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-          "Transfer-Encoding: chunked\r\nConnection: " +
-          std::string(keep_alive_ ? "keep-alive" : "close") + "\r\n\r\n");
+          "HTTP/1.1 200 OK\r\nServer: revis\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n" +
+          (cors_origin_.empty() ? "" : "Access-Control-Allow-Origin: " + cors_origin_ + "\r\nVary: Origin\r\n") +
+          "Transfer-Encoding: chunked\r\nConnection: " + std::string(keep_alive_ ? "keep-alive" : "close") + "\r\n\r\n");
     }
     for (const std::string& data : step.events) sse_event(data);
     if (step.cancel) state_.desk.on_cancel(shared_from_this(), request_id_);
@@ -456,10 +516,14 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
   // The request could not be framed, so nothing after it on this
   // connection can be either: answer, then close.
   void refuse_framing(http::status status, const std::string& why) {
-    keep_alive_ = false;
     linger_ = true;
-    respond_json(status, openai_error(why, "invalid_request_error",
-                                      status == http::status::payload_too_large ? "too_long" : "bad_request"));
+    refuse_request(status, why, status == http::status::payload_too_large ? "too_long" : "bad_request");
+  }
+
+  // A request refused before routing: answered, and the connection closed.
+  void refuse_request(http::status status, const std::string& why, const char* code) {
+    keep_alive_ = false;
+    respond_json(status, openai_error(why, "invalid_request_error", code));
   }
 
   void respond_error(const NodeError& e) {
@@ -494,6 +558,10 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
 
   void send_response(http::response<http::string_body> res) {
     res.set(http::field::server, "revis");
+    if (!cors_origin_.empty()) {
+      res.set(http::field::access_control_allow_origin, cors_origin_);
+      res.set(http::field::vary, "Origin");
+    }
     res.keep_alive(keep_alive_ && !state_.stopping);
     res.prepare_payload();
     auto msg = std::make_shared<http::response<http::string_body>>(std::move(res));
@@ -542,7 +610,8 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
   std::optional<http::request_parser<http::string_body>> parser_;
   Clock::time_point received_;
   bool keep_alive_ = true, writing_ = false, dead_ = false;
-  bool linger_ = false;  // close through linger() after the response
+  bool linger_ = false;      // close through linger() after the response
+  std::string cors_origin_;  // the request's Origin, when CORS headers answer it
   size_t lingered_ = 0;
   // The OpenAI request in progress on this connection.
   bool job_active_ = false, sse_finished_ = false;

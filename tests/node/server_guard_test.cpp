@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "node/client.h"
 #include "node/node_process.h"
 
 namespace revis {
@@ -89,6 +90,68 @@ TEST(NodeHttpFraming, MalformedRequestsGetAStatusBeforeTheClose) {
   }
   // A well-formed request on the same node still works.
   EXPECT_EQ(status_of(raw_exchange(node.port(), "GET /health HTTP/1.1\r\n" + host + "\r\n")), 200);
+  EXPECT_EQ(node.stop(std::chrono::seconds(10)), 0) << node.log();
+}
+
+std::string upgrade_request(const std::string& host, const std::string& origin) {
+  return "GET /v1/revis/stream HTTP/1.1\r\nHost: " + host +
+         "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+         "Sec-WebSocket-Version: 13\r\n" +
+         (origin.empty() ? "" : "Origin: " + origin + "\r\n") + "\r\n";
+}
+
+node::HttpResponse request(const NodeProcess& node, const char* method, const std::string& target,
+                           std::vector<std::pair<std::string, std::string>> headers, const std::string& body = "") {
+  auto r = node::http_request(node.endpoint(), method, target, body, headers, 30000);
+  if (!r.ok()) throw std::runtime_error(r.status().message());
+  return *r;
+}
+
+TEST(NodeBrowserGuard, ForeignHostsAndOriginsAreRefusedAllowedOriginsGetCors) {
+  NodeProcess node({"--engine", "sim", "--sim-tokens-per-s", "1000", "--allow-origin", "https://app.example"});
+  ASSERT_TRUE(node.wait_ready()) << node.log();
+  const std::string self = "127.0.0.1:" + std::to_string(node.port());
+  const std::string chat = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":2})";
+
+  // DNS rebinding and cross-site WebSocket: refused before the upgrade.
+  EXPECT_EQ(status_of(raw_exchange(node.port(), upgrade_request("evil.example", "http://evil.example"))), 403);
+  EXPECT_EQ(status_of(raw_exchange(node.port(), upgrade_request("evil.example:" + std::to_string(node.port()), ""))), 403);
+  EXPECT_EQ(status_of(raw_exchange(node.port(), upgrade_request(self, "http://evil.example"))), 403);
+  EXPECT_EQ(status_of(raw_exchange(node.port(), upgrade_request(self, "https://app.example"))), 101);
+  EXPECT_EQ(status_of(raw_exchange(node.port(), upgrade_request(self, ""))), 101);
+  EXPECT_EQ(status_of(raw_exchange(node.port(), "GET /health HTTP/1.1\r\n\r\n")), 400) << "HTTP/1.1 needs a Host";
+
+  // A "simple" cross-site POST (text/plain, no preflight) does not run.
+  auto simple = request(node, "POST", "/v1/chat/completions", {{"Content-Type", "text/plain"}, {"Origin", "http://evil.example"}}, chat);
+  EXPECT_EQ(simple.status, 403) << simple.body;
+  EXPECT_EQ(simple.headers.count("access-control-allow-origin"), 0u);
+  EXPECT_EQ(request(node, "GET", "/v1/models", {{"Host", "evil.example"}}).status, 403);
+  EXPECT_EQ(request(node, "OPTIONS", "/v1/chat/completions",
+                    {{"Origin", "http://evil.example"}, {"Access-Control-Request-Method", "POST"}}).status,
+            403);
+
+  // The allowed origin: preflight, then the call, both with CORS headers.
+  auto pre = request(node, "OPTIONS", "/v1/chat/completions",
+                     {{"Origin", "https://app.example"},
+                      {"Access-Control-Request-Method", "POST"},
+                      {"Access-Control-Request-Headers", "authorization, content-type, x-stainless-os"}});
+  EXPECT_EQ(pre.status, 204);
+  EXPECT_EQ(pre.headers["access-control-allow-origin"], "https://app.example");
+  EXPECT_NE(pre.headers["access-control-allow-methods"].find("POST"), std::string::npos);
+  EXPECT_EQ(pre.headers["access-control-allow-headers"], "authorization, content-type, x-stainless-os");
+  auto allowed = request(node, "POST", "/v1/chat/completions",
+                         {{"Content-Type", "application/json"}, {"Origin", "https://app.example"}}, chat);
+  EXPECT_EQ(allowed.status, 200) << allowed.body;
+  EXPECT_EQ(allowed.headers["access-control-allow-origin"], "https://app.example");
+  EXPECT_EQ(allowed.headers["vary"], "Origin");
+  auto streamed = request(node, "POST", "/v1/chat/completions", {{"Content-Type", "application/json"}, {"Origin", "https://app.example"}},
+                          R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":2,"stream":true})");
+  EXPECT_EQ(streamed.status, 200);
+  EXPECT_EQ(streamed.headers["access-control-allow-origin"], "https://app.example");
+
+  // The node's own pages (same origin) and names it serves pass.
+  EXPECT_EQ(request(node, "GET", "/v1/models", {{"Origin", "http://" + self}}).status, 200);
+  EXPECT_EQ(request(node, "GET", "/v1/models", {{"Host", "localhost:" + std::to_string(node.port())}}).status, 200);
   EXPECT_EQ(node.stop(std::chrono::seconds(10)), 0) << node.log();
 }
 
