@@ -148,6 +148,10 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     // The network guards.
     else if (key == "allow_hosts") s = get_strings(v, at, "host name", c.allow_hosts);
     else if (key == "allow_origins") s = get_strings(v, at, "origin", c.allow_origins);
+    else if (key == "max_connections") s = get_int(v, at, 1, 1 << 20, c.max_connections);
+    else if (key == "max_connections_per_ip") s = get_int(v, at, 1, 1 << 20, c.max_connections_per_ip);
+    else if (key == "handshake_timeout_s") s = get_int(v, at, 1, 3600, c.handshake_timeout_s);
+    else if (key == "idle_timeout_s") s = get_int(v, at, 1, 7 * 24 * 3600, c.idle_timeout_s);
     else if (key == "tiers") {
       const toml::table* tiers = v.as_table();
       if (!tiers) return Status::error(at + ": expected [tiers.NAME] tables");
@@ -199,6 +203,10 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.engine) c.engine = *o.engine;
   c.allow_hosts.insert(c.allow_hosts.end(), o.allow_hosts.begin(), o.allow_hosts.end());
   c.allow_origins.insert(c.allow_origins.end(), o.allow_origins.begin(), o.allow_origins.end());
+  if (o.max_connections) c.max_connections = *o.max_connections;
+  if (o.max_connections_per_ip) c.max_connections_per_ip = *o.max_connections_per_ip;
+  if (o.handshake_timeout_s) c.handshake_timeout_s = *o.handshake_timeout_s;
+  if (o.idle_timeout_s) c.idle_timeout_s = *o.idle_timeout_s;
   if (o.sim_tokens_per_s) c.sim_tokens_per_s = *o.sim_tokens_per_s;
   if (o.sim_prefill_tokens_per_s) c.sim_prefill_tokens_per_s = *o.sim_prefill_tokens_per_s;
   for (const std::string& spec : o.tiers) {
@@ -241,6 +249,10 @@ Status validate_config(NodeConfig& c) {
     return Status::error("refusing to listen on " + c.host +
                          " without a token: anyone who can reach it could use this machine. Set --token (or token = "
                          "\"...\" in the config), or listen on 127.0.0.1");
+  if (c.max_connections < 1 || c.max_connections_per_ip < 1)
+    return Status::error("max_connections and max_connections_per_ip must be at least 1");
+  if (c.handshake_timeout_s < 1 || c.idle_timeout_s < 1)
+    return Status::error("handshake_timeout_s and idle_timeout_s must be at least 1 (seconds)");
   for (const std::string& h : c.allow_hosts)
     if (h.empty() || h.find_first_of(" /\t") != std::string::npos)
       return Status::error("allow_hosts \"" + h + "\": expected a host name, HOST:PORT or *");

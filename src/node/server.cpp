@@ -1,12 +1,15 @@
 #include "node/server.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <ctime>
 #include <deque>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -18,6 +21,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "node/connection_table.h"
 #include "node/log.h"
 #include "node/node.h"
 #include "node/openai_relay.h"
@@ -47,6 +51,15 @@ constexpr size_t kMaxHeaderFields = 100;
 // the client reads the refusal instead of a reset.
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr size_t kLingerBytes = 4u << 20;
+// Descriptors kept for what is not a client connection (models, journal,
+// KV files, peer links, the resolver); the rest of the limit is for clients.
+constexpr size_t kReservedDescriptors = 64;
+// accept() out of descriptors: wait this long before trying again, doubling
+// up to the maximum, instead of failing in a loop.
+constexpr auto kFirstAcceptBackoff = std::chrono::milliseconds(10);
+constexpr auto kMaxAcceptBackoff = std::chrono::milliseconds(1000);
+// A warning that repeats is logged at most once per interval.
+constexpr auto kWarningInterval = std::chrono::seconds(10);
 
 std::string machine_name() {
   char name[256] = {};
@@ -55,6 +68,27 @@ std::string machine_name() {
 
 class WsSession;
 class HttpSession;
+
+// At most one line per kWarningInterval for a warning that repeats (a
+// flood must not fill the disk with log); the lines left out are counted
+// in the next one.
+class WarningLimiter {
+ public:
+  void warn(const std::string& message) {
+    const Clock::time_point now = Clock::now();
+    if (now < next_) {
+      ++left_out_;
+      return;
+    }
+    log_line("warn", left_out_ == 0 ? message : message + " (and " + std::to_string(left_out_) + " more since the last such line)");
+    left_out_ = 0;
+    next_ = now + kWarningInterval;
+  }
+
+ private:
+  Clock::time_point next_{};
+  uint64_t left_out_ = 0;
+};
 
 struct ServerState {
   Node& node;
@@ -70,9 +104,14 @@ struct ServerState {
   std::thread stopper;
   Clock::time_point stop_deadline;
   const RequestGuard guard;
+  ConnectionTable& connections;  // outlives the I/O context, whose handlers may hold sessions
+  net::steady_timer accept_timer;
+  std::chrono::milliseconds accept_backoff = kFirstAcceptBackoff;
+  WarningLimiter accept_warnings, refusal_warnings;
 
-  ServerState(Node& n, TicketDesk& d, net::io_context& io)
-      : node(n), desk(d), ioc(io), acceptor(io), signals(io, SIGINT, SIGTERM), stop_timer(io), guard(n.config(), machine_name()) {}
+  ServerState(Node& n, TicketDesk& d, net::io_context& io, ConnectionTable& c)
+      : node(n), desk(d), ioc(io), acceptor(io), signals(io, SIGINT, SIGTERM), stop_timer(io),
+        guard(n.config(), machine_name()), connections(c), accept_timer(io) {}
   void begin_shutdown(int code, const std::string& why);
   void after_executor_stopped();
   void poll_connections_closed();
@@ -124,6 +163,20 @@ std::optional<std::pair<http::status, const char*>> framing_problem(const Reques
   return std::nullopt;
 }
 
+// The ticket a done or error event ends, when the event is one. Events are
+// compact JSON with every string value escaped, so these patterns can only
+// match the event's own fields, never text inside a value.
+std::optional<std::string> ended_ticket(std::string_view event) {
+  if (event.find(R"("type":"done")") == std::string_view::npos && event.find(R"("type":"error")") == std::string_view::npos)
+    return std::nullopt;
+  const std::string_view key = R"("ticketID":")";
+  const size_t at = event.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  const size_t begin = at + key.size(), end = event.find('"', begin);
+  if (end == std::string_view::npos) return std::nullopt;
+  return std::string(event.substr(begin, end - begin));
+}
+
 std::string random_id(const char* prefix) {
   static std::mutex mutex;
   static std::mt19937_64 rng{std::random_device{}()};
@@ -137,19 +190,26 @@ std::string random_id(const char* prefix) {
 
 class WsSession : public ClientLink, public std::enable_shared_from_this<WsSession> {
  public:
-  WsSession(beast::tcp_stream&& stream, ServerState& state)
-      : ws_(std::move(stream)), events_(net::make_strand(ws_.get_executor())), state_(state) {}
+  WsSession(beast::tcp_stream&& stream, ConnectionTable::Slot slot, ServerState& state)
+      : ws_(std::move(stream)), events_(net::make_strand(ws_.get_executor())), state_(state), slot_(std::move(slot)),
+        idle_timer_(ws_.get_executor()) {}
 
   void start(http::request<http::string_body> req) {
     beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
-    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    // Pings find a peer that vanished; a client that answers them but
+    // neither sends nor waits for anything is closed by the idle timer.
+    auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::server);
+    timeouts.keep_alive_pings = true;
+    ws_.set_option(timeouts);
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { res.set(http::field::server, "revis"); }));
     // Messages up to 4x the limit are read, so that the client hears
     // too_long for its ticket; beyond that Beast closes with 1009.
     ws_.read_message_max(state_.node.config().max_message_bytes * 4 + 4096);
     ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) {
-      if (ec) return;
+      if (ec) return self->disconnected();
+      self->last_activity_ = Clock::now();
+      self->arm_idle_timer();
       self->do_read();
     });
   }
@@ -169,13 +229,32 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   // like send(): a job's last event, sent from the executor's thread just
   // before shutdown calls this, is then written first and not lost.
   void close_going_away() {
-    net::post(events_, [self = shared_from_this()] {
-      self->close_pending_ = true;
-      if (!self->writing_ && !self->closed_) self->do_close();
-    });
+    net::post(events_, [self = shared_from_this()] { self->close_when_written(); });
   }
 
  private:
+  void close_when_written() {
+    close_pending_ = true;
+    if (!writing_ && !closed_ && !closing_) do_close();
+  }
+
+  // Closes the connection once it has been idle for idle_timeout_s: no
+  // message either way and no ticket of its own open (a client waiting for
+  // a long answer is not idle).
+  void arm_idle_timer() {
+    const auto idle = std::chrono::seconds(state_.node.config().idle_timeout_s);
+    const Clock::time_point now = Clock::now();
+    Clock::time_point next = last_activity_ + idle;
+    if (now >= next) {
+      if (open_tickets_.empty()) return close_when_written();
+      next = now + idle;
+    }
+    idle_timer_.expires_at(next);
+    idle_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec && !self->closed_ && !self->closing_) self->arm_idle_timer();
+    });
+  }
+
   void do_read() {
     ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
   }
@@ -183,6 +262,7 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   void on_read(beast::error_code ec) {
     if (ec) return disconnected();
     const Clock::time_point received = Clock::now();
+    last_activity_ = received;
     std::string text = beast::buffers_to_string(buffer_.data());
     buffer_.consume(buffer_.size());
     if (!ws_.got_text()) {
@@ -202,14 +282,20 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
     ClientMessage& message = std::get<ClientMessage>(parsed);
     auto self = shared_from_this();
     if (auto* cancel = std::get_if<CancelRequest>(&message)) return state_.desk.on_cancel(self, cancel->id);
-    if (auto* resume = std::get_if<ResumeRequest>(&message)) return state_.desk.on_resume(self, *resume);
+    if (auto* resume = std::get_if<ResumeRequest>(&message)) {
+      open_tickets_.insert(resume->id);
+      return state_.desk.on_resume(self, *resume);
+    }
     if (auto* subscribe = std::get_if<SubscribeRequest>(&message)) return state_.desk.on_subscribe(self, *subscribe);
+    open_tickets_.insert(std::get<Ticket>(message).id);
     state_.desk.on_ticket(self, std::move(std::get<Ticket>(message)), received);
   }
 
   // On the I/O thread.
   void write_event(std::string message) {
     if (closed_ || closing_) return;
+    last_activity_ = Clock::now();
+    if (auto ended = ended_ticket(message)) open_tickets_.erase(*ended);
     queued_bytes_ += message.size();
     if (queued_bytes_ > kMaxBufferedBytes) {
       log_line("warn", "dropping a WebSocket client that does not read (" + std::to_string(queued_bytes_) + " bytes unsent)");
@@ -249,6 +335,8 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   void disconnected() {
     if (closed_) return;
     closed_ = true;
+    idle_timer_.cancel();
+    slot_.release();
     state_.desk.on_disconnect(shared_from_this());
     if (!closing_) {
       beast::error_code ignored;
@@ -268,16 +356,21 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   std::deque<std::string> outbox_;
   size_t queued_bytes_ = 0;
   bool writing_ = false, closed_ = false, close_pending_ = false, closing_ = false;
+  ConnectionTable::Slot slot_;
+  net::steady_timer idle_timer_;
+  Clock::time_point last_activity_;
+  std::set<std::string> open_tickets_;  // sent (or resumed) here, not yet done or failed
 };
 
 // ---------------------------------------------------------------- HTTP
 
 // One HTTP connection. While an OpenAI request runs it is that request's
 // ClientLink: the desk sends it the ticket's events.
-class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpSession> {
+class HttpSession : public ClientLink, public ConnectionTable::Idle, public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket socket, ServerState& state)
-      : stream_(std::move(socket)), events_(net::make_strand(stream_.get_executor())), state_(state) {}
+  HttpSession(tcp::socket socket, ConnectionTable::Slot slot, ServerState& state)
+      : stream_(std::move(socket)), events_(net::make_strand(stream_.get_executor())), state_(state), slot_(std::move(slot)),
+        first_request_by_(Clock::now() + std::chrono::seconds(state.node.config().handshake_timeout_s)) {}
 
   void send(std::string event) override {
     net::post(events_, [self = shared_from_this(), event = std::move(event)] { self->on_openai_event(event); });
@@ -290,6 +383,9 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
 
   void start() { do_read(); }
 
+  // Only while it waits for a request (ConnectionTable::set_idle).
+  void evict() override { close(); }
+
   // Shutdown: connections waiting for a next request are closed; one with
   // a job in progress finishes its response first.
   void close_if_idle() {
@@ -300,12 +396,30 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
   }
 
  private:
+  // Waits for the first byte of the next request: idle, so the connection
+  // may be evicted for a new one, and closed when the wait runs out (the
+  // handshake timeout for a new connection, the idle timeout after a
+  // request was answered).
   void do_read() {
     cors_origin_.clear();
+    if (buffer_.size() > 0) return read_request();  // the client sent it already (pipelining)
+    state_.connections.set_idle(slot_, weak_from_this());
+    if (served_) stream_.expires_after(std::chrono::seconds(state_.node.config().idle_timeout_s));
+    else stream_.expires_at(first_request_by_);
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->state_.connections.set_busy(self->slot_);
+      if (ec) return self->close();
+      self->buffer_.commit(n);
+      self->read_request();
+    });
+  }
+
+  void read_request() {
     parser_.emplace();
     parser_->body_limit(state_.node.config().max_request_bytes);
     parser_->header_limit(kMaxHeaderBytes);
-    stream_.expires_after(kHttpReadTimeout);
+    if (served_) stream_.expires_after(kHttpReadTimeout);
+    else stream_.expires_at(first_request_by_);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
   }
@@ -336,7 +450,7 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
       if (!authorized(state_, req)) return unauthorized();
       if (state_.stopping) return respond_json(http::status::service_unavailable, R"({"error":"the node is shutting down"})");
       stream_.expires_never();
-      auto ws = std::make_shared<WsSession>(std::move(stream_), state_);
+      auto ws = std::make_shared<WsSession>(std::move(stream_), std::move(slot_), state_);
       state_.ws_sessions.push_back(ws);
       ws->start(std::move(req));
       return;
@@ -495,6 +609,7 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
                        if (self->sse_finished_) {
                          self->sse_finished_ = false;
                          if (!self->keep_alive_) return self->close();
+                         self->served_ = true;
                          self->do_read();
                        }
                      });
@@ -536,6 +651,7 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
   }
 
   void unauthorized() {
+    keep_alive_ = false;  // a connection without the token gets no second try
     http::response<http::string_body> res{http::status::unauthorized, 11};
     res.set(http::field::www_authenticate, "Bearer");
     res.set(http::field::content_type, "application/json");
@@ -571,6 +687,7 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
       self->writing_ = false;
       if (!ec && self->linger_) return self->linger();
       if (ec || !msg->keep_alive()) return self->close();
+      self->served_ = true;
       self->do_read();
     });
   }
@@ -601,6 +718,7 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.socket().close(ignored);
+    slot_.release();
   }
 
   beast::tcp_stream stream_;
@@ -612,6 +730,9 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
   bool keep_alive_ = true, writing_ = false, dead_ = false;
   bool linger_ = false;      // close through linger() after the response
   std::string cors_origin_;  // the request's Origin, when CORS headers answer it
+  ConnectionTable::Slot slot_;
+  const Clock::time_point first_request_by_;  // the handshake timeout
+  bool served_ = false;                       // a response went out: the idle timeout applies
   size_t lingered_ = 0;
   // The OpenAI request in progress on this connection.
   bool job_active_ = false, sse_finished_ = false;
@@ -624,17 +745,58 @@ class HttpSession : public ClientLink, public std::enable_shared_from_this<HttpS
 
 // ---------------------------------------------------------------- accept + shutdown
 
+void do_accept(ServerState& state);
+
+// The caps are full of busy connections: a short 503 if the socket takes
+// it at once, then close.
+void refuse_connection(ServerState& state, tcp::socket& socket) {
+  static const std::string kBody = R"({"error":{"message":"too many connections; try again","type":"server_error","code":"too_many_connections"}})";
+  static const std::string kResponse =
+      "HTTP/1.1 503 Service Unavailable\r\nServer: revis\r\nRetry-After: 1\r\nContent-Type: application/json\r\nContent-Length: " +
+      std::to_string(kBody.size()) + "\r\nConnection: close\r\n\r\n" + kBody;
+  beast::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(net::buffer(kResponse), ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+  state.refusal_warnings.warn("refused a connection: " + std::to_string(state.connections.size()) +
+                              " open, none idle (max_connections " + std::to_string(state.connections.max_total()) +
+                              ", max_connections_per_ip " + std::to_string(state.connections.max_per_address()) + ")");
+}
+
+void on_accept_failed(ServerState& state, beast::error_code ec) {
+  state.accept_warnings.warn("accept failed: " + ec.message());
+  const bool out_of_descriptors = ec == net::error::no_descriptors || ec == net::error::no_buffer_space ||
+                                  ec == net::error::no_memory || ec.value() == ENFILE;
+  if (!out_of_descriptors) return do_accept(state);
+  // Closing the longest idle connection frees a descriptor at once; with
+  // none idle, wait (doubling) instead of failing again in a loop.
+  if (state.connections.evict_one()) return do_accept(state);
+  state.accept_timer.expires_after(state.accept_backoff);
+  state.accept_backoff = std::min(state.accept_backoff * 2, kMaxAcceptBackoff);
+  state.accept_timer.async_wait([&state](beast::error_code wait_ec) {
+    if (!wait_ec && !state.stopping) do_accept(state);
+  });
+}
+
 void do_accept(ServerState& state) {
   state.acceptor.async_accept([&state](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (state.stopping || ec == net::error::operation_aborted) return;
-      log_line("warn", "accept failed: " + ec.message());
+      return on_accept_failed(state, ec);
+    }
+    state.accept_backoff = kFirstAcceptBackoff;
+    beast::error_code address_ec;
+    const tcp::endpoint remote = socket.remote_endpoint(address_ec);
+    std::optional<ConnectionTable::Slot> slot = state.connections.admit(address_ec ? std::string() : remote.address().to_string());
+    if (!slot) {
+      refuse_connection(state, socket);
     } else {
       // Token events are small writes that must leave at once; with Nagle's
       // algorithm each would wait for the previous one's ACK (tens of ms).
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
-      auto session = std::make_shared<HttpSession>(std::move(socket), state);
+      auto session = std::make_shared<HttpSession>(std::move(socket), std::move(*slot), state);
       // Forget sessions that have ended, so the list stays as long as the
       // number of live connections.
       std::erase_if(state.http_sessions, [](const auto& w) { return w.expired(); });
@@ -645,6 +807,20 @@ void do_accept(ServerState& state) {
   });
 }
 
+// Raises the soft descriptor limit to the hard one, and returns how many
+// client connections the limit leaves room for.
+size_t connection_room() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? rlim_t(1) << 20 : limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  const size_t descriptors = limit.rlim_cur == RLIM_INFINITY ? size_t(1) << 20 : static_cast<size_t>(limit.rlim_cur);
+  return descriptors > 2 * kReservedDescriptors ? descriptors - kReservedDescriptors : descriptors / 2;
+}
+
 void ServerState::begin_shutdown(int code, const std::string& why) {
   if (stopping) return;
   stopping = true;
@@ -653,6 +829,7 @@ void ServerState::begin_shutdown(int code, const std::string& why) {
   desk.on_shutdown();
   beast::error_code ignored;
   acceptor.close(ignored);
+  accept_timer.cancel();
   signals.cancel(ignored);
   // Stopping the executor blocks (up to the grace period) while the running
   // job finishes; the I/O thread must keep delivering its tokens meanwhile.
@@ -689,8 +866,11 @@ void ServerState::poll_connections_closed() {
 
 int serve(Node& node, TicketDesk& desk) {
   const NodeConfig& config = node.config();
+  const size_t room = connection_room();
+  ConnectionTable connections(std::min(static_cast<size_t>(config.max_connections), room),
+                              static_cast<size_t>(config.max_connections_per_ip));
   net::io_context ioc{1};
-  ServerState state(node, desk, ioc);
+  ServerState state(node, desk, ioc, connections);
 
   beast::error_code ec;
   tcp::resolver resolver(ioc);
@@ -716,6 +896,9 @@ int serve(Node& node, TicketDesk& desk) {
                        " (tickets: ws://" + host + ":" + std::to_string(bound.port()) + "/v1/revis/stream; catalogue " +
                        node.catalog().digest() + ")");
 
+  log_line("info", "connections: at most " + std::to_string(state.connections.max_total()) + " (" +
+                       std::to_string(room) + " fit the descriptor limit), " +
+                       std::to_string(state.connections.max_per_address()) + " per address");
   node.start([&state](const Status& s) {
     if (s.ok()) {
       log_line("info", "ready");
