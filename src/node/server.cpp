@@ -9,7 +9,6 @@
 #include <deque>
 #include <map>
 #include <random>
-#include <set>
 #include <thread>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "node/access_log.h"
 #include "node/connection_table.h"
 #include "node/log.h"
 #include "node/node.h"
@@ -163,18 +163,33 @@ std::optional<std::pair<http::status, const char*>> framing_problem(const Reques
   return std::nullopt;
 }
 
-// The ticket a done or error event ends, when the event is one. Events are
-// compact JSON with every string value escaped, so these patterns can only
-// match the event's own fields, never text inside a value.
-std::optional<std::string> ended_ticket(std::string_view event) {
-  if (event.find(R"("type":"done")") == std::string_view::npos && event.find(R"("type":"error")") == std::string_view::npos)
-    return std::nullopt;
-  const std::string_view key = R"("ticketID":")";
+// The string value of `name` in an event, empty if none. Events are
+// compact JSON with every string value escaped, so the pattern only
+// matches the event's own fields, never text inside a value.
+std::string_view string_field(std::string_view event, std::string_view name) {
+  const std::string key = "\"" + std::string(name) + "\":\"";
   const size_t at = event.find(key);
-  if (at == std::string_view::npos) return std::nullopt;
+  if (at == std::string_view::npos) return {};
   const size_t begin = at + key.size(), end = event.find('"', begin);
-  if (end == std::string_view::npos) return std::nullopt;
-  return std::string(event.substr(begin, end - begin));
+  return end == std::string_view::npos ? std::string_view() : event.substr(begin, end - begin);
+}
+
+// What an event says of its ticket: the ID, and for the ticket's last
+// event (done or error) its outcome: "done" or the error code.
+struct EventSummary {
+  std::string_view ticket, outcome;
+};
+
+EventSummary summarize_event(std::string_view event) {
+  EventSummary summary{string_field(event, "ticketID"), {}};
+  const std::string_view type = string_field(event, "type");
+  if (type == "done") summary.outcome = type;
+  if (type == "error") summary.outcome = string_field(event, "code");
+  return summary;
+}
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
 std::string random_id(const char* prefix) {
@@ -192,7 +207,7 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
  public:
   WsSession(beast::tcp_stream&& stream, ConnectionTable::Slot slot, ServerState& state)
       : ws_(std::move(stream)), events_(net::make_strand(ws_.get_executor())), state_(state), slot_(std::move(slot)),
-        idle_timer_(ws_.get_executor()) {}
+        idle_timer_(ws_.get_executor()), client_(slot_.address()) {}
 
   void start(http::request<http::string_body> req) {
     beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
@@ -283,19 +298,37 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
     auto self = shared_from_this();
     if (auto* cancel = std::get_if<CancelRequest>(&message)) return state_.desk.on_cancel(self, cancel->id);
     if (auto* resume = std::get_if<ResumeRequest>(&message)) {
-      open_tickets_.insert(resume->id);
+      open_tickets_.try_emplace(resume->id, OpenTicket{received, 0});
       return state_.desk.on_resume(self, *resume);
     }
     if (auto* subscribe = std::get_if<SubscribeRequest>(&message)) return state_.desk.on_subscribe(self, *subscribe);
-    open_tickets_.insert(std::get<Ticket>(message).id);
+    open_tickets_.try_emplace(std::get<Ticket>(message).id, OpenTicket{received, 0});
     state_.desk.on_ticket(self, std::move(std::get<Ticket>(message)), received);
+  }
+
+  // The access log's line for each ticket that ends here (and for each
+  // message refused before it became a ticket).
+  void account(const std::string& event) {
+    const EventSummary summary = summarize_event(event);
+    auto it = open_tickets_.find(summary.ticket);
+    if (it != open_tickets_.end()) it->second.bytes += event.size();
+    if (summary.outcome.empty()) return;
+    const bool open = it != open_tickets_.end();
+    log_access({.client = client_,
+                .method = "TICKET",
+                .route = "/v1/revis/stream",
+                .status = summary.outcome,
+                .bytes = open ? it->second.bytes : event.size(),
+                .duration_ms = open ? ms_since(it->second.received) : 0,
+                .ticket_id = summary.ticket});
+    if (open) open_tickets_.erase(it);
   }
 
   // On the I/O thread.
   void write_event(std::string message) {
     if (closed_ || closing_) return;
     last_activity_ = Clock::now();
-    if (auto ended = ended_ticket(message)) open_tickets_.erase(*ended);
+    account(message);
     queued_bytes_ += message.size();
     if (queued_bytes_ > kMaxBufferedBytes) {
       log_line("warn", "dropping a WebSocket client that does not read (" + std::to_string(queued_bytes_) + " bytes unsent)");
@@ -359,7 +392,12 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   ConnectionTable::Slot slot_;
   net::steady_timer idle_timer_;
   Clock::time_point last_activity_;
-  std::set<std::string> open_tickets_;  // sent (or resumed) here, not yet done or failed
+  const std::string client_;  // the source address
+  struct OpenTicket {
+    Clock::time_point received;
+    uint64_t bytes = 0;  // of its events sent so far
+  };
+  std::map<std::string, OpenTicket, std::less<>> open_tickets_;  // sent (or resumed) here, not yet done or failed
 };
 
 // ---------------------------------------------------------------- HTTP
@@ -370,7 +408,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
  public:
   HttpSession(tcp::socket socket, ConnectionTable::Slot slot, ServerState& state)
       : stream_(std::move(socket)), events_(net::make_strand(stream_.get_executor())), state_(state), slot_(std::move(slot)),
-        first_request_by_(Clock::now() + std::chrono::seconds(state.node.config().handshake_timeout_s)) {}
+        client_(slot_.address()), first_request_by_(Clock::now() + std::chrono::seconds(state.node.config().handshake_timeout_s)) {}
 
   void send(std::string event) override {
     net::post(events_, [self = shared_from_this(), event = std::move(event)] { self->on_openai_event(event); });
@@ -415,6 +453,9 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   }
 
   void read_request() {
+    started_ = Clock::now();
+    method_ = route_ = "-";
+    request_id_.clear();
     parser_.emplace();
     parser_->body_limit(state_.node.config().max_request_bytes);
     parser_->header_limit(kMaxHeaderBytes);
@@ -438,18 +479,20 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     }
     received_ = Clock::now();
     http::request<http::string_body> req = parser_->release();
+    method_ = std::string(req.method_string());
+    route_ = std::string(req.target().substr(0, req.target().find('?')));
     if (auto problem = framing_problem(req)) return refuse_framing(problem->first, problem->second);
     keep_alive_ = req.keep_alive();
     if (!admitted(req)) return;
     if (req.method() == http::verb::options) return preflight(req);
-    std::string_view target(req.target().data(), req.target().size());
-    const std::string path(target.substr(0, target.find('?')));
+    const std::string path = route_;
 
     if (websocket::is_upgrade(req)) {
       if (path != "/v1/revis/stream") return respond_json(http::status::not_found, R"({"error":"no WebSocket endpoint here; use /v1/revis/stream"})");
       if (!authorized(state_, req)) return unauthorized();
       if (state_.stopping) return respond_json(http::status::service_unavailable, R"({"error":"the node is shutting down"})");
       stream_.expires_never();
+      log_request(101, 0);
       auto ws = std::make_shared<WsSession>(std::move(stream_), std::move(slot_), state_);
       state_.ws_sessions.push_back(ws);
       ws->start(std::move(req));
@@ -565,6 +608,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     if (!job_active_ || !relay_) return;
     OpenAiRelay::Step step = relay_->on_event(event);
     if (step.open_stream) {
+      sse_bytes_ = 0;
       // SSE over HTTP/1.1 chunked encoding, framed here so that the header
       // and every event go through one ordered write queue.
       raw_write(
@@ -593,6 +637,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     if (dead_) return;
     queued_bytes_ += bytes.size();
     if (queued_bytes_ > kMaxBufferedBytes) return close();
+    sse_bytes_ += bytes.size();
     outbox_.push_back(std::move(bytes));
     if (!writing_) write_next();
   }
@@ -608,6 +653,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
                        if (!self->outbox_.empty()) return self->write_next();
                        if (self->sse_finished_) {
                          self->sse_finished_ = false;
+                         self->log_request(200, self->sse_bytes_);
                          if (!self->keep_alive_) return self->close();
                          self->served_ = true;
                          self->do_read();
@@ -683,13 +729,24 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     auto msg = std::make_shared<http::response<http::string_body>>(std::move(res));
     writing_ = true;
     stream_.expires_after(kHttpReadTimeout);
-    http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+    http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t n) {
       self->writing_ = false;
+      self->log_request(msg->result_int(), n);
       if (!ec && self->linger_) return self->linger();
       if (ec || !msg->keep_alive()) return self->close();
       self->served_ = true;
       self->do_read();
     });
+  }
+
+  void log_request(unsigned status, uint64_t bytes) {
+    log_access({.client = client_,
+                .method = method_,
+                .route = route_,
+                .status = std::to_string(status),
+                .bytes = bytes,
+                .duration_ms = ms_since(started_),
+                .ticket_id = request_id_});
   }
 
   // Reads and discards what the client still sends, until it closes or the
@@ -731,6 +788,11 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   bool linger_ = false;      // close through linger() after the response
   std::string cors_origin_;  // the request's Origin, when CORS headers answer it
   ConnectionTable::Slot slot_;
+  const std::string client_;  // the source address
+  // The request in progress, for the access log.
+  std::string method_ = "-", route_ = "-";
+  Clock::time_point started_ = Clock::now();  // its first byte
+  uint64_t sse_bytes_ = 0;
   const Clock::time_point first_request_by_;  // the handshake timeout
   bool served_ = false;                       // a response went out: the idle timeout applies
   size_t lingered_ = 0;

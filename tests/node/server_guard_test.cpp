@@ -12,9 +12,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "node/client.h"
 #include "node/node_process.h"
@@ -251,6 +254,51 @@ TEST(NodeConnections, PerAddressCapAndIdleTimeouts) {
   auto cancelled = busy_ws->receive(10000);
   ASSERT_TRUE(cancelled.ok()) << cancelled.status().message();
   EXPECT_NE(cancelled->find("cancelled"), std::string::npos) << *cancelled;
+  EXPECT_EQ(node.stop(std::chrono::seconds(10)), 0) << node.log();
+}
+
+// The log line of `kind` that names `needle`, or "" when there is none.
+std::string access_line(const std::string& log, const std::string& kind, const std::string& needle) {
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.find(" access ") != std::string::npos && line.find(kind) != std::string::npos &&
+        line.find(needle) != std::string::npos)
+      return line;
+  return "";
+}
+
+TEST(NodeAccessLog, OneLinePerRequestTicketAndRefusalWithoutSecrets) {
+  NodeProcess node({"--engine", "sim", "--sim-tokens-per-s", "100000", "--token", "s3cret-token"});
+  ASSERT_TRUE(node.wait_ready()) << node.log();
+  auto ws = node::WsClient::connect(node.endpoint(), "/v1/revis/stream", "s3cret-token", 10000);
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  ASSERT_TRUE((*ws)->send(R"({"type":"ticket","ticketID":"log-1","taskType":"chat","isStreaming":true,"args":{"message":"private words"}})").ok());
+  ASSERT_TRUE((*ws)->send(R"({"type":"ticket","ticketID":"log-2","taskType":"nosuch","args":{}})").ok());
+  std::string last;
+  for (int i = 0; i < 5000 && last.find(R"("type":"done")") == std::string::npos; ++i) {
+    auto m = (*ws)->receive(30000);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    last = *m;
+  }
+  const std::string auth = "Bearer s3cret-token";
+  auto chat = request(node, "POST", "/v1/chat/completions", {{"Authorization", auth}, {"Content-Type", "application/json"}},
+                      R"({"messages":[{"role":"user","content":"private words"}],"max_tokens":2})");
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  EXPECT_EQ(request(node, "GET", "/v1/models", {}).status, 401);
+  (*ws)->close();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the log is written after the response
+
+  const std::string log = node.log();
+  EXPECT_NE(access_line(log, "GET /v1/revis/stream 101", "127.0.0.1"), "") << log;
+  const std::string done = access_line(log, "TICKET /v1/revis/stream done", "log-1");
+  EXPECT_NE(done, "") << log;
+  EXPECT_NE(access_line(log, "TICKET /v1/revis/stream unknown_task", "log-2"), "") << log;
+  const std::string id = nlohmann::json::parse(chat.body)["id"];
+  EXPECT_NE(access_line(log, "POST /v1/chat/completions 200", id), "") << log;
+  EXPECT_NE(access_line(log, "GET /v1/models 401", "127.0.0.1"), "") << log;
+  EXPECT_EQ(log.find("private words"), std::string::npos) << "never the ticket's text";
+  EXPECT_EQ(log.find("s3cret-token"), std::string::npos) << "never the token";
   EXPECT_EQ(node.stop(std::chrono::seconds(10)), 0) << node.log();
 }
 
