@@ -68,6 +68,17 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--result-ttl", o.result_ttl_s, "Seconds finished results are kept for resume and duplicates (default 600)");
   cmd->add_option("--resume-window-ms", o.resume_window_ms,
                   "How long a disconnected client's tickets wait for it to resume (default 2000)");
+  // The network guards (docs/protocol.md, "Limits").
+  cmd->add_option("--allow-host", o.allow_hosts,
+                  "Host name a tokenless node also answers besides its addresses, localhost and its names (repeatable; * = any)");
+  cmd->add_option("--allow-origin", o.allow_origins,
+                  "Browser origin (https://app.example) allowed to call the node, with CORS (repeatable; * = any)");
+  cmd->add_option("--max-connections", o.max_connections,
+                  "Open connections in all (default 4096; also bounded by the descriptor limit)");
+  cmd->add_option("--max-connections-per-ip", o.max_connections_per_ip, "Open connections from one address (default 256)");
+  cmd->add_option("--handshake-timeout", o.handshake_timeout_s, "Seconds a new connection has for its first request (default 10)");
+  cmd->add_option("--idle-timeout", o.idle_timeout_s,
+                  "Seconds before an idle keep-alive connection, or a WebSocket with no ticket open, is closed (default 300)");
   cmd->callback([args, &exit_code] { exit_code = serve(*args); });
 }
 
