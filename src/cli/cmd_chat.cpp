@@ -104,9 +104,10 @@ class Conversation {
 };
 
 int chat(ChatArgs& args) {
-  if (args.n_predict < 1) return fail("-n: " + std::to_string(args.n_predict) + " (expected >= 1)");
+  if (args.n_predict < 1 && args.n_predict != -1)
+    return usage_error("-n: " + std::to_string(args.n_predict) + " (expected >= 1, or -1 for no limit)");
   args.sampling.seed = args.seed ? *args.seed : std::random_device{}();
-  if (Status s = args.sampling.validate(); !s.ok()) return fail(s.message());
+  if (Status s = args.sampling.validate(); !s.ok()) return usage_error(s.message());
   auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
   auto model_chat = node::model_chat(args.model, engine->tokenizer());
@@ -121,7 +122,8 @@ int chat(ChatArgs& args) {
   if (!cache.ok()) return fail(cache.status().message());
   GenerateOptions options;
   options.sampling = args.sampling;
-  const int room = std::min(args.n_predict, engine->info().n_ctx / 2);
+  // A reply may take half the context at most; -1 asks for no other limit.
+  const int room = args.n_predict < 0 ? engine->info().n_ctx / 2 : std::min(args.n_predict, engine->info().n_ctx / 2);
 
   while (auto message = read_message(interactive)) {
     if (*message == "/exit" || *message == "/quit") break;
@@ -166,7 +168,8 @@ void register_chat(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ChatArgs>();
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
   cmd->add_option("-s,--system", args->system, "System prompt");
-  cmd->add_option("-n,--n-predict", args->n_predict, "Tokens per reply at most")->capture_default_str();
+  cmd->add_option("-n,--n-predict", args->n_predict, "Tokens per reply at most; -1 = up to half the context")
+      ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
   cmd->add_option("--seed", args->seed, "RNG seed (default: random)");
