@@ -15,11 +15,15 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/progress_line.h"
 #include "engine/generate.h"
 #include "kvstore/prefix_cache.h"
 
 namespace revis::cli {
 namespace {
+
+// Prompts of at least this many tokens to evaluate show a progress line.
+constexpr int kLongPrompt = 2 * kPrefillChunk;
 
 struct RunArgs {
   std::string model, prompt, prompt_file, logits_out, kv_dir;
@@ -109,6 +113,10 @@ int run(RunArgs& args) {
   if (!lease.ok()) return fail(lease.status().message());
   const std::string cache_source = lease->source;
   const double restore_ms = lease->cached.restore_ms;
+  // A long prompt takes seconds to minutes before the first token: show how far it is.
+  ProgressLine prefill_progress("prompt");
+  if (static_cast<int>(tokens.size()) - lease->cached.cached_tokens >= kLongPrompt)
+    options.on_prefill = [&](int done, int total) { prefill_progress.update(done, total, "tokens"); };
   auto result = generate(*engine, *lease->session, tokens, options, [&](std::string_view text) {
     if (args.json) return;
     std::fwrite(text.data(), 1, text.size(), stdout);

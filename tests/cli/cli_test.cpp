@@ -228,6 +228,30 @@ TEST(DemoCommand, CreatesModelOnceAndGenerates) {
   EXPECT_EQ(first.out, second.out) << "the demo is seeded";
 }
 
+// ---------------------------------------------------------------- progress
+
+// With stderr in a file, progress is a few plain lines with percent and
+// time, never a \r redraw.
+TEST(Progress, LogsGetPlainLines) {
+  TempDir tmp;
+  const auto mk = run_revis("mkmodel --like tiny --type Q8_0 -o " + shell_quote(tmp.file("m.gguf")));
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  EXPECT_EQ(mk.err.find('\r'), std::string::npos) << mk.err;
+  EXPECT_NE(mk.err.find("100% in "), std::string::npos) << mk.err;
+
+  // A long prompt shows how far its prefill is.
+  std::string prompt;
+  for (int i = 0; i < 700; ++i) prompt += "word ";  // 700 tokens or more, 5 a word at most (bytes)
+  const auto run = run_revis("run -m " + shell_quote(model("llama-spm-Q8_0")) + " -c 4096 -n 1 --json -p " +
+                             shell_quote(prompt));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err.find('\r'), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("prompt ["), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("100% in "), std::string::npos) << run.err;
+  const auto short_run = run_revis("run -m " + shell_quote(model("llama-spm-Q8_0")) + " -n 1 --json -p hi");
+  EXPECT_EQ(short_run.err.find("prompt ["), std::string::npos) << short_run.err;
+}
+
 // ---------------------------------------------------------------- the command line
 
 TEST(CommandLine, MistypedNamesGetTheNearestOneAndExitTwo) {
