@@ -6,6 +6,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libpcre2-dev  # libraries revis links
   libboost-dev libtomlplusplus-dev            # the node: Asio/Beast (header-only), TOML config
   libsqlite3-dev                              # the fabric's ticket journal
+  libedit-dev                                 # revis chat: line editing and history (optional)
   libgtest-dev libgmock-dev                   # tests
   libavahi-client-dev avahi-daemon dbus       # revis serve --discover (mDNS), and the daemon its test talks to
   clang libclang-rt-14-dev                    # fuzzers (libFuzzer) and sanitizer runtimes
