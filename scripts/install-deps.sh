@@ -7,6 +7,7 @@ packages=(
   libboost-dev libtomlplusplus-dev            # the node: Asio/Beast (header-only), TOML config
   libsqlite3-dev                              # the fabric's ticket journal
   libxxhash-dev                               # XXH3, the KV checkpoints' checksum
+  libedit-dev                                 # revis chat: line editing and history (optional)
   libgtest-dev libgmock-dev                   # tests
   libavahi-client-dev avahi-daemon dbus       # revis serve --discover (mDNS), and the daemon its test talks to
   clang libclang-rt-14-dev                    # fuzzers (libFuzzer) and sanitizer runtimes

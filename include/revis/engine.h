@@ -53,6 +53,7 @@ struct ModelInfo {
   int n_vocab = 0;
   int n_ctx_train = 0;
   int n_ctx = 0;             // the context sessions get
+  float rope_freq_scale = 1; // linear RoPE scaling from the metadata; 1 = none
   int n_layer = 0;
   int n_embd = 0;
   int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer

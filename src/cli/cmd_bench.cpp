@@ -175,11 +175,11 @@ int run_bench(const BenchArgs& args) {
                              .threads = args.threads,
                              .memory_mib = args.bandwidth_mib,
                              .json = args.json});
-  if (args.model.empty()) return fail("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
-  if (args.n_prompt < 1) return fail("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
-  if (args.n_generate < 1) return fail("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
-  if (args.repetitions < 1) return fail("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
-  if (args.bandwidth_mib < 1) return fail("--bandwidth-mib: expected >= 1");
+  if (args.model.empty()) return usage_error("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
+  if (args.n_prompt < 1) return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
+  if (args.n_generate < 1) return usage_error("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
+  if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
+  if (args.bandwidth_mib < 1) return usage_error("--bandwidth-mib: expected >= 1");
   std::vector<int> depths;
   if (!args.frontiers.empty()) {
     auto parsed = parse_depths(args.frontiers);

@@ -90,7 +90,7 @@ int list(const KvArgs& args) {
 }
 
 int remove_files(const KvArgs& args) {
-  if (args.files.empty() && !args.all) return fail("kv rm: name the files to remove, or --all");
+  if (args.files.empty() && !args.all) return usage_error("kv rm: name the files to remove, or --all");
   auto store = open_store(args);
   if (!store.ok()) return fail(store.status().message());
   std::vector<std::string> names = args.files;
@@ -127,7 +127,7 @@ bool unfinished_write(const std::string& name) {
 // Removes damaged files, files of an older format and leftovers of
 // interrupted writes, then evicts by value down to the budget.
 int collect_garbage(const KvArgs& args) {
-  if (args.budget_given && !(args.budget_mib >= 0)) return fail("--kv-budget: expected MiB >= 0");
+  if (args.budget_given && !(args.budget_mib >= 0)) return usage_error("--kv-budget: expected MiB >= 0");
   auto store = open_store(args);
   if (!store.ok()) return fail(store.status().message());
   int removed = 0;
@@ -255,8 +255,8 @@ Result<Timed> synthetic_checkpoint(Engine& engine, kvstore::KvStore& store, cons
 
 int run_kv_bench(const KvBenchArgs& args) {
   if (args.n_prompt < 2 * kResumeAlignment)
-    return fail("-p: " + std::to_string(args.n_prompt) + " (expected >= " + std::to_string(2 * kResumeAlignment) + ")");
-  if (args.repetitions < 1) return fail("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
+    return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= " + std::to_string(2 * kResumeAlignment) + ")");
+  if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
   std::string dir = args.dir;
   std::string scratch;
   if (dir.empty()) {

@@ -1,7 +1,7 @@
 // revis mkmodel: write a GGUF with random weights and a real model's layout.
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/progress.h"
+#include "cli/progress_line.h"
 #include "model/synthetic.h"
 
 namespace revis::cli {
@@ -40,8 +40,9 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
   if (!mix) return fail("--type '" + args.type + "' is not supported (expected " + quant_mix_names() + ")");
   spec.mix = *mix;
   ThreadPool pool(ThreadPool::default_threads());
-  Status s = write_synthetic_model(spec, args.output, pool, [](size_t done, size_t total, const std::string& name) {
-    print_progress("generating", done, total, name);
+  ProgressLine progress("generating");
+  Status s = write_synthetic_model(spec, args.output, pool, [&progress](size_t done, size_t total, const std::string& name) {
+    progress.update(done, total, name);
   });
   if (!s.ok()) return fail(s.message());
   std::fprintf(stderr, "wrote %s: %s-shaped %s model with random weights\n", args.output.c_str(), spec.arch.c_str(),

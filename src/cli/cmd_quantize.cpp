@@ -3,7 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/progress.h"
+#include "cli/progress_line.h"
 #include "model/quantize.h"
 
 namespace revis::cli {
@@ -20,8 +20,9 @@ int quantize(const QuantizeArgs& args) {
   if (args.threads < 0) return fail("-t: expected >= 0");
   ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::default_threads());
   const auto start = std::chrono::steady_clock::now();
-  Status s = quantize_model(args.input, args.output, *mix, pool, [](size_t done, size_t total, const std::string& name) {
-    print_progress("quantizing", done, total, name);
+  ProgressLine progress("quantizing");
+  Status s = quantize_model(args.input, args.output, *mix, pool, [&progress](size_t done, size_t total, const std::string& name) {
+    progress.update(done, total, name);
   });
   if (!s.ok()) return fail(s.message());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,7 +1,8 @@
 // revis serve: run this machine as a node (HTTP + WebSocket on one port).
-// Configuration comes from --config FILE, then the flags; see
+// Configuration comes from --config FILE, then REVIS_HOST/PORT/MODEL, then the flags; see
 // src/node/config.h for the keys and docs/protocol.md for the protocol.
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -25,6 +26,7 @@ int serve(const ServeArgs& args) {
     if (!loaded.ok()) return fail(loaded.status().message());
     config = std::move(*loaded);
   }
+  if (Status s = node::apply_environment(config, std::getenv); !s.ok()) return usage_error(s.message());
   if (Status s = node::apply_overrides(config, args.overrides); !s.ok()) return fail(s.message());
   if (Status s = node::validate_config(config); !s.ok()) return fail(s.message());
   auto node = node::Node::create(std::move(config));

@@ -85,6 +85,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.n_vocab = c.n_vocab;
   info.n_ctx_train = c.n_ctx_train;
   info.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min(c.n_ctx_train, 4096);
+  info.rope_freq_scale = c.rope_freq_scale;
   info.n_layer = c.n_layer;
   info.n_embd = c.n_embd;
   info.n_head_kv = c.n_head_kv;

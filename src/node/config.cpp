@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -177,6 +178,24 @@ Result<NodeConfig> load_config_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return parse_config(text.str(), path, fs::path(path).parent_path().string());
+}
+
+Status apply_environment(NodeConfig& c, const std::function<const char*(const char*)>& getenv) {
+  auto value = [&](const char* name) -> std::optional<std::string> {
+    const char* v = getenv(name);
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+  };
+  if (auto host = value("REVIS_HOST")) c.host = *host;
+  if (auto model = value("REVIS_MODEL")) c.model = *model;
+  if (auto port = value("REVIS_PORT")) {
+    int parsed = -1;
+    const auto [end, error] = std::from_chars(port->data(), port->data() + port->size(), parsed);
+    if (error != std::errc() || end != port->data() + port->size() || parsed < 0 || parsed > 65535)
+      return Status::error("REVIS_PORT=" + *port + ": expected a port number 0..65535");
+    c.port = parsed;
+  }
+  return {};
 }
 
 Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {

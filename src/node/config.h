@@ -1,6 +1,8 @@
 // The node's one typed configuration: defaults here, then a TOML file
-// (revis serve --config FILE), then command-line flags, each overriding the
-// one before. validate() checks the result once, before anything starts.
+// (revis serve --config FILE), then the environment variables REVIS_HOST,
+// REVIS_PORT and REVIS_MODEL (for containers), then command-line flags,
+// each overriding the one before. validate() checks the result once, before
+// anything starts.
 //
 //   name = "node-a"              # reported in every result (default: host name)
 //   host = "127.0.0.1"           # listen address
@@ -43,6 +45,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -118,6 +121,10 @@ struct ConfigOverrides {
 // keys and wrong types are errors naming origin and key.
 Result<NodeConfig> parse_config(const std::string& toml_text, const std::string& origin, const std::string& base_dir);
 Result<NodeConfig> load_config_file(const std::string& path);
+// The REVIS_* variables that are set and not empty; `getenv` is the
+// environment's lookup (std::getenv; a map in tests). A bad value is an
+// error naming the variable.
+Status apply_environment(NodeConfig& config, const std::function<const char*(const char*)>& getenv);
 Status apply_overrides(NodeConfig& config, const ConfigOverrides& overrides);
 
 // Ranges, at least one model (none with the sim engine), known default tier, and no non-loopback bind
