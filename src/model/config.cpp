@@ -95,6 +95,10 @@ Status read_mla(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
   c.n_head_kv = 1;
   c.head_dim_k = cache_k;
   c.head_dim_v = 0;
+  if (!(s = read_float(f, p + "attention.temperature_scale", 0.0, 0.0, 100.0, c.attn_temp_scale)).ok()) return s;
+  if (c.attn_temp_scale != 0 &&
+      !(s = read_dim(f, p + "attention.temperature_length", 0, 1, 1 << 24, c.attn_temp_length)).ok())
+    return s;
   return {};
 }
 

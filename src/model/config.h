@@ -84,6 +84,11 @@ struct ModelConfig {
   float expert_weights_scale = 1.0f; // then are multiplied by this
 
   Mla mla;
+  // Query temperature by position (Llama 4, Mistral Large 3 as deepseek2):
+  // queries at position p are multiplied by
+  // 1 + attn_temp_scale * ln(floor(p / attn_temp_length) + 1); 0 = off.
+  float attn_temp_scale = 0.0f;
+  int attn_temp_length = 0;
   // The multi-token-prediction blocks after the n_layer of the model
   // (deepseek2.nextn_predict_layers); loaded, not evaluated.
   int n_nextn_layer = 0;

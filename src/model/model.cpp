@@ -297,7 +297,8 @@ void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past
     quantize_row(TensorType::F16, kr, kv.key(layer, 0, n_past + t), row);
   }
 
-  // Absorbed queries: per head [Wk_b_h^T q_nope | RoPE(q_rope)].
+  // Absorbed queries: per head [Wk_b_h^T q_nope | RoPE(q_rope)], times the
+  // position's temperature where the model has one.
   q_latent_.resize(static_cast<size_t>(n) * heads * row);
   for (int h = 0; h < heads; ++h)
     matmul_.run(pool, l.wk_b.slice(h), &q_[h * hq], n, c.q_dim(), &q_latent_[h * row], int64_t{heads} * row);
@@ -306,6 +307,13 @@ void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past
       float* q_rope = &q_[static_cast<size_t>(t) * c.q_dim() + h * hq + m.head_dim_nope];
       apply_rope(q_rope, n_past + t);
       std::copy_n(q_rope, c.rope_dims, &q_latent_[(static_cast<size_t>(t) * heads + h) * row + latent]);
+    }
+  if (c.attn_temp_scale != 0)
+    for (int t = 0; t < n; ++t) {
+      const float temperature = static_cast<float>(
+          std::log(std::floor(static_cast<double>(n_past + t) / c.attn_temp_length) + 1.0) * c.attn_temp_scale + 1.0);
+      float* q = &q_latent_[static_cast<size_t>(t) * heads * row];
+      for (int i = 0; i < heads * row; ++i) q[i] *= temperature;
     }
 
   // Attention over the cached rows gives each head a weighted latent; Wv_b

@@ -1,7 +1,8 @@
 // DeepSeek's files (deepseek2) beyond the golden cases: the loader names the
 // latent-attention tensor or key that is missing or misshapen, the fused
 // attn_kv_b of older files gives the logits the split tensors give,
-// multi-token-prediction blocks are passed over, and the synthetic shapes
+// multi-token-prediction blocks are passed over, query temperature starts
+// where the file says, and the synthetic shapes
 // load and count the weights a token reads.
 #include <gtest/gtest.h>
 
@@ -190,6 +191,38 @@ TEST(Deepseek2Loader, IgnoresMultiTokenPredictionBlocks) {
   ASSERT_TRUE(b->eval(tokens, true).ok());
   for (int k = 0; k < static_cast<int>(tokens.size()); ++k)
     EXPECT_TRUE(std::equal(a->logits(k).begin(), a->logits(k).end(), b->logits(k).begin())) << "position " << k;
+}
+
+// The query temperature keys (Mistral Large 3 as deepseek2): queries before
+// temperature_length keep temperature 1, so the logits there are the plain
+// model's; from it on they change.
+TEST(Deepseek2Loader, QueryTemperatureStartsAtItsLength) {
+  constexpr int kLength = 4;
+  TempDir tmp;
+  write_copy(
+      tmp.file("t.gguf"), [](auto&, auto&, auto&, auto&) { return true; },
+      [](gguf::GgufWriter& out) {
+        out.set_f32("deepseek2.attention.temperature_scale", 0.5f);
+        out.set_u32("deepseek2.attention.temperature_length", kLength);
+      });
+  auto plain = Engine::load({.model_path = kModel, .n_ctx = 64, .n_threads = 2});
+  auto tempered = Engine::load({.model_path = tmp.file("t.gguf"), .n_ctx = 64, .n_threads = 2});
+  ASSERT_TRUE(plain.ok() && tempered.ok()) << (tempered.ok() ? "" : tempered.status().message());
+  const std::vector<int32_t> tokens = {11, 549, 445, 772, 270, 730, 77, 267};
+  auto a = (*plain)->new_session();
+  auto b = (*tempered)->new_session();
+  ASSERT_TRUE(a->eval(tokens, true).ok());
+  ASSERT_TRUE(b->eval(tokens, true).ok());
+  for (int k = 0; k < static_cast<int>(tokens.size()); ++k) {
+    const bool same = std::equal(a->logits(k).begin(), a->logits(k).end(), b->logits(k).begin());
+    EXPECT_EQ(same, k < kLength) << "position " << k;
+  }
+
+  TempDir tmp2;
+  write_copy(
+      tmp2.file("t.gguf"), [](auto&, auto&, auto&, auto&) { return true; },
+      [](gguf::GgufWriter& out) { out.set_f32("deepseek2.attention.temperature_scale", 0.5f); });
+  expect_error(load_error(tmp2.file("t.gguf")), {"deepseek2.attention.temperature_length: missing"});
 }
 
 // mkmodel's V3-style shape, shrunk: it loads, runs, and a token reads every
