@@ -19,9 +19,6 @@ KvCache::Buffer::Buffer(size_t n) : size_(n) {
   if (n == 0) return;
   void* p = ::mmap(nullptr, n * sizeof(uint16_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();  // as the std::vector it replaces would
-#ifdef MADV_HUGEPAGE
-  ::madvise(p, n * sizeof(uint16_t), MADV_HUGEPAGE);  // advice: without THP, 4 KiB pages as before
-#endif
   data_ = static_cast<uint16_t*>(p);
 }
 

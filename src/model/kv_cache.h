@@ -12,10 +12,11 @@
 // value() points into the key row and value_stride() is the key row's width.
 //
 // Memory: zeroed pages mapped from the kernel, not written at construction,
-// so a new session costs nothing until its rows are used, and backed by
-// transparent huge pages where the kernel allows (one fault per 2 MiB
-// instead of per 4 KiB): a checkpoint read straight into the cache
-// (src/kvstore) would otherwise spend as long faulting pages as reading.
+// so a new session costs nothing until its rows are used (a checkpoint read
+// straight into the cache faults its pages in as it lands, instead of after
+// a pass that zero-fills them). Transparent huge pages (MADV_HUGEPAGE) were
+// tried and made that read 2-3x slower on the development machine, whose
+// kernel found no huge pages and compacted memory at each fault.
 #pragma once
 
 #include <cstddef>
