@@ -58,14 +58,15 @@ stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if $fuzzers; then
-  stage "fuzzing the GGUF reader, the tokenizer and the ticket parser, ${fuzz_seconds}s each"
+  stage "fuzzing the GGUF reader, the tokenizer, the ticket parser and the Host/Origin checks, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
-  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/ticket"
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/ticket" "$corpus/request_guard"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
   printf '{"type":"ticket","ticketID":"t1","taskType":"summarize","isStreaming":true,"args":{"text":"hi"}}' \
     >"$corpus/ticket/seed.json"
+  printf '[::1]:8080\nhttp://[::1]:8080' >"$corpus/request_guard/seed.txt"
   # Each fuzzer is one single-threaded process: they run side by side, at
   # most $jobs at a time, so each still gets its ${fuzz_seconds}s of a core.
   # Each one's output goes to its own log; its last lines are printed when it
@@ -83,9 +84,9 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [ticket]="")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [ticket]="" [request_guard]="-max_len=512")
   running=0
-  for name in gguf tokenizer ticket; do
+  for name in gguf tokenizer ticket request_guard; do
     if ((running >= jobs)); then
       wait -n || failed=1
       running=$((running - 1))
