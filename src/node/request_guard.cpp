@@ -15,8 +15,10 @@ std::string lower(std::string_view s) {
 }
 
 // The name part of "name", "name:port" or "[v6]:port", lower case, without
-// a trailing dot; none when the text is not of that form.
+// a trailing dot; none when the text is not of that form (or holds a byte
+// outside printable ASCII, which no name has).
 std::optional<std::string> host_name(std::string_view host) {
+  if (!std::all_of(host.begin(), host.end(), [](unsigned char c) { return c > 0x20 && c < 0x7f; })) return std::nullopt;
   std::string_view name = host, port;
   if (host.starts_with('[')) {
     const size_t close = host.find(']');

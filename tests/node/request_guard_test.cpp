@@ -22,6 +22,8 @@ TEST(RequestGuard, TokenlessNodeAnswersOnlyItsOwnHosts) {
   for (const char* refused : {"evil.example", "evil.example:8080", "127.0.0.1.evil.example", "node-a.evil", "[::1",
                               "[::1]x", "localhost:", "localhost:80a", ":8080", "[not-v6]:1", "a:1:2"})
     EXPECT_FALSE(guard.host_allowed(refused)) << refused;
+  EXPECT_FALSE(guard.host_allowed(std::string_view("127.0.0.1\0.evil", 15))) << "a NUL does not end the name";
+  EXPECT_FALSE(guard.host_allowed("local host"));
 }
 
 TEST(RequestGuard, AllowHostAddsNamesAndStarOrATokenAllowsAny) {

@@ -287,9 +287,12 @@ TEST(NodeAccessLog, OneLinePerRequestTicketAndRefusalWithoutSecrets) {
   ASSERT_EQ(chat.status, 200) << chat.body;
   EXPECT_EQ(request(node, "GET", "/v1/models", {}).status, 401);
   (*ws)->close();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the log is written after the response
-
-  const std::string log = node.log();
+  // A request's line is written once its response has gone out: wait (bounded) for the last one.
+  std::string log = node.log();
+  for (int i = 0; i < 250 && access_line(log, "GET /v1/models 401", "127.0.0.1").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    log = node.log();
+  }
   EXPECT_NE(access_line(log, "GET /v1/revis/stream 101", "127.0.0.1"), "") << log;
   const std::string done = access_line(log, "TICKET /v1/revis/stream done", "log-1");
   EXPECT_NE(done, "") << log;
