@@ -34,6 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_steps = 200000;
   limits.max_string = 1 << 20;
   limits.max_items = 1 << 16;
+  limits.max_milliseconds = 2000;
   const std::string_view source(reinterpret_cast<const char*>(data), size);
   auto out = render_chat_template(source, input, limits);
   if (out.ok()) {

@@ -52,6 +52,7 @@ struct Expr {
   std::vector<Arg> args;
   std::vector<std::string> ops;
   bool negated = false;  // kTest: "is not"
+  int height = 1;        // levels of the tree below and including this node
 };
 
 enum class StmtKind {

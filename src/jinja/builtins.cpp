@@ -43,6 +43,17 @@ bool is_alpha(uint32_t cp) {
 }
 bool is_word(uint32_t cp) { return is_alpha(cp) || (cp >= '0' && cp <= '9') || cp == '_'; }
 
+// str.islower() / str.isupper(): some cased letter, and none of the other case.
+bool has_only_case(const std::string& s, bool upper) {
+  bool cased = false;
+  for (uint32_t cp : utf8_decode(s)) {
+    if (!py_cased_letter(cp)) continue;
+    if (py_case(cp, upper) != cp) return false;
+    cased = true;
+  }
+  return cased;
+}
+
 std::string capitalize(const std::string& s) {
   std::vector<uint32_t> cps = utf8_decode(s);
   std::string out;
@@ -409,19 +420,7 @@ Value string_method(const Value& self, const std::string& name) {
     return method(name, [s, name](Interpreter&, CallArgs&) {
       const std::vector<uint32_t> cps = utf8_decode(s);
       if (cps.empty()) return Value::boolean(false);
-      if (name == "islower" || name == "isupper") {
-        bool cased = false;
-        for (uint32_t c : cps) {
-          if (c >= 'a' && c <= 'z') {
-            if (name == "isupper") return Value::boolean(false);
-            cased = true;
-          } else if (c >= 'A' && c <= 'Z') {
-            if (name == "islower") return Value::boolean(false);
-            cased = true;
-          }
-        }
-        return Value::boolean(cased);
-      }
+      if (name == "islower" || name == "isupper") return Value::boolean(has_only_case(s, name == "isupper"));
       for (uint32_t c : cps) {
         const bool digit = c >= '0' && c <= '9';
         const bool ok = name == "isdigit" ? digit : name == "isalpha" ? is_alpha(c) : name == "isalnum" ? digit || is_alpha(c) : py_isspace(c);
@@ -517,7 +516,7 @@ Value get_item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) fail(obj.undefined_reason());
   if (obj.is_dict()) {
     if (const Value* v = obj.dict().find(key)) return *v;
-  } else if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
+  } else if (((obj.is_list() && !obj.is_iterator()) || obj.is_string()) && (key.is_int() || key.is_bool())) {
     if (obj.is_list()) {
       const int64_t i = normalize_index(key.as_int(), obj.items().size());
       if (i >= 0 && i < static_cast<int64_t>(obj.items().size())) return obj.items()[static_cast<size_t>(i)];
@@ -541,9 +540,10 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   const std::optional<int64_t> b = bound(start, "slice"), e = bound(stop, "slice"), st = bound(step, "slice");
   const int64_t s = st.value_or(1);
   if (s == 0) fail("slice step cannot be zero");
+  if (obj.is_dict()) fail("unhashable type: 'slice'");
   std::vector<uint32_t> cps;
   size_t len;
-  if (obj.is_list()) {
+  if (obj.is_list() && !obj.is_iterator()) {
     len = obj.items().size();
   } else if (obj.is_string()) {
     cps = utf8_decode(obj.str());
@@ -645,7 +645,7 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
       in.check_string(x.size() + y.size());
       return Value::string(x + y, true);
     }
-    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && !a.is_iterator() && !b.is_iterator()) {
       in.check_items(a.items().size() + b.items().size());
       ValueList out = a.items();
       out.insert(out.end(), b.items().begin(), b.items().end());
@@ -670,7 +670,7 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
     if (numbers) return Value::number(a.to_double() * b.to_double());
     const Value* seq = a.is_string() || a.is_list() ? &a : b.is_string() || b.is_list() ? &b : nullptr;
     const Value* count = seq == &a ? &b : &a;
-    if (!seq || !(count->is_int() || count->is_bool())) return unsupported();
+    if (!seq || seq->is_iterator() || !(count->is_int() || count->is_bool())) return unsupported();
     const int64_t n = std::max<int64_t>(count->as_int(), 0);
     if (seq->is_string()) {
       if (n > 0) in.check_string(seq->str().size() * static_cast<size_t>(std::min<int64_t>(n, INT32_MAX)));
@@ -750,10 +750,13 @@ int64_t py_len(const Value& v) {
   switch (v.type()) {
     case Type::kUndefined: return 0;
     case Type::kString: return static_cast<int64_t>(utf8_length(v.str()));
-    case Type::kList: return static_cast<int64_t>(v.items().size());
+    case Type::kList:
+      if (v.is_iterator()) break;
+      return static_cast<int64_t>(v.items().size());
     case Type::kDict: return static_cast<int64_t>(v.dict().items.size());
-    default: fail(std::string("object of type '") + v.type_name() + "' has no len()");
+    default: break;
   }
+  fail(std::string("object of type '") + v.type_name() + "' has no len()");
 }
 
 // The text of a number as Python's int() and float() accept it: surrounding
@@ -871,6 +874,7 @@ const std::unordered_map<std::string, Builtin>& filters() {
       return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
     };
     f["last"] = [](Interpreter& in, const Value& v, CallArgs&) {
+      if (v.is_iterator()) fail("'generator' object is not reversible");
       ValueList items = iterate(in, v);
       return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
     };
@@ -882,7 +886,8 @@ const std::unordered_map<std::string, Builtin>& filters() {
       }
       ValueList items = iterate(in, v);
       std::reverse(items.begin(), items.end());
-      return Value::list(std::move(items));
+      // reversed() of a sequence is an iterator; of an iterator, a list
+      return v.is_iterator() ? Value::list(std::move(items)) : Value::iterator(std::move(items));
     };
     f["join"] = [](Interpreter& in, const Value& v, CallArgs& a) {
       const std::string sep = py_str(a.get_or(0, "d", Value::string("")));
@@ -898,9 +903,9 @@ const std::unordered_map<std::string, Builtin>& filters() {
       return Value::string(out);
     };
     f["items"] = [](Interpreter&, const Value& v, CallArgs&) {
-      if (v.is_undefined()) return Value::list({});
+      if (v.is_undefined()) return Value::iterator({});
       if (!v.is_dict()) fail("Can only get item pairs from a mapping.");
-      return items_of(v.dict());
+      return Value::iterator(items_of(v.dict()).items());
     };
     f["dictsort"] = [](Interpreter& in, const Value& v, CallArgs& a) {
       if (!v.is_dict()) fail("dictsort expects a mapping");
@@ -927,18 +932,18 @@ const std::unordered_map<std::string, Builtin>& filters() {
         seen.push_back(key);
         out.push_back(item);
       }
-      return Value::list(std::move(out));
+      return Value::iterator(std::move(out));
     };
     f["map"] = [](Interpreter& in, const Value& v, CallArgs& a) {
       ValueList out;
-      if (!v.truthy()) return Value::list({});  // as jinja2: mapping over None gives nothing
+      if (!v.truthy()) return Value::iterator({});  // as jinja2: mapping over None gives nothing
       if (const Value* attribute = a.get(SIZE_MAX, "attribute")) {
         const Value* dflt = a.get(SIZE_MAX, "default");
         for (const Value& item : iterate(in, v)) {
           Value x = attr_path(item, py_str(*attribute));
           out.push_back(x.is_undefined() && dflt ? *dflt : x);
         }
-        return Value::list(std::move(out));
+        return Value::iterator(std::move(out));
       }
       if (a.positional.empty()) fail("map needs a filter name or attribute=");
       const std::string name = need_str(a.positional[0], "map");
@@ -949,12 +954,12 @@ const std::unordered_map<std::string, Builtin>& filters() {
         CallArgs each = rest;
         out.push_back(apply_filter(in, name, item, each));
       }
-      return Value::list(std::move(out));
+      return Value::iterator(std::move(out));
     };
-    f["select"] = [](Interpreter& in, const Value& v, CallArgs& a) { return Value::list(filter_items(in, v, a, false, true)); };
-    f["reject"] = [](Interpreter& in, const Value& v, CallArgs& a) { return Value::list(filter_items(in, v, a, false, false)); };
-    f["selectattr"] = [](Interpreter& in, const Value& v, CallArgs& a) { return Value::list(filter_items(in, v, a, true, true)); };
-    f["rejectattr"] = [](Interpreter& in, const Value& v, CallArgs& a) { return Value::list(filter_items(in, v, a, true, false)); };
+    f["select"] = [](Interpreter& in, const Value& v, CallArgs& a) { return Value::iterator(filter_items(in, v, a, false, true)); };
+    f["reject"] = [](Interpreter& in, const Value& v, CallArgs& a) { return Value::iterator(filter_items(in, v, a, false, false)); };
+    f["selectattr"] = [](Interpreter& in, const Value& v, CallArgs& a) { return Value::iterator(filter_items(in, v, a, true, true)); };
+    f["rejectattr"] = [](Interpreter& in, const Value& v, CallArgs& a) { return Value::iterator(filter_items(in, v, a, true, false)); };
     f["tojson"] = [](Interpreter& in, const Value& v, CallArgs& a) {
       // Hugging Face's tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
       JsonOptions opt;
@@ -976,11 +981,12 @@ const std::unordered_map<std::string, Builtin>& filters() {
       const Value width = a.get_or(0, "width", Value::integer(4));
       const std::string pad = width.is_string() ? width.str()
                                                 : std::string(static_cast<size_t>(std::clamp<int64_t>(need_int(width, "indent"), 0, 256)), ' ');
-      return like(v, indent_text(py_str(v), pad, a.get_or(1, "first", Value::boolean(false)).truthy(),
+      return like(v, indent_text(need_str(v, "indent"), pad, a.get_or(1, "first", Value::boolean(false)).truthy(),
                                  a.get_or(2, "blank", Value::boolean(false)).truthy()));
     };
     f["int"] = [](Interpreter&, const Value& v, CallArgs& a) {
       const Value dflt = a.get_or(0, "default", Value::integer(0));
+      if (v.is_undefined()) fail(v.undefined_reason());
       if (v.is_int()) return v;
       if (v.is_bool()) return Value::integer(v.as_int());
       if (v.is_float()) {
@@ -996,6 +1002,7 @@ const std::unordered_map<std::string, Builtin>& filters() {
       return dflt;
     };
     f["float"] = [](Interpreter&, const Value& v, CallArgs& a) {
+      if (v.is_undefined()) fail(v.undefined_reason());
       if (v.is_number()) return Value::number(v.to_double());
       if (v.is_string())
         if (auto d = parse_float(v.str())) return Value::number(*d);
@@ -1009,6 +1016,8 @@ const std::unordered_map<std::string, Builtin>& filters() {
     };
     f["round"] = [](Interpreter&, const Value& v, CallArgs& a) {
       if (!v.is_number()) fail("round expects a number");
+      if (!v.is_float() && py_str(a.get_or(1, "method", Value::string("common"))) == "common")
+        return Value::integer(v.as_int());  // Python's round() of an int is that int
       const int64_t precision = std::clamp<int64_t>(need_int(a.get_or(0, "precision", Value::integer(0)), "round"), -20, 20);
       const std::string method = py_str(a.get_or(1, "method", Value::string("common")));
       const double scale = std::pow(10.0, static_cast<double>(precision));
@@ -1048,7 +1057,7 @@ const std::unordered_map<std::string, Builtin>& filters() {
           while (static_cast<int64_t>(row.size()) < n) row.push_back(*fill);
         out.push_back(Value::list(std::move(row)));
       }
-      return Value::list(std::move(out));
+      return Value::iterator(std::move(out));
     };
     f["sum"] = [](Interpreter& in, const Value& v, CallArgs& a) {
       const Value attribute = a.get_or(0, "attribute", Value::none());
@@ -1100,7 +1109,9 @@ const std::unordered_map<std::string, Test>& tests() {
     t["iterable"] = [](Interpreter&, const Value& v, CallArgs&) {
       return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
     };
-    t["sequence"] = t["iterable"];
+    t["sequence"] = [](Interpreter&, const Value& v, CallArgs&) {
+      return v.is_undefined() || v.is_string() || (v.is_list() && !v.is_iterator()) || v.is_dict();
+    };
     t["callable"] = [](Interpreter&, const Value& v, CallArgs&) { return v.is_function(); };
     t["escaped"] = [](Interpreter&, const Value& v, CallArgs&) { return v.is_markup(); };
     t["sameas"] = [](Interpreter&, const Value& v, CallArgs& a) {
@@ -1124,19 +1135,17 @@ const std::unordered_map<std::string, Test>& tests() {
     t["greaterthan"] = t[">"] = t["gt"];
     t["<="] = t["le"];
     t[">="] = t["ge"];
-    t["divisibleby"] = [](Interpreter&, const Value& v, CallArgs& a) {
-      const int64_t d = need_int(test_arg(a, "divisibleby"), "divisibleby");
-      if (d == 0) fail("integer division or modulo by zero");
-      return d == -1 || need_int(v, "divisibleby") % d == 0;
+    t["divisibleby"] = [](Interpreter& in, const Value& v, CallArgs& a) {
+      return py_equal(binary_op(in, "%", v, test_arg(a, "divisibleby")), Value::integer(0));
     };
-    t["even"] = [](Interpreter&, const Value& v, CallArgs&) { return need_int(v, "even") % 2 == 0; };
-    t["odd"] = [](Interpreter&, const Value& v, CallArgs&) { return need_int(v, "odd") % 2 != 0; };
-    t["lower"] = [](Interpreter&, const Value& v, CallArgs&) {
-      return v.is_string() && py_case(v.str(), false) == v.str();
+    t["even"] = [](Interpreter& in, const Value& v, CallArgs&) {
+      return py_equal(binary_op(in, "%", v, Value::integer(2)), Value::integer(0));
     };
-    t["upper"] = [](Interpreter&, const Value& v, CallArgs&) {
-      return v.is_string() && py_case(v.str(), true) == v.str();
+    t["odd"] = [](Interpreter& in, const Value& v, CallArgs&) {
+      return py_equal(binary_op(in, "%", v, Value::integer(2)), Value::integer(1));
     };
+    t["lower"] = [](Interpreter&, const Value& v, CallArgs&) { return has_only_case(py_str(v), false); };
+    t["upper"] = [](Interpreter&, const Value& v, CallArgs&) { return has_only_case(py_str(v), true); };
     t["filter"] = [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && filters().count(v.str()) > 0; };
     t["test"] = [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && tests().count(v.str()) > 0; };
     return t;

@@ -19,7 +19,9 @@ Value CallArgs::get_or(size_t index, std::string_view name, Value fallback) cons
 }
 
 Interpreter::Interpreter(Limits limits, std::unordered_map<std::string, Value> globals)
-    : limits_(limits), globals_(std::move(globals)) {}
+    : limits_(limits),
+      globals_(std::move(globals)),
+      deadline_(std::chrono::steady_clock::now() + std::chrono::milliseconds(limits.max_milliseconds)) {}
 
 Interpreter::~Interpreter() {
   for (const FramePtr& f : closure_frames_) f->vars.clear();
@@ -34,6 +36,8 @@ Interpreter::DepthGuard::DepthGuard(Interpreter& interp) : in(interp) {
 void Interpreter::step() {
   if (++steps_ > limits_.max_steps)
     fail("template ran past " + std::to_string(limits_.max_steps) + " evaluation steps (endless loop?)");
+  if (steps_ % 16 == 0 && std::chrono::steady_clock::now() > deadline_)
+    fail("template ran past its " + std::to_string(limits_.max_milliseconds) + " ms (runaway work?)");
 }
 
 void Interpreter::check_string(size_t bytes) const {

@@ -6,12 +6,13 @@
 //
 // Hostile templates are bounded, never crash and never run forever: Limits
 // caps the nesting depth (expressions, blocks, macro recursion), the total
-// evaluation steps, the length of any string built (the output included) and
-// the length of any list built (range(), loops, repetition).
+// evaluation steps, the length of any string built (the output included), the
+// length of any list built (range(), loops, repetition) and the wall time.
 //
 // Thread-safety: an Interpreter is one render's state; use one per thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +30,10 @@ struct Limits {
   uint64_t max_steps = 20'000'000;   // expressions and statements evaluated
   size_t max_string = 16u << 20;     // bytes in any string, the output included
   size_t max_items = 1u << 20;       // items in any list
+  // Wall time of one render. Steps bound the count of operations but not
+  // their size (each may touch a string of max_string bytes), so a clock
+  // bounds the rest; only a hostile template gets near it.
+  int64_t max_milliseconds = 10'000;
 };
 
 // The evaluated arguments of a call.
@@ -95,6 +100,7 @@ class Interpreter {
   std::unordered_map<std::string, Value> globals_;
   std::vector<FramePtr> closure_frames_;  // frames that macros captured
   std::vector<Value> namespaces_;
+  std::chrono::steady_clock::time_point deadline_;
   uint64_t steps_ = 0;
   int depth_ = 0;
 };

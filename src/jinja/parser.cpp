@@ -1,5 +1,6 @@
 #include "jinja/parser.h"
 
+#include <algorithm>
 #include <initializer_list>
 
 #include "jinja/error.h"
@@ -76,6 +77,19 @@ class Parser {
   void expect_block_end() {
     if (cur().type != Tok::kBlockEnd) error("expected end of statement block, found " + describe(cur()));
     advance();
+  }
+
+  // Records a finished node's height and refuses trees deeper than the
+  // limit: chains such as a|f|f|f... or 1+1+1... grow in a loop rather than
+  // by recursion, and evaluating or freeing a deep tree recurses.
+  ExprPtr finish(ExprPtr e) {
+    int h = 0;
+    for (const ExprPtr& c : e->children)
+      if (c) h = std::max(h, c->height);
+    for (const Arg& a : e->args) h = std::max(h, a.value->height);
+    e->height = h + 1;
+    if (e->height > max_depth_) error("expression nested deeper than " + std::to_string(max_depth_) + " levels");
+    return e;
   }
 
   static ExprPtr node(ExprKind kind, int line) {
@@ -267,7 +281,7 @@ class Parser {
       if (cur().type == Tok::kVarEnd || cur().type == Tok::kBlockEnd || is_op(")") || is_name("if")) break;
       t->children.push_back(with_cond ? parse_expression() : parse_or());
     }
-    return t;
+    return finish(std::move(t));
   }
 
   ExprPtr parse_expression() {
@@ -282,7 +296,7 @@ class Parser {
       c->children.push_back(std::move(e));
       c->children.push_back(std::move(cond));
       c->children.push_back(std::move(other));
-      e = std::move(c);
+      e = finish(std::move(c));
     }
     return e;
   }
@@ -292,7 +306,7 @@ class Parser {
     e->name = op;
     e->children.push_back(std::move(a));
     e->children.push_back(std::move(b));
-    return e;
+    return finish(std::move(e));
   }
 
   ExprPtr parse_or() {
@@ -322,7 +336,7 @@ class Parser {
       advance();
       e->name = "not";
       e->children.push_back(parse_not());
-      return e;
+      return finish(std::move(e));
     }
     return parse_compare();
   }
@@ -354,7 +368,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->children.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    return cmp ? finish(std::move(cmp)) : std::move(first);
   }
 
   ExprPtr parse_math1() {
@@ -410,6 +424,7 @@ class Parser {
       e->name = cur().text;
       advance();
       e->children.push_back(parse_unary(false));
+      e = finish(std::move(e));
     } else {
       e = parse_primary();
     }
@@ -460,7 +475,7 @@ class Parser {
         auto t = node(ExprKind::kTuple, line);
         t->children.push_back(std::move(e));
         while (skip_op(",") && !is_op(")")) t->children.push_back(parse_expression());
-        e = std::move(t);
+        e = finish(std::move(t));
       }
       expect_op(")");
       return e;
@@ -473,7 +488,7 @@ class Parser {
         e->children.push_back(parse_expression());
       }
       expect_op("]");
-      return e;
+      return finish(std::move(e));
     }
     if (skip_op("{")) {
       auto e = node(ExprKind::kDict, line);
@@ -485,7 +500,7 @@ class Parser {
         e->children.push_back(parse_expression());
       }
       expect_op("}");
-      return e;
+      return finish(std::move(e));
     }
     error("unexpected " + describe(tok));
   }
@@ -501,12 +516,12 @@ class Parser {
           advance();
           item->children.push_back(std::move(e));
           item->children.push_back(std::move(key));
-          e = std::move(item);
+          e = finish(std::move(item));
         } else {
           auto attr = node(ExprKind::kAttr, line);
           attr->name = expect_name();
           attr->children.push_back(std::move(e));
-          e = std::move(attr);
+          e = finish(std::move(attr));
         }
       } else if (skip_op("[")) {
         e = parse_subscript(std::move(e), line);
@@ -539,10 +554,10 @@ class Parser {
     if (!slice) {
       if (!parts[0]) error("empty subscript");
       e->children.push_back(std::move(parts[0]));
-      return e;
+      return finish(std::move(e));
     }
     for (auto& p : parts) e->children.push_back(std::move(p));
-    return e;
+    return finish(std::move(e));
   }
 
   void parse_args(std::vector<Arg>& args) {
@@ -571,7 +586,7 @@ class Parser {
     auto e = node(ExprKind::kCall, cur().line);
     e->children.push_back(std::move(callee));
     parse_args(e->args);
-    return e;
+    return finish(std::move(e));
   }
 
   ExprPtr parse_filter(ExprPtr input) {
@@ -583,7 +598,7 @@ class Parser {
     }
     e->children.push_back(std::move(input));
     if (is_op("(")) parse_args(e->args);
-    return e;
+    return finish(std::move(e));
   }
 
   ExprPtr parse_filter_expr(ExprPtr e) {
@@ -621,7 +636,7 @@ class Parser {
       a.value = parse_postfix(parse_primary());
       e->args.push_back(std::move(a));
     }
-    return e;
+    return finish(std::move(e));
   }
 };
 

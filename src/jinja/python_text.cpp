@@ -52,6 +52,10 @@ void repr_into(std::string& out, const Value& v, int depth) {
   switch (v.type()) {
     case Type::kString: repr_string(out, v.str()); return;
     case Type::kList: {
+      if (v.is_iterator()) {
+        out += "<generator object>";
+        return;
+      }
       const bool tuple = v.is_tuple();
       out += tuple ? '(' : '[';
       for (size_t i = 0; i < v.items().size(); ++i) {
@@ -170,6 +174,7 @@ struct JsonWriter {
       case Type::kFloat: out += json_float(v.as_float()); return;
       case Type::kString: json_string(out, v.str(), opt.ensure_ascii); return;
       case Type::kList: {
+        if (v.is_iterator()) not_serializable(v);
         if (v.items().empty()) {
           out += "[]";
           return;

@@ -62,7 +62,7 @@ Value Value::number(double f) {
   return v;
 }
 
-Value Value::boxed(Type type, std::shared_ptr<void> ptr, bool flag) {
+Value Value::boxed(Type type, std::shared_ptr<void> ptr, uint8_t flag) {
   Value v;
   v.type_ = type;
   v.flag_ = flag;
@@ -71,21 +71,25 @@ Value Value::boxed(Type type, std::shared_ptr<void> ptr, bool flag) {
 }
 
 Value Value::string(std::string s, bool markup) {
-  return boxed(Type::kString, std::make_shared<std::string>(std::move(s)), markup);
+  return boxed(Type::kString, std::make_shared<std::string>(std::move(s)), markup ? kMarkup : kPlain);
 }
 
-Value Value::list(ValueList items) { return boxed(Type::kList, std::make_shared<ValueList>(std::move(items)), false); }
+Value Value::list(ValueList items) { return boxed(Type::kList, std::make_shared<ValueList>(std::move(items)), kPlain); }
 
-Value Value::tuple(ValueList items) { return boxed(Type::kList, std::make_shared<ValueList>(std::move(items)), true); }
+Value Value::tuple(ValueList items) { return boxed(Type::kList, std::make_shared<ValueList>(std::move(items)), kTuple); }
 
-Value Value::dict(Dict d) { return boxed(Type::kDict, std::make_shared<Dict>(std::move(d)), false); }
+Value Value::iterator(ValueList items) {
+  return boxed(Type::kList, std::make_shared<ValueList>(std::move(items)), kIterator);
+}
+
+Value Value::dict(Dict d) { return boxed(Type::kDict, std::make_shared<Dict>(std::move(d)), kPlain); }
 
 Value Value::function(std::string name, std::function<Value(Interpreter&, CallArgs&)> call) {
-  return boxed(Type::kFunction, std::make_shared<Function>(Function{std::move(name), std::move(call)}), false);
+  return boxed(Type::kFunction, std::make_shared<Function>(Function{std::move(name), std::move(call)}), kPlain);
 }
 
 Value Value::make_namespace(Dict attrs) {
-  return boxed(Type::kNamespace, std::make_shared<Namespace>(Namespace{std::move(attrs)}), false);
+  return boxed(Type::kNamespace, std::make_shared<Namespace>(Namespace{std::move(attrs)}), kPlain);
 }
 
 std::string Value::undefined_reason() const {
@@ -101,7 +105,7 @@ bool Value::truthy() const {
     case Type::kInt: return i_ != 0;
     case Type::kFloat: return f_ != 0;
     case Type::kString: return !str().empty();
-    case Type::kList: return !items().empty();
+    case Type::kList: return is_iterator() || !items().empty();
     case Type::kDict: return !dict().items.empty();
     case Type::kFunction:
     case Type::kNamespace: return true;
@@ -116,8 +120,8 @@ const char* Value::type_name() const {
     case Type::kBool: return "bool";
     case Type::kInt: return "int";
     case Type::kFloat: return "float";
-    case Type::kString: return flag_ ? "Markup" : "str";
-    case Type::kList: return flag_ ? "tuple" : "list";
+    case Type::kString: return is_markup() ? "Markup" : "str";
+    case Type::kList: return is_tuple() ? "tuple" : is_iterator() ? "generator" : "list";
     case Type::kDict: return "dict";
     case Type::kFunction: return "function";
     case Type::kNamespace: return "Namespace";
@@ -136,6 +140,7 @@ bool py_equal(const Value& a, const Value& b) {
     case Type::kNone: return true;
     case Type::kString: return a.str() == b.str();
     case Type::kList: {
+      if (a.is_iterator() || b.is_iterator()) return a.identity() == b.identity();
       if (a.is_tuple() != b.is_tuple() || a.items().size() != b.items().size()) return false;
       for (size_t i = 0; i < a.items().size(); ++i)
         if (!py_equal(a.items()[i], b.items()[i])) return false;
@@ -162,7 +167,7 @@ bool py_less(const Value& a, const Value& b) {
     return a.as_int() < b.as_int();
   }
   if (a.is_string() && b.is_string()) return a.str() < b.str();  // UTF-8 byte order is code point order
-  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && !a.is_iterator() && !b.is_iterator()) {
     const ValueList &x = a.items(), &y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (!py_equal(x[i], y[i])) return py_less(x[i], y[i]);

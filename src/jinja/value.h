@@ -4,7 +4,7 @@
 // undefined (jinja2's Undefined, which remembers why it is undefined), None,
 // bool, int (64-bit; overflow is an error), float, str (UTF-8; a `markup`
 // flag marks jinja2's Markup, the result of `|safe`, whose `+` escapes plain
-// strings), list and tuple, dict (insertion-ordered, keys of any type),
+// strings), list, tuple and one-pass iterator, dict (insertion-ordered, keys of any type),
 // callables (macros, builtins, bound methods) and namespace() objects.
 // Lists, tuples and dicts are immutable once built, as in jinja2's immutable
 // sandbox, and shared by reference; a namespace is the one mutable object.
@@ -60,6 +60,7 @@ class Value {
   static Value string(std::string s, bool markup = false);
   static Value list(ValueList items);
   static Value tuple(ValueList items);
+  static Value iterator(ValueList items);
   static Value dict(Dict d);
   static Value function(std::string name, std::function<Value(Interpreter&, CallArgs&)> call);
   static Value make_namespace(Dict attrs);
@@ -73,11 +74,14 @@ class Value {
   bool is_number() const { return type_ == Type::kInt || type_ == Type::kFloat || type_ == Type::kBool; }
   bool is_string() const { return type_ == Type::kString; }
   bool is_list() const { return type_ == Type::kList; }  // lists and tuples
-  bool is_tuple() const { return type_ == Type::kList && flag_; }
+  bool is_tuple() const { return type_ == Type::kList && flag_ == kTuple; }
+  // A one-pass iterator (what jinja2's map, select, unique... return): always
+  // true, no len(), prints as <generator object>, not JSON.
+  bool is_iterator() const { return type_ == Type::kList && flag_ == kIterator; }
   bool is_dict() const { return type_ == Type::kDict; }
   bool is_function() const { return type_ == Type::kFunction; }
   bool is_namespace() const { return type_ == Type::kNamespace; }
-  bool is_markup() const { return type_ == Type::kString && flag_; }
+  bool is_markup() const { return type_ == Type::kString && flag_ == kMarkup; }
 
   bool as_bool() const { return b_; }
   int64_t as_int() const { return i_; }
@@ -98,10 +102,11 @@ class Value {
   const char* type_name() const;
 
  private:
-  static Value boxed(Type type, std::shared_ptr<void> ptr, bool flag);
+  static Value boxed(Type type, std::shared_ptr<void> ptr, uint8_t flag);
 
   Type type_ = Type::kUndefined;
-  bool flag_ = false;  // str: Markup; list: tuple
+  enum : uint8_t { kPlain, kMarkup, kTuple, kIterator };
+  uint8_t flag_ = kPlain;  // str: kMarkup; list: kTuple or kIterator
   bool b_ = false;
   int64_t i_ = 0;
   double f_ = 0;

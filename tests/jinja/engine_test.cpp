@@ -187,6 +187,12 @@ TEST(JinjaLimits, DeepExpressionNestingIsRefused) {
   std::string nots = "{{ ";
   for (int i = 0; i < 100000; ++i) nots += "not ";
   expect_refused(nots + "1 }}", "nested deeper");
+  // Chains grow the tree in a loop, not by recursion; they are bounded too.
+  std::string filters = "{{ x", sums = "{{ 1", attrs = "{{ x";
+  for (int i = 0; i < 100000; ++i) filters += "|trim", sums += " + 1", attrs += ".a";
+  expect_refused(filters + " }}", "nested deeper");
+  expect_refused(sums + " }}", "nested deeper");
+  expect_refused(attrs + " }}", "nested deeper");
 }
 
 TEST(JinjaLimits, DeepBlockNestingIsRefused) {
@@ -214,6 +220,15 @@ TEST(JinjaLimits, ExplodingStringsAreRefused) {
                  "string of over", limits);
   expect_refused("{{ 'x' * 100000000000 }}", "string of over", limits);
   expect_refused("{% for i in range(1000000) %}0123456789{% endfor %}", "string of over", limits);
+}
+
+TEST(JinjaLimits, BigWorkPerStepStopsAtTheClock) {
+  // Few steps, each over a large string: the step limit alone would allow
+  // minutes of work.
+  Limits limits;
+  limits.max_milliseconds = 200;
+  expect_refused("{% set s = 'ab' * 4000000 %}{% for i in range(1000000) %}{% set t = s[1:] %}{% endfor %}", "ms",
+                 limits);
 }
 
 TEST(JinjaLimits, IntegerOverflowIsAnError) {
