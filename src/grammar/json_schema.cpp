@@ -13,7 +13,8 @@
 namespace revis {
 namespace {
 
-using json = nlohmann::json;
+// Ordered: properties come out in the order the schema declares them.
+using json = nlohmann::ordered_json;
 
 constexpr int kMaxNumberDigits = 15;
 constexpr int64_t kMaxMagnitude = 999'999'999'999'999;  // 15 digits
@@ -141,9 +142,10 @@ class Converter {
     std::string clean;
     for (char c : hint)
       clean += (std::isalnum(static_cast<unsigned char>(c)) ? c : '-');
-    if (clean.empty() || rules_.count(clean) || reserved_.count(clean)) clean += "-" + std::to_string(counter_++);
-    reserved_.insert(clean);
-    return clean;
+    std::string name = clean;
+    while (name.empty() || rules_.count(name) || reserved_.count(name)) name = clean + "-" + std::to_string(counter_++);
+    reserved_.insert(name);
+    return name;
   }
 
   std::string add_rule(const std::string& hint, std::string body) {
@@ -506,10 +508,10 @@ class Converter {
 
 }  // namespace
 
-Result<std::string> json_schema_to_gbnf(const json& schema) { return Converter(schema).run(); }
+Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema) { return Converter(schema).run(); }
 
 std::string json_object_gbnf() {
-  return *json_schema_to_gbnf(json{{"type", "object"}});
+  return *json_schema_to_gbnf(nlohmann::ordered_json{{"type", "object"}});
 }
 
 }  // namespace revis

@@ -19,7 +19,7 @@
 // 15 integer digits, 15 fraction digits and a 3-digit exponent; white space
 // between tokens is at most a newline and 20 spaces or tabs.
 //
-// Properties come out in the schema's order, the required ones always, the
+// Properties come out in the schema's order (hence ordered_json), the required ones always, the
 // optional ones each present or not.
 //
 // Thread-safety: free functions on values.
@@ -34,7 +34,7 @@
 namespace revis {
 
 // The grammar (root rule `root`) for values valid against `schema`.
-Result<std::string> json_schema_to_gbnf(const nlohmann::json& schema);
+Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 
 // The grammar for any JSON object (OpenAI's response_format json_object):
 // an object at the top, any JSON values inside, nesting at most 16 deep.

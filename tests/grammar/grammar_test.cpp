@@ -33,7 +33,7 @@ TEST(Grammar, LiteralsAlternativesAndGroups) {
 
 TEST(Grammar, CharacterClassesAndAny) {
   auto g = parse_ok("root ::= [a-c0-9] [^x\\n] .");
-  EXPECT_TRUE(sentence(g, "a y\xE2\x82\xAC"));
+  EXPECT_TRUE(sentence(g, "a \xE2\x82\xAC"));
   EXPECT_TRUE(sentence(g, "9zz"));
   EXPECT_FALSE(sentence(g, "dzz"));
   EXPECT_FALSE(sentence(g, "axz"));

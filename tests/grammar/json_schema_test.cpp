@@ -17,7 +17,7 @@
 namespace revis {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::shared_ptr<const Grammar> schema_grammar(const json& schema) {
   auto gbnf = json_schema_to_gbnf(schema);
