@@ -236,7 +236,10 @@ std::vector<int> prompt_sizes(const std::string& output) {
 // reply included; a second Ctrl-C at the empty prompt that follows quits.
 TEST(ChatOnATerminal, CtrlCStopsTheReplyAndKeepsTheSession) {
   TempDir home;
-  TerminalChat chat({"-n", "-1"}, home.path().string());
+  // A context this large keeps an unstopped reply running for seconds even
+  // on a fast machine (the default context of 4096 fills in about a second),
+  // so that the Ctrl-C lands while the reply is still being generated.
+  TerminalChat chat({"-n", "-1", "-c", "32768"}, home.path().string());
   ASSERT_TRUE(chat.wait_for("> ")) << chat.output();
   const auto stop_reply = [&](const std::string& message) {
     const size_t start = chat.output().size();
