@@ -1,5 +1,7 @@
 #include "cli/line_reader.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -21,8 +23,24 @@ namespace {
 constexpr int kHistorySize = 1000;
 
 std::atomic<bool> g_interrupted{false};
+// Self-pipe: the handler writes a byte so that a reader waiting in poll()
+// wakes even when Ctrl-C came just before it began to wait (a SIGINT
+// between checking the flag and a blocking read() would be missed).
+int g_wake_pipe[2] = {-1, -1};
 
-void on_sigint(int) { g_interrupted.store(true); }
+void on_sigint(int) {
+  g_interrupted.store(true);
+  if (g_wake_pipe[1] >= 0) {
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t n = ::write(g_wake_pipe[1], &byte, 1);
+  }
+}
+
+void drain_wake_pipe() {
+  char bytes[64];
+  while (g_wake_pipe[0] >= 0 && ::read(g_wake_pipe[0], bytes, sizeof bytes) > 0) {
+  }
+}
 
 // One line of a message, after the prompt on a terminal; false at the end
 // of input or on Ctrl-C.
@@ -41,6 +59,7 @@ bool plain_line(bool interactive, const std::string& prompt, std::string& line) 
 std::atomic<bool>& interrupted() { return g_interrupted; }
 
 void install_interrupt_handler() {
+  if (g_wake_pipe[0] < 0 && pipe2(g_wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) g_wake_pipe[0] = g_wake_pipe[1] = -1;
   struct sigaction action = {};
   action.sa_handler = on_sigint;
   sigemptyset(&action.sa_mask);
@@ -85,6 +104,14 @@ struct LineReader::Editor {
     el_get(el, EL_CLIENTDATA, &data);
     auto* self = static_cast<Editor*>(data);
     for (;;) {
+      if (g_interrupted.load()) {
+        drain_wake_pipe();
+        return -1;
+      }
+      pollfd waits[2] = {{STDIN_FILENO, POLLIN, 0}, {g_wake_pipe[0], POLLIN, 0}};
+      if (::poll(waits, g_wake_pipe[0] >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) return -1;
+      if (waits[1].revents & POLLIN) drain_wake_pipe();  // a Ctrl-C: the flag says whether it still counts
+      if (!(waits[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char byte = 0;
       const ssize_t n = ::read(STDIN_FILENO, &byte, 1);
       if (n == 0) return 0;

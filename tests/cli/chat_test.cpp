@@ -8,6 +8,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -183,7 +184,22 @@ class TerminalChat {
     if (master_ >= 0) close(master_);
   }
 
+  // Keys while a reply runs (Ctrl-C): the terminal is in its cooked mode.
   void type(const std::string& keys) { ASSERT_EQ(write(master_, keys.data(), keys.size()), ssize_t(keys.size())); }
+  // Keys at a prompt, once the line editor reads them one by one, as a
+  // person would type them. Typed earlier, while the terminal is still in
+  // canonical mode, the line discipline would take Ctrl-D as an end of file
+  // that is lost when libedit switches the terminal to raw mode. (The
+  // master side of a pty reports the terminal's modes.)
+  void type_at_prompt(const std::string& keys) {
+#ifdef REVIS_HAVE_LIBEDIT
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    termios modes{};
+    while (tcgetattr(master_, &modes) == 0 && (modes.c_lflag & ICANON) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(5ms);
+#endif
+    type(keys);
+  }
 
   // Reads the terminal until `done(output)` holds; false after `limit`.
   template <typename Done>
@@ -243,7 +259,7 @@ TEST(ChatOnATerminal, CtrlCStopsTheReplyAndKeepsTheSession) {
   ASSERT_TRUE(chat.wait_for("> ")) << chat.output();
   const auto stop_reply = [&](const std::string& message) {
     const size_t start = chat.output().size();
-    chat.type(message + "\r");
+    chat.type_at_prompt(message + "\r");
     ASSERT_TRUE(chat.wait_for(message, start)) << chat.output();
     const size_t reply_start = chat.output().find(message, start) + message.size();
     // Some of the reply, then Ctrl-C.
@@ -264,7 +280,7 @@ TEST(ChatOnATerminal, CtrlCStopsTheReplyAndKeepsTheSession) {
   const int first_reply = std::stoi(reply[1]);
   EXPECT_GE(first_reply, 20);
   EXPECT_GT(sizes[1], sizes[0] + first_reply / 2) << chat.output();
-  chat.type("\x03");
+  chat.type_at_prompt("\x03");
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
 }
 
@@ -284,14 +300,14 @@ TEST(ChatOnATerminal, LineEditingAndHistory) {
       ASSERT_TRUE(chat.wait_for(after)) << chat.output();
       ASSERT_TRUE(chat.wait_for("> ", chat.output().rfind(after))) << chat.output();
     };
-    chat.type("Wrld\x1b[D\x1b[D\x1b[Do\r");  // three times left, then the missing letter
+    chat.type_at_prompt("Wrld\x1b[D\x1b[D\x1b[Do\r");  // three times left, then the missing letter
     next_prompt("[prompt");
-    chat.type("\x1b[A\r");  // up: the same message again
+    chat.type_at_prompt("\x1b[A\r");  // up: the same message again
     ASSERT_TRUE(chat.wait_until([](const std::string& out) { return prompt_sizes(out).size() == 2; })) << chat.output();
     next_prompt("[prompt");
-    chat.type("/save " + saved + "\r");
+    chat.type_at_prompt("/save " + saved + "\r");
     next_prompt("(saved");
-    chat.type("/exit\r");
+    chat.type_at_prompt("/exit\r");
     EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
   }
   std::ifstream in(saved);
@@ -305,14 +321,14 @@ TEST(ChatOnATerminal, LineEditingAndHistory) {
     // The last line of the earlier chat was /exit: recalled, it quits.
     TerminalChat chat({"-n", "2"}, home.path().string());
     ASSERT_TRUE(chat.wait_for("> ")) << chat.output();
-    chat.type("\x1b[A\r");
+    chat.type_at_prompt("\x1b[A\r");
     EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
     EXPECT_TRUE(prompt_sizes(chat.output()).empty()) << chat.output();
   }
   {
     TerminalChat chat({"-n", "2"}, home.path().string());
     ASSERT_TRUE(chat.wait_for("> ")) << chat.output();
-    chat.type("\x04");
+    chat.type_at_prompt("\x04");
     EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
     const std::string& out = chat.output();
     EXPECT_NE(out.find('\n', out.rfind("> ")), std::string::npos) << "Ctrl-D left the cursor on the prompt\n" << out;
