@@ -1,5 +1,5 @@
 // revis serve: run this machine as a node (HTTP + WebSocket on one port).
-// Configuration comes from --config FILE, then the flags; see
+// Configuration comes from --config FILE, then REVIS_HOST/PORT/MODEL/TOKEN, then the flags; see
 // src/node/config.h for the keys and docs/protocol.md for the protocol.
 #include <cstdio>
 #include <cstdlib>
@@ -27,10 +27,8 @@ int serve(const ServeArgs& args) {
     if (!loaded.ok()) return fail(loaded.status().message());
     config = std::move(*loaded);
   }
-  node::ConfigOverrides overrides = args.overrides;
-  // REVIS_TOKEN: the token where `ps` does not show it; a flag still wins.
-  if (const char* env = std::getenv("REVIS_TOKEN"); env && !overrides.token && !overrides.token_file) overrides.token = env;
-  if (Status s = node::apply_overrides(config, overrides); !s.ok()) return fail(s.message());
+  if (Status s = node::apply_environment(config, std::getenv); !s.ok()) return usage_error(s.message());
+  if (Status s = node::apply_overrides(config, args.overrides); !s.ok()) return fail(s.message());
   if (Status s = node::validate_config(config); !s.ok()) return fail(s.message());
   if (Status s = node::set_log_options(config.log_level, config.log_format); !s.ok()) return fail(s.message());
   auto node = node::Node::create(std::move(config));
@@ -81,6 +79,17 @@ void register_serve(CLI::App& app, int& exit_code) {
                   "MiB those results may take (default 64); with --journal older ones are read back from it");
   cmd->add_option("--log-level", o.log_level, "Lowest level logged: debug, info (default), warn or error");
   cmd->add_option("--log-format", o.log_format, "text (default) or json: one JSON object per line");
+  // The network guards (docs/protocol.md, "Limits").
+  cmd->add_option("--allow-host", o.allow_hosts,
+                  "Host name a tokenless node also answers besides its addresses, localhost and its names (repeatable; * = any)");
+  cmd->add_option("--allow-origin", o.allow_origins,
+                  "Browser origin (https://app.example) allowed to call the node, with CORS (repeatable; * = any)");
+  cmd->add_option("--max-connections", o.max_connections,
+                  "Open connections in all (default 4096; also bounded by the descriptor limit)");
+  cmd->add_option("--max-connections-per-ip", o.max_connections_per_ip, "Open connections from one address (default 256)");
+  cmd->add_option("--handshake-timeout", o.handshake_timeout_s, "Seconds a new connection has for its first request (default 10)");
+  cmd->add_option("--idle-timeout", o.idle_timeout_s,
+                  "Seconds before an idle keep-alive connection, or a WebSocket with no ticket open, is closed (default 300)");
   cmd->callback([args, &exit_code] { exit_code = serve(*args); });
 }
 

@@ -9,6 +9,10 @@
 namespace revis {
 namespace {
 
+bool cancelled(const GenerateOptions& options) {
+  return options.cancel && options.cancel->load(std::memory_order_relaxed);
+}
+
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -43,15 +47,23 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
     result.first_logits_position = n_prompt - 1;
     if (options.record_logits) result.prompt_logits = result.next_logits;
   } else {
-    if (Status s = session.eval(prompt.subspan(n_cached), options.record_logits); !s.ok()) return s;
+    const std::span<const int32_t> todo = prompt.subspan(n_cached);
+    const size_t chunk = options.on_prefill ? kPrefillChunk : todo.size();
+    for (size_t done = 0; done < todo.size();) {
+      if (cancelled(options)) return Status::error("cancelled during the prompt");
+      const size_t n = std::min(chunk, todo.size() - done);
+      if (Status s = session.eval(todo.subspan(done, n), options.record_logits); !s.ok()) return s;
+      if (options.record_logits)
+        for (int row = 0; row < session.n_logit_rows(); ++row) {
+          auto l = session.logits(row);
+          result.prompt_logits.insert(result.prompt_logits.end(), l.begin(), l.end());
+        }
+      done += n;
+      if (options.on_prefill) options.on_prefill(static_cast<int>(done), static_cast<int>(todo.size()));
+    }
     const auto last = session.logits(session.n_logit_rows() - 1);
     result.next_logits.assign(last.begin(), last.end());
     result.first_logits_position = n_cached;
-    if (options.record_logits)
-      for (int row = 0; row < session.n_logit_rows(); ++row) {
-        auto l = session.logits(row);
-        result.prompt_logits.insert(result.prompt_logits.end(), l.begin(), l.end());
-      }
   }
   result.prefill_ms = cached.restore_ms + ms_since(start);
 
@@ -68,6 +80,10 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
   const auto gen_start = std::chrono::steady_clock::now();
   result.stop_reason = "length";
   for (int i = 0; i < options.max_tokens; ++i) {
+    if (cancelled(options)) {
+      result.stop_reason = "cancelled";
+      break;
+    }
     // The first token follows the prompt; the others the last decoding step.
     const int32_t token = sampler.sample(i == 0 ? std::span<const float>(result.next_logits) : session.logits(0));
     if (i == 0) result.ttft_ms = cached.restore_ms + ms_since(start);

@@ -3,6 +3,7 @@
 // until a token budget, an end-of-generation token or a stop string.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -21,13 +22,24 @@ struct GenerateOptions {
   std::vector<std::string> stop;      // stop strings (not included in the text)
   bool ignore_eog = false;            // keep going past end-of-generation tokens
   bool record_logits = false;         // keep prompt and per-step logits (for --logits-out)
+  // With on_prefill, the prompt is evaluated in chunks of kPrefillChunk
+  // tokens and on_prefill(done, total) is called after each, counting the
+  // prompt tokens not restored from a cache.
+  std::function<void(int done, int total)> on_prefill;
+  // Polled between prefill chunks and before each token: when it becomes
+  // true, generation ends with stop_reason "cancelled" (Ctrl-C in revis
+  // chat), or, during the prefill, with an error (the session then holds
+  // part of the prompt).
+  const std::atomic<bool>* cancel = nullptr;
 };
+
+constexpr int kPrefillChunk = 256;
 
 struct GenerateResult {
   std::vector<int32_t> prompt_tokens;
   std::vector<int32_t> generated;     // every sampled token, including a final end-of-generation one
   std::string text;                   // what was streamed
-  std::string stop_reason;            // "length", "eog", "stop"
+  std::string stop_reason;            // "length", "eog", "stop", "context", "cancelled"
   double prefill_ms = 0, generate_ms = 0, ttft_ms = 0;  // include PromptCache::restore_ms
   int cached_tokens = 0;              // prompt tokens restored instead of evaluated
   // The logits after the last prompt token (what a checkpoint stores).

@@ -34,9 +34,9 @@ Status set_log_options(std::string_view level, std::string_view format) {
   return {};
 }
 
-void log_line(const char* level, const std::string& message) { log_line(level, message, nlohmann::json()); }
+void log_line(const char* level, const std::string& message) { log_record(level, message, nullptr, nlohmann::json()); }
 
-void log_line(const char* level, const std::string& message, const nlohmann::json& fields) {
+void log_record(const char* level, const std::string& text, const char* kind, const nlohmann::json& fields) {
   if (level_rank(level) < min_rank.load()) return;
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
@@ -49,17 +49,14 @@ void log_line(const char* level, const std::string& message, const nlohmann::jso
   std::snprintf(stamp + n, sizeof stamp - n, ".%03dZ", ms);
   std::string line;
   if (json_lines.load()) {
-    nlohmann::json j = {{"ts", stamp}, {"level", level}, {"msg", message}};
+    nlohmann::json j = {{"ts", stamp}, {"level", level}, {"msg", kind ? kind : text}};
     if (fields.is_object())
       for (const auto& [key, value] : fields.items()) j[key] = value;
     line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
     char head[64];
     std::snprintf(head, sizeof head, "%s %-5s ", stamp, level);
-    line = head + message;
-    if (fields.is_object())
-      for (const auto& [key, value] : fields.items())
-        line += " " + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    line = head + text;
   }
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);

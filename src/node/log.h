@@ -23,8 +23,8 @@ Status set_log_options(std::string_view level, std::string_view format);
 
 // level: "debug", "info", "warn" or "error".
 void log_line(const char* level, const std::string& message);
-// With fields: in JSON, members of the line's object beside ts, level and
-// msg; in text, appended as key=value.
-void log_line(const char* level, const std::string& message, const nlohmann::json& fields);
+// A structured record (the access log's): in text, `text` is the message;
+// in JSON, msg is `kind` and `fields` are members beside ts, level and msg.
+void log_record(const char* level, const std::string& text, const char* kind, const nlohmann::json& fields);
 
 }  // namespace revis::node

@@ -225,8 +225,8 @@ TEST(Service, TokenFromTheEnvironmentOrAFile) {
   EXPECT_NE(refused.log().find("token"), std::string::npos) << refused.log();
 }
 
-// --log-format json: every line one JSON object with ts, level and msg;
-// --log-level warn: no info lines.
+// --log-format json: every line one JSON object with ts, level and msg, the
+// access log's with its facts as members; --log-level warn: no info lines.
 TEST(Service, JsonLogLinesAndLevels) {
   TempDir dir;
   std::ofstream(dir.file("tasks.toml")) << kTasks;
@@ -242,15 +242,25 @@ TEST(Service, JsonLogLinesAndLevels) {
   ASSERT_EQ(node->stop(10s), 0);
   std::istringstream lines(node->log());
   int n = 0;
-  bool ran = false;
+  bool ran = false, accessed = false;
   for (std::string line; std::getline(lines, line); ++n) {
     const json j = json::parse(line, nullptr, false);
     ASSERT_TRUE(j.is_object()) << line;
     EXPECT_TRUE(j["ts"].is_string() && j["level"].is_string() && j["msg"].is_string()) << line;
     ran = ran || j["msg"].get<std::string>().find("ran ticket l-1") != std::string::npos;
+    if (j["msg"] == "access" && j.value("ticketID", "") == "l-1") {
+      accessed = true;
+      EXPECT_EQ(j["method"], "TICKET") << line;
+      EXPECT_EQ(j["route"], "/v1/revis/stream") << line;
+      EXPECT_EQ(j["status"], "done") << line;
+      EXPECT_TRUE(j["bytes"].is_number_unsigned() && j["bytes"].get<uint64_t>() > 0) << line;
+      EXPECT_TRUE(j["durationMs"].is_number()) << line;
+      EXPECT_EQ(line.find("Log me"), std::string::npos) << "never the ticket's text: " << line;
+    }
   }
   EXPECT_GE(n, 3);
   EXPECT_TRUE(ran) << node->log();
+  EXPECT_TRUE(accessed) << node->log();
 
   std::vector<std::string> quiet = sim_node(dir, dir.file("quiet.journal"));
   quiet.insert(quiet.end(), {"--log-level", "warn"});
