@@ -37,7 +37,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 // The ticket as sent to a peer: pinned to this node's catalogue, and
 // marked so that the peer runs it itself.
-std::string forwarded_message(node::Ticket t, const std::string& catalog, const std::string& forwarded_by) {
+std::string forwarded_message(node::Ticket t, const std::string& catalog, std::optional<std::string> forwarded_by) {
   t.catalog = catalog;
   t.forwarded_by = forwarded_by;
   return node::ticket_message(t);
@@ -59,6 +59,10 @@ bool worth_another_node(ErrorCode code) {
          code == ErrorCode::kCatalogMismatch;
 }
 
+// How long a stopping node waits for its peers to take the tickets it
+// handed them; past that, its next start sends them again.
+constexpr auto kHandOffWait = std::chrono::seconds(2);
+
 // How a peer became one, as the cluster view shows it.
 constexpr const char* kFoundInConfig = "config";  // --peer, or peers = [...]
 constexpr const char* kFoundByMdns = "mdns";      // --discover
@@ -78,7 +82,9 @@ struct Dispatcher::Record {
   // kWaiting: in waiting_, for a peer (this node does not serve its tier).
   // kSuspended: the node is shutting down before it ran; the journal keeps
   // it unfinished, and the next start runs it (suspend()).
-  enum class Where { kLocal, kPeer, kWaiting, kSuspended, kDone } where = Where::kLocal;
+  // kHandedOff: handed to peer `handed_to` at an earlier shutdown; waits for
+  // that peer's link to relay it (relay_handed()).
+  enum class Where { kLocal, kPeer, kWaiting, kSuspended, kHandedOff, kDone } where = Where::kLocal;
   uint64_t job_id = 0;     // kLocal: the executor's job
   std::string peer;        // kPeer: which peer, on which link session
   uint64_t session = 0;
@@ -90,6 +96,8 @@ struct Dispatcher::Record {
   bool cancel_requested = false;
   bool orphaned = false;    // cancelled because no client came back: not kept as a result
   uint64_t orphan_watch = 0;
+  std::string handed_to;    // the peer it was handed to at a shutdown; it runs nowhere else
+  bool peer_has_it = false;  // kPeer: the peer answered `accepted`
 
   // A ticket is journaled and its result kept for clients that resend or
   // resume it; an OpenAI request is neither, its HTTP client cannot come
@@ -299,6 +307,7 @@ void Dispatcher::on_disconnect(const Link& from) {
   std::vector<uint64_t> cancel_jobs;
   {
     Lock lock(mu_);
+    const bool peer_link = std::find(subscribers_.begin(), subscribers_.end(), from) != subscribers_.end();
     std::erase(subscribers_, from);
     if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
       for (const auto& [id, job] : it->second) cancel_jobs.push_back(job);
@@ -313,7 +322,9 @@ void Dispatcher::on_disconnect(const Link& from) {
     }
     for (Record* rec : orphans) {
       if (rec->kept()) {
-        watch_orphan(*rec);
+        // A peer that handed its ticket over at its shutdown counts on this
+        // node to see it through; it asks for the result when it is back.
+        if (!peer_link) watch_orphan(*rec);
         continue;
       }
       rec->orphaned = true;  // nobody can resume it: cancelled now
@@ -487,14 +498,68 @@ node::Outcome<int> Dispatcher::submit_local(Record& rec, bool first) {
   return admission->position;
 }
 
-void Dispatcher::forward(Record& rec, Peer& peer) {
+void Dispatcher::forward(Record& rec, Peer& peer, bool pinned) {
   rec.where = Record::Where::kPeer;
   ++rec.placement;
   rec.peer = peer.key;
   rec.session = peer.session;
   rec.job_id = 0;
+  rec.peer_has_it = false;
   ++peer.in_flight;
-  peer.link->send(peer.session, forwarded_message(rec.ticket, node_.catalog().digest(), config_.name));
+  peer.link->send(peer.session, forwarded_message(rec.ticket, node_.catalog().digest(),
+                                                  pinned ? std::optional(config_.name) : std::nullopt));
+}
+
+void Dispatcher::hand_off_unstarted() {
+  if (!journal_) return;
+  std::map<std::string, int> given;  // by peer: the tickets are spread over the live ones
+  auto pick = [&](const std::string& tier) -> Peer* {
+    Peer* best = nullptr;
+    for (const auto& [key, p] : peers_) {
+      if (!p->up || !p->known || p->is_self || p->state.catalog != node_.catalog().digest() || !p->state.serves(tier)) continue;
+      if (!best || p->in_flight + given[key] < best->in_flight + given[best->key]) best = p.get();
+    }
+    return best;
+  };
+  auto movable = [](const Record& rec) { return rec.kept() && rec.travels && !rec.cancel_requested && !rec.orphaned; };
+  int handed = 0;
+  auto hand = [&](Record& rec, Peer& peer) {
+    // Noted first: should this node stop before the peer has it, the next
+    // start sends it there again, and the peer runs it once either way.
+    if (Status s = journal_->handed(rec.ticket.id, peer.key); !s.ok()) {
+      node::log_line("warn", s.message());
+      suspend(rec);
+      return;
+    }
+    rec.handed_to = peer.key;
+    ++given[peer.key];
+    ++handed;
+    forward(rec, peer, false);
+  };
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    Record& rec = *records_.at(*it);
+    const std::string* tier = tier_of(rec.ticket);
+    Peer* peer = tier && movable(rec) ? pick(*tier) : nullptr;
+    if (!peer) {
+      ++it;
+      continue;
+    }
+    it = waiting_.erase(it);
+    hand(rec, *peer);
+  }
+  while (auto job = node_.executor().take_queued([&](const node::JobSpec& spec) {
+           auto it = records_.find(spec.label);
+           return it != records_.end() && it->second->where == Record::Where::kLocal && movable(*it->second) &&
+                  pick(spec.tier) != nullptr;
+         }))
+    hand(*records_.at(job->spec.label), *pick(job->spec.tier));
+  if (handed) node::log_line("info", "shutdown: " + std::to_string(handed) + " unstarted ticket(s) handed to peers");
+}
+
+void Dispatcher::relay_handed(Peer& peer) {
+  if (shutting_down_) return;
+  for (auto& [id, rec] : records_)
+    if (rec->where == Record::Where::kHandedOff && rec->handed_to == peer.key) forward(*rec, peer, false);
 }
 
 // Moves waiting tickets to idle peers, best peer first, until no peer is
@@ -644,6 +709,12 @@ bool Dispatcher::suspend(Record& rec) {
   return true;
 }
 
+void Dispatcher::set_handed_to(Record& rec, const std::string& peer) {
+  rec.handed_to = peer;
+  if (journal_)
+    if (Status s = journal_->handed(rec.ticket.id, peer); !s.ok()) node::log_line("warn", s.message());
+}
+
 void Dispatcher::sweep_expired() {
   const auto ttl = std::chrono::seconds(config_.result_ttl_s);
   const size_t max_bytes = size_t(config_.max_kept_results_mb) << 20;
@@ -671,7 +742,7 @@ void Dispatcher::restore_from_journal() {
     node::log_line("warn", entries.status().message());
     return;
   }
-  int resumed = 0, kept = 0;
+  int resumed = 0, kept = 0, with_peers = 0;
   std::vector<Record*> to_run;
   for (const JournalEntry& e : *entries) {
     auto parsed = node::parse_client_message(e.ticket, size_t(1) << 30);
@@ -693,7 +764,14 @@ void Dispatcher::restore_from_journal() {
       finished_order_.emplace_back(rec->finished, e.id);
       keep_result(*rec);
       ++kept;
+    } else if (!e.handed_to.empty() && peers_.count(e.handed_to)) {
+      rec->where = Record::Where::kHandedOff;  // relayed once that peer's link is up
+      rec->handed_to = e.handed_to;
+      ++with_peers;
     } else {
+      if (!e.handed_to.empty())
+        node::log_line("warn", config_.journal + ": ticket " + e.id + " was handed to " + e.handed_to +
+                                   ", no longer a peer of this node; it runs here");
       to_run.push_back(rec.get());
     }
     records_[e.id] = std::move(rec);
@@ -708,7 +786,7 @@ void Dispatcher::restore_from_journal() {
     ++resumed;
   }
   node::log_line("info", "journal " + config_.journal + ": " + std::to_string(resumed) + " unfinished ticket(s) resumed, " +
-                             std::to_string(kept) + " result(s) kept");
+                             std::to_string(with_peers) + " handed to peers, " + std::to_string(kept) + " result(s) kept");
 }
 
 // ---------------------------------------------------------------- peers
@@ -773,6 +851,7 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
     p.state = std::move(*state);
     p.known = true;
     p.is_self = p.state.instance == instance_;
+    if (!p.is_self && p.state.catalog == node_.catalog().digest()) relay_handed(p);
     if (was_busy && !p.state.busy) p.idle_since = Clock::now();
     if (!p.state.busy) offload();
     return;
@@ -786,7 +865,10 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
   if (it == records_.end()) return;
   Record& rec = *it->second;
   if (rec.where != Record::Where::kPeer || rec.peer != key || rec.session != session) return;
-  if (type == "token") {
+  handed_over_.notify_all();  // whatever it says, a handed ticket is settled with the peer
+  if (type == "accepted") {
+    rec.peer_has_it = true;
+  } else if (type == "token") {
     emit_token(rec, j.value("text", ""));
   } else if (type == "done") {
     --p.in_flight;
@@ -798,11 +880,13 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
     if (code == ErrorCode::kQueueFull) {
       // Not a failed run: the peer was busy after all, as its next state
       // will say. Until then it is busy here too, and the ticket is back in
-      // line.
+      // line. A handed ticket it refused is not there: it may run anywhere.
       p.state.busy = true;
+      if (!rec.handed_to.empty()) set_handed_to(rec, "");
       auto placed = place(rec, true);
       if (!placed.ok() && !suspend(rec)) finish(rec, node::error_event(id, placed.error()));
-    } else if (rec.cancel_requested && code == ErrorCode::kCancelled) {
+    } else if (!rec.handed_to.empty() || (rec.cancel_requested && code == ErrorCode::kCancelled)) {
+      // A handed ticket is the peer's: its answer is the result.
       finish(rec, text);
     } else if (rec.orphaned) {
       drop(id);
@@ -829,7 +913,16 @@ void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t
   std::vector<Record*> lost;
   for (auto& [id, rec] : records_)
     if (rec->where == Record::Where::kPeer && rec->peer == key && rec->session == session) lost.push_back(rec.get());
-  for (Record* rec : lost) retry(*rec, "node " + (p.state.name.empty() ? key : p.state.name) + " was lost (" + why + ")");
+  for (Record* rec : lost) {
+    if (!rec->handed_to.empty()) {
+      // Only that peer may run it: it waits for the link to come back.
+      rec->where = Record::Where::kHandedOff;
+      ++rec->placement;
+      continue;
+    }
+    retry(*rec, "node " + (p.state.name.empty() ? key : p.state.name) + " was lost (" + why + ")");
+  }
+  handed_over_.notify_all();
   if (p.found == kFoundByMdns && p.service.empty() && !p.up) forget_peer(key);
 }
 
@@ -955,10 +1048,13 @@ void Dispatcher::on_shutdown() {
   discovery_.reset();  // first: a node shutting down is not one to find
   Lock lock(mu_);
   shutting_down_ = true;
+  hand_off_unstarted();  // before the executor cancels the queued jobs
   waiting_.clear();
   std::vector<Record*> elsewhere;  // collected first: finishing an OpenAI request forgets it
+  // A handed ticket is the peer's now: it is neither cancelled nor ended here.
   for (auto& [id, rec] : records_)
-    if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting) elsewhere.push_back(rec.get());
+    if ((rec->where == Record::Where::kPeer && rec->handed_to.empty()) || rec->where == Record::Where::kWaiting)
+      elsewhere.push_back(rec.get());
   for (Record* rec : elsewhere) {
     if (rec->where == Record::Where::kPeer) cancel_ticket(*rec);
     if (!suspend(*rec)) finish(*rec, node::error_event(rec->ticket.id, {ErrorCode::kCancelled, "the node is shutting down"}));
@@ -968,6 +1064,13 @@ void Dispatcher::on_shutdown() {
 void Dispatcher::on_stopped() {
   Lock lock(mu_);
   shutting_down_ = true;
+  // Tickets handed to peers: until each peer has said it holds them (or its
+  // link dropped), so that they run there while this node is down.
+  handed_over_.wait_for(lock, kHandOffWait, [this] {
+    return std::none_of(records_.begin(), records_.end(), [](const auto& r) {
+      return r.second->where == Record::Where::kPeer && !r.second->handed_to.empty() && !r.second->peer_has_it;
+    });
+  });
   subscribers_.clear();
   pinned_.clear();
   for (auto& [id, rec] : records_) rec->clients.clear();
@@ -1005,7 +1108,9 @@ std::string Dispatcher::cluster_json() {
   int here_local = 0, here_forwarded = 0, finished = 0;
   for (const auto& [id, rec] : records_) {
     if (rec->where == Record::Where::kLocal) ++here_local;
-    else if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting) ++here_forwarded;
+    else if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting ||
+             rec->where == Record::Where::kHandedOff)
+      ++here_forwarded;
     else ++finished;
   }
   return json{{"node", config_.name},

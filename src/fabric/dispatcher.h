@@ -28,6 +28,13 @@
 //    leaves them unfinished in it, and so does a graceful shutdown (SIGTERM)
 //    for every ticket that has not finished by then (suspend()). OpenAI
 //    requests are neither kept nor journaled: their client cannot come back.
+//  - Hand-off. At a graceful shutdown with a journal, tickets that have not
+//    started here go to a live peer that serves their tier, as plain
+//    tickets: the peer keeps, journals and runs them even once this node's
+//    link is gone (a peer's link leaves no orphans). The journal notes the
+//    peer; after a restart this node sends such a ticket to that peer again
+//    (the same ID: it attaches to the one there, or runs it if the peer
+//    never got it) and relays its events, instead of running it twice.
 //
 // Thread-safety: one mutex guards all state. Entry points run on the
 // server's I/O thread, the executor's thread and the dispatcher's own I/O
@@ -36,6 +43,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -98,13 +106,22 @@ class Dispatcher : public node::TicketDesk {
   std::optional<node::NodeError> admissible(const node::Ticket& ticket, node::Clock::time_point received) const;
   void run_local_pinned(const Link& from, node::Ticket ticket, node::Clock::time_point received);
   node::Outcome<int> submit_local(Record& rec, bool first);
-  void forward(Record& rec, Peer& peer);
+  // pinned: marked forwardedBy (runs there only while the link lasts);
+  // otherwise a plain ticket that the peer keeps as its own (hand-off).
+  void forward(Record& rec, Peer& peer, bool pinned = true);
+  // At shutdown: tickets not started here go to live peers (see Hand-off).
+  void hand_off_unstarted();
+  // Sends the tickets handed to `peer` at an earlier shutdown to it again,
+  // now that its link is up, to relay their events.
+  void relay_handed(Peer& peer);
   void retry(Record& rec, const std::string& reason);
   void finish(Record& rec, std::string terminal);
   // During shutdown, with a journal: leaves a kept ticket that no client
   // cancelled unfinished (in the journal too) instead of ending it as
   // cancelled, so the next start runs it. False when it does not apply.
   bool suspend(Record& rec);
+  // Notes (in RAM and the journal) the peer a ticket was handed to; "": none.
+  void set_handed_to(Record& rec, const std::string& peer);
   void drop(const std::string& id);
   // Counts a finished record among the kept results (after its token events
   // are dropped where the journal holds its result).
@@ -151,6 +168,7 @@ class Dispatcher : public node::TicketDesk {
   std::thread io_thread_;
 
   mutable std::mutex mu_;
+  std::condition_variable handed_over_;  // a peer answered about a ticket, or a link dropped
   std::map<std::string, std::unique_ptr<Record>> records_;   // by ticketID
   std::deque<std::pair<node::Clock::time_point, std::string>> finished_order_;  // for expiry
   size_t kept_results_ = 0;        // finished records in records_

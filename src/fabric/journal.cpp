@@ -22,7 +22,10 @@ constexpr const char* kSchema =
     "  ticket TEXT NOT NULL,"
     "  attempt INTEGER NOT NULL DEFAULT 1,"
     "  result TEXT,"
-    "  finished_ms INTEGER);";
+    "  finished_ms INTEGER,"
+    "  handed_to TEXT);";
+// A journal from before handed_to gets the column.
+constexpr const char* kAddHandedTo = "ALTER TABLE tickets ADD COLUMN handed_to TEXT;";
 
 }  // namespace
 
@@ -51,6 +54,15 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& path) {
     sqlite3_close(db);
     return Status::error(path + ": not a usable journal (SQLite: " + why + ")");
   }
+  sqlite3_stmt* probe = nullptr;
+  const bool has_handed_to = sqlite3_prepare_v2(db, "SELECT handed_to FROM tickets LIMIT 0", -1, &probe, nullptr) == SQLITE_OK;
+  sqlite3_finalize(probe);
+  if (!has_handed_to && sqlite3_exec(db, kAddHandedTo, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string why = err ? err : "unknown error";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    return Status::error(path + ": cannot add the handed_to column to the journal (SQLite: " + why + ")");
+  }
   return std::unique_ptr<Journal>(new Journal(db, path));
 }
 
@@ -72,7 +84,7 @@ Status Journal::exec(const std::string& sql, const std::vector<std::string>& tex
 }
 
 Status Journal::accepted(const std::string& id, const std::string& ticket_json) {
-  return exec("INSERT OR REPLACE INTO tickets (id, ticket, attempt, result, finished_ms) VALUES (?1, ?2, 1, NULL, NULL)",
+  return exec("INSERT OR REPLACE INTO tickets (id, ticket, attempt, result, finished_ms, handed_to) VALUES (?1, ?2, 1, NULL, NULL, NULL)",
               {id, ticket_json}, {});
 }
 
@@ -82,6 +94,10 @@ Status Journal::attempt(const std::string& id, int attempt) {
 
 Status Journal::finished(const std::string& id, const std::string& terminal_event, int64_t unix_ms) {
   return exec("UPDATE tickets SET result = ?2, finished_ms = ?3 WHERE id = ?1", {id, terminal_event}, {unix_ms});
+}
+
+Status Journal::handed(const std::string& id, const std::string& peer) {
+  return exec("UPDATE tickets SET handed_to = ?2 WHERE id = ?1", {id, peer}, {});
 }
 
 Result<std::string> Journal::result(const std::string& id, int64_t keep_since_unix_ms) {
@@ -108,7 +124,7 @@ Result<std::vector<JournalEntry>> Journal::load(int64_t keep_since_unix_ms) {
   if (Status s = exec("DELETE FROM tickets WHERE result IS NOT NULL AND finished_ms < ?1", {}, {keep_since_unix_ms}); !s.ok())
     return s;
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, "SELECT id, ticket, attempt, result, finished_ms FROM tickets ORDER BY seq", -1, &stmt,
+  if (sqlite3_prepare_v2(db_, "SELECT id, ticket, attempt, result, finished_ms, handed_to FROM tickets ORDER BY seq", -1, &stmt,
                          nullptr) != SQLITE_OK)
     return Status::error(path_ + ": journal: " + sqlite3_errmsg(db_));
   std::vector<JournalEntry> entries;
@@ -124,6 +140,7 @@ Result<std::vector<JournalEntry>> Journal::load(int64_t keep_since_unix_ms) {
     e.attempt = sqlite3_column_int(stmt, 2);
     e.result = text(3);
     e.finished_unix_ms = sqlite3_column_int64(stmt, 4);
+    e.handed_to = text(5);
     entries.push_back(std::move(e));
   }
   sqlite3_finalize(stmt);

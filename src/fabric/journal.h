@@ -31,6 +31,7 @@ struct JournalEntry {
   int attempt = 1;
   std::string result;          // the terminal event as JSON; empty while unfinished
   int64_t finished_unix_ms = 0;
+  std::string handed_to;       // unfinished, handed to this peer (HOST:PORT) at a shutdown; empty: not
 };
 
 class Journal {
@@ -43,6 +44,9 @@ class Journal {
   Status accepted(const std::string& id, const std::string& ticket_json);
   Status attempt(const std::string& id, int attempt);
   Status finished(const std::string& id, const std::string& terminal_event, int64_t unix_ms);
+  // The ticket went to peer HOST:PORT at this node's shutdown: the next
+  // start asks that peer for it instead of running it again.
+  Status handed(const std::string& id, const std::string& peer);
   // The stored terminal event of a ticket that finished at or after
   // `keep_since_unix_ms`; empty when there is none.
   Result<std::string> result(const std::string& id, int64_t keep_since_unix_ms);

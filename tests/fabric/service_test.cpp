@@ -9,6 +9,8 @@
 
 #include <csignal>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sstream>
 
 #include "fabric/cluster.h"
@@ -23,7 +25,8 @@ using testing::TempDir;
 using testing::TicketClient;
 using namespace std::chrono_literals;
 
-// 16 tokens at 40 tok/s: each ticket runs about 0.4 s.
+// work: 16 tokens, at 40 tok/s about 0.4 s a ticket; stream: 256 tokens,
+// run as fast as the simulated engine goes.
 const char* kTasks = R"(
 [tasks.work]
 tier = "small"
@@ -31,10 +34,7 @@ user = "{{text}}"
 required = ["text"]
 temperature = 0
 max_tokens = 16
-)";
 
-// 256 tokens as fast as the simulated engine goes.
-const char* kStreamTasks = R"(
 [tasks.stream]
 tier = "small"
 user = "{{text}}"
@@ -48,54 +48,122 @@ std::vector<std::string> sim_node(const TempDir& dir, const std::string& journal
           "--journal", journal};
 }
 
-TEST(Service, GracefulRestartKeepsQueuedTicketsUnfinished) {
-  TempDir dir;
-  std::ofstream(dir.file("tasks.toml")) << kTasks;
-  const std::string journal = dir.file("node.journal");
-  auto first = std::make_unique<NodeProcess>(sim_node(dir, journal));
-  ASSERT_TRUE(first->wait_ready()) << first->log();
-  const int port = first->port();
-
-  // One running, eight queued, as `revis batch` sends them.
-  std::vector<std::string> tickets;
-  for (int i = 0; i < 9; ++i) tickets.push_back("q-" + std::to_string(i));
-  {
-    TicketClient client(first->endpoint());
-    for (const std::string& id : tickets) client.ticket(id, "work", "Queued " + id, false);
-    auto accepted = [&] {
-      for (const std::string& id : tickets)
-        if (client.tickets[id].events.empty()) return false;
-      return true;
-    };
-    while (!accepted() && client.pump(10000)) {
-    }
-    ASSERT_TRUE(accepted());
-    first->signal(SIGTERM);
-    while (client.pump(5000)) {
-    }
-    // Nothing may end as `cancelled`: the node did not give up on them.
-    for (auto& [id, v] : client.tickets)
-      if (v.terminals) EXPECT_EQ(v.terminal["type"], "done") << id << ": " << v.terminal.dump();
+// Sends the tickets (as `revis batch` does: not streamed), and once the node
+// has accepted all, SIGTERM; reads until the node closes the connection.
+// None may end `cancelled`: the node does not give up on them.
+void send_then_stop(NodeProcess& node, const std::vector<std::string>& tickets) {
+  TicketClient client(node.endpoint());
+  for (const std::string& id : tickets) client.ticket(id, "work", "Text of " + id, false);
+  auto accepted = [&] {
+    for (const std::string& id : tickets)
+      if (client.tickets[id].events.empty()) return false;
+    return true;
+  };
+  while (!accepted() && client.pump(10000)) {
   }
-  ASSERT_EQ(first->wait_exit(20s), 0) << first->log();
+  ASSERT_TRUE(accepted());
+  node.signal(SIGTERM);
+  while (client.pump(5000)) {
+  }
+  for (auto& [id, v] : client.tickets) {
+    if (v.terminals) {
+      EXPECT_EQ(v.terminal["type"], "done") << id << ": " << v.terminal.dump();
+    }
+  }
+  ASSERT_EQ(node.wait_exit(20s), 0) << node.log();
+}
 
-  NodeProcess second(sim_node(dir, journal), port);
-  ASSERT_TRUE(second.wait_ready()) << second.log();
-  const std::string log = second.log();
-  EXPECT_EQ(log.find(" 0 unfinished ticket(s) resumed"), std::string::npos) << log;
-
-  // The client comes back and sends every ticket again with its ID.
-  TicketClient again(second.endpoint());
-  for (const std::string& id : tickets) again.ticket(id, "work", "Queued " + id, false);
-  ASSERT_TRUE(again.until_all_ended(tickets, 60000)) << second.log();
+// The client comes back and sends every ticket again with its ID: each gets
+// one `done`, and each ran to the end exactly once in `logs` (of every
+// process that may have run it).
+void resend_each_ran_once(NodeProcess& node, const std::vector<std::string>& tickets, const std::function<std::string()>& logs) {
+  TicketClient again(node.endpoint());
+  for (const std::string& id : tickets) again.ticket(id, "work", "Text of " + id, false);
+  ASSERT_TRUE(again.until_all_ended(tickets, 60000)) << node.log();
   for (const std::string& id : tickets) {
     EXPECT_EQ(again.tickets[id].terminals, 1) << id;
     EXPECT_EQ(again.tickets[id].terminal["type"], "done") << id << ": " << again.tickets[id].terminal.dump();
   }
-  // Each ran to the end exactly once over the two processes.
   std::map<std::string, int> runs;
-  for (const auto& r : testing::runs_in_log(first->log() + second.log())) ++runs[r.ticket];
+  for (const auto& r : testing::runs_in_log(logs())) ++runs[r.ticket];
   for (const std::string& id : tickets) EXPECT_EQ(runs[id], 1) << id;
+}
+
+std::vector<std::string> ticket_ids(const std::string& prefix, int n) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(prefix + std::to_string(i));
+  return ids;
+}
+
+TEST(Service, GracefulRestartKeepsQueuedTicketsUnfinished) {
+  TempDir dir;
+  std::ofstream(dir.file("tasks.toml")) << kTasks;
+  const std::string journal = dir.file("node.journal");
+  NodeProcess first(sim_node(dir, journal));
+  ASSERT_TRUE(first.wait_ready()) << first.log();
+  // One running, eight queued.
+  const std::vector<std::string> tickets = ticket_ids("q-", 9);
+  send_then_stop(first, tickets);
+  if (HasFatalFailure()) return;
+
+  NodeProcess second(sim_node(dir, journal), first.port());
+  ASSERT_TRUE(second.wait_ready()) << second.log();
+  const std::string log = second.log();
+  EXPECT_EQ(log.find(" 0 unfinished ticket(s) resumed"), std::string::npos) << log;
+  resend_each_ran_once(second, tickets, [&] { return first.log() + second.log(); });
+}
+
+// Waits until `node` sees a peer with its link up and its state known.
+bool wait_peer_link(const NodeProcess& node) {
+  for (int i = 0; i < 1000; ++i) {
+    const json view = testing::http_json(node.endpoint(), "/v1/revis/cluster");
+    for (const json& n : view["nodes"])
+      if (n["link"] == "up" && n["name"].is_string()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// With a live peer, SIGTERM hands the tickets not yet started to it: they
+// run there while this node is down. After the restart a resend of every
+// ID (to this node) gets each result, and each ticket ran once in all.
+TEST(Service, ShutdownHandsUnstartedTicketsToALivePeer) {
+  TempDir dir;
+  std::ofstream(dir.file("tasks.toml")) << kTasks;
+  std::vector<std::string> b_args = sim_node(dir, dir.file("b.journal"));
+  b_args.insert(b_args.end(), {"--name", "b", "--heartbeat-ms", "200"});
+  NodeProcess b(b_args);
+  ASSERT_TRUE(b.wait_ready()) << b.log();
+  std::vector<std::string> a_args = sim_node(dir, dir.file("a.journal"));
+  a_args.insert(a_args.end(), {"--name", "a", "--peer", "127.0.0.1:" + std::to_string(b.port()), "--heartbeat-ms", "200"});
+  NodeProcess a(a_args);
+  ASSERT_TRUE(a.wait_ready()) << a.log();
+  ASSERT_TRUE(wait_peer_link(a)) << a.log();
+  const std::vector<std::string> tickets = ticket_ids("h-", 9);
+  send_then_stop(a, tickets);
+  if (HasFatalFailure()) return;
+  const size_t at = a.log().find("shutdown: ");
+  const size_t handed = at == std::string::npos ? 0 : std::stoul(a.log().substr(at + 10));
+  EXPECT_NE(a.log().find(std::to_string(handed) + " unstarted ticket(s) handed to peers"), std::string::npos) << a.log();
+  EXPECT_GE(handed, 5u) << "9 tickets, at most one started on each node at SIGTERM";
+
+  // While `a` is down, `b` runs what it was handed: tickets `a` did not run.
+  std::set<std::string> ran_on_a;
+  for (const auto& r : testing::runs_in_log(a.log())) ran_on_a.insert(r.ticket);
+  const size_t want = std::max<size_t>(handed, 5);
+  size_t ran_on_b_only = 0;
+  for (int i = 0; i < 1000 && ran_on_b_only < want; ++i) {
+    std::this_thread::sleep_for(20ms);
+    ran_on_b_only = 0;
+    for (const auto& r : testing::runs_in_log(b.log())) ran_on_b_only += !ran_on_a.count(r.ticket);
+  }
+  EXPECT_GE(ran_on_b_only, want) << b.log();
+  std::printf("handed %zu of %zu tickets at SIGTERM; %zu ran on the peer while the node was down\n", handed, tickets.size(),
+              ran_on_b_only);
+
+  NodeProcess second(a_args, a.port());
+  ASSERT_TRUE(second.wait_ready()) << second.log();
+  resend_each_ran_once(second, tickets, [&] { return a.log() + second.log() + b.log(); });
 }
 
 // Sends `n` streamed tickets, at most 32 in flight, and reads them to the end.
@@ -119,7 +187,7 @@ void run_streamed(TicketClient& client, const std::string& prefix, int first, in
 // (the token events of 1,800 streamed 256-token tickets are about 50 MB).
 TEST(Service, KeptResultsStayUnderTheirCap) {
   TempDir dir;
-  std::ofstream(dir.file("tasks.toml")) << kStreamTasks;
+  std::ofstream(dir.file("tasks.toml")) << kTasks;
   NodeProcess node({"--engine", "sim", "--sim-tokens-per-s", "1000000", "--catalog", dir.file("tasks.toml"), "--name",
                     "kept", "--max-kept-results-mb", "2"});
   ASSERT_TRUE(node.wait_ready()) << node.log();
