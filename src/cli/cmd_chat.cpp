@@ -17,9 +17,9 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "engine/generate.h"
 #include "kvstore/prefix_cache.h"
 #include "node/chat_template.h"
+#include "revis/generate.h"
 #include "tokenizer/tokenizer.h"
 
 namespace revis::cli {
@@ -109,14 +109,13 @@ int chat(ChatArgs& args) {
   if (Status s = args.sampling.validate(); !s.ok()) return fail(s.message());
   auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
-  auto model_chat = node::model_chat(args.model, engine->tokenizer());
-  if (!model_chat.ok()) return fail(model_chat.status().message());
-  if (model_chat->choice.fallback) std::fprintf(stderr, "warning: %s\n", model_chat->choice.warning.c_str());
+  const node::ModelChat model_chat = node::model_chat(engine->info());
+  if (model_chat.choice.fallback) std::fprintf(stderr, "warning: %s\n", model_chat.choice.warning.c_str());
 
   const bool interactive = isatty(STDIN_FILENO);
   std::fprintf(stderr, "chat template %s, context %d tokens; /reset forgets the conversation, /exit quits\n",
-               node::chat_family_name(model_chat->choice.family), engine->info().n_ctx);
-  Conversation conversation(*engine, *model_chat, args.system);
+               node::chat_family_name(model_chat.choice.family), engine->info().n_ctx);
+  Conversation conversation(*engine, model_chat, args.system);
   auto cache = kvstore::PrefixCache::open(*engine, {.ram_sessions = 1});
   if (!cache.ok()) return fail(cache.status().message());
   GenerateOptions options;
@@ -151,8 +150,8 @@ int chat(ChatArgs& args) {
     (*cache)->release(std::move(*lease), *prompt, reply->next_logits, false);
     conversation.add_reply(reply->text);
     const size_t decoded = reply->generated.empty() ? 0 : reply->generated.size() - 1;
-    std::fprintf(stderr, "[prompt %zu tokens (%d reused) in %.0f ms; reply %zu tokens, %.1f tok/s%s]\n",
-                 reply->prompt_tokens.size(), reply->cached_tokens, reply->prefill_ms, reply->generated.size(),
+    std::fprintf(stderr, "[prompt %d tokens (%d reused) in %.0f ms; reply %zu tokens, %.1f tok/s%s]\n",
+                 reply->n_prompt, reply->cached_tokens, reply->prefill_ms, reply->generated.size(),
                  reply->generate_ms > 0 ? decoded * 1000.0 / reply->generate_ms : 0,
                  reply->stop_reason == "length" ? "; cut at -n" : "");
   }

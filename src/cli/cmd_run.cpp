@@ -10,8 +10,8 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "engine/generate.h"
 #include "kvstore/prefix_cache.h"
+#include "revis/generate.h"
 
 namespace revis::cli {
 namespace {
@@ -41,10 +41,10 @@ void write_rows(std::ofstream& out, const std::vector<float>& values, size_t n_v
   out << ']';
 }
 
-Status write_logits(const std::string& path, const GenerateResult& r, size_t n_vocab) {
+Status write_logits(const std::string& path, std::span<const int32_t> prompt, const GenerateResult& r, size_t n_vocab) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Status::error(path + ": cannot open for writing");
-  out << "{\"prompt_tokens\":" << nlohmann::json(r.prompt_tokens).dump()
+  out << "{\"prompt_tokens\":" << nlohmann::json(std::vector<int32_t>(prompt.begin(), prompt.end())).dump()
       << ",\"first_logits_position\":" << r.first_logits_position
       << ",\"greedy\":" << nlohmann::json(r.generated).dump() << ",\"prompt_logits\":";
   write_rows(out, r.prompt_logits, n_vocab);
@@ -107,23 +107,23 @@ int run(RunArgs& args) {
   (*cache)->flush();
   if (!args.json) std::printf("\n");
 
-  const double prefill_tps = r.prefill_ms > 0 ? r.prompt_tokens.size() * 1000.0 / r.prefill_ms : 0;
+  const double prefill_tps = r.prefill_ms > 0 ? r.n_prompt * 1000.0 / r.prefill_ms : 0;
   // The first token comes from the prefill's logits; the rest cost one forward pass each.
   const size_t decoded = r.generated.empty() ? 0 : r.generated.size() - 1;
   const double gen_tps = r.generate_ms > 0 ? decoded * 1000.0 / r.generate_ms : 0;
-  std::fprintf(stderr, "prompt %zu tokens, prefill %.1f tok/s (%.0f ms); generated %zu tokens, %.1f tok/s; "
+  std::fprintf(stderr, "prompt %d tokens, prefill %.1f tok/s (%.0f ms); generated %zu tokens, %.1f tok/s; "
                "stop: %s; seed %llu\n",
-               r.prompt_tokens.size(), prefill_tps, r.prefill_ms, r.generated.size(), gen_tps,
+               r.n_prompt, prefill_tps, r.prefill_ms, r.generated.size(), gen_tps,
                r.stop_reason.c_str(), (unsigned long long)args.sampling.seed);
   if (r.cached_tokens > 0)
-    std::fprintf(stderr, "resumed %d of %zu prompt tokens from %s in %.1f ms\n", r.cached_tokens,
-                 r.prompt_tokens.size(), cache_source.c_str(), restore_ms);
+    std::fprintf(stderr, "resumed %d of %d prompt tokens from %s in %.1f ms\n", r.cached_tokens,
+                 r.n_prompt, cache_source.c_str(), restore_ms);
   if ((*cache)->last_save_ms() > 0)
-    std::fprintf(stderr, "saved a checkpoint of %zu tokens in %.1f ms\n", r.prompt_tokens.size(),
+    std::fprintf(stderr, "saved a checkpoint of %d tokens in %.1f ms\n", r.n_prompt,
                  (*cache)->last_save_ms());
 
   if (args.json) {
-    nlohmann::json j = {{"model", engine->info().path},      {"prompt_tokens", r.prompt_tokens.size()},
+    nlohmann::json j = {{"model", engine->info().path},      {"prompt_tokens", r.n_prompt},
                         {"cached_tokens", r.cached_tokens},  {"cache_source", cache_source},
                         {"restore_ms", restore_ms},          {"gen_tokens", r.generated.size()},
                         {"text", r.text},                    {"stop_reason", r.stop_reason},
@@ -133,7 +133,7 @@ int run(RunArgs& args) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   if (!args.logits_out.empty())
-    if (Status s = write_logits(args.logits_out, r, engine->info().n_vocab); !s.ok()) return fail(s.message());
+    if (Status s = write_logits(args.logits_out, tokens, r, engine->info().n_vocab); !s.ok()) return fail(s.message());
   return 0;
 }
 

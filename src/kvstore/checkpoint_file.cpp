@@ -12,7 +12,6 @@
 #include <filesystem>
 
 #include "kvstore/checksum.h"
-#include "kvstore/model_fingerprint.h"
 
 namespace revis::kvstore {
 namespace {

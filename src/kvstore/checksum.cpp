@@ -50,4 +50,11 @@ uint64_t checksum64(const void* data, size_t size, uint64_t seed) {
   return h;
 }
 
+std::string hex64(uint64_t value) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) s[i] = digits[value & 15];
+  return s;
+}
+
 }  // namespace revis::kvstore

@@ -12,9 +12,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace revis::kvstore {
 
 uint64_t checksum64(const void* data, size_t size, uint64_t seed = 0);
+
+// 16 lowercase hex digits, as file names and `revis kv ls` show checksums
+// and model fingerprints.
+std::string hex64(uint64_t value);
 
 }  // namespace revis::kvstore

@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/generate.h"
 #include "engine/session_pool.h"
 #include "kvstore/store.h"
 #include "revis/engine.h"
+#include "revis/generate.h"
 
 namespace revis::kvstore {
 
@@ -65,7 +65,6 @@ class PrefixCache {
   void flush();
 
   KvStore* store() { return store_.get(); }
-  uint64_t model_fingerprint() const { return model_; }
   double last_save_ms() const { return last_save_ms_; }
 
  private:
@@ -77,7 +76,6 @@ class PrefixCache {
   PrefixCacheOptions options_;
   SessionPool pool_;
   std::unique_ptr<KvStore> store_;
-  uint64_t model_ = 0;
   double last_save_ms_ = 0;
 };
 
