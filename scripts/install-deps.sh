@@ -6,6 +6,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev libpcre2-dev  # libraries revis links
   libboost-dev libtomlplusplus-dev            # the node: Asio/Beast (header-only), TOML config
   libsqlite3-dev                              # the fabric's ticket journal
+  libxxhash-dev                               # XXH3, the KV checkpoints' checksum
+  libedit-dev                                 # revis chat: line editing and history (optional)
   libgtest-dev libgmock-dev                   # tests
   libavahi-client-dev avahi-daemon dbus       # revis serve --discover (mDNS), and the daemon its test talks to
   clang libclang-rt-14-dev                    # fuzzers (libFuzzer) and sanitizer runtimes
@@ -15,7 +17,7 @@ packages=(
   # architecture "all", nlohmann-json and CLI11, serve both). Keep the :arm64
   # list in step with the find_package()s in CMakeLists.txt.
   g++-aarch64-linux-gnu qemu-user
-  libpcre2-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libboost-dev:arm64 libtomlplusplus-dev:arm64 libsqlite3-dev:arm64
+  libpcre2-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libboost-dev:arm64 libtomlplusplus-dev:arm64 libsqlite3-dev:arm64 libxxhash-dev:arm64
 )
 # The :arm64 packages need the architecture enabled before apt-get update.
 dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64

@@ -6,7 +6,7 @@
 # Needs ../shared/testdata beside the repository (or REVIS_TESTDATA_DIR).
 #
 # With clang++ the sanitizer build is a clang build with REVIS_FUZZ=ON: one
-# tree holds both the sanitized tests and the three fuzzers (libFuzzer needs
+# tree holds both the sanitized tests and the fuzzers (libFuzzer needs
 # clang), instead of a second full build of every library just for the
 # fuzzers. Without clang++ the sanitizer build uses g++ and the fuzzers are
 # skipped (the script says so).
@@ -58,14 +58,17 @@ stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if $fuzzers; then
-  stage "fuzzing the GGUF reader, the tokenizer and the ticket parser, ${fuzz_seconds}s each"
+  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the Host/Origin checks, the chat-template engine and the imatrix reader, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
-  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/ticket"
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/jinja" "$corpus/imatrix"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
+  cp "$testdata"/moe2bit/imatrix/*.gguf "$corpus/imatrix/"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
+  cp "$testdata"/chat/templates/*.jinja "$corpus/jinja/"
   printf '{"type":"ticket","ticketID":"t1","taskType":"summarize","isStreaming":true,"args":{"text":"hi"}}' \
     >"$corpus/ticket/seed.json"
+  printf '[::1]:8080\nhttp://[::1]:8080' >"$corpus/request_guard/seed.txt"
   # Each fuzzer is one single-threaded process: they run side by side, at
   # most $jobs at a time, so each still gets its ${fuzz_seconds}s of a core.
   # Each one's output goes to its own log; its last lines are printed when it
@@ -83,9 +86,9 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [ticket]="")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [jinja]="-max_len=20000" [imatrix]="-max_len=65536")
   running=0
-  for name in gguf tokenizer ticket; do
+  for name in gguf tokenizer checkpoint ticket request_guard jinja imatrix; do
     if ((running >= jobs)); then
       wait -n || failed=1
       running=$((running - 1))

@@ -29,6 +29,14 @@ namespace revis {
 class Tokenizer;
 class Session;
 
+// Rows of the KV cache in memory: `positions` positions of
+// `bytes_per_position` bytes each, contiguous from `data` (Session::kv_runs).
+struct KvRun {
+  uint8_t* data = nullptr;
+  size_t bytes_per_position = 0;
+  size_t positions = 0;
+};
+
 struct EngineOptions {
   std::string model_path;
   int n_ctx = 0;      // context length in tokens; 0 = min(model's training context, 4096)
@@ -55,6 +63,7 @@ struct ModelInfo {
   int n_vocab = 0;
   int n_ctx_train = 0;
   int n_ctx = 0;             // the context sessions get
+  float rope_freq_scale = 1; // linear RoPE scaling from the metadata; 1 = none
   int n_layer = 0;
   int n_embd = 0;
   int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
@@ -119,18 +128,22 @@ class Session {
   // Logits of an earlier eval are dropped with the tokens they followed.
   void truncate(int n);
 
-  // Checkpoints (src/kvstore). KV rows travel as float16 in one layout:
-  // every key row, then every value row, each ordered
-  // [layer][kv head][position][head dim], for positions [0, n).
-  // kv_bytes_per_token() is the size of one position in that layout.
+  // Checkpoints (src/kvstore) move rows between a file and the KV cache
+  // with no copy in between. The cache is a list of runs: kv_runs()[r]
+  // holds positions [0, n_ctx()) contiguously, bytes_per_position bytes
+  // (float16 values) each. A checkpoint stores the first n positions of every
+  // run, run after run; with K/V heads the runs are every key
+  // [layer][kv head], then every value [layer][kv head].
+  // kv_bytes_per_token() is the sum of the runs' widths.
+  //
+  // Restoring: truncate(0), read rows into the runs, then adopt_kv(tokens)
+  // makes them the history (no logits until the next eval). Saving: another
+  // thread may read rows of positions below n_past() while this session
+  // evaluates, since evaluation writes only later positions; nothing may
+  // truncate below those positions or destroy the session meanwhile.
   size_t kv_bytes_per_token() const;
-  // Copies the rows of positions [0, n) into out (n * kv_bytes_per_token() bytes).
-  Status read_kv(int n, std::span<uint8_t> out) const;
-  // Replaces the history with `tokens` and their KV rows, taken from `rows`
-  // laid out as read_kv(rows_positions) writes them (rows_positions >=
-  // tokens.size(): a longer checkpoint restores only its first rows).
-  // There are no logits afterwards until the next eval.
-  Status write_kv(std::span<const int32_t> tokens, std::span<const uint8_t> rows, int rows_positions);
+  std::vector<KvRun> kv_runs();
+  Status adopt_kv(std::span<const int32_t> tokens);
 
  private:
   friend class Engine;

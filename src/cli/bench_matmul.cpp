@@ -108,8 +108,8 @@ void print_report(const std::vector<Samples>& all, const std::vector<KernelBacke
 }  // namespace
 
 int run_bench_matmul(const MatMulBenchArgs& args) {
-  if (args.repetitions < 1) return fail("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
-  if (args.memory_mib < 1) return fail("--bandwidth-mib: expected >= 1");
+  if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
+  if (args.memory_mib < 1) return usage_error("--bandwidth-mib: expected >= 1");
   auto types = parse_types(args.types);
   if (!types.ok()) return fail(types.status().message());
   auto backends = chosen_backends(args.kernels);

@@ -346,9 +346,9 @@ class BatchRun {
 int batch(const BatchArgs& args) {
   auto node = node::parse_host_port(args.node, 8080);
   if (!node.ok()) return fail(node.status().message());
-  if (args.concurrency < 1) return fail("--concurrency must be at least 1");
-  if (args.retries < 0) return fail("--retries must be 0 or more");
-  if (args.timeout_s < 1) return fail("--timeout must be at least 1 second");
+  if (args.concurrency < 1) return usage_error("--concurrency must be at least 1");
+  if (args.retries < 0) return usage_error("--retries must be 0 or more");
+  if (args.timeout_s < 1) return usage_error("--timeout must be at least 1 second");
   std::string text;
   if (args.file == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());

@@ -56,8 +56,19 @@ const char* llama_file_type_name(int64_t file_type) {
     case 16: return "Q5_K_S";
     case 17: return "Q5_K_M";
     case 18: return "Q6_K";
+    case 19: return "IQ2_XXS";
+    case 20: return "IQ2_XS";
+    case 21: return "Q2_K_S";
+    case 22: return "IQ3_XS";
+    case 23: return "IQ3_XXS";
+    case 24: return "IQ1_S";
     case 25: return "IQ4_NL";
+    case 26: return "IQ3_S";
+    case 27: return "IQ3_M";
+    case 28: return "IQ2_S";
+    case 29: return "IQ2_M";
     case 30: return "IQ4_XS";
+    case 31: return "IQ1_M";
     case 32: return "BF16";
     default: return nullptr;
   }
@@ -146,11 +157,11 @@ int run_bench(const BenchArgs& args) {
                              .threads = args.threads,
                              .memory_mib = args.bandwidth_mib,
                              .json = args.json});
-  if (args.model.empty()) return fail("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
-  if (args.n_prompt < 1) return fail("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
-  if (args.n_generate < 1) return fail("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
-  if (args.repetitions < 1) return fail("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
-  if (args.bandwidth_mib < 1) return fail("--bandwidth-mib: expected >= 1");
+  if (args.model.empty()) return usage_error("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
+  if (args.n_prompt < 1) return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
+  if (args.n_generate < 1) return usage_error("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
+  if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
+  if (args.bandwidth_mib < 1) return usage_error("--bandwidth-mib: expected >= 1");
   std::vector<int> depths;
   if (!args.frontiers.empty()) {
     auto parsed = parse_depths(args.frontiers);

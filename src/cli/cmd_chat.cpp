@@ -1,22 +1,28 @@
 // revis chat -m MODEL: an interactive conversation on the terminal. Each
-// line on stdin is a user message (a line ending in "\" continues on the
-// next); the reply streams to stdout. /reset forgets the conversation (the
-// system prompt stays), /exit or end of input quits.
+// message read by the LineReader (line editing and history on a terminal,
+// "\" continues a line) is a user message; the reply streams to stdout.
+// Commands start with "/" (kCommands, also in --help). Ctrl-C stops a
+// reply and keeps the conversation; at an empty prompt, a second Ctrl-C in
+// a row quits, as does Ctrl-D or /exit.
 //
 // The whole conversation is rendered with the model's chat template every
 // turn and tokenized so that message text cannot inject control tokens
 // (node/chat_template.h). Each turn continues from the KV rows of the
 // previous prompt (kvstore/prefix_cache.h), so only the new text is
-// evaluated. When the conversation no longer fits the context, the oldest
-// exchanges are dropped until it does.
-#include <unistd.h>
-
+// evaluated; with --kv-dir those rows are also checkpointed on disk, and a
+// conversation saved with /save and loaded with /load resumes from them.
+// When the conversation no longer fits the context, the oldest exchanges
+// are dropped until it does.
 #include <cstdio>
-#include <iostream>
+#include <fstream>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/line_reader.h"
+#include "cli/usage.h"
 #include "kvstore/prefix_cache.h"
 #include "node/chat_template.h"
 #include "revis/generate.h"
@@ -25,35 +31,21 @@
 namespace revis::cli {
 namespace {
 
+constexpr const char* kCommands =
+    "  /help         these commands\n"
+    "  /reset        forget the conversation (the system prompt stays)\n"
+    "  /system TEXT  set the system prompt (empty: none), keeping the conversation\n"
+    "  /save FILE    save the conversation as JSON (with --kv-dir, its KV rows too)\n"
+    "  /load FILE    continue a saved conversation (with --kv-dir, from its saved KV rows)\n"
+    "  /exit         quit (also /quit, Ctrl-D, or Ctrl-C twice at an empty prompt)\n"
+    "A line ending in \\ continues on the next one. Ctrl-C stops a reply.\n";
+
 struct ChatArgs {
-  std::string model, system;
+  std::string model, system, kv_dir;
   int n_predict = 512, threads = 0, ctx = 0;
   std::optional<uint64_t> seed;
   SamplingParams sampling;
 };
-
-// One user message from stdin, joining lines that end in a backslash;
-// nullopt at end of input.
-std::optional<std::string> read_message(bool interactive) {
-  auto show_prompt = [interactive](const char* text) {
-    if (!interactive) return;
-    std::fputs(text, stdout);
-    std::fflush(stdout);
-  };
-  std::string message, line;
-  show_prompt("> ");
-  while (std::getline(std::cin, line)) {
-    if (!line.empty() && line.back() == '\\') {
-      line.pop_back();
-      message += line + "\n";
-      show_prompt(". ");
-      continue;
-    }
-    return message + line;
-  }
-  if (message.empty()) return std::nullopt;
-  return message;
-}
 
 class Conversation {
  public:
@@ -89,6 +81,48 @@ class Conversation {
   }
 
   void add_reply(std::string text) { messages_.push_back({"assistant", std::move(text)}); }
+  // Takes back the message prompt_with() added (its reply was cancelled
+  // before it began).
+  void drop_last_user() {
+    if (!messages_.empty() && messages_.back().role == "user") messages_.pop_back();
+  }
+
+  void set_system(std::string system) {
+    if (!system_.empty()) messages_.erase(messages_.begin());
+    system_ = std::move(system);
+    if (!system_.empty()) messages_.insert(messages_.begin(), node::ChatMessage{"system", system_});
+  }
+
+  nlohmann::json to_json() const {
+    nlohmann::json messages = nlohmann::json::array();
+    for (const node::ChatMessage& m : messages_) messages.push_back({{"role", m.role}, {"content", m.content}});
+    return {{"messages", messages}};
+  }
+
+  // Replaces the conversation with a saved one ({"messages": [...]}).
+  Status load_json(const nlohmann::json& j, const std::string& origin) {
+    if (!j.is_object() || !j.contains("messages") || !j["messages"].is_array())
+      return Status::error(origin + ": expected {\"messages\": [...]}");
+    std::vector<node::ChatMessage> messages;
+    std::string system;
+    for (size_t i = 0; i < j["messages"].size(); ++i) {
+      const nlohmann::json& m = j["messages"][i];
+      const std::string at = origin + ": messages[" + std::to_string(i) + "]";
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+          !m["content"].is_string())
+        return Status::error(at + ": expected {\"role\": ..., \"content\": ...} strings");
+      const std::string role = m["role"].get<std::string>(), content = m["content"].get<std::string>();
+      if (role == "system" && i == 0) system = content;
+      else if (role != "user" && role != "assistant")
+        return Status::error(at + ".role: \"" + role + "\" (expected user or assistant, or system first)");
+      messages.push_back({role, content});
+    }
+    messages_ = std::move(messages);
+    system_ = std::move(system);
+    return {};
+  }
+
+  size_t size() const { return messages_.size(); }
 
  private:
   std::vector<int32_t> tokenize() const {
@@ -103,34 +137,105 @@ class Conversation {
   std::vector<node::ChatMessage> messages_;
 };
 
+Status save_conversation(const Conversation& conversation, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::error(path + ": cannot open for writing");
+  out << conversation.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  out.flush();
+  if (!out) return Status::error(path + ": write failed");
+  return {};
+}
+
+Status load_conversation(Conversation& conversation, const std::string& path) {
+  auto text = read_file(path);
+  if (!text.ok()) return text.status();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return Status::error(path + ": not JSON");
+  return conversation.load_json(j, path);
+}
+
+// "/save  notes.json " -> {"/save", "notes.json"}.
+std::pair<std::string, std::string> split_command(const std::string& line) {
+  const size_t end = line.find_last_not_of(" \t");
+  const std::string trimmed = line.substr(0, end == std::string::npos ? 0 : end + 1);
+  const size_t space = trimmed.find_first_of(" \t");
+  if (space == std::string::npos) return {trimmed, ""};
+  return {trimmed.substr(0, space), trimmed.substr(trimmed.find_first_not_of(" \t", space))};
+}
+
 int chat(ChatArgs& args) {
-  if (args.n_predict < 1) return fail("-n: " + std::to_string(args.n_predict) + " (expected >= 1)");
+  if (args.n_predict < 1 && args.n_predict != -1)
+    return usage_error("-n: " + std::to_string(args.n_predict) + " (expected >= 1, or -1 for no limit)");
   args.sampling.seed = args.seed ? *args.seed : std::random_device{}();
-  if (Status s = args.sampling.validate(); !s.ok()) return fail(s.message());
+  if (Status s = args.sampling.validate(); !s.ok()) return usage_error(s.message());
   auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
   const node::ModelChat model_chat = node::model_chat(engine->info());
   if (model_chat.choice.fallback) std::fprintf(stderr, "warning: %s\n", model_chat.choice.warning.c_str());
 
-  const bool interactive = isatty(STDIN_FILENO);
-  std::fprintf(stderr, "chat template %s, context %d tokens; /reset forgets the conversation, /exit quits\n",
+  std::fprintf(stderr, "chat template %s, context %d tokens; /help lists the commands, /exit quits\n",
                node::chat_family_name(model_chat.choice.family), engine->info().n_ctx);
   Conversation conversation(*engine, model_chat, args.system);
-  auto cache = kvstore::PrefixCache::open(*engine, {.ram_sessions = 1});
+  auto cache = kvstore::PrefixCache::open(
+      *engine, {.ram_sessions = 1,
+                .kv_dir = args.kv_dir,
+                .warn = [](const std::string& message) { std::fprintf(stderr, "warning: %s\n", message.c_str()); }});
   if (!cache.ok()) return fail(cache.status().message());
   GenerateOptions options;
   options.sampling = args.sampling;
-  const int room = std::min(args.n_predict, engine->info().n_ctx / 2);
+  options.cancel = &interrupted();
+  // A reply may take half the context at most; -1 asks for no other limit.
+  const int room = args.n_predict < 0 ? engine->info().n_ctx / 2 : std::min(args.n_predict, engine->info().n_ctx / 2);
 
-  while (auto message = read_message(interactive)) {
-    if (*message == "/exit" || *message == "/quit") break;
-    if (*message == "/reset") {
-      conversation.reset();
-      std::fprintf(stderr, "(conversation forgotten)\n");
+  install_interrupt_handler();
+  LineReader reader(default_history_file());
+  bool interrupted_before = false;  // the last thing that happened was a Ctrl-C
+  for (;;) {
+    const LineReader::Input input = reader.read("> ");
+    if (input.event == LineReader::Event::kEnd) break;
+    if (input.event == LineReader::Event::kInterrupted) {
+      interrupted().store(false);
+      std::fputc('\n', stdout);
+      if (!input.text.empty()) {  // Ctrl-C drops what was typed
+        interrupted_before = false;
+        continue;
+      }
+      if (interrupted_before) break;
+      std::fprintf(stderr, "(Ctrl-C again or Ctrl-D quits; /help lists the commands)\n");
+      interrupted_before = true;
       continue;
     }
-    if (message->empty()) continue;
-    auto prompt = conversation.prompt_with(*message, room);
+    interrupted_before = false;
+    const std::string& message = input.text;
+    reader.remember(message);
+    if (message.empty()) continue;
+    if (message[0] == '/') {
+      const auto [command, argument] = split_command(message);
+      if (command == "/exit" || command == "/quit") break;
+      if (command == "/help") {
+        std::fputs(kCommands, stderr);
+      } else if (command == "/reset") {
+        conversation.reset();
+        std::fprintf(stderr, "(conversation forgotten)\n");
+      } else if (command == "/system") {
+        conversation.set_system(argument);
+        std::fputs(argument.empty() ? "(no system prompt)\n" : "(system prompt set)\n", stderr);
+      } else if ((command == "/save" || command == "/load") && argument.empty()) {
+        fail(command + ": name the file (" + command + " FILE)");
+      } else if (command == "/save") {
+        (*cache)->flush();  // the KV rows of the last prompt, with --kv-dir
+        if (Status s = save_conversation(conversation, argument); !s.ok()) fail(s.message());
+        else std::fprintf(stderr, "(saved %zu messages to %s)\n", conversation.size(), argument.c_str());
+      } else if (command == "/load") {
+        if (Status s = load_conversation(conversation, argument); !s.ok()) fail(s.message());
+        else std::fprintf(stderr, "(loaded %zu messages from %s)\n", conversation.size(), argument.c_str());
+      } else {
+        const auto near = closest_name(command, {"/help", "/reset", "/system", "/save", "/load", "/exit", "/quit"});
+        fail("unknown command '" + command + "'" + (near ? "; did you mean '" + *near + "'?" : "; /help lists them"));
+      }
+      continue;
+    }
+    auto prompt = conversation.prompt_with(message, room);
     if (!prompt.ok()) {
       fail(prompt.status().message());
       continue;
@@ -147,13 +252,24 @@ int chat(ChatArgs& args) {
       (*cache)->discard(std::move(*lease));
       return fail(reply.status().message());
     }
+    if (reply->next_logits.empty()) {  // cancelled during the prompt: the session holds part of it
+      (*cache)->discard(std::move(*lease));
+      interrupted().store(false);
+      conversation.drop_last_user();  // stopped before the reply began
+      std::fprintf(stderr, "[stopped during the prompt]\n");
+      interrupted_before = true;
+      continue;
+    }
     (*cache)->release(std::move(*lease), *prompt, reply->next_logits, false);
     conversation.add_reply(reply->text);
+    const bool stopped = reply->stop_reason == "cancelled";
+    interrupted_before = stopped;
+    interrupted().store(false);
     const size_t decoded = reply->generated.empty() ? 0 : reply->generated.size() - 1;
     std::fprintf(stderr, "[prompt %d tokens (%d reused) in %.0f ms; reply %zu tokens, %.1f tok/s%s]\n",
                  reply->n_prompt, reply->cached_tokens, reply->prefill_ms, reply->generated.size(),
                  reply->generate_ms > 0 ? decoded * 1000.0 / reply->generate_ms : 0,
-                 reply->stop_reason == "length" ? "; cut at -n" : "");
+                 stopped ? "; stopped by Ctrl-C" : reply->stop_reason == "length" ? "; cut at -n" : "");
   }
   return 0;
 }
@@ -165,11 +281,19 @@ void register_chat(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ChatArgs>();
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
   cmd->add_option("-s,--system", args->system, "System prompt");
-  cmd->add_option("-n,--n-predict", args->n_predict, "Tokens per reply at most")->capture_default_str();
+  cmd->add_option("-n,--n-predict", args->n_predict, "Tokens per reply at most; -1 = up to half the context")
+      ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
   cmd->add_option("--seed", args->seed, "RNG seed (default: random)");
+  cmd->add_option("--kv-dir", args->kv_dir,
+                  "Directory of KV checkpoints: /save keeps the conversation's rows there, /load resumes from them");
   add_sampling_options(*cmd, args->sampling);
+  cmd->footer(std::string("Commands at the prompt:\n") + kCommands +
+              (line_editing_built_in() ? "Line editing and history (up/down, Ctrl-R) on a terminal; history in "
+                                         "$XDG_STATE_HOME/revis/history or ~/.local/state/revis/history."
+                                       : "This build reads plain lines (built without libedit: no line editing or "
+                                         "history)."));
   cmd->callback([args, &exit_code] { exit_code = chat(*args); });
 }
 

@@ -20,7 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/progress.h"
+#include "cli/progress_line.h"
 #include "model/synthetic.h"
 #include "node/client.h"
 #include "revis/generate.h"
@@ -177,8 +177,9 @@ int demo(const DemoArgs& args) {
     SyntheticSpec spec = *synthetic_preset("tiny");
     spec.mix = QuantMix::kQ8_0;
     ThreadPool pool(ThreadPool::default_threads());
-    Status s = write_synthetic_model(spec, model, pool, [](size_t done, size_t total, const std::string& name) {
-      print_progress("creating demo model", done, total, name);
+    ProgressLine progress("creating demo model");
+    Status s = write_synthetic_model(spec, model, pool, [&progress](size_t done, size_t total, const std::string& name) {
+      progress.update(done, total, name);
     });
     if (!s.ok()) return fail(s.message());
   }

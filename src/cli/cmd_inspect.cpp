@@ -1,8 +1,12 @@
-// revis inspect FILE: the metadata and tensor table of a GGUF file.
+// revis inspect FILE: the metadata and tensor table of a GGUF file; with
+// --json, all of it (arrays in full) as one JSON object.
 #include <cstdio>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "gguf/gguf.h"
 
 namespace revis::cli {
@@ -42,13 +46,39 @@ std::string format_value(const gguf::Value& v, bool top_level) {
   return std::to_string(v.as_int());
 }
 
-int inspect(const std::string& path) {
-  auto file = gguf::GgufFile::open(path);
-  if (!file.ok()) {
-    std::fprintf(stderr, "error: %s\n", file.status().message().c_str());
-    return 1;
+nlohmann::json json_value(const gguf::Value& v) {
+  if (const gguf::Array* a = v.as_array()) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const gguf::Value& item : a->items) items.push_back(json_value(item));
+    return items;
   }
+  if (const std::string* str = v.as_string()) return *str;
+  if (auto* b = std::get_if<bool>(&v.data)) return *b;
+  if (v.is_float()) return v.as_double();
+  if (auto* u = std::get_if<uint64_t>(&v.data)) return *u;
+  return v.as_int();
+}
+
+void print_json(const std::string& path, const gguf::GgufFile& f) {
+  nlohmann::json metadata = nlohmann::json::object(), tensors = nlohmann::json::array();
+  for (const gguf::KeyValue& kv : f.metadata()) metadata[kv.key] = json_value(kv.value);
+  for (const gguf::TensorInfo& t : f.tensors())
+    tensors.push_back({{"name", t.name}, {"type", type_name(t.type)}, {"shape", t.dims}, {"bytes", t.n_bytes},
+                       {"offset", t.offset}});
+  const nlohmann::json j = {{"path", path},           {"version", f.version()},         {"alignment", f.alignment()},
+                            {"data_offset", f.data_offset()}, {"metadata", metadata}, {"tensors", tensors}};
+  // Vocabulary pieces need not be valid UTF-8.
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+int inspect(const std::string& path, bool json) {
+  auto file = gguf::GgufFile::open(path);
+  if (!file.ok()) return fail(file.status().message());
   const gguf::GgufFile& f = **file;
+  if (json) {
+    print_json(path, f);
+    return 0;
+  }
   std::printf("%s: GGUF v%u, %zu metadata entries, %zu tensors, alignment %llu, data at %llu\n", path.c_str(),
               f.version(), f.metadata().size(), f.tensors().size(), (unsigned long long)f.alignment(),
               (unsigned long long)f.data_offset());
@@ -72,8 +102,10 @@ int inspect(const std::string& path) {
 void register_inspect(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("inspect", "Print the metadata and tensor table of a GGUF file");
   auto path = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
   cmd->add_option("file", *path, "GGUF file")->required();
-  cmd->callback([path, &exit_code] { exit_code = inspect(*path); });
+  cmd->add_flag("--json", *json, "Print one JSON object: metadata (arrays in full) and tensors");
+  cmd->callback([path, json, &exit_code] { exit_code = inspect(*path, *json); });
 }
 
 }  // namespace revis::cli

@@ -9,6 +9,9 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -87,7 +90,7 @@ int list(const KvArgs& args) {
 }
 
 int remove_files(const KvArgs& args) {
-  if (args.files.empty() && !args.all) return fail("kv rm: name the files to remove, or --all");
+  if (args.files.empty() && !args.all) return usage_error("kv rm: name the files to remove, or --all");
   auto store = open_store(args);
   if (!store.ok()) return fail(store.status().message());
   std::vector<std::string> names = args.files;
@@ -121,10 +124,10 @@ bool unfinished_write(const std::string& name) {
   return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
-// Removes damaged files and leftovers of interrupted writes, then evicts by
-// value down to the budget.
+// Removes damaged files, files of an older format and leftovers of
+// interrupted writes, then evicts by value down to the budget.
 int collect_garbage(const KvArgs& args) {
-  if (args.budget_given && !(args.budget_mib >= 0)) return fail("--kv-budget: expected MiB >= 0");
+  if (args.budget_given && !(args.budget_mib >= 0)) return usage_error("--kv-budget: expected MiB >= 0");
   auto store = open_store(args);
   if (!store.ok()) return fail(store.status().message());
   int removed = 0;
@@ -132,11 +135,15 @@ int collect_garbage(const KvArgs& args) {
   for (const fs::directory_entry& d : fs::directory_iterator(args.dir, ec)) {
     const std::string name = d.path().filename().string();
     const bool leftover = unfinished_write(name);
-    bool damaged = false;
-    for (const std::string& problem : (*store)->scan_problems()) damaged |= problem.rfind(d.path().string(), 0) == 0;
-    if (leftover || damaged) {
+    // Unreadable: damaged, or written in an older format (the scan's
+    // message, after the path, says which).
+    std::string why = leftover ? "unfinished write" : "";
+    const std::string prefix = d.path().string() + ": ";
+    for (const std::string& problem : (*store)->scan_problems())
+      if (problem.starts_with(prefix)) why = problem.substr(prefix.size());
+    if (!why.empty()) {
       fs::remove(d.path(), ec);
-      std::printf("removed %s (%s)\n", name.c_str(), leftover ? "unfinished write" : "damaged");
+      std::printf("removed %s (%s)\n", name.c_str(), why.c_str());
       ++removed;
     }
   }
@@ -154,23 +161,41 @@ struct KvBenchArgs {
   std::string model, dir;
   int n_prompt = 4096, repetitions = 3, threads = 0;
   uint64_t seed = 1;
+  bool synthetic = false;
 };
 
-// Asks the kernel to forget the cached pages of every checkpoint, so that a
-// resume reads from the device rather than from RAM. The files were fsynced
-// when written, so their pages are clean and can be dropped.
-void drop_page_cache(const std::string& dir) {
-  std::error_code ec;
-  for (const fs::directory_entry& d : fs::directory_iterator(dir, ec)) {
-    const int fd = ::open(d.path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
+// Asks the kernel to forget the cached pages of a file, so that the next
+// read of it comes from the device rather than from RAM. Checkpoints are
+// fsynced when written, so their pages are clean and can be dropped.
+void drop_page_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// The roofline of a resume: milliseconds to read the whole file with large
+// sequential reads, its pages dropped from the cache first (what `dd
+// bs=8M` would measure).
+Result<double> sequential_read_ms(const std::string& path) {
+  drop_page_cache(path);
+  const auto start = std::chrono::steady_clock::now();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::error(path + ": " + std::strerror(errno));
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::vector<uint8_t> buffer(size_t{8} << 20);
+  ssize_t got = 0;
+  while ((got = ::read(fd, buffer.data(), buffer.size())) > 0 || (got < 0 && errno == EINTR)) {
   }
+  const int err = errno;
+  ::close(fd);
+  if (got < 0) return Status::error(path + ": " + std::strerror(err));
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 struct Timed {
-  double ttft_ms = 0;
+  double ttft_ms = 0, restore_ms = 0, save_ms = 0;
+  kvstore::ReadTimings read;  // of a resume from disk
   std::string source;
   int cached = 0;
   std::vector<float> next_logits;
@@ -186,6 +211,8 @@ Result<Timed> first_token(Engine& engine, kvstore::PrefixCache& cache, const std
   if (!lease.ok()) return lease.status();
   Timed t;
   t.source = lease->source;
+  t.restore_ms = lease->cached.restore_ms;
+  if (t.source == "disk") t.read = cache.last_restore();
   auto r = generate(engine, *lease->session, prompt, options, nullptr, lease->cached);
   if (!r.ok()) return r.status();
   t.ttft_ms = r->ttft_ms;
@@ -195,10 +222,41 @@ Result<Timed> first_token(Engine& engine, kvstore::PrefixCache& cache, const std
   return t;
 }
 
+// --synthetic: a checkpoint of random rows and logits for `prompt`, written
+// from a session's cache as a request would leave it, without the prefill
+// (minutes to hours for long prompts on small machines). The resumes read,
+// verify and adopt it like any other; their first token comes from its
+// logits, so the rows themselves are never evaluated.
+Result<Timed> synthetic_checkpoint(Engine& engine, kvstore::KvStore& store, const std::vector<int32_t>& prompt,
+                                   uint64_t seed) {
+  std::unique_ptr<Session> session = engine.new_session();
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  auto next = [&x] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  };
+  const std::vector<KvRun> runs = session->kv_runs();
+  for (const KvRun& r : runs) {
+    uint16_t* halves = reinterpret_cast<uint16_t*>(r.data);
+    // Finite float16 values in [-2, 2): sign, exponents 0..15, any mantissa.
+    for (size_t i = 0; i < prompt.size() * r.bytes_per_position / 2; ++i)
+      halves[i] = static_cast<uint16_t>(next() & 0xbfff);
+  }
+  Timed t;
+  t.next_logits.resize(engine.info().n_vocab);
+  for (float& f : t.next_logits) f = static_cast<float>(next() % 20000) / 1000.0f - 10.0f;
+  kvstore::CheckpointHeader header;
+  header.writer = "revis kv bench --synthetic";
+  const auto start = std::chrono::steady_clock::now();
+  if (Status s = store.save(header, {.tokens = prompt, .logits = t.next_logits}, runs); !s.ok()) return s;
+  t.save_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return t;
+}
+
 int run_kv_bench(const KvBenchArgs& args) {
   if (args.n_prompt < 2 * kResumeAlignment)
-    return fail("-p: " + std::to_string(args.n_prompt) + " (expected >= " + std::to_string(2 * kResumeAlignment) + ")");
-  if (args.repetitions < 1) return fail("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
+    return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= " + std::to_string(2 * kResumeAlignment) + ")");
+  if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
   std::string dir = args.dir;
   std::string scratch;
   if (dir.empty()) {
@@ -219,22 +277,31 @@ int run_kv_bench(const KvBenchArgs& args) {
     // Cold: a store without this prompt; the request leaves a checkpoint behind.
     auto cache = open_cache();
     if (!cache.ok()) return void(exit_code = fail(cache.status().message()));
-    if ((*cache)->store()->contains(prompt))
-      (*cache)->store()->remove(kvstore::checkpoint_file_name(engine->info().fingerprint, prompt));
-    std::fprintf(stderr, "cold prefill of %d tokens ...\n", args.n_prompt);
-    auto cold = first_token(*engine, **cache, prompt);
+    if ((*cache)->store()->contains(prompt)) (*cache)->store()->remove(kvstore::checkpoint_file_name(engine->info().fingerprint, prompt));
+    Result<Timed> cold = Timed{};
+    if (args.synthetic) {
+      std::fprintf(stderr, "writing a checkpoint of %d tokens of random rows ...\n", args.n_prompt);
+      cold = synthetic_checkpoint(*engine, *(*cache)->store(), prompt, args.seed);
+    } else {
+      std::fprintf(stderr, "cold prefill of %d tokens ...\n", args.n_prompt);
+      cold = first_token(*engine, **cache, prompt);
+    }
     if (!cold.ok()) return void(exit_code = fail(cold.status().message()));
-    const double save_ms = (*cache)->last_save_ms();
+    const double save_ms = args.synthetic ? cold->save_ms : (*cache)->last_save_ms();
     const auto* entry = (*cache)->store()->longest_common(prompt)->entry;
     const uint64_t file_bytes = entry->bytes;
-    std::fprintf(stderr, "cold TTFT %.0f ms; checkpoint saved in %.0f ms (%.1f MiB)\n", cold->ttft_ms, save_ms,
-                 file_bytes / 1048576.0);
+    const std::string file = (fs::path(dir) / entry->file).string();
+    if (!args.synthetic) std::fprintf(stderr, "cold TTFT %.0f ms; ", cold->ttft_ms);
+    std::fprintf(stderr, "checkpoint saved in %.0f ms (%.1f MiB)\n", save_ms, file_bytes / 1048576.0);
 
-    std::vector<double> disk_ms, ram_ms;
+    std::vector<double> disk_ms, ram_ms, file_ms, restore_ms, open_ms, read_ms, verify_ms;
     bool identical = true;
     for (int rep = 0; rep < args.repetitions; ++rep) {
+      // The roofline: the same file read sequentially, page cache dropped.
+      auto sequential = sequential_read_ms(file);
+      if (!sequential.ok()) return void(exit_code = fail(sequential.status().message()));
       // A new cache (nothing in RAM) and no page cache: the rows come from the device.
-      drop_page_cache(dir);
+      drop_page_cache(file);
       auto fresh = open_cache();
       if (!fresh.ok()) return void(exit_code = fail(fresh.status().message()));
       auto disk = first_token(*engine, **fresh, prompt);
@@ -244,21 +311,38 @@ int run_kv_bench(const KvBenchArgs& args) {
       if (!ram.ok()) return void(exit_code = fail(ram.status().message()));
       if (ram->source != "ram") return void(exit_code = fail("expected a resume from RAM, got " + ram->source));
       identical = identical && disk->next_logits == cold->next_logits && ram->next_logits == cold->next_logits;
-      std::fprintf(stderr, "run %d/%d: disk %.1f ms, RAM %.2f ms\n", rep + 1, args.repetitions, disk->ttft_ms,
-                   ram->ttft_ms);
+      std::fprintf(stderr, "run %d/%d: file read %.1f ms, disk %.1f ms (restore %.1f: read %.1f, verify %.1f), "
+                   "RAM %.2f ms\n", rep + 1, args.repetitions, *sequential, disk->ttft_ms, disk->restore_ms,
+                   disk->read.read_ms, disk->read.verify_ms, ram->ttft_ms);
       disk_ms.push_back(disk->ttft_ms);
       ram_ms.push_back(ram->ttft_ms);
+      file_ms.push_back(*sequential);
+      restore_ms.push_back(disk->restore_ms);
+      open_ms.push_back(disk->read.open_ms);
+      read_ms.push_back(disk->read.read_ms);
+      verify_ms.push_back(disk->read.verify_ms);
     }
-    const double disk = bench::summarize(disk_ms).median, ram = bench::summarize(ram_ms).median;
+    auto median = [](const std::vector<double>& v) { return bench::summarize(v).median; };
+    const double disk = median(disk_ms), ram = median(ram_ms), file_read = median(file_ms);
+    const double gbps = file_bytes / (file_read * 1e6);
     std::printf("prompt          %d tokens, %s\n", args.n_prompt, engine->info().path.c_str());
-    std::printf("cold TTFT       %10.1f ms\n", cold->ttft_ms);
-    std::printf("disk TTFT       %10.1f ms   (median of %d, page cache dropped)   %.0fx faster than cold\n", disk,
-                args.repetitions, cold->ttft_ms / disk);
-    std::printf("RAM TTFT        %10.2f ms   (median of %d)   %.0fx faster than cold\n", ram, args.repetitions,
-                cold->ttft_ms / ram);
+    if (args.synthetic)
+      std::printf("cold TTFT       %10s      (not measured: --synthetic rows)\n", "-");
+    else
+      std::printf("cold TTFT       %10.1f ms\n", cold->ttft_ms);
+    std::printf("file read       %10.1f ms   (median of %d, page cache dropped, sequential: %.2f GB/s)\n", file_read,
+                args.repetitions, gbps);
+    const std::string vs_cold = args.synthetic ? "" : std::to_string(std::llround(cold->ttft_ms / disk)) + "x faster than cold, ";
+    std::printf("disk TTFT       %10.1f ms   (median of %d, page cache dropped)   %s%.0f%% of the file's read bandwidth\n",
+                disk, args.repetitions, vs_cold.c_str(), 100.0 * file_read / disk);
+    std::printf("  restore       %10.1f ms   (open %.1f, read %.1f with verify %.1f overlapped; first token %.1f)\n",
+                median(restore_ms), median(open_ms), median(read_ms), median(verify_ms), disk - median(restore_ms));
+    const std::string ram_vs_cold = args.synthetic ? "" : "   " + std::to_string(std::llround(cold->ttft_ms / ram)) + "x faster than cold";
+    std::printf("RAM TTFT        %10.2f ms   (median of %d)%s\n", ram, args.repetitions, ram_vs_cold.c_str());
     std::printf("checkpoint      %10.1f MiB  (%.0f bytes per token, F16 rows), saved in %.0f ms\n",
                 file_bytes / 1048576.0, static_cast<double>(file_bytes) / args.n_prompt, save_ms);
-    std::printf("logits          %s\n", identical ? "bit-identical to the cold prefill" : "DIFFER from the cold prefill");
+    std::printf("logits          %s %s\n", identical ? "bit-identical to" : "DIFFER from",
+                args.synthetic ? "the checkpoint's" : "the cold prefill's");
     if (!identical) exit_code = 1;
   }();
   if (!scratch.empty()) {
@@ -287,7 +371,7 @@ void register_kv(CLI::App& app, int& exit_code) {
   rm->add_flag("--all", args->all, "Remove every checkpoint");
   rm->callback([args, &exit_code] { exit_code = remove_files(*args); });
 
-  auto* gc = cmd->add_subcommand("gc", "Remove damaged files and unfinished writes; evict down to --kv-budget");
+  auto* gc = cmd->add_subcommand("gc", "Remove damaged, old-format and unfinished files; evict down to --kv-budget");
   add_dir(gc);
   gc->add_option("--kv-budget", args->budget_mib, "MiB to keep, evicting the least valuable checkpoints first")
       ->each([args](const std::string&) { args->budget_given = true; });
@@ -302,6 +386,8 @@ void register_kv(CLI::App& app, int& exit_code) {
   bench->add_option("-t,--threads", bench_args->threads, "Threads (default: physical cores)");
   bench->add_option("--seed", bench_args->seed, "Seed for the random prompt tokens")->capture_default_str();
   bench->add_option("--kv-dir", bench_args->dir, "Where to write the checkpoint (default: a temporary directory)");
+  bench->add_flag("--synthetic", bench_args->synthetic,
+                  "Skip the cold prefill: checkpoint random rows and logits (times the resumes only)");
   bench->callback([bench_args, &exit_code] { exit_code = run_kv_bench(*bench_args); });
 }
 

@@ -1,7 +1,7 @@
 // revis mkmodel: write a GGUF with random weights and a real model's layout.
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/progress.h"
+#include "cli/progress_line.h"
 #include "model/synthetic.h"
 
 namespace revis::cli {
@@ -40,8 +40,9 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
   if (!mix) return fail("--type '" + args.type + "' is not supported (expected " + quant_mix_names() + ")");
   spec.mix = *mix;
   ThreadPool pool(ThreadPool::default_threads());
-  Status s = write_synthetic_model(spec, args.output, pool, [](size_t done, size_t total, const std::string& name) {
-    print_progress("generating", done, total, name);
+  ProgressLine progress("generating");
+  Status s = write_synthetic_model(spec, args.output, pool, [&progress](size_t done, size_t total, const std::string& name) {
+    progress.update(done, total, name);
   });
   if (!s.ok()) return fail(s.message());
   std::fprintf(stderr, "wrote %s: %s-shaped %s model with random weights\n", args.output.c_str(), spec.arch.c_str(),
@@ -56,9 +57,10 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<MkmodelArgs>();
   SyntheticSpec& s = args->spec;
   cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
-  cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b");
+  cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b, "
+                  "deepseek-v2-lite, deepseek-v3-small");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
-  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3 or qwen3moe")->capture_default_str();
+  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3, qwen3moe or deepseek2 (deepseek2: use --like)")->capture_default_str();
   cmd->add_option("--embd", s.n_embd, "Embedding width")->capture_default_str();
   cmd->add_option("--layers", s.n_layer, "Number of blocks")->capture_default_str();
   cmd->add_option("--heads", s.n_head, "Attention heads")->capture_default_str();

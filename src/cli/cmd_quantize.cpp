@@ -1,16 +1,18 @@
 // revis quantize IN OUT TYPE: convert a model to another tensor type mix.
 #include <chrono>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/progress.h"
+#include "cli/progress_line.h"
+#include "model/imatrix_file.h"
 #include "model/quantize.h"
 
 namespace revis::cli {
 namespace {
 
 struct QuantizeArgs {
-  std::string input, output, type;
+  std::string input, output, type, imatrix;
   int threads = 0;
 };
 
@@ -18,11 +20,19 @@ int quantize(const QuantizeArgs& args) {
   const std::optional<QuantMix> mix = parse_quant_mix(args.type);
   if (!mix) return fail("type '" + args.type + "' is not supported (expected " + quant_mix_names() + ")");
   if (args.threads < 0) return fail("-t: expected >= 0");
+  std::optional<Imatrix> imatrix;
+  if (!args.imatrix.empty()) {
+    auto read = read_imatrix(args.imatrix);
+    if (!read.ok()) return fail(read.status().message());
+    imatrix = std::move(*read);
+  }
   ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::default_threads());
   const auto start = std::chrono::steady_clock::now();
-  Status s = quantize_model(args.input, args.output, *mix, pool, [](size_t done, size_t total, const std::string& name) {
-    print_progress("quantizing", done, total, name);
-  });
+  ProgressLine progress("quantizing");
+  Status s = quantize_model(
+      args.input, args.output, *mix, pool,
+      [&progress](size_t done, size_t total, const std::string& name) { progress.update(done, total, name); },
+      imatrix ? &*imatrix : nullptr);
   if (!s.ok()) return fail(s.message());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "wrote %s (%s) in %.1f s\n", args.output.c_str(), quant_mix_name(*mix), seconds);
@@ -38,6 +48,8 @@ void register_quantize(CLI::App& app, int& exit_code) {
   cmd->add_option("output", args->output, "Destination GGUF file")->required();
   cmd->add_option("type", args->type, "Target type mix (see docs/formats.md)")->required();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
+  cmd->add_option("--imatrix", args->imatrix,
+                  "Importance matrix (llama.cpp's imatrix GGUF or .dat); MOE-2BIT needs one");
   cmd->callback([args, &exit_code] { exit_code = quantize(*args); });
 }
 

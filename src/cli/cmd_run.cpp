@@ -2,14 +2,20 @@
 // timing on stderr; --json for one machine-readable object, --logits-out to
 // dump logits in the shape of the llama.cpp golden files; --kv-dir to resume
 // the prompt from a checkpoint and leave one behind (docs/kvstore.md).
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
+#include <iostream>
+#include <limits>
 #include <random>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/progress_line.h"
 #include "kvstore/prefix_cache.h"
 #include "revis/generate.h"
 
@@ -22,6 +28,7 @@ struct RunArgs {
   double kv_budget_mib = 0;
   std::optional<uint64_t> seed;
   bool json = false, ignore_eos = false;
+  bool prompt_given = false;  // -p, even an empty one
   SamplingParams sampling;
   std::vector<std::string> stop;
 };
@@ -62,11 +69,18 @@ int run(RunArgs& args) {
     auto content = read_file(args.prompt_file);
     if (!content.ok()) return fail(content.status().message());
     prompt = *content;
+  } else if (!args.prompt_given) {
+    // `echo text | revis run -m M` and `revis run -m M < file`.
+    if (isatty(STDIN_FILENO)) return usage_error("run needs a prompt: -p TEXT, -f FILE, or text on standard input");
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    prompt = in.str();
   }
-  if (!(args.kv_budget_mib >= 0)) return fail("--kv-budget: expected MiB >= 0 (0 = no limit)");
-  if (args.n_predict < 0) return fail("-n: " + std::to_string(args.n_predict) + " (expected >= 0)");
+  if (!(args.kv_budget_mib >= 0)) return usage_error("--kv-budget: expected MiB >= 0 (0 = no limit)");
+  if (args.n_predict < -1)
+    return usage_error("-n: " + std::to_string(args.n_predict) + " (expected >= 0, or -1 for no limit)");
   args.sampling.seed = args.seed ? *args.seed : std::random_device{}();
-  if (Status s = args.sampling.validate(); !s.ok()) return fail(s.message());
+  if (Status s = args.sampling.validate(); !s.ok()) return usage_error(s.message());
 
   auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
@@ -77,7 +91,8 @@ int run(RunArgs& args) {
                 std::to_string(engine->info().n_ctx) + " (raise -c)");
 
   GenerateOptions options;
-  options.max_tokens = args.n_predict;
+  // -1: until end of generation or a full context (stop reason "context"), as in llama.cpp.
+  options.max_tokens = args.n_predict >= 0 ? args.n_predict : std::numeric_limits<int>::max();
   options.sampling = args.sampling;
   options.stop = args.stop;
   // Golden comparisons want exactly -n tokens, whatever they are.
@@ -95,6 +110,16 @@ int run(RunArgs& args) {
   if (!lease.ok()) return fail(lease.status().message());
   const std::string cache_source = lease->source;
   const double restore_ms = lease->cached.restore_ms;
+  // A long prompt takes seconds to minutes before the first token: show how far it is.
+  // Prompts of at least two prefill chunks to evaluate show a progress line,
+  // counting the tokens not restored from a checkpoint.
+  ProgressLine prefill_progress("prompt");
+  const int n_cached = lease->cached.cached_tokens;
+  const int n_todo = static_cast<int>(tokens.size()) - n_cached;
+  if (n_todo >= 2 * options.prefill_chunk)
+    options.on_progress = [&](int n_prompt_done, int n_generated) {
+      if (n_generated == 0) prefill_progress.update(n_prompt_done - n_cached, n_todo, "tokens");
+    };
   auto result = generate(*engine, *lease->session, tokens, options, [&](std::string_view text) {
     if (args.json) return;
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -154,9 +179,10 @@ void register_run(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("run", "Generate text from a prompt");
   auto args = std::make_shared<RunArgs>();
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
-  auto* p = cmd->add_option("-p,--prompt", args->prompt, "Prompt text");
+  auto* p = cmd->add_option("-p,--prompt", args->prompt, "Prompt text (default: standard input when it is not a terminal)");
   cmd->add_option("-f,--file", args->prompt_file, "Read the prompt from a file")->excludes(p);
-  cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most")->capture_default_str();
+  cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most; -1 = until the end or a full context")
+      ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
   cmd->add_option("--seed", args->seed, "RNG seed (default: random, printed at the end)");
@@ -170,7 +196,10 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--kv-budget", args->kv_budget_mib, "MiB the KV directory may hold (0 = no limit)")
       ->capture_default_str();
   add_sampling_options(*cmd, args->sampling);
-  cmd->callback([args, &exit_code] { exit_code = run(*args); });
+  cmd->callback([args, p, &exit_code] {
+    args->prompt_given = p->count() > 0;
+    exit_code = run(*args);
+  });
 }
 
 }  // namespace revis::cli

@@ -1,7 +1,8 @@
 // revis serve: run this machine as a node (HTTP + WebSocket on one port).
-// Configuration comes from --config FILE, then the flags; see
+// Configuration comes from --config FILE, then REVIS_HOST/PORT/MODEL, then the flags; see
 // src/node/config.h for the keys and docs/protocol.md for the protocol.
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -25,6 +26,7 @@ int serve(const ServeArgs& args) {
     if (!loaded.ok()) return fail(loaded.status().message());
     config = std::move(*loaded);
   }
+  if (Status s = node::apply_environment(config, std::getenv); !s.ok()) return usage_error(s.message());
   if (Status s = node::apply_overrides(config, args.overrides); !s.ok()) return fail(s.message());
   if (Status s = node::validate_config(config); !s.ok()) return fail(s.message());
   auto node = node::Node::create(std::move(config));
@@ -68,6 +70,17 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--result-ttl", o.result_ttl_s, "Seconds finished results are kept for resume and duplicates (default 600)");
   cmd->add_option("--resume-window-ms", o.resume_window_ms,
                   "How long a disconnected client's tickets wait for it to resume (default 2000)");
+  // The network guards (docs/protocol.md, "Limits").
+  cmd->add_option("--allow-host", o.allow_hosts,
+                  "Host name a tokenless node also answers besides its addresses, localhost and its names (repeatable; * = any)");
+  cmd->add_option("--allow-origin", o.allow_origins,
+                  "Browser origin (https://app.example) allowed to call the node, with CORS (repeatable; * = any)");
+  cmd->add_option("--max-connections", o.max_connections,
+                  "Open connections in all (default 4096; also bounded by the descriptor limit)");
+  cmd->add_option("--max-connections-per-ip", o.max_connections_per_ip, "Open connections from one address (default 256)");
+  cmd->add_option("--handshake-timeout", o.handshake_timeout_s, "Seconds a new connection has for its first request (default 10)");
+  cmd->add_option("--idle-timeout", o.idle_timeout_s,
+                  "Seconds before an idle keep-alive connection, or a WebSocket with no ticket open, is closed (default 300)");
   cmd->callback([args, &exit_code] { exit_code = serve(*args); });
 }
 

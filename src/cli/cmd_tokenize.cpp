@@ -1,5 +1,8 @@
-// revis tokenize -m MODEL -p TEXT: the token ids of a text, space separated.
+// revis tokenize -m MODEL -p TEXT: the token ids of a text, space separated;
+// with --json, {"ids": [...], "pieces": [...]}.
 #include <cstdio>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -11,7 +14,7 @@ namespace {
 
 struct TokenizeArgs {
   std::string model, prompt, prompt_file;
-  bool no_bos = false, special = false, pieces = false;
+  bool no_bos = false, special = false, pieces = false, json = false;
 };
 
 int tokenize(const TokenizeArgs& args) {
@@ -28,6 +31,14 @@ int tokenize(const TokenizeArgs& args) {
   if (!tokenizer.ok()) return fail(tokenizer.status().with_context(args.model).message());
   const Tokenizer& tok = **tokenizer;
   const std::vector<int32_t> ids = tok.encode(text, !args.no_bos && tok.add_bos_default(), args.special);
+  if (args.json) {
+    nlohmann::json pieces = nlohmann::json::array();
+    for (int32_t id : ids) pieces.push_back(tok.token_to_piece(id));
+    // A piece may be part of a UTF-8 character: replaced, not an error.
+    const nlohmann::json j = {{"ids", ids}, {"pieces", pieces}};
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
   for (size_t i = 0; i < ids.size(); ++i) {
     std::printf(i ? " %d" : "%d", ids[i]);
     if (args.pieces) std::printf(":'%s'", tok.token_to_piece(ids[i]).c_str());
@@ -47,6 +58,7 @@ void register_tokenize(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-bos", args->no_bos, "Do not add the BOS token even if the model asks for it");
   cmd->add_flag("--special", args->special, "Parse special tokens (e.g. <|im_start|>) in the text");
   cmd->add_flag("--pieces", args->pieces, "Show each token's text next to its id");
+  cmd->add_flag("--json", args->json, "Print {\"ids\": [...], \"pieces\": [...]} instead");
   cmd->callback([args, &exit_code] { exit_code = tokenize(*args); });
 }
 

@@ -19,5 +19,6 @@ void register_bench(CLI::App& app, int& exit_code);
 void register_kv(CLI::App& app, int& exit_code);
 void register_batch(CLI::App& app, int& exit_code);
 void register_status(CLI::App& app, int& exit_code);
+void register_template(CLI::App& app, int& exit_code);
 
 }  // namespace revis::cli

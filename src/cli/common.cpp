@@ -22,12 +22,22 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet) {
     std::fprintf(stderr, "loaded %s (%s, %d layers, vocab %d, %.1f MiB) in %.0f ms; context %d, %d threads\n",
                  info.name.c_str(), info.architecture.c_str(), info.n_layer, info.n_vocab,
                  info.file_bytes / 1048576.0, ms, info.n_ctx, info.n_threads);
+  // Positions past the trained ones are unlike anything the model saw:
+  // without RoPE scaling the text degrades there.
+  if (info.n_ctx > info.n_ctx_train && info.rope_freq_scale == 1)
+    std::fprintf(stderr, "warning: -c %d is above the %d tokens this model was trained on, and it has no RoPE "
+                 "scaling: expect poor text past %d tokens\n", info.n_ctx, info.n_ctx_train, info.n_ctx_train);
   return std::move(*engine);
 }
 
 int fail(const std::string& message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
-  return 1;
+  return kExitRuntimeError;
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return kExitUsageError;
 }
 
 Result<std::string> read_file(const std::string& path) {

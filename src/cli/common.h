@@ -19,8 +19,15 @@ namespace revis::cli {
 // "error: ..." and returns nullptr.
 std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet = false);
 
-// Prints "error: <message>" to stderr and returns 1 (the exit code).
+// Exit codes, listed in `revis --help`.
+constexpr int kExitRuntimeError = 1;  // the model, a file, the network failed
+constexpr int kExitUsageError = 2;    // the command line itself is wrong
+
+// Prints "error: <message>" to stderr and returns kExitRuntimeError.
 int fail(const std::string& message);
+// Prints "error: <message>" to stderr and returns kExitUsageError: for a
+// flag's value that is out of range, or a missing argument.
+int usage_error(const std::string& message);
 
 // The sampling flags (--temp, --top-k, --top-p, ...) of the commands that
 // generate; defined with `revis run`'s flags in cmd_run.cpp.

@@ -1,12 +1,29 @@
 // revis: one binary, one subcommand per job.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/usage.h"
+
+namespace {
+
+constexpr const char* kFooter = R"(Exit status: 0 done, 1 the work failed (a model, a file, the network), 2 the command line is wrong.
+llama.cpp's -ngl N is accepted and ignored (revis runs on the CPU). A repeated option takes its last value.
+Environment of `revis serve`: REVIS_HOST, REVIS_PORT, REVIS_MODEL (after --config's file, before the flags).)";
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"revis - local LLM inference: one machine, one inference"};
+  app.name("revis");
   app.require_subcommand(1);
   app.set_version_flag("--version", "revis 0.1.0");
+  app.footer(kFooter);
+  // llama.cpp and Ollama users repeat a flag to change it: the last wins.
+  // Options of vector type (--stop, --peer) still collect every value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   int exit_code = 0;
   revis::cli::register_run(app, exit_code);
   revis::cli::register_chat(app, exit_code);
@@ -21,10 +38,20 @@ int main(int argc, char** argv) {
   revis::cli::register_kv(app, exit_code);
   revis::cli::register_batch(app, exit_code);
   revis::cli::register_status(app, exit_code);
+  revis::cli::register_template(app, exit_code);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const std::string& note : revis::cli::drop_ignored_flags(args)) std::fprintf(stderr, "%s\n", note.c_str());
+  if (auto problem = revis::cli::find_unknown_name(app, args)) return revis::cli::usage_error(*problem);
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
-    app.parse(argc, argv);
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    revis::cli::usage_error(e.what());
+    std::fprintf(stderr, "Run with --help for more information.\n");
+    return revis::cli::kExitUsageError;
   }
   return exit_code;
 }

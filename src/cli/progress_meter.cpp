@@ -4,24 +4,14 @@
 
 #include <cstdio>
 
+#include "cli/progress_line.h"
+
 namespace revis::cli {
 namespace {
 
 constexpr int kBarWidth = 24;
 constexpr auto kTerminalPeriod = std::chrono::milliseconds(250);
 constexpr auto kLogPeriod = std::chrono::seconds(10);
-
-std::string duration_text(double seconds) {
-  char buf[32];
-  if (seconds < 60) {
-    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
-  } else if (seconds < 3600) {
-    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(seconds) / 60, static_cast<int>(seconds) % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(seconds) / 3600, static_cast<int>(seconds) / 60 % 60);
-  }
-  return buf;
-}
 
 }  // namespace
 

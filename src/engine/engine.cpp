@@ -104,6 +104,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.n_vocab = c.n_vocab;
   info.n_ctx_train = c.n_ctx_train;
   info.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min(c.n_ctx_train, 4096);
+  info.rope_freq_scale = c.rope_freq_scale;
   info.n_layer = c.n_layer;
   info.n_embd = c.n_embd;
   info.n_head_kv = c.n_head_kv;
@@ -166,57 +167,30 @@ size_t Session::kv_bytes_per_token() const {
   return static_cast<size_t>(i.n_layer) * i.n_head_kv * (i.head_dim_k + i.head_dim_v) * sizeof(uint16_t);
 }
 
-namespace {
-
-// Visits the checkpoint layout's runs, one per (keys|values, layer, kv head):
-// fn(cache row pointer, offset of the run in the layout, head dim).
-template <typename Fn>
-void for_each_kv_run(KvCache& kv, const ModelInfo& info, int positions, Fn fn) {
-  size_t offset = 0;
+std::vector<KvRun> Session::kv_runs() {
+  const ModelInfo& info = engine_.impl_->info;
+  const size_t n_ctx = static_cast<size_t>(state_->kv.n_ctx());
+  std::vector<KvRun> runs;
   for (int part = 0; part < 2; ++part) {
-    const int dim = part == 0 ? info.head_dim_k : info.head_dim_v;
+    const size_t width = static_cast<size_t>(part == 0 ? info.head_dim_k : info.head_dim_v) * sizeof(uint16_t);
     for (int layer = 0; layer < info.n_layer; ++layer)
       for (int head = 0; head < info.n_head_kv; ++head) {
-        uint16_t* run = part == 0 ? kv.key(layer, head, 0) : kv.value(layer, head, 0);
-        fn(run, offset, dim);
-        offset += static_cast<size_t>(positions) * dim * sizeof(uint16_t);
+        uint16_t* run = part == 0 ? state_->kv.key(layer, head, 0) : state_->kv.value(layer, head, 0);
+        runs.push_back({reinterpret_cast<uint8_t*>(run), width, n_ctx});
       }
   }
+  return runs;
 }
 
-}  // namespace
-
-Status Session::read_kv(int n, std::span<uint8_t> out) const {
-  if (n < 0 || n > n_past())
-    return Status::error("read_kv: " + std::to_string(n) + " positions asked, the session holds " +
-                         std::to_string(n_past()));
-  if (out.size() != n * kv_bytes_per_token())
-    return Status::error("read_kv: buffer of " + std::to_string(out.size()) + " bytes, expected " +
-                         std::to_string(n * kv_bytes_per_token()));
-  for_each_kv_run(state_->kv, engine_.impl_->info, n, [&](const uint16_t* run, size_t offset, int dim) {
-    std::memcpy(out.data() + offset, run, static_cast<size_t>(n) * dim * sizeof(uint16_t));
-  });
-  return {};
-}
-
-Status Session::write_kv(std::span<const int32_t> tokens, std::span<const uint8_t> rows, int rows_positions) {
+Status Session::adopt_kv(std::span<const int32_t> tokens) {
   const int n = static_cast<int>(tokens.size());
-  if (n > n_ctx()) return Status::error("write_kv: " + std::to_string(n) + " tokens do not fit the context of " +
+  if (n > n_ctx()) return Status::error("adopt_kv: " + std::to_string(n) + " tokens do not fit the context of " +
                                         std::to_string(n_ctx()));
-  if (rows_positions < n)
-    return Status::error("write_kv: rows for " + std::to_string(rows_positions) + " positions, " +
-                         std::to_string(n) + " tokens");
-  if (rows.size() != rows_positions * kv_bytes_per_token())
-    return Status::error("write_kv: " + std::to_string(rows.size()) + " bytes of rows, expected " +
-                         std::to_string(rows_positions * kv_bytes_per_token()));
   const int n_vocab = engine_.impl_->info.n_vocab;
   for (int32_t t : tokens)
     if (t < 0 || t >= n_vocab)
-      return Status::error("write_kv: token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+      return Status::error("adopt_kv: token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                            std::to_string(n_vocab - 1) + ")");
-  for_each_kv_run(state_->kv, engine_.impl_->info, rows_positions, [&](uint16_t* run, size_t offset, int dim) {
-    std::memcpy(run, rows.data() + offset, static_cast<size_t>(n) * dim * sizeof(uint16_t));
-  });
   history_.assign(tokens.begin(), tokens.end());
   state_->rows = 0;
   return {};

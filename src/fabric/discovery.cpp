@@ -109,7 +109,8 @@ struct Discovery::Impl {
   AvahiEntryGroup* group = nullptr;
   AvahiServiceBrowser* browser = nullptr;
   AvahiTimeout* reconnect = nullptr;
-  bool said_waiting = false;
+  bool said_waiting = false;      // the daemon is not running (D-Bus is)
+  bool said_unreachable = false;  // not even D-Bus answers
   // Services by name: the records (interface, protocol) that name them now,
   // and whether on_found was called. A node on two interfaces is one node.
   struct Seen {
@@ -138,6 +139,7 @@ struct Discovery::Impl {
     switch (state) {
       case AVAHI_CLIENT_S_RUNNING:
         self->said_waiting = false;
+        self->said_unreachable = false;
         self->advertise(c);
         self->browse(c);
         break;
@@ -148,7 +150,7 @@ struct Discovery::Impl {
         if (self->group) avahi_entry_group_reset(self->group);
         break;
       case AVAHI_CLIENT_CONNECTING:
-        if (!self->said_waiting)
+        if (!self->said_waiting && !self->said_unreachable)
           node::log_line("warn", no_daemon(AVAHI_ERR_NO_DAEMON) +
                                      " This node keeps its --peer list and starts discovery when the daemon appears");
         self->said_waiting = true;
@@ -182,13 +184,21 @@ struct Discovery::Impl {
   }
 
   static void on_reconnect(AvahiTimeout*, void* data) {
-    auto* self = static_cast<Impl*>(data);
-    avahi_client_free(self->client);
-    self->client = nullptr;
-    if (int error = self->connect(); error != AVAHI_OK) {
-      self->said_waiting = false;
-      node::log_line("warn", no_daemon(error) + " Trying again");
-      self->schedule_reconnect();
+    static_cast<Impl*>(data)->reconnect_now();
+  }
+
+  // Replaces the client. avahi_client_new fails at once, rather than wait,
+  // when not even the system D-Bus answers: then it is tried again every
+  // kReconnectMs, and said once until the daemon is reached.
+  void reconnect_now() {
+    if (client) avahi_client_free(client);
+    client = nullptr;
+    if (int error = connect(); error != AVAHI_OK) {
+      if (!said_unreachable)
+        node::log_line("warn", no_daemon(error) + " Trying again every " + std::to_string(kReconnectMs) +
+                                   " ms; this node keeps its --peer list meanwhile");
+      said_unreachable = true;
+      schedule_reconnect();
     }
   }
 
@@ -309,8 +319,8 @@ Result<std::unique_ptr<Discovery>> Discovery::start(const Advertisement& self, D
   impl->service_name = self.name;
   impl->poll = avahi_threaded_poll_new();
   if (!impl->poll) return Status::error("mDNS discovery off: cannot create Avahi's event loop (out of memory?)");
-  if (int error = impl->connect(); error != AVAHI_OK)
-    return Status::error(no_daemon(error));
+  // Before the poll thread runs, nothing else touches the client.
+  impl->reconnect_now();
   if (avahi_threaded_poll_start(impl->poll) < 0)
     return Status::error("mDNS discovery off: cannot start Avahi's event loop thread");
   return std::unique_ptr<Discovery>(new Discovery(std::move(impl)));

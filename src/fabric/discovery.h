@@ -11,9 +11,9 @@
 // interface holding the address otherwise, so that the address a browser
 // resolves is one the node accepts connections on.
 //
-// When avahi-daemon is not running, the node says so once and keeps
-// waiting for it; when the daemon restarts, every service is reported lost
-// and found again.
+// When avahi-daemon is not running, or not even the system D-Bus is, the
+// node says so once and keeps trying until it is; when the daemon restarts,
+// every service is reported lost and found again.
 //
 // Thread-safety: the events run on Avahi's own thread, one at a time; they
 // must not block on anything that may wait for a Discovery call. Destroying
@@ -61,7 +61,7 @@ class Discovery {
   static Status available();
   // Connects to avahi-daemon on a thread of its own, then advertises and
   // browses. Fails only when mDNS cannot be used at all (not built in, no
-  // system D-Bus); a daemon that is not running yet is waited for.
+  // event loop); a daemon or D-Bus that is not running yet is waited for.
   static Result<std::unique_ptr<Discovery>> start(const Advertisement& self, DiscoveryEvents events);
   ~Discovery();
   Discovery(const Discovery&) = delete;

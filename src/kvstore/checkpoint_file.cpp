@@ -1,15 +1,19 @@
 #include "kvstore/checkpoint_file.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "kvstore/checksum.h"
 
@@ -17,7 +21,7 @@ namespace revis::kvstore {
 namespace {
 
 constexpr char kMagic[8] = {'R', 'V', 'K', 'V', 'C', 'K', 'P', 'T'};
-constexpr size_t kHeaderBytes = 128;
+constexpr size_t kHeaderBytes = kCheckpointHeaderBytes;
 constexpr size_t kWriterBytes = 32;
 constexpr size_t kHeaderChecksumAt = kHeaderBytes - 8;
 constexpr uint32_t kFlagHasLogits = 1, kFlagLogitsAllRows = 2;
@@ -48,14 +52,6 @@ uint64_t payload_bytes_for(const CheckpointHeader& h) {
          uint64_t{h.n_tokens} * h.shape.bytes_per_token();
 }
 
-// The payload checksum: the sections hashed in file order, each result
-// seeding the next.
-uint64_t payload_checksum(const Checkpoint& c) {
-  uint64_t h = checksum64(c.tokens.data(), c.tokens.size() * sizeof(int32_t));
-  h = checksum64(c.logits.data(), c.logits.size() * sizeof(float), h);
-  return checksum64(c.kv.data(), c.kv.size(), h);
-}
-
 std::array<uint8_t, kHeaderBytes> encode_header(const CheckpointHeader& h) {
   std::array<uint8_t, kHeaderBytes> b{};
   std::memcpy(b.data(), kMagic, sizeof kMagic);
@@ -82,6 +78,10 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
     return Status::error("not a revis KV checkpoint (magic is not RVKVCKPT)");
   CheckpointHeader h;
   h.version = get32(&b[8]);
+  if (h.version == 1)
+    return Status::error("format version 1, this build reads version " + std::to_string(kFormatVersion) +
+                         " (version 1 used a checksum of its own, version 2 uses XXH3): an older revis wrote it; "
+                         "`revis kv gc` removes it");
   if (h.version != kFormatVersion)
     return Status::error("format version " + std::to_string(h.version) + ", this build reads version " +
                          std::to_string(kFormatVersion));
@@ -108,7 +108,7 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   h.writer.assign(writer, strnlen(writer, kWriterBytes));
   const KvShape& s = h.shape;
   if (h.n_tokens == 0 || h.n_tokens > kMaxTokens || s.n_layer == 0 || s.n_layer > kMaxLayers || s.n_head_kv == 0 ||
-      s.n_head_kv > kMaxHeads || s.head_dim_k == 0 || s.head_dim_k > kMaxHeadDim || s.head_dim_v == 0 ||
+      s.n_head_kv > kMaxHeads || s.head_dim_k == 0 || s.head_dim_k > kMaxHeadDim ||
       s.head_dim_v > kMaxHeadDim || (h.has_logits && (h.n_vocab == 0 || h.n_vocab > kMaxVocab)))
     return Status::error("implausible shape (tokens " + std::to_string(h.n_tokens) + ", layers " +
                          std::to_string(s.n_layer) + ", kv heads " + std::to_string(s.n_head_kv) + ", head dims " +
@@ -120,28 +120,121 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   return h;
 }
 
-Status read_exact(int fd, uint64_t offset, void* out, size_t size) {
-  uint8_t* p = static_cast<uint8_t*>(out);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t got = ::pread(fd, p + done, size - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Status::error(std::strerror(errno));
-    if (got == 0) return Status::error("unexpected end of file");
-    done += static_cast<size_t>(got);
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The payload in file order as pieces of memory: the token ids, the logits,
+// then each run's first n positions (or, when reading a longer checkpoint
+// than a run holds, a slice of a buffer for the rest).
+struct Piece {
+  uint8_t* data;
+  size_t bytes;
+};
+
+// Reads and writes move this much of the file per system call: large enough
+// that the call overhead vanishes and the device sees long sequential
+// requests, small enough that a chunk is checksummed while it is still in
+// the CPU's last-level cache.
+constexpr size_t kChunkBytes = size_t{4} << 20;
+// How far ahead of the current read the kernel is asked to read
+// (POSIX_FADV_WILLNEED), so that several requests are in flight while a chunk
+// is copied and checksummed.
+constexpr uint64_t kReadAheadBytes = uint64_t{32} << 20;
+
+// Calls fn(iovecs, count, payload offset, bytes) for consecutive chunks of
+// about kChunkBytes covering the pieces, at most IOV_MAX vectors each; stops
+// at the first error.
+template <typename Fn>
+Status for_each_chunk(std::span<const Piece> pieces, Fn fn) {
+  std::vector<iovec> iov;
+  uint64_t offset = 0, chunk_bytes = 0;
+  auto flush = [&]() -> Status {
+    if (iov.empty()) return {};
+    Status s = fn(iov.data(), static_cast<int>(iov.size()), offset, chunk_bytes);
+    offset += chunk_bytes;
+    chunk_bytes = 0;
+    iov.clear();
+    return s;
+  };
+  for (const Piece& piece : pieces)
+    for (size_t done = 0; done < piece.bytes;) {
+      const size_t take = std::min<size_t>(piece.bytes - done, kChunkBytes - chunk_bytes);
+      iov.push_back({piece.data + done, take});
+      done += take;
+      chunk_bytes += take;
+      if (chunk_bytes == kChunkBytes || iov.size() == IOV_MAX)
+        if (Status s = flush(); !s.ok()) return s;
+    }
+  return flush();
+}
+
+// preadv/pwritev of the whole vector at `offset`, resuming after short transfers.
+Status transfer_all(bool write, int fd, iovec* iov, int count, uint64_t offset) {
+  while (count > 0) {
+    const ssize_t moved = write ? ::pwritev(fd, iov, count, static_cast<off_t>(offset))
+                                : ::preadv(fd, iov, count, static_cast<off_t>(offset));
+    if (moved < 0 && errno == EINTR) continue;
+    if (moved < 0) return Status::error(std::strerror(errno));
+    if (moved == 0) return Status::error(write ? "wrote nothing" : "unexpected end of file");
+    offset += static_cast<uint64_t>(moved);
+    for (size_t left = static_cast<size_t>(moved); left > 0;) {
+      const size_t step = std::min(left, iov->iov_len);
+      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + step;
+      iov->iov_len -= step;
+      left -= step;
+      if (iov->iov_len == 0) ++iov, --count;
+    }
   }
   return {};
 }
 
-Status write_all(int fd, const void* data, size_t size) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    const ssize_t put = ::write(fd, p, size);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return Status::error(std::strerror(errno));
-    p += put;
-    size -= static_cast<size_t>(put);
+Status read_exact(int fd, uint64_t offset, void* out, size_t size) {
+  iovec iov{out, size};
+  return transfer_all(false, fd, &iov, 1, offset);
+}
+
+// Checksums the next `bytes` of the payload, walking the pieces from `at`.
+struct PieceCursor {
+  size_t piece = 0, offset = 0;
+};
+void checksum_pieces(std::span<const Piece> pieces, PieceCursor& at, uint64_t bytes, StreamingChecksum& sum) {
+  while (bytes > 0) {
+    const Piece& p = pieces[at.piece];
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(bytes, p.bytes - at.offset));
+    sum.update(p.data + at.offset, take);
+    bytes -= take;
+    at.offset += take;
+    if (at.offset == p.bytes) ++at.piece, at.offset = 0;
   }
+}
+
+// The pieces of a payload whose rows are the first n positions of `runs`;
+// `overflow` receives the positions a run has no room for.
+std::vector<Piece> payload_pieces(CheckpointContents& c, std::span<const KvRun> runs, std::vector<uint8_t>& overflow) {
+  const size_t n = c.tokens.size();
+  std::vector<Piece> pieces{{reinterpret_cast<uint8_t*>(c.tokens.data()), n * sizeof(int32_t)},
+                            {reinterpret_cast<uint8_t*>(c.logits.data()), c.logits.size() * sizeof(float)}};
+  size_t overflow_bytes = 0;
+  for (const KvRun& r : runs) overflow_bytes += (n - std::min(n, r.positions)) * r.bytes_per_position;
+  overflow.resize(overflow_bytes);
+  size_t used = 0;
+  for (const KvRun& r : runs) {
+    const size_t fit = std::min(n, r.positions);
+    pieces.push_back({r.data, fit * r.bytes_per_position});
+    pieces.push_back({overflow.data() + used, (n - fit) * r.bytes_per_position});
+    used += (n - fit) * r.bytes_per_position;
+  }
+  std::erase_if(pieces, [](const Piece& p) { return p.bytes == 0; });
+  return pieces;
+}
+
+Status check_runs(std::span<const KvRun> runs, const KvShape& shape) {
+  uint64_t width = 0;
+  for (const KvRun& r : runs) width += r.bytes_per_position;
+  if (width != shape.bytes_per_token())
+    return Status::error("rows of " + std::to_string(width) + " bytes per position, the KV shape has " +
+                         std::to_string(shape.bytes_per_token()));
   return {};
 }
 
@@ -186,25 +279,27 @@ uint64_t KvShape::bytes_per_token() const {
   return uint64_t{n_layer} * n_head_kv * (head_dim_k + head_dim_v) * sizeof(uint16_t);
 }
 
-std::string checkpoint_file_name(uint64_t model, const std::vector<int32_t>& tokens) {
+std::string checkpoint_file_name(uint64_t model, std::span<const int32_t> tokens) {
   return hex64(model) + "-" + hex64(checksum64(tokens.data(), tokens.size() * sizeof(int32_t))) + "-" +
          std::to_string(tokens.size()) + kCheckpointSuffix;
 }
 
-Status write_checkpoint(const std::string& path, Checkpoint& c) {
-  CheckpointHeader& h = c.header;
+Status write_checkpoint(const std::string& path, CheckpointHeader& h, const CheckpointContents& c,
+                        std::span<const KvRun> runs) {
   h.version = kFormatVersion;
   h.n_tokens = static_cast<uint32_t>(c.tokens.size());
   h.has_logits = !c.logits.empty();
   if (h.has_logits) h.n_vocab = static_cast<uint32_t>(c.logits.size());
   if (c.tokens.empty()) return Status::error(path + ": a checkpoint needs at least one token");
-  if (c.kv.size() != c.tokens.size() * h.shape.bytes_per_token())
-    return Status::error(path + ": " + std::to_string(c.kv.size()) + " bytes of KV rows for " +
-                         std::to_string(c.tokens.size()) + " tokens, expected " +
-                         std::to_string(c.tokens.size() * h.shape.bytes_per_token()));
+  if (Status s = check_runs(runs, h.shape); !s.ok()) return s.with_context(path);
+  for (const KvRun& r : runs)
+    if (r.positions < c.tokens.size())
+      return Status::error(path + ": a run of rows holds " + std::to_string(r.positions) + " positions, " +
+                           std::to_string(c.tokens.size()) + " tokens to write");
   h.payload_bytes = payload_bytes_for(h);
-  h.payload_checksum = payload_checksum(c);
-  const auto header = encode_header(h);
+  // The pieces are only read from here on.
+  std::vector<uint8_t> no_overflow;
+  const std::vector<Piece> pieces = payload_pieces(const_cast<CheckpointContents&>(c), runs, no_overflow);
 
   // A name no other writer (thread or process) uses; the leading dot keeps
   // it out of directory scans, and `revis kv gc` removes leftovers.
@@ -215,10 +310,20 @@ Status write_checkpoint(const std::string& path, Checkpoint& c) {
   const std::string temp = (final_path.parent_path() / temp_name).string();
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::error(temp + ": cannot create: " + std::strerror(errno));
-  Status s = write_all(fd, header.data(), header.size());
-  if (s.ok()) s = write_all(fd, c.tokens.data(), c.tokens.size() * sizeof(int32_t));
-  if (s.ok()) s = write_all(fd, c.logits.data(), c.logits.size() * sizeof(float));
-  if (s.ok()) s = write_all(fd, c.kv.data(), c.kv.size());
+  // The payload first, checksummed chunk by chunk on its way out; then the
+  // header, which carries the checksum.
+  StreamingChecksum sum;
+  PieceCursor cursor;
+  Status s = for_each_chunk(pieces, [&](iovec* iov, int count, uint64_t offset, uint64_t bytes) {
+    checksum_pieces(pieces, cursor, bytes, sum);
+    return transfer_all(true, fd, iov, count, kHeaderBytes + offset);
+  });
+  h.payload_checksum = sum.digest();
+  if (s.ok()) {
+    auto header = encode_header(h);
+    iovec iov{header.data(), header.size()};
+    s = transfer_all(true, fd, &iov, 1, 0);
+  }
   if (s.ok() && ::fsync(fd) != 0) s = Status::error(std::string("fsync: ") + std::strerror(errno));
   if (::close(fd) != 0 && s.ok()) s = Status::error(std::string("close: ") + std::strerror(errno));
   if (s.ok() && ::rename(temp.c_str(), path.c_str()) != 0)
@@ -250,7 +355,10 @@ Result<CheckpointSummary> read_checkpoint_summary(const std::string& path) {
   return summary;
 }
 
-Result<Checkpoint> read_checkpoint(const std::string& path, uint64_t model, const KvShape& shape) {
+Result<CheckpointContents> read_checkpoint_into(const std::string& path, uint64_t model, const KvShape& shape,
+                                                std::span<const KvRun> runs, ReadTimings* timings) {
+  const auto start = std::chrono::steady_clock::now();
+  if (Status s = check_runs(runs, shape); !s.ok()) return s.with_context(path);
   OpenedFile f;
   if (Status s = open_checked(path, f); !s.ok()) return s;
   const CheckpointHeader& h = f.header;
@@ -262,19 +370,59 @@ Result<Checkpoint> read_checkpoint(const std::string& path, uint64_t model, cons
                          std::to_string(h.shape.head_dim_v) + " does not match the model's " +
                          std::to_string(shape.n_layer) + " x " + std::to_string(shape.n_head_kv) + " x " +
                          std::to_string(shape.head_dim_k) + "/" + std::to_string(shape.head_dim_v));
-  Checkpoint c;
-  c.header = h;
+  CheckpointContents c;
   c.tokens.resize(h.n_tokens);
   c.logits.resize(h.has_logits ? h.n_vocab : 0);
-  c.kv.resize(h.n_tokens * h.shape.bytes_per_token());
-  uint64_t offset = kHeaderBytes;
-  Status s = read_exact(f.fd, offset, c.tokens.data(), c.tokens.size() * sizeof(int32_t));
-  offset += c.tokens.size() * sizeof(int32_t);
-  if (s.ok()) s = read_exact(f.fd, offset, c.logits.data(), c.logits.size() * sizeof(float));
-  offset += c.logits.size() * sizeof(float);
-  if (s.ok()) s = read_exact(f.fd, offset, c.kv.data(), c.kv.size());
-  if (!s.ok()) return s.with_context(path);
-  if (payload_checksum(c) != h.payload_checksum)
+  std::vector<uint8_t> overflow;
+  const std::vector<Piece> pieces = payload_pieces(c, runs, overflow);
+  ReadTimings t;
+  t.bytes = f.file_bytes;
+  t.open_ms = ms_since(start);
+
+  // The reader thread moves the file into the pieces chunk by chunk,
+  // publishing how many payload bytes have landed; this thread checksums
+  // them behind it. kFailed: the reader stopped on an error.
+  constexpr uint64_t kFailed = ~uint64_t{0};
+  ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::atomic<uint64_t> landed{0};
+  Status read_status;
+  std::thread reader([&] {
+    const auto read_start = std::chrono::steady_clock::now();
+    read_status = for_each_chunk(pieces, [&](iovec* iov, int count, uint64_t offset, uint64_t bytes) {
+      const uint64_t at = kHeaderBytes + offset;
+      ::posix_fadvise(f.fd, static_cast<off_t>(at + bytes), static_cast<off_t>(kReadAheadBytes), POSIX_FADV_WILLNEED);
+      Status s = transfer_all(false, f.fd, iov, count, at);
+      if (s.ok()) {
+        landed.store(offset + bytes, std::memory_order_release);
+        landed.notify_one();
+      }
+      return s;
+    });
+    t.read_ms = ms_since(read_start);
+    if (!read_status.ok()) {
+      landed.store(kFailed, std::memory_order_release);
+      landed.notify_one();
+    }
+  });
+  StreamingChecksum sum;
+  PieceCursor cursor;
+  for (uint64_t checked = 0; checked < h.payload_bytes;) {
+    const uint64_t now = landed.load(std::memory_order_acquire);
+    if (now == kFailed) break;
+    if (now == checked) {
+      landed.wait(checked, std::memory_order_acquire);
+      continue;
+    }
+    const auto verify_start = std::chrono::steady_clock::now();
+    checksum_pieces(pieces, cursor, now - checked, sum);
+    t.verify_ms += ms_since(verify_start);
+    checked = now;
+  }
+  reader.join();
+  if (!read_status.ok()) return read_status.with_context(path);
+  t.total_ms = ms_since(start);
+  if (timings) *timings = t;
+  if (sum.digest() != h.payload_checksum)
     return Status::error(path + ": payload checksum mismatch (the file is damaged)");
   return c;
 }

@@ -2,6 +2,16 @@
 // for them, and (optionally) the logits after the last token, so that a
 // resumed session can sample at once. docs/kvstore.md has the byte layout.
 //
+// The rows never pass through a buffer of the whole checkpoint: they are
+// read from the file straight into the session's KV cache, and written from
+// it, described as KvRuns (Session::kv_runs; a checkpoint's rows are its runs
+// one after the other, each cut to its token count). Reading streams the file in
+// large chunks on a reader thread, with the kernel asked to read ahead, while
+// the calling thread checksums each chunk as it lands (XXH3, checksum.h); a
+// caller gets the tokens only once the whole payload has been verified, so
+// rows of a damaged file are never used (they are garbage in the cache,
+// behind an empty history).
+//
 // Writing goes to a temporary file in the same directory, is fsynced, then
 // renamed over the final name (and the directory fsynced), so a reader sees
 // a whole file or none, and concurrent writers of the same prefix each
@@ -15,20 +25,27 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "revis/engine.h"
 #include "revis/status.h"
 
 namespace revis::kvstore {
 
-constexpr uint32_t kFormatVersion = 1;
+// Version 2: XXH3 checksums. Version 1 (a checksum of revis's own) is
+// refused with a message that says so; `revis kv gc` removes such files.
+constexpr uint32_t kFormatVersion = 2;
 constexpr const char* kCheckpointSuffix = ".rkv";
+constexpr size_t kCheckpointHeaderBytes = 128;
 
 // Element types of the KV rows, numbered as GGUF numbers tensor types.
 enum class KvType : uint32_t { kF16 = 1 };
 
 // The KV shape a checkpoint was computed with; it must equal the model's.
+// head_dim_v is 0 where the values are part of the key rows (DeepSeek's
+// latent attention, src/model/kv_cache.h).
 struct KvShape {
   uint32_t n_layer = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
   KvType type = KvType::kF16;
@@ -49,16 +66,17 @@ struct CheckpointHeader {
   std::string writer;             // the program that wrote it ("revis 0.1.0"), for humans
 };
 
-struct Checkpoint {
-  CheckpointHeader header;
+// What a checkpoint holds besides its rows.
+struct CheckpointContents {
   std::vector<int32_t> tokens;
   std::vector<float> logits;  // n_vocab values, or empty
-  std::vector<uint8_t> kv;    // n_tokens * shape.bytes_per_token(), layout of Session::read_kv
 };
 
-// Fills in payload_bytes and payload_checksum from the contents and writes
-// the file atomically at `path`.
-Status write_checkpoint(const std::string& path, Checkpoint& checkpoint);
+// Writes the header (payload size and checksum filled in from the data),
+// the tokens, the logits and positions [0, tokens.size()) of every run,
+// atomically at `path`. `runs` are only read.
+Status write_checkpoint(const std::string& path, CheckpointHeader& header, const CheckpointContents& contents,
+                        std::span<const KvRun> runs);
 
 // Reads and checks only the header and the token ids (for the index).
 struct CheckpointSummary {
@@ -68,11 +86,24 @@ struct CheckpointSummary {
 };
 Result<CheckpointSummary> read_checkpoint_summary(const std::string& path);
 
-// Reads and checks a whole checkpoint written for `model` with `shape`.
-Result<Checkpoint> read_checkpoint(const std::string& path, uint64_t model, const KvShape& shape);
+// Where the time of a read went (docs/kvstore.md, "What a resume costs").
+struct ReadTimings {
+  uint64_t bytes = 0;      // the whole file
+  double open_ms = 0;      // open, header, size checks
+  double read_ms = 0;      // the reader thread: from the first read to the last byte in memory
+  double verify_ms = 0;    // checksumming, on the calling thread, overlapped with the reads
+  double total_ms = 0;     // open to verified
+};
+
+// Reads a checkpoint written for `model` with `shape` straight into `runs`
+// (positions past a run's `positions` are read and checksummed, then
+// dropped). The rows are trustworthy only when it returns contents; on an
+// error, whatever the runs hold is garbage.
+Result<CheckpointContents> read_checkpoint_into(const std::string& path, uint64_t model, const KvShape& shape,
+                                                std::span<const KvRun> runs, ReadTimings* timings = nullptr);
 
 // The file name a checkpoint of `tokens` for `model` gets: the same prefix
 // always maps to the same name, so rewriting it replaces the old file.
-std::string checkpoint_file_name(uint64_t model, const std::vector<int32_t>& tokens);
+std::string checkpoint_file_name(uint64_t model, std::span<const int32_t> tokens);
 
 }  // namespace revis::kvstore

@@ -23,6 +23,25 @@ KvShape shape_of(const ModelInfo& info) {
 PrefixCache::PrefixCache(Engine& engine, PrefixCacheOptions options)
     : engine_(engine), options_(std::move(options)), pool_(engine, options_.ram_sessions) {}
 
+// A checkpoint on its way to disk: what it holds, where the rows are read
+// from, and how the write went.
+struct PrefixCache::SaveJob {
+  const Session* session = nullptr;
+  std::string path;
+  CheckpointHeader header;
+  CheckpointContents contents;
+  std::vector<KvRun> runs;
+  Status status;
+  double ms = 0;
+  std::thread thread;  // a background save's
+
+  void run() {
+    const auto start = std::chrono::steady_clock::now();
+    status = write_checkpoint(path, header, contents, runs);
+    ms = ms_since(start);
+  }
+};
+
 PrefixCache::~PrefixCache() { flush(); }
 
 Result<std::unique_ptr<PrefixCache>> PrefixCache::open(Engine& engine, PrefixCacheOptions options) {
@@ -66,6 +85,7 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt,
   if (from_ram > 0 && from_ram >= from_disk) {
     SessionPool::Checkout c = pool_.checkout(prompt, all_logits, evicting);
     lease.session = std::move(c.session);
+    settle(*lease.session, c.reused);
     lease.cached.cached_tokens = c.reused;
     lease.source = "ram";
     if (c.reused == n_prompt) lease.next_logits = std::move(c.cached.next_logits);
@@ -75,16 +95,18 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt,
     // others: look the prompt up again afterwards.
     SessionPool::Checkout c = pool_.checkout({}, all_logits, evicting);
     lease.session = std::move(c.session);
+    settle(*lease.session, 0);
     from_disk = resumable_from_disk();
     if (from_disk > 0) {
-      auto checkpoint = store_->load(*disk->entry);  // on failure the entry is dropped and disk->entry dangles
-      Status s = checkpoint.ok() ? lease.session->write_kv(prompt.first(from_disk), checkpoint->kv,
-                                                           static_cast<int>(checkpoint->tokens.size()))
-                                 : checkpoint.status();
+      // The rows go straight into the (empty) session's cache; its history
+      // stays empty until the whole file has been verified.
+      auto contents = store_->load(*disk->entry, lease.session->kv_runs(), &last_restore_);
+      // On failure the entry is dropped and disk->entry dangles.
+      Status s = contents.ok() ? lease.session->adopt_kv(prompt.first(from_disk)) : contents.status();
       if (s.ok()) {
         lease.cached.cached_tokens = from_disk;
         lease.source = "disk";
-        if (from_disk == n_prompt) lease.next_logits = std::move(checkpoint->logits);
+        if (from_disk == n_prompt) lease.next_logits = std::move(contents->logits);
         store_->record_hit(*disk->entry, from_disk);
       } else {
         warn("KV store: " + s.message() + "; evaluating the prompt instead");
@@ -103,8 +125,8 @@ void PrefixCache::release(Lease lease, std::span<const int32_t> prompt, std::spa
   cached.tokens.assign(prompt.begin(), prompt.end());
   cached.next_logits.assign(next_logits.begin(), next_logits.end());
   cached.logits_all_rows = all_logits;
-  cached.on_disk = store_ && store_->contains(cached.tokens);
-  if (static_cast<int>(cached.tokens.size()) >= options_.save_min_tokens) save(*lease.session, cached);
+  cached.on_disk = store_ && (store_->contains(cached.tokens) || (pending_ && pending_->contents.tokens == cached.tokens));
+  if (static_cast<int>(cached.tokens.size()) >= options_.save_min_tokens) save_in_background(*lease.session, cached);
   pool_.checkin(std::move(lease.session), std::move(cached));
 }
 
@@ -114,27 +136,69 @@ void PrefixCache::discard(Lease lease) {
 }
 
 void PrefixCache::flush() {
+  wait_for_save();
   pool_.for_each([this](Session& s, CachedPrompt& c) { save(s, c); });
 }
 
-void PrefixCache::save(Session& session, CachedPrompt& cached) {
+std::unique_ptr<PrefixCache::SaveJob> PrefixCache::save_job(Session& session, const CachedPrompt& cached) {
   const int n = static_cast<int>(cached.tokens.size());
-  if (!store_ || cached.on_disk || n < options_.evict_save_min_tokens || n == 0) return;
-  const auto start = std::chrono::steady_clock::now();
-  Checkpoint c;
-  c.tokens = cached.tokens;
-  c.logits = cached.next_logits;
-  c.header.logits_all_rows = cached.logits_all_rows;
-  c.header.writer = "revis " REVIS_VERSION;
-  c.kv.resize(n * session.kv_bytes_per_token());
-  Status s = session.read_kv(n, c.kv);
-  if (s.ok()) s = store_->save(c);
-  if (!s.ok()) {
-    warn("KV store: could not save a checkpoint of " + std::to_string(n) + " tokens: " + s.message());
+  if (!store_ || cached.on_disk || n < options_.evict_save_min_tokens || n == 0) return nullptr;
+  auto job = std::make_unique<SaveJob>();
+  job->session = &session;
+  job->contents.tokens = cached.tokens;
+  job->contents.logits = cached.next_logits;
+  job->header.logits_all_rows = cached.logits_all_rows;
+  job->header.writer = "revis " REVIS_VERSION;
+  job->runs = session.kv_runs();
+  auto path = store_->prepare(job->header, job->contents.tokens);
+  if (path.ok()) job->path = *path;
+  job->status = path.status();
+  return job;
+}
+
+void PrefixCache::finish(SaveJob& job) {
+  if (!job.status.ok()) {
+    warn("KV store: could not save a checkpoint of " + std::to_string(job.contents.tokens.size()) +
+         " tokens: " + job.status.message());
     return;
   }
+  store_->install(job.header, std::move(job.contents.tokens));
+  last_save_ms_ = job.ms;
+}
+
+void PrefixCache::save(Session& session, CachedPrompt& cached) {
+  std::unique_ptr<SaveJob> job = save_job(session, cached);
+  if (!job) return;
+  if (job->status.ok()) job->run();
+  cached.on_disk = job->status.ok();
+  finish(*job);
+}
+
+void PrefixCache::save_in_background(Session& session, CachedPrompt& cached) {
+  std::unique_ptr<SaveJob> job = save_job(session, cached);
+  if (!job) return;
+  if (!job->status.ok()) return finish(*job);
+  wait_for_save();  // one write at a time
+  // Counted as on disk from now on: a failed write only warns (at
+  // wait_for_save), and the prompt is then saved again only if it comes back.
   cached.on_disk = true;
-  last_save_ms_ = ms_since(start);
+  job->thread = std::thread([this, j = job.get()] {
+    if (options_.before_background_save) options_.before_background_save();
+    j->run();
+  });
+  pending_ = std::move(job);
+}
+
+void PrefixCache::wait_for_save() {
+  if (!pending_) return;
+  pending_->thread.join();
+  std::unique_ptr<SaveJob> job = std::move(pending_);
+  finish(*job);
+}
+
+void PrefixCache::settle(const Session& session, int kept) {
+  if (pending_ && pending_->session == &session && kept < static_cast<int>(pending_->contents.tokens.size()))
+    wait_for_save();
 }
 
 }  // namespace revis::kvstore

@@ -5,8 +5,10 @@
 // on disk (KvStore), whichever offers the longer resumable prefix (RAM on a
 // tie, being free); otherwise the prompt is evaluated cold. After: the
 // session returns to the pool, and checkpoints are written by this policy:
-//   - a prompt of save_min_tokens or more, when its request ends (so saving
-//     never delays the first token);
+//   - a prompt of save_min_tokens or more, when its request ends, written
+//     on a background thread straight from the session's KV cache (so
+//     saving never delays the first token, nor the next request: only one
+//     that would overwrite those very rows waits for the write to finish);
 //   - a shorter one of evict_save_min_tokens or more, only when its rows
 //     leave RAM: evicted, overwritten by another prompt, or at shutdown
 //     (flush()).
@@ -16,12 +18,16 @@
 // A damaged or foreign file never fails a request: it is reported through
 // `warn` and the prompt is evaluated cold.
 //
-// Thread-safety: none; one inference at a time per engine.
+// Thread-safety: none; one inference at a time per engine. The background
+// save's thread only reads the saved rows and writes its file; the store's
+// index learns of the file on the owner's thread (the next acquire(),
+// wait_for_save() or flush()).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,6 +47,8 @@ struct PrefixCacheOptions {
   int evict_save_min_tokens = kResumeAlignment;
   std::function<void(const std::string&)> warn = nullptr;  // problems that do not stop a request
   std::function<double()> clock = nullptr;  // for the store's eviction (tests); default: system clock
+  // Tests: runs on the background save's thread before it writes.
+  std::function<void()> before_background_save = nullptr;
 };
 
 class PrefixCache {
@@ -63,13 +71,24 @@ class PrefixCache {
   void discard(Lease lease);
   // Saves every pooled prompt that is not on disk yet (shutdown).
   void flush();
+  // Waits for the checkpoint being written in the background, if any, and
+  // indexes it (or warns why it failed).
+  void wait_for_save();
 
   KvStore* store() { return store_.get(); }
-  double last_save_ms() const { return last_save_ms_; }
+  double last_save_ms() const { return last_save_ms_; }  // the latest save's write, as of its indexing
+  const ReadTimings& last_restore() const { return last_restore_; }  // the latest resume from disk
 
  private:
+  struct SaveJob;
   PrefixCache(Engine& engine, PrefixCacheOptions options);
+  std::unique_ptr<SaveJob> save_job(Session& session, const CachedPrompt& cached);
+  void finish(SaveJob& job);
   void save(Session& session, CachedPrompt& cached);
+  void save_in_background(Session& session, CachedPrompt& cached);
+  // Waits for a background save of `session` that rows from position
+  // `kept` on would overwrite.
+  void settle(const Session& session, int kept);
   void warn(const std::string& message) const;
 
   Engine& engine_;
@@ -77,6 +96,8 @@ class PrefixCache {
   SessionPool pool_;
   std::unique_ptr<KvStore> store_;
   double last_save_ms_ = 0;
+  ReadTimings last_restore_;
+  std::unique_ptr<SaveJob> pending_;  // the background save, until indexed
 };
 
 }  // namespace revis::kvstore

@@ -109,16 +109,16 @@ bool KvStore::contains(std::span<const int32_t> tokens) const {
   return m && m->common == static_cast<int>(tokens.size()) && m->key_length == m->common;
 }
 
-Result<Checkpoint> KvStore::load(const StoreEntry& entry) {
+Result<CheckpointContents> KvStore::load(const StoreEntry& entry, std::span<const KvRun> runs, ReadTimings* timings) {
   const uint64_t id = id_of(entry);
   const std::string path = (fs::path(options_.dir) / entry.file).string();
-  auto checkpoint = read_checkpoint(path, model_, shape_);
-  if (!checkpoint.ok()) {
+  auto contents = read_checkpoint_into(path, model_, shape_, runs, timings);
+  if (!contents.ok()) {
     std::error_code ec;
     drop(id, fs::exists(path, ec));  // a damaged file goes; a vanished one is just forgotten
-    return checkpoint.status();
+    return contents.status();
   }
-  return checkpoint;
+  return contents;
 }
 
 void KvStore::record_hit(const StoreEntry& entry, int used) {
@@ -144,23 +144,32 @@ double KvStore::value(const StoreEntry& entry) const {
   return static_cast<double>(entry.tokens.size()) * entry.hits * std::exp2(-age / options_.half_life_s);
 }
 
-Status KvStore::save(Checkpoint& checkpoint) {
+Result<std::string> KvStore::prepare(CheckpointHeader& header, std::span<const int32_t> tokens) const {
   if (model_ == 0) return Status::error("KV store opened without a model: cannot save");
-  checkpoint.header.model = model_;
-  checkpoint.header.shape = shape_;
-  const std::string name = checkpoint_file_name(model_, checkpoint.tokens);
-  const std::string path = (fs::path(options_.dir) / name).string();
-  if (Status s = write_checkpoint(path, checkpoint); !s.ok()) return s;
+  header.model = model_;
+  header.shape = shape_;
+  return (fs::path(options_.dir) / checkpoint_file_name(model_, tokens)).string();
+}
+
+void KvStore::install(const CheckpointHeader& header, std::vector<int32_t> tokens) {
   StoreEntry e;
-  e.file = name;
-  e.header = checkpoint.header;
-  e.tokens = checkpoint.tokens;
-  e.bytes = checkpoint.header.payload_bytes + 128;
+  e.file = checkpoint_file_name(model_, tokens);
+  e.header = header;
+  e.tokens = std::move(tokens);
+  e.bytes = header.payload_bytes + kCheckpointHeaderBytes;
   std::error_code ec;
-  if (const uintmax_t size = fs::file_size(path, ec); !ec) e.bytes = size;
+  if (const uintmax_t size = fs::file_size(fs::path(options_.dir) / e.file, ec); !ec) e.bytes = size;
   e.last_used = now();
+  const std::string name = e.file;
   add(std::move(e));
   if (options_.budget_bytes > 0) evict_to(options_.budget_bytes, find(by_file_.at(name)));
+}
+
+Status KvStore::save(CheckpointHeader& header, const CheckpointContents& contents, std::span<const KvRun> runs) {
+  auto path = prepare(header, contents.tokens);
+  if (!path.ok()) return path.status();
+  if (Status s = write_checkpoint(*path, header, contents, runs); !s.ok()) return s;
+  install(header, contents.tokens);
   return {};
 }
 

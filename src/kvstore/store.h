@@ -68,17 +68,24 @@ class KvStore {
   std::optional<Match> longest_common(std::span<const int32_t> tokens) const;
   bool contains(std::span<const int32_t> tokens) const;
 
-  // Reads and checks an entry's file. A file that fails is removed from the
-  // index (and from the disk, unless it vanished or belongs elsewhere), so
-  // it is never tried again; the error says why.
-  Result<Checkpoint> load(const StoreEntry& entry);
+  // Reads and checks an entry's file straight into `runs` (a session's KV
+  // cache: Session::kv_runs). A file that fails is removed from the index
+  // (and from the disk, unless it vanished or belongs elsewhere), so it is
+  // never tried again; the error says why, and the runs hold garbage.
+  Result<CheckpointContents> load(const StoreEntry& entry, std::span<const KvRun> runs,
+                                  ReadTimings* timings = nullptr);
   // Counts a hit on `entry`, of which `used` tokens served a prompt, and on
   // every entry that is a prefix of those tokens.
   void record_hit(const StoreEntry& entry, int used);
 
-  // Writes a checkpoint (header.model and shape are filled in), indexes it,
-  // then evicts down to the budget, never the new file itself.
-  Status save(Checkpoint& checkpoint);
+  // Saving, in two steps so that the write may run on another thread:
+  // prepare() fills in the header's model and shape and returns the path to
+  // write_checkpoint() to; install() then indexes the written file and
+  // evicts down to the budget, never the new file itself. save() does all
+  // three.
+  Result<std::string> prepare(CheckpointHeader& header, std::span<const int32_t> tokens) const;
+  void install(const CheckpointHeader& header, std::vector<int32_t> tokens);
+  Status save(CheckpointHeader& header, const CheckpointContents& contents, std::span<const KvRun> runs);
   // Evicts lowest-value entries (never `keep`) until the files total at most
   // budget_bytes; returns the names of the files removed.
   std::vector<std::string> evict_to(uint64_t budget_bytes, const StoreEntry* keep = nullptr);

@@ -12,7 +12,10 @@ constexpr ArchEntry kArchitectures[] = {
     {"qwen2", Architecture::kQwen2},
     {"qwen3", Architecture::kQwen3},
     {"qwen3moe", Architecture::kQwen3Moe},
+    {"deepseek2", Architecture::kDeepseek2},
 };
+
+constexpr int64_t kMaxDim = 1 << 20;
 
 // Reads `<arch>.<suffix>` as a positive int within [min, max].
 Status read_dim(const gguf::GgufFile& f, const std::string& key, int64_t fallback, int64_t min, int64_t max,
@@ -23,6 +26,79 @@ Status read_dim(const gguf::GgufFile& f, const std::string& key, int64_t fallbac
     return Status::error(key + ": " + (f.find(key) ? std::to_string(*v) : std::string("missing")) +
                          " (expected an integer in " + std::to_string(min) + ".." + std::to_string(max) + ")");
   out = static_cast<int>(*v);
+  return {};
+}
+
+// Reads `key` as a float within [min, max].
+Status read_float(const gguf::GgufFile& f, const std::string& key, double fallback, double min, double max,
+                  float& out) {
+  auto v = f.get_float(key, fallback);
+  if (!v.ok()) return v.status();
+  if (!(*v >= min && *v <= max))
+    return Status::error(key + ": " + std::to_string(*v) + " (expected a value in " + std::to_string(min) + ".." +
+                         std::to_string(max) + ")");
+  out = static_cast<float>(*v);
+  return {};
+}
+
+// The routed and shared experts (qwen3moe, deepseek2).
+Status read_experts(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  Status s;
+  if (!(s = read_dim(f, p + "expert_count", 0, 1, 4096, c.n_expert)).ok()) return s;
+  if (!(s = read_dim(f, p + "expert_used_count", 0, 1, c.n_expert, c.n_expert_used)).ok()) return s;
+  if (!(s = read_dim(f, p + "expert_feed_forward_length", 0, 1, kMaxDim, c.n_ff_expert)).ok()) return s;
+  if (c.arch != Architecture::kDeepseek2) return {};
+
+  if (!(s = read_dim(f, p + "leading_dense_block_count", 0, 0, c.n_layer, c.n_layer_dense_lead)).ok()) return s;
+  if (!(s = read_dim(f, p + "expert_shared_count", 0, 0, 64, c.n_expert_shared)).ok()) return s;
+  if (!(s = read_dim(f, p + "expert_group_count", 0, 0, c.n_expert, c.n_expert_groups)).ok()) return s;
+  if (!(s = read_dim(f, p + "expert_group_used_count", c.n_expert_groups, 0, c.n_expert_groups,
+                     c.n_expert_groups_used)).ok())
+    return s;
+  if (c.n_expert_groups > 1 && c.n_expert % c.n_expert_groups != 0)
+    return Status::error(p + "expert_group_count: " + std::to_string(c.n_expert_groups) +
+                         " does not divide expert_count " + std::to_string(c.n_expert));
+  if (!(s = read_float(f, p + "expert_weights_scale", 1.0, 1e-6, 1e6, c.expert_weights_scale)).ok()) return s;
+  auto norm = f.get_bool(p + "expert_weights_norm", false);
+  if (!norm.ok()) return norm.status();
+  c.expert_weights_norm = *norm;
+  // 1 softmax, 2 sigmoid; files from before the key are softmax (V2).
+  auto gating = f.get_int(p + "expert_gating_func", 1);
+  if (!gating.ok()) return gating.status();
+  if (*gating != 0 && *gating != 1 && *gating != 2)
+    return Status::error(p + "expert_gating_func: " + std::to_string(*gating) + " (expected 1 softmax or 2 sigmoid)");
+  c.expert_gating = *gating == 2 ? ExpertGating::kSigmoid : ExpertGating::kSoftmax;
+  return {};
+}
+
+// Multi-head latent attention (deepseek2). The file's key_length and
+// value_length describe the cache (latent + RoPE key, latent);
+// key_length_mla and value_length_mla the heads. Files from before those
+// keys give the heads' lengths in key_length and value_length.
+Status read_mla(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  Status s;
+  Mla& m = c.mla;
+  int head_dim_k = 0;
+  if (!(s = read_dim(f, p + "attention.kv_lora_rank", 0, 1, 1 << 16, m.kv_lora_rank)).ok()) return s;
+  if (!(s = read_dim(f, p + "attention.q_lora_rank", 0, 0, 1 << 16, m.q_lora_rank)).ok()) return s;
+  if (!(s = read_dim(f, p + "attention.key_length_mla", c.head_dim_k, 2, 4096, head_dim_k)).ok()) return s;
+  if (!(s = read_dim(f, p + "attention.value_length_mla", c.head_dim_v, 1, 4096, m.head_dim_v)).ok()) return s;
+  if (c.rope_dims >= head_dim_k)
+    return Status::error(p + "rope.dimension_count: " + std::to_string(c.rope_dims) +
+                         " leaves no key dimensions without RoPE in attention.key_length_mla " +
+                         std::to_string(head_dim_k));
+  m.head_dim_nope = head_dim_k - c.rope_dims;
+  const int cache_k = m.kv_lora_rank + c.rope_dims;
+  if (f.find(p + "attention.key_length_mla") && c.head_dim_k != cache_k)
+    return Status::error(p + "attention.key_length: " + std::to_string(c.head_dim_k) +
+                         ", expected kv_lora_rank + rope.dimension_count = " + std::to_string(cache_k));
+  c.n_head_kv = 1;
+  c.head_dim_k = cache_k;
+  c.head_dim_v = 0;
+  if (!(s = read_float(f, p + "attention.temperature_scale", 0.0, 0.0, 100.0, c.attn_temp_scale)).ok()) return s;
+  if (c.attn_temp_scale != 0 &&
+      !(s = read_dim(f, p + "attention.temperature_length", 0, 1, 1 << 24, c.attn_temp_length)).ok())
+    return s;
   return {};
 }
 
@@ -43,14 +119,15 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (*arch_name == e.gguf_name) c.arch = e.arch, known = true;
   if (!known)
     return Status::error("general.architecture: '" + *arch_name +
-                         "' is not supported (expected llama, qwen2, qwen3 or qwen3moe)");
+                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe or deepseek2)");
   c.name = f.get_string("general.name", *arch_name).value();
   const std::string p = *arch_name + ".";
-  constexpr int64_t kMaxDim = 1 << 20;
 
   Status s;
   if (!(s = read_dim(f, p + "embedding_length", 0, 1, kMaxDim, c.n_embd)).ok()) return s;
   if (!(s = read_dim(f, p + "block_count", 0, 1, 4096, c.n_layer)).ok()) return s;
+  if (!(s = read_dim(f, p + "nextn_predict_layers", 0, 0, c.n_layer - 1, c.n_nextn_layer)).ok()) return s;
+  c.n_layer -= c.n_nextn_layer;
   if (!(s = read_dim(f, p + "attention.head_count", 0, 1, 4096, c.n_head)).ok()) return s;
   if (!(s = read_dim(f, p + "attention.head_count_kv", c.n_head, 1, c.n_head, c.n_head_kv)).ok()) return s;
   if (c.n_head % c.n_head_kv != 0)
@@ -75,27 +152,37 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
 
   auto scaling = f.get_string(p + "rope.scaling.type", "none");
   if (!scaling.ok()) return scaling.status();
-  if (*scaling == "linear") {
-    auto factor = f.get_float(p + "rope.scaling.factor", 1.0);
-    if (!factor.ok()) return factor.status();
-    if (!(*factor >= 1)) return Status::error(p + "rope.scaling.factor: expected a value >= 1");
-    c.rope_freq_scale = static_cast<float>(1.0 / *factor);
+  if (*scaling == "linear" || *scaling == "yarn") {
+    float factor = 1;
+    if (!(s = read_float(f, p + "rope.scaling.factor", 1.0, 1.0, 1e6, factor)).ok()) return s;
+    c.rope_freq_scale = 1.0f / factor;
   } else if (*scaling != "none") {
     // Llama 3 scaling needs no metadata: it arrives as the rope_freqs tensor.
-    return Status::error(p + "rope.scaling.type: '" + *scaling + "' is not supported (expected none or linear)");
+    return Status::error(p + "rope.scaling.type: '" + *scaling +
+                         "' is not supported (expected none, linear or yarn)");
+  }
+  if (*scaling == "yarn") {
+    Yarn& y = c.yarn;
+    c.rope_yarn = true;
+    if (!(s = read_dim(f, p + "rope.scaling.original_context_length", c.n_ctx_train, 1, 1 << 24, y.n_ctx_orig)).ok())
+      return s;
+    if (!(s = read_float(f, p + "rope.scaling.yarn_log_multiplier", 0.0, 0.0, 100.0, y.log_multiplier)).ok()) return s;
+    if (!(s = read_float(f, p + "rope.scaling.attn_factor", 1.0, 1e-3, 1e3, y.attn_factor)).ok()) return s;
+    if (!(s = read_float(f, p + "rope.scaling.yarn_beta_fast", 32.0, 1e-3, 1e6, y.beta_fast)).ok()) return s;
+    if (!(s = read_float(f, p + "rope.scaling.yarn_beta_slow", 1.0, 1e-3, 1e6, y.beta_slow)).ok()) return s;
   }
 
-  c.rope_layout = c.arch == Architecture::kLlama ? RopeLayout::kAdjacent : RopeLayout::kNeox;
+  const bool adjacent = c.arch == Architecture::kLlama || c.arch == Architecture::kDeepseek2;
+  c.rope_layout = adjacent ? RopeLayout::kAdjacent : RopeLayout::kNeox;
   c.has_qkv_bias = c.arch == Architecture::kQwen2;
   c.has_qk_norm = c.arch == Architecture::kQwen3 || c.arch == Architecture::kQwen3Moe;
 
-  if (c.arch == Architecture::kQwen3Moe) {
-    if (!(s = read_dim(f, p + "expert_count", 0, 1, 4096, c.n_expert)).ok()) return s;
-    if (!(s = read_dim(f, p + "expert_used_count", 0, 1, c.n_expert, c.n_expert_used)).ok()) return s;
-    if (!(s = read_dim(f, p + "expert_feed_forward_length", 0, 1, kMaxDim, c.n_ff_expert)).ok()) return s;
-  } else {
-    if (!(s = read_dim(f, p + "feed_forward_length", 0, 1, kMaxDim, c.n_ff)).ok()) return s;
-  }
+  if (c.arch == Architecture::kDeepseek2 && !(s = read_mla(f, p, c)).ok()) return s;
+  const bool moe = c.arch == Architecture::kQwen3Moe || (c.arch == Architecture::kDeepseek2 && f.find(p + "expert_count"));
+  if (moe && !(s = read_experts(f, p, c)).ok()) return s;
+  // Dense layers: all of them, or DeepSeek's leading ones.
+  if ((!moe || c.n_layer_dense_lead > 0) && !(s = read_dim(f, p + "feed_forward_length", 0, 1, kMaxDim, c.n_ff)).ok())
+    return s;
   return c;
 }
 

@@ -1,7 +1,8 @@
 // ModelConfig: the hyperparameters of a transformer, read from GGUF metadata
 // alone (`<arch>.embedding_length`, `<arch>.attention.head_count`, ...).
 // One struct describes every supported family; the family only switches a
-// few flags (RoPE layout, QKV bias, QK-norm, routed experts).
+// few flags (RoPE layout, QKV bias, QK-norm, routed experts, latent
+// attention).
 #pragma once
 
 #include <cstdint>
@@ -12,12 +13,38 @@
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2 };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
 // the original Llama, or the two halves (x[i], x[i + d/2]) as in GPT-NeoX/Qwen.
 enum class RopeLayout { kAdjacent, kNeox };
+
+// How a mixture of experts turns router logits into expert weights:
+// softmax over all experts (qwen3moe, DeepSeek V2), or a sigmoid per expert
+// (DeepSeek V3), whose selection may add a per-expert bias.
+enum class ExpertGating { kSoftmax, kSigmoid };
+
+// YaRN RoPE scaling (rope.scaling.type = yarn): pairs that turn fewer than
+// beta_slow times over the original context are interpolated (theta *
+// freq_scale), those turning more than beta_fast times keep theta, and a
+// linear ramp mixes the two between.
+struct Yarn {
+  int n_ctx_orig = 0;        // rope.scaling.original_context_length
+  float beta_fast = 32.0f, beta_slow = 1.0f;
+  float log_multiplier = 0;  // rope.scaling.yarn_log_multiplier (DeepSeek's mscale_all_dim)
+  float attn_factor = 1.0f;  // rope.scaling.attn_factor
+};
+
+// Multi-head latent attention (deepseek2). Each token caches one latent of
+// kv_lora_rank values and one shared RoPE key of rope_dims values; every
+// head's key and value are linear in the latent (attn_k_b, attn_v_b).
+struct Mla {
+  int q_lora_rank = 0;   // 0: the query comes from attn_q directly
+  int kv_lora_rank = 0;  // 0: not MLA
+  int head_dim_nope = 0; // the part of each head's key without RoPE
+  int head_dim_v = 0;    // each head's value after attn_v_b
+};
 
 struct ModelConfig {
   Architecture arch = Architecture::kLlama;
@@ -27,6 +54,10 @@ struct ModelConfig {
   int n_embd = 0;
   int n_layer = 0;
   int n_head = 0;
+  // The KV cache's rows: n_head_kv heads of head_dim_k key and head_dim_v
+  // value halves per token. For MLA one head whose key row is the latent and
+  // the RoPE key, and no value rows: the values are the latent part of the
+  // key row (head_dim_v = 0).
   int n_head_kv = 0;
   int head_dim_k = 0;   // may differ from n_embd / n_head (Qwen3)
   int head_dim_v = 0;
@@ -35,18 +66,41 @@ struct ModelConfig {
 
   RopeLayout rope_layout = RopeLayout::kAdjacent;
   float rope_base = 10000.0f;
-  float rope_freq_scale = 1.0f;  // linear scaling: positions are multiplied by this
-  int rope_dims = 0;             // leading dimensions of each head that rotate
+  float rope_freq_scale = 1.0f;  // linear or YaRN scaling: positions are multiplied by this
+  int rope_dims = 0;             // leading dimensions of each head that rotate (MLA: the RoPE key)
+  bool rope_yarn = false;
+  Yarn yarn;
 
-  // Mixture of experts (qwen3moe); zero for dense models.
+  // Mixture of experts (qwen3moe, deepseek2); zero for dense models.
   int n_expert = 0;
   int n_expert_used = 0;
   int n_ff_expert = 0;
+  int n_layer_dense_lead = 0;   // the first layers keep a dense FFN (deepseek2)
+  int n_expert_shared = 0;      // experts every token passes (ffn_*_shexp), as one FFN
+  int n_expert_groups = 0;      // experts come in groups; tokens pick from
+  int n_expert_groups_used = 0; // the best groups only (DeepSeek V3)
+  ExpertGating expert_gating = ExpertGating::kSoftmax;
+  bool expert_weights_norm = true;   // the chosen experts' weights sum to one
+  float expert_weights_scale = 1.0f; // then are multiplied by this
+
+  Mla mla;
+  // Query temperature by position (Llama 4, Mistral Large 3 as deepseek2):
+  // queries at position p are multiplied by
+  // 1 + attn_temp_scale * ln(floor(p / attn_temp_length) + 1); 0 = off.
+  float attn_temp_scale = 0.0f;
+  int attn_temp_length = 0;
+  // The multi-token-prediction blocks after the n_layer of the model
+  // (deepseek2.nextn_predict_layers); loaded, not evaluated.
+  int n_nextn_layer = 0;
 
   bool has_qkv_bias = false;
   bool has_qk_norm = false;
 
-  int q_dim() const { return n_head * head_dim_k; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
+  bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
+  // Each query head's width: MLA's no-RoPE and RoPE parts, or a key's.
+  int head_dim_q() const { return is_mla() ? mla.head_dim_nope + rope_dims : head_dim_k; }
+  int q_dim() const { return n_head * head_dim_q(); }
   int kv_dim_k() const { return n_head_kv * head_dim_k; }
   int kv_dim_v() const { return n_head_kv * head_dim_v; }
 };

@@ -4,10 +4,23 @@
 //
 // Layout: [layer][kv head][position][head dim], so the history of one head
 // is one contiguous run that attention converts and scans in a single pass.
+// A token takes n_head_kv * (head_dim_k + head_dim_v) halves per layer.
+//
+// Multi-head latent attention (deepseek2) caches one row per token and
+// layer, [latent | RoPE key] (config.h: one KV head, head_dim_v = 0): its
+// values are the latent, the first kv_lora_rank halves of that row, so
+// value() points into the key row and value_stride() is the key row's width.
+//
+// Memory: zeroed pages mapped from the kernel, not written at construction,
+// so a new session costs nothing until its rows are used (a checkpoint read
+// straight into the cache faults its pages in as it lands, instead of after
+// a pass that zero-fills them). Transparent huge pages (MADV_HUGEPAGE) were
+// tried and made that read 2-3x slower on the development machine, whose
+// kernel found no huge pages and compacted memory at each fault.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "model/config.h"
 
@@ -21,15 +34,35 @@ class KvCache {
   size_t bytes() const { return (keys_.size() + values_.size()) * sizeof(uint16_t); }
 
   uint16_t* key(int layer, int head, int pos) { return keys_.data() + offset(layer, head, pos) * head_dim_k_; }
-  uint16_t* value(int layer, int head, int pos) { return values_.data() + offset(layer, head, pos) * head_dim_v_; }
+  uint16_t* value(int layer, int head, int pos) {
+    return values_in_keys_ ? key(layer, head, pos) : values_.data() + offset(layer, head, pos) * head_dim_v_;
+  }
+  // Halves from one position's value to the next's.
+  int value_stride() const { return values_in_keys_ ? head_dim_k_ : head_dim_v_; }
 
  private:
   size_t offset(int layer, int head, int pos) const {
     return (static_cast<size_t>(layer) * n_head_kv_ + head) * n_ctx_ + pos;
   }
+  // n float16 values of zeroed anonymous memory, unmapped on destruction.
+  class Buffer {
+   public:
+    explicit Buffer(size_t n);
+    ~Buffer();
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    uint16_t* data() { return data_; }
+    size_t size() const { return size_; }
+
+   private:
+    uint16_t* data_ = nullptr;
+    size_t size_ = 0;
+  };
+
   int n_ctx_;
   int n_head_kv_, head_dim_k_, head_dim_v_;
-  std::vector<uint16_t> keys_, values_;
+  bool values_in_keys_;
+  Buffer keys_, values_;
 };
 
 }  // namespace revis

@@ -1,4 +1,5 @@
-// The transformer forward pass shared by llama, qwen2, qwen3 and qwen3moe.
+// The transformer forward pass shared by llama, qwen2, qwen3, qwen3moe and
+// deepseek2.
 // Read forward_chunk() top to bottom: embed, then per layer attention and
 // feed-forward with residual connections, then the output projection.
 #include "model/model.h"
@@ -36,6 +37,11 @@ constexpr int kExpertsChunk = 64;
 // 64 x 4 x 8192 x 4 B = 8 MiB at 8192 positions).
 constexpr int kAttentionQueries = 64;
 
+// Query heads that one attention task takes together: the kernels take
+// heads four at a time (ops.h); MLA's single KV head serves all the heads
+// (16 to 128), which would otherwise be one task for one thread.
+constexpr int kAttentionHeadsPerTask = 4;
+
 // Positions of the cache that attention takes at a time: their keys or
 // values (16 KiB of halves) stay in L1 while every token of a batch meets
 // them.
@@ -66,17 +72,72 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const gguf::GgufFile>
   model->weights_ = std::move(*weights);
   model->file_ = std::move(file);
 
-  const ModelConfig& c = model->config_;
-  model->rope_theta_scale_ = std::pow(c.rope_base, -2.0f / static_cast<float>(c.rope_dims));
+  model->set_up_rope_and_scale();
   return model;
+}
+
+// The float steps below follow llama.cpp's (llama-context.cpp, the
+// deepseek2 graph, ggml's rope_yarn) so that the keys rounded to float16 in
+// the cache round the same way.
+void Model::set_up_rope_and_scale() {
+  const ModelConfig& c = config_;
+  rope_theta_scale_ = std::pow(c.rope_base, -2.0f / static_cast<float>(c.rope_dims));
+  const float factor = 1.0f / c.rope_freq_scale;  // YaRN's scaling factor
+  const float interpolation_gain = 1.0f + 0.1f * std::log(factor);
+  float attn_factor = 1.0f;
+  // The file's yarn_log_multiplier is 0.1 * mscale_all_dim (the converter's
+  // convention); DeepSeek V2/V3 have mscale_all_dim 1 (or 0.707).
+  const float mscale_all_dim = c.yarn.log_multiplier / 0.1f;
+  if (c.rope_yarn) {
+    // YaRN's magnitude gain 0.1 ln(factor) + 1 (the "mscale"): DeepSeek puts
+    // its share from yarn_log_multiplier on the attention scores instead of
+    // on RoPE's cos and sin (below), and ggml's rope multiplies cos and sin
+    // by the interpolation gain, which attn_factor cancels.
+    auto gain = [&](float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f; };
+    if (mscale_all_dim != 0.0f) {
+      const float m = c.arch == Architecture::kDeepseek2 && mscale_all_dim != 1.0f ? mscale_all_dim : 1.0f;
+      attn_factor = gain(m) / gain(mscale_all_dim);
+    } else {
+      attn_factor = gain(1.0f);
+    }
+    attn_factor *= 1.0f / interpolation_gain;
+  }
+  attn_factor *= c.yarn.attn_factor;
+  rope_mscale_ = c.rope_yarn ? attn_factor * interpolation_gain : attn_factor;
+
+  rope_yarn_mix_.clear();
+  if (c.rope_yarn) {
+    // Pairs below `low` turn fast enough over the original context to keep
+    // their theta; above `high`, slow enough to be interpolated.
+    auto corr_dim = [&](float turns) {
+      return static_cast<float>(c.rope_dims) *
+             std::log(static_cast<float>(c.yarn.n_ctx_orig) / (turns * 2 * static_cast<float>(M_PI))) /
+             (2 * std::log(c.rope_base));
+    };
+    const float low = std::max(0.0f, std::floor(corr_dim(c.yarn.beta_fast)));
+    const float high = std::min(static_cast<float>(c.rope_dims - 1), std::ceil(corr_dim(c.yarn.beta_slow)));
+    for (int i = 0; i < c.rope_dims / 2; ++i) {
+      const float y = (static_cast<float>(i) - low) / std::max(0.001f, high - low);
+      rope_yarn_mix_.push_back(1.0f - std::min(1.0f, std::max(0.0f, y)));
+    }
+  }
+
+  const int key_width = c.head_dim_q();
+  attn_scale_ = 1.0f / std::sqrt(static_cast<float>(key_width));
+  if (c.arch == Architecture::kDeepseek2) {
+    const float original = attn_factor * (c.rope_yarn ? interpolation_gain : 1.0f);
+    const float mscale = original * (1.0f + 0.1f * mscale_all_dim * std::log(factor));
+    attn_scale_ = mscale * mscale / std::sqrt(static_cast<float>(key_width));
+  }
 }
 
 uint64_t Model::bytes_per_token() const {
   const ModelConfig& c = config_;
   uint64_t total = matrix_bytes(weights_.output) + weights_.token_embd.row_bytes;
   for (const LayerWeights& l : weights_.layers) {
-    total += matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo);
-    total += matrix_bytes(l.w_gate) + matrix_bytes(l.w_up) + matrix_bytes(l.w_down) + matrix_bytes(l.router);
+    for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wk_b, &l.wv_b, &l.w_gate,
+                            &l.w_up, &l.w_down, &l.router, &l.gate_shexp, &l.up_shexp, &l.down_shexp})
+      total += matrix_bytes(*m);
     if (c.n_expert > 0) {
       const uint64_t experts = matrix_bytes(l.gate_exps) + matrix_bytes(l.up_exps) + matrix_bytes(l.down_exps);
       total += experts / c.n_expert * c.n_expert_used;
@@ -122,12 +183,10 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
                           float* logits) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
+  const int attn_width = c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.head_dim_v);
   x_.resize(static_cast<size_t>(n) * d);
   xb_.resize(static_cast<size_t>(n) * d);
-  q_.resize(static_cast<size_t>(n) * c.q_dim());
-  k_.resize(static_cast<size_t>(n) * c.kv_dim_k());
-  v_.resize(static_cast<size_t>(n) * c.kv_dim_v());
-  attn_out_.resize(static_cast<size_t>(n) * c.n_head * c.head_dim_v);
+  attn_out_.resize(static_cast<size_t>(n) * attn_width);
 
   // Token embeddings.
   const Matrix& embd = weights_.token_embd;
@@ -138,41 +197,19 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
 
     // Attention block: x += Wo * attention(norm(x)).
     for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.attn_norm.data(), d, c.rms_eps);
-    matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
-    matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
-    matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
-    for (int t = 0; t < n; ++t) {
-      float* q = &q_[t * c.q_dim()];
-      float* k = &k_[t * c.kv_dim_k()];
-      float* v = &v_[t * c.kv_dim_v()];
-      if (c.has_qkv_bias) {
-        add(q, l.bq.data(), c.q_dim());
-        add(k, l.bk.data(), c.kv_dim_k());
-        add(v, l.bv.data(), c.kv_dim_v());
-      }
-      for (int h = 0; h < c.n_head; ++h) {
-        float* qh = q + h * c.head_dim_k;
-        if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), c.head_dim_k, c.rms_eps);
-        apply_rope(qh, n_past + t);
-      }
-      for (int h = 0; h < c.n_head_kv; ++h) {
-        float* kh = k + h * c.head_dim_k;
-        if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
-        apply_rope(kh, n_past + t);
-        quantize_row(TensorType::F16, kh, kv.key(layer, h, n_past + t), c.head_dim_k);
-        quantize_row(TensorType::F16, v + h * c.head_dim_v, kv.value(layer, h, n_past + t), c.head_dim_v);
-      }
-    }
-    attention(layer, n, n_past, kv, pool);
-    matmul_.run(pool, l.wo, attn_out_.data(), n, c.n_head * c.head_dim_v, xb_.data(), d);
+    if (c.is_mla())
+      latent_attention(l, layer, n, n_past, kv, pool);
+    else
+      grouped_query_attention(l, layer, n, n_past, kv, pool);
+    matmul_.run(pool, l.wo, attn_out_.data(), n, attn_width, xb_.data(), d);
     add(x_.data(), xb_.data(), n * d);
 
     // Feed-forward block: x += ffn(norm(x)); the result lands in xb_.
     for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.ffn_norm.data(), d, c.rms_eps);
-    if (c.n_expert > 0)
+    if (c.is_moe_layer(layer))
       feed_forward_moe(l, n, pool);
     else
-      feed_forward_dense(l, n, pool);
+      swiglu_ffn(l.w_gate, l.w_up, l.w_down, xb_.data(), n, xb_.data(), pool);
     add(x_.data(), xb_.data(), n * d);
   }
 
@@ -182,6 +219,110 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   const int rows = n - first;
   for (int t = first; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
   matmul_.run(pool, weights_.output, &xb_[first * d], rows, d, logits, c.n_vocab);
+}
+
+// Llama/Qwen attention: every query head meets the keys and values of its
+// group's KV head, stored per token after RoPE.
+void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv,
+                                    ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int d = c.n_embd;
+  q_.resize(static_cast<size_t>(n) * c.q_dim());
+  k_.resize(static_cast<size_t>(n) * c.kv_dim_k());
+  v_.resize(static_cast<size_t>(n) * c.kv_dim_v());
+  matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
+  matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
+  matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
+  for (int t = 0; t < n; ++t) {
+    float* q = &q_[t * c.q_dim()];
+    float* k = &k_[t * c.kv_dim_k()];
+    float* v = &v_[t * c.kv_dim_v()];
+    if (c.has_qkv_bias) {
+      add(q, l.bq.data(), c.q_dim());
+      add(k, l.bk.data(), c.kv_dim_k());
+      add(v, l.bv.data(), c.kv_dim_v());
+    }
+    for (int h = 0; h < c.n_head; ++h) {
+      float* qh = q + h * c.head_dim_k;
+      if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), c.head_dim_k, c.rms_eps);
+      apply_rope(qh, n_past + t);
+    }
+    for (int h = 0; h < c.n_head_kv; ++h) {
+      float* kh = k + h * c.head_dim_k;
+      if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
+      apply_rope(kh, n_past + t);
+      quantize_row(TensorType::F16, kh, kv.key(layer, h, n_past + t), c.head_dim_k);
+      quantize_row(TensorType::F16, v + h * c.head_dim_v, kv.value(layer, h, n_past + t), c.head_dim_v);
+    }
+  }
+  attend(layer, n, n_past, kv, pool, q_.data(), attn_out_.data());
+}
+
+// DeepSeek's multi-head latent attention, in the absorbed form. A token
+// caches c = norm(Wkv_a x)[:latent] and k_r = RoPE(Wkv_a x)[latent:]. Head
+// h's key and value are never formed: its score is
+//   q_h . [Wk_b_h c | k_r] = [Wk_b_h^T q_nope_h | q_rope_h] . [c | k_r],
+// so the query is carried into the latent's space (attn_k_b holds Wk_b_h^T)
+// and meets the cached rows as they are; its output is
+//   sum_p w_p Wv_b_h c_p = Wv_b_h (sum_p w_p c_p),
+// the attention-weighted latent, taken out of it by attn_v_b once per
+// token. All heads share the one cached row, as in grouped attention with
+// a single KV head.
+void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const Mla& m = c.mla;
+  const int d = c.n_embd, heads = c.n_head, latent = m.kv_lora_rank, row = c.head_dim_k, hq = c.head_dim_q();
+
+  // Queries: q = Wq_b norm(Wq_a x) (or Wq x), per head [no-RoPE | RoPE].
+  q_.resize(static_cast<size_t>(n) * c.q_dim());
+  if (m.q_lora_rank > 0) {
+    q_a_.resize(static_cast<size_t>(n) * m.q_lora_rank);
+    matmul_.run(pool, l.wq_a, xb_.data(), n, d, q_a_.data(), m.q_lora_rank);
+    for (int t = 0; t < n; ++t) {
+      float* qa = &q_a_[static_cast<size_t>(t) * m.q_lora_rank];
+      rms_norm(qa, qa, l.q_a_norm.data(), m.q_lora_rank, c.rms_eps);
+    }
+    matmul_.run(pool, l.wq_b, q_a_.data(), n, m.q_lora_rank, q_.data(), c.q_dim());
+  } else {
+    matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
+  }
+
+  // The cached row: [norm(latent) | RoPE(shared key)].
+  k_.resize(static_cast<size_t>(n) * row);
+  matmul_.run(pool, l.wkv_a, xb_.data(), n, d, k_.data(), row);
+  for (int t = 0; t < n; ++t) {
+    float* kr = &k_[static_cast<size_t>(t) * row];
+    rms_norm(kr, kr, l.kv_a_norm.data(), latent, c.rms_eps);
+    apply_rope(kr + latent, n_past + t);
+    quantize_row(TensorType::F16, kr, kv.key(layer, 0, n_past + t), row);
+  }
+
+  // Absorbed queries: per head [Wk_b_h^T q_nope | RoPE(q_rope)], times the
+  // position's temperature where the model has one.
+  q_latent_.resize(static_cast<size_t>(n) * heads * row);
+  for (int h = 0; h < heads; ++h)
+    matmul_.run(pool, l.wk_b.slice(h), &q_[h * hq], n, c.q_dim(), &q_latent_[h * row], int64_t{heads} * row);
+  for (int t = 0; t < n; ++t)
+    for (int h = 0; h < heads; ++h) {
+      float* q_rope = &q_[static_cast<size_t>(t) * c.q_dim() + h * hq + m.head_dim_nope];
+      apply_rope(q_rope, n_past + t);
+      std::copy_n(q_rope, c.rope_dims, &q_latent_[(static_cast<size_t>(t) * heads + h) * row + latent]);
+    }
+  if (c.attn_temp_scale != 0)
+    for (int t = 0; t < n; ++t) {
+      const float temperature = static_cast<float>(
+          std::log(std::floor(static_cast<double>(n_past + t) / c.attn_temp_length) + 1.0) * c.attn_temp_scale + 1.0);
+      float* q = &q_latent_[static_cast<size_t>(t) * heads * row];
+      for (int i = 0; i < heads * row; ++i) q[i] *= temperature;
+    }
+
+  // Attention over the cached rows gives each head a weighted latent; Wv_b
+  // takes its value out.
+  latent_out_.resize(static_cast<size_t>(n) * heads * latent);
+  attend(layer, n, n_past, kv, pool, q_latent_.data(), latent_out_.data());
+  for (int h = 0; h < heads; ++h)
+    matmul_.run(pool, l.wv_b.slice(h), &latent_out_[h * latent], n, int64_t{heads} * latent,
+                &attn_out_[h * m.head_dim_v], int64_t{heads} * m.head_dim_v);
 }
 
 void Model::apply_rope(float* head, int pos) const {
@@ -194,10 +335,13 @@ void Model::apply_rope(float* head, int pos) const {
   const std::vector<float>& factors = weights_.rope_freq_factors;
   // Adjacent layout rotates (x[2i], x[2i+1]); NeoX rotates (x[i], x[i+pairs]).
   const bool neox = config_.rope_layout == RopeLayout::kNeox;
+  // YaRN mixes the unscaled theta back in for the fast-turning pairs.
   float theta_base = static_cast<float>(pos);
   for (int i = 0; i < pairs; ++i) {
-    const float theta = config_.rope_freq_scale * (factors.empty() ? theta_base : theta_base / factors[i]);
-    const float cos_t = std::cos(theta), sin_t = std::sin(theta);
+    const float theta_unscaled = factors.empty() ? theta_base : theta_base / factors[i];
+    float theta = config_.rope_freq_scale * theta_unscaled;
+    if (!rope_yarn_mix_.empty()) theta = theta * (1 - rope_yarn_mix_[i]) + theta_unscaled * rope_yarn_mix_[i];
+    const float cos_t = std::cos(theta) * rope_mscale_, sin_t = std::sin(theta) * rope_mscale_;
     float& a = neox ? head[i] : head[2 * i];
     float& b = neox ? head[i + pairs] : head[2 * i + 1];
     const float a0 = a, b0 = b;
@@ -207,37 +351,48 @@ void Model::apply_rope(float* head, int pos) const {
   }
 }
 
-void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool) {
+// softmax(scale * q.k) over positions 0..n_past+t, times the values: for
+// token t and head h, reads queries[(t * n_head + h) * head_dim_k] and
+// writes out[(t * n_head + h) * dim_v].
+void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out) {
   const ModelConfig& c = config_;
   const int group = c.n_head / c.n_head_kv;  // query heads sharing one KV head
   const int n_pos = n_past + n;
-  const int dim_k = c.head_dim_k, dim_v = c.head_dim_v;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dim_k));
-  // One KV head per task. All the query heads of its group meet each cache
-  // row together (ops.h), and every token of the batch meets a chunk of rows
-  // while it is in L1: the cache is read from memory once per call.
-  const int row_halves = std::max(dim_k, dim_v);
+  const int dim_k = c.head_dim_k, dim_v = c.is_mla() ? c.mla.kv_lora_rank : c.head_dim_v;
+  const int value_stride = kv.value_stride();
+  const float scale = attn_scale_;
+  // One task per KV head and block of its query heads (MLA's one KV head
+  // has them all). A task's heads meet each cache row together (ops.h), and
+  // every token of the batch meets a chunk of rows while it is in L1: the
+  // cache is read from memory once per task.
+  const int heads_per_task = std::min(group, kAttentionHeadsPerTask);
+  const int blocks_per_kv_head = (group + heads_per_task - 1) / heads_per_task;
+  const int row_halves = std::max(dim_k, value_stride);
   const int chunk = std::max(8, static_cast<int>(kAttentionChunkBytes / (sizeof(uint16_t) * row_halves)) / 8 * 8);
-  auto query = [&](int t, int h) { return &q_[static_cast<size_t>(t) * c.q_dim() + h * dim_k]; };
-  auto output = [&](int t, int h) { return &attn_out_[(static_cast<size_t>(t) * c.n_head + h) * dim_v]; };
+  auto query = [&](int t, int h) { return &queries[(static_cast<size_t>(t) * c.n_head + h) * dim_k]; };
+  auto output = [&](int t, int h) { return &out[(static_cast<size_t>(t) * c.n_head + h) * dim_v]; };
 
   // The query and the attention weights are rounded to float16, as llama.cpp
   // does when it multiplies them with its float16 cache. The rounding is tiny,
   // but attention amplifies it: without it our logits differ from llama.cpp's
   // by ~0.03 rms on quantized models, with it by ~0.0001.
-  pool.parallel_for(c.n_head_kv, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(c.n_head_kv * blocks_per_kv_head, [&](int64_t begin, int64_t end) {
     // Per pool thread, kept across calls: a row of n_pos scores per (query,
-    // query head of the group) of a block of kAttentionQueries, each row
+    // query head of the task) of a block of kAttentionQueries, each row
     // starting on a cache line.
     thread_local std::vector<float> scores_storage;
     const size_t scores_stride = (n_pos + kLineFloats - 1) / kLineFloats * kLineFloats;
     const int block = std::min(n, kAttentionQueries);
-    float* const scores = line_aligned(scores_storage, static_cast<size_t>(block) * group * scores_stride);
-    for (int kv_head = static_cast<int>(begin); kv_head < end; ++kv_head) {
-      const int first = kv_head * group;
+    float* const scores = line_aligned(scores_storage, static_cast<size_t>(block) * heads_per_task * scores_stride);
+    for (int task = static_cast<int>(begin); task < end; ++task) {
+      const int kv_head = task / blocks_per_kv_head;
+      const int first = kv_head * group + task % blocks_per_kv_head * heads_per_task;
+      const int heads = std::min(heads_per_task, (kv_head + 1) * group - first);
+      const uint16_t* keys = kv.key(layer, kv_head, 0);
+      const uint16_t* values = kv.value(layer, kv_head, 0);
       for (int t0 = 0; t0 < n; t0 += block) {
         const int t1 = std::min(n, t0 + block);
-        auto row_scores = [&](int t, int g) { return scores + (static_cast<size_t>(t - t0) * group + g) * scores_stride; };
+        auto row_scores = [&](int t, int g) { return scores + (static_cast<size_t>(t - t0) * heads + g) * scores_stride; };
         // Calls visit(t, p0, count) for each chunk of positions from p0 and
         // every token t of the block that sees count > 0 of them: token t
         // attends to positions 0..n_past+t (causal). A single token takes
@@ -249,19 +404,20 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
             for (int t = std::max(t0, p0 - n_past); t < t1; ++t) visit(t, p0, std::min(step, n_past + t + 1 - p0));
         };
         for (int t = t0; t < t1; ++t)
-          for (int g = 0; g < group; ++g) round_to_f16(query(t, first + g), dim_k);
+          for (int g = 0; g < heads; ++g) round_to_f16(query(t, first + g), dim_k);
         for_each_chunk([&](int t, int p0, int count) {
-          attention_scores(query(t, first), dim_k, group, kv.key(layer, kv_head, p0), count, dim_k, scale,
+          attention_scores(query(t, first), dim_k, heads, keys + static_cast<size_t>(p0) * dim_k, count, dim_k, scale,
                            row_scores(t, 0) + p0, scores_stride);
         });
         for (int t = t0; t < t1; ++t)
-          for (int g = 0; g < group; ++g) {
+          for (int g = 0; g < heads; ++g) {
             softmax(row_scores(t, g), n_past + t + 1);
             round_to_f16(row_scores(t, g), n_past + t + 1);
             std::fill_n(output(t, first + g), dim_v, 0.0f);
           }
         for_each_chunk([&](int t, int p0, int count) {
-          add_weighted_values(row_scores(t, 0) + p0, scores_stride, group, kv.value(layer, kv_head, p0), count, dim_v,
+          add_weighted_values(row_scores(t, 0) + p0, scores_stride, heads,
+                              values + static_cast<size_t>(p0) * value_stride, count, dim_v, value_stride,
                               output(t, first), dim_v);
         });
       }
@@ -269,51 +425,90 @@ void Model::attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& poo
   });
 }
 
-void Model::feed_forward_dense(const LayerWeights& l, int n, ThreadPool& pool) {
-  const int d = config_.n_embd, f = config_.n_ff;
+// out = W_down (silu(W_gate x) * W_up x), for n rows of x (out may be x).
+void Model::swiglu_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
+                       ThreadPool& pool) {
+  const int d = config_.n_embd, f = static_cast<int>(gate.rows);
   ffn_gate_.resize(static_cast<size_t>(n) * f);
   ffn_up_.resize(static_cast<size_t>(n) * f);
-  matmul_.run(pool, l.w_gate, xb_.data(), n, d, ffn_gate_.data(), f);
-  matmul_.run(pool, l.w_up, xb_.data(), n, d, ffn_up_.data(), f);
+  matmul_.run(pool, gate, x, n, d, ffn_gate_.data(), f);
+  matmul_.run(pool, up, x, n, d, ffn_up_.data(), f);
   swiglu(ffn_gate_.data(), ffn_up_.data(), n * f);
-  matmul_.run(pool, l.w_down, ffn_gate_.data(), n, f, xb_.data(), d);
+  matmul_.run(pool, down, ffn_gate_.data(), n, f, out, d);
+}
+
+// Chooses each token's experts and their weights into routed_. The gate
+// gives each expert a probability: a softmax over the router's logits, or a
+// sigmoid of each. The choice takes the top k of probability plus the
+// expert's bias (DeepSeek V3's exp_probs_b, which balances the load), among
+// the experts of the best groups where experts are grouped (a group scores
+// the sum of its best two). The weights are the chosen probabilities,
+// normalised to sum to one where the model says so, then scaled.
+void Model::route(const LayerWeights& l, int n, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int n_exp = c.n_expert, k = c.n_expert_used;
+  std::vector<float> probs(static_cast<size_t>(n) * n_exp), choice(n_exp);
+  matmul_.run(pool, l.router, xb_.data(), n, c.n_embd, probs.data(), n_exp);
+  routed_.assign(n_exp, {});
+  std::vector<int> order(n_exp);
+  auto best_first = [](const float* score) {
+    return [score](int a, int b) { return score[a] > score[b] || (score[a] == score[b] && a < b); };
+  };
+  const bool grouped = c.n_expert_groups > 1 && c.n_expert_groups_used < c.n_expert_groups;
+  for (int t = 0; t < n; ++t) {
+    float* p = &probs[t * n_exp];
+    if (c.expert_gating == ExpertGating::kSoftmax)
+      softmax(p, n_exp);
+    else
+      for (int e = 0; e < n_exp; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
+    for (int e = 0; e < n_exp; ++e) choice[e] = l.expert_bias.empty() ? p[e] : p[e] + l.expert_bias[e];
+    if (grouped) {
+      const int per_group = n_exp / c.n_expert_groups;
+      std::vector<float> group_score(c.n_expert_groups);
+      std::vector<int> groups(c.n_expert_groups);
+      for (int g = 0; g < c.n_expert_groups; ++g) {
+        std::vector<float> members(choice.begin() + g * per_group, choice.begin() + (g + 1) * per_group);
+        std::partial_sort(members.begin(), members.begin() + std::min(2, per_group), members.end(), std::greater<>());
+        group_score[g] = members[0] + (per_group > 1 ? members[1] : 0.0f);
+      }
+      std::iota(groups.begin(), groups.end(), 0);
+      std::partial_sort(groups.begin(), groups.begin() + c.n_expert_groups_used, groups.end(),
+                        best_first(group_score.data()));
+      for (int j = c.n_expert_groups_used; j < c.n_expert_groups; ++j)
+        std::fill_n(choice.begin() + groups[j] * per_group, per_group, -INFINITY);
+    }
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), best_first(choice.data()));
+    float sum = 0.0f;
+    for (int j = 0; j < k; ++j) sum += p[order[j]];
+    for (int j = 0; j < k; ++j) {
+      const float w = c.expert_weights_norm ? p[order[j]] / sum : p[order[j]];
+      routed_[order[j]].push_back({t, w * c.expert_weights_scale});
+    }
+  }
 }
 
 void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
-  const int d = c.n_embd, f = c.n_ff_expert, n_exp = c.n_expert, k = c.n_expert_used;
-
-  // Route: softmax over the router logits, keep the top k, renormalise them.
-  std::vector<float> probs(static_cast<size_t>(n) * n_exp);
-  matmul_.run(pool, l.router, xb_.data(), n, d, probs.data(), n_exp);
-  std::vector<std::vector<std::pair<int, float>>> routed(n_exp);  // expert -> (token, weight)
-  std::vector<int> order(n_exp);
-  for (int t = 0; t < n; ++t) {
-    float* p = &probs[t * n_exp];
-    softmax(p, n_exp);
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int a, int b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
-    float sum = 0.0f;
-    for (int j = 0; j < k; ++j) sum += p[order[j]];
-    for (int j = 0; j < k; ++j) routed[order[j]].push_back({t, p[order[j]] / sum});
-  }
+  const int d = c.n_embd;
+  route(l, n, pool);
 
   // Each expert runs once over all the tokens routed to it.
   moe_out_.assign(static_cast<size_t>(n) * d, 0.0f);
-  for (int e = 0; e < n_exp; ++e) {
-    const auto& batch = routed[e];
+  for (int e = 0; e < c.n_expert; ++e) {
+    const auto& batch = routed_[e];
     if (batch.empty()) continue;
     const int m = static_cast<int>(batch.size());
     moe_in_.resize(static_cast<size_t>(m) * d);
     for (int i = 0; i < m; ++i) std::copy_n(&xb_[batch[i].first * d], d, &moe_in_[i * d]);
-    ffn_gate_.resize(static_cast<size_t>(m) * f);
-    ffn_up_.resize(static_cast<size_t>(m) * f);
-    matmul_.run(pool, l.gate_exps.slice(e), moe_in_.data(), m, d, ffn_gate_.data(), f);
-    matmul_.run(pool, l.up_exps.slice(e), moe_in_.data(), m, d, ffn_up_.data(), f);
-    swiglu(ffn_gate_.data(), ffn_up_.data(), m * f);
-    matmul_.run(pool, l.down_exps.slice(e), ffn_gate_.data(), m, f, moe_in_.data(), d);
+    swiglu_ffn(l.gate_exps.slice(e), l.up_exps.slice(e), l.down_exps.slice(e), moe_in_.data(), m, moe_in_.data(),
+               pool);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
+  }
+  // Shared experts (DeepSeek): every token passes them, unweighted.
+  if (!l.gate_shexp.empty()) {
+    swiglu_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), pool);
+    add(moe_out_.data(), xb_.data(), n * d);
   }
   std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());
 }

@@ -1,4 +1,4 @@
-// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe) and its forward
+// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2) and its forward
 // pass. forward() appends a batch of tokens at positions n_past.. to a
 // KvCache and returns logits for the rows asked for. The Model itself is
 // immutable after load, so several sessions may share it, but one forward
@@ -37,20 +37,30 @@ class Model {
 
  private:
   Model() = default;
+  void set_up_rope_and_scale();
   void forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
                      float* logits);
-  void attention(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
-  void feed_forward_dense(const LayerWeights& l, int n, ThreadPool& pool);
+  void grouped_query_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void latent_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out);
+  void swiglu_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
+                  ThreadPool& pool);
   void feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool);
+  void route(const LayerWeights& l, int n, ThreadPool& pool);
   void apply_rope(float* head, int pos) const;
 
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
   float rope_theta_scale_ = 1.0f;  // base^(-2/rope_dims): theta shrinks by this per pair
+  float rope_mscale_ = 1.0f;       // YaRN: cos and sin are multiplied by this
+  std::vector<float> rope_yarn_mix_;  // YaRN: per pair, the share of the unscaled theta
+  float attn_scale_ = 1.0f;        // the attention scores' factor, 1/sqrt(key width) unscaled
 
   // Scratch, one row per token of the current chunk.
   std::vector<float> x_, xb_, q_, k_, v_, attn_out_, ffn_gate_, ffn_up_, moe_in_, moe_out_;
+  std::vector<float> q_a_, q_latent_, latent_out_;              // latent attention
+  std::vector<std::vector<std::pair<int, float>>> routed_;      // expert -> (token, weight)
   MatMul matmul_;
   PrefetchTuner prefetch_tuner_;  // times the single-token steps
 };

@@ -305,14 +305,14 @@ ALWAYS_INLINE void scores_for_heads(const float* q, size_t q_stride, int heads, 
 // pass over the first columns asks for the rows ahead.
 template <typename Halves, int kHeads, int kVectors>
 ALWAYS_INLINE void add_value_columns(const float* weights, size_t weights_stride, const uint16_t* values, int n,
-                                     int dim, int col, float* out, size_t out_stride) {
+                                     int stride, int col, float* out, size_t out_stride) {
   Float8 acc[kHeads][kVectors];
   for (int h = 0; h < kHeads; ++h)
     for (int v = 0; v < kVectors; ++v) acc[h][v] = load8(out + h * out_stride + col + 8 * v);
-  const uint16_t* const end = values + static_cast<int64_t>(n) * dim;
+  const uint16_t* const end = values + static_cast<int64_t>(n) * stride;
   for (int p = 0; p < n; ++p) {
-    if (col == 0) prefetch_ahead(values + static_cast<int64_t>(p) * dim, int64_t{dim} * sizeof(uint16_t), end);
-    const uint16_t* row = values + static_cast<int64_t>(p) * dim + col;
+    if (col == 0) prefetch_ahead(values + static_cast<int64_t>(p) * stride, int64_t{stride} * sizeof(uint16_t), end);
+    const uint16_t* row = values + static_cast<int64_t>(p) * stride + col;
     Float8 value[kVectors];
     for (int v = 0; v < kVectors; ++v) Halves::load(row + 8 * v, value[v]);
     for (int h = 0; h < kHeads; ++h) {
@@ -326,34 +326,34 @@ ALWAYS_INLINE void add_value_columns(const float* weights, size_t weights_stride
 // kHeads heads' outputs, 8 * kVectors columns at a time, then 8, then one.
 template <typename Halves, int kHeads, int kVectors>
 ALWAYS_INLINE void add_values_of_heads(const float* weights, size_t weights_stride, const uint16_t* values, int n,
-                                       int dim, float* out, size_t out_stride) {
+                                       int dim, int stride, float* out, size_t out_stride) {
   int col = 0;
   for (; col + 8 * kVectors <= dim; col += 8 * kVectors)
-    add_value_columns<Halves, kHeads, kVectors>(weights, weights_stride, values, n, dim, col, out, out_stride);
+    add_value_columns<Halves, kHeads, kVectors>(weights, weights_stride, values, n, stride, col, out, out_stride);
   for (; col + 8 <= dim; col += 8)
-    add_value_columns<Halves, kHeads, 1>(weights, weights_stride, values, n, dim, col, out, out_stride);
+    add_value_columns<Halves, kHeads, 1>(weights, weights_stride, values, n, stride, col, out, out_stride);
   for (; col < dim; ++col)
     for (int h = 0; h < kHeads; ++h) {
       float acc = out[h * out_stride + col];
       for (int p = 0; p < n; ++p)
-        acc += weights[h * weights_stride + p] * fp16_to_fp32(values[static_cast<int64_t>(p) * dim + col]);
+        acc += weights[h * weights_stride + p] * fp16_to_fp32(values[static_cast<int64_t>(p) * stride + col]);
       out[h * out_stride + col] = acc;
     }
 }
 
 template <typename Halves>
 ALWAYS_INLINE void values_for_heads(const float* weights, size_t weights_stride, int heads, const uint16_t* values,
-                                    int n, int dim, float* out, size_t out_stride) {
+                                    int n, int dim, int stride, float* out, size_t out_stride) {
   int h = 0;
   for (; h + 4 <= heads; h += 4)
     add_values_of_heads<Halves, 4, 2>(weights + h * weights_stride, weights_stride, values, n, dim,
-                                      out + h * out_stride, out_stride);
+                                      stride, out + h * out_stride, out_stride);
   for (; h + 2 <= heads; h += 2)
     add_values_of_heads<Halves, 2, 4>(weights + h * weights_stride, weights_stride, values, n, dim,
-                                      out + h * out_stride, out_stride);
+                                      stride, out + h * out_stride, out_stride);
   for (; h < heads; ++h)
     add_values_of_heads<Halves, 1, 8>(weights + h * weights_stride, weights_stride, values, n, dim,
-                                      out + h * out_stride, out_stride);
+                                      stride, out + h * out_stride, out_stride);
 }
 
 void scores_portable(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim, float scale,
@@ -362,8 +362,8 @@ void scores_portable(const float* q, size_t q_stride, int heads, const uint16_t*
 }
 
 void values_portable(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n, int dim,
-                     float* out, size_t out_stride) {
-  values_for_heads<PortableHalves>(weights, weights_stride, heads, values, n, dim, out, out_stride);
+                     int stride, float* out, size_t out_stride) {
+  values_for_heads<PortableHalves>(weights, weights_stride, heads, values, n, dim, stride, out, out_stride);
 }
 
 #if defined(__x86_64__)
@@ -373,8 +373,8 @@ REVIS_AVX2_TARGET void scores_avx2(const float* q, size_t q_stride, int heads, c
 }
 
 REVIS_AVX2_TARGET void values_avx2(const float* weights, size_t weights_stride, int heads, const uint16_t* values,
-                                   int n, int dim, float* out, size_t out_stride) {
-  values_for_heads<F16cHalves>(weights, weights_stride, heads, values, n, dim, out, out_stride);
+                                   int n, int dim, int stride, float* out, size_t out_stride) {
+  values_for_heads<F16cHalves>(weights, weights_stride, heads, values, n, dim, stride, out, out_stride);
 }
 #endif
 
@@ -389,11 +389,11 @@ void attention_scores(const float* q, size_t q_stride, int heads, const uint16_t
 }
 
 void add_weighted_values(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n, int dim,
-                         float* out, size_t out_stride) {
+                         int row_stride, float* out, size_t out_stride) {
 #if defined(__x86_64__)
-  if (use_f16c()) return values_avx2(weights, weights_stride, heads, values, n, dim, out, out_stride);
+  if (use_f16c()) return values_avx2(weights, weights_stride, heads, values, n, dim, row_stride, out, out_stride);
 #endif
-  values_portable(weights, weights_stride, heads, values, n, dim, out, out_stride);
+  values_portable(weights, weights_stride, heads, values, n, dim, row_stride, out, out_stride);
 }
 
 }  // namespace revis

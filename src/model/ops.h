@@ -36,8 +36,9 @@ void attention_scores(const float* q, size_t q_stride, int heads, const uint16_t
                       float* scores, size_t scores_stride);
 
 // out[g * out_stride + i] += sum over p < n of weights[g * weights_stride + p] * values[p][i]
-// for g < heads, i < dim.
+// for g < heads, i < dim, where row p of values starts at values + p * row_stride
+// (row_stride >= dim: MLA's values are the first halves of its key rows).
 void add_weighted_values(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n, int dim,
-                         float* out, size_t out_stride);
+                         int row_stride, float* out, size_t out_stride);
 
 }  // namespace revis

@@ -2,9 +2,11 @@
 
 #include <cctype>
 #include <iterator>
+#include <memory>
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "model/imatrix_file.h"
 #include "quant/quant.h"
 
 namespace revis {
@@ -19,7 +21,7 @@ constexpr MixEntry kMixes[] = {
     {QuantMix::kF32, "F32", 0},       {QuantMix::kF16, "F16", 1},       {QuantMix::kQ8_0, "Q8_0", 7},
     {QuantMix::kQ4_0, "Q4_0", 2},     {QuantMix::kQ4_1, "Q4_1", 3},     {QuantMix::kQ5_0, "Q5_0", 8},
     {QuantMix::kQ5_1, "Q5_1", 9},     {QuantMix::kQ4_K_M, "Q4_K_M", 15}, {QuantMix::kQ5_K_M, "Q5_K_M", 17},
-    {QuantMix::kQ6_K, "Q6_K", 18},
+    {QuantMix::kQ6_K, "Q6_K", 18},    {QuantMix::kMoe2Bit, "MOE-2BIT", 19},
 };
 
 // The layers whose attn_v / ffn_down get more bits in the _M mixes.
@@ -39,8 +41,15 @@ TensorType fallback_for_short_rows(TensorType type) {
     case TensorType::Q4_K: return TensorType::Q5_0;
     case TensorType::Q5_K: return TensorType::Q5_1;
     case TensorType::Q6_K: return TensorType::Q8_0;
+    case TensorType::Q2_K: return TensorType::Q4_0;
+    case TensorType::IQ2_XXS: return TensorType::Q4_0;
     default: return type;
   }
+}
+
+Status importance_missing(TensorType type) {
+  return Status::error(std::string(type_name(type)) +
+                       " needs an importance matrix (revis quantize --imatrix FILE: llama.cpp's imatrix GGUF or .dat)");
 }
 
 }  // namespace
@@ -90,6 +99,11 @@ TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::
     case QuantMix::kQ6_K: type = TensorType::Q6_K; break;
     case QuantMix::kQ4_K_M: type = is_output || more_bits ? TensorType::Q6_K : TensorType::Q4_K; break;
     case QuantMix::kQ5_K_M: type = is_output || more_bits ? TensorType::Q6_K : TensorType::Q5_K; break;
+    case QuantMix::kMoe2Bit:
+      type = contains(name, "ffn_down_exps") ? TensorType::Q2_K
+             : contains(name, "ffn_gate_exps") || contains(name, "ffn_up_exps") ? TensorType::IQ2_XXS
+                                                                                  : TensorType::Q8_0;
+      break;
   }
   // Many experts share one attention: its K and V are worth keeping precise.
   if (ctx.n_expert >= 8 && (contains(name, "attn_k.") || contains(name, "attn_v."))) type = TensorType::Q8_0;
@@ -100,8 +114,10 @@ TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::
 }
 
 gguf::GgufWriter::Producer quantized_rows_producer(TensorType type, int64_t n_rows, int64_t row_length,
-                                                   RowSource source, ThreadPool& pool) {
+                                                   RowSource source, ThreadPool& pool, RowImportance importance) {
   return [=, &pool](const gguf::GgufWriter::Sink& sink) -> Status {
+    const bool weighted = can_quantize_with_importance(type);
+    if (weighted && !importance) return importance_missing(type);
     constexpr int64_t kSliceValues = int64_t{4} << 20;
     const int64_t slice_rows = std::max<int64_t>(1, kSliceValues / row_length);
     const size_t bytes_per_row = row_bytes(type, row_length);
@@ -111,8 +127,13 @@ gguf::GgufWriter::Producer quantized_rows_producer(TensorType type, int64_t n_ro
       const int64_t count = std::min(slice_rows, n_rows - first);
       source(first, first + count, values.data());
       pool.parallel_for(count, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r)
-          quantize_row(type, &values[r * row_length], &bytes[r * bytes_per_row], row_length);
+        for (int64_t r = begin; r < end; ++r) {
+          if (weighted)
+            quantize_row_with_importance(type, &values[r * row_length], &bytes[r * bytes_per_row], row_length,
+                                         importance(first + r));
+          else
+            quantize_row(type, &values[r * row_length], &bytes[r * bytes_per_row], row_length);
+        }
       });
       if (Status s = sink(bytes.data(), count * bytes_per_row); !s.ok()) return s;
     }
@@ -120,8 +141,26 @@ gguf::GgufWriter::Producer quantized_rows_producer(TensorType type, int64_t n_ro
   };
 }
 
+// Per row of tensor t, the imatrix's importance of its matrix (the expert
+// r / rows-per-expert of a merged expert tensor), ones where the imatrix has
+// no entry or the expert saw no rows; the vectors are built up front.
+Result<RowImportance> row_importance(const Imatrix* imatrix, const gguf::TensorInfo& t) {
+  if (imatrix == nullptr) return RowImportance{};
+  const int64_t cols = t.dims[0];
+  const int64_t rows_per_mat = t.dims.size() >= 2 ? t.dims[1] : 1;
+  const int64_t n_mat = t.rows() / rows_per_mat;
+  auto per_mat = std::make_shared<std::vector<std::vector<float>>>();
+  for (int64_t m = 0; m < n_mat; ++m) {
+    auto importance = imatrix->importance(t.name, cols, m);
+    if (!importance.ok()) return importance.status();
+    if (importance->empty()) importance->assign(static_cast<size_t>(cols), 1.0f);
+    per_mat->push_back(std::move(*importance));
+  }
+  return RowImportance([per_mat, rows_per_mat](int64_t row) { return (*per_mat)[row / rows_per_mat].data(); });
+}
+
 Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
-                      const QuantizeProgress& progress) {
+                      const QuantizeProgress& progress, const Imatrix* imatrix) {
   auto opened = gguf::GgufFile::open(input);
   if (!opened.ok()) return opened.status();
   const gguf::GgufFile& in = **opened;
@@ -155,13 +194,17 @@ Status quantize_model(const std::string& input, const std::string& output, Quant
                                                         type_name(t.type) + ", which cannot be converted");
       const int64_t cols = t.dims[0];
       const size_t in_row = row_bytes(t.type, cols);
+      // Refused before anything is written.
+      if (imatrix == nullptr && can_quantize_with_importance(target)) return importance_missing(target).with_context(t.name);
+      auto importance = row_importance(imatrix, t);
+      if (!importance.ok()) return importance.status().with_context(input);
       n_bytes = row_bytes(target, t.n_elements());
       produce = quantized_rows_producer(
           target, t.rows(), cols,
           [&t, cols, in_row](int64_t begin, int64_t end, float* values) {
             for (int64_t r = begin; r < end; ++r) dequantize_row(t.type, t.data + r * in_row, &values[(r - begin) * cols], cols);
           },
-          pool);
+          pool, *importance);
     }
     auto with_progress = [i, n_tensors, &t, &progress, produce](const gguf::GgufWriter::Sink& sink) {
       if (progress) progress(i, n_tensors, t.name);

@@ -7,6 +7,9 @@
 //   Q4_K_M, Q5_K_M          Q4_K / Q5_K, with output.weight, and attn_v and
 //                           ffn_down in the first and last eighth of the layers
 //                           and every third layer between, in Q6_K
+//   MOE-2BIT                ds4's mix for MoE models: routed experts' gate and
+//                           up IQ2_XXS, down Q2_K, every other matrix Q8_0;
+//                           needs an importance matrix (IQ2_XXS)
 // Always: 1-D tensors (norms, biases, RoPE factors) and the MoE router stay
 // F32; in models with 8 or more experts attn_k and attn_v are Q8_0. A
 // K-quant on a row length that is not a multiple of 256 falls back to a
@@ -26,7 +29,7 @@
 
 namespace revis {
 
-enum class QuantMix { kF32, kF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K_M, kQ5_K_M, kQ6_K };
+enum class QuantMix { kF32, kF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K_M, kQ5_K_M, kQ6_K, kMoe2Bit };
 
 std::optional<QuantMix> parse_quant_mix(const std::string& name);  // case-insensitive
 const char* quant_mix_name(QuantMix mix);
@@ -47,18 +50,28 @@ TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::
 // Reports (tensors done, tensors total, current tensor name).
 using QuantizeProgress = std::function<void(size_t, size_t, const std::string&)>;
 
+struct Imatrix;
+
 // Reads `input`, writes `output` with every tensor converted per the rule.
+// `imatrix` (may be null) weighs the errors of the types that take one; a
+// mix with a type that needs one (MOE-2BIT) is refused without it.
 Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
-                      const QuantizeProgress& progress);
+                      const QuantizeProgress& progress, const Imatrix* imatrix = nullptr);
 
 // Writes float rows [begin, end) of a tensor into `values` (row-major).
 using RowSource = std::function<void(int64_t begin, int64_t end, float* values)>;
 
+// The importance of row r's row_length values, for the types quantized
+// with one (quant.h's quantize_row_with_importance).
+using RowImportance = std::function<const float*(int64_t row)>;
+
 // A GgufWriter producer for a tensor of n_rows rows of row_length values
 // converted to `type`: it asks `source` for a slice of rows at a time
 // (about 16 MiB of floats), quantizes them across the pool and hands the
-// bytes on, so memory stays at one slice whatever the tensor's size.
+// bytes on, so memory stays at one slice whatever the tensor's size. A
+// type that needs importance and gets none fails with an error saying so.
 gguf::GgufWriter::Producer quantized_rows_producer(TensorType type, int64_t n_rows, int64_t row_length,
-                                                   RowSource source, ThreadPool& pool);
+                                                   RowSource source, ThreadPool& pool,
+                                                   RowImportance importance = nullptr);
 
 }  // namespace revis

@@ -35,6 +35,20 @@ std::vector<Preset> presets() {
   moe.n_expert = 128;
   moe.n_expert_used = 8;
   moe.n_ff_expert = 768;
+  // DeepSeek-V2-Lite: 27 layers (the first dense), 64 experts (6 used, 2
+  // shared), latent attention without a query bottleneck; ~16B.
+  const SyntheticSpec v2_lite{.arch = "deepseek2", .name = "deepseek-v2-lite", .n_embd = 2048, .n_layer = 27,
+                              .n_head = 16, .head_dim = 128, .n_ff = 10944, .n_expert = 64, .n_expert_used = 6,
+                              .n_ff_expert = 1408, .kv_lora_rank = 512, .rope_dim = 64, .head_dim_v = 128,
+                              .n_expert_shared = 2, .vocab_from = {}, .n_vocab = 102400};
+  // A smaller V3: query bottleneck, sigmoid router with a bias, expert
+  // groups, weights scaled; ~1.4B.
+  const SyntheticSpec v3_small{.arch = "deepseek2", .name = "deepseek-v3-small", .n_embd = 1024, .n_layer = 12,
+                               .n_head = 16, .head_dim = 64, .n_ff = 2816, .n_expert = 32, .n_expert_used = 4,
+                               .n_ff_expert = 512, .q_lora_rank = 384, .kv_lora_rank = 256, .rope_dim = 32,
+                               .head_dim_v = 64, .n_expert_shared = 1, .n_expert_groups = 4, .n_expert_groups_used = 2,
+                               .sigmoid_gating = true, .expert_weights_scale = 2.5f, .vocab_from = {},
+                               .n_vocab = 32000};
   return {
       {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
       {"llama-3.2-1b", make("llama", "llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 500000.f, true)},
@@ -42,6 +56,8 @@ std::vector<Preset> presets() {
       {"qwen3-0.6b", make("qwen3", "qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 1e6f, true)},
       {"qwen3-4b", make("qwen3", "qwen3-4b", 2560, 36, 32, 8, 128, 9728, 151936, 1e6f, true)},
       {"qwen3-30b-a3b", moe},
+      {"deepseek-v2-lite", v2_lite},
+      {"deepseek-v3-small", v3_small},
   };
 }
 
@@ -122,6 +138,25 @@ Status write_vocabulary(const SyntheticSpec& spec, gguf::GgufWriter& out, int& n
   return {};
 }
 
+// deepseek2's attention tensors (model/config.h's Mla).
+void add_latent_attention(const SyntheticSpec& spec, const std::string& p, int64_t head_dim,
+                          std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
+  const int64_t d = spec.n_embd, heads = spec.n_head, latent = spec.kv_lora_rank;
+  const int64_t q = heads * (head_dim + spec.rope_dim);
+  if (spec.q_lora_rank > 0) {
+    tensors.push_back({p + "attn_q_a.weight", {d, spec.q_lora_rank}});
+    tensors.push_back({p + "attn_q_a_norm.weight", {spec.q_lora_rank}});
+    tensors.push_back({p + "attn_q_b.weight", {spec.q_lora_rank, q}});
+  } else {
+    tensors.push_back({p + "attn_q.weight", {d, q}});
+  }
+  tensors.push_back({p + "attn_kv_a_mqa.weight", {d, latent + spec.rope_dim}});
+  tensors.push_back({p + "attn_kv_a_norm.weight", {latent}});
+  tensors.push_back({p + "attn_k_b.weight", {head_dim, latent, heads}});
+  tensors.push_back({p + "attn_v_b.weight", {latent, spec.head_dim_v, heads}});
+  tensors.push_back({p + "attn_output.weight", {heads * spec.head_dim_v, d}});
+}
+
 }  // namespace
 
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name) {
@@ -138,17 +173,21 @@ std::vector<std::string> synthetic_preset_names() {
 
 Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path, ThreadPool& pool,
                              const QuantizeProgress& progress) {
-  const bool moe = spec.arch == "qwen3moe";
+  const bool deepseek = spec.arch == "deepseek2";
+  const bool moe = spec.arch == "qwen3moe" || deepseek;
   if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe)
-    return Status::error("arch: '" + spec.arch + "' (expected llama, qwen2, qwen3 or qwen3moe)");
+    return Status::error("arch: '" + spec.arch + "' (expected llama, qwen2, qwen3, qwen3moe or deepseek2)");
   if (spec.n_embd <= 0 || spec.n_layer <= 0 || spec.n_head <= 0 || spec.n_head_kv <= 0 ||
       spec.n_head % spec.n_head_kv != 0)
     return Status::error("dimensions: embd, layers, heads must be positive and kv-heads must divide heads");
   if (moe && (spec.n_expert <= 0 || spec.n_expert_used <= 0 || spec.n_expert_used > spec.n_expert || spec.n_ff_expert <= 0))
-    return Status::error("qwen3moe needs --experts, --experts-used (<= experts) and --ff-expert");
-  if (!moe && spec.n_ff <= 0) return Status::error("ff: must be positive");
+    return Status::error(spec.arch + " needs --experts, --experts-used (<= experts) and --ff-expert");
+  if ((!moe || deepseek) && spec.n_ff <= 0) return Status::error("ff: must be positive");
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   if (head_dim <= 0 || head_dim % 2 != 0) return Status::error("head dim: must be positive and even");
+  if (deepseek && (spec.kv_lora_rank <= 0 || spec.rope_dim <= 0 || spec.rope_dim % 2 != 0 || spec.head_dim_v <= 0 ||
+                   spec.q_lora_rank < 0 || spec.n_layer_dense_lead < 0 || spec.n_layer_dense_lead > spec.n_layer))
+    return Status::error("deepseek2 needs a kv-lora rank, an even rope dim, a value dim and at most layers dense layers");
 
   gguf::GgufWriter out;
   const std::string a = spec.arch + ".";
@@ -157,13 +196,34 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   out.set_u32(a + "context_length", spec.n_ctx);
   out.set_u32(a + "embedding_length", spec.n_embd);
   out.set_u32(a + "block_count", spec.n_layer);
-  out.set_u32(a + "feed_forward_length", moe ? spec.n_ff_expert : spec.n_ff);
+  out.set_u32(a + "feed_forward_length", moe && !deepseek ? spec.n_ff_expert : spec.n_ff);
   out.set_u32(a + "attention.head_count", spec.n_head);
-  out.set_u32(a + "attention.head_count_kv", spec.n_head_kv);
-  out.set_u32(a + "attention.key_length", head_dim);
-  out.set_u32(a + "attention.value_length", head_dim);
   out.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   out.set_f32(a + "rope.freq_base", spec.rope_base);
+  if (deepseek) {
+    // The cache's row (latent + RoPE key, one KV head), then the heads'.
+    out.set_u32(a + "attention.head_count_kv", 1);
+    out.set_u32(a + "attention.key_length", spec.kv_lora_rank + spec.rope_dim);
+    out.set_u32(a + "attention.value_length", spec.kv_lora_rank);
+    out.set_u32(a + "attention.key_length_mla", head_dim + spec.rope_dim);
+    out.set_u32(a + "attention.value_length_mla", spec.head_dim_v);
+    out.set_u32(a + "rope.dimension_count", spec.rope_dim);
+    if (spec.q_lora_rank > 0) out.set_u32(a + "attention.q_lora_rank", spec.q_lora_rank);
+    out.set_u32(a + "attention.kv_lora_rank", spec.kv_lora_rank);
+    out.set_u32(a + "leading_dense_block_count", spec.n_layer_dense_lead);
+    out.set_u32(a + "expert_shared_count", spec.n_expert_shared);
+    out.set_f32(a + "expert_weights_scale", spec.expert_weights_scale);
+    out.set_bool(a + "expert_weights_norm", spec.sigmoid_gating);
+    out.set_u32(a + "expert_gating_func", spec.sigmoid_gating ? 2 : 1);
+    if (spec.n_expert_groups > 0) {
+      out.set_u32(a + "expert_group_count", spec.n_expert_groups);
+      out.set_u32(a + "expert_group_used_count", spec.n_expert_groups_used);
+    }
+  } else {
+    out.set_u32(a + "attention.head_count_kv", spec.n_head_kv);
+    out.set_u32(a + "attention.key_length", head_dim);
+    out.set_u32(a + "attention.value_length", head_dim);
+  }
   if (moe) {
     out.set_u32(a + "expert_count", spec.n_expert);
     out.set_u32(a + "expert_used_count", spec.n_expert_used);
@@ -183,26 +243,36 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   for (int i = 0; i < spec.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     tensors.push_back({p + "attn_norm.weight", {d}});
-    tensors.push_back({p + "attn_q.weight", {d, q}});
-    tensors.push_back({p + "attn_k.weight", {d, kv}});
-    tensors.push_back({p + "attn_v.weight", {d, kv}});
-    tensors.push_back({p + "attn_output.weight", {q, d}});
+    if (deepseek) {
+      add_latent_attention(spec, p, head_dim, tensors);
+    } else {
+      tensors.push_back({p + "attn_q.weight", {d, q}});
+      tensors.push_back({p + "attn_k.weight", {d, kv}});
+      tensors.push_back({p + "attn_v.weight", {d, kv}});
+      tensors.push_back({p + "attn_output.weight", {q, d}});
+    }
     if (spec.arch == "qwen2") {
       tensors.push_back({p + "attn_q.bias", {q}});
       tensors.push_back({p + "attn_k.bias", {kv}});
       tensors.push_back({p + "attn_v.bias", {kv}});
     }
-    if (spec.arch == "qwen3" || moe) {
+    if (spec.arch == "qwen3" || spec.arch == "qwen3moe") {
       tensors.push_back({p + "attn_q_norm.weight", {head_dim}});
       tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
     }
     tensors.push_back({p + "ffn_norm.weight", {d}});
-    if (moe) {
-      const int64_t e = spec.n_expert, f = spec.n_ff_expert;
+    if (moe && (!deepseek || i >= spec.n_layer_dense_lead)) {
+      const int64_t e = spec.n_expert, f = spec.n_ff_expert, shared = f * spec.n_expert_shared;
       tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});
+      if (spec.sigmoid_gating) tensors.push_back({p + "exp_probs_b.bias", {e}});
       tensors.push_back({p + "ffn_gate_exps.weight", {d, f, e}});
       tensors.push_back({p + "ffn_up_exps.weight", {d, f, e}});
       tensors.push_back({p + "ffn_down_exps.weight", {f, d, e}});
+      if (shared > 0) {
+        tensors.push_back({p + "ffn_gate_shexp.weight", {d, shared}});
+        tensors.push_back({p + "ffn_up_shexp.weight", {d, shared}});
+        tensors.push_back({p + "ffn_down_shexp.weight", {shared, d}});
+      }
     } else {
       tensors.push_back({p + "ffn_gate.weight", {d, spec.n_ff}});
       tensors.push_back({p + "ffn_up.weight", {d, spec.n_ff}});

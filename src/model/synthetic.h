@@ -15,7 +15,7 @@
 namespace revis {
 
 struct SyntheticSpec {
-  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe
+  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2
   std::string name = "synthetic";
   int n_embd = 256;
   int n_layer = 2;
@@ -24,6 +24,13 @@ struct SyntheticSpec {
   int head_dim = 0;            // 0 = n_embd / n_head
   int n_ff = 768;
   int n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
+  // deepseek2: latent attention (head_dim is a key's part without RoPE;
+  // n_head_kv is ignored), leading dense layers of n_ff, shared experts,
+  // and the V3 router (sigmoid with a choice bias, expert groups) or V2's.
+  int q_lora_rank = 0, kv_lora_rank = 0, rope_dim = 0, head_dim_v = 0;
+  int n_layer_dense_lead = 1, n_expert_shared = 0, n_expert_groups = 0, n_expert_groups_used = 0;
+  bool sigmoid_gating = false;
+  float expert_weights_scale = 1.0f;
   int n_ctx = 4096;
   float rope_base = 10000.0f;
   bool tied_output = false;
@@ -37,7 +44,9 @@ struct SyntheticSpec {
 };
 
 // Named shapes of real models: "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b",
-// "qwen3-4b", "qwen3-30b-a3b", and "tiny" (a few MB, for the demo).
+// "qwen3-4b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3-small" (a
+// V3-style router and latent attention at 1.4B), and "tiny" (a few MB, for
+// the demo).
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
 std::vector<std::string> synthetic_preset_names();
 

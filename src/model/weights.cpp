@@ -16,7 +16,7 @@ class Binder {
   explicit Binder(const gguf::GgufFile& file) : file_(file) {}
 
   // A matrix (or stack of matrices) with exactly these dims, innermost first.
-  Status matrix(const std::string& name, std::vector<int64_t> dims, Matrix& out, bool optional = false) {
+  Status matrix(const std::string& name, std::vector<int64_t> dims, Matrix& out, bool optional = false) const {
     const gguf::TensorInfo* t = file_.tensor(name);
     if (!t) return optional ? Status() : Status::error("tensor '" + name + "' is missing (expected shape " + shape(dims) + ")");
     if (t->dims != dims)
@@ -32,8 +32,10 @@ class Binder {
     return {};
   }
 
+  bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }
+
   // A 1-D tensor of n values, converted to float32.
-  Status vector(const std::string& name, int64_t n, std::vector<float>& out, bool optional = false) {
+  Status vector(const std::string& name, int64_t n, std::vector<float>& out, bool optional = false) const {
     Matrix m;
     if (Status s = matrix(name, {n}, m, optional); !s.ok() || m.empty()) return s;
     out.resize(n);
@@ -44,6 +46,66 @@ class Binder {
  private:
   const gguf::GgufFile& file_;
 };
+
+// A float32 matrix over `values` (rows x cols, row-major), which `w` keeps.
+Matrix derived_matrix(ModelWeights& w, std::vector<float> values, int64_t cols, int64_t rows, int64_t n_mats) {
+  w.derived.push_back(std::move(values));
+  Matrix m;
+  m.type = TensorType::F32;
+  m.cols = cols;
+  m.rows = rows;
+  m.n_mats = n_mats;
+  m.row_bytes = cols * sizeof(float);
+  m.data = reinterpret_cast<const uint8_t*>(w.derived.back().data());
+  return m;
+}
+
+// Older deepseek2 files fuse attn_k_b and attn_v_b into attn_kv_b: per head,
+// head_dim_nope rows that make the key's no-RoPE part from the latent, then
+// head_dim_v rows that make the value. Absorbed attention wants the key rows
+// transposed (a query's no-RoPE part -> latent) and the value rows as they are.
+Status split_kv_b(const Binder& bind, const std::string& name, const ModelConfig& c, ModelWeights& w, LayerWeights& l) {
+  const int64_t latent = c.mla.kv_lora_rank, nope = c.mla.head_dim_nope, v = c.mla.head_dim_v, heads = c.n_head;
+  Matrix kv_b;
+  if (Status s = bind.matrix(name, {latent, heads * (nope + v)}, kv_b); !s.ok()) return s;
+  std::vector<float> row(latent), k_b(heads * latent * nope), v_b(heads * v * latent);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < nope + v; ++i) {
+      dequantize_row(kv_b.type, kv_b.row(h * (nope + v) + i), row.data(), latent);
+      for (int64_t r = 0; r < latent; ++r) {
+        if (i < nope)
+          k_b[(h * latent + r) * nope + i] = row[r];
+        else
+          v_b[(h * v + i - nope) * latent + r] = row[r];
+      }
+    }
+  l.wk_b = derived_matrix(w, std::move(k_b), nope, latent, heads);
+  l.wv_b = derived_matrix(w, std::move(v_b), latent, v, heads);
+  return {};
+}
+
+// The attention of a deepseek2 layer (multi-head latent attention).
+Status bind_mla(Binder& bind, const std::string& p, const ModelConfig& c, ModelWeights& w, LayerWeights& l) {
+  const Mla& m = c.mla;
+  const int64_t d = c.n_embd, heads = c.n_head, latent = m.kv_lora_rank;
+  Status s;
+  if (m.q_lora_rank > 0) {
+    if (!(s = bind.matrix(p + "attn_q_a.weight", {d, m.q_lora_rank}, l.wq_a)).ok()) return s;
+    if (!(s = bind.vector(p + "attn_q_a_norm.weight", m.q_lora_rank, l.q_a_norm)).ok()) return s;
+    if (!(s = bind.matrix(p + "attn_q_b.weight", {m.q_lora_rank, c.q_dim()}, l.wq_b)).ok()) return s;
+  } else if (!(s = bind.matrix(p + "attn_q.weight", {d, c.q_dim()}, l.wq)).ok()) {
+    return s;
+  }
+  if (!(s = bind.matrix(p + "attn_kv_a_mqa.weight", {d, latent + c.rope_dims}, l.wkv_a)).ok()) return s;
+  if (!(s = bind.vector(p + "attn_kv_a_norm.weight", latent, l.kv_a_norm)).ok()) return s;
+  if (!bind.has(p + "attn_k_b.weight") && !bind.has(p + "attn_v_b.weight") && bind.has(p + "attn_kv_b.weight")) {
+    if (!(s = split_kv_b(bind, p + "attn_kv_b.weight", c, w, l)).ok()) return s;
+  } else {
+    if (!(s = bind.matrix(p + "attn_k_b.weight", {m.head_dim_nope, latent, heads}, l.wk_b)).ok()) return s;
+    if (!(s = bind.matrix(p + "attn_v_b.weight", {latent, m.head_dim_v, heads}, l.wv_b)).ok()) return s;
+  }
+  return bind.matrix(p + "attn_output.weight", {heads * m.head_dim_v, d}, l.wo);
+}
 
 }  // namespace
 
@@ -76,10 +138,14 @@ Result<ModelWeights> load_model_weights(const gguf::GgufFile& file, ModelConfig&
     const std::string p = "blk." + std::to_string(i) + ".";
     const int64_t q = c.q_dim(), kvk = c.kv_dim_k(), kvv = c.kv_dim_v();
     if (!(s = bind.vector(p + "attn_norm.weight", d, l.attn_norm)).ok()) return s;
-    if (!(s = bind.matrix(p + "attn_q.weight", {d, q}, l.wq)).ok()) return s;
-    if (!(s = bind.matrix(p + "attn_k.weight", {d, kvk}, l.wk)).ok()) return s;
-    if (!(s = bind.matrix(p + "attn_v.weight", {d, kvv}, l.wv)).ok()) return s;
-    if (!(s = bind.matrix(p + "attn_output.weight", {c.n_head * int64_t{c.head_dim_v}, d}, l.wo)).ok()) return s;
+    if (c.is_mla()) {
+      if (!(s = bind_mla(bind, p, c, w, l)).ok()) return s;
+    } else {
+      if (!(s = bind.matrix(p + "attn_q.weight", {d, q}, l.wq)).ok()) return s;
+      if (!(s = bind.matrix(p + "attn_k.weight", {d, kvk}, l.wk)).ok()) return s;
+      if (!(s = bind.matrix(p + "attn_v.weight", {d, kvv}, l.wv)).ok()) return s;
+      if (!(s = bind.matrix(p + "attn_output.weight", {c.n_head * int64_t{c.head_dim_v}, d}, l.wo)).ok()) return s;
+    }
     if (c.has_qkv_bias) {
       if (!(s = bind.vector(p + "attn_q.bias", q, l.bq)).ok()) return s;
       if (!(s = bind.vector(p + "attn_k.bias", kvk, l.bk)).ok()) return s;
@@ -90,12 +156,19 @@ Result<ModelWeights> load_model_weights(const gguf::GgufFile& file, ModelConfig&
       if (!(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
     }
     if (!(s = bind.vector(p + "ffn_norm.weight", d, l.ffn_norm)).ok()) return s;
-    if (c.n_expert > 0) {
+    if (c.is_moe_layer(i)) {
       const int64_t e = c.n_expert, f = c.n_ff_expert;
       if (!(s = bind.matrix(p + "ffn_gate_inp.weight", {d, e}, l.router)).ok()) return s;
+      if (!(s = bind.vector(p + "exp_probs_b.bias", e, l.expert_bias, /*optional=*/true)).ok()) return s;
       if (!(s = bind.matrix(p + "ffn_gate_exps.weight", {d, f, e}, l.gate_exps)).ok()) return s;
       if (!(s = bind.matrix(p + "ffn_up_exps.weight", {d, f, e}, l.up_exps)).ok()) return s;
       if (!(s = bind.matrix(p + "ffn_down_exps.weight", {f, d, e}, l.down_exps)).ok()) return s;
+      if (c.n_expert_shared > 0) {
+        const int64_t fs = f * c.n_expert_shared;
+        if (!(s = bind.matrix(p + "ffn_gate_shexp.weight", {d, fs}, l.gate_shexp)).ok()) return s;
+        if (!(s = bind.matrix(p + "ffn_up_shexp.weight", {d, fs}, l.up_shexp)).ok()) return s;
+        if (!(s = bind.matrix(p + "ffn_down_shexp.weight", {fs, d}, l.down_shexp)).ok()) return s;
+      }
     } else {
       const int64_t f = c.n_ff;
       if (!(s = bind.matrix(p + "ffn_gate.weight", {d, f}, l.w_gate)).ok()) return s;

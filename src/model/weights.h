@@ -34,10 +34,19 @@ struct LayerWeights {
   Matrix wq, wk, wv, wo;
   std::vector<float> bq, bk, bv;          // qwen2 only
   std::vector<float> q_norm, k_norm;      // qwen3 only, one head's width
+  // deepseek2's latent attention (config.h's Mla); wq when q_lora_rank is 0.
+  Matrix wq_a, wq_b;                      // [n_embd] -> q_lora_rank -> every head's query
+  std::vector<float> q_a_norm;
+  Matrix wkv_a;                           // [n_embd] -> latent, then the RoPE key
+  std::vector<float> kv_a_norm;
+  Matrix wk_b;                            // n_head matrices [head_dim_nope] -> latent
+  Matrix wv_b;                            // n_head matrices [latent] -> head_dim_v
   std::vector<float> ffn_norm;
   Matrix w_gate, w_up, w_down;            // dense FFN
-  Matrix router;                          // qwen3moe: [n_embd] -> n_expert logits
-  Matrix gate_exps, up_exps, down_exps;   // qwen3moe: stacks of n_expert matrices
+  Matrix router;                          // [n_embd] -> n_expert logits
+  std::vector<float> expert_bias;         // deepseek2 (exp_probs_b): added for the choice only
+  Matrix gate_exps, up_exps, down_exps;   // stacks of n_expert matrices
+  Matrix gate_shexp, up_shexp, down_shexp;  // deepseek2's shared experts, as one FFN
 };
 
 struct ModelWeights {
@@ -46,6 +55,9 @@ struct ModelWeights {
   Matrix output;                          // token_embd when the output is tied
   std::vector<float> rope_freq_factors;   // Llama 3.1-style; empty when absent
   std::vector<LayerWeights> layers;
+  // Matrices made at load rather than mapped: deepseek2's attn_k_b and
+  // attn_v_b, from the fused attn_kv_b of older files.
+  std::vector<std::vector<float>> derived;
 };
 
 // Binds the tensors of `file` to `config` (filling config.n_vocab). Errors

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,18 @@ Status get_bool(const toml::node& v, const std::string& at, bool& out) {
   auto b = v.value_exact<bool>();
   if (!b) return Status::error(at + ": expected true or false");
   out = *b;
+  return {};
+}
+
+// A list of strings, appended to `out`; `what` names one in the error.
+Status get_strings(const toml::node& v, const std::string& at, const char* what, std::vector<std::string>& out) {
+  const toml::array* list = v.as_array();
+  if (!list) return Status::error(at + ": expected a list of " + what + " strings");
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::string item;
+    if (Status s = get_string(*list->get(i), at + "[" + std::to_string(i) + "]", item); !s.ok()) return s;
+    out.push_back(std::move(item));
+  }
   return {};
 }
 
@@ -121,15 +134,8 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
       s = get_string(v, at, c.catalog);
       c.catalog = resolve_path(c.catalog, base_dir);
     } else if (key == "shutdown_grace_ms") s = get_int(v, at, 0, 3600 * 1000, c.shutdown_grace_ms);
-    else if (key == "peers") {
-      const toml::array* peers = v.as_array();
-      if (!peers) return Status::error(at + ": expected a list of \"HOST:PORT\" strings");
-      for (size_t i = 0; i < peers->size(); ++i) {
-        std::string peer;
-        if (Status ps = get_string(*peers->get(i), at + "[" + std::to_string(i) + "]", peer); !ps.ok()) return ps;
-        c.peers.push_back(peer);
-      }
-    } else if (key == "discover") s = get_bool(v, at, c.discover);
+    else if (key == "peers") s = get_strings(v, at, "\"HOST:PORT\"", c.peers);
+    else if (key == "discover") s = get_bool(v, at, c.discover);
     else if (key == "max_attempts") s = get_int(v, at, 1, 100, c.max_attempts);
     else if (key == "heartbeat_ms") s = get_int(v, at, 10, 600 * 1000, c.heartbeat_ms);
     else if (key == "journal") {
@@ -140,6 +146,13 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     else if (key == "engine") s = get_string(v, at, c.engine);
     else if (key == "sim_tokens_per_s") s = get_rate(v, at, c.sim_tokens_per_s);
     else if (key == "sim_prefill_tokens_per_s") s = get_rate(v, at, c.sim_prefill_tokens_per_s);
+    // The network guards.
+    else if (key == "allow_hosts") s = get_strings(v, at, "host name", c.allow_hosts);
+    else if (key == "allow_origins") s = get_strings(v, at, "origin", c.allow_origins);
+    else if (key == "max_connections") s = get_int(v, at, 1, 1 << 20, c.max_connections);
+    else if (key == "max_connections_per_ip") s = get_int(v, at, 1, 1 << 20, c.max_connections_per_ip);
+    else if (key == "handshake_timeout_s") s = get_int(v, at, 1, 3600, c.handshake_timeout_s);
+    else if (key == "idle_timeout_s") s = get_int(v, at, 1, 7 * 24 * 3600, c.idle_timeout_s);
     else if (key == "tiers") {
       const toml::table* tiers = v.as_table();
       if (!tiers) return Status::error(at + ": expected [tiers.NAME] tables");
@@ -167,6 +180,24 @@ Result<NodeConfig> load_config_file(const std::string& path) {
   return parse_config(text.str(), path, fs::path(path).parent_path().string());
 }
 
+Status apply_environment(NodeConfig& c, const std::function<const char*(const char*)>& getenv) {
+  auto value = [&](const char* name) -> std::optional<std::string> {
+    const char* v = getenv(name);
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+  };
+  if (auto host = value("REVIS_HOST")) c.host = *host;
+  if (auto model = value("REVIS_MODEL")) c.model = *model;
+  if (auto port = value("REVIS_PORT")) {
+    int parsed = -1;
+    const auto [end, error] = std::from_chars(port->data(), port->data() + port->size(), parsed);
+    if (error != std::errc() || end != port->data() + port->size() || parsed < 0 || parsed > 65535)
+      return Status::error("REVIS_PORT=" + *port + ": expected a port number 0..65535");
+    c.port = parsed;
+  }
+  return {};
+}
+
 Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.name) c.name = *o.name;
   if (o.host) c.host = *o.host;
@@ -189,6 +220,12 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   c.peers.insert(c.peers.end(), o.peers.begin(), o.peers.end());
   if (o.discover) c.discover = true;
   if (o.engine) c.engine = *o.engine;
+  c.allow_hosts.insert(c.allow_hosts.end(), o.allow_hosts.begin(), o.allow_hosts.end());
+  c.allow_origins.insert(c.allow_origins.end(), o.allow_origins.begin(), o.allow_origins.end());
+  if (o.max_connections) c.max_connections = *o.max_connections;
+  if (o.max_connections_per_ip) c.max_connections_per_ip = *o.max_connections_per_ip;
+  if (o.handshake_timeout_s) c.handshake_timeout_s = *o.handshake_timeout_s;
+  if (o.idle_timeout_s) c.idle_timeout_s = *o.idle_timeout_s;
   if (o.sim_tokens_per_s) c.sim_tokens_per_s = *o.sim_tokens_per_s;
   if (o.sim_prefill_tokens_per_s) c.sim_prefill_tokens_per_s = *o.sim_prefill_tokens_per_s;
   for (const std::string& spec : o.tiers) {
@@ -231,6 +268,17 @@ Status validate_config(NodeConfig& c) {
     return Status::error("refusing to listen on " + c.host +
                          " without a token: anyone who can reach it could use this machine. Set --token (or token = "
                          "\"...\" in the config), or listen on 127.0.0.1");
+  if (c.max_connections < 1 || c.max_connections_per_ip < 1)
+    return Status::error("max_connections and max_connections_per_ip must be at least 1");
+  if (c.handshake_timeout_s < 1 || c.idle_timeout_s < 1)
+    return Status::error("handshake_timeout_s and idle_timeout_s must be at least 1 (seconds)");
+  for (const std::string& h : c.allow_hosts)
+    if (h.empty() || h.find_first_of(" /\t") != std::string::npos)
+      return Status::error("allow_hosts \"" + h + "\": expected a host name, HOST:PORT or *");
+  for (const std::string& o : c.allow_origins)
+    if (o != "*" && !((o.starts_with("http://") || o.starts_with("https://")) && o.find('/', o.find("//") + 2) == std::string::npos &&
+                      o.find(' ') == std::string::npos))
+      return Status::error("allow_origins \"" + o + "\": expected SCHEME://HOST[:PORT] (as a browser sends it) or *");
   for (const TierConfig& t : c.tiers) {
     if (!valid_tier_name(t.name)) return Status::error("tier name \"" + t.name + "\": expected [A-Za-z0-9_.-], at most 64 bytes");
     if (t.model.empty()) return Status::error("tier " + t.name + " has no model");

@@ -1,6 +1,8 @@
 // The node's one typed configuration: defaults here, then a TOML file
-// (revis serve --config FILE), then command-line flags, each overriding the
-// one before. validate() checks the result once, before anything starts.
+// (revis serve --config FILE), then the environment variables REVIS_HOST,
+// REVIS_PORT and REVIS_MODEL (for containers), then command-line flags,
+// each overriding the one before. validate() checks the result once, before
+// anything starts.
 //
 //   name = "node-a"              # reported in every result (default: host name)
 //   host = "127.0.0.1"           # listen address
@@ -28,6 +30,12 @@
 //   engine = "gguf"              # "sim": no models, simulated tokens (scale tests)
 //   sim_tokens_per_s = 50        # the simulated engine's generation speed
 //   sim_prefill_tokens_per_s = 1000
+//   allow_hosts = ["node.lan"]   # Host names a tokenless node answers besides its own (--allow-host; "*": any)
+//   allow_origins = ["https://app.example"]  # browser pages allowed to call the node, with CORS (--allow-origin)
+//   max_connections = 4096       # open connections in all (also bounded by the descriptor limit)
+//   max_connections_per_ip = 256 # open connections from one source address
+//   handshake_timeout_s = 10     # a new connection's first request must arrive within this
+//   idle_timeout_s = 300         # an idle keep-alive connection, or a WebSocket with no ticket open, is closed
 //   [tiers.small]
 //   model = "qwen2.5-1.5b-q8_0.gguf"
 //   ctx = 8192
@@ -37,6 +45,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +92,13 @@ struct NodeConfig {
   std::string engine = "gguf";
   double sim_tokens_per_s = 50;
   double sim_prefill_tokens_per_s = 1000;
+  // The network guards (node/request_guard.h; docs/protocol.md, "Limits").
+  std::vector<std::string> allow_hosts;
+  std::vector<std::string> allow_origins;
+  int max_connections = 4096;
+  int max_connections_per_ip = 256;
+  int handshake_timeout_s = 10;
+  int idle_timeout_s = 300;
 };
 
 // Values from the command line; set ones replace the file's.
@@ -97,12 +113,18 @@ struct ConfigOverrides {
   std::optional<uint64_t> kv_budget_mb;
   std::vector<std::string> tiers;  // "NAME=PATH", replacing a file tier of the same name
   std::optional<double> sim_tokens_per_s, sim_prefill_tokens_per_s;
+  std::vector<std::string> allow_hosts, allow_origins;  // added to the file's
+  std::optional<int> max_connections, max_connections_per_ip, handshake_timeout_s, idle_timeout_s;
 };
 
 // Parses TOML text; relative paths are taken relative to base_dir. Unknown
 // keys and wrong types are errors naming origin and key.
 Result<NodeConfig> parse_config(const std::string& toml_text, const std::string& origin, const std::string& base_dir);
 Result<NodeConfig> load_config_file(const std::string& path);
+// The REVIS_* variables that are set and not empty; `getenv` is the
+// environment's lookup (std::getenv; a map in tests). A bad value is an
+// error naming the variable.
+Status apply_environment(NodeConfig& config, const std::function<const char*(const char*)>& getenv);
 Status apply_overrides(NodeConfig& config, const ConfigOverrides& overrides);
 
 // Ranges, at least one model (none with the sim engine), known default tier, and no non-loopback bind

@@ -87,10 +87,15 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
     }
     if (on_change_) on_change_();
     run(*job);
+    bool idle = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       running_.reset();
+      idle = queue_.empty();
     }
+    // A checkpoint the job left to write in the background is indexed (and
+    // its prefixes published) once nothing else waits to run.
+    if (idle) pool_.finish_kv_saves();
     wake_.notify_all();  // shutdown() may be waiting for the running job
     if (on_change_) on_change_();
   }

@@ -10,7 +10,12 @@
 //   GET  /metrics              Prometheus text
 //
 // With a token configured, everything but /health needs
-// "Authorization: Bearer <token>". All networking runs on one I/O thread;
+// "Authorization: Bearer <token>". Before any of that, the server refuses
+// broken HTTP framing (400/413/414/431), Hosts and browser Origins it does
+// not serve (403, node/request_guard.h), and connections past its caps
+// (node/connection_table.h); it logs one access line per request and
+// ticket (node/access_log.h). docs/protocol.md, "Limits and browsers",
+// lists each limit. All networking runs on one I/O thread;
 // the executor thread hands results to it by posting, so no connection state
 // is shared between threads.
 //

@@ -131,6 +131,14 @@ void TierPool::refresh_kv_prefixes(LoadedModel& m) {
   m.kv_prefixes = std::move(digests);
 }
 
+void TierPool::finish_kv_saves() {
+  for (const auto& m : models_)
+    if (m->cache) {
+      m->cache->wait_for_save();
+      refresh_kv_prefixes(*m);
+    }
+}
+
 std::vector<TierStatus> TierPool::status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<TierStatus> out;

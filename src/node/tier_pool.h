@@ -105,6 +105,9 @@ class TierPool {
 
   // Recomputes m's kv_prefixes after a job (executor thread), for status().
   void refresh_kv_prefixes(LoadedModel& m);
+  // Waits for every model's background checkpoint write and refreshes its
+  // prefixes (executor thread).
+  void finish_kv_saves();
 
   std::vector<TierStatus> status() const;
   uint64_t resident_bytes() const;

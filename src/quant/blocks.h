@@ -131,6 +131,84 @@ struct BlockIQ4_XS {
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
 
+// --- The grid types --------------------------------------------------------
+//
+// 256-value super-blocks whose values come in groups of 8 (or 4) picked
+// from a fixed grid of points (iq_grids.h), each group with its own signs.
+// x = d * s * grid value * sign, with s an odd group scale over a fixed
+// power of two (see iq_quants.cpp). "Signs" of 8 values are 7 stored bits,
+// the eighth chosen so that the count of minus signs is even (kIq2Signs).
+
+// 8 groups of 32. Per group 8 bytes: bytes 0..3 index 4 points of
+// kGridIq2Xxs (8 values each); bytes 4..7, a little-endian 32-bit word,
+// hold 4 seven-bit sign fields (bits 7l..7l+6) and the 4-bit scale s in
+// bits 28..31: x = d * (2s + 1) / 8 * point * sign.
+struct BlockIQ2_XXS {
+  uint16_t d;
+  uint8_t qs[kSuperBlock / 4];
+};
+
+// 8 groups of 32. qs[4g + l] (16-bit): point of kGridIq2Xs in bits 0..8,
+// seven sign bits in bits 9..15. scales[g]: low nibble for values 0..15 of
+// the group, high nibble for 16..31: x = d * (2s + 1) / 8 * point * sign.
+struct BlockIQ2_XS {
+  uint16_t d;
+  uint16_t qs[kSuperBlock / 8];
+  uint8_t scales[kSuperBlock / 32];
+};
+
+// 8 groups of 32. qs[0..31]: low 8 bits of 32 indices into kGridIq2S;
+// qs[32..63]: one full sign byte per 8 values (no parity rule); qh[g]
+// bits 2l..2l+1: index bits 8..9 of point l of group g. Scales as IQ2_XS.
+struct BlockIQ2_S {
+  uint16_t d;
+  uint8_t qs[kSuperBlock / 4];
+  uint8_t qh[kSuperBlock / 32];
+  uint8_t scales[kSuperBlock / 32];
+};
+
+// 8 groups of 32. qs[0..63]: indices into kGridIq3Xxs (4 values each);
+// qs[64 + 4g ..]: group g's 32-bit word of 4 seven-bit sign fields (each
+// for 8 values) and the scale s in bits 28..31: x = d * (2s + 1) / 4 *
+// point * sign.
+struct BlockIQ3_XXS {
+  uint16_t d;
+  uint8_t qs[3 * kSuperBlock / 8];
+};
+
+// 8 groups of 32. qs: low 8 bits of 64 indices into kGridIq3S; bit k of
+// qh[g] is index bit 8 of point k of group g; signs: a full byte per 8
+// values; scales[g / 2] nibble g % 2: x = d * (2s + 1) * point * sign.
+struct BlockIQ3_S {
+  uint16_t d;
+  uint8_t qs[kSuperBlock / 4];
+  uint8_t qh[kSuperBlock / 32];
+  uint8_t signs[kSuperBlock / 8];
+  uint8_t scales[kSuperBlock / 64];
+};
+
+// 8 groups of 32. qs: low 8 bits of 32 indices into kGridIq1S (values -1,
+// 0, 1); qh[g]: bits 3l..3l+2 the index's bits 8..10 for point l, bits
+// 12..14 the scale s, bit 15 the sign of the shift delta:
+// x = d * (2s + 1) * (point + delta), delta = -1/8 if bit 15 is set, else +1/8.
+struct BlockIQ1_S {
+  uint16_t d;
+  uint8_t qs[kSuperBlock / 8];
+  uint16_t qh[kSuperBlock / 32];
+};
+
+// 8 groups of 32 with a scale per 16 values and a delta per 8. qs as
+// IQ1_S; qh[2g + h] covers points 2h and 2h + 1 of group g, one nibble
+// each (low first): bits 0..2 index bits 8..10, bit 3 the delta's sign.
+// scales: four 16-bit words; group g's two 3-bit scales sit at bits
+// 6 * (g % 2) and 6 * (g % 2) + 3 of word g / 2, and the top nibbles of the
+// four words, word 0 lowest, form the half d.
+struct BlockIQ1_M {
+  uint8_t qs[kSuperBlock / 8];
+  uint8_t qh[kSuperBlock / 16];
+  uint8_t scales[kSuperBlock / 32];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -144,5 +222,12 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+static_assert(sizeof(BlockIQ2_XS) == 74);
+static_assert(sizeof(BlockIQ2_S) == 82);
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+static_assert(sizeof(BlockIQ3_S) == 110);
+static_assert(sizeof(BlockIQ1_S) == 50);
+static_assert(sizeof(BlockIQ1_M) == 56);
 
 }  // namespace revis::quant

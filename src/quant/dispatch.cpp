@@ -21,7 +21,7 @@ struct Kernels {
   TensorType type;
   TensorType activation;
   quant::DequantizeFn dequantize;
-  quant::QuantizeFn quantize;
+  quant::QuantizeFn quantize;  // null for the types revis reads but cannot write
   quant::DotFn dot;
   quant::Dot4Fn dot4 = nullptr;  // null: vec_dot4 calls dot four times
   const PackedDot* packed1 = nullptr;
@@ -47,6 +47,14 @@ constexpr Kernels kScalarKernels[] = {
     {TensorType::Q8_K, TensorType::Q8_K, quant::dequantize_q8_k, quant::quantize_q8_k, quant::dot_q8_k},
     {TensorType::IQ4_NL, TensorType::Q8_0, quant::dequantize_iq4_nl, quant::quantize_iq4_nl, quant::dot_iq4_nl},
     {TensorType::IQ4_XS, TensorType::Q8_K, quant::dequantize_iq4_xs, quant::quantize_iq4_xs, quant::dot_iq4_xs},
+    // The grid types have no plain quantizer (IQ2_XXS: quantize_row_with_importance).
+    {TensorType::IQ2_XXS, TensorType::Q8_K, quant::dequantize_iq2_xxs, nullptr, quant::dot_iq2_xxs},
+    {TensorType::IQ2_XS, TensorType::Q8_K, quant::dequantize_iq2_xs, nullptr, quant::dot_iq2_xs},
+    {TensorType::IQ2_S, TensorType::Q8_K, quant::dequantize_iq2_s, nullptr, quant::dot_iq2_s},
+    {TensorType::IQ3_XXS, TensorType::Q8_K, quant::dequantize_iq3_xxs, nullptr, quant::dot_iq3_xxs},
+    {TensorType::IQ3_S, TensorType::Q8_K, quant::dequantize_iq3_s, nullptr, quant::dot_iq3_s},
+    {TensorType::IQ1_S, TensorType::Q8_K, quant::dequantize_iq1_s, nullptr, quant::dot_iq1_s},
+    {TensorType::IQ1_M, TensorType::Q8_K, quant::dequantize_iq1_m, nullptr, quant::dot_iq1_m},
 };
 
 constexpr size_t kTypeCount = sizeof(kScalarKernels) / sizeof(kScalarKernels[0]);
@@ -168,14 +176,30 @@ Result<KernelBackend> parse_kernel_backend(std::string_view name) {
 
 bool can_dequantize(TensorType type) { return find_kernels(type) != nullptr; }
 
-bool can_quantize(TensorType type) { return find_kernels(type) != nullptr; }
+bool can_quantize_with_importance(TensorType type) { return type == TensorType::IQ2_XXS; }
+
+void quantize_row_with_importance(TensorType type, const float* src, void* dst, int64_t n, const float* importance) {
+  checked_kernels("quantize_row_with_importance", type, n);
+  if (!can_quantize_with_importance(type)) fail("quantize_row_with_importance", type, "no quantizer with importance for this type");
+  quant::quantize_iq2_xxs(src, dst, n, importance);
+}
+
+bool can_quantize(TensorType type) {
+  const Kernels* kernels = find_kernels(type);
+  return kernels != nullptr && kernels->quantize != nullptr;
+}
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
   checked_kernels("dequantize_row", type, n).dequantize(src, dst, n);
 }
 
 void quantize_row(TensorType type, const float* src, void* dst, int64_t n) {
-  checked_kernels("quantize_row", type, n).quantize(src, dst, n);
+  const Kernels& kernels = checked_kernels("quantize_row", type, n);
+  if (kernels.quantize == nullptr)
+    fail("quantize_row", type,
+         can_quantize_with_importance(type) ? "this type needs an importance matrix (quantize_row_with_importance)"
+                                            : "no quantizer for this type");
+  kernels.quantize(src, dst, n);
 }
 
 TensorType activation_type(TensorType w) {

@@ -225,20 +225,15 @@ float dot_blocks(const void* w, const void* a, int64_t n, Geometry geometry) {
     unpack(wb[b], u);
     const int8_t* aq = ab[b].qs;
     // |q * a| <= 32 * 128 and |scale| <= 128 keep these sums far inside int32.
-    int scaled_dot = 0;
+    const int scaled_dot = scaled_group_dot(u.q, aq, u.scale, geometry.group_size, kBlock);
     int min_dot = 0;
-    for (int g = 0; g < kBlock / geometry.group_size; ++g) {
+    for (int g = 0; g < kBlock / geometry.group_size && geometry.has_min; ++g) {
+      // Q8_K carries the sum of every 16 activations, which is all the
+      // group minimum needs.
       const int begin = g * geometry.group_size;
-      int group_dot = 0;
-      for (int i = begin; i < begin + geometry.group_size; ++i) group_dot += u.q[i] * aq[i];
-      scaled_dot += u.scale[g] * group_dot;
-      if (geometry.has_min) {
-        // Q8_K carries the sum of every 16 activations, which is all the
-        // group minimum needs.
-        int activation_sum = 0;
-        for (int s = begin / 16; s < (begin + geometry.group_size) / 16; ++s) activation_sum += ab[b].bsums[s];
-        min_dot += u.min[g] * activation_sum;
-      }
+      int activation_sum = 0;
+      for (int s = begin / 16; s < (begin + geometry.group_size) / 16; ++s) activation_sum += ab[b].bsums[s];
+      min_dot += u.min[g] * activation_sum;
     }
     const float da = ab[b].d;
     sum += (half_to_float(wb[b].d) * da) * static_cast<float>(scaled_dot) -

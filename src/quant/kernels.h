@@ -59,6 +59,20 @@ inline uint16_t neighbour_half(uint16_t bits, int steps) {
   return static_cast<uint16_t>((bits & 0x8000) | magnitude);
 }
 
+// sum over the groups g of n values of scale[g] * sum_{i in g} level[i] * a[i],
+// in integers: the core of the super-block dot products against Q8_K (the
+// caller bounds the sums inside int32).
+template <typename Level>
+int scaled_group_dot(const Level* level, const int8_t* a, const int* scale, int group_size, int n) {
+  int sum = 0;
+  for (int g = 0; g < n / group_size; ++g) {
+    int group_dot = 0;
+    for (int i = g * group_size; i < (g + 1) * group_size; ++i) group_dot += level[i] * a[i];
+    sum += scale[g] * group_dot;
+  }
+  return sum;
+}
+
 // float_types.cpp: plain floats. Activations are the same type as weights.
 void dequantize_f32(const void* src, float* dst, int64_t n);
 void quantize_f32(const float* src, void* dst, int64_t n);
@@ -114,5 +128,24 @@ float dot_iq4_nl(const void* w, const void* a, int64_t n);  // against Q8_0
 void dequantize_iq4_xs(const void* src, float* dst, int64_t n);
 void quantize_iq4_xs(const float* src, void* dst, int64_t n);
 float dot_iq4_xs(const void* w, const void* a, int64_t n);  // against Q8_K
+
+// iq_quants.cpp: the grid types, activations in Q8_K.
+void dequantize_iq2_xxs(const void* src, float* dst, int64_t n);
+float dot_iq2_xxs(const void* w, const void* a, int64_t n);
+void dequantize_iq2_xs(const void* src, float* dst, int64_t n);
+float dot_iq2_xs(const void* w, const void* a, int64_t n);
+void dequantize_iq2_s(const void* src, float* dst, int64_t n);
+float dot_iq2_s(const void* w, const void* a, int64_t n);
+void dequantize_iq3_xxs(const void* src, float* dst, int64_t n);
+float dot_iq3_xxs(const void* w, const void* a, int64_t n);
+void dequantize_iq3_s(const void* src, float* dst, int64_t n);
+float dot_iq3_s(const void* w, const void* a, int64_t n);
+void dequantize_iq1_s(const void* src, float* dst, int64_t n);
+float dot_iq1_s(const void* w, const void* a, int64_t n);
+void dequantize_iq1_m(const void* src, float* dst, int64_t n);
+float dot_iq1_m(const void* w, const void* a, int64_t n);
+
+// iq2_xxs_quantize.cpp: importance[i] weighs the error of value i.
+void quantize_iq2_xxs(const float* src, void* dst, int64_t n, const float* importance);
 
 }  // namespace revis::quant

@@ -7,8 +7,9 @@
 //
 // Dot products: a weight row of type W is multiplied with an activation row
 // that was first converted to activation_type(W): Q8_0 for the 32-blocks,
-// Q8_K for the 256-blocks (K-quants, IQ4_XS), F16/BF16/F32 for float
-// weights. This mirrors what llama.cpp does, so results agree closely.
+// Q8_K for the 256-blocks (K-quants, IQ4_XS, the IQ1/IQ2/IQ3 grid types),
+// F16/BF16/F32 for float weights. This mirrors what llama.cpp does, so
+// results agree closely.
 #pragma once
 
 #include <cstddef>
@@ -28,11 +29,19 @@ uint16_t fp32_to_bf16(float f);   // round to nearest even
 
 // True if dequantize_row works for this type (every type in types.h but Q8_1).
 bool can_dequantize(TensorType type);
-// True if quantize_row works for this type.
+// True if quantize_row works for this type: not for Q8_1 nor the IQ1/IQ2/IQ3
+// grid types (IQ2_XXS is written by quantize_row_with_importance).
 bool can_quantize(TensorType type);
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
 void quantize_row(TensorType type, const float* src, void* dst, int64_t n);
+
+// Quantizers that need an importance matrix's weights: importance[i] > 0
+// weighs the squared error of value i (for a weight row, the mean squared
+// activation of its input channel i), n values. Today IQ2_XXS, which has no
+// quantize_row: at two bits the search must know which values to keep.
+bool can_quantize_with_importance(TensorType type);
+void quantize_row_with_importance(TensorType type, const float* src, void* dst, int64_t n, const float* importance);
 
 // The format an activation row is converted to before vec_dot with weights of type w.
 TensorType activation_type(TensorType w);

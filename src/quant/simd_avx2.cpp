@@ -37,6 +37,7 @@
 #include <utility>
 
 #include "quant/blocks.h"
+#include "quant/iq_grids.h"
 #include "quant/kernels.h"
 #include "quant/packed_q8_0.h"
 #include "quant/simd_x86.h"
@@ -996,6 +997,190 @@ struct IQ4_XSFormat {
   static __m256i chunk(const Block& b) { return _mm256_shuffle_epi8(iq4_table(), unpack_nibbles(b.qs + 16 * kC)); }
 };
 
+// --- The grid types (IQ2, IQ3, IQ1) ------------------------------------------------
+//
+// Chunk c is group c's 32 signed levels as iq_quants.cpp unpacks them: four
+// 8-value grid points (eight 4-value ones for IQ3) gathered as words, with
+// their signs applied. Group scales are the odd integers 2s + 1; the
+// format's power of two joins the super-block scale d.
+
+// Byte l of `four` copied to the 8 bytes of 64-bit word l.
+inline __m256i spread_to_words(uint32_t four) {
+  return _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(four)),
+                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                              2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+}
+
+// `levels` negated in byte j of 64-bit word l where bit j of byte l of `signs` is set.
+inline __m256i with_signs(__m256i levels, uint32_t signs) {
+  const __m256i bits = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  const __m256i negative = _mm256_cmpeq_epi8(_mm256_and_si256(spread_to_words(signs), bits), bits);
+  return _mm256_sub_epi8(_mm256_xor_si256(levels, negative), negative);
+}
+
+// The four 7-bit sign fields of an IQ2_XXS / IQ3_XXS group word as 4 sign bytes.
+inline uint32_t sign_fields(uint32_t word) {
+  return kSignBytes[word & 127] | kSignBytes[(word >> 7) & 127] << 8 | kSignBytes[(word >> 14) & 127] << 16 |
+         static_cast<uint32_t>(kSignBytes[(word >> 21) & 127]) << 24;
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// 2s + 1 in each int16 lane holding s.
+inline __m256i odd(__m256i s) { return _mm256_add_epi16(_mm256_add_epi16(s, s), _mm256_set1_epi16(1)); }
+
+// Odd scales of eight 32-value groups from s in bytes 0..7.
+inline __m256i odd_scales_32(uint64_t s) { return odd(scales_of_32_groups(_mm_cvtsi64_si128(static_cast<int64_t>(s)))); }
+
+// Odd scales of sixteen 16-value groups from s in bytes 0..15, group order.
+inline __m256i odd_scales_16(__m128i s) { return odd(_mm256_cvtepu8_epi16(even_then_odd(s))); }
+
+// Odd scales of sixteen 16-value groups from eight bytes, each with the
+// even group's s in its low nibble and the odd group's in its high one.
+inline __m256i odd_scales_16_nibbles(const uint8_t* nibbles) {
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(nibbles));
+  const __m128i low = _mm_and_si128(v, _mm_set1_epi8(0x0f));
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0f));
+  return odd(_mm256_cvtepu8_epi16(_mm_unpacklo_epi64(low, high)));
+}
+
+// d over 2^kShift, the format's fixed power of two.
+template <int kShift>
+inline __m128 grid_scale(uint16_t d) { return _mm_mul_ps(super_scale(d), _mm_set1_ps(1.0f / (1 << kShift))); }
+
+inline KHeader grid_header(__m256i scales, __m128 d) { return {scales, _mm256_setzero_si256(), d}; }
+
+// IQ1's levels 8 * point + 1, or - 1 where byte l of `negative_delta` (point l's) is 1.
+inline __m256i iq1_levels(__m256i points, uint32_t negative_delta) {
+  const __m256i twice = _mm256_add_epi8(points, points), four = _mm256_add_epi8(twice, twice);
+  const __m256i minus = _mm256_sub_epi8(_mm256_setzero_si256(), spread_to_words(negative_delta));  // 0 or -1
+  return _mm256_add_epi8(_mm256_add_epi8(four, four), _mm256_add_epi8(_mm256_set1_epi8(1), _mm256_add_epi8(minus, minus)));
+}
+
+// What the grid formats share: signed levels, no offsets, int16 scales.
+struct GridFormat {
+  static constexpr Offsets kOffsets = Offsets::kNone;
+  static constexpr bool kSigned = true;
+  static constexpr bool kScaleBytes = false;
+};
+
+struct IQ2_XXSFormat : GridFormat {
+  using Block = BlockIQ2_XXS;
+  static KHeader header(const Block& b) {
+    uint64_t s = 0;
+    for (int g = 0; g < 8; ++g) s |= static_cast<uint64_t>(b.qs[8 * g + 7] >> 4) << (8 * g);
+    return grid_header(odd_scales_32(s), grid_scale<3>(b.d));
+  }
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    const uint8_t* q = b.qs + 8 * kC;
+    const __m256i points = _mm256_setr_epi64x(static_cast<int64_t>(kGridIq2Xxs[q[0]]), static_cast<int64_t>(kGridIq2Xxs[q[1]]),
+                                              static_cast<int64_t>(kGridIq2Xxs[q[2]]), static_cast<int64_t>(kGridIq2Xxs[q[3]]));
+    return with_signs(points, sign_fields(load_u32(q + 4)));
+  }
+};
+
+struct IQ2_XSFormat : GridFormat {
+  using Block = BlockIQ2_XS;
+  static KHeader header(const Block& b) { return grid_header(odd_scales_16_nibbles(b.scales), grid_scale<3>(b.d)); }
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    const uint16_t* q = b.qs + 4 * kC;
+    auto point = [&](int l) { return static_cast<int64_t>(kGridIq2Xs[q[l] & 511]); };
+    const uint32_t signs = kSignBytes[q[0] >> 9] | kSignBytes[q[1] >> 9] << 8 | kSignBytes[q[2] >> 9] << 16 |
+                           static_cast<uint32_t>(kSignBytes[q[3] >> 9]) << 24;
+    return with_signs(_mm256_setr_epi64x(point(0), point(1), point(2), point(3)), signs);
+  }
+};
+
+struct IQ2_SFormat : GridFormat {
+  using Block = BlockIQ2_S;
+  static KHeader header(const Block& b) { return grid_header(odd_scales_16_nibbles(b.scales), grid_scale<3>(b.d)); }
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    auto point = [&](int l) {
+      return static_cast<int64_t>(kGridIq2S[b.qs[4 * kC + l] | (((b.qh[kC] >> (2 * l)) & 3) << 8)]);
+    };
+    return with_signs(_mm256_setr_epi64x(point(0), point(1), point(2), point(3)), load_u32(b.qs + 32 + 4 * kC));
+  }
+};
+
+struct IQ3_XXSFormat : GridFormat {
+  using Block = BlockIQ3_XXS;
+  static KHeader header(const Block& b) {
+    uint64_t s = 0;
+    for (int g = 0; g < 8; ++g) s |= static_cast<uint64_t>(b.qs[64 + 4 * g + 3] >> 4) << (8 * g);
+    return grid_header(odd_scales_32(s), grid_scale<2>(b.d));
+  }
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    const uint8_t* q = b.qs + 8 * kC;
+    auto point = [&](int k) { return static_cast<int>(kGridIq3Xxs[q[k]]); };
+    const __m256i points = _mm256_setr_epi32(point(0), point(1), point(2), point(3), point(4), point(5), point(6), point(7));
+    return with_signs(points, sign_fields(load_u32(b.qs + 64 + 4 * kC)));
+  }
+};
+
+struct IQ3_SFormat : GridFormat {
+  using Block = BlockIQ3_S;
+  static KHeader header(const Block& b) {
+    uint32_t nibbles;
+    std::memcpy(&nibbles, b.scales, sizeof nibbles);
+    uint64_t s = 0;
+    for (int g = 0; g < 8; ++g) s |= static_cast<uint64_t>((nibbles >> (4 * g)) & 0x0f) << (8 * g);
+    return grid_header(odd_scales_32(s), super_scale(b.d));
+  }
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    auto point = [&](int k) { return static_cast<int>(kGridIq3S[b.qs[8 * kC + k] | (((b.qh[kC] >> k) & 1) << 8)]); };
+    const __m256i points = _mm256_setr_epi32(point(0), point(1), point(2), point(3), point(4), point(5), point(6), point(7));
+    return with_signs(points, load_u32(b.signs + 4 * kC));
+  }
+};
+
+struct IQ1_SFormat : GridFormat {
+  using Block = BlockIQ1_S;
+  static KHeader header(const Block& b) {
+    uint64_t s = 0;
+    for (int g = 0; g < 8; ++g) s |= static_cast<uint64_t>((b.qh[g] >> 12) & 7) << (8 * g);
+    return grid_header(odd_scales_32(s), grid_scale<3>(b.d));
+  }
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    const unsigned high = b.qh[kC];
+    auto point = [&](int l) { return static_cast<int64_t>(kGridIq1S[b.qs[4 * kC + l] | (((high >> (3 * l)) & 7) << 8)]); };
+    return iq1_levels(_mm256_setr_epi64x(point(0), point(1), point(2), point(3)), high & 0x8000 ? 0x01010101u : 0u);
+  }
+};
+
+struct IQ1_MFormat : GridFormat {
+  using Block = BlockIQ1_M;
+  static KHeader header(const Block& b) {
+    uint16_t words[4];
+    std::memcpy(words, b.scales, sizeof words);
+    alignas(16) uint8_t s[16];
+    for (int g = 0; g < 8; ++g) {
+      s[2 * g] = static_cast<uint8_t>((words[g / 2] >> (6 * (g % 2))) & 7);
+      s[2 * g + 1] = static_cast<uint8_t>((words[g / 2] >> (6 * (g % 2) + 3)) & 7);
+    }
+    const auto d = static_cast<uint16_t>((words[0] >> 12) | ((words[1] >> 8) & 0x00f0) | ((words[2] >> 4) & 0x0f00) |
+                                         (words[3] & 0xf000));
+    return grid_header(odd_scales_16(load128(s)), grid_scale<3>(d));
+  }
+  template <int kC>
+  static __m256i chunk(const Block& b) {
+    auto nibble = [&](int l) { return (b.qh[2 * kC + l / 2] >> (4 * (l % 2))) & 0x0f; };
+    auto point = [&](int l) { return static_cast<int64_t>(kGridIq1S[b.qs[4 * kC + l] | ((nibble(l) & 7) << 8)]); };
+    uint32_t negative = 0;
+    for (int l = 0; l < 4; ++l) negative |= static_cast<uint32_t>(nibble(l) >> 3) << (8 * l);
+    return iq1_levels(_mm256_setr_epi64x(point(0), point(1), point(2), point(3)), negative);
+  }
+};
+
 // Calls f.template operator()<c>() for c = 0..7: chunk indices must be
 // compile-time constants, they pick shift counts and shuffles.
 template <typename F, int... kC>
@@ -1128,6 +1313,13 @@ void install_avx2(OverrideFn record) {
   record(TensorType::Q5_K, dots<dot_k_rows<1, Q5_KFormat>, dot_k_rows<4, Q5_KFormat>>());
   record(TensorType::Q6_K, dots<dot_k_rows<1, Q6_KFormat>, dot_k_rows<4, Q6_KFormat>>());
   record(TensorType::IQ4_XS, dots<dot_k_rows<1, IQ4_XSFormat>, dot_k_rows<4, IQ4_XSFormat>>());
+  record(TensorType::IQ2_XXS, dots<dot_k_rows<1, IQ2_XXSFormat>, dot_k_rows<4, IQ2_XXSFormat>>());
+  record(TensorType::IQ2_XS, dots<dot_k_rows<1, IQ2_XSFormat>, dot_k_rows<4, IQ2_XSFormat>>());
+  record(TensorType::IQ2_S, dots<dot_k_rows<1, IQ2_SFormat>, dot_k_rows<4, IQ2_SFormat>>());
+  record(TensorType::IQ3_XXS, dots<dot_k_rows<1, IQ3_XXSFormat>, dot_k_rows<4, IQ3_XXSFormat>>());
+  record(TensorType::IQ3_S, dots<dot_k_rows<1, IQ3_SFormat>, dot_k_rows<4, IQ3_SFormat>>());
+  record(TensorType::IQ1_S, dots<dot_k_rows<1, IQ1_SFormat>, dot_k_rows<4, IQ1_SFormat>>());
+  record(TensorType::IQ1_M, dots<dot_k_rows<1, IQ1_MFormat>, dot_k_rows<4, IQ1_MFormat>>());
 }
 
 }  // namespace revis::quant

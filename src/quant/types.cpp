@@ -29,6 +29,13 @@ constexpr Entry kTypes[] = {
     {TensorType::Q8_K, {"Q8_K", 256, 4 + 256 + 32}},
     {TensorType::IQ4_NL, {"IQ4_NL", 32, 2 + 16}},
     {TensorType::IQ4_XS, {"IQ4_XS", 256, 2 + 2 + 4 + 128}},
+    {TensorType::IQ2_XXS, {"IQ2_XXS", 256, 2 + 64}},
+    {TensorType::IQ2_XS, {"IQ2_XS", 256, 2 + 64 + 8}},
+    {TensorType::IQ2_S, {"IQ2_S", 256, 2 + 64 + 8 + 8}},
+    {TensorType::IQ3_XXS, {"IQ3_XXS", 256, 2 + 64 + 32}},
+    {TensorType::IQ3_S, {"IQ3_S", 256, 2 + 64 + 8 + 32 + 4}},
+    {TensorType::IQ1_S, {"IQ1_S", 256, 2 + 32 + 16}},
+    {TensorType::IQ1_M, {"IQ1_M", 256, 32 + 16 + 8}},
 };
 
 }  // namespace

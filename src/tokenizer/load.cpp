@@ -152,6 +152,10 @@ Status load(const gguf::GgufFile& file, Tokenizer::Impl& t) {
     t.add_bos = true;
     t.add_space_prefix = true;
   } else {
+    // llama.cpp's ids for a byte-level BPE file that names none (GPT-2's
+    // <|endoftext|> would be 50256; 11 is what it falls back to).
+    t.bos = n > 11 ? 11 : -1;
+    t.eos = t.bos;
     auto pre_name = file.get_string(key("pre"));
     if (!pre_name.ok()) return pre_name.status();
     auto pre = tok::PreTokenizer::create(pre_name.value(), &t.warnings);

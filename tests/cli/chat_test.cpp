@@ -1,9 +1,21 @@
 // `revis chat` end to end: messages on stdin, replies on stdout, the
-// per-turn statistics line on stderr.
+// per-turn statistics line on stderr; and on a pseudo-terminal, as a user
+// at a terminal drives it (Ctrl-C, arrow keys, history).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "support/run_command.h"
 
@@ -95,6 +107,232 @@ TEST(ChatCommand, OldExchangesMakeRoomAndOversizedMessagesAreRefused) {
   EXPECT_NE(refused.result.err.find("does not fit the context of 64"), std::string::npos) << refused.result.err;
   // The oversized message left nothing behind: "Hi" is answered as a first turn.
   EXPECT_EQ(refused.result.out, chat("Hi\n").result.out);
+}
+
+TEST(ChatCommand, SavedConversationResumesFromItsCheckpoint) {
+  TempDir tmp;
+  std::string system;
+  for (int i = 0; i < 40; ++i) system += "rule " + std::to_string(i) + ". ";
+  const std::string flags = "-s " + shell_quote(system) + " --kv-dir " + shell_quote(tmp.file("kv"));
+  const std::string saved = tmp.file("talk.json");
+  const Chat first = chat("Hi\n/save  " + saved + "  \n", flags);
+  ASSERT_EQ(first.result.exit_code, 0) << first.result.err;
+  std::ifstream in(saved);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["messages"].size(), 3u) << j.dump();
+  EXPECT_EQ(j["messages"][1]["content"], "Hi");
+
+  // A new process: the loaded conversation continues like the one that was
+  // never interrupted, its prompt resumed from the checkpoint.
+  const Chat loaded = chat("/load " + saved + "\nAgain\n", flags);
+  const Chat straight = chat("Hi\nAgain\n", "-s " + shell_quote(system));
+  ASSERT_EQ(loaded.prompt_tokens.size(), 1u) << loaded.result.err;
+  ASSERT_EQ(straight.prompt_tokens.size(), 2u) << straight.result.err;
+  EXPECT_EQ(loaded.prompt_tokens[0], straight.prompt_tokens[1]);
+  EXPECT_EQ(loaded.result.out, straight.result.out.substr(first.result.out.size()));
+  const std::regex reused(R"(\((\d+) reused\))");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(loaded.result.err, m, reused)) << loaded.result.err;
+  EXPECT_GE(std::stoi(m[1]), 128) << loaded.result.err;
+}
+
+TEST(ChatCommand, CommandsAndMistypedOnes) {
+  const Chat c = chat("/system   \n/sytem be brief\n/reset\n/exit   \nnever read\n");
+  ASSERT_EQ(c.result.exit_code, 0) << c.result.err;
+  EXPECT_NE(c.result.err.find("unknown command '/sytem'; did you mean '/system'?"), std::string::npos) << c.result.err;
+  EXPECT_TRUE(c.prompt_tokens.empty()) << c.result.err;
+  const auto help = run_revis("chat --help");
+  EXPECT_NE(help.out.find("/save FILE"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("continues on the next one"), std::string::npos) << help.out;
+}
+
+// ---------------------------------------------------------------- on a terminal
+
+using namespace std::chrono_literals;
+
+// `revis chat` on a pseudo-terminal: keys go in through the master side,
+// and the terminal's line discipline turns Ctrl-C into SIGINT as a real one
+// does.
+class TerminalChat {
+ public:
+  TerminalChat(const std::vector<std::string>& flags, const std::string& home) {
+    winsize size{};
+    size.ws_row = 50;
+    size.ws_col = 250;  // no wrapping of prompts and messages
+    pid_ = forkpty(&master_, nullptr, nullptr, &size);
+    if (pid_ == 0) {
+      setenv("HOME", home.c_str(), 1);
+      setenv("TERM", "xterm", 1);
+      unsetenv("XDG_STATE_HOME");
+      std::vector<std::string> args = {REVIS_BINARY, "chat", "-m", testing::testdata("models/qwen2-Q8_0.gguf").string(),
+                                       "--temp", "0", "-t", "2"};
+      args.insert(args.end(), flags.begin(), flags.end());
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(REVIS_BINARY, argv.data());
+      _exit(127);
+    }
+    fcntl(master_, F_SETFL, O_NONBLOCK);
+  }
+
+  ~TerminalChat() {
+    if (pid_ > 0 && exit_code_ < 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (master_ >= 0) close(master_);
+  }
+
+  // Keys while a reply runs (Ctrl-C): the terminal is in its cooked mode.
+  void type(const std::string& keys) { ASSERT_EQ(write(master_, keys.data(), keys.size()), ssize_t(keys.size())); }
+  // Keys at a prompt, once the line editor reads them one by one, as a
+  // person would type them. Typed earlier, while the terminal is still in
+  // canonical mode, the line discipline would take Ctrl-D as an end of file
+  // that is lost when libedit switches the terminal to raw mode. (The
+  // master side of a pty reports the terminal's modes.)
+  void type_at_prompt(const std::string& keys) {
+#ifdef REVIS_HAVE_LIBEDIT
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    termios modes{};
+    while (tcgetattr(master_, &modes) == 0 && (modes.c_lflag & ICANON) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(5ms);
+#endif
+    type(keys);
+  }
+
+  // Reads the terminal until `done(output)` holds; false after `limit`.
+  template <typename Done>
+  bool wait_until(Done done, std::chrono::milliseconds limit = 120s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      pollfd p{master_, POLLIN, 0};
+      if (poll(&p, 1, 20) > 0) {
+        char buf[4096];
+        const ssize_t n = read(master_, buf, sizeof buf);
+        if (n > 0) out_.append(buf, static_cast<size_t>(n));
+      }
+      if (done(out_)) return true;
+      if (std::chrono::steady_clock::now() > deadline) return false;
+    }
+  }
+  // Waits for `text` to appear after offset `from` of the output.
+  bool wait_for(const std::string& text, size_t from = 0, std::chrono::milliseconds limit = 120s) {
+    return wait_until([&](const std::string& out) { return out.find(text, from) != std::string::npos; }, limit);
+  }
+  const std::string& output() const { return out_; }
+
+  int wait_exit(std::chrono::seconds limit = 30s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      wait_until([](const std::string&) { return false; }, 20ms);  // drain, so the child never blocks on output
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) return exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+      std::this_thread::sleep_for(20ms);
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int master_ = -1;
+  int exit_code_ = -1;
+  std::string out_;
+};
+
+std::vector<int> prompt_sizes(const std::string& output) {
+  std::vector<int> sizes;
+  const std::regex stats(R"(\[prompt (\d+) tokens)");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), stats); it != std::sregex_iterator(); ++it)
+    sizes.push_back(std::stoi((*it)[1]));
+  return sizes;
+}
+
+// Ctrl-C during a reply stops it and keeps the conversation, the partial
+// reply included; a second Ctrl-C at the empty prompt that follows quits.
+TEST(ChatOnATerminal, CtrlCStopsTheReplyAndKeepsTheSession) {
+  TempDir home;
+  // A context this large keeps an unstopped reply running for seconds even
+  // on a fast machine (the default context of 4096 fills in about a second),
+  // so that the Ctrl-C lands while the reply is still being generated.
+  TerminalChat chat({"-n", "-1", "-c", "32768"}, home.path().string());
+  ASSERT_TRUE(chat.wait_for("> ")) << chat.output();
+  const auto stop_reply = [&](const std::string& message) {
+    const size_t start = chat.output().size();
+    chat.type_at_prompt(message + "\r");
+    ASSERT_TRUE(chat.wait_for(message, start)) << chat.output();
+    const size_t reply_start = chat.output().find(message, start) + message.size();
+    // Some of the reply, then Ctrl-C.
+    ASSERT_TRUE(chat.wait_until([&](const std::string& out) { return out.size() > reply_start + 200; }))
+        << chat.output();
+    chat.type("\x03");
+    ASSERT_TRUE(chat.wait_for("stopped by Ctrl-C", start)) << chat.output();
+    ASSERT_TRUE(chat.wait_for("> ", chat.output().find("stopped by Ctrl-C", start))) << chat.output();
+  };
+  stop_reply("Hi");
+  stop_reply("Again");
+  const std::vector<int> sizes = prompt_sizes(chat.output());
+  ASSERT_EQ(sizes.size(), 2u) << chat.output();
+  // The second prompt holds the first exchange, the stopped reply included
+  // (its text, tokenized again, may take fewer tokens than were sampled).
+  std::smatch reply;
+  ASSERT_TRUE(std::regex_search(chat.output(), reply, std::regex(R"(reply (\d+) tokens)"))) << chat.output();
+  const int first_reply = std::stoi(reply[1]);
+  EXPECT_GE(first_reply, 20);
+  EXPECT_GT(sizes[1], sizes[0] + first_reply / 2) << chat.output();
+  chat.type_at_prompt("\x03");
+  EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+}
+
+// Arrow keys edit the line; up recalls earlier messages, also those of an
+// earlier chat (the history file under $HOME); Ctrl-D quits on a new line.
+TEST(ChatOnATerminal, LineEditingAndHistory) {
+#ifndef REVIS_HAVE_LIBEDIT
+  GTEST_SKIP() << "built without libedit: chat reads plain lines";
+#endif
+  TempDir home;
+  const std::string saved = home.file("talk.json");
+  {
+    TerminalChat chat({"-n", "2"}, home.path().string());
+    ASSERT_TRUE(chat.wait_for("> ")) << chat.output();
+    // Typed at the next prompt, not ahead of it.
+    const auto next_prompt = [&](const std::string& after) {
+      ASSERT_TRUE(chat.wait_for(after)) << chat.output();
+      ASSERT_TRUE(chat.wait_for("> ", chat.output().rfind(after))) << chat.output();
+    };
+    chat.type_at_prompt("Wrld\x1b[D\x1b[D\x1b[Do\r");  // three times left, then the missing letter
+    next_prompt("[prompt");
+    chat.type_at_prompt("\x1b[A\r");  // up: the same message again
+    ASSERT_TRUE(chat.wait_until([](const std::string& out) { return prompt_sizes(out).size() == 2; })) << chat.output();
+    next_prompt("[prompt");
+    chat.type_at_prompt("/save " + saved + "\r");
+    next_prompt("(saved");
+    chat.type_at_prompt("/exit\r");
+    EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+  }
+  std::ifstream in(saved);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["messages"].size(), 4u) << j.dump();
+  EXPECT_EQ(j["messages"][0]["content"], "World");
+  EXPECT_EQ(j["messages"][2]["content"], "World");
+  std::ifstream history(home.file(".local/state/revis/history"));
+  ASSERT_TRUE(history.good()) << "no history file";
+  {
+    // The last line of the earlier chat was /exit: recalled, it quits.
+    TerminalChat chat({"-n", "2"}, home.path().string());
+    ASSERT_TRUE(chat.wait_for("> ")) << chat.output();
+    chat.type_at_prompt("\x1b[A\r");
+    EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+    EXPECT_TRUE(prompt_sizes(chat.output()).empty()) << chat.output();
+  }
+  {
+    TerminalChat chat({"-n", "2"}, home.path().string());
+    ASSERT_TRUE(chat.wait_for("> ")) << chat.output();
+    chat.type_at_prompt("\x04");
+    EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+    const std::string& out = chat.output();
+    EXPECT_NE(out.find('\n', out.rfind("> ")), std::string::npos) << "Ctrl-D left the cursor on the prompt\n" << out;
+  }
 }
 
 }  // namespace

@@ -24,9 +24,12 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 // Teacher-forced comparison is in the engine tests; here the logits file of
-// `revis run --logits-out` must have the golden shape and agree with golden.
-TEST(RunCommand, LogitsOutMatchesGoldenFile) {
-  const testing::GoldenCase g = testing::load_golden("qwen3-Q4_K_M.en");
+// `revis run --logits-out` must have the golden shape and agree with golden,
+// for grouped-query and for DeepSeek's latent attention.
+class RunGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RunGolden, LogitsOutMatchesGoldenFile) {
+  const testing::GoldenCase g = testing::load_golden(GetParam());
   TempDir tmp;
   const auto r = run_revis("run -m " + shell_quote(g.model_file) + " -p " + shell_quote(g.prompt) +
                            " -n 32 --temp 0 -t 2 --logits-out " + shell_quote(tmp.file("l.json")));
@@ -46,6 +49,9 @@ TEST(RunCommand, LogitsOutMatchesGoldenFile) {
   for (size_t i = 0; i < greedy.size() && testing::is_clear(g.row(n_prompt - 1 + int(i)), g.n_vocab); ++i)
     ASSERT_EQ(greedy[i], g.greedy[i]) << "greedy token " << i;
 }
+
+INSTANTIATE_TEST_SUITE_P(RunCommand, RunGolden, ::testing::Values("qwen3-Q4_K_M.en", "deepseek2/deepseek2-F16.en"),
+                         [](const auto& info) { return info.param == "qwen3-Q4_K_M.en" ? "Qwen3" : "Deepseek2"; });
 
 TEST(RunCommand, JsonReportsCountsAndText) {
   const auto r = run_revis("run -m " + shell_quote(model("llama-spm-Q8_0")) + " -p 'Hello world' -n 5 --temp 0 --json");
@@ -196,7 +202,8 @@ TEST(MkmodelCommand, EveryArchitectureGeneratesAndRuns) {
   // The built-in byte vocabulary keeps these fast; one model borrows GPT-2's.
   for (const std::string& flags : std::vector<std::string>{"--arch llama --type Q4_K_M", "--arch qwen2 --type Q8_0 --tied --vocab-from " + vocab,
                                   "--arch qwen3 --head-dim 64 --heads 4 --type Q6_K",
-                                  "--arch qwen3moe --experts 4 --experts-used 2 --ff-expert 256 --type Q4_0"}) {
+                                  "--arch qwen3moe --experts 4 --experts-used 2 --ff-expert 256 --type Q4_0",
+                                  "--like deepseek-v3-small --embd 256 --layers 2 --ff 512 --vocab 512 --type Q4_K_M"}) {
     const std::string path = tmp.file("m.gguf");
     const auto mk = run_revis("mkmodel " + flags + " -o " + shell_quote(path));
     ASSERT_EQ(mk.exit_code, 0) << flags << ": " << mk.err;
@@ -226,6 +233,151 @@ TEST(DemoCommand, CreatesModelOnceAndGenerates) {
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(second.err.find("creating demo model"), std::string::npos) << "the cached model is reused";
   EXPECT_EQ(first.out, second.out) << "the demo is seeded";
+}
+
+// ---------------------------------------------------------------- progress
+
+// With stderr in a file, progress is a few plain lines with percent and
+// time, never a \r redraw.
+TEST(Progress, LogsGetPlainLines) {
+  TempDir tmp;
+  const auto mk = run_revis("mkmodel --like tiny --type Q8_0 -o " + shell_quote(tmp.file("m.gguf")));
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  EXPECT_EQ(mk.err.find('\r'), std::string::npos) << mk.err;
+  EXPECT_NE(mk.err.find("100% in "), std::string::npos) << mk.err;
+
+  // A long prompt shows how far its prefill is.
+  std::string prompt;
+  for (int i = 0; i < 700; ++i) prompt += "word ";  // 700 tokens or more, 5 a word at most (bytes)
+  const auto run = run_revis("run -m " + shell_quote(model("llama-spm-Q8_0")) + " -c 4096 -n 1 --json -p " +
+                             shell_quote(prompt));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err.find('\r'), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("prompt ["), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("100% in "), std::string::npos) << run.err;
+  const auto short_run = run_revis("run -m " + shell_quote(model("llama-spm-Q8_0")) + " -n 1 --json -p hi");
+  EXPECT_EQ(short_run.err.find("prompt ["), std::string::npos) << short_run.err;
+}
+
+// ---------------------------------------------------------------- the command line
+
+TEST(CommandLine, MistypedNamesGetTheNearestOneAndExitTwo) {
+  const auto command = run_revis("runn -m x.gguf -p hi");
+  EXPECT_EQ(command.exit_code, 2);
+  EXPECT_NE(command.err.find("unknown command 'runn'; did you mean 'run'?"), std::string::npos) << command.err;
+
+  const auto option = run_revis("run -m x.gguf -p hi --tmep 0");
+  EXPECT_EQ(option.exit_code, 2);
+  EXPECT_NE(option.err.find("unknown option '--tmep' for 'run'; did you mean '--temp'?"), std::string::npos)
+      << option.err;
+
+  const auto nested = run_revis("kv lss --kv-dir /nonexistent");
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_NE(nested.err.find("did you mean 'ls'?"), std::string::npos) << nested.err;
+
+  const auto missing = run_revis("run -p hi");
+  EXPECT_EQ(missing.exit_code, 2) << "a required option is a usage error";
+
+  const auto runtime = run_revis("run -m /nonexistent.gguf -p hi");
+  EXPECT_EQ(runtime.exit_code, 1) << runtime.err;
+
+  const auto help = run_revis("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("2 the command line is wrong"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("REVIS_PORT"), std::string::npos) << help.out;
+}
+
+TEST(CommandLine, LlamaCppHabitsWork) {
+  const std::string base = "run -m " + shell_quote(model("llama-spm-Q8_0")) + " -p 'Hello world' --temp 0 --json";
+  // -ngl is accepted with a note, not taken for -n gl.
+  const auto ngl = run_revis(base + " -ngl 99 -n 3");
+  ASSERT_EQ(ngl.exit_code, 0) << ngl.err;
+  EXPECT_NE(ngl.err.find("-ngl ignored"), std::string::npos) << ngl.err;
+  EXPECT_EQ(nlohmann::json::parse(ngl.out)["gen_tokens"], 3);
+
+  // A repeated option: the last one wins.
+  const auto repeated = run_revis(base + " -n 9 -n 2");
+  ASSERT_EQ(repeated.exit_code, 0) << repeated.err;
+  EXPECT_EQ(nlohmann::json::parse(repeated.out)["gen_tokens"], 2);
+
+  // -n -1: until end of generation or a full context (of 16 here).
+  const auto unlimited = run_revis(base + " -c 16 -n -1 --ignore-eos");
+  ASSERT_EQ(unlimited.exit_code, 0) << unlimited.err;
+  const nlohmann::json u = nlohmann::json::parse(unlimited.out);
+  EXPECT_EQ(u["stop_reason"], "context");
+  // The last token needs no room in the context.
+  EXPECT_EQ(u["prompt_tokens"].get<int>() + u["gen_tokens"].get<int>(), 16 + 1) << unlimited.out;
+  EXPECT_EQ(run_revis(base + " -n -2").exit_code, 2);
+}
+
+TEST(CommandLine, RunTakesThePromptFromStandardInput) {
+  TempDir tmp;
+  std::ofstream(tmp.file("prompt")) << "Hello world";
+  const std::string base = "run -m " + shell_quote(model("llama-spm-Q8_0")) + " -n 4 --temp 0 --json";
+  const auto piped = run_revis(base + " <" + shell_quote(tmp.file("prompt")));
+  const auto given = run_revis(base + " -p 'Hello world'");
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_EQ(nlohmann::json::parse(piped.out)["text"], nlohmann::json::parse(given.out)["text"]);
+  EXPECT_EQ(nlohmann::json::parse(piped.out)["prompt_tokens"], nlohmann::json::parse(given.out)["prompt_tokens"]);
+}
+
+TEST(CommandLine, ContextAboveTheTrainedOneIsWarnedAbout) {
+  const std::string path = model("llama-spm-Q8_0");
+  const auto info = run_revis("inspect --json " + shell_quote(path));
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const int trained = nlohmann::json::parse(info.out)["metadata"]["llama.context_length"];
+  const std::string base = "run -m " + shell_quote(path) + " -p hi -n 1 --json -c ";
+  const auto above = run_revis(base + std::to_string(trained * 2));
+  ASSERT_EQ(above.exit_code, 0) << above.err;
+  EXPECT_NE(above.err.find("above the " + std::to_string(trained) + " tokens this model was trained on"),
+            std::string::npos)
+      << above.err;
+  const auto within = run_revis(base + std::to_string(trained));
+  EXPECT_EQ(within.err.find("trained on"), std::string::npos) << within.err;
+}
+
+TEST(CommandLine, InspectAndTokenizeSpeakJson) {
+  const auto info = run_revis("inspect --json " + shell_quote(model("qwen3moe-Q4_K_M")));
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const nlohmann::json j = nlohmann::json::parse(info.out);
+  EXPECT_EQ(j["metadata"]["general.architecture"], "qwen3moe");
+  EXPECT_EQ(j["metadata"]["tokenizer.ggml.tokens"].size(), 1024u) << "arrays in full";
+  bool found = false;
+  for (const nlohmann::json& t : j["tensors"])
+    if (t["name"] == "blk.1.ffn_down_exps.weight") found = t["shape"] == nlohmann::json({256, 256, 8});
+  EXPECT_TRUE(found) << info.out.substr(0, 400);
+
+  const std::string m = shell_quote(model("llama-spm-F16"));
+  const auto ids = run_revis("tokenize -m " + m + " -p 'Hello world'");
+  const auto tokens = run_revis("tokenize --json -m " + m + " -p 'Hello world'");
+  ASSERT_EQ(tokens.exit_code, 0) << tokens.err;
+  const nlohmann::json t = nlohmann::json::parse(tokens.out);
+  std::string joined;
+  for (int id : t["ids"]) joined += (joined.empty() ? "" : " ") + std::to_string(id);
+  EXPECT_EQ(joined + "\n", ids.out);
+  ASSERT_EQ(t["pieces"].size(), t["ids"].size());
+  std::string text;
+  for (const auto& piece : t["pieces"]) text += piece.get<std::string>();
+  EXPECT_NE(text.find("world"), std::string::npos) << tokens.out;
+}
+
+// REVIS_HOST/PORT/MODEL sit between the file and the flags. validate_config
+// stops serve before it binds anything, and its message shows which won.
+TEST(CommandLine, ServeReadsTheEnvironmentBetweenFileAndFlags) {
+  TempDir tmp;
+  std::ofstream(tmp.file("node.toml")) << "host = \"10.1.2.3\"\nengine = \"sim\"\n";
+  const std::string config = " serve --config " + shell_quote(tmp.file("node.toml"));
+  const auto file = run_revis(config);
+  EXPECT_NE(file.err.find("refusing to listen on 10.1.2.3"), std::string::npos) << file.err;
+  const auto from_env = run_revis(config, "REVIS_HOST=10.9.9.9");
+  EXPECT_EQ(from_env.exit_code, 1);
+  EXPECT_NE(from_env.err.find("refusing to listen on 10.9.9.9"), std::string::npos) << from_env.err;
+  const auto flag = run_revis(config + " --host 10.7.7.7", "REVIS_HOST=10.9.9.9");
+  EXPECT_NE(flag.err.find("refusing to listen on 10.7.7.7"), std::string::npos) << flag.err;
+  const auto bad_port = run_revis(config, "REVIS_PORT=80x");
+  EXPECT_EQ(bad_port.exit_code, 2);
+  EXPECT_NE(bad_port.err.find("REVIS_PORT=80x"), std::string::npos) << bad_port.err;
 }
 
 }  // namespace

@@ -78,10 +78,16 @@ class AvahiDaemon {
     return sh("avahi-daemon --check") == 0 ? "" : "avahi-daemon started but does not answer `avahi-daemon --check`";
   }
 
+  // Waits until what it stops is gone, so that the next test finds
+  // neither running.
   ~AvahiDaemon() {
-    if (started_daemon_) sh("avahi-daemon -k");
+    if (started_daemon_) {
+      sh("avahi-daemon -k");
+      for (int i = 0; i < 250 && sh("avahi-daemon --check") == 0; ++i) std::this_thread::sleep_for(20ms);
+    }
     if (bus_pid_ > 0) {
       kill(bus_pid_, SIGTERM);
+      for (int i = 0; i < 250 && system_bus_answers(); ++i) std::this_thread::sleep_for(20ms);
       unlink(kBusPidFile);  // dbus-daemon leaves it, and it would keep the next one from starting
     }
   }
@@ -112,19 +118,21 @@ bool wait_entry(Cluster& cluster, int at, int i, Ok ok, std::chrono::seconds lim
 
 bool linked(const json& n) { return n.is_object() && n["link"] == "up" && n["name"].is_string(); }
 
+std::string task(const std::string& name) {
+  return "\n[tasks." + name + "]\ntier = \"small\"\nuser = \"{{text}}\"\nrequired = [\"text\"]\n";
+}
+
+// A task of this run's own makes the catalogue digest this run's: nodes of
+// another run on this machine are then listed but never sent tickets.
+std::string own_task() { return task("run_" + std::to_string(getpid())); }
+
 TEST(Discovery, NodesFindEachOtherDispatchAndForget) {
   AvahiDaemon daemon;
   if (const std::string why = daemon.ensure(); !why.empty()) GTEST_SKIP() << why;
 
   Cluster cluster(3, {"--discover"}, testing::Peering::kFound);
-  // A task of this run's own makes the catalogue digest this run's: nodes
-  // of another run on this machine are then listed but never sent tickets.
-  const auto task = [](const std::string& name) {
-    return "\n[tasks." + name + "]\ntier = \"small\"\nuser = \"{{text}}\"\nrequired = [\"text\"]\n";
-  };
-  const std::string own_task = task("run_" + std::to_string(getpid()));
-  std::ofstream(cluster.dir().file("tasks.toml")) << testing::kClusterTasks << own_task;
-  std::ofstream(cluster.dir().file("other.toml")) << testing::kClusterTasks << own_task << task("other");
+  std::ofstream(cluster.dir().file("tasks.toml")) << testing::kClusterTasks << own_task();
+  std::ofstream(cluster.dir().file("other.toml")) << testing::kClusterTasks << own_task() << task("other");
   ASSERT_TRUE(cluster.start(0)) << cluster.logs(0);
   ASSERT_TRUE(cluster.start(1)) << cluster.logs(1);
   ASSERT_TRUE(cluster.start(2, {"--catalog", cluster.dir().file("other.toml")})) << cluster.logs(2);
@@ -161,6 +169,29 @@ TEST(Discovery, NodesFindEachOtherDispatchAndForget) {
   EXPECT_TRUE(wait_entry(cluster, 0, 1, [](const json& n) { return n.is_null(); }, 15s))
       << "a still lists b\n" << cluster.logs(0);
   EXPECT_NE(cluster.logs(0).find("forgotten: its mDNS service is gone and its link is down"), std::string::npos);
+}
+
+// A node started while not even the system D-Bus runs says once that
+// discovery is off, and finds its peers once D-Bus and the daemon are up.
+TEST(Discovery, ANodeStartedBeforeDbusDiscoversOnceItRuns) {
+  if (geteuid() != 0) GTEST_SKIP() << "starting the system D-Bus and avahi-daemon needs root";
+  if (system_bus_answers())
+    GTEST_SKIP() << "the system D-Bus runs already, and this test stops only what it started";
+  Cluster cluster(2, {"--discover"}, testing::Peering::kFound);
+  std::ofstream(cluster.dir().file("tasks.toml")) << testing::kClusterTasks << own_task();
+  ASSERT_TRUE(cluster.start(0)) << cluster.logs(0);
+  const auto said_off = [&] { return cluster.logs(0).find("mDNS discovery off") != std::string::npos; };
+  for (int i = 0; i < 200 && !said_off(); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(said_off()) << cluster.logs(0);
+
+  AvahiDaemon daemon;
+  if (const std::string why = daemon.ensure(); !why.empty()) FAIL() << why;
+  ASSERT_TRUE(cluster.start(1)) << cluster.logs(1);
+  EXPECT_TRUE(wait_entry(cluster, 0, 1, linked)) << "a never found b\n" << cluster.logs(0);
+  EXPECT_TRUE(wait_entry(cluster, 1, 0, linked)) << "b never found a: a did not advertise\n" << cluster.logs(1);
+  const std::string log = cluster.logs(0);
+  EXPECT_EQ(log.find("mDNS discovery off", log.find("mDNS discovery off") + 1), std::string::npos)
+      << "said more than once:\n" << log;
 }
 
 #else  // built without avahi-client

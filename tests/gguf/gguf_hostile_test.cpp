@@ -294,8 +294,8 @@ TEST(GgufHostile, UnknownValueTypes) {
 }
 
 TEST(GgufHostile, UnknownTensorTypes) {
-  // 4 and 5 are retired ggml types, 16 (IQ2_XXS) exists in ggml but not in revis.
-  for (uint32_t type : {4u, 5u, 16u, 99u, 0xFFFFFFFFu}) {
+  // 4 and 5 are retired ggml types, 34 (TQ1_0) exists in ggml but not in revis.
+  for (uint32_t type : {4u, 5u, 34u, 99u, 0xFFFFFFFFu}) {
     EXPECT_TRUE(rejected_mentioning(one_tensor({256}, type, 0, 1024),
                                     {"tensor 't'", "tensor type id " + std::to_string(type)}));
   }

@@ -8,6 +8,7 @@
 
 #include "kvstore/checkpoint_file.h"
 #include "kvstore/checksum.h"
+#include "row_buffer.h"
 #include "support/testdata.h"
 
 namespace revis::kvstore {
@@ -18,17 +19,25 @@ using testing::TempDir;
 constexpr uint64_t kModel = 0x1234abcd5678ef00ull;
 const KvShape kShape{.n_layer = 2, .n_head_kv = 2, .head_dim_k = 8, .head_dim_v = 4};
 
-Checkpoint make_checkpoint(int n_tokens, int seed) {
-  Checkpoint c;
-  c.header.model = kModel;
-  c.header.shape = kShape;
-  c.header.writer = "revis test";
-  for (int i = 0; i < n_tokens; ++i) c.tokens.push_back(seed * 1000 + i);
-  c.logits.assign(32, 0.0f);
-  for (size_t i = 0; i < c.logits.size(); ++i) c.logits[i] = static_cast<float>(seed) - 0.25f * i;
-  c.kv.resize(n_tokens * kShape.bytes_per_token());
-  for (size_t i = 0; i < c.kv.size(); ++i) c.kv[i] = static_cast<uint8_t>(i * 7 + seed);
-  return c;
+// A checkpoint's contents and its rows, as a session would hand them over.
+struct Source {
+  Source(int n_tokens, int seed, size_t capacity = 0) : rows(kShape, capacity ? capacity : n_tokens) {
+    header.model = kModel;
+    header.shape = kShape;
+    header.writer = "revis test";
+    for (int i = 0; i < n_tokens; ++i) contents.tokens.push_back(seed * 1000 + i);
+    for (int i = 0; i < 32; ++i) contents.logits.push_back(static_cast<float>(seed) - 0.25f * i);
+    rows.fill(seed);
+  }
+  Status write(const std::string& path) { return write_checkpoint(path, header, contents, rows.runs); }
+  CheckpointHeader header;
+  CheckpointContents contents;
+  RowBuffer rows;
+};
+
+Result<CheckpointContents> read_into(const std::string& path, RowBuffer& rows, uint64_t model = kModel,
+                                     const KvShape& shape = kShape) {
+  return read_checkpoint_into(path, model, shape, rows.runs);
 }
 
 std::vector<uint8_t> read_all(const std::string& path) { return testing::read_bytes(path); }
@@ -50,40 +59,109 @@ TEST(Checksum, DependsOnEveryByteAndTheLength) {
   EXPECT_EQ(checksum64(bytes.data(), 100), base);
 }
 
+TEST(Checksum, IsXxh3AndStreamsAsOneRange) {
+  // XXH3-64 of no bytes with seed 0 (the reference implementation's test vector).
+  EXPECT_EQ(checksum64(nullptr, 0), 0x2d06800538d394c2ull);
+  std::vector<uint8_t> bytes(5000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 31 + (i >> 8));
+  for (size_t split : {size_t{0}, size_t{1}, size_t{63}, size_t{240}, size_t{1025}, size_t{4999}}) {
+    StreamingChecksum sum;
+    sum.update(bytes.data(), split);
+    sum.update(bytes.data() + split, bytes.size() - split);
+    EXPECT_EQ(sum.digest(), checksum64(bytes.data(), bytes.size())) << "split at " << split;
+  }
+}
+
 TEST(CheckpointFile, RoundTrips) {
   TempDir tmp;
-  Checkpoint c = make_checkpoint(5, 3);
+  Source source(5, 3, 9);  // rows kept in runs of 9 positions, 5 of them written
   const std::string path = tmp.file("a.rkv");
-  ASSERT_TRUE(write_checkpoint(path, c).ok());
-  auto back = read_checkpoint(path, kModel, kShape);
+  ASSERT_TRUE(source.write(path).ok());
+  RowBuffer rows(kShape, 12);
+  auto back = read_into(path, rows);
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(back->tokens, c.tokens);
-  EXPECT_EQ(back->logits, c.logits);
-  EXPECT_EQ(back->kv, c.kv);
-  EXPECT_EQ(back->header.writer, "revis test");
-  EXPECT_TRUE(back->header.has_logits);
+  EXPECT_EQ(back->tokens, source.contents.tokens);
+  EXPECT_EQ(back->logits, source.contents.logits);
+  EXPECT_TRUE(rows.same_rows(source.rows, 5));
   auto summary = read_checkpoint_summary(path);
   ASSERT_TRUE(summary.ok());
-  EXPECT_EQ(summary->tokens, c.tokens);
+  EXPECT_EQ(summary->tokens, source.contents.tokens);
+  EXPECT_EQ(summary->header.writer, "revis test");
+  EXPECT_TRUE(summary->header.has_logits);
+  EXPECT_EQ(summary->header.version, 2u);
   EXPECT_EQ(summary->file_bytes, std::filesystem::file_size(path));
   // Nothing but the file itself is left behind.
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(tmp.path()), {}), 1);
 }
 
+// The bytes on disk are the documented layout: header, token ids, logits,
+// then each run's first n positions, run after run.
+TEST(CheckpointFile, LaysRowsOutRunAfterRun) {
+  TempDir tmp;
+  Source source(7, 4, 10);
+  ASSERT_TRUE(source.write(tmp.file("a.rkv")).ok());
+  std::vector<uint8_t> expected(kCheckpointHeaderBytes);
+  auto append = [&](const void* p, size_t n) {
+    expected.insert(expected.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+  };
+  append(source.contents.tokens.data(), 7 * sizeof(int32_t));
+  append(source.contents.logits.data(), source.contents.logits.size() * sizeof(float));
+  for (const KvRun& r : source.rows.runs) append(r.data, 7 * r.bytes_per_position);
+  std::vector<uint8_t> bytes = read_all(tmp.file("a.rkv"));
+  ASSERT_EQ(bytes.size(), expected.size());
+  EXPECT_TRUE(std::equal(bytes.begin() + kCheckpointHeaderBytes, bytes.end(), expected.begin() + kCheckpointHeaderBytes));
+  EXPECT_EQ(checksum64(bytes.data() + kCheckpointHeaderBytes, bytes.size() - kCheckpointHeaderBytes),
+            read_checkpoint_summary(tmp.file("a.rkv"))->header.payload_checksum);
+}
+
+// A checkpoint longer than the runs that receive it (a session with a
+// shorter context): what fits lands, the rest is checked and dropped.
+TEST(CheckpointFile, ReadsIntoShorterRuns) {
+  TempDir tmp;
+  Source source(9, 5);
+  ASSERT_TRUE(source.write(tmp.file("a.rkv")).ok());
+  RowBuffer rows(kShape, 6);
+  auto back = read_into(tmp.file("a.rkv"), rows);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->tokens.size(), 9u);
+  EXPECT_TRUE(rows.same_rows(source.rows, 6));
+}
+
+// Big enough for several read chunks and a run split between two of them.
+TEST(CheckpointFile, RoundTripsAcrossChunks) {
+  TempDir tmp;
+  const KvShape wide{.n_layer = 4, .n_head_kv = 4, .head_dim_k = 128, .head_dim_v = 128};
+  Source source(1, 1);
+  source.header.shape = wide;
+  for (int i = 1; i < 3000; ++i) source.contents.tokens.push_back(i);
+  RowBuffer big(wide, 3001);
+  big.fill(9);
+  ASSERT_TRUE(write_checkpoint(tmp.file("a.rkv"), source.header, source.contents, big.runs).ok());
+  RowBuffer rows(wide, 3000);
+  ReadTimings timings;
+  auto back = read_checkpoint_into(tmp.file("a.rkv"), kModel, wide, rows.runs, &timings);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(rows.same_rows(big, 3000));
+  EXPECT_EQ(timings.bytes, std::filesystem::file_size(tmp.file("a.rkv")));
+  EXPECT_GT(timings.bytes, 3 * (size_t{4} << 20)) << "several chunks";
+}
+
 TEST(CheckpointFile, WithoutLogits) {
   TempDir tmp;
-  Checkpoint c = make_checkpoint(3, 1);
-  c.logits.clear();
-  ASSERT_TRUE(write_checkpoint(tmp.file("a.rkv"), c).ok());
-  auto back = read_checkpoint(tmp.file("a.rkv"), kModel, kShape);
+  Source source(3, 1);
+  source.contents.logits.clear();
+  ASSERT_TRUE(source.write(tmp.file("a.rkv")).ok());
+  RowBuffer rows(kShape, 3);
+  auto back = read_into(tmp.file("a.rkv"), rows);
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_FALSE(back->header.has_logits);
+  EXPECT_FALSE(read_checkpoint_summary(tmp.file("a.rkv"))->header.has_logits);
   EXPECT_TRUE(back->logits.empty());
 }
 
 void expect_rejected(const std::string& path, const std::string& why, uint64_t model = kModel,
                      KvShape shape = kShape) {
-  auto r = read_checkpoint(path, model, shape);
+  RowBuffer rows(shape, 6);
+  auto r = read_checkpoint_into(path, model, shape, rows.runs);
   ASSERT_FALSE(r.ok()) << "accepted, expected: " << why;
   EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find(path), std::string::npos) << "names the file: " << r.status().message();
@@ -92,30 +170,56 @@ void expect_rejected(const std::string& path, const std::string& why, uint64_t m
 class DamagedCheckpoint : public ::testing::Test {
  protected:
   void SetUp() override {
-    Checkpoint c = make_checkpoint(6, 2);
-    ASSERT_TRUE(write_checkpoint(path, c).ok());
+    ASSERT_TRUE(source.write(path).ok());
     bytes = read_all(path);
   }
   TempDir tmp;
   std::string path = tmp.file("c.rkv");
+  Source source{6, 2};
   std::vector<uint8_t> bytes;
 };
 
-TEST_F(DamagedCheckpoint, FlippedPayloadBit) {
-  bytes[bytes.size() - 10] ^= 0x10;
-  write_all(path, bytes);
-  expect_rejected(path, "payload checksum mismatch");
-  EXPECT_TRUE(read_checkpoint_summary(path).ok()) << "the header alone is still fine";
-}
-
-TEST_F(DamagedCheckpoint, FlippedTokenBit) {
-  bytes[128 + 1] ^= 0x01;
-  write_all(path, bytes);
-  expect_rejected(path, "payload checksum mismatch");
+// One byte flipped in every region of the file: the header's fields and its
+// checksum, the token ids, the logits, the first and last byte of every run
+// of rows, the last byte of the file. Each is refused, with a message naming
+// the file and the damage.
+TEST_F(DamagedCheckpoint, EveryRegionIsChecked) {
+  struct Region {
+    size_t at;
+    std::string why;
+  };
+  std::vector<Region> regions = {{0, "not a revis KV checkpoint"},
+                                 {12, "header checksum mismatch"},  // header size
+                                 {16, "header checksum mismatch"},  // model
+                                 {44, "header checksum mismatch"},  // token count
+                                 {56, "header checksum mismatch"},  // payload size
+                                 {64, "header checksum mismatch"},  // payload checksum
+                                 {80, "header checksum mismatch"},  // writer
+                                 {110, "header checksum mismatch"},  // reserved
+                                 {121, "header checksum mismatch"},  // the header checksum itself
+                                 {128 + 1, "payload checksum mismatch"},  // token ids
+                                 {128 + 6 * 4 + 5, "payload checksum mismatch"}};  // logits
+  size_t at = 128 + 6 * 4 + 32 * 4;
+  for (const KvRun& r : source.rows.runs) {
+    regions.push_back({at, "payload checksum mismatch"});
+    at += 6 * r.bytes_per_position;
+    regions.push_back({at - 1, "payload checksum mismatch"});
+  }
+  ASSERT_EQ(at, bytes.size());
+  for (const Region& region : regions) {
+    SCOPED_TRACE("byte " + std::to_string(region.at));
+    std::vector<uint8_t> damaged = bytes;
+    damaged[region.at] ^= 0x10;
+    write_all(path, damaged);
+    expect_rejected(path, region.why);
+  }
 }
 
 TEST_F(DamagedCheckpoint, Truncated) {
-  for (size_t keep : {bytes.size() - 1, bytes.size() / 2, size_t{130}, size_t{100}, size_t{0}}) {
+  const size_t rows_at = 128 + 6 * 4 + 32 * 4;
+  for (size_t keep : {bytes.size() - 1, bytes.size() / 2, rows_at + 1, rows_at, size_t{128 + 6 * 4 + 3}, size_t{130},
+                      size_t{128}, size_t{100}, size_t{0}}) {
+    SCOPED_TRACE("kept " + std::to_string(keep) + " bytes");
     write_all(path, std::vector<uint8_t>(bytes.begin(), bytes.begin() + keep));
     expect_rejected(path, "truncated");
     EXPECT_FALSE(read_checkpoint_summary(path).ok());
@@ -128,22 +232,17 @@ TEST_F(DamagedCheckpoint, TrailingBytes) {
   expect_rejected(path, "trailing bytes");
 }
 
-TEST_F(DamagedCheckpoint, DamagedHeader) {
-  bytes[44] ^= 0x01;  // n_tokens
+TEST_F(DamagedCheckpoint, OlderVersion) {
+  bytes[8] = 1;  // version 1: revis's own checksum, before XXH3
   write_all(path, bytes);
-  expect_rejected(path, "header checksum mismatch");
-}
-
-TEST_F(DamagedCheckpoint, NotACheckpoint) {
-  bytes[0] = 'G';
-  write_all(path, bytes);
-  expect_rejected(path, "not a revis KV checkpoint");
+  expect_rejected(path, "format version 1, this build reads version 2");
+  expect_rejected(path, "`revis kv gc` removes it");
 }
 
 TEST_F(DamagedCheckpoint, OtherVersion) {
-  bytes[8] = 2;  // a future format; its header checksum may be defined differently
+  bytes[8] = 3;  // a future format; its header checksum may be defined differently
   write_all(path, bytes);
-  expect_rejected(path, "format version 2, this build reads version 1");
+  expect_rejected(path, "format version 3, this build reads version 2");
 }
 
 TEST_F(DamagedCheckpoint, OtherModel) { expect_rejected(path, "written for model", kModel + 1); }
@@ -156,10 +255,14 @@ TEST_F(DamagedCheckpoint, OtherShape) {
 
 TEST(CheckpointFile, RejectsMismatchedRows) {
   TempDir tmp;
-  Checkpoint c = make_checkpoint(4, 1);
-  c.kv.pop_back();
-  const Status s = write_checkpoint(tmp.file("x.rkv"), c);
+  Source source(4, 1);
+  source.rows.runs.pop_back();  // one run short of the shape
+  const Status s = source.write(tmp.file("x.rkv"));
   EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("bytes per position"), std::string::npos) << s.message();
+  Source short_runs(4, 1, 3);
+  short_runs.rows.runs[0].positions = 3;
+  EXPECT_FALSE(short_runs.write(tmp.file("x.rkv")).ok()) << "4 tokens, 3 positions of rows";
   EXPECT_FALSE(std::filesystem::exists(tmp.file("x.rkv")));
 }
 
@@ -175,10 +278,10 @@ TEST(CheckpointFile, ConcurrentWritersDoNotCorrupt) {
       for (int round = 0; round < kRounds; ++round) {
         // Threads t and t+3 write the same prefix (same name, same content
         // size) with different contents: the last rename wins, whole.
-        Checkpoint c = make_checkpoint(64 + round, t % 3);
-        c.kv[0] = static_cast<uint8_t>(t);
-        const std::string name = checkpoint_file_name(kModel, c.tokens);
-        if (!write_checkpoint(tmp.file(name), c).ok()) ++failures;
+        Source source(64 + round, t % 3);
+        source.rows.bytes[0] = static_cast<uint8_t>(t);
+        const std::string name = checkpoint_file_name(kModel, source.contents.tokens);
+        if (!source.write(tmp.file(name)).ok()) ++failures;
       }
     });
   for (std::thread& t : threads) t.join();
@@ -187,7 +290,8 @@ TEST(CheckpointFile, ConcurrentWritersDoNotCorrupt) {
   for (const auto& d : std::filesystem::directory_iterator(tmp.path())) {
     ++files;
     EXPECT_EQ(d.path().extension(), ".rkv") << "left behind: " << d.path();
-    auto c = read_checkpoint(d.path().string(), kModel, kShape);
+    RowBuffer rows(kShape, 64 + kRounds);
+    auto c = read_into(d.path().string(), rows);
     EXPECT_TRUE(c.ok()) << c.status().message();
   }
   EXPECT_EQ(files, 3 * kRounds);

@@ -3,9 +3,16 @@
 // cold prefill of the same prompt, in both logits modes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 #include <fstream>
+#include <functional>
+#include <mutex>
 
 #include "kvstore/checksum.h"
 #include "kvstore/prefix_cache.h"
@@ -19,9 +26,15 @@ namespace {
 using testing::TempDir;
 using Tokens = std::vector<int32_t>;
 
+// stem: a model of testdata/models, or "<folder>/<stem>" for one of
+// testdata/<folder>/models (the architectures kept apart: deepseek2/...).
 std::unique_ptr<Engine> load(const std::string& stem) {
-  auto engine = Engine::load(
-      {.model_path = testing::testdata("models/" + stem + ".gguf").string(), .n_ctx = 512, .n_threads = 2});
+  const size_t slash = stem.find('/');
+  const std::string path = slash == std::string::npos
+                               ? "models/" + stem
+                               : stem.substr(0, slash) + "/models/" + stem.substr(slash + 1);
+  auto engine =
+      Engine::load({.model_path = testing::testdata(path + ".gguf").string(), .n_ctx = 512, .n_threads = 2});
   EXPECT_TRUE(engine.ok()) << engine.status().message();
   return engine.ok() ? std::move(*engine) : nullptr;
 }
@@ -125,10 +138,12 @@ TEST(ModelIdentity, CheckpointsRecordTheEnginesFingerprintWithoutReopeningTheMod
   EXPECT_EQ((*cache)->store()->entries()[0]->header.model, info.fingerprint);
 }
 
-class Resume : public ::testing::TestWithParam<bool> {  // the parameter: record_logits
+// The parameters: the model (grouped-query attention, and DeepSeek's latent
+// attention whose cache rows hold no values), and record_logits.
+class Resume : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
  protected:
   void SetUp() override {
-    engine = load("qwen3-Q4_K_M");
+    engine = load(std::get<0>(GetParam()));
     ASSERT_TRUE(engine);
     n_vocab = engine->info().n_vocab;
     prompt = prompt_tokens(*engine, 150, 1);
@@ -139,7 +154,7 @@ class Resume : public ::testing::TestWithParam<bool> {  // the parameter: record
 };
 
 TEST_P(Resume, WholePromptFromDiskAfterARestart) {
-  const bool record = GetParam();
+  const bool record = std::get<1>(GetParam());
   TempDir tmp;
   {
     auto first = PrefixCache::open(*engine, disk_options(tmp));
@@ -157,7 +172,7 @@ TEST_P(Resume, WholePromptFromDiskAfterARestart) {
 }
 
 TEST_P(Resume, SharedPrefixFromDisk) {
-  const bool record = GetParam();
+  const bool record = std::get<1>(GetParam());
   TempDir tmp;
   {
     auto first = PrefixCache::open(*engine, disk_options(tmp));
@@ -176,7 +191,7 @@ TEST_P(Resume, SharedPrefixFromDisk) {
 }
 
 TEST_P(Resume, SharedPrefixAndWholePromptFromRam) {
-  const bool record = GetParam();
+  const bool record = std::get<1>(GetParam());
   auto cache = PrefixCache::open(*engine, {.ram_sessions = 2});
   ASSERT_TRUE(cache.ok());
   through(**cache, *engine, prompt, record);
@@ -193,8 +208,14 @@ TEST_P(Resume, SharedPrefixAndWholePromptFromRam) {
   expect_equivalent(extended.result, cold(*engine, longer, record), n_vocab);
 }
 
-INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "AllLogits" : "LastLogits"; });
+INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume,
+                         ::testing::Combine(::testing::Values("qwen3-Q4_K_M", "deepseek2/deepseek2-Q8_0"),
+                                            ::testing::Values(false, true)),
+                         [](const auto& info) {
+                           std::string model = std::get<0>(info.param);
+                           std::replace_if(model.begin(), model.end(), [](char c) { return !isalnum(c); }, '_');
+                           return model + (std::get<1>(info.param) ? "_AllLogits" : "_LastLogits");
+                         });
 
 // Prompts longer than the forward pass's chunk (256 tokens for dense
 // models, 64 for mixtures of experts), resumed where the cold prefill's
@@ -204,7 +225,7 @@ TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
   for (KernelBackend backend : testing::supported_kernel_backends()) {
     const testing::ScopedKernelBackend scoped(backend);
     ASSERT_TRUE(scoped.ok());
-    for (const char* model : {"qwen3-Q8_0", "qwen3moe-Q4_0"}) {
+    for (const char* model : {"qwen3-Q8_0", "qwen3moe-Q4_0", "deepseek2/deepseek2-Q4_K_M"}) {
       SCOPED_TRACE(std::string(kernel_backend_name(backend)) + " " + model);
       auto engine = load(model);
       ASSERT_TRUE(engine);
@@ -243,34 +264,62 @@ TEST(ResumeModes, LogitsOfTheOtherModeAreRecomputed) {
 }
 
 // A damaged checkpoint or another model's never breaks a request: it is
-// reported, and the prompt is evaluated cold.
+// reported, the session holds none of its rows, and the prompt is evaluated
+// cold, bit-identically. Damage in the token ids, in the rows, in the
+// header, and a truncated file.
 TEST(ResumeModes, DamagedAndForeignCheckpointsFallBackToCold) {
   auto engine = load("qwen3-Q4_K_M");
   ASSERT_TRUE(engine);
   const Tokens prompt = prompt_tokens(*engine, 150, 1);
+  const GenerateResult reference = cold(*engine, prompt, false);
   TempDir tmp;
-  {
-    auto first = PrefixCache::open(*engine, disk_options(tmp));
-    ASSERT_TRUE(first.ok());
-    through(**first, *engine, prompt, false);
-  }
-  for (const auto& d : std::filesystem::directory_iterator(tmp.path())) {
-    std::fstream file(d.path(), std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(-100, std::ios::end);
-    file.put('\x55');
-  }
-  std::vector<std::string> warnings;
-  PrefixCacheOptions options = disk_options(tmp);
-  options.warn = [&](const std::string& m) { warnings.push_back(m); };
-  {
+  struct Damage {
+    const char* what;
+    std::function<void(std::vector<uint8_t>&)> apply;
+    const char* why;
+  };
+  const std::vector<Damage> damages = {
+      // Other token ids: the index (built from them) no longer matches the prompt.
+      {"token id", [](std::vector<uint8_t>& b) { b[128 + 4 * 20] ^= 1; }, nullptr},
+      {"row", [](std::vector<uint8_t>& b) { b[b.size() - 100] ^= 0x55; }, "payload checksum mismatch"},
+      {"first row", [&](std::vector<uint8_t>& b) { b[128 + 4 * 150 + 4 * engine->info().n_vocab] ^= 2; },
+       "payload checksum mismatch"},
+      {"header", [](std::vector<uint8_t>& b) { b[44] ^= 1; }, "header checksum mismatch"},
+      {"truncated", [](std::vector<uint8_t>& b) { b.resize(b.size() / 2); }, "truncated"}};
+  for (const Damage& damage : damages) {
+    SCOPED_TRACE(damage.what);
+    {
+      auto first = PrefixCache::open(*engine, disk_options(tmp));
+      ASSERT_TRUE(first.ok());
+      through(**first, *engine, prompt, false);  // (re)writes the checkpoint
+    }
+    int files = 0;
+    for (const auto& d : std::filesystem::directory_iterator(tmp.path())) {
+      std::vector<uint8_t> bytes = testing::read_bytes(d.path());
+      damage.apply(bytes);
+      std::ofstream(d.path(), std::ios::binary | std::ios::trunc)
+          .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      ++files;
+    }
+    ASSERT_EQ(files, 1);
+    std::vector<std::string> warnings;
+    PrefixCacheOptions options = disk_options(tmp);
+    options.warn = [&](const std::string& m) { warnings.push_back(m); };
     auto second = PrefixCache::open(*engine, options);
     ASSERT_TRUE(second.ok());
-    const Cached r = through(**second, *engine, prompt, false);
-    EXPECT_EQ(r.source, "none");
-    EXPECT_EQ(r.result.cached_tokens, 0);
-    ASSERT_FALSE(warnings.empty());
-    EXPECT_NE(warnings[0].find("checksum"), std::string::npos) << warnings[0];
-    expect_equivalent(r.result, cold(*engine, prompt, false), engine->info().n_vocab);
+    auto lease = (*second)->acquire(prompt, false);
+    ASSERT_TRUE(lease.ok());
+    EXPECT_EQ(lease->source, "none");
+    EXPECT_EQ(lease->session->n_past(), 0) << "nothing of the damaged file is used";
+    EXPECT_EQ(lease->cached.cached_tokens, 0);
+    if (damage.why) {
+      ASSERT_FALSE(warnings.empty());
+      EXPECT_NE(warnings[0].find(damage.why), std::string::npos) << warnings[0];
+    }
+    auto r = generate(*engine, *lease->session, prompt, greedy(false), nullptr, lease->cached);
+    ASSERT_TRUE(r.ok());
+    expect_equivalent(*r, reference, engine->info().n_vocab);
+    (*second)->release(std::move(*lease), prompt, r->next_logits, false);
   }
   // The damaged file was replaced by a good one; another model ignores it.
   auto other_engine = load("llama-spm-Q4_K_M");
@@ -280,6 +329,61 @@ TEST(ResumeModes, DamagedAndForeignCheckpointsFallBackToCold) {
   Tokens other_prompt(prompt);
   for (int32_t& t : other_prompt) t %= other_engine->info().n_vocab;
   EXPECT_EQ(through(**other, *other_engine, other_prompt, false).source, "none");
+}
+
+// A checkpoint is written in the background after its request: while the
+// write is held, the very session it reads from serves the same prompt
+// again and another session serves another prompt; once let go, the file
+// is indexed and resumes bit-identically in a new process's cache.
+TEST(BackgroundSave, NeitherBlocksTheSessionNorTheNextRequest) {
+  auto engine = load("qwen3-Q4_K_M");
+  ASSERT_TRUE(engine);
+  const Tokens prompt = prompt_tokens(*engine, 150, 1);
+  const Tokens short_prompt = prompt_tokens(*engine, 100, 7);  // under save_min_tokens: not saved at release
+  TempDir tmp;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool started = false, let_go = false, held_until_let_go = false;
+  PrefixCacheOptions options = disk_options(tmp);
+  options.ram_sessions = 2;
+  options.save_min_tokens = 128;
+  options.before_background_save = [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    started = true;
+    changed.notify_all();
+    held_until_let_go = changed.wait_for(lock, std::chrono::seconds(120), [&] { return let_go; });
+  };
+  {
+    auto cache = PrefixCache::open(*engine, options);
+    ASSERT_TRUE(cache.ok());
+    EXPECT_EQ(through(**cache, *engine, prompt, false).source, "none");
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(60), [&] { return started; }));
+    }
+    const Cached again = through(**cache, *engine, prompt, false);
+    EXPECT_EQ(again.source, "ram");
+    expect_equivalent(again.result, cold(*engine, prompt, false), engine->info().n_vocab);
+    const Cached other = through(**cache, *engine, short_prompt, false);
+    EXPECT_EQ(other.source, "none");
+    expect_equivalent(other.result, cold(*engine, short_prompt, false), engine->info().n_vocab);
+    EXPECT_FALSE((*cache)->store()->contains(prompt)) << "indexed only once written";
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      let_go = true;
+    }
+    changed.notify_all();
+    (*cache)->wait_for_save();
+    EXPECT_TRUE(held_until_let_go) << "the requests above ran while the save was held";
+    EXPECT_TRUE((*cache)->store()->contains(prompt));
+    EXPECT_GT((*cache)->last_save_ms(), 0);
+  }
+  auto fresh = PrefixCache::open(*engine, disk_options(tmp));
+  ASSERT_TRUE(fresh.ok());
+  const Cached resumed = through(**fresh, *engine, prompt, false);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 150);
+  expect_equivalent(resumed.result, cold(*engine, prompt, false), engine->info().n_vocab);
 }
 
 }  // namespace

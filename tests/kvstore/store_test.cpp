@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "kvstore/store.h"
+#include "row_buffer.h"
 #include "support/testdata.h"
 
 namespace revis::kvstore {
@@ -24,13 +25,6 @@ Tokens tokens(int first, int n) {
   return t;
 }
 
-Checkpoint checkpoint(const Tokens& t) {
-  Checkpoint c;
-  c.tokens = t;
-  c.logits = {1.0f, 2.0f};
-  c.kv.assign(t.size() * kShape.bytes_per_token(), 0x5a);
-  return c;
-}
 
 struct Fixture {
   TempDir tmp;
@@ -43,9 +37,16 @@ struct Fixture {
     return s.ok() ? std::move(*s) : nullptr;
   }
   static void save(KvStore& store, const Tokens& t) {
-    Checkpoint c = checkpoint(t);
-    const Status s = store.save(c);
+    RowBuffer rows(kShape, t.size());
+    rows.fill(static_cast<int>(t.size()));
+    CheckpointHeader header;
+    const Status s = store.save(header, {.tokens = t, .logits = {1.0f, 2.0f}}, rows.runs);
     ASSERT_TRUE(s.ok()) << s.message();
+  }
+  // Loads an entry into rows of its size.
+  static Result<CheckpointContents> load(KvStore& store, const StoreEntry& e) {
+    RowBuffer rows(kShape, e.tokens.size());
+    return store.load(e, rows.runs);
   }
   static uint64_t file_bytes(int n_tokens) {  // header + tokens + 2 logits + rows
     return 128 + n_tokens * 4 + 8 + n_tokens * kShape.bytes_per_token();
@@ -78,7 +79,7 @@ TEST(KvStore, RebuildsItsIndexFromTheDirectory) {
   EXPECT_EQ(m->entry->tokens.size(), 200u) << "the 300-token file is another model's";
   EXPECT_TRUE(store->contains(tokens(0, 100)));
   EXPECT_FALSE(store->contains(tokens(0, 300)));
-  auto loaded = store->load(*m->entry);
+  auto loaded = Fixture::load(*store, *m->entry);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_EQ(loaded->tokens, tokens(0, 200));
 }
@@ -94,7 +95,7 @@ TEST(KvStore, ADamagedFileIsDroppedAtLoad) {
     file.seekp(-3, std::ios::end);
     file.put('\x7f');
   }
-  auto loaded = store->load(*e);
+  auto loaded = Fixture::load(*store, *e);
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.status().message().find("checksum"), std::string::npos) << loaded.status().message();
   EXPECT_FALSE(store->longest_common(tokens(0, 100)));

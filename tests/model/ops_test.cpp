@@ -92,18 +92,19 @@ TEST_P(AttentionOps, WeightedValuesMatchReference) {
   for (int heads : kHeadCounts)
     for (int n : kCounts)
       for (int dim : kDims) {
-        const size_t w_stride = n + 2, out_stride = dim + 1;
+        // Rows longer than the values, as MLA's key rows are.
+        const size_t w_stride = n + 2, out_stride = dim + 1, row_stride = dim + 3;
         const std::vector<float> w = random_values(heads * w_stride, rng);
-        const std::vector<uint16_t> values = random_halves(size_t(n) * dim, rng);
+        const std::vector<uint16_t> values = random_halves(size_t(n) * row_stride, rng);
         std::vector<float> out(heads * out_stride);
         for (size_t i = 0; i < out.size(); ++i) out[i] = 0.5f * (i % 17) - 3.0f;  // added to
         const std::vector<float> before = out;
-        add_weighted_values(w.data(), w_stride, heads, values.data(), n, dim, out.data(), out_stride);
+        add_weighted_values(w.data(), w_stride, heads, values.data(), n, dim, row_stride, out.data(), out_stride);
         for (int g = 0; g < heads; ++g) {
           for (int i = 0; i < dim; ++i) {
             double expected = before[g * out_stride + i], magnitude = std::fabs(expected);
             for (int p = 0; p < n; ++p) {
-              const double product = double(w[g * w_stride + p]) * fp16_to_fp32(values[size_t(p) * dim + i]);
+              const double product = double(w[g * w_stride + p]) * fp16_to_fp32(values[size_t(p) * row_stride + i]);
               expected += product;
               magnitude += std::fabs(product);
             }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,8 +24,9 @@ class NodeProcess {
  public:
   // `args` follow "revis serve"; "--port 0" is added so the kernel picks a
   // free port, which is read back from the log. A fixed `port` is for a node
-  // that restarts where its predecessor was.
-  explicit NodeProcess(std::vector<std::string> args, int port = 0) {
+  // that restarts where its predecessor was. `max_files` > 0 sets the
+  // node's descriptor limit (soft and hard), as `ulimit -n` would.
+  explicit NodeProcess(std::vector<std::string> args, int port = 0, rlim_t max_files = 0) {
     log_path_ = dir_.file("serve.log");
     args.insert(args.begin(), {REVIS_BINARY, "serve"});
     args.push_back("--port");
@@ -34,6 +36,8 @@ class NodeProcess {
     if (pid_ == 0) {
       FILE* log = std::freopen(log_path_.c_str(), "w", stderr);
       if (!log || !std::freopen("/dev/null", "w", stdout)) _exit(127);
+      const rlimit files{max_files, max_files};
+      if (max_files > 0 && setrlimit(RLIMIT_NOFILE, &files) != 0) _exit(127);
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);

@@ -724,5 +724,36 @@ TEST(NodeShutdown, SigtermCancelsWorkAndExitsCleanly) {
   EXPECT_NE(node.log().find("shutting down: SIGTERM"), std::string::npos);
 }
 
+// A DeepSeek-architecture model (latent attention, its cache rows holding no
+// values) behind a tier, end to end: a streamed ticket and an OpenAI chat
+// completion.
+TEST(NodeDeepseek2, ServesATierEndToEnd) {
+  TempDir dir;
+  std::ofstream(dir.file("tasks.toml")) << kTestTasks;
+  const std::string path = testing::testdata("deepseek2/models/deepseek2-Q8_0.gguf").string();
+  NodeProcess node({"--tier", "small=" + path, "-t", "2", "--catalog", dir.file("tasks.toml")});
+  ASSERT_TRUE(node.wait_ready()) << node.log();
+  Conn c(node.endpoint());
+  c.send(ticket("d-1", "short", {{"text", "Tell me about rivers."}}, true));
+  const std::vector<json> events = c.until_terminal("d-1");
+  const json& done = events.back();
+  ASSERT_EQ(done["type"], "done") << done.dump();
+  std::string streamed;
+  for (const json& e : events)
+    if (e["type"] == "token") streamed += e["text"].get<std::string>();
+  EXPECT_EQ(streamed, done["text"].get<std::string>());
+  EXPECT_EQ(done["stats"]["tier"], "small");
+  EXPECT_EQ(done["stats"]["model"], "deepseek2-Q8_0.gguf");
+  EXPECT_GT(done["stats"]["generatedTokens"].get<int>(), 0);
+
+  auto r = post(node.endpoint(), "/v1/chat/completions",
+                {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 4}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  EXPECT_EQ(j["model"], "small");
+  EXPECT_GT(j["usage"]["completion_tokens"].get<int>(), 0);
+  EXPECT_EQ(node.stop(10s), 0) << node.log();
+}
+
 }  // namespace
 }  // namespace revis

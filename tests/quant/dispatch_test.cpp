@@ -25,6 +25,13 @@ TEST(Blocks, StructSizesMatchTypeTable) {
   EXPECT_EQ(sizeof(quant::BlockQ8_K), type_traits(TensorType::Q8_K).block_bytes);
   EXPECT_EQ(sizeof(quant::BlockIQ4_NL), type_traits(TensorType::IQ4_NL).block_bytes);
   EXPECT_EQ(sizeof(quant::BlockIQ4_XS), type_traits(TensorType::IQ4_XS).block_bytes);
+  EXPECT_EQ(sizeof(quant::BlockIQ2_XXS), type_traits(TensorType::IQ2_XXS).block_bytes);
+  EXPECT_EQ(sizeof(quant::BlockIQ2_XS), type_traits(TensorType::IQ2_XS).block_bytes);
+  EXPECT_EQ(sizeof(quant::BlockIQ2_S), type_traits(TensorType::IQ2_S).block_bytes);
+  EXPECT_EQ(sizeof(quant::BlockIQ3_XXS), type_traits(TensorType::IQ3_XXS).block_bytes);
+  EXPECT_EQ(sizeof(quant::BlockIQ3_S), type_traits(TensorType::IQ3_S).block_bytes);
+  EXPECT_EQ(sizeof(quant::BlockIQ1_S), type_traits(TensorType::IQ1_S).block_bytes);
+  EXPECT_EQ(sizeof(quant::BlockIQ1_M), type_traits(TensorType::IQ1_M).block_bytes);
   EXPECT_EQ(type_traits(TensorType::Q4_0).block_size, quant::kLegacyBlock);
   EXPECT_EQ(type_traits(TensorType::Q4_K).block_size, quant::kSuperBlock);
 }

@@ -1,8 +1,10 @@
 // Dequantization against llama.cpp's own output: for every type in
-// testdata/quant/manifest.json, tensor "t" of TYPE.gguf must dequantize to
-// exactly the floats in TYPE.f32, bit for bit.
+// testdata/quant/manifest.json and testdata/moe2bit/quant/manifest.json (the
+// grid types), tensor "t" of TYPE.gguf must dequantize to exactly the floats
+// in TYPE.f32, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -19,9 +21,10 @@ namespace revis {
 namespace {
 
 const std::string kQuantDir = std::string(REVIS_TESTDATA_DIR) + "/quant/";
+const std::string kGridQuantDir = std::string(REVIS_TESTDATA_DIR) + "/moe2bit/quant/";
 
-nlohmann::json load_manifest() {
-  std::ifstream in(kQuantDir + "manifest.json");
+nlohmann::json load_manifest(const std::string& dir) {
+  std::ifstream in(dir + "manifest.json");
   if (!in) return nlohmann::json::array();
   return nlohmann::json::parse(in);
 }
@@ -45,23 +48,29 @@ class Golden : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(Golden, DequantizesBitExactly) {
   const char* name = type_name(GetParam());
-  const nlohmann::json manifest = load_manifest();
-  ASSERT_FALSE(manifest.empty()) << "missing " << kQuantDir << "manifest.json";
-  const nlohmann::json* entry = nullptr;
-  for (const auto& e : manifest)
-    if (e.at("type").get<std::string>() == name) entry = &e;
-  ASSERT_NE(entry, nullptr) << "manifest has no entry for " << name;
+  nlohmann::json entry;
+  std::string dir;
+  for (const std::string& candidate : {kQuantDir, kGridQuantDir}) {
+    const nlohmann::json manifest = load_manifest(candidate);
+    ASSERT_FALSE(manifest.empty()) << "missing " << candidate << "manifest.json";
+    for (const auto& e : manifest)
+      if (e.at("type").get<std::string>() == name) {
+        entry = e;
+        dir = candidate;
+      }
+  }
+  ASSERT_FALSE(dir.empty()) << "no manifest has an entry for " << name;
 
-  auto file = gguf::GgufFile::open(kQuantDir + entry->at("file").get<std::string>());
+  auto file = gguf::GgufFile::open(dir + entry.at("file").get<std::string>());
   ASSERT_TRUE(file.ok()) << file.status().message();
-  const gguf::TensorInfo* tensor = (*file)->tensor(entry->at("tensor").get<std::string>());
+  const gguf::TensorInfo* tensor = (*file)->tensor(entry.at("tensor").get<std::string>());
   ASSERT_NE(tensor, nullptr);
   ASSERT_EQ(tensor->type, GetParam());
-  const int64_t cols = entry->at("cols").get<int64_t>();
-  const int64_t rows = entry->at("rows").get<int64_t>();
+  const int64_t cols = entry.at("cols").get<int64_t>();
+  const int64_t rows = entry.at("rows").get<int64_t>();
   ASSERT_EQ(tensor->dims, (std::vector<int64_t>{cols, rows}));
 
-  const std::vector<float> expected = read_floats(kQuantDir + entry->at("dequantized").get<std::string>());
+  const std::vector<float> expected = read_floats(dir + entry.at("dequantized").get<std::string>());
   ASSERT_EQ(expected.size(), static_cast<size_t>(rows * cols));
 
   const size_t stride = row_bytes(GetParam(), cols);
@@ -87,10 +96,11 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, Golden,
                                            TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K,
                                            TensorType::IQ4_NL, TensorType::IQ4_XS),
                          quant_test::TypeName());
+INSTANTIATE_TEST_SUITE_P(GridTypes, Golden, ::testing::ValuesIn(quant_test::grid_types()), quant_test::TypeName());
 
 // A type added to the test data without a test here would go unchecked.
 TEST(GoldenManifest, EveryEntryIsTested) {
-  const nlohmann::json manifest = load_manifest();
+  const nlohmann::json manifest = load_manifest(kQuantDir);
   ASSERT_FALSE(manifest.empty());
   for (const auto& e : manifest) {
     const auto type = type_from_name(e.at("type").get<std::string>());
@@ -99,6 +109,15 @@ TEST(GoldenManifest, EveryEntryIsTested) {
     EXPECT_NE(*type, TensorType::F32) << "add F32 to the Golden instantiation";
   }
   EXPECT_EQ(manifest.size(), 14u) << "update the Golden instantiation's type list";
+  const nlohmann::json grid_manifest = load_manifest(kGridQuantDir);
+  ASSERT_EQ(grid_manifest.size(), quant_test::grid_types().size()) << "update quant_test::grid_types()";
+  for (const auto& e : grid_manifest) {
+    const auto type = type_from_name(e.at("type").get<std::string>());
+    ASSERT_TRUE(type.has_value()) << e.at("type");
+    EXPECT_NE(std::find(quant_test::grid_types().begin(), quant_test::grid_types().end(), *type),
+              quant_test::grid_types().end())
+        << e.at("type");
+  }
 }
 
 }  // namespace

@@ -94,9 +94,12 @@ TEST_F(Avx2, DefaultIsTheBestBackendTheCpuHas) {
 
 // The weight types with an AVX2 dot and dot4.
 std::vector<TensorType> avx2_dot_types() {
-  return {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0,   TensorType::Q4_1,
-          TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0, TensorType::Q2_K,   TensorType::Q3_K,
-          TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
+  std::vector<TensorType> types = {TensorType::F32,  TensorType::F16,  TensorType::BF16,   TensorType::Q4_0,
+                                   TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,   TensorType::Q8_0,
+                                   TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,   TensorType::Q5_K,
+                                   TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
+  for (TensorType type : quant_test::grid_types()) types.push_back(type);
+  return types;
 }
 
 TEST_F(Avx2, OverridesTheListedKernels) {
@@ -294,6 +297,8 @@ constexpr double kTolerance = 1e-5;
 // moderate finite value: every bit pattern of levels, scales and minimums
 // a file could hold, without infinities in the products.
 std::vector<uint8_t> random_blocks(TensorType type, int64_t n, std::mt19937& rng) {
+  const auto& grid = quant_test::grid_types();
+  if (std::find(grid.begin(), grid.end(), type) != grid.end()) return quant_test::random_grid_row(type, n, rng);
   std::vector<uint8_t> bytes(row_bytes(type, n));
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
   auto scale = [&] { return static_cast<uint16_t>((rng() & 0x8000) | (0x1c00 + rng() % 0x1400)); };  // ~2^-8..2^2
@@ -324,6 +329,14 @@ std::vector<uint8_t> random_blocks(TensorType type, int64_t n, std::mt19937& rng
 
 std::vector<uint8_t> quantize_with_scalar(TensorType type, const std::vector<float>& x) {
   return quantized(scalar_kernels().at(type).quantize, type, x);
+}
+
+// A weight row from x where the type has a quantizer; random blocks (from
+// the seed) for the grid types, which have none.
+std::vector<uint8_t> weight_row(TensorType type, const std::vector<float>& x, uint32_t seed) {
+  if (scalar_kernels().at(type).quantize) return quantize_with_scalar(type, x);
+  std::mt19937 rng(seed);
+  return random_blocks(type, static_cast<int64_t>(x.size()), rng);
 }
 
 std::vector<float> dequantize_with_scalar(TensorType type, const std::vector<uint8_t>& row, int64_t n) {
@@ -434,7 +447,7 @@ TEST_P(SimdDot, MatchesScalarWithinRounding) {
   auto weights = [&](int64_t n, float sigma, float mean) {
     std::vector<float> x = gaussian(static_cast<size_t>(n), seed++, sigma);
     for (float& v : x) v += mean * sigma;
-    return quantize_with_scalar(type, x);
+    return weight_row(type, x, seed);
   };
 
   // Magnitudes: half-precision types keep to what a half holds.
@@ -448,7 +461,7 @@ TEST_P(SimdDot, MatchesScalarWithinRounding) {
     // One outlier per row: most of each block quantizes to small levels.
     std::vector<float> spiky = gaussian(static_cast<size_t>(n), seed++);
     spiky[static_cast<size_t>(n / 2)] = 500.0f;
-    expect_dots_match(backend, type, {"outlier weight", n, quantize_with_scalar(type, spiky), activations(n, 1.0f, 0.0f)});
+    expect_dots_match(backend, type, {"outlier weight", n, weight_row(type, spiky, seed), activations(n, 1.0f, 0.0f)});
     if (block > 1)  // random bits of a float type are NaNs and infinities too
       expect_dots_match(backend, type, {"random weight bytes", n, random_blocks(type, n, rng), activations(n, 1.0f, 0.1f)});
   }
@@ -478,7 +491,7 @@ TEST_F(Avx2, VecDot4MatchesFourVecDots) {
     for (TensorType type : avx2_dot_types()) {
       const TensorType a_type = activation_type(type);
       const int64_t n = 3 * quant_test::block_size(a_type);
-      const std::vector<uint8_t> w = quantize_with_scalar(type, gaussian(static_cast<size_t>(n), 5));
+      const std::vector<uint8_t> w = weight_row(type, gaussian(static_cast<size_t>(n), 5), 5);
       const std::vector<float> w_values = dequantize_with_scalar(type, w, n);
       const size_t stride = row_bytes(a_type, n);
       std::vector<uint8_t> a(4 * stride);

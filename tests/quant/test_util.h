@@ -42,6 +42,14 @@ inline const std::vector<TensorType>& weight_types() {
   return types;
 }
 
+// The IQ1/IQ2/IQ3 grid types: read from model files, no quantizer.
+inline const std::vector<TensorType>& grid_types() {
+  static const std::vector<TensorType> types = {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
+                                                TensorType::IQ3_XXS, TensorType::IQ3_S,  TensorType::IQ1_S,
+                                                TensorType::IQ1_M};
+  return types;
+}
+
 // Every type with a quantizer: the weight types plus Q8_K.
 inline std::vector<TensorType> quantizable_types() {
   std::vector<TensorType> types = weight_types();
@@ -76,11 +84,42 @@ inline const std::map<TensorType, ScalarKernels>& scalar_kernels() {
       {TensorType::Q8_K, {dequantize_q8_k, quantize_q8_k, dot_q8_k}},
       {TensorType::IQ4_NL, {dequantize_iq4_nl, quantize_iq4_nl, dot_iq4_nl}},
       {TensorType::IQ4_XS, {dequantize_iq4_xs, quantize_iq4_xs, dot_iq4_xs}},
+      {TensorType::IQ2_XXS, {dequantize_iq2_xxs, nullptr, dot_iq2_xxs}},
+      {TensorType::IQ2_XS, {dequantize_iq2_xs, nullptr, dot_iq2_xs}},
+      {TensorType::IQ2_S, {dequantize_iq2_s, nullptr, dot_iq2_s}},
+      {TensorType::IQ3_XXS, {dequantize_iq3_xxs, nullptr, dot_iq3_xxs}},
+      {TensorType::IQ3_S, {dequantize_iq3_s, nullptr, dot_iq3_s}},
+      {TensorType::IQ1_S, {dequantize_iq1_s, nullptr, dot_iq1_s}},
+      {TensorType::IQ1_M, {dequantize_iq1_m, nullptr, dot_iq1_m}},
   };
   return kernels;
 }
 
 inline int64_t block_size(TensorType type) { return type_traits(type).block_size; }
+
+// A row of a grid type (grid_types()) of random bytes, every block's half
+// scale d replaced by one of magnitude 2^-8..2^2 and random sign: every
+// grid point, sign pattern and group scale a file could hold, with finite
+// products.
+inline std::vector<uint8_t> random_grid_row(TensorType type, int64_t n, std::mt19937& rng) {
+  std::vector<uint8_t> bytes(row_bytes(type, n));
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  const size_t block_bytes = type_traits(type).block_bytes;
+  for (size_t at = 0; at < bytes.size(); at += block_bytes) {
+    const auto d = static_cast<uint16_t>((rng() & 0x8000) | (0x1c00 + rng() % 0x1400));
+    if (type == TensorType::IQ1_M) {
+      // d's four nibbles are the top nibbles of the last four 16-bit words.
+      for (int w = 0; w < 4; ++w) {
+        uint8_t& high = bytes[at + block_bytes - 8 + 2 * w + 1];
+        high = static_cast<uint8_t>((high & 0x0f) | (((d >> (4 * w)) & 0x0f) << 4));
+      }
+    } else {
+      bytes[at] = static_cast<uint8_t>(d);  // d leads every other grid block
+      bytes[at + 1] = static_cast<uint8_t>(d >> 8);
+    }
+  }
+  return bytes;
+}
 
 // x -> stored type -> float.
 inline std::vector<float> round_trip(TensorType type, const std::vector<float>& x) {

@@ -1,4 +1,6 @@
-// The llama.cpp golden cases in ../shared/testdata/golden and the tolerance
+// The llama.cpp golden cases in ../shared/testdata/golden (and in the
+// folders of the sets kept apart, such as deepseek2/ and moe2bit/; a case's
+// name starts with its folder: "moe2bit/qwen3moe-MOE2.en") and the tolerance
 // rules of its README, shared by the engine test and the CLI test.
 #pragma once
 
@@ -27,13 +29,21 @@ struct GoldenCase {
   const float* row(int k) const { return logits.data() + static_cast<size_t>(k) * n_vocab; }
 };
 
+// The folders holding golden/ and models/: the main set and those kept apart
+// (which hold mixtures of experts only).
+inline const std::vector<std::string>& golden_sets() {
+  static const std::vector<std::string> sets = {"", "deepseek2/", "moe2bit/"};
+  return sets;
+}
+
 inline std::vector<std::string> golden_case_names() {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(testdata("golden"))) {
-    const std::string file = entry.path().filename().string();
-    if (file.size() > 5 && file.ends_with(".json") && file != "prompts.json")
-      names.push_back(file.substr(0, file.size() - 5));
-  }
+  for (const std::string& set : golden_sets())
+    for (const auto& entry : std::filesystem::directory_iterator(testdata(set + "golden"))) {
+      const std::string file = entry.path().filename().string();
+      if (file.size() > 5 && file.ends_with(".json") && file != "prompts.json")
+        names.push_back(set + file.substr(0, file.size() - 5));
+    }
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -41,19 +51,22 @@ inline std::vector<std::string> golden_case_names() {
 inline GoldenCase load_golden(const std::string& name) {
   GoldenCase c;
   c.name = name;
-  std::ifstream in(testdata("golden/" + name + ".json"));
+  const size_t slash = name.rfind('/');
+  const std::string set = slash == std::string::npos ? "" : name.substr(0, slash + 1);
+  const std::string base = name.substr(set.size());
+  std::ifstream in(testdata(set + "golden/" + base + ".json"));
   const nlohmann::json j = nlohmann::json::parse(in);
   const std::string model = j["model"];
-  c.model_file = testdata("models/" + std::filesystem::path(model).filename().string()).string();
-  const std::string stem = name.substr(0, name.find('.'));
+  c.model_file = testdata(set + "models/" + std::filesystem::path(model).filename().string()).string();
+  const std::string stem = base.substr(0, base.find('.'));
   c.type = stem.substr(stem.rfind('-') + 1);  // "llama-bpe-Q4_K_M" -> "Q4_K_M"
-  c.moe = stem.find("moe") != std::string::npos;
+  c.moe = !set.empty() || stem.find("moe") != std::string::npos;
   c.prompt = j["prompt"];
   c.prompt_tokens = j["prompt_tokens"].get<std::vector<int32_t>>();
   c.greedy = j["greedy"].get<std::vector<int32_t>>();
   c.n_vocab = j["n_vocab"];
   c.n_rows = j["n_rows"];
-  c.logits = read_f32(testdata("golden/" + j["logits_file"].get<std::string>()));
+  c.logits = read_f32(testdata(set + "golden/" + j["logits_file"].get<std::string>()));
   return c;
 }
 

@@ -25,11 +25,12 @@ inline std::string shell_quote(const std::string& s) {
 }
 
 // `args` is appended to the binary path as is: quote what needs quoting.
-inline CommandResult run_revis(const std::string& args) {
+// `env` ("NAME=value ...") is set for the command.
+inline CommandResult run_revis(const std::string& args, const std::string& env = "") {
   TempDir tmp;
   const std::string out_file = tmp.file("stdout"), err_file = tmp.file("stderr");
-  const std::string command =
-      shell_quote(REVIS_BINARY) + " " + args + " >" + shell_quote(out_file) + " 2>" + shell_quote(err_file);
+  const std::string command = (env.empty() ? "" : "env " + env + " ") + shell_quote(REVIS_BINARY) + " " + args + " >" +
+                              shell_quote(out_file) + " 2>" + shell_quote(err_file);
   CommandResult r;
   const int status = std::system(command.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

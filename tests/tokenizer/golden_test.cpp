@@ -51,7 +51,7 @@ TEST(GoldenPrompts, BosPolicyFromMetadata) {
   EXPECT_EQ(l3.tok->bos(), 1021);
   EXPECT_EQ(l3.tok->pre_tokenizer(), "llama-bpe");
   EXPECT_FALSE(qwen.tok->add_bos_default());
-  EXPECT_EQ(qwen.tok->bos(), -1);
+  EXPECT_EQ(qwen.tok->bos(), 11) << "llama.cpp's fallback for BPE files that name none (not added)";
   EXPECT_EQ(qwen.tok->eos(), 1023);
   EXPECT_TRUE(qwen.tok->warnings().empty());
 }

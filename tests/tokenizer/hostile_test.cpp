@@ -164,11 +164,18 @@ TEST(HostileMetadata, TokenIdsOutOfRange) {
     s.extra = [](GgufWriter& w) { w.i32("tokenizer.ggml.bos_token_id", -1); };
     expect_error(s, "is outside the vocabulary");
   }
-  {
-    BpeSpec s;
-    s.extra = [](GgufWriter& w) { w.boolean("tokenizer.ggml.add_bos_token", true); };
-    expect_error(s, "add_bos_token is true");
-  }
+}
+
+// A byte-level BPE file that asks for BOS but names none gets llama.cpp's
+// fallback id, 11 (DeepSeek's files are such).
+TEST(HostileMetadata, BpeBosFallsBackToEleven) {
+  BpeSpec s;
+  s.extra = [](GgufWriter& w) { w.boolean("tokenizer.ggml.add_bos_token", true); };
+  auto tok = s.build();
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_TRUE(tok.value()->add_bos_default());
+  EXPECT_EQ(tok.value()->bos(), 11);
+  EXPECT_EQ(tok.value()->encode("a", true, false).front(), 11);
 }
 
 TEST(HostileMetadata, DuplicatesAndBadByteTokens) {

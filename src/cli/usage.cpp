@@ -1,0 +1,119 @@
+#include "cli/usage.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <CLI/CLI.hpp>
+
+namespace revis::cli {
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+bool is_negative_number(const std::string& arg) {
+  return arg.size() > 1 && arg[0] == '-' && (std::isdigit(static_cast<unsigned char>(arg[1])) || arg[1] == '.');
+}
+
+// Every spelling of the options of `app`: "--name" and "-n".
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> names = {"--help", "-h"};
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
+    for (const std::string& s : opt->get_snames()) names.push_back("-" + s);
+  }
+  return names;
+}
+
+std::string suggestion(const std::string& typed, const std::vector<std::string>& names) {
+  const auto near = closest_name(typed, names);
+  return near ? "; did you mean '" + *near + "'?" : std::string("; see --help");
+}
+
+}  // namespace
+
+std::optional<std::string> closest_name(const std::string& typed, const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  size_t best_distance = 0;
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(typed, c);
+    if (!best || d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  // Close: a couple of typos, and fewer than half of the letters.
+  if (!best || best_distance > 2 || 2 * best_distance >= std::max(typed.size(), best->size())) return std::nullopt;
+  return best;
+}
+
+std::vector<std::string> drop_ignored_flags(std::vector<std::string>& args) {
+  std::vector<std::string> notes;
+  for (size_t i = 0; i < args.size();) {
+    const std::string& a = args[i];
+    const std::string name = a.substr(0, a.find('='));
+    if (name != "-ngl" && name != "--n-gpu-layers" && name != "--gpu-layers") {
+      ++i;
+      continue;
+    }
+    const bool inline_value = name.size() < a.size();
+    notes.push_back("note: " + name + " ignored: revis runs on the CPU (there is no GPU backend yet)");
+    const size_t n = !inline_value && i + 1 < args.size() ? 2 : 1;
+    args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i + n));
+  }
+  return notes;
+}
+
+std::optional<std::string> find_unknown_name(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* current = &app;
+  bool positional_seen = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return std::nullopt;
+    if (a.size() > 1 && a[0] == '-' && !is_negative_number(a)) {
+      const std::string name = a.substr(0, a.find('='));
+      const CLI::Option* opt = current->get_option_no_throw(name);
+      // "-t4": a short option with its value attached.
+      if (!opt && a[1] != '-' && a.size() > 2) opt = current->get_option_no_throw(a.substr(0, 2));
+      if (!opt && name != "--help" && name != "-h" && !(current == &app && name == "--version"))
+        return "unknown option '" + name + "'" + (current == &app ? "" : " for '" + current->get_name() + "'") +
+               suggestion(name, option_names(*current));
+      // The value of an option that takes one is not a name.
+      const bool value_attached = name.size() < a.size() || (a[1] != '-' && a.size() > 2);
+      if (opt && opt->get_type_size() != 0 && !value_attached) ++i;
+      continue;
+    }
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : current->get_subcommands([](const CLI::App*) { return true; })) {
+      if (sub->get_name() == a) {
+        current = sub;
+        commands.clear();
+        break;
+      }
+      commands.push_back(sub->get_name());
+    }
+    if (current->get_name() == a) continue;
+    // A word that is no subcommand: a positional argument where the command
+    // takes some, else a mistyped command.
+    if (!commands.empty() && !positional_seen && current->get_options([](const CLI::Option* o) {
+                                                   return o->get_positional();
+                                                 }).empty())
+      return "unknown command '" + a + "'" + suggestion(a, commands);
+    positional_seen = true;
+  }
+  return std::nullopt;
+}
+
+}  // namespace revis::cli

@@ -1,0 +1,43 @@
+// JSON Schema -> GBNF: a grammar whose sentences are JSON texts that
+// validate against the schema, for constrained decoding (response_format
+// json_schema, tool arguments, catalogue tasks that promise structure).
+//
+// Supported keywords: type (one or a list), properties, required,
+// additionalProperties (false, true or a schema; absent with properties
+// means false: a model asked for declared fields gets those), items,
+// prefixItems, minItems, maxItems, minLength, maxLength, enum, const,
+// anyOf, oneOf, allOf (of object schemas), $ref to #/$defs/... or
+// #/definitions/... (recursion allowed), minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum (integers exactly; numbers by integer
+// part, so every generated value is in range), format (date, time,
+// date-time, uuid), and the annotations (title, description, default,
+// examples, ...), which change nothing. Any other keyword that would
+// constrain the value (pattern, multipleOf, uniqueItems, ...) is an error
+// naming it and where it is, never silently dropped.
+//
+// Bounds that keep every output finite on any model: numbers have at most
+// 15 integer digits, 15 fraction digits and a 3-digit exponent; white space
+// between tokens is at most a newline and 20 spaces or tabs.
+//
+// Properties come out in the schema's order (hence ordered_json), the required ones always, the
+// optional ones each present or not.
+//
+// Thread-safety: free functions on values.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "revis/status.h"
+
+namespace revis {
+
+// The grammar (root rule `root`) for values valid against `schema`.
+Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+
+// The grammar for any JSON object (OpenAI's response_format json_object):
+// an object at the top, any JSON values inside, nesting at most 16 deep.
+std::string json_object_gbnf();
+
+}  // namespace revis

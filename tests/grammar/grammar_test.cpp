@@ -1,0 +1,139 @@
+// Tests for grammar/grammar.h: GBNF parsing (and its errors) and the
+// matcher's acceptance of texts, including characters split across pieces.
+#include "grammar/grammar.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace revis {
+namespace {
+
+std::shared_ptr<const Grammar> parse_ok(const std::string& text) {
+  auto g = Grammar::parse(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? *g : nullptr;
+}
+
+// Whether the whole text is a sentence of the grammar.
+bool sentence(const std::shared_ptr<const Grammar>& g, const std::string& text) {
+  GrammarMatcher m(g);
+  return m.accept(text) && m.can_end();
+}
+
+TEST(Grammar, LiteralsAlternativesAndGroups) {
+  auto g = parse_ok(R"(root ::= "yes" | "no" ("!" | "?"))");
+  EXPECT_TRUE(sentence(g, "yes"));
+  EXPECT_TRUE(sentence(g, "no!"));
+  EXPECT_TRUE(sentence(g, "no?"));
+  EXPECT_FALSE(sentence(g, "no"));
+  EXPECT_FALSE(sentence(g, "yes!"));
+  EXPECT_FALSE(sentence(g, "maybe"));
+}
+
+TEST(Grammar, CharacterClassesAndAny) {
+  auto g = parse_ok("root ::= [a-c0-9] [^x\\n] .");
+  EXPECT_TRUE(sentence(g, "a \xE2\x82\xAC"));
+  EXPECT_TRUE(sentence(g, "9zz"));
+  EXPECT_FALSE(sentence(g, "dzz"));
+  EXPECT_FALSE(sentence(g, "axz"));
+  EXPECT_FALSE(sentence(g, "a\nz"));
+}
+
+TEST(Grammar, Repetitions) {
+  auto g = parse_ok(R"(root ::= "a"* "b"+ "c"? d{2,3} e{2} f{1,}
+d ::= "d"
+e ::= "e"
+f ::= "f")");
+  EXPECT_TRUE(sentence(g, "bddeef"));
+  EXPECT_TRUE(sentence(g, "aaabbbcdddeefff"));
+  EXPECT_FALSE(sentence(g, "ddeef"));      // no b
+  EXPECT_FALSE(sentence(g, "bdeef"));      // one d
+  EXPECT_FALSE(sentence(g, "bddddeef"));   // four d
+  EXPECT_FALSE(sentence(g, "bddeeef"));    // three e
+  EXPECT_FALSE(sentence(g, "bddee"));      // no f
+  EXPECT_FALSE(sentence(g, "bccddeef"));   // two c
+}
+
+TEST(Grammar, RulesMayReferEachOtherAcrossLines) {
+  auto g = parse_ok(R"(# a comment
+root ::= list
+list ::= "[" (item ("," item)*)? "]"
+item ::=
+  [0-9]+ | list)");
+  EXPECT_TRUE(sentence(g, "[]"));
+  EXPECT_TRUE(sentence(g, "[1,[2,[]],33]"));
+  EXPECT_FALSE(sentence(g, "[1,]"));
+  EXPECT_FALSE(sentence(g, "[[1]"));
+}
+
+TEST(Grammar, EscapesInLiteralsAndClasses) {
+  auto g = parse_ok(R"(root ::= "\"\\\n\x41\u00e9" [\]\-])");
+  EXPECT_TRUE(sentence(g, "\"\\\nA\xC3\xA9]"));
+  EXPECT_TRUE(sentence(g, "\"\\\nA\xC3\xA9-"));
+}
+
+TEST(Grammar, ErrorsNameWhatIsWrong) {
+  auto undefined = Grammar::parse("root ::= thing");
+  ASSERT_FALSE(undefined.ok());
+  EXPECT_NE(undefined.status().message().find("'thing'"), std::string::npos);
+  auto left = Grammar::parse("root ::= expr\nexpr ::= expr \"+\" \"1\" | \"1\"");
+  ASSERT_FALSE(left.ok());
+  EXPECT_NE(left.status().message().find("left-recursive"), std::string::npos);
+  auto hidden_left = Grammar::parse("root ::= a\na ::= b? a \"x\" | \"y\"\nb ::= \"z\"");
+  ASSERT_FALSE(hidden_left.ok());
+  EXPECT_NE(hidden_left.status().message().find("left-recursive"), std::string::npos);
+  auto no_root = Grammar::parse("start ::= \"a\"");
+  ASSERT_FALSE(no_root.ok());
+  EXPECT_NE(no_root.status().message().find("root"), std::string::npos);
+  auto unclosed = Grammar::parse("root ::= \"abc");
+  ASSERT_FALSE(unclosed.ok());
+  EXPECT_NE(unclosed.status().message().find("line 1"), std::string::npos);
+  auto twice = Grammar::parse("root ::= \"a\"\nroot ::= \"b\"");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_FALSE(Grammar::parse("root ::= \"a\"{3,2}").ok());
+  EXPECT_FALSE(Grammar::parse("root ::= \"a\"{99999}").ok());
+  EXPECT_FALSE(Grammar::parse("").ok());
+  EXPECT_FALSE(Grammar::parse("root ::= [z-a]").ok());
+}
+
+TEST(Grammar, CharactersSplitAcrossPieces) {
+  auto g = parse_ok("root ::= \"\xC3\xA9t\xC3\xA9\"");  // "été"
+  GrammarMatcher m(g);
+  EXPECT_TRUE(m.accept("\xC3"));
+  EXPECT_FALSE(m.can_end());
+  EXPECT_EQ(m.pending(), "\xC3");
+  EXPECT_FALSE(m.allows("\xA8"));  // è, not é
+  EXPECT_TRUE(m.accept("\xA9t\xC3"));
+  EXPECT_TRUE(m.accept("\xA9"));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_FALSE(m.can_continue());
+  // A lead byte whose characters the grammar cannot reach is refused at once.
+  GrammarMatcher fresh(g);
+  EXPECT_FALSE(fresh.allows("\xE2"));
+  EXPECT_FALSE(fresh.allows("\xFF"));
+}
+
+TEST(Grammar, RefusedBytesLeaveTheStateAlone) {
+  auto g = parse_ok(R"(root ::= "ab" "c"*)");
+  GrammarMatcher m(g);
+  EXPECT_TRUE(m.accept("a"));
+  EXPECT_FALSE(m.accept("x"));
+  EXPECT_TRUE(m.accept("b"));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_TRUE(m.can_continue());
+  EXPECT_TRUE(m.accept("ccc"));
+  EXPECT_TRUE(m.can_end());
+}
+
+TEST(Grammar, AmbiguityStaysBounded) {
+  // Every split of a run of a's is a parse; the matcher must not blow up.
+  auto g = parse_ok(R"(root ::= ("a" | "aa" | "aaa")*)");
+  GrammarMatcher m(g);
+  EXPECT_TRUE(m.accept(std::string(2000, 'a')));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_LE(m.stacks().size(), 8u);
+}
+
+}  // namespace
+}  // namespace revis
