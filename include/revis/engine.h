@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,6 +47,15 @@ struct EngineOptions {
   bool mlock = false;
 };
 
+// A special token of the vocabulary: id -1 and empty text when it has none.
+struct SpecialToken {
+  int32_t id = -1;
+  std::string text;  // as the vocabulary spells it ("<s>", "<|im_end|>")
+};
+
+// Everything derived from the model file, computed once by Engine::load from
+// the one mapping it opens: front ends read the file through this, never
+// again themselves.
 struct ModelInfo {
   std::string path;
   std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe"
@@ -61,6 +71,17 @@ struct ModelInfo {
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token
   std::string mlock_failure;     // with EngineOptions::mlock: why locking failed; empty when locked
+  // The file's identity (src/engine/model_digest.h): "sha256:<hex>" (the
+  // plain SHA-256 of files up to 32 MiB) or "sha256-sampled:<hex>". The node
+  // reports it with every result; fingerprint, its first 64 bits, is what
+  // KV checkpoints record.
+  std::string digest;
+  uint64_t fingerprint = 0;
+  std::string chat_template;     // tokenizer.chat_template (Jinja source); empty when the file has none
+  SpecialToken bos, eos, eot;    // begin and end of sequence, end of turn
+  std::vector<int32_t> eog_tokens;  // every id is_end_of_generation() accepts, ascending
+  int64_t file_type = -1;        // general.file_type (llama.cpp's LLAMA_FTYPE); -1 when absent
+  std::map<std::string, uint64_t> tensor_bytes_by_type;  // weight bytes per tensor type name ("Q4_K", "F32")
 };
 
 class Engine {

@@ -8,7 +8,6 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -20,7 +19,6 @@
 #include "cli/bench_matmul.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "gguf/gguf.h"
 #include "quant/quant.h"
 
 namespace revis::cli {
@@ -37,14 +35,6 @@ struct BenchArgs {
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
   bool json = false, mlock = false;
-};
-
-// What the file says it is: llama.cpp's general.file_type names the mix
-// ("Q4_K_M"), and the tensor table says how many bytes each type takes.
-struct WeightTypes {
-  std::string label;  // "Q4_K_M", or the type holding most bytes when the file does not say
-  int64_t file_type = -1;
-  std::map<std::string, uint64_t> bytes_by_type;
 };
 
 // llama.cpp's LLAMA_FTYPE numbering, for the mixes of the types revis reads.
@@ -84,22 +74,14 @@ const char* llama_file_type_name(int64_t file_type) {
   }
 }
 
-Result<WeightTypes> read_weight_types(const std::string& path) {
-  auto file = gguf::GgufFile::open(path);
-  if (!file.ok()) return file.status();
-  WeightTypes types;
-  for (const gguf::TensorInfo& t : (*file)->tensors()) types.bytes_by_type[type_name(t.type)] += t.n_bytes;
-  auto file_type = (*file)->get_int("general.file_type", -1);
-  if (!file_type.ok()) return file_type.status();
-  types.file_type = *file_type;
-  if (const char* name = llama_file_type_name(types.file_type)) {
-    types.label = name;
-  } else if (!types.bytes_by_type.empty()) {
-    types.label = std::max_element(types.bytes_by_type.begin(), types.bytes_by_type.end(),
-                                   [](const auto& a, const auto& b) { return a.second < b.second; })
-                      ->first;
-  }
-  return types;
+// What the file says it is: llama.cpp's general.file_type names the mix
+// ("Q4_K_M"); without it, the type holding the most bytes.
+std::string weight_label(const ModelInfo& info) {
+  if (const char* name = llama_file_type_name(info.file_type)) return name;
+  if (info.tensor_bytes_by_type.empty()) return {};
+  return std::max_element(info.tensor_bytes_by_type.begin(), info.tensor_bytes_by_type.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
 }
 
 // "512,2048,8192" -> ascending, distinct, positive depths.
@@ -186,8 +168,6 @@ int run_bench(const BenchArgs& args) {
     if (!parsed.ok()) return fail(parsed.status().message());
     depths = *parsed;
   }
-  auto types = read_weight_types(args.model);
-  if (!types.ok()) return fail(types.status().message());
   if (!args.kernels.empty()) {
     auto backend = parse_kernel_backend(args.kernels);
     if (!backend.ok()) return fail("--kernels: " + backend.status().message());
@@ -262,9 +242,9 @@ int run_bench(const BenchArgs& args) {
         {"model", info.path},
         {"name", info.name},
         {"architecture", info.architecture},
-        {"type", types->label},
-        {"file_type", types->file_type},
-        {"tensor_bytes_by_type", types->bytes_by_type},
+        {"type", weight_label(info)},
+        {"file_type", info.file_type},
+        {"tensor_bytes_by_type", info.tensor_bytes_by_type},
         {"n_layer", info.n_layer},
         {"n_embd", info.n_embd},
         {"n_vocab", info.n_vocab},
@@ -296,7 +276,7 @@ int run_bench(const BenchArgs& args) {
     return 0;
   }
   std::printf("model        %s (%s, %s, %d layers, %.1f MiB file)\n", info.path.c_str(), info.architecture.c_str(),
-              types->label.c_str(), info.n_layer, mib(info.file_bytes));
+              weight_label(info).c_str(), info.n_layer, mib(info.file_bytes));
   std::printf("setup        %d threads, %s kernels, prompt %d, generate %d, %d runs after a warm-up%s\n",
               info.n_threads, kernels, args.n_prompt, args.n_generate, args.repetitions,
               locked ? ", weights locked" : "");

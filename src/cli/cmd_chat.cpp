@@ -23,9 +23,9 @@
 #include "cli/common.h"
 #include "cli/line_reader.h"
 #include "cli/usage.h"
-#include "engine/generate.h"
 #include "kvstore/prefix_cache.h"
 #include "node/chat_template.h"
+#include "revis/generate.h"
 #include "tokenizer/tokenizer.h"
 
 namespace revis::cli {
@@ -170,13 +170,12 @@ int chat(ChatArgs& args) {
   if (Status s = args.sampling.validate(); !s.ok()) return usage_error(s.message());
   auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
-  auto model_chat = node::model_chat(args.model, engine->tokenizer());
-  if (!model_chat.ok()) return fail(model_chat.status().message());
-  if (model_chat->choice.fallback) std::fprintf(stderr, "warning: %s\n", model_chat->choice.warning.c_str());
+  const node::ModelChat model_chat = node::model_chat(engine->info());
+  if (model_chat.choice.fallback) std::fprintf(stderr, "warning: %s\n", model_chat.choice.warning.c_str());
 
   std::fprintf(stderr, "chat template %s, context %d tokens; /help lists the commands, /exit quits\n",
-               node::chat_family_name(model_chat->choice.family), engine->info().n_ctx);
-  Conversation conversation(*engine, *model_chat, args.system);
+               node::chat_family_name(model_chat.choice.family), engine->info().n_ctx);
+  Conversation conversation(*engine, model_chat, args.system);
   auto cache = kvstore::PrefixCache::open(
       *engine, {.ram_sessions = 1,
                 .kv_dir = args.kv_dir,
@@ -251,7 +250,11 @@ int chat(ChatArgs& args) {
     std::printf("\n");
     if (!reply.ok()) {
       (*cache)->discard(std::move(*lease));
-      if (!interrupted().exchange(false)) return fail(reply.status().message());
+      return fail(reply.status().message());
+    }
+    if (reply->next_logits.empty()) {  // cancelled during the prompt: the session holds part of it
+      (*cache)->discard(std::move(*lease));
+      interrupted().store(false);
       conversation.drop_last_user();  // stopped before the reply began
       std::fprintf(stderr, "[stopped during the prompt]\n");
       interrupted_before = true;
@@ -263,8 +266,8 @@ int chat(ChatArgs& args) {
     interrupted_before = stopped;
     interrupted().store(false);
     const size_t decoded = reply->generated.empty() ? 0 : reply->generated.size() - 1;
-    std::fprintf(stderr, "[prompt %zu tokens (%d reused) in %.0f ms; reply %zu tokens, %.1f tok/s%s]\n",
-                 reply->prompt_tokens.size(), reply->cached_tokens, reply->prefill_ms, reply->generated.size(),
+    std::fprintf(stderr, "[prompt %d tokens (%d reused) in %.0f ms; reply %zu tokens, %.1f tok/s%s]\n",
+                 reply->n_prompt, reply->cached_tokens, reply->prefill_ms, reply->generated.size(),
                  reply->generate_ms > 0 ? decoded * 1000.0 / reply->generate_ms : 0,
                  stopped ? "; stopped by Ctrl-C" : reply->stop_reason == "length" ? "; cut at -n" : "");
   }

@@ -21,9 +21,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress_line.h"
-#include "engine/generate.h"
 #include "model/synthetic.h"
 #include "node/client.h"
+#include "revis/generate.h"
 
 namespace revis::cli {
 namespace {
@@ -200,7 +200,7 @@ int demo(const DemoArgs& args) {
   const GenerateResult& r = *result;
   const double gen_tps = r.generate_ms > 0 && r.generated.size() > 1 ? (r.generated.size() - 1) * 1000.0 / r.generate_ms : 0;
   std::printf("\n\n");
-  std::fprintf(stderr, "prompt %zu tokens in %.0f ms; generated %zu tokens at %.1f tok/s\n", r.prompt_tokens.size(),
+  std::fprintf(stderr, "prompt %d tokens in %.0f ms; generated %zu tokens at %.1f tok/s\n", r.n_prompt,
                r.prefill_ms, r.generated.size(), gen_tps);
   session.reset();  // free the cores (its thread pool) for the two nodes
   engine.reset();

@@ -21,14 +21,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
 #include "bench/inference.h"
 #include "bench/stats.h"
+#include "cli/commands.h"
 #include "cli/common.h"
-#include "engine/generate.h"
-#include "kvstore/model_fingerprint.h"
+#include "kvstore/checksum.h"
 #include "kvstore/prefix_cache.h"
 #include "kvstore/store.h"
+#include "revis/generate.h"
 
 namespace revis::cli {
 namespace {
@@ -277,7 +277,7 @@ int run_kv_bench(const KvBenchArgs& args) {
     // Cold: a store without this prompt; the request leaves a checkpoint behind.
     auto cache = open_cache();
     if (!cache.ok()) return void(exit_code = fail(cache.status().message()));
-    if ((*cache)->store()->contains(prompt)) (*cache)->store()->remove(kvstore::checkpoint_file_name((*cache)->model_fingerprint(), prompt));
+    if ((*cache)->store()->contains(prompt)) (*cache)->store()->remove(kvstore::checkpoint_file_name(engine->info().fingerprint, prompt));
     Result<Timed> cold = Timed{};
     if (args.synthetic) {
       std::fprintf(stderr, "writing a checkpoint of %d tokens of random rows ...\n", args.n_prompt);

@@ -16,14 +16,11 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress_line.h"
-#include "engine/generate.h"
 #include "kvstore/prefix_cache.h"
+#include "revis/generate.h"
 
 namespace revis::cli {
 namespace {
-
-// Prompts of at least this many tokens to evaluate show a progress line.
-constexpr int kLongPrompt = 2 * kPrefillChunk;
 
 struct RunArgs {
   std::string model, prompt, prompt_file, logits_out, kv_dir;
@@ -51,10 +48,10 @@ void write_rows(std::ofstream& out, const std::vector<float>& values, size_t n_v
   out << ']';
 }
 
-Status write_logits(const std::string& path, const GenerateResult& r, size_t n_vocab) {
+Status write_logits(const std::string& path, std::span<const int32_t> prompt, const GenerateResult& r, size_t n_vocab) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Status::error(path + ": cannot open for writing");
-  out << "{\"prompt_tokens\":" << nlohmann::json(r.prompt_tokens).dump()
+  out << "{\"prompt_tokens\":" << nlohmann::json(std::vector<int32_t>(prompt.begin(), prompt.end())).dump()
       << ",\"first_logits_position\":" << r.first_logits_position
       << ",\"greedy\":" << nlohmann::json(r.generated).dump() << ",\"prompt_logits\":";
   write_rows(out, r.prompt_logits, n_vocab);
@@ -114,9 +111,15 @@ int run(RunArgs& args) {
   const std::string cache_source = lease->source;
   const double restore_ms = lease->cached.restore_ms;
   // A long prompt takes seconds to minutes before the first token: show how far it is.
+  // Prompts of at least two prefill chunks to evaluate show a progress line,
+  // counting the tokens not restored from a checkpoint.
   ProgressLine prefill_progress("prompt");
-  if (static_cast<int>(tokens.size()) - lease->cached.cached_tokens >= kLongPrompt)
-    options.on_prefill = [&](int done, int total) { prefill_progress.update(done, total, "tokens"); };
+  const int n_cached = lease->cached.cached_tokens;
+  const int n_todo = static_cast<int>(tokens.size()) - n_cached;
+  if (n_todo >= 2 * options.prefill_chunk)
+    options.on_progress = [&](int n_prompt_done, int n_generated) {
+      if (n_generated == 0) prefill_progress.update(n_prompt_done - n_cached, n_todo, "tokens");
+    };
   auto result = generate(*engine, *lease->session, tokens, options, [&](std::string_view text) {
     if (args.json) return;
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -129,23 +132,23 @@ int run(RunArgs& args) {
   (*cache)->flush();
   if (!args.json) std::printf("\n");
 
-  const double prefill_tps = r.prefill_ms > 0 ? r.prompt_tokens.size() * 1000.0 / r.prefill_ms : 0;
+  const double prefill_tps = r.prefill_ms > 0 ? r.n_prompt * 1000.0 / r.prefill_ms : 0;
   // The first token comes from the prefill's logits; the rest cost one forward pass each.
   const size_t decoded = r.generated.empty() ? 0 : r.generated.size() - 1;
   const double gen_tps = r.generate_ms > 0 ? decoded * 1000.0 / r.generate_ms : 0;
-  std::fprintf(stderr, "prompt %zu tokens, prefill %.1f tok/s (%.0f ms); generated %zu tokens, %.1f tok/s; "
+  std::fprintf(stderr, "prompt %d tokens, prefill %.1f tok/s (%.0f ms); generated %zu tokens, %.1f tok/s; "
                "stop: %s; seed %llu\n",
-               r.prompt_tokens.size(), prefill_tps, r.prefill_ms, r.generated.size(), gen_tps,
+               r.n_prompt, prefill_tps, r.prefill_ms, r.generated.size(), gen_tps,
                r.stop_reason.c_str(), (unsigned long long)args.sampling.seed);
   if (r.cached_tokens > 0)
-    std::fprintf(stderr, "resumed %d of %zu prompt tokens from %s in %.1f ms\n", r.cached_tokens,
-                 r.prompt_tokens.size(), cache_source.c_str(), restore_ms);
+    std::fprintf(stderr, "resumed %d of %d prompt tokens from %s in %.1f ms\n", r.cached_tokens,
+                 r.n_prompt, cache_source.c_str(), restore_ms);
   if ((*cache)->last_save_ms() > 0)
-    std::fprintf(stderr, "saved a checkpoint of %zu tokens in %.1f ms\n", r.prompt_tokens.size(),
+    std::fprintf(stderr, "saved a checkpoint of %d tokens in %.1f ms\n", r.n_prompt,
                  (*cache)->last_save_ms());
 
   if (args.json) {
-    nlohmann::json j = {{"model", engine->info().path},      {"prompt_tokens", r.prompt_tokens.size()},
+    nlohmann::json j = {{"model", engine->info().path},      {"prompt_tokens", r.n_prompt},
                         {"cached_tokens", r.cached_tokens},  {"cache_source", cache_source},
                         {"restore_ms", restore_ms},          {"gen_tokens", r.generated.size()},
                         {"text", r.text},                    {"stop_reason", r.stop_reason},
@@ -155,7 +158,7 @@ int run(RunArgs& args) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   if (!args.logits_out.empty())
-    if (Status s = write_logits(args.logits_out, r, engine->info().n_vocab); !s.ok()) return fail(s.message());
+    if (Status s = write_logits(args.logits_out, tokens, r, engine->info().n_vocab); !s.ok()) return fail(s.message());
   return 0;
 }
 

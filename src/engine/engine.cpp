@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/model_digest.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -53,6 +54,24 @@ std::string lock_tensor_data(const gguf::GgufFile& file) {
   return {};
 }
 
+// The ModelInfo fields read from the file and the tokenizer rather than the
+// model's shape: identity, chat template, special tokens, weight types. The
+// template and the file type are optional and only described: a key of the
+// wrong type reads as absent rather than failing the load.
+void describe_file(const gguf::GgufFile& file, const Tokenizer& tokenizer, ModelInfo& info) {
+  info.digest = model_digest(file.bytes());
+  info.fingerprint = model_fingerprint(info.digest);
+  if (auto source = file.get_string("tokenizer.chat_template"); source.ok()) info.chat_template = std::move(*source);
+  auto special = [&](int32_t id) { return id < 0 ? SpecialToken{} : SpecialToken{id, tokenizer.token_text(id)}; };
+  info.bos = special(tokenizer.bos());
+  info.eos = special(tokenizer.eos());
+  info.eot = special(tokenizer.eot());
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id)
+    if (tokenizer.is_end_of_generation(id)) info.eog_tokens.push_back(id);
+  if (auto file_type = file.get_int("general.file_type", -1); file_type.ok()) info.file_type = *file_type;
+  for (const gguf::TensorInfo& t : file.tensors()) info.tensor_bytes_by_type[type_name(t.type)] += t.n_bytes;
+}
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -94,6 +113,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.n_threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
   info.file_bytes = impl->file->file_size();
   info.bytes_per_token = impl->model->bytes_per_token();
+  describe_file(*impl->file, *impl->tokenizer, info);
   if (options.mlock) info.mlock_failure = lock_tensor_data(*impl->file);
   impl->pool = std::make_unique<ThreadPool>(info.n_threads);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));

@@ -1,71 +1,151 @@
-#include "engine/generate.h"
+// Implementation of include/revis/generate.h: see there for the contract.
+//
+// Cost per generated token beyond the forward pass: the sampler's own work,
+// plus, only when asked for, one copy of the logits row (a constraint, or
+// logprobs), the constraint's mask, a scan for a token the mask left
+// (constraint) and a log-sum-exp with a top-N selection (logprobs): all
+// O(vocabulary). Without those the row goes to the sampler uncopied.
+#include "revis/generate.h"
 
 #include <algorithm>
-#include <chrono>
+#include <cmath>
+#include <limits>
 
+#include "sample/sampler.h"
 #include "sample/stop_matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace revis {
 namespace {
 
-bool cancelled(const GenerateOptions& options) {
-  return options.cancel && options.cancel->load(std::memory_order_relaxed);
+using Clock = std::chrono::steady_clock;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr int kMaxTopLogprobs = 20;  // OpenAI's limit
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+bool cancelled(const GenerateOptions& o) { return o.cancel && o.cancel->load(std::memory_order_relaxed); }
+
+Status check_request(const Engine& engine, const Session& session, std::span<const int32_t> prompt,
+                     const GenerateOptions& options, const PromptCache& cached) {
+  if (Status s = options.sampling.validate(); !s.ok()) return s;
+  const int n_vocab = engine.info().n_vocab;
+  for (const auto& [token, bias] : options.sampling.logit_bias)
+    if (token >= n_vocab)
+      return Status::error("sampling params: logit_bias token " + std::to_string(token) +
+                           " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
+  if (options.max_tokens < 0) return Status::error("max_tokens: " + std::to_string(options.max_tokens) + " (expected >= 0)");
+  if (options.top_logprobs < 0 || options.top_logprobs > kMaxTopLogprobs)
+    return Status::error("top_logprobs: " + std::to_string(options.top_logprobs) + " (expected 0.." +
+                         std::to_string(kMaxTopLogprobs) + ")");
+  if (options.constraint && options.ignore_eog)
+    return Status::error("ignore_eog with a constraint: the constraint decides where the output may end");
+  if (prompt.empty()) return Status::error("the prompt is empty (nothing to condition on)");
+  if (static_cast<int>(prompt.size()) > session.n_ctx())
+    return Status::error("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " +
+                         std::to_string(session.n_ctx()) + " (raise -c or shorten the prompt)");
+  const int n_cached = cached.cached_tokens;
+  if (n_cached < 0 || n_cached > static_cast<int>(prompt.size()) || (n_cached > 0 && session.n_past() != n_cached) ||
+      !std::equal(prompt.begin(), prompt.begin() + std::max(n_cached, 0), session.history().begin()))
+    return Status::error("prompt cache: the session does not hold the " + std::to_string(n_cached) +
+                         " cached prompt tokens");
+  if (n_cached == static_cast<int>(prompt.size()) && cached.next_logits.size() != static_cast<size_t>(n_vocab))
+    return Status::error("prompt cache: the whole prompt is cached but its next-token logits are missing");
+  return {};
+}
+
+// The log-softmax of `logits` at `chosen`, and the `top` best entries.
+TokenLogprobs logprobs_of(std::span<const float> logits, int32_t chosen, int top) {
+  float max = kNegInf;
+  for (float l : logits) max = std::max(max, l);
+  double sum = 0;
+  if (std::isfinite(max))
+    for (float l : logits)
+      if (l > kNegInf) sum += std::exp(static_cast<double>(l) - max);  // NaN counts as -inf, as in the sampler
+  const double log_z = std::isfinite(max) ? max + std::log(sum) : 0;
+  auto logprob = [&](int32_t id) {
+    const float l = logits[id];
+    return l == kNegInf || std::isnan(l) ? kNegInf : static_cast<float>(l - log_z);
+  };
+  TokenLogprobs out;
+  out.chosen = {chosen, logprob(chosen)};
+  if (top <= 0) return out;
+  // A running best-first list of at most `top` ids: O(vocabulary) with a
+  // short insertion now and then.
+  auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  std::vector<int32_t> best;
+  best.reserve(top + 1);
+  for (int32_t id = 0; id < static_cast<int32_t>(logits.size()); ++id) {
+    if (!(logits[id] > kNegInf)) continue;
+    if (static_cast<int>(best.size()) == top && !better(id, best.back())) continue;
+    best.insert(std::upper_bound(best.begin(), best.end(), id, better), id);
+    if (static_cast<int>(best.size()) > top) best.pop_back();
+  }
+  for (int32_t id : best) out.top.push_back({id, logprob(id)});
+  return out;
+}
+
+// One step's logits in `row`, masked by the constraint into `scratch`.
+// End-of-generation tokens keep their logits only when the output may end
+// (the constraint need not know them). Returns the logits to sample from,
+// or an empty span when no token is allowed.
+std::span<const float> constrain(std::span<const float> row, TokenConstraint& constraint,
+                                 std::span<const int32_t> eog, std::vector<float>& scratch,
+                                 std::vector<float>& eog_logits) {
+  scratch.assign(row.begin(), row.end());
+  eog_logits.resize(eog.size());
+  for (size_t k = 0; k < eog.size(); ++k) eog_logits[k] = scratch[eog[k]];
+  constraint.mask(scratch);
+  const bool can_end = constraint.can_end();
+  for (size_t k = 0; k < eog.size(); ++k) scratch[eog[k]] = can_end ? eog_logits[k] : kNegInf;
+  if (std::none_of(scratch.begin(), scratch.end(), [](float l) { return l > kNegInf; })) return {};
+  return scratch;
 }
 
 }  // namespace
 
 Result<GenerateResult> generate(Engine& engine, Session& session, std::span<const int32_t> prompt,
                                 const GenerateOptions& options, const TextSink& on_text, const PromptCache& cached) {
-  if (Status s = options.sampling.validate(); !s.ok()) return s;
-  if (prompt.empty()) return Status::error("the prompt is empty (nothing to condition on)");
-  if (static_cast<int>(prompt.size()) > session.n_ctx())
-    return Status::error("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " +
-                         std::to_string(session.n_ctx()) + " (raise -c or shorten the prompt)");
+  if (Status s = check_request(engine, session, prompt, options, cached); !s.ok()) return s;
   const int n_prompt = static_cast<int>(prompt.size());
   const int n_cached = cached.cached_tokens;
-  const bool whole_prompt_cached = n_cached == n_prompt;
-  if (n_cached == 0) session.truncate(0);
-  if (n_cached < 0 || n_cached > n_prompt || session.n_past() != n_cached ||
-      !std::equal(prompt.begin(), prompt.begin() + n_cached, session.history().begin()))
-    return Status::error("prompt cache: the session does not hold the " + std::to_string(n_cached) +
-                         " cached prompt tokens");
-  const size_t n_vocab = engine.info().n_vocab;
-  if (whole_prompt_cached && cached.next_logits.size() != n_vocab)
-    return Status::error("prompt cache: the whole prompt is cached but its next-token logits are missing");
+  if (n_cached == 0) session.truncate(0);  // without a cache, start from an empty session
   GenerateResult result;
-  result.prompt_tokens.assign(prompt.begin(), prompt.end());
+  result.n_prompt = n_prompt;
   result.cached_tokens = n_cached;
 
-  const auto start = std::chrono::steady_clock::now();
-  if (whole_prompt_cached) {
+  // Prefill. With a chunk of a multiple of 64 the rows come out
+  // bit-identical to one eval's (the forward pass groups tokens from where
+  // an eval starts: engine/session_pool.h).
+  const auto start = Clock::now();
+  const int chunk = std::max(1, options.prefill_chunk);
+  result.first_logits_position = n_cached;
+  for (int done = n_cached; done < n_prompt; done += chunk) {
+    if (cancelled(options)) {
+      result.stop_reason = "cancelled";
+      result.prefill_ms = cached.restore_ms + ms_between(start, Clock::now());
+      return result;
+    }
+    const int n = std::min(chunk, n_prompt - done);
+    if (Status s = session.eval(prompt.subspan(done, n), options.record_logits); !s.ok()) return s;
+    if (options.record_logits)
+      for (int row = 0; row < session.n_logit_rows(); ++row) {
+        auto l = session.logits(row);
+        result.prompt_logits.insert(result.prompt_logits.end(), l.begin(), l.end());
+      }
+    if (options.on_progress) options.on_progress(done + n, 0);
+  }
+  if (n_cached == n_prompt) {
     result.next_logits.assign(cached.next_logits.begin(), cached.next_logits.end());
     result.first_logits_position = n_prompt - 1;
     if (options.record_logits) result.prompt_logits = result.next_logits;
   } else {
-    const std::span<const int32_t> todo = prompt.subspan(n_cached);
-    const size_t chunk = options.on_prefill ? kPrefillChunk : todo.size();
-    for (size_t done = 0; done < todo.size();) {
-      if (cancelled(options)) return Status::error("cancelled during the prompt");
-      const size_t n = std::min(chunk, todo.size() - done);
-      if (Status s = session.eval(todo.subspan(done, n), options.record_logits); !s.ok()) return s;
-      if (options.record_logits)
-        for (int row = 0; row < session.n_logit_rows(); ++row) {
-          auto l = session.logits(row);
-          result.prompt_logits.insert(result.prompt_logits.end(), l.begin(), l.end());
-        }
-      done += n;
-      if (options.on_prefill) options.on_prefill(static_cast<int>(done), static_cast<int>(todo.size()));
-    }
     const auto last = session.logits(session.n_logit_rows() - 1);
     result.next_logits.assign(last.begin(), last.end());
-    result.first_logits_position = n_cached;
   }
-  result.prefill_ms = cached.restore_ms + ms_since(start);
+  result.prefill_ms = cached.restore_ms + ms_between(start, Clock::now());
 
   Sampler sampler(options.sampling);
   for (int32_t t : prompt) sampler.accept(t);
@@ -76,8 +156,9 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
     result.text += text;
     if (on_text) on_text(text);
   };
+  const std::span<const int32_t> eog = engine.info().eog_tokens;
+  std::vector<float> scratch, eog_logits, adjusted;
 
-  const auto gen_start = std::chrono::steady_clock::now();
   result.stop_reason = "length";
   for (int i = 0; i < options.max_tokens; ++i) {
     if (cancelled(options)) {
@@ -85,14 +166,38 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
       break;
     }
     // The first token follows the prompt; the others the last decoding step.
-    const int32_t token = sampler.sample(i == 0 ? std::span<const float>(result.next_logits) : session.logits(0));
-    if (i == 0) result.ttft_ms = cached.restore_ms + ms_since(start);
+    std::span<const float> logits = i == 0 ? std::span<const float>(result.next_logits) : session.logits(0);
+    if (options.constraint) {
+      logits = constrain(logits, *options.constraint, eog, scratch, eog_logits);
+      if (logits.empty()) {
+        if (!options.constraint->can_end())
+          return Status::error("constraint: no token may follow the " + std::to_string(i) +
+                               " generated so far, and the output is not complete");
+        result.stop_reason = "stop";
+        break;
+      }
+    }
+    const int32_t token = sampler.sample(logits);
+    if (i == 0) {
+      result.first_token = Clock::now();
+      result.ttft_ms = cached.restore_ms + ms_between(start, result.first_token);
+    }
+    if (options.logprobs) {
+      adjusted.assign(logits.begin(), logits.end());
+      sampler.adjust_logits(adjusted);
+      result.logprobs.push_back(logprobs_of(adjusted, token, options.top_logprobs));
+    }
     result.generated.push_back(token);
     sampler.accept(token);
-    if (!options.ignore_eog && engine.is_end_of_generation(token)) {
+    const bool end = engine.is_end_of_generation(token) && (options.constraint || !options.ignore_eog);
+    if (options.on_progress) options.on_progress(n_prompt, static_cast<int>(result.generated.size()));
+    if (end) {
       result.stop_reason = "eog";
       break;
     }
+    if (options.constraint)
+      if (Status s = options.constraint->accept(token); !s.ok())
+        return s.with_context("constraint: token " + std::to_string(token));
     StopMatcher::Output out = stops.push(detok.push(token));
     emit(out.text);
     if (out.stopped) {
@@ -110,8 +215,8 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
       result.generated_logits.insert(result.generated_logits.end(), l.begin(), l.end());
     }
   }
-  if (!stops.stopped()) emit(stops.push(detok.flush()).text + stops.finish());
-  result.generate_ms = ms_since(gen_start);
+  if (result.stop_reason != "cancelled" && !stops.stopped()) emit(stops.push(detok.flush()).text + stops.finish());
+  if (!result.generated.empty()) result.generate_ms = ms_between(result.first_token, Clock::now());
   return result;
 }
 

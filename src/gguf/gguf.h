@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -82,6 +83,8 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return size_; }
+  // The whole file as mapped (or parsed from memory).
+  std::span<const uint8_t> bytes() const { return {base_, size_}; }
 
   const std::vector<KeyValue>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }

@@ -16,7 +16,6 @@
 #include <thread>
 
 #include "kvstore/checksum.h"
-#include "kvstore/model_fingerprint.h"
 
 namespace revis::kvstore {
 namespace {

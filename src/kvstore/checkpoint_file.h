@@ -55,7 +55,7 @@ struct KvShape {
 
 struct CheckpointHeader {
   uint32_t version = kFormatVersion;
-  uint64_t model = 0;  // model_fingerprint() of the model that computed the rows
+  uint64_t model = 0;  // ModelInfo::fingerprint of the model that computed the rows
   KvShape shape;
   uint32_t n_tokens = 0;
   uint32_t n_vocab = 0;           // length of the logits row, when there is one

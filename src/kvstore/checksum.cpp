@@ -19,4 +19,11 @@ StreamingChecksum::~StreamingChecksum() = default;
 void StreamingChecksum::update(const void* data, size_t size) { XXH3_64bits_update(state_->xxh, data, size); }
 uint64_t StreamingChecksum::digest() const { return XXH3_64bits_digest(state_->xxh); }
 
+std::string hex64(uint64_t value) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) s[i] = digits[value & 15];
+  return s;
+}
+
 }  // namespace revis::kvstore

@@ -16,10 +16,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace revis::kvstore {
 
 uint64_t checksum64(const void* data, size_t size, uint64_t seed = 0);
+
+// 16 lowercase hex digits, as file names and `revis kv ls` show checksums
+// and model fingerprints.
+std::string hex64(uint64_t value);
 
 class StreamingChecksum {
  public:

@@ -3,8 +3,6 @@
 #include <chrono>
 #include <optional>
 
-#include "kvstore/model_fingerprint.h"
-
 namespace revis::kvstore {
 namespace {
 
@@ -51,13 +49,10 @@ Result<std::unique_ptr<PrefixCache>> PrefixCache::open(Engine& engine, PrefixCac
     return Status::error("RAM sessions: " + std::to_string(options.ram_sessions) + " (expected >= 1)");
   std::unique_ptr<PrefixCache> cache(new PrefixCache(engine, std::move(options)));
   if (!cache->options_.kv_dir.empty()) {
-    auto fingerprint = kvstore::model_fingerprint(engine.info().path);
-    if (!fingerprint.ok()) return fingerprint.status();
-    cache->model_ = *fingerprint;
     auto store = KvStore::open({.dir = cache->options_.kv_dir,
                                 .budget_bytes = cache->options_.disk_budget_bytes,
                                 .clock = cache->options_.clock},
-                               cache->model_, shape_of(engine.info()));
+                               engine.info().fingerprint, shape_of(engine.info()));
     if (!store.ok()) return store.status();
     cache->store_ = std::move(*store);
     for (const std::string& problem : cache->store_->scan_problems()) cache->warn("KV store: skipped " + problem);

@@ -32,10 +32,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/generate.h"
 #include "engine/session_pool.h"
 #include "kvstore/store.h"
 #include "revis/engine.h"
+#include "revis/generate.h"
 
 namespace revis::kvstore {
 
@@ -76,7 +76,6 @@ class PrefixCache {
   void wait_for_save();
 
   KvStore* store() { return store_.get(); }
-  uint64_t model_fingerprint() const { return model_; }
   double last_save_ms() const { return last_save_ms_; }  // the latest save's write, as of its indexing
   const ReadTimings& last_restore() const { return last_restore_; }  // the latest resume from disk
 
@@ -96,7 +95,6 @@ class PrefixCache {
   PrefixCacheOptions options_;
   SessionPool pool_;
   std::unique_ptr<KvStore> store_;
-  uint64_t model_ = 0;
   double last_save_ms_ = 0;
   ReadTimings last_restore_;
   std::unique_ptr<SaveJob> pending_;  // the background save, until indexed

@@ -11,7 +11,6 @@
 #include <system_error>
 
 #include "kvstore/checksum.h"
-#include "kvstore/model_fingerprint.h"
 
 namespace revis::kvstore {
 

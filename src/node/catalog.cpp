@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
-#include "node/sha256.h"
+#include "hash/sha256.h"
 
 namespace revis::node {
 namespace {

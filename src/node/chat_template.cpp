@@ -1,7 +1,5 @@
 #include "node/chat_template.h"
 
-#include "gguf/gguf.h"
-
 namespace revis::node {
 namespace {
 
@@ -129,17 +127,8 @@ TemplateChoice detect_chat_family(std::string_view src) {
   return c;
 }
 
-Result<ModelChat> model_chat(const std::string& model_path, const Tokenizer& tokenizer) {
-  // The engine does not keep the chat template; the header is cheap to read
-  // again (the file is mapped, not copied).
-  auto file = gguf::GgufFile::open(model_path);
-  if (!file.ok()) return file.status();
-  auto source = (*file)->get_string("tokenizer.chat_template");
-  ModelChat chat;
-  chat.choice = detect_chat_family(source.ok() ? *source : std::string());
-  if (tokenizer.bos() >= 0) chat.special.bos = tokenizer.token_text(tokenizer.bos());
-  if (tokenizer.eos() >= 0) chat.special.eos = tokenizer.token_text(tokenizer.eos());
-  return chat;
+ModelChat model_chat(const ModelInfo& info) {
+  return {detect_chat_family(info.chat_template), {info.bos.text, info.eos.text}};
 }
 
 ChatPrompt render_chat(ChatFamily family, std::span<const ChatMessage> messages, const SpecialTexts& special,

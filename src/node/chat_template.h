@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "revis/engine.h"
 #include "revis/status.h"
 #include "tokenizer/tokenizer.h"
 
@@ -62,12 +63,13 @@ const char* chat_family_name(ChatFamily family);
 TemplateChoice detect_chat_family(std::string_view jinja_source);
 
 // How a model's conversations are rendered: the family chosen from the
-// file's tokenizer.chat_template, and the vocabulary's BOS/EOS texts.
+// file's tokenizer.chat_template, and the vocabulary's BOS/EOS texts, both
+// as Engine::load found them.
 struct ModelChat {
   TemplateChoice choice;
   SpecialTexts special;
 };
-Result<ModelChat> model_chat(const std::string& model_path, const Tokenizer& tokenizer);
+ModelChat model_chat(const ModelInfo& info);
 
 // Renders the conversation and, with add_generation_prompt, the opening of
 // the assistant's turn. A leading system message is folded in where the

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 
-#include "node/inference.h"
 #include "node/job_prompt.h"
 #include "node/log.h"
 
@@ -140,38 +139,40 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   }
   if (job.cancel.load()) return cancelled();
 
-  InferenceControl control;
-  control.cancel = &job.cancel;
-  control.on_text = job.callbacks.on_text;
-  control.on_progress = [this](int prompt_done, int generated) {
+  GenerateOptions options;
+  options.sampling = spec.sampling;
+  options.stop = spec.stop;
+  options.cancel = &job.cancel;
+  options.on_progress = [this](int prompt_done, int generated) {
     std::lock_guard<std::mutex> lock(mutex_);
     current_.prompt_done = prompt_done;
     current_.generated = generated;
     if (generated > 0) current_.phase = "generating";
   };
-  auto r = options_.sim ? infer_simulated(job, st, control) : infer_with_model(job, st, control);
+  auto r = options_.sim ? infer_simulated(job, st, options) : infer_with_model(job, st, options);
   if (!r.ok()) return r.error();
   if (r->stop_reason == "cancelled") return cancelled();
 
   const Clock::time_point finished = Clock::now();
   result.text = std::move(r->text);
   result.stop_reason = r->stop_reason;
+  const int n_generated = static_cast<int>(r->generated.size());
   st.prompt_tokens = r->n_prompt;
   st.cached_tokens = r->cached_tokens;
-  st.generated_tokens = r->n_generated;
+  st.generated_tokens = n_generated;
   st.prefill_ms = r->prefill_ms;
   st.generate_ms = r->generate_ms;
   st.prefill_tok_s = r->prefill_ms > 0 ? r->n_prompt * 1000.0 / r->prefill_ms : 0;
   // The first token comes from the prefill's logits; each later one costs a
   // forward pass, so the rate counts n - 1 tokens over the decoding time.
-  st.gen_tok_s = r->generate_ms > 0 && r->n_generated > 1 ? (r->n_generated - 1) * 1000.0 / r->generate_ms : 0;
-  st.ttft_ms = r->n_generated > 0 ? ms_between(spec.received, r->first_token) : 0;
+  st.gen_tok_s = r->generate_ms > 0 && n_generated > 1 ? (n_generated - 1) * 1000.0 / r->generate_ms : 0;
+  st.ttft_ms = n_generated > 0 ? ms_between(spec.received, r->first_token) : 0;
   st.total_ms = ms_between(spec.received, finished);
   st.finished_ms = ms_between(options_.node_start, finished);
   return result;
 }
 
-Outcome<InferenceResult> Executor::infer_with_model(QueuedJob& job, JobStats& st, const InferenceControl& control) {
+Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobStats& st, GenerateOptions& options) {
   const JobSpec& spec = job.spec;
   const TierSpec* tier = pool_.resolve(spec.tier);
   if (!tier) return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + spec.tier + "\""};
@@ -182,7 +183,7 @@ Outcome<InferenceResult> Executor::infer_with_model(QueuedJob& job, JobStats& st
   Engine& engine = *model.engine;
   st.tier = tier->name;
   st.model = std::filesystem::path(model.path).filename().string();
-  st.model_digest = model.digest;
+  st.model_digest = engine.info().digest;
   st.chat_template = spec.raw ? "raw" : chat_family_name(model.chat.family);
 
   const std::vector<int32_t> tokens = job_prompt_tokens(model, spec);
@@ -190,17 +191,12 @@ Outcome<InferenceResult> Executor::infer_with_model(QueuedJob& job, JobStats& st
   if (!max_tokens.ok()) return max_tokens.error();
   begin_prefill(tier->name, static_cast<int>(tokens.size()), *max_tokens);
 
-  InferenceRequest request;
-  request.prompt = tokens;
-  request.max_tokens = *max_tokens;
-  request.sampling = spec.sampling;
-  request.stop = spec.stop;
+  options.max_tokens = *max_tokens;
   // The session comes from the model's prefix cache, holding as much of the
   // prompt as an earlier job (in RAM) or a checkpoint (on disk) provides.
   auto lease = model.cache->acquire(tokens, false);
   if (!lease.ok()) return NodeError{ErrorCode::kInternal, "prompt cache: " + lease.status().message()};
-  request.cached = lease->cached;
-  auto r = run_inference(engine, *lease->session, request, control);
+  auto r = generate(engine, *lease->session, tokens, options, job.callbacks.on_text, lease->cached);
   if (r.ok() && !r->next_logits.empty()) {
     model.cache->release(std::move(*lease), tokens, r->next_logits, false);
     pool_.refresh_kv_prefixes(model);
@@ -211,7 +207,7 @@ Outcome<InferenceResult> Executor::infer_with_model(QueuedJob& job, JobStats& st
   return std::move(*r);
 }
 
-Outcome<InferenceResult> Executor::infer_simulated(QueuedJob& job, JobStats& st, const InferenceControl& control) {
+Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobStats& st, GenerateOptions& options) {
   const JobSpec& spec = job.spec;
   const SimEngineOptions& sim = *options_.sim;
   st.engine = "sim";
@@ -224,7 +220,8 @@ Outcome<InferenceResult> Executor::infer_simulated(QueuedJob& job, JobStats& st,
   auto max_tokens = answer_budget(spec, n_prompt, sim.ctx, spec.tier);
   if (!max_tokens.ok()) return max_tokens.error();
   begin_prefill(spec.tier, n_prompt, *max_tokens);
-  auto r = run_simulated_inference(sim, n_prompt, *max_tokens, spec.sampling.seed, control);
+  options.max_tokens = *max_tokens;
+  auto r = run_simulated_inference(sim, n_prompt, options, job.callbacks.on_text);
   if (!r.ok()) return NodeError{ErrorCode::kInternal, "simulated inference failed: " + r.status().message()};
   return std::move(*r);
 }

@@ -31,10 +31,10 @@
 #include "node/errors.h"
 #include "node/job.h"
 #include "node/job_queue.h"
-#include "node/inference.h"
 #include "node/metrics.h"
 #include "node/sim_inference.h"
 #include "node/tier_pool.h"
+#include "revis/generate.h"
 
 namespace revis::node {
 
@@ -113,9 +113,9 @@ class Executor {
   void run(QueuedJob& job);
   Outcome<JobResult> execute(QueuedJob& job);
   // The engine-specific half of execute(): fills the tier and model fields
-  // of `stats` and runs the generation.
-  Outcome<InferenceResult> infer_with_model(QueuedJob& job, JobStats& stats, const InferenceControl& control);
-  Outcome<InferenceResult> infer_simulated(QueuedJob& job, JobStats& stats, const InferenceControl& control);
+  // of `stats`, sets options.max_tokens and runs the generation.
+  Outcome<GenerateResult> infer_with_model(QueuedJob& job, JobStats& stats, GenerateOptions& options);
+  Outcome<GenerateResult> infer_simulated(QueuedJob& job, JobStats& stats, GenerateOptions& options);
   void begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens);
   void finish(QueuedJob& job, Outcome<JobResult> outcome);
 

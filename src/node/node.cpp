@@ -151,7 +151,8 @@ std::vector<std::string> Node::prompt_prefix_digests(const JobSpec& spec) const 
   std::vector<std::string> digests;
   if (simulated()) return digests;
   pool_->with_loaded(spec.tier, [&](const LoadedModel& m) {
-    digests = kvstore::KvStore::aligned_prefix_digests(m.fingerprint, job_prompt_tokens(m, spec), kPrefixDigestBlock);
+    digests = kvstore::KvStore::aligned_prefix_digests(m.engine->info().fingerprint, job_prompt_tokens(m, spec),
+                                                       kPrefixDigestBlock);
   });
   return digests;
 }

@@ -18,10 +18,10 @@ constexpr std::array<std::string_view, 16> kWords = {
     " lorem", " ipsum", " dolor", " sit",  " amet",   " sed",    " do",     " tempor",
     " magna", " enim",  " minim", " quis", " nisi",   " velit",  " culpa",  " est"};
 
-bool cancelled(const InferenceControl& c) { return c.cancel && c.cancel->load(std::memory_order_relaxed); }
+bool cancelled(const GenerateOptions& c) { return c.cancel && c.cancel->load(std::memory_order_relaxed); }
 
 // Sleeps until `deadline`; false if cancelled meanwhile.
-bool wait_until(Clock::time_point deadline, const InferenceControl& control) {
+bool wait_until(Clock::time_point deadline, const GenerateOptions& control) {
   while (Clock::now() < deadline) {
     if (cancelled(control)) return false;
     std::this_thread::sleep_until(std::min(deadline, Clock::now() + kCancelSlice));
@@ -42,12 +42,12 @@ int estimate_tokens(std::string_view text) {
   return static_cast<int>(std::max<size_t>(1, (text.size() + 3) / 4));
 }
 
-Result<InferenceResult> run_simulated_inference(const SimEngineOptions& options, int n_prompt, int max_tokens,
-                                                uint64_t seed, const InferenceControl& control) {
+Result<GenerateResult> run_simulated_inference(const SimEngineOptions& options, int n_prompt,
+                                               const GenerateOptions& control, const TextSink& on_text) {
   if (!(options.tokens_per_s > 0) || !(options.prefill_tokens_per_s > 0))
     return Status::error("the simulated engine needs positive token rates");
   if (n_prompt <= 0) return Status::error("the prompt is empty");
-  InferenceResult result;
+  GenerateResult result;
   result.n_prompt = n_prompt;
   result.stop_reason = "length";
 
@@ -63,8 +63,8 @@ Result<InferenceResult> run_simulated_inference(const SimEngineOptions& options,
 
   // Like the real engine, the first token comes from the prefill's logits;
   // each later one costs one step.
-  Rng rng(seed);
-  for (int i = 0; i < max_tokens; ++i) {
+  Rng rng(control.sampling.seed);
+  for (int i = 0; i < control.max_tokens; ++i) {
     if (i > 0 && !wait_until(prefill_end + to_duration(i / options.tokens_per_s), control)) {
       result.stop_reason = "cancelled";
       break;
@@ -73,14 +73,18 @@ Result<InferenceResult> run_simulated_inference(const SimEngineOptions& options,
       result.stop_reason = "cancelled";
       break;
     }
-    if (i == 0) result.first_token = Clock::now();
-    ++result.n_generated;
-    const std::string_view word = kWords[rng.next() % kWords.size()];
+    if (i == 0) {
+      result.first_token = Clock::now();
+      result.ttft_ms = ms_between(start, result.first_token);
+    }
+    const size_t index = rng.next() % kWords.size();
+    result.generated.push_back(static_cast<int32_t>(index));
+    const std::string_view word = kWords[index];
     result.text += word;
-    if (control.on_text) control.on_text(word);
-    if (control.on_progress) control.on_progress(n_prompt, result.n_generated);
+    if (on_text) on_text(word);
+    if (control.on_progress) control.on_progress(n_prompt, static_cast<int>(result.generated.size()));
   }
-  if (result.n_generated > 0) result.generate_ms = ms_between(result.first_token, Clock::now());
+  if (!result.generated.empty()) result.generate_ms = ms_between(result.first_token, Clock::now());
   return result;
 }
 

@@ -9,7 +9,8 @@
 // schedule (no drift from slow callbacks). Tokens are words drawn from a
 // fixed list by the ticket's seed, so the same seed gives the same text.
 // Cancellation is honoured within a few milliseconds, as with the real
-// engine; the result has the same shape as run_inference's.
+// engine; the result has the same shape as generate()'s (the tokens are
+// indices into the word list).
 //
 // Thread-safety: runs on the calling thread; `cancel` may be set from any
 // thread.
@@ -18,7 +19,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "node/inference.h"
+#include "revis/generate.h"
 #include "revis/status.h"
 
 namespace revis::node {
@@ -34,8 +35,9 @@ struct SimEngineOptions {
 int estimate_tokens(std::string_view text);
 
 // Simulates one inference of `n_prompt` prompt tokens producing exactly
-// `max_tokens` tokens (stop reason "length"), or "cancelled".
-Result<InferenceResult> run_simulated_inference(const SimEngineOptions& options, int n_prompt, int max_tokens,
-                                                uint64_t seed, const InferenceControl& control);
+// generate.max_tokens tokens (stop reason "length"), or "cancelled". Of
+// `generate` it uses max_tokens, sampling.seed, cancel and on_progress.
+Result<GenerateResult> run_simulated_inference(const SimEngineOptions& options, int n_prompt,
+                                               const GenerateOptions& generate, const TextSink& on_text);
 
 }  // namespace revis::node

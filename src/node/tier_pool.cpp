@@ -4,9 +4,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "kvstore/model_fingerprint.h"
 #include "node/log.h"
-#include "node/model_digest.h"
 
 namespace revis::node {
 namespace {
@@ -74,13 +72,9 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   m->engine = std::move(*engine);
   const ModelInfo& info = m->engine->info();
 
-  auto digest = model_file_digest(tier.model_path);
-  if (!digest.ok()) return digest.status();
-  m->digest = *digest;
-  auto chat = model_chat(tier.model_path, m->engine->tokenizer());
-  if (!chat.ok()) return chat.status();
-  m->chat = chat->choice;
-  m->special = chat->special;
+  const ModelChat chat = model_chat(info);
+  m->chat = chat.choice;
+  m->special = chat.special;
   if (m->chat.fallback) log_line("warn", tier.model_path + ": " + m->chat.warning);
   auto cache = kvstore::PrefixCache::open(
       *m->engine, {.ram_sessions = std::max(1, kv_.ram_sessions),
@@ -89,12 +83,6 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
                    .warn = [](const std::string& message) { log_line("warn", message); }});
   if (!cache.ok()) return cache.status();
   m->cache = std::move(*cache);
-  m->fingerprint = m->cache->model_fingerprint();  // 0 without a KV directory
-  if (m->fingerprint == 0) {
-    auto fingerprint = kvstore::model_fingerprint(tier.model_path);
-    if (!fingerprint.ok()) return fingerprint.status();
-    m->fingerprint = *fingerprint;
-  }
   if (m->cache->store()) {
     m->kv_prefixes = m->cache->store()->prefix_digests(kPrefixDigestBlock, kPrefixDigestLimit);
     log_line("info", "KV checkpoints in " + kv_.dir + ": " + std::to_string(m->cache->store()->entries().size()) +
@@ -107,7 +95,7 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   if (load_ms) *load_ms = m->load_ms;
   log_line("info", "loaded " + tier.model_path + " (" + info.architecture + ", context " + std::to_string(info.n_ctx) +
                        ", " + std::to_string(info.n_threads) + " threads, ~" + mib(m->footprint_bytes) + ", " +
-                       chat_family_name(m->chat.family) + " template, " + m->digest + ") in " +
+                       chat_family_name(m->chat.family) + " template, " + info.digest + ") in " +
                        std::to_string(static_cast<int>(m->load_ms)) + " ms");
   if (budget_ > 0 && m->footprint_bytes > budget_)
     log_line("warn", tier.model_path + " alone needs ~" + mib(m->footprint_bytes) + ", more than the memory budget (" +
@@ -162,7 +150,7 @@ std::vector<TierStatus> TierPool::status() const {
     for (const auto& m : models_)
       if (same_model(*m, t)) {
         s.loaded = true;
-        s.digest = m->digest;
+        s.digest = m->engine->info().digest;
         s.chat_template = chat_family_name(m->chat.family);
         s.ctx = m->engine->info().n_ctx;
         s.footprint_bytes = m->footprint_bytes;

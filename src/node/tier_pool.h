@@ -65,8 +65,6 @@ struct LoadedModel {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<kvstore::PrefixCache> cache;  // declared after the engine: destroyed (and flushed) first
   std::vector<std::string> kv_prefixes;         // digests of the aligned prefixes on disk (refresh_kv_prefixes)
-  uint64_t fingerprint = 0;                     // kvstore::model_fingerprint, the seed of those digests
-  std::string digest;
   TemplateChoice chat;
   SpecialTexts special;
   uint64_t footprint_bytes = 0;

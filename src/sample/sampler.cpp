@@ -66,6 +66,10 @@ Status SamplingParams::validate() const {
   if (repeat_last_n < 0) return bad("repeat_last_n", ">= 0 (0 disables penalties)", repeat_last_n);
   if (!std::isfinite(frequency_penalty)) return bad("frequency_penalty", "finite", frequency_penalty);
   if (!std::isfinite(presence_penalty)) return bad("presence_penalty", "finite", presence_penalty);
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) return bad("logit_bias token", ">= 0", token);
+    if (!std::isfinite(bias)) return bad("logit_bias", "finite", bias);
+  }
   return Status();
 }
 
@@ -158,7 +162,9 @@ float Sampler::penalize(float logit, int32_t count) const {
   return std::isnan(logit) ? kNegInf : logit;
 }
 
-void Sampler::apply_penalties(std::span<float> logits) const {
+void Sampler::adjust_logits(std::span<float> logits) const {
+  for (const auto& [token, bias] : params_.logit_bias)
+    if (token >= 0 && static_cast<size_t>(token) < logits.size()) logits[token] += bias;
   if (!penalties_active()) return;
   for (const auto& [token, count] : window_counts()) {
     if (token < 0 || static_cast<size_t>(token) >= logits.size()) continue;
@@ -173,7 +179,10 @@ int32_t Sampler::prepare(std::span<const float> logits) {
     const float l = logits[i];
     cands_[i] = {static_cast<int32_t>(i), std::isnan(l) ? kNegInf : l, 0.0};
   }
-  // Here cands_[id].id == id, so the penalties index the array directly.
+  // Here cands_[id].id == id, so the bias and the penalties index the array
+  // directly. A finite bias keeps -inf (a banned token) at -inf.
+  for (const auto& [token, bias] : params_.logit_bias)
+    if (token >= 0 && static_cast<size_t>(token) < n) cands_[token].logit += bias;
   if (penalties_active()) {
     for (const auto& [token, count] : window_counts()) {
       if (token < 0 || static_cast<size_t>(token) >= n) continue;

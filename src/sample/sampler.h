@@ -1,11 +1,11 @@
 // Token sampling: turning one step's logits into the next token id.
 //
 // Contract
-//   SamplingParams holds the knobs, with llama.cpp's defaults and meanings;
-//   validate() names the first out-of-range field. A Sampler owns the params,
+//   SamplingParams (include/revis/sampling.h) holds the knobs, with
+//   llama.cpp's defaults and meanings. A Sampler owns the params,
 //   the recent-token history used by the penalties, and a seeded RNG. Each
 //   sample() call runs, in this order:
-//     penalties -> (argmax if temperature <= 0) -> top-k -> temperature
+//     logit_bias -> penalties -> (argmax if temperature <= 0) -> top-k -> temperature
 //     -> softmax -> top-p -> min-p -> one weighted draw.
 //   sample() does not record the token it returns: call accept() for every
 //   token that becomes part of the context (prompt tokens too, if they should
@@ -34,24 +34,10 @@
 #include <utility>
 #include <vector>
 
+#include "revis/sampling.h"
 #include "revis/status.h"
 
 namespace revis {
-
-struct SamplingParams {
-  float temperature = 0.8f;      // <= 0: greedy argmax (no RNG use)
-  int32_t top_k = 40;            // keep the k highest logits; 0 = off
-  float top_p = 0.95f;           // keep the smallest top set with mass >= p; 1 = off
-  float min_p = 0.05f;           // drop tokens with prob < min_p * max prob; 0 = off
-  float repeat_penalty = 1.0f;   // recent tokens: logit>0 divided, logit<=0 multiplied; 1 = off
-  int32_t repeat_last_n = 64;    // how many recent accepted tokens the penalties see; 0 = none
-  float frequency_penalty = 0.0f;  // logit -= count * frequency_penalty (count in the window)
-  float presence_penalty = 0.0f;   // logit -= presence_penalty if count > 0
-  uint64_t seed = 0;             // fixed default so runs reproduce unless a caller picks one
-
-  // ok, or an error naming the field, the allowed range and the value found.
-  Status validate() const;
-};
 
 // xoshiro256** (Blackman & Vigna), state filled from the seed by splitmix64
 // so that every seed, including 0, gives a well-mixed non-zero state.
@@ -92,10 +78,11 @@ class Sampler {
   // Greedy returns the argmax alone with prob 1.
   std::vector<TokenProb> distribution(std::span<const float> logits);
 
-  // Applies the repetition / frequency / presence penalties for the current
-  // history to `logits` in place (what sample() does first). History tokens
-  // outside [0, logits.size()) are ignored.
-  void apply_penalties(std::span<float> logits) const;
+  // Applies the logit bias and then the repetition / frequency / presence
+  // penalties for the current history to `logits` in place: what sample()
+  // does first. Bias and history tokens outside [0, logits.size()) are
+  // ignored.
+  void adjust_logits(std::span<float> logits) const;
 
   // Records a token that entered the context; only the last repeat_last_n
   // are kept.

@@ -3,6 +3,8 @@
 // results, the OpenAI usage and the status page say so.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "node/node_process.h"
@@ -63,6 +65,19 @@ TEST(NodeKv, ResumesFromRamThenFromDiskAfterARestart) {
       EXPECT_EQ(tier["kvPrefixes"][0].get<std::string>().size(), 16u);
     }
   EXPECT_TRUE(listed) << s.dump();
+
+  // One identity: the checkpoints are named after the digest the node reports.
+  std::string digest;
+  for (const json& tier : s["tiers"])
+    if (tier["digest"].is_string()) digest = tier["digest"];
+  ASSERT_EQ(digest.rfind("sha256:", 0), 0u) << digest;
+  int checkpoints = 0;
+  for (const auto& file : std::filesystem::directory_iterator(kv_dir))
+    if (file.path().extension() == ".rkv") {
+      ++checkpoints;
+      EXPECT_EQ(file.path().filename().string().substr(0, 16), digest.substr(7, 16)) << file.path();
+    }
+  EXPECT_GT(checkpoints, 0);
 }
 
 }  // namespace

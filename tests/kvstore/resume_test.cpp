@@ -14,8 +14,9 @@
 #include <functional>
 #include <mutex>
 
-#include "engine/generate.h"
+#include "kvstore/checksum.h"
 #include "kvstore/prefix_cache.h"
+#include "revis/generate.h"
 #include "support/kernel_backends.h"
 #include "support/testdata.h"
 
@@ -111,6 +112,30 @@ TEST(ResumablePrefix, AlignsAndKeepsTheLastTokenUnlessItsLogitsFit) {
   EXPECT_EQ(resumable_prefix(129, 129, 200, true), 128);
   EXPECT_EQ(resumable_prefix(63, 100, 100, true), 0);
   EXPECT_EQ(resumable_prefix(0, 10, 10, true), 0);
+}
+
+TEST(ModelIdentity, CheckpointsRecordTheEnginesFingerprintWithoutReopeningTheModel) {
+  // The model is removed once loaded: a second open of it (for a hash, the
+  // chat template) would fail, so everything below runs on what Engine::load
+  // derived from its one mapping.
+  TempDir models, kv;
+  const std::string copy = models.file("model.gguf");
+  std::filesystem::copy_file(testing::testdata("models/qwen3-Q4_K_M.gguf"), copy);
+  auto engine = Engine::load({.model_path = copy, .n_ctx = 512, .n_threads = 2});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  std::filesystem::remove(copy);
+  const ModelInfo& info = (*engine)->info();
+  ASSERT_EQ(info.digest.rfind("sha256:", 0), 0u);
+  EXPECT_EQ(hex64(info.fingerprint), info.digest.substr(7, 16)) << "the KV fingerprint is the node's digest's head";
+  {
+    auto cache = PrefixCache::open(**engine, disk_options(kv));
+    ASSERT_TRUE(cache.ok()) << cache.status().message();
+    through(**cache, **engine, prompt_tokens(**engine, 150, 3), false);
+  }
+  auto cache = PrefixCache::open(**engine, disk_options(kv));
+  ASSERT_TRUE(cache.ok());
+  ASSERT_EQ((*cache)->store()->entries().size(), 1u);
+  EXPECT_EQ((*cache)->store()->entries()[0]->header.model, info.fingerprint);
 }
 
 // The parameters: the model (grouped-query attention, and DeepSeek's latent

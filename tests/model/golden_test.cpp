@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/generate.h"
 #include "quant/quant.h"
 #include "revis/engine.h"
+#include "revis/generate.h"
 #include "support/golden.h"
 #include "support/kernel_backends.h"
 

@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "node/executor.h"
-#include "node/inference.h"
 #include "support/testdata.h"
 
 namespace revis::node {
@@ -246,38 +245,6 @@ TEST(Executor, ShutdownCancelsQueuedJobsAndRefusesNewOnes) {
   auto late = f.executor.submit(spec("late", 4), out.callbacks("late"));
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.error().code, ErrorCode::kCancelled);
-}
-
-TEST(Inference, StopsAtStopStringsAndStreamsWholeCharacters) {
-  auto engine = Engine::load({.model_path = model_path("qwen2-Q8_0"), .n_ctx = 256, .n_threads = 2});
-  ASSERT_TRUE(engine.ok());
-  auto session = (*engine)->new_session();
-  const std::vector<int32_t> prompt = (*engine)->tokenize("Hello world", false, false);
-  InferenceRequest req;
-  req.prompt = prompt;
-  req.max_tokens = 40;
-  req.sampling.temperature = 0;
-  InferenceControl control;
-  std::string streamed;
-  control.on_text = [&](std::string_view t) { streamed += t; };
-  auto full = run_inference(**engine, *session, req, control);
-  ASSERT_TRUE(full.ok());
-  EXPECT_EQ(streamed, full->text);
-  ASSERT_GE(full->text.size(), 4u);
-  // Stop at whatever the model wrote third: the text ends just before it.
-  req.stop = {full->text.substr(2, 2)};
-  auto stopped = run_inference(**engine, *session, req, {});
-  ASSERT_TRUE(stopped.ok());
-  EXPECT_EQ(stopped->stop_reason, "stop");
-  EXPECT_EQ(full->text.rfind(stopped->text, 0), 0u);
-  EXPECT_LT(stopped->text.size(), full->text.size());
-  std::atomic<bool> cancel{true};
-  InferenceControl cancelled;
-  cancelled.cancel = &cancel;
-  auto none = run_inference(**engine, *session, req, cancelled);
-  ASSERT_TRUE(none.ok());
-  EXPECT_EQ(none->stop_reason, "cancelled");
-  EXPECT_EQ(none->n_generated, 0);
 }
 
 }  // namespace

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hash/sha256.h"
 #include "node/client.h"
 #include "node/node_process.h"
-#include "node/sha256.h"
 #include "support/run_command.h"
 #include "support/sse.h"
 #include "support/testdata.h"
@@ -209,7 +209,7 @@ TEST_F(NodeTest, StreamingTicket) {
   EXPECT_EQ(s["tier"], "small");
   EXPECT_EQ(s["model"], "qwen2-Q8_0.gguf");
   const auto bytes = testing::read_bytes(model("qwen2-Q8_0"));
-  EXPECT_EQ(s["modelDigest"], "sha256:" + node::sha256_hex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+  EXPECT_EQ(s["modelDigest"], "sha256:" + sha256_hex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
   EXPECT_EQ(s["catalog"], get_json(ep(), "/v1/revis/status")["catalog"]);
 }
 

@@ -13,19 +13,25 @@ namespace {
 
 SimEngineOptions fast() { return SimEngineOptions{20000, 100000, 4096}; }
 
+GenerateOptions tokens(int max_tokens, uint64_t seed) {
+  GenerateOptions o;
+  o.max_tokens = max_tokens;
+  o.sampling.seed = seed;
+  return o;
+}
+
 TEST(SimInference, ProducesExactlyTheRequestedTokens) {
   std::string streamed;
   int last_generated = 0;
-  InferenceControl control;
-  control.on_text = [&](std::string_view piece) { streamed += piece; };
+  GenerateOptions control = tokens(12, 7);
   control.on_progress = [&](int prompt_done, int generated) {
     EXPECT_EQ(prompt_done, 30);
     last_generated = generated;
   };
-  auto r = run_simulated_inference(fast(), 30, 12, 7, control);
+  auto r = run_simulated_inference(fast(), 30, control, [&](std::string_view piece) { streamed += piece; });
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->n_prompt, 30);
-  EXPECT_EQ(r->n_generated, 12);
+  EXPECT_EQ(r->generated.size(), 12u);
   EXPECT_EQ(r->stop_reason, "length");
   EXPECT_EQ(last_generated, 12);
   EXPECT_EQ(streamed, r->text);
@@ -33,9 +39,9 @@ TEST(SimInference, ProducesExactlyTheRequestedTokens) {
 }
 
 TEST(SimInference, TheSeedDecidesTheText) {
-  auto a = run_simulated_inference(fast(), 5, 16, 1, {});
-  auto b = run_simulated_inference(fast(), 5, 16, 1, {});
-  auto c = run_simulated_inference(fast(), 5, 16, 2, {});
+  auto a = run_simulated_inference(fast(), 5, tokens(16, 1), {});
+  auto b = run_simulated_inference(fast(), 5, tokens(16, 1), {});
+  auto c = run_simulated_inference(fast(), 5, tokens(16, 2), {});
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   EXPECT_EQ(a->text, b->text);
   EXPECT_NE(a->text, c->text);
@@ -44,7 +50,7 @@ TEST(SimInference, TheSeedDecidesTheText) {
 TEST(SimInference, TakesAtLeastTheSimulatedTime) {
   // 100 prompt tokens at 1000/s, then 5 tokens at 100/s: the first comes
   // with the prefill, each later one 10 ms after the one before.
-  auto r = run_simulated_inference(SimEngineOptions{100, 1000, 4096}, 100, 5, 3, {});
+  auto r = run_simulated_inference(SimEngineOptions{100, 1000, 4096}, 100, tokens(5, 3), {});
   ASSERT_TRUE(r.ok());
   EXPECT_GE(r->prefill_ms, 100.0);
   EXPECT_GE(r->generate_ms, 40.0);
@@ -52,20 +58,20 @@ TEST(SimInference, TakesAtLeastTheSimulatedTime) {
 
 TEST(SimInference, StopsSoonAfterACancel) {
   std::atomic<bool> cancel{false};
-  InferenceControl control;
+  GenerateOptions control = tokens(1000, 3);
   control.cancel = &cancel;
   control.on_progress = [&](int, int generated) {
     if (generated == 2) cancel.store(true);
   };
-  auto r = run_simulated_inference(SimEngineOptions{10, 1000, 4096}, 10, 1000, 3, control);  // 100 s uncancelled
+  auto r = run_simulated_inference(SimEngineOptions{10, 1000, 4096}, 10, control, {});  // 100 s uncancelled
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->stop_reason, "cancelled");
-  EXPECT_EQ(r->n_generated, 2);
+  EXPECT_EQ(r->generated.size(), 2u);
 }
 
 TEST(SimInference, RefusesNonsense) {
-  EXPECT_FALSE(run_simulated_inference(SimEngineOptions{0, 1000, 4096}, 10, 10, 1, {}).ok());
-  EXPECT_FALSE(run_simulated_inference(fast(), 0, 10, 1, {}).ok());
+  EXPECT_FALSE(run_simulated_inference(SimEngineOptions{0, 1000, 4096}, 10, tokens(10, 1), {}).ok());
+  EXPECT_FALSE(run_simulated_inference(fast(), 0, tokens(10, 1), {}).ok());
 }
 
 TEST(SimInference, EstimatesTokensFromBytes) {

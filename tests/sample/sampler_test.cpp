@@ -452,7 +452,7 @@ TEST(Sampler, PenaltiesExactNumbers) {
   Sampler s(p);
   for (int32_t t : {3, 0, 1, 0, 4}) s.accept(t);  // window: 0, 1, 0, 4 (3 fell out)
   std::vector<float> logits = {2.0f, -1.0f, 0.5f, 3.0f, 1.0f};
-  s.apply_penalties(logits);
+  s.adjust_logits(logits);
   EXPECT_EQ(logits[0], -0.25f);  // 2/2 - 2*0.5 - 0.25
   EXPECT_EQ(logits[1], -2.75f);  // -1*2 - 1*0.5 - 0.25
   EXPECT_EQ(logits[2], 0.5f);    // never seen
@@ -470,7 +470,7 @@ TEST(Sampler, EachPenaltyAlone) {
     Sampler s(p);
     for (int32_t t : {0, 0, 0, 1, 2}) s.accept(t);
     std::vector<float> l = base;
-    s.apply_penalties(l);
+    s.adjust_logits(l);
     return l;
   };
   EXPECT_EQ(apply(1.25f, 0, 0), (std::vector<float>{1.6f, -1.25f, 0.0f}));
@@ -500,7 +500,7 @@ TEST(Sampler, PenaltyHistoryEdgeCases) {
   Sampler none(p);
   none.accept(0);
   std::vector<float> l = {1.0f, 1.0f};
-  none.apply_penalties(l);
+  none.adjust_logits(l);
   EXPECT_EQ(l, (std::vector<float>{1.0f, 1.0f}));
 
   p.repeat_last_n = 8;
@@ -508,8 +508,28 @@ TEST(Sampler, PenaltyHistoryEdgeCases) {
   s.accept(-5);       // ignored: not a token of this vocabulary
   s.accept(1000000);  // ignored: past the end
   s.accept(1);
-  s.apply_penalties(l);
+  s.adjust_logits(l);
   EXPECT_EQ(l, (std::vector<float>{1.0f, 0.0f}));
+}
+
+TEST(Sampler, LogitBiasComesBeforeThePenalties) {
+  SamplingParams p = plain(0.0f);
+  p.repeat_penalty = 2.0f;
+  p.logit_bias = {{1, 8.0f}, {2, -10.0f}, {1, 1.0f}, {7, 5.0f}};  // 1 listed twice; 7 outside, ignored
+  Sampler s(p);
+  s.accept(1);
+  std::vector<float> logits = {6.0f, 2.0f, 4.0f};
+  // Biased first: (2 + 9) / 2 = 5.5 loses to 6; penalised first it would be 2 / 2 + 9 = 10.
+  EXPECT_EQ(s.sample(logits), 0);
+  std::vector<float> adjusted = logits;
+  s.adjust_logits(adjusted);
+  EXPECT_EQ(adjusted, (std::vector<float>{6.0f, 5.5f, -6.0f}));
+  p.repeat_penalty = 1.0f;
+  EXPECT_EQ(Sampler(p).sample(logits), 1);  // 11 > 6
+  p.logit_bias = {{0, NAN}};
+  EXPECT_FALSE(p.validate().ok());
+  p.logit_bias = {{-1, 1.0f}};
+  EXPECT_FALSE(p.validate().ok());
 }
 
 // ---------------------------------------------------------------- validate

@@ -1,7 +1,8 @@
-// SHA-256 (FIPS 180-4), incremental. The node uses it for the catalogue
-// digest and the model file digest; both must be the same on every machine,
-// so a standard hash rather than std::hash. Small enough to carry instead of
-// linking a crypto library for one function.
+// SHA-256 (FIPS 180-4), incremental. The engine uses it for the model file
+// digest (engine/model_digest.h) and the node for the catalogue digest;
+// both must be the same on every machine, so a standard hash rather than
+// std::hash. Small enough to carry instead of linking a crypto library for
+// one function.
 //
 // Thread-safety: a Sha256 is mutable per-stream state; distinct objects
 // share nothing.
@@ -13,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace revis::node {
+namespace revis {
 
 class Sha256 {
  public:
@@ -36,4 +37,4 @@ class Sha256 {
 // Hex SHA-256 of a string in one call.
 std::string sha256_hex(std::string_view text);
 
-}  // namespace revis::node
+}  // namespace revis

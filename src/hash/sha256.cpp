@@ -1,8 +1,8 @@
-#include "node/sha256.h"
+#include "hash/sha256.h"
 
 #include <cstring>
 
-namespace revis::node {
+namespace revis {
 namespace {
 
 constexpr uint32_t kRound[64] = {
@@ -98,4 +98,4 @@ std::string sha256_hex(std::string_view text) {
   return h.finish_hex();
 }
 
-}  // namespace revis::node
+}  // namespace revis

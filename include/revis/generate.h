@@ -1,0 +1,134 @@
+// generate(): the one generation loop every front end calls (the CLI's run,
+// chat and kv commands, the node's executor).
+//
+//   GenerateOptions options;
+//   options.max_tokens = 64;
+//   auto r = revis::generate(*engine, *session, prompt, options,
+//                            [](std::string_view text) { fputs(...); });
+//
+// It prefills the prompt in chunks, then samples, streams text and decodes
+// one token at a time until a token budget ("length"), an end-of-generation
+// token ("eog"), a stop string ("stop"), a full context ("context") or
+// cancellation ("cancelled"). The engine owns the sampling; a caller steers
+// it only through GenerateOptions: the sampler's parameters (with the logit
+// bias), stop strings, a cancel flag, a progress callback and a constraint
+// on the tokens (a grammar, a JSON schema).
+//
+// Thread-safety: runs on the calling thread, and the callbacks and the
+// constraint are called on it; `cancel` may be set from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "revis/engine.h"
+#include "revis/sampling.h"
+#include "revis/status.h"
+
+namespace revis {
+
+// A constraint on which tokens may come next (a grammar, a JSON schema).
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets the logits of tokens that may not come next to -infinity.
+  virtual void mask(std::span<float> logits) = 0;
+  // Advances past the chosen token; an error if the token was not allowed.
+  virtual Status accept(int32_t token) = 0;
+  // True when the output so far is complete, so end-of-generation may come next.
+  virtual bool can_end() const = 0;
+};
+
+// What a prefix cache restored before generate() (engine/session_pool.h,
+// kvstore/prefix_cache.h): the session holds prompt[0, cached_tokens).
+// When that is the whole prompt, next_logits are the logits after its last
+// token, which the session itself no longer has.
+struct PromptCache {
+  int cached_tokens = 0;
+  std::span<const float> next_logits;
+  double restore_ms = 0;  // time spent restoring, counted in prefill and TTFT
+};
+
+// The log-probability of one token. Log-probabilities are the log-softmax
+// over the whole vocabulary of the logits the sampler started from: after
+// the logit bias, the penalties and the constraint's mask, before the
+// temperature and the truncating filters (top-k, top-p, min-p). So, as in
+// OpenAI's API, a token's logprob does not depend on the temperature, and
+// greedy decoding reports real values. Masked tokens have -infinity.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0;
+};
+
+struct TokenLogprobs {
+  TokenLogprob chosen;            // the token that was sampled
+  std::vector<TokenLogprob> top;  // the top_logprobs most likely, best first (ties: lower id first)
+};
+
+struct GenerateOptions {
+  int max_tokens = 128;               // generated tokens at most; 0 = prefill only
+  SamplingParams sampling;
+  std::vector<std::string> stop;      // stop strings (not included in the text)
+  bool ignore_eog = false;            // keep going past end-of-generation tokens (not with a constraint)
+  bool record_logits = false;         // keep prompt and per-step logits (for --logits-out)
+  bool logprobs = false;              // fill GenerateResult::logprobs
+  int top_logprobs = 0;               // with logprobs: alternatives per token, 0..20
+
+  // Polled between prefill chunks and before every decoding step: a client
+  // that goes away frees the machine within one chunk or token.
+  const std::atomic<bool>* cancel = nullptr;
+  // After every prefill chunk (n_prompt_done grows, n_generated = 0) and
+  // every sampled token (n_prompt_done = the prompt's length).
+  std::function<void(int n_prompt_done, int n_generated)> on_progress;
+  // Tokens per eval during prefill: the cancellation granularity. Chunks of
+  // a multiple of 64 keep the logits bit-identical to one eval of the whole
+  // prompt (engine/session_pool.h says why).
+  int prefill_chunk = 256;
+  // With a constraint, every step masks the logits with it before sampling
+  // and accepts the sampled token; end-of-generation tokens may come only
+  // when can_end(), and then end the generation ("eog"). A complete output
+  // that allows no further token ends with "stop"; an incomplete one that
+  // allows none is an error. The constraint must outlive the call.
+  TokenConstraint* constraint = nullptr;
+};
+
+struct GenerateResult {
+  int n_prompt = 0;
+  int cached_tokens = 0;              // prompt tokens restored instead of evaluated
+  std::vector<int32_t> generated;     // every sampled token, including a final end-of-generation one
+  std::vector<TokenLogprobs> logprobs;  // with options.logprobs: one per generated token
+  std::string text;                   // what was streamed
+  std::string stop_reason;            // "length", "eog", "stop", "context", "cancelled"
+  // Timings include PromptCache::restore_ms. generate_ms runs from the first
+  // sampled token to the last, so it spans generated.size() - 1 decoding steps.
+  double prefill_ms = 0, generate_ms = 0, ttft_ms = 0;
+  std::chrono::steady_clock::time_point first_token{};  // when the first token was sampled (epoch if none)
+  // The logits after the last prompt token (what a checkpoint stores);
+  // empty when cancelled during the prefill.
+  std::vector<float> next_logits;
+  // With record_logits: one row per prompt position from
+  // first_logits_position on (0 after a cold prefill; later after a resume,
+  // since restored positions have no logits), and one per generated token
+  // but the last (the logits that chose the next token).
+  int first_logits_position = 0;
+  std::vector<float> prompt_logits, generated_logits;
+};
+
+// Receives whole UTF-8 characters as they are produced, stop strings removed.
+using TextSink = std::function<void(std::string_view)>;
+
+// Runs the prompt through `session` and generates. Without a cache the
+// session is emptied first; with one, it must hold exactly prompt[0,
+// cached.cached_tokens). Afterwards the session holds the prompt and the
+// output (all of it but the last sampled token, which was never evaluated).
+Result<GenerateResult> generate(Engine& engine, Session& session, std::span<const int32_t> prompt,
+                                const GenerateOptions& options, const TextSink& on_text,
+                                const PromptCache& cached = {});
+
+}  // namespace revis

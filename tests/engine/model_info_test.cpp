@@ -1,0 +1,92 @@
+// What Engine::load derives from the file: the identity hash (digest and
+// fingerprint), the chat template, the special tokens, the weight types.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "engine/model_digest.h"
+#include "gguf/gguf.h"
+#include "hash/sha256.h"
+#include "revis/engine.h"
+#include "support/testdata.h"
+#include "tokenizer/tokenizer.h"
+
+namespace revis {
+namespace {
+
+std::unique_ptr<Engine> load(const std::string& path) {
+  auto engine = Engine::load({.model_path = path, .n_ctx = 128, .n_threads = 1});
+  EXPECT_TRUE(engine.ok()) << engine.status().message();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+TEST(ModelInfo, TheDigestOfASmallFileIsItsPlainSha256AndTheFingerprintItsHead) {
+  const auto path = testing::testdata("models/qwen2-Q8_0.gguf");
+  auto engine = load(path.string());
+  ASSERT_TRUE(engine);
+  const auto bytes = testing::read_bytes(path);
+  const std::string hex = sha256_hex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  EXPECT_EQ(engine->info().digest, "sha256:" + hex);
+  EXPECT_EQ(engine->info().fingerprint, std::stoull(hex.substr(0, 16), nullptr, 16));
+  auto other = load(testing::testdata("models/qwen2-Q4_0.gguf").string());
+  ASSERT_TRUE(other);
+  EXPECT_NE(other->info().digest, engine->info().digest);
+  EXPECT_NE(other->info().fingerprint, engine->info().fingerprint);
+}
+
+TEST(ModelInfo, ALargeFileIsSampledAndSeesChanges) {
+  std::vector<uint8_t> file(40 << 20, 'x');  // 40 MiB: above the whole-file limit
+  const std::string a = model_digest(file);
+  EXPECT_EQ(a.rfind("sha256-sampled:", 0), 0u) << a;
+  EXPECT_EQ(model_digest(file), a);
+  file[20] = 'y';  // inside the first 4 MiB
+  const std::string b = model_digest(file);
+  EXPECT_NE(b, a);
+  file[file.size() - 1] = 'y';  // inside the last 4 MiB
+  EXPECT_NE(model_digest(file), b);
+  file.push_back('x');  // the size counts
+  EXPECT_NE(model_digest(file), b);
+}
+
+TEST(ModelInfo, TheFingerprintIsReadFromTheDigest) {
+  EXPECT_EQ(model_fingerprint("sha256:0123456789abcdef" + std::string(48, '0')), 0x0123456789abcdefull);
+  EXPECT_EQ(model_fingerprint("sha256-sampled:ffffffffffffffff" + std::string(48, '1')), ~0ull);
+  EXPECT_EQ(model_fingerprint("sha256:0123"), 0u);
+  EXPECT_EQ(model_fingerprint("no digest"), 0u);
+  EXPECT_EQ(model_fingerprint("sha256:0123456789abcdeX" + std::string(48, '0')), 0u);
+}
+
+TEST(ModelInfo, CarriesTheTemplateTheSpecialTokensAndTheWeightTypes) {
+  for (const char* stem : {"qwen2-Q8_0", "llama-spm-Q4_K_M", "llama-bpe-F16"}) {
+    const std::string path = testing::testdata(std::string("models/") + stem + ".gguf").string();
+    auto engine = load(path);
+    ASSERT_TRUE(engine);
+    const ModelInfo& info = engine->info();
+    // What the file and the tokenizer say, read here the long way round.
+    auto file = gguf::GgufFile::open(path);
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ(info.chat_template, *(*file)->get_string("tokenizer.chat_template")) << stem;
+    EXPECT_EQ(info.file_type, *(*file)->get_int("general.file_type", -1)) << stem;
+    uint64_t tensor_bytes = 0;
+    for (const auto& t : (*file)->tensors()) tensor_bytes += t.n_bytes;
+    uint64_t by_type = 0;
+    for (const auto& [type, bytes] : info.tensor_bytes_by_type) by_type += bytes;
+    EXPECT_EQ(by_type, tensor_bytes) << stem;
+    const Tokenizer& tok = engine->tokenizer();
+    EXPECT_EQ(info.bos.id, tok.bos()) << stem;
+    EXPECT_EQ(info.eos.id, tok.eos()) << stem;
+    EXPECT_EQ(info.eot.id, tok.eot()) << stem;
+    ASSERT_GE(info.eos.id, 0) << stem;
+    EXPECT_EQ(info.eos.text, tok.token_text(info.eos.id)) << stem;
+    EXPECT_FALSE(info.eos.text.empty()) << stem;
+    if (info.bos.id >= 0) EXPECT_EQ(info.bos.text, tok.token_text(info.bos.id)) << stem;
+    ASSERT_FALSE(info.eog_tokens.empty()) << stem;
+    EXPECT_TRUE(std::is_sorted(info.eog_tokens.begin(), info.eog_tokens.end()));
+    for (int32_t id : info.eog_tokens) EXPECT_TRUE(engine->is_end_of_generation(id));
+    EXPECT_NE(std::find(info.eog_tokens.begin(), info.eog_tokens.end(), info.eos.id), info.eog_tokens.end());
+  }
+}
+
+}  // namespace
+}  // namespace revis
