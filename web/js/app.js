@@ -1,0 +1,2 @@
+// The dashboard's entry point.
+document.getElementById('conn').textContent = 'loaded';
