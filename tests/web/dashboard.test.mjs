@@ -107,6 +107,9 @@ try {
   await page.waitForTimeout(700);
   await page.evaluate(() => window.scrollTo(0, 0));
   await shot(page, 'dashboard-live', false);
+  await page.click('#pg-stop');
+  await page.locator('#pg-state', { hasText: 'cancelled' }).waitFor({ timeout: 5000 });
+  check(await page.isEnabled('#pg-submit'), 'Stop cancels the playground ticket');
 
   // Its detail: result and provenance, by keyboard.
   await page.locator('tr[data-ticket="other-client-1"] button').focus();
@@ -157,6 +160,16 @@ try {
   await locked.locator('[data-node="c"]').waitFor({ timeout: 10000 });
   check(true, 'the token is kept for the tab (asked once)');
   await shot(locked, 'with-token');
+
+  // The node restarts: the page reconnects by itself.
+  c.child.kill('SIGTERM');
+  await new Promise((resolve) => c.child.once('exit', resolve));
+  await locked.locator('#conn', { hasText: 'reconnecting' }).waitFor({ timeout: 10000 });
+  const again = serve('c', pc, ['--token', 'web-s3cret']);
+  await ready(again);
+  await locked.locator('#conn', { hasText: 'live' }).waitFor({ timeout: 15000 });
+  await locked.locator('[data-node="c"]').waitFor({ timeout: 5000 });
+  check(await locked.locator('#token-form').isHidden(), 'after a restart of its node the page reconnects by itself, token kept');
 } catch (e) {
   console.log(`FAILED: ${e.message}`);
   for (const n of nodes) console.log(`--- log of node ${n.name}:\n${n.log().split('\n').slice(-30).join('\n')}`);

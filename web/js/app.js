@@ -4,7 +4,7 @@
 // nothing is polled.
 
 import { $ } from './dom.js';
-import { Connection, storeToken, storedToken, probe } from './connection.js';
+import { Connection, storeToken, probe } from './connection.js';
 import { renderNodes } from './nodes.js';
 import { Tickets } from './tickets.js';
 import { Charts } from './charts.js';
@@ -29,6 +29,7 @@ function onState(state) {
   if (state === 'open') {
     $('token-form').hidden = true;
     $('app').hidden = false;
+    playground.reattach();
   }
 }
 
@@ -66,5 +67,4 @@ setInterval(() => {
   if (!$('app').hidden) charts.draw();
 }, 250);
 
-if (storedToken() === null) storeToken('');
 connection.start();

@@ -7,7 +7,7 @@
 
 const TOKEN_KEY = 'revis.token';
 
-export function storedToken() {
+function storedToken() {
   return sessionStorage.getItem(TOKEN_KEY) || '';
 }
 
@@ -64,7 +64,6 @@ export class Connection {
     ws.onclose = () => {
       if (this.ws !== ws) return;
       this.ws = null;
-      this.onState('closed');
       this.retry();
     };
   }

@@ -69,6 +69,12 @@ export class Playground {
     $('pg-stop').disabled = false;
   }
 
+  // After a reconnect: the ticket in flight is still the node's for its
+  // resume window (docs/protocol.md); its stream is sent again from the start.
+  reattach() {
+    if (this.current) this.connection.send({ type: 'resume', ticketID: this.current });
+  }
+
   stop() {
     if (this.current) this.connection.send({ type: 'cancel', ticketID: this.current });
   }
