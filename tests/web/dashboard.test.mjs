@@ -116,6 +116,11 @@ try {
   await page.keyboard.press('Enter');
   await page.locator('#detail-provenance dd', { hasText: /^sha256/ }).first().waitFor({ timeout: 5000 });
   check((await page.textContent('#detail-result')).length > 0, 'the ticket detail shows its result and provenance');
+  const seed = await page.locator('#detail-provenance dt:text-is("seed") + dd').textContent();
+  const result = await new Promise((resolve, reject) => execFile(revis, ['submit', '--node', `127.0.0.1:${pa}`, '--task', 'summarize',
+    '--arg', 'text=from another client', '--id', 'other-client-1', '--json'], (err, out) => (err ? reject(err) : resolve(JSON.parse(
+      out.replace(/"seed":\s*(\d+)/, '"seed":"$1"'))))));
+  check(seed === String(result.stats.seed), `the detail shows the exact 64-bit seed (${seed})`);
   await shot(page, 'ticket-detail');
   await page.keyboard.press('Escape');
 

@@ -57,8 +57,11 @@ export class Connection {
       this.send({ type: 'subscribe', feed: 'cluster' });
     };
     ws.onmessage = (e) => {
+      // A seed is a 64-bit integer, more than a JavaScript number holds
+      // exactly: it is read as text. (Inside a JSON string a quote is
+      // escaped, so the pattern only meets the field itself.)
       let event;
-      try { event = JSON.parse(e.data); } catch { return; }
+      try { event = JSON.parse(e.data.replace(/"seed":(\d{16,})/g, '"seed":"$1"')); } catch { return; }
       this.onMessage(event);
     };
     ws.onclose = () => {
