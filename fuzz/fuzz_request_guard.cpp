@@ -1,5 +1,6 @@
-// libFuzzer target for the Host and Origin checks (node/request_guard.h),
-// which read two headers any web page can make a browser send. The input is
+// libFuzzer target for the Host and Origin checks (node/request_guard.h)
+// and the WebSocket token subprotocol (node/bearer.h), which read headers
+// any web page can make a browser send. The input is
 // "HOST\nORIGIN". No input may crash them, and the answers must keep their
 // promises: a Host that is refused stays refused with a port appended, and
 // an Origin is "same" only when it names the request's Host. The whole
@@ -11,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "node/bearer.h"
 #include "node/request_guard.h"
 
 namespace {

@@ -3,7 +3,8 @@
 # same tests under AddressSanitizer + UndefinedBehaviorSanitizer, the AArch64
 # (NEON) build's kernel and golden tests under QEMU (scripts/test-arm64.sh),
 # the dashboard in a real browser (scripts/test-web.sh), and a bounded
-# libFuzzer run of each parser when clang is present.
+# libFuzzer run of each parser when clang is present. The release build's
+# .deb is installed and checked (scripts/test-package.sh, as root).
 # Needs ../shared/testdata beside the repository (or REVIS_TESTDATA_DIR).
 #
 # With clang++ the sanitizer build is a clang build with REVIS_FUZZ=ON: one
@@ -33,6 +34,9 @@ ctest --test-dir build -j"$jobs" --output-on-failure
 
 stage "the dashboard in a browser (chromium, playwright-core)"
 bash scripts/test-web.sh build/revis
+
+stage "package: the .deb from the release build, installed and checked"
+bash scripts/test-package.sh build
 
 # -g1 (line tables only): the sanitizers' stack traces keep their function
 # names, files and lines (inlined frames included); full -g only added the

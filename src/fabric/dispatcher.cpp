@@ -77,13 +77,16 @@ struct Dispatcher::Record {
   int attempt = 1;
   uint64_t placement = 0;  // bumped at every placement; callbacks of an earlier one are ignored
   // kWaiting: in waiting_, for a peer (this node does not serve its tier).
-  enum class Where { kLocal, kPeer, kWaiting, kDone } where = Where::kLocal;
+  // kSuspended: the node is shutting down before it ran; the journal keeps
+  // it unfinished, and the next start runs it (suspend()).
+  enum class Where { kLocal, kPeer, kWaiting, kSuspended, kDone } where = Where::kLocal;
   uint64_t job_id = 0;     // kLocal: the executor's job
   std::string peer;        // kPeer: which peer, on which link session
   uint64_t session = 0;
   std::vector<std::string> events;  // token events of the current attempt; event i has seq i
   std::string terminal;
   Clock::time_point finished;
+  size_t kept_bytes = 0;  // kDone: what it holds, as counted against max_kept_results_mb
   std::vector<Link> clients;
   bool cancel_requested = false;
   bool orphaned = false;    // cancelled because no client came back: not kept as a result
@@ -181,6 +184,7 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
     attach(rec, from, 0, -1);
     return;
   }
+  if (answer_from_journal(from, ticket.id, true)) return;
   if (auto refused = admissible(ticket, received)) return from->refuse(ticket.id, *refused);
   auto owned = std::make_unique<Record>();
   Record& rec = *owned;
@@ -207,6 +211,15 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
 // the sender's queue for whichever node frees up first instead of behind
 // this node's job.
 void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::time_point received) {
+  {
+    // Only a peer's link (it subscribes first, with the node's token where
+    // one is set) may pin a ticket here: such a ticket skips dedup and the
+    // journal.
+    Lock lock(mu_);
+    if (std::find(subscribers_.begin(), subscribers_.end(), from) == subscribers_.end())
+      return from->refuse(ticket.id, {ErrorCode::kBadRequest, "forwardedBy is for peers: only a connection that sent "
+                                                              "`subscribe` first may send it"});
+  }
   auto spec = node_.admit(ticket, received);
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
   Lock lock(mu_);
@@ -268,6 +281,7 @@ void Dispatcher::on_resume(const Link& from, const node::ResumeRequest& r) {
   Lock lock(mu_);
   sweep_expired();
   auto it = records_.find(r.id);
+  if (it == records_.end() && answer_from_journal(from, r.id, false)) return;
   if (it == records_.end())
     return from->refuse(r.id, {ErrorCode::kUnknownTicket, "no ticket " + r.id + " here: never accepted, or its result expired (results are kept " +
                                                               std::to_string(config_.result_ttl_s) + " s); send it again"});
@@ -561,6 +575,7 @@ void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node
   if (it == records_.end() || it->second->placement != placement) return;
   Record& rec = *it->second;
   if (!outcome.ok() && rec.orphaned) return drop(id);
+  if (!outcome.ok() && outcome.error().code == ErrorCode::kCancelled && suspend(rec)) return;
   finish(rec, outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
 }
 
@@ -580,7 +595,31 @@ void Dispatcher::finish(Record& rec, std::string terminal) {
     if (Status s = journal_->finished(rec.ticket.id, rec.terminal, unix_ms_now()); !s.ok()) node::log_line("warn", s.message());
   for (const Link& c : rec.clients) c->send(rec.terminal);
   rec.clients.clear();
+  keep_result(rec);
   finished_order_.emplace_back(rec.finished, rec.ticket.id);
+  sweep_expired();
+}
+
+void Dispatcher::keep_result(Record& rec) {
+  // The journal has the result: a resume gets the terminal event (which
+  // holds the whole text) without the token events, which were most of it.
+  if (journal_) std::vector<std::string>().swap(rec.events);
+  size_t bytes = sizeof(Record) + rec.ticket.id.size() + rec.ticket.task.size() + rec.terminal.size();
+  for (const auto& [name, value] : rec.ticket.args) bytes += name.size() + value.size();
+  for (const std::string& e : rec.events) bytes += e.size();
+  rec.kept_bytes = bytes;
+  ++kept_results_;
+  kept_result_bytes_ += bytes;
+}
+
+bool Dispatcher::answer_from_journal(const Link& link, const std::string& id, bool resent) {
+  if (!journal_) return false;
+  auto stored = journal_->result(id, unix_ms_now() - int64_t(config_.result_ttl_s) * 1000);
+  if (!stored.ok()) node::log_line("warn", stored.status().message());
+  if (!stored.ok() || stored->empty()) return false;
+  if (resent) link->send(node::accepted_event(id, 0));
+  link->send(*stored);
+  return true;
 }
 
 void Dispatcher::drop(const std::string& id) {
@@ -607,16 +646,36 @@ void Dispatcher::retry(Record& rec, const std::string& reason) {
   if (journal_ && rec.kept())
     if (Status s = journal_->attempt(id, rec.attempt); !s.ok()) node::log_line("warn", s.message());
   auto placed = place(rec, true);
-  if (!placed.ok()) finish(rec, node::error_event(id, placed.error()));
+  if (!placed.ok() && !suspend(rec)) finish(rec, node::error_event(id, placed.error()));
+}
+
+bool Dispatcher::suspend(Record& rec) {
+  if (!shutting_down_ || !journal_ || !rec.kept() || rec.cancel_requested || rec.orphaned) return false;
+  std::erase(waiting_, rec.ticket.id);
+  rec.where = Record::Where::kSuspended;
+  rec.events.clear();
+  ++rec.placement;  // a late callback of the run it had is ignored
+  // No terminal event: the client's connection closes with the node, and a
+  // resend or resume after the restart reaches the ticket again.
+  rec.clients.clear();
+  return true;
 }
 
 void Dispatcher::sweep_expired() {
   const auto ttl = std::chrono::seconds(config_.result_ttl_s);
-  while (!finished_order_.empty() && Clock::now() - finished_order_.front().first > ttl) {
+  const size_t max_bytes = size_t(config_.max_kept_results_mb) << 20;
+  while (!finished_order_.empty()) {
+    const bool expired = Clock::now() - finished_order_.front().first > ttl;
+    const bool over = finished_order_.size() > 1 &&
+                      (kept_results_ > size_t(config_.max_kept_results) || kept_result_bytes_ > max_bytes);
+    if (!expired && !over) break;
     auto it = records_.find(finished_order_.front().second);
     if (it != records_.end() && it->second->where == Record::Where::kDone &&
-        it->second->finished == finished_order_.front().first)
+        it->second->finished == finished_order_.front().first) {
+      --kept_results_;
+      kept_result_bytes_ -= it->second->kept_bytes;
       records_.erase(it);
+    }
     finished_order_.pop_front();
   }
 }
@@ -649,6 +708,7 @@ void Dispatcher::restore_from_journal() {
       rec->terminal = e.result;
       rec->finished = Clock::now() - std::chrono::milliseconds(std::max<int64_t>(0, now_ms - e.finished_unix_ms));
       finished_order_.emplace_back(rec->finished, e.id);
+      keep_result(*rec);
       ++kept;
     } else {
       to_run.push_back(rec.get());
@@ -656,6 +716,7 @@ void Dispatcher::restore_from_journal() {
     records_[e.id] = std::move(rec);
   }
   std::sort(finished_order_.begin(), finished_order_.end());
+  sweep_expired();  // beyond the caps, the oldest stay in the journal only
   // Put at the head of the queue (the limit does not apply to accepted
   // tickets), newest first, so that they run oldest first.
   for (auto it = to_run.rbegin(); it != to_run.rend(); ++it) {
@@ -758,7 +819,7 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
       // line.
       p.state.busy = true;
       auto placed = place(rec, true);
-      if (!placed.ok()) finish(rec, node::error_event(id, placed.error()));
+      if (!placed.ok() && !suspend(rec)) finish(rec, node::error_event(id, placed.error()));
     } else if (rec.cancel_requested && code == ErrorCode::kCancelled) {
       finish(rec, text);
     } else if (rec.orphaned) {
@@ -930,7 +991,7 @@ void Dispatcher::on_shutdown() {
     if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting) elsewhere.push_back(rec.get());
   for (Record* rec : elsewhere) {
     if (rec->where == Record::Where::kPeer) cancel_ticket(*rec);
-    finish(*rec, node::error_event(rec->ticket.id, {ErrorCode::kCancelled, "the node is shutting down"}));
+    if (!suspend(*rec)) finish(*rec, node::error_event(rec->ticket.id, {ErrorCode::kCancelled, "the node is shutting down"}));
   }
 }
 
@@ -987,7 +1048,12 @@ json Dispatcher::cluster_view() const {
               {"tickets",
                {{"queued", queued},
                 {"running", running},
-                {"acceptedHere", {{"local", here_local}, {"forwarded", here_forwarded}, {"finishedKept", finished}}}}}};
+                {"acceptedHere", {{"local", here_local}, {"forwarded", here_forwarded}, {"finishedKept", finished}}},
+                {"keptResults",
+                 {{"count", kept_results_},
+                  {"bytes", kept_result_bytes_},
+                  {"maxCount", config_.max_kept_results},
+                  {"maxBytes", config_.max_kept_results_mb << 20}}}}}};
 }
 
 void Dispatcher::publish_cluster() {
@@ -995,13 +1061,17 @@ void Dispatcher::publish_cluster() {
 }
 
 TicketView Dispatcher::view_of(const Record& rec) const {
-  TicketView v{.id = rec.ticket.id,
-               .task = rec.ticket.task,
-               .attempt = rec.attempt,
-               .received_unix_ms = rec.received_unix_ms,
-               .openai = !rec.kept()};
+  TicketView v;
+  v.id = rec.ticket.id;
+  v.task = rec.ticket.task;
+  v.attempt = rec.attempt;
+  v.received_unix_ms = rec.received_unix_ms;
+  v.openai = !rec.kept();
   switch (rec.where) {
-    case Record::Where::kWaiting: v.state = "queued"; break;
+    case Record::Where::kWaiting:
+    case Record::Where::kSuspended:  // runs at the next start
+      v.state = "queued";
+      break;
     case Record::Where::kLocal:
       v.state = running_label_ == rec.ticket.id ? "running" : "queued";
       v.node = config_.name;

@@ -24,7 +24,9 @@
 //  - Exactly once. Tickets are kept by ticketID: the same ID sent again
 //    (from any connection) or a `resume` attaches to the one ticket instead
 //    of running it twice; finished results are kept for result_ttl_s. With
-//    a journal, accepted tickets survive a restart of this node. OpenAI
+//    a journal, accepted tickets survive a restart of this node: a kill
+//    leaves them unfinished in it, and so does a graceful shutdown (SIGTERM)
+//    for every ticket that has not finished by then (suspend()). OpenAI
 //    requests are neither kept nor journaled: their client cannot come back.
 //
 // Thread-safety: one mutex guards all state. Entry points run on the
@@ -100,10 +102,23 @@ class Dispatcher : public node::TicketDesk {
   void forward(Record& rec, Peer& peer);
   void retry(Record& rec, const std::string& reason);
   void finish(Record& rec, std::string terminal);
+  // During shutdown, with a journal: leaves a kept ticket that no client
+  // cancelled unfinished (in the journal too) instead of ending it as
+  // cancelled, so the next start runs it. False when it does not apply.
+  bool suspend(Record& rec);
   void drop(const std::string& id);
+  // Counts a finished record among the kept results (after its token events
+  // are dropped where the journal holds its result).
+  void keep_result(Record& rec);
+  // A ticket this node no longer holds in RAM, answered from the journal
+  // when it finished there within result_ttl_s: true when it was.
+  bool answer_from_journal(const Link& link, const std::string& id, bool resent);
   void attach(Record& rec, const Link& link, int attempt, int64_t after_seq);
   void emit_token(Record& rec, std::string_view piece);
   void offload();
+  // Forgets finished results past result_ttl_s, then the oldest while more
+  // than max_kept_results or max_kept_results_mb are kept (the newest one
+  // always stays: a caller may still hold it).
   void sweep_expired();
   void restore_from_journal();
   void watch_orphan(Record& rec);
@@ -145,6 +160,8 @@ class Dispatcher : public node::TicketDesk {
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Record>> records_;   // by ticketID
   std::deque<std::pair<node::Clock::time_point, std::string>> finished_order_;  // for expiry
+  size_t kept_results_ = 0;        // finished records in records_
+  size_t kept_result_bytes_ = 0;   // their Record::kept_bytes
   std::deque<std::string> waiting_;  // tickets for tiers only peers serve, oldest first
   std::map<std::string, std::unique_ptr<Peer>> peers_;       // by HOST:PORT
   uint64_t last_link_id_ = 0;

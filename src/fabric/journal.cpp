@@ -1,5 +1,12 @@
 #include "fabric/journal.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <sqlite3.h>
 
 namespace revis::fabric {
@@ -20,6 +27,15 @@ constexpr const char* kSchema =
 }  // namespace
 
 Result<std::unique_ptr<Journal>> Journal::open(const std::string& path) {
+  // The journal holds the tickets' text: readable by the node's user only.
+  // Created 0600 before SQLite opens it (its -wal and -shm files take the
+  // database file's mode), and an older one made so too.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::error(path + ": cannot open the journal: " + std::strerror(errno));
+  const bool private_mode = ::fchmod(fd, 0600) == 0;
+  ::close(fd);
+  if (!private_mode) return Status::error(path + ": cannot make the journal private (chmod 0600): " + std::strerror(errno));
+  for (const char* side : {"-wal", "-shm"}) ::chmod((path + side).c_str(), 0600);  // absent: nothing to do
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
@@ -66,6 +82,24 @@ Status Journal::attempt(const std::string& id, int attempt) {
 
 Status Journal::finished(const std::string& id, const std::string& terminal_event, int64_t unix_ms) {
   return exec("UPDATE tickets SET result = ?2, finished_ms = ?3 WHERE id = ?1", {id, terminal_event}, {unix_ms});
+}
+
+Result<std::string> Journal::result(const std::string& id, int64_t keep_since_unix_ms) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT result FROM tickets WHERE id = ?1 AND result IS NOT NULL AND finished_ms >= ?2", -1,
+                         &stmt, nullptr) != SQLITE_OK)
+    return Status::error(path_ + ": journal: " + sqlite3_errmsg(db_));
+  sqlite3_bind_text(stmt, 1, id.data(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(stmt, 2, keep_since_unix_ms);
+  std::string out;
+  const int rc = sqlite3_step(stmt);
+  if (rc == SQLITE_ROW) {
+    const unsigned char* t = sqlite3_column_text(stmt, 0);
+    if (t) out.assign(reinterpret_cast<const char*>(t), sqlite3_column_bytes(stmt, 0));
+  }
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Status::error(path_ + ": reading the journal failed: " + sqlite3_errmsg(db_));
+  return out;
 }
 
 Status Journal::forget(const std::string& id) { return exec("DELETE FROM tickets WHERE id = ?1", {id}, {}); }

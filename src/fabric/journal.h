@@ -4,6 +4,9 @@
 // to clients that resume or resend (until they expire), so a restart loses
 // nothing and runs nothing twice from a client's point of view.
 //
+// The file (and SQLite's -wal and -shm beside it) is mode 0600: it holds
+// the tickets' text.
+//
 // Writes use SQLite's WAL mode with synchronous=NORMAL: a committed write
 // survives the process being killed (kill -9); only a power cut may lose
 // the last few.
@@ -40,6 +43,9 @@ class Journal {
   Status accepted(const std::string& id, const std::string& ticket_json);
   Status attempt(const std::string& id, int attempt);
   Status finished(const std::string& id, const std::string& terminal_event, int64_t unix_ms);
+  // The stored terminal event of a ticket that finished at or after
+  // `keep_since_unix_ms`; empty when there is none.
+  Result<std::string> result(const std::string& id, int64_t keep_since_unix_ms);
   // Removes a ticket: it ended without a result worth keeping.
   Status forget(const std::string& id);
   // Deletes results finished before `keep_since_unix_ms`, then returns the

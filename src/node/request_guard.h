@@ -23,7 +23,6 @@
 // Thread-safety: immutable after construction.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,19 +53,5 @@ class RequestGuard {
   std::vector<std::string> names_;    // lower case, no trailing dot
   std::vector<std::string> origins_;  // lower case, no trailing slash
 };
-
-// The bearer token of a browser's WebSocket. A page cannot set the
-// Authorization header of a WebSocket; the dashboard (web/) offers the
-// subprotocols "revis" and "revis.token.HEX" instead, HEX being the
-// token's bytes in lower-case hex (any token fits a protocol name so).
-// `header`: the Sec-WebSocket-Protocol value (comma-separated names).
-// The token, or none when no such name (or a malformed one) is there.
-std::optional<std::string> token_from_subprotocols(std::string_view header);
-
-// Whether `header` offers the subprotocol `name`; the server then selects
-// it in its answer, as browsers require.
-bool offers_subprotocol(std::string_view header, std::string_view name);
-
-inline constexpr std::string_view kDashboardSubprotocol = "revis";
 
 }  // namespace revis::node

@@ -21,11 +21,13 @@
 #include <boost/beast/websocket.hpp>
 
 #include "node/access_log.h"
+#include "node/bearer.h"
 #include "node/connection_table.h"
 #include "node/log.h"
 #include "node/node.h"
 #include "node/openai_relay.h"
 #include "node/request_guard.h"
+#include "node/service_notify.h"
 #include "node/ticket_desk.h"
 #include "node/web_assets.h"
 
@@ -124,28 +126,20 @@ std::string_view field_value(const Message& m, http::field f) {
   return it == m.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
 }
 
-// Comparison whose time does not depend on where the strings differ, so the
-// token cannot be guessed byte by byte from response times.
-bool equal_constant_time(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < b.size(); ++i) diff |= static_cast<unsigned char>(i < a.size() ? a[i] : 0) ^ static_cast<unsigned char>(b[i]);
-  return diff == 0;
-}
-
 template <class Request>
 bool authorized(const ServerState& state, const Request& req) {
   const std::string& token = state.node.config().token;
   if (token.empty()) return true;
   auto it = req.find(http::field::authorization);
   if (it == req.end()) return false;
-  return equal_constant_time(std::string_view(it->value().data(), it->value().size()), "Bearer " + token);
+  return bearer_matches(std::string_view(it->value().data(), it->value().size()), token);
 }
 
 // A browser's WebSocket upgrade: the token as a subprotocol (the dashboard).
 template <class Request>
 bool authorized_by_subprotocol(const ServerState& state, const Request& req) {
-  const std::optional<std::string> token = token_from_subprotocols(field_value(req, http::field::sec_websocket_protocol));
-  return token && equal_constant_time(*token, state.node.config().token);
+  const std::string& token = state.node.config().token;
+  return !token.empty() && subprotocol_matches(field_value(req, http::field::sec_websocket_protocol), token);
 }
 
 // The status for a request the parser refused (docs/protocol.md), or none
@@ -912,6 +906,7 @@ void ServerState::begin_shutdown(int code, const std::string& why) {
   stopping = true;
   exit_code = code;
   log_line("info", "shutting down: " + why);
+  notify_stopping("shutting down: " + why);
   desk.on_shutdown();
   beast::error_code ignored;
   acceptor.close(ignored);
@@ -985,9 +980,10 @@ int serve(Node& node, TicketDesk& desk) {
   log_line("info", "connections: at most " + std::to_string(state.connections.max_total()) + " (" +
                        std::to_string(room) + " fit the descriptor limit), " +
                        std::to_string(state.connections.max_per_address()) + " per address");
-  node.start([&state](const Status& s) {
+  node.start([&state, name = config.name](const Status& s) {
     if (s.ok()) {
       log_line("info", "ready");
+      notify_ready("node " + name + " ready");
       return;
     }
     net::post(state.ioc, [&state, message = s.message()] {
@@ -1000,6 +996,7 @@ int serve(Node& node, TicketDesk& desk) {
     state.begin_shutdown(0, signal == SIGTERM ? "SIGTERM" : "SIGINT");
   });
   do_accept(state);
+  keep_watchdog_fed(ioc);
 
   // Handlers do not throw by design; should one (allocation failure), the
   // node logs it and keeps serving rather than dying with jobs in flight.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <fstream>
 
 #include "support/testdata.h"
@@ -10,6 +13,30 @@ namespace revis::fabric {
 namespace {
 
 using testing::TempDir;
+
+// The journal holds ticket text: only its owner may read it, whatever the
+// umask, and an older journal made readable by others is made private.
+TEST(Journal, IsPrivateToItsOwner) {
+  TempDir dir;
+  const std::string path = dir.file("node.journal");
+  auto mode = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? int(st.st_mode & 0777) : -1;
+  };
+  {
+    auto j = Journal::open(path);
+    ASSERT_TRUE(j.ok()) << j.status().message();
+    ASSERT_TRUE((*j)->accepted("t1", R"({"type":"ticket","ticketID":"t1","taskType":"chat","args":{"text":"secret"}})").ok());
+    EXPECT_EQ(mode(path), 0600);
+    if (std::filesystem::exists(path + "-wal")) {
+      EXPECT_EQ(mode(path + "-wal"), 0600);
+    }
+  }
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto again = Journal::open(path);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(mode(path), 0600);
+}
 
 TEST(Journal, RecordsAcceptedAttemptsAndResultsAcrossReopen) {
   TempDir dir;
