@@ -54,6 +54,7 @@
 #include <thread>
 #include <vector>
 
+#include "fabric/cluster_feed.h"
 #include "fabric/discovery.h"
 #include "fabric/journal.h"
 #include "fabric/node_state.h"
@@ -143,6 +144,12 @@ class Dispatcher : public node::TicketDesk {
   uint64_t cancel_ticket(Record& rec);
   NodeState local_state() const;
   void broadcast_state();
+  // The cluster feed (fabric/cluster_feed.h): the view, and a ticket's
+  // state whenever it changes.
+  nlohmann::json cluster_view() const;
+  void publish_cluster();
+  void publish(const Record& rec);
+  TicketView view_of(const Record& rec) const;
   std::vector<Candidate> candidates(const std::string& tier, std::vector<Peer*>& peers, bool include_self) const;
 
   void on_local_text(const std::string& id, uint64_t placement, std::string_view piece);
@@ -180,6 +187,8 @@ class Dispatcher : public node::TicketDesk {
   // the destructor only; its events reach mu_ through io_.
   std::unique_ptr<Discovery> discovery_;
   std::vector<Link> subscribers_;
+  ClusterFeed feed_;
+  std::string running_label_;  // the executor's current job, as last seen
   std::map<node::ClientLink*, std::map<std::string, uint64_t>> pinned_;  // forwarded here: link -> ticketID -> job id
   std::unique_ptr<Journal> journal_;
   node::Clock::time_point self_idle_since_ = node::Clock::now();

@@ -151,6 +151,11 @@ std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_vi
     SubscribeRequest sub;
     for (const auto& [key, value] : j.items()) {
       if (key == "type") continue;
+      if (key == "feed") {
+        if (value != "cluster") return reject(ErrorCode::kBadRequest, "\"feed\" must be \"cluster\"");
+        sub.cluster = true;
+        continue;
+      }
       if (key != "node") return reject(ErrorCode::kBadRequest, "unknown field \"" + key + "\" in a subscribe message");
       if (!value.is_string())
         return reject(ErrorCode::kBadRequest, std::string("\"node\" must be a string, not ") + type_name(value));

@@ -62,9 +62,13 @@ struct ResumeRequest {
 };
 
 // A peer asks for this node's state, pushed at once, on every change, and
-// as a heartbeat.
+// as a heartbeat. With `cluster` (a client such as the dashboard:
+// "feed": "cluster") it asks instead for the cluster view and the events
+// of the tickets this node accepted (docs/protocol.md, "Following the
+// cluster").
 struct SubscribeRequest {
   std::string node;  // the subscriber's name, for the log
+  bool cluster = false;
 };
 
 using ClientMessage = std::variant<Ticket, CancelRequest, ResumeRequest, SubscribeRequest>;

@@ -164,6 +164,20 @@ TEST(Bearer, SchemeIsCaseInsensitive) {
     EXPECT_FALSE(bearer_matches(h, "tok")) << h;
 }
 
+TEST(Bearer, BrowsersSendTheTokenAsASubprotocolInHex) {
+  EXPECT_TRUE(subprotocol_matches("revis, revis.token.733363726574", "s3cret"));
+  EXPECT_FALSE(subprotocol_matches("revis, revis.token.733363726575", "s3cret"));
+  EXPECT_FALSE(subprotocol_matches("revis", "s3cret"));
+  EXPECT_EQ(token_from_subprotocols("revis, revis.token.733363726574"), "s3cret");
+  EXPECT_EQ(token_from_subprotocols(" revis.token.00ff ,revis"), std::string("\0\xff", 2));
+  for (const char* bad : {"", "revis", "revis.token.", "revis.token.7", "revis.token.7g", "revis.token.7A", "x revis.token.41"})
+    EXPECT_FALSE(token_from_subprotocols(bad).has_value()) << bad;
+  EXPECT_TRUE(offers_subprotocol("chat, revis", "revis"));
+  EXPECT_TRUE(offers_subprotocol("revis", "revis"));
+  EXPECT_FALSE(offers_subprotocol("revis.token.41", "revis"));
+  EXPECT_FALSE(offers_subprotocol("", "revis"));
+}
+
 TEST(Config, DefaultsAndModelChecks) {
   NodeConfig none;
   EXPECT_FALSE(validate_config(none).ok()) << "no model at all";
