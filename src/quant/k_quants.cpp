@@ -16,6 +16,7 @@
 #include "quant/blocks.h"
 #include "quant/kernels.h"
 #include "quant/scale_search.h"
+#include "quant/superblock.h"
 
 namespace revis::quant {
 namespace {
@@ -217,29 +218,23 @@ void dequantize_blocks(const void* src, float* dst, int64_t n, Geometry geometry
 
 template <typename Block>
 float dot_blocks(const void* w, const void* a, int64_t n, Geometry geometry) {
-  const auto* wb = static_cast<const Block*>(w);
-  const auto* ab = static_cast<const BlockQ8_K*>(a);
-  Unpacked u;
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlock; ++b) {
-    unpack(wb[b], u);
-    const int8_t* aq = ab[b].qs;
-    // |q * a| <= 32 * 128 and |scale| <= 128 keep these sums far inside int32.
-    const int scaled_dot = scaled_group_dot(u.q, aq, u.scale, geometry.group_size, kBlock);
-    int min_dot = 0;
-    for (int g = 0; g < kBlock / geometry.group_size && geometry.has_min; ++g) {
-      // Q8_K carries the sum of every 16 activations, which is all the
-      // group minimum needs.
-      const int begin = g * geometry.group_size;
-      int activation_sum = 0;
-      for (int s = begin / 16; s < (begin + geometry.group_size) / 16; ++s) activation_sum += ab[b].bsums[s];
-      min_dot += u.min[g] * activation_sum;
-    }
-    const float da = ab[b].d;
-    sum += (half_to_float(wb[b].d) * da) * static_cast<float>(scaled_dot) -
-           (dmin_of(wb[b]) * da) * static_cast<float>(min_dot);
-  }
-  return sum;
+  return dot_superblocks<Block, Unpacked>(
+      w, a, n, [](const Block& b, Unpacked& u) { unpack(b, u); },
+      [geometry](const Block& b, const Unpacked& u, const BlockQ8_K& ab) {
+        // |q * a| <= 32 * 128 and |scale| <= 128 keep these sums far inside int32.
+        const int scaled_dot = scaled_group_dot(u.q, ab.qs, u.scale, geometry.group_size, kBlock);
+        int min_dot = 0;
+        for (int g = 0; g < kBlock / geometry.group_size && geometry.has_min; ++g) {
+          // Q8_K carries the sum of every 16 activations, which is all the
+          // group minimum needs.
+          const int begin = g * geometry.group_size;
+          int activation_sum = 0;
+          for (int s = begin / 16; s < (begin + geometry.group_size) / 16; ++s) activation_sum += ab.bsums[s];
+          min_dot += u.min[g] * activation_sum;
+        }
+        return (half_to_float(b.d) * ab.d) * static_cast<float>(scaled_dot) -
+               (dmin_of(b) * ab.d) * static_cast<float>(min_dot);
+      });
 }
 
 }  // namespace
