@@ -49,7 +49,7 @@ void register_quantize(CLI::App& app, int& exit_code) {
   cmd->add_option("type", args->type, "Target type mix (see docs/formats.md)")->required();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   cmd->add_option("--imatrix", args->imatrix,
-                  "Importance matrix (llama.cpp's imatrix GGUF or .dat); MOE-2BIT needs one");
+                  "Importance matrix (llama.cpp's imatrix GGUF or .dat): weighs the errors of Q2_K, Q3_K, IQ4_XS and the IQ types; IQ2_XS and MOE-2BIT need one");
   cmd->callback([args, &exit_code] { exit_code = quantize(*args); });
 }
 

@@ -244,11 +244,11 @@ float dot_blocks(const void* w, const void* a, int64_t n, Geometry geometry) {
 void dequantize_q2_k(const void* src, float* dst, int64_t n) { dequantize_blocks<BlockQ2_K>(src, dst, n, kQ2); }
 float dot_q2_k(const void* w, const void* a, int64_t n) { return dot_blocks<BlockQ2_K>(w, a, n, kQ2); }
 
-void quantize_q2_k(const float* src, void* dst, int64_t n) {
+void quantize_q2_k(const float* src, void* dst, int64_t n, const float* importance) {
   auto* blocks = static_cast<BlockQ2_K*>(dst);
   AffineSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_affine_superblock(src + b * kBlock, 16, 16, /*q_max=*/3, /*sc_max=*/15, fit);
+    fit_affine_superblock(src + b * kBlock, importance ? importance + b * kBlock : nullptr, 16, 16, /*q_max=*/3, /*sc_max=*/15, fit);
     int q[kBlock];
     std::copy(fit.q, fit.q + kBlock, q);
     pack_2bit(q, blocks[b].qs);
@@ -263,11 +263,11 @@ void quantize_q2_k(const float* src, void* dst, int64_t n) {
 void dequantize_q3_k(const void* src, float* dst, int64_t n) { dequantize_blocks<BlockQ3_K>(src, dst, n, kQ3); }
 float dot_q3_k(const void* w, const void* a, int64_t n) { return dot_blocks<BlockQ3_K>(w, a, n, kQ3); }
 
-void quantize_q3_k(const float* src, void* dst, int64_t n) {
+void quantize_q3_k(const float* src, void* dst, int64_t n, const float* importance) {
   auto* blocks = static_cast<BlockQ3_K*>(dst);
   SymmetricSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_symmetric_superblock(src + b * kBlock, 16, 16, -4, 3, -32, 31, fit);
+    fit_symmetric_superblock(src + b * kBlock, importance ? importance + b * kBlock : nullptr, 16, 16, -4, 3, -32, 31, fit);
     int stored[kBlock];  // q + 4, 3 bits
     for (int i = 0; i < kBlock; ++i) stored[i] = fit.q[i] + 4;
     pack_2bit(stored, blocks[b].qs);
@@ -286,7 +286,7 @@ void quantize_q4_k(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ4_K*>(dst);
   AffineSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_affine_superblock(src + b * kBlock, 8, 32, /*q_max=*/15, /*sc_max=*/63, fit);
+    fit_affine_superblock(src + b * kBlock, nullptr, 8, 32, /*q_max=*/15, /*sc_max=*/63, fit);
     int q[kBlock];
     std::copy(fit.q, fit.q + kBlock, q);
     pack_4bit(q, blocks[b].qs);
@@ -305,7 +305,7 @@ void quantize_q5_k(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ5_K*>(dst);
   AffineSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_affine_superblock(src + b * kBlock, 8, 32, /*q_max=*/31, /*sc_max=*/63, fit);
+    fit_affine_superblock(src + b * kBlock, nullptr, 8, 32, /*q_max=*/31, /*sc_max=*/63, fit);
     int q[kBlock];
     std::copy(fit.q, fit.q + kBlock, q);
     pack_4bit(q, blocks[b].qs);
@@ -325,7 +325,7 @@ void quantize_q6_k(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ6_K*>(dst);
   SymmetricSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_symmetric_superblock(src + b * kBlock, 16, 16, -32, 31, -128, 127, fit);
+    fit_symmetric_superblock(src + b * kBlock, nullptr, 16, 16, -32, 31, -128, 127, fit);
     int q[kBlock];
     std::copy(fit.q, fit.q + kBlock, q);
     pack_6bit(q, blocks[b].ql, blocks[b].qh);
