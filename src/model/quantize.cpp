@@ -153,6 +153,17 @@ Status importance_missing(TensorType type) {
                        " needs an importance matrix (revis quantize --imatrix FILE: llama.cpp's imatrix GGUF or .dat)");
 }
 
+// Norms, biases and the MoE router stay F32 in every mix.
+bool is_quantized_matrix(const std::string& name, const std::vector<int64_t>& dims) {
+  return dims.size() >= 2 && !contains(name, "ffn_gate_inp") && !contains(name, "_norm");
+}
+
+TensorType fit_row_length(TensorType type, int64_t cols) {
+  if (cols % type_traits(type).block_size != 0) type = fallback_for_short_rows(type);
+  if (cols % type_traits(type).block_size != 0) type = TensorType::F16;
+  return type;
+}
+
 }  // namespace
 
 std::optional<QuantMix> parse_quant_mix(const std::string& name) {
@@ -182,9 +193,29 @@ uint32_t llama_file_type(QuantMix mix) {
   return 0;
 }
 
+Result<TensorTypeOverride> parse_tensor_type_override(const std::string& spec) {
+  const size_t equals = spec.rfind('=');
+  if (equals == std::string::npos || equals == 0)
+    return Status::error("--tensor-type '" + spec + "': expected PATTERN=TYPE");
+  TensorTypeOverride out;
+  out.pattern = spec.substr(0, equals);
+  const std::optional<TensorType> type = type_from_name(spec.substr(equals + 1));
+  if (!type || !(can_quantize(*type) || can_quantize_with_importance(*type)))
+    return Status::error("--tensor-type '" + spec + "': '" + spec.substr(equals + 1) +
+                         "' is not a type revis writes (F32, F16, BF16, Q4_0 .. Q8_0, Q2_K .. Q6_K, IQ4_NL, IQ4_XS, "
+                         "IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S)");
+  out.type = *type;
+  try {
+    out.regex = std::regex(out.pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return Status::error("--tensor-type '" + spec + "': pattern '" + out.pattern + "' is not a regex: " + e.what());
+  }
+  return out;
+}
+
 TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::vector<int64_t>& dims,
                               const TensorContext& ctx) {
-  if (dims.size() < 2 || contains(name, "ffn_gate_inp") || contains(name, "_norm")) return TensorType::F32;
+  if (!is_quantized_matrix(name, dims)) return TensorType::F32;
   const bool is_output = name == "output.weight" || (ctx.output_is_tied && name == "token_embd.weight");
   const bool more_bits = (contains(name, "attn_v.") || contains(name, "ffn_down")) &&
                          layer_gets_more_bits(layer_of(name), ctx.n_layer);
@@ -211,9 +242,7 @@ TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::
   if (ctx.n_expert >= 8 && (contains(name, "attn_k.") || contains(name, "attn_v."))) type = TensorType::Q8_0;
   else if (ctx.n_expert >= 8 && contains(name, "attn_output") && (mix == QuantMix::kQ4_K_M || is_low_bit_mix(mix)))
     type = TensorType::Q5_K;
-  if (dims[0] % type_traits(type).block_size != 0) type = fallback_for_short_rows(type);
-  if (dims[0] % type_traits(type).block_size != 0) type = TensorType::F16;
-  return type;
+  return fit_row_length(type, dims[0]);
 }
 
 gguf::GgufWriter::Producer quantized_rows_producer(TensorType type, int64_t n_rows, int64_t row_length,
@@ -266,7 +295,8 @@ Result<RowImportance> row_importance(const Imatrix* imatrix, const gguf::TensorI
 }
 
 Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
-                      const QuantizeProgress& progress, const Imatrix* imatrix) {
+                      const QuantizeProgress& progress, const Imatrix* imatrix,
+                      const std::vector<TensorTypeOverride>& overrides) {
   auto opened = gguf::GgufFile::open(input);
   if (!opened.ok()) return opened.status();
   const gguf::GgufFile& in = **opened;
@@ -294,7 +324,12 @@ Status quantize_model(const std::string& input, const std::string& output, Quant
   const size_t n_tensors = in.tensors().size();
   for (size_t i = 0; i < n_tensors; ++i) {
     const gguf::TensorInfo& t = in.tensors()[i];
-    const TensorType target = choose_tensor_type(mix, t.name, t.dims, ctx);
+    TensorType target = choose_tensor_type(mix, t.name, t.dims, ctx);
+    for (const TensorTypeOverride& o : overrides) {
+      if (!is_quantized_matrix(t.name, t.dims) || !std::regex_search(t.name, o.regex)) continue;
+      target = fit_row_length(o.type, t.dims[0]);
+      break;
+    }
     gguf::GgufWriter::Producer produce;
     size_t n_bytes = t.n_bytes;
     if (target == t.type) {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,19 @@ struct TensorContext {
 TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::vector<int64_t>& dims,
                               const TensorContext& context);
 
+// `--tensor-type PATTERN=TYPE`: every matrix whose name PATTERN (an
+// ECMAScript regex) matches anywhere gets TYPE instead of the mix's choice;
+// the first matching override wins. Like the mix's own types, it applies
+// to matrices only (not norms, biases or the router), and a row length
+// TYPE's blocks do not divide falls back as the mix's would.
+struct TensorTypeOverride {
+  std::string pattern;
+  std::regex regex;
+  TensorType type = TensorType::F32;
+};
+// Parses "PATTERN=TYPE" (split at the last '='); an error names what is wrong.
+Result<TensorTypeOverride> parse_tensor_type_override(const std::string& spec);
+
 // Reports (tensors done, tensors total, current tensor name).
 using QuantizeProgress = std::function<void(size_t, size_t, const std::string&)>;
 
@@ -68,7 +82,8 @@ struct Imatrix;
 // `imatrix` (may be null) weighs the errors of the types that take one; a
 // mix with a type that needs one (MOE-2BIT) is refused without it.
 Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
-                      const QuantizeProgress& progress, const Imatrix* imatrix = nullptr);
+                      const QuantizeProgress& progress, const Imatrix* imatrix = nullptr,
+                      const std::vector<TensorTypeOverride>& overrides = {});
 
 // Writes float rows [begin, end) of a tensor into `values` (row-major).
 using RowSource = std::function<void(int64_t begin, int64_t end, float* values)>;

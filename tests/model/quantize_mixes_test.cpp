@@ -162,5 +162,43 @@ TEST(QuantizeMixes, Iq2XsRefusesWithoutAnImportanceMatrix) {
   EXPECT_NE(s.message().find("IQ2_XS needs an importance matrix"), std::string::npos) << s.message();
 }
 
+// --tensor-type: the first matching pattern wins, over matrices only, with
+// the mix's fallback for short rows; bad specs are refused saying why.
+TEST(QuantizeMixes, TensorTypeOverridesTakePrecedence) {
+  SyntheticSpec spec;
+  spec.n_vocab = 320;
+  spec.n_ff = 256 + 32;  // ffn_down's rows are not whole 256-blocks
+  TempDir tmp;
+  ThreadPool pool(2);
+  ASSERT_TRUE(write_synthetic_model(spec, tmp.file("f16.gguf"), pool, nullptr).ok());
+  std::vector<TensorTypeOverride> overrides;
+  for (const char* text : {"attn_v=Q8_0", "blk\\.1\\.ffn=Q3_K", "ffn_(up|down)=Q6_K", "norm=Q4_0"}) {
+    auto parsed = parse_tensor_type_override(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    overrides.push_back(std::move(*parsed));
+  }
+  ASSERT_TRUE(quantize_model(tmp.file("f16.gguf"), tmp.file("q.gguf"), QuantMix::kQ4_0, pool, nullptr, nullptr,
+                             overrides)
+                  .ok());
+  auto file = gguf::GgufFile::open(tmp.file("q.gguf"));
+  ASSERT_TRUE(file.ok());
+  const std::map<std::string, TensorType> expected = {
+      {"blk.0.attn_v.weight", TensorType::Q8_0},   {"blk.0.attn_q.weight", TensorType::Q4_0},
+      {"blk.1.ffn_up.weight", TensorType::Q3_K},   {"blk.1.ffn_down.weight", TensorType::Q4_0},  // Q3_K's fallback
+      {"blk.0.ffn_up.weight", TensorType::Q6_K},   {"blk.0.ffn_down.weight", TensorType::Q8_0},  // Q6_K's fallback
+      {"blk.0.ffn_gate.weight", TensorType::Q4_0}, {"blk.0.attn_norm.weight", TensorType::F32},
+  };
+  for (const auto& [name, type] : expected) {
+    const gguf::TensorInfo* t = (*file)->tensor(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(type_name(t->type), std::string(type_name(type))) << name;
+  }
+  for (const char* bad : {"attn_v", "=Q8_0", "attn_v=Q9_9", "attn_v=IQ1_S", "attn_(v=Q8_0"}) {
+    auto parsed = parse_tensor_type_override(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.status().message().find(bad), std::string::npos) << parsed.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace revis
