@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress_line.h"
+#include "cli/text_chunks.h"
 #include "model/imatrix_collector.h"
 #include "model/imatrix_file.h"
 #include "model/kv_cache.h"
@@ -46,9 +47,9 @@ Result<Imatrix> starting_point(const ImatrixArgs& args) {
 }
 
 int imatrix(const ImatrixArgs& args) {
-  if (args.n_ctx < 8) return fail("-c: expected >= 8 tokens a chunk");
-  if (args.chunks < 0) return fail("--chunks: expected >= 0");
-  if (args.threads < 0) return fail("-t: expected >= 0");
+  if (args.n_ctx < 8) return usage_error("-c: expected >= 8 tokens a chunk");
+  if (args.chunks < 0) return usage_error("--chunk: expected >= 0");
+  if (args.threads < 0) return usage_error("-t: expected >= 0");
   auto opened = gguf::GgufFile::open(args.model);
   if (!opened.ok()) return fail(opened.status().message());
   std::shared_ptr<const gguf::GgufFile> file = std::move(*opened);
@@ -59,12 +60,11 @@ int imatrix(const ImatrixArgs& args) {
   auto text = read_file(args.text);
   if (!text.ok()) return fail(text.status().message());
 
-  const std::vector<int32_t> tokens = (*tokenizer)->encode(*text, /*add_bos=*/false, /*parse_special=*/false);
-  int64_t n_chunks = static_cast<int64_t>(tokens.size()) / args.n_ctx;
-  if (n_chunks == 0)
-    return fail(args.text + ": " + std::to_string(tokens.size()) + " tokens, fewer than one chunk of -c " +
-                std::to_string(args.n_ctx));
-  if (args.chunks > 0) n_chunks = std::min<int64_t>(n_chunks, args.chunks);
+  const int32_t bos = (*tokenizer)->add_bos_default() ? (*tokenizer)->bos() : -1;
+  auto chunks = text_chunks((*tokenizer)->encode(*text, /*add_bos=*/false, /*parse_special=*/false), args.text,
+                            args.n_ctx, args.chunks, bos);
+  if (!chunks.ok()) return fail(chunks.status().message());
+  const auto n_chunks = static_cast<int64_t>(chunks->size());
 
   auto start = starting_point(args);
   if (!start.ok()) return fail(start.status().message());
@@ -74,14 +74,12 @@ int imatrix(const ImatrixArgs& args) {
   if (first > 0) std::fprintf(stderr, "%s: continuing after chunk %lld\n", args.output.c_str(), static_cast<long long>(first));
 
   ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::default_threads());
-  const int32_t bos = (*tokenizer)->add_bos_default() ? (*tokenizer)->bos() : -1;
   ProgressLine progress("collecting");
   std::vector<float> logits;
   for (int64_t c = first; c < n_chunks; ++c) {
     progress.update(static_cast<size_t>(c - first), static_cast<size_t>(n_chunks - first),
                     "chunk " + std::to_string(c + 1) + "/" + std::to_string(n_chunks));
-    std::vector<int32_t> chunk(tokens.begin() + c * args.n_ctx, tokens.begin() + (c + 1) * args.n_ctx);
-    if (bos >= 0) chunk[0] = bos;
+    const std::vector<int32_t>& chunk = (*chunks)[static_cast<size_t>(c)];
     KvCache kv((*model)->config(), args.n_ctx);
     if (Status s = (*model)->forward(chunk, 0, kv, pool, /*all_logits=*/false, logits); !s.ok()) return fail(s.message());
     if (!collector.status().ok()) return fail(collector.status().with_context(args.output).message());
