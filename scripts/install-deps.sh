@@ -10,6 +10,7 @@ packages=(
   libedit-dev                                 # revis chat: line editing and history (optional)
   libgtest-dev libgmock-dev                   # tests
   libavahi-client-dev avahi-daemon dbus       # revis serve --discover (mDNS), and the daemon its test talks to
+  libnats-dev nats-server                     # revis serve --broker (NATS JetStream), and the server its tests start
   clang libclang-rt-14-dev                    # fuzzers (libFuzzer) and sanitizer runtimes
   # The arm64 (NEON) build of scripts/test-arm64.sh: cross compiler, user-mode
   # QEMU, and the arm64 builds of the libraries above that have compiled
