@@ -72,7 +72,10 @@ Result<std::unique_ptr<Connection>> Connection::connect(const BrokerOptions& opt
   // disconnected fail at once (publish() checks connected()).
   if (ns == NATS_OK) ns = natsOptions_SetMaxReconnect(opts, -1);
   if (ns == NATS_OK) ns = natsOptions_SetReconnectWait(opts, 250);
-  if (ns == NATS_OK && options.retry_first_connect) ns = natsOptions_SetRetryOnFailedConnect(opts, true, nullptr, nullptr);
+  // With a connected callback (and only then) a failed first connect
+  // returns at once and goes on in the background.
+  if (ns == NATS_OK && options.retry_first_connect)
+    ns = natsOptions_SetRetryOnFailedConnect(opts, true, [](natsConnection*, void*) {}, nullptr);
   if (Status s = check(ns, "broker: setting up the connection", where); !s.ok()) return s;
   if (!options.creds.empty())
     if (Status s = check(natsOptions_SetUserCredentialsFromFiles(opts, options.creds.c_str(), nullptr),

@@ -2,6 +2,8 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
+
 #include "broker/streams.h"
 
 namespace revis::broker {
@@ -54,7 +56,13 @@ Result<std::unique_ptr<Delivery>> PullConsumer::fetch_one(int wait_ms) {
   jsFetchRequest_Init(&req);
   req.Batch = 1;
   req.NoWait = wait_ms <= 0;
-  req.Expires = static_cast<int64_t>(wait_ms <= 0 ? 1000 : wait_ms) * 1000 * 1000;
+  // libnats 3.4 waits for Expires even when a NoWait request is answered
+  // "no messages" at once; two round trips are enough for the answer.
+  if (req.NoWait && rtt_ns_ == 0) {
+    int64_t rtt = 0;
+    if (natsConnection_GetRTT(conn_.nc(), &rtt) == NATS_OK) rtt_ns_ = std::max<int64_t>(rtt * 2 + 1000000, 2000000);
+  }
+  req.Expires = req.NoWait ? (rtt_ns_ ? rtt_ns_ : 2000000) : static_cast<int64_t>(wait_ms) * 1000 * 1000;
   natsMsgList list{nullptr, 0};
   natsStatus ns = natsSubscription_FetchRequest(&list, sub_, &req);
   if (ns == NATS_TIMEOUT || ns == NATS_NOT_FOUND) return std::unique_ptr<Delivery>();

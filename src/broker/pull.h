@@ -62,6 +62,7 @@ class PullConsumer {
   Connection& conn_;
   std::string task_;
   struct __natsSubscription* sub_;
+  int64_t rtt_ns_ = 0;  // how long a NoWait fetch waits for its answer (measured once)
 };
 
 }  // namespace revis::broker

@@ -195,6 +195,15 @@ Status ensure_consumer(Connection& conn, const std::string& task, const Consumer
   return Status();
 }
 
+Result<uint64_t> stream_messages(Connection& conn, const std::string& stream) {
+  jsStreamInfo* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus ns = js_GetStreamInfo(&raw, conn.js(), stream.c_str(), nullptr, &jerr);
+  if (ns != NATS_OK) return conn.error(ns, "broker: reading stream " + stream);
+  StreamInfo info(raw);
+  return info->State.Msgs;
+}
+
 Result<ConsumerStats> consumer_stats(Connection& conn, const std::string& task) {
   const std::string name = consumer_name(task);
   jsConsumerInfo* raw = nullptr;

@@ -58,6 +58,9 @@ struct ConsumerSettings {
 // Creates the durable pull consumer of `task` if missing, verifies it if present.
 Status ensure_consumer(Connection& conn, const std::string& task, const ConsumerSettings& settings);
 
+// Messages stored in `stream` now.
+Result<uint64_t> stream_messages(Connection& conn, const std::string& stream);
+
 struct ConsumerStats {
   uint64_t pending = 0;      // tickets not yet delivered
   int64_t ack_pending = 0;   // delivered, not yet acknowledged

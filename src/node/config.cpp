@@ -143,6 +143,13 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
       c.journal = resolve_path(c.journal, base_dir);
     } else if (key == "result_ttl_s") s = get_int(v, at, 0, 7 * 24 * 3600, c.result_ttl_s);
     else if (key == "resume_window_ms") s = get_int(v, at, 0, 3600 * 1000, c.resume_window_ms);
+    else if (key == "broker") s = get_string(v, at, c.broker);
+    else if (key == "broker_creds" || key == "broker_tls_ca") {
+      std::string& path = key == "broker_creds" ? c.broker_creds : c.broker_tls_ca;
+      s = get_string(v, at, path);
+      path = resolve_path(path, base_dir);
+    } else if (key == "broker_ack_wait_ms") s = get_int(v, at, 100, 3600 * 1000, c.broker_ack_wait_ms);
+    else if (key == "broker_max_deliver") s = get_int(v, at, 1, 1000, c.broker_max_deliver);
     else if (key == "engine") s = get_string(v, at, c.engine);
     else if (key == "sim_tokens_per_s") s = get_rate(v, at, c.sim_tokens_per_s);
     else if (key == "sim_prefill_tokens_per_s") s = get_rate(v, at, c.sim_prefill_tokens_per_s);
@@ -213,6 +220,9 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.kv_dir) c.kv_dir = *o.kv_dir;
   if (o.kv_budget_mb) c.kv_budget_mb = *o.kv_budget_mb;
   if (o.journal) c.journal = *o.journal;
+  if (o.broker) c.broker = *o.broker;
+  if (o.broker_creds) c.broker_creds = *o.broker_creds;
+  if (o.broker_ack_wait_ms) c.broker_ack_wait_ms = *o.broker_ack_wait_ms;
   if (o.max_attempts) c.max_attempts = *o.max_attempts;
   if (o.heartbeat_ms) c.heartbeat_ms = *o.heartbeat_ms;
   if (o.result_ttl_s) c.result_ttl_s = *o.result_ttl_s;
@@ -264,6 +274,9 @@ Status validate_config(NodeConfig& c) {
   if (c.result_ttl_s < 0) return Status::error("result_ttl_s must be >= 0");
   if (c.resume_window_ms < 0) return Status::error("resume_window_ms must be >= 0");
   if (c.host.empty()) return Status::error("host is empty");
+  if (!c.broker.empty() && (!c.peers.empty() || c.discover))
+    return Status::error("broker and peers/discover are two ways of sharing tickets: use one (docs/scale-out.md)");
+  if (c.broker_ack_wait_ms < 100) return Status::error("broker_ack_wait_ms must be at least 100");
   if (!is_loopback_host(c.host) && c.token.empty())
     return Status::error("refusing to listen on " + c.host +
                          " without a token: anyone who can reach it could use this machine. Set --token (or token = "

@@ -27,6 +27,11 @@
 //   journal = "node.journal"     # SQLite journal of accepted tickets (none if empty)
 //   result_ttl_s = 600           # finished results kept for resume and duplicate ticketIDs
 //   resume_window_ms = 2000      # a disconnected client's tickets wait this long for a resume
+//   broker = "nats://10.0.0.9:4222"  # NATS JetStream servers the tickets go through (docs/scale-out.md; --broker)
+//   broker_creds = "node.creds"  # NATS credentials file (--broker-creds)
+//   broker_tls_ca = "ca.pem"     # CA for tls:// brokers
+//   broker_ack_wait_ms = 30000   # a pulled ticket not acknowledged (node dead) is redelivered after this
+//   broker_max_deliver = 5       # deliveries of one ticket before the broker gives up on it
 //   engine = "gguf"              # "sim": no models, simulated tokens (scale tests)
 //   sim_tokens_per_s = 50        # the simulated engine's generation speed
 //   sim_prefill_tokens_per_s = 1000
@@ -87,6 +92,13 @@ struct NodeConfig {
   std::string journal;
   int result_ttl_s = 600;
   int resume_window_ms = 2000;
+  // Scale-out on NATS JetStream (docs/scale-out.md): set, tickets go
+  // through the broker instead of the peer fabric.
+  std::string broker;  // nats://HOST:PORT[,HOST:PORT...]
+  std::string broker_creds;
+  std::string broker_tls_ca;
+  int broker_ack_wait_ms = 30000;
+  int broker_max_deliver = 5;
   // "gguf" runs the tiers' models; "sim" runs the simulated engine
   // (node/sim_inference.h), which needs no model and serves every tier.
   std::string engine = "gguf";
@@ -104,7 +116,8 @@ struct NodeConfig {
 // Values from the command line; set ones replace the file's.
 struct ConfigOverrides {
   std::optional<std::string> name, host, token, model, default_tier, catalog, engine;
-  std::optional<std::string> journal;
+  std::optional<std::string> journal, broker, broker_creds;
+  std::optional<int> broker_ack_wait_ms;
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's
   bool discover = false;           // --discover turns it on; off is the default, or the file's
