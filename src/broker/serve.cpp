@@ -23,7 +23,9 @@ int serve_with_broker(node::Node& node) {
   ConsumerSettings consumers;
   consumers.ack_wait_ms = c.broker_ack_wait_ms;
   consumers.max_deliver = c.broker_max_deliver;
-  Worker worker(node, **conn, StreamSettings{}, consumers);
+  StreamSettings streams;
+  streams.replicas = c.broker_replicas;
+  Worker worker(node, **conn, streams, consumers);
   Desk desk(node, **conn, worker);
   node.set_transport_report({"broker", [&worker] { return worker.status_json(); }, [&worker] { return worker.metrics_text(); }});
   worker.start();

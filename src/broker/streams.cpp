@@ -12,6 +12,7 @@ namespace {
 
 constexpr int64_t kNsPerMs = 1000 * 1000;
 constexpr const char* kTicketsDescription = "revis tickets";
+constexpr const char* kResultsDescription = "revis results";
 constexpr const char* kCatalogPrefix = "; catalog ";
 
 struct StreamInfoDeleter {
@@ -46,6 +47,7 @@ struct WantedStream {
   jsStorageType storage;
   int64_t duplicates_ns;  // 0: the server's default (not checked)
   int64_t max_age_ns;     // 0: unlimited
+  int64_t replicas;
 };
 
 Status mismatch(const Connection& conn, const char* stream, const char* field, const std::string& found,
@@ -67,19 +69,21 @@ Status verify_stream(const Connection& conn, const WantedStream& w, const jsStre
   if (w.duplicates_ns && c.Duplicates != w.duplicates_ns)
     return mismatch(conn, w.name, "duplicate window", std::to_string(c.Duplicates / kNsPerMs) + " ms",
                     std::to_string(w.duplicates_ns / kNsPerMs) + " ms");
+  if (c.Replicas != w.replicas)
+    return mismatch(conn, w.name, "replicas", std::to_string(c.Replicas), std::to_string(w.replicas));
   if (c.MaxAge != w.max_age_ns)
     return mismatch(conn, w.name, "max age", std::to_string(c.MaxAge / kNsPerMs) + " ms",
                     std::to_string(w.max_age_ns / kNsPerMs) + " ms");
   return Status();
 }
 
-Result<StreamInfo> ensure_stream(Connection& conn, const WantedStream& w, const char* description) {
+Result<StreamInfo> ensure_stream(Connection& conn, const WantedStream& w, const char* description, bool verify = true) {
   jsStreamInfo* raw = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus ns = js_GetStreamInfo(&raw, conn.js(), w.name, nullptr, &jerr);
   if (ns == NATS_OK) {
     StreamInfo info(raw);
-    if (Status s = verify_stream(conn, w, *info->Config); !s.ok()) return s;
+    if (Status s = verify_stream(conn, w, *info->Config); verify && !s.ok()) return s;
     return info;
   }
   if (!(ns == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr))
@@ -95,15 +99,20 @@ Result<StreamInfo> ensure_stream(Connection& conn, const WantedStream& w, const 
   cfg.Storage = w.storage;
   cfg.Duplicates = w.duplicates_ns;
   cfg.MaxAge = w.max_age_ns;
+  cfg.Replicas = w.replicas;
   ns = js_AddStream(&raw, conn.js(), &cfg, nullptr, &jerr);
   if (ns != NATS_OK && jerr == JSStreamNameExistErr)  // another node was first, with other settings
-    return ensure_stream(conn, w, description);
+    return ensure_stream(conn, w, description, verify);
   if (ns != NATS_OK) return conn.error(ns, std::string("broker: creating stream ") + w.name);
   return StreamInfo(raw);
 }
 
 WantedStream tickets_stream(const StreamSettings& s) {
-  return {kTicketStream, "revis.tickets.>", js_WorkQueuePolicy, js_FileStorage, s.duplicate_window_ms * kNsPerMs, 0};
+  return {kTicketStream, "revis.tickets.>", js_WorkQueuePolicy, js_FileStorage, s.duplicate_window_ms * kNsPerMs, 0, s.replicas};
+}
+
+WantedStream results_stream(const StreamSettings& s) {
+  return {kResultStream, "revis.results.>", js_LimitsPolicy, js_FileStorage, 0, s.results_max_age_ms * kNsPerMs, s.replicas};
 }
 
 }  // namespace
@@ -129,10 +138,14 @@ bool valid_task_name(const std::string& task) {
 Result<std::string> ensure_streams(Connection& conn, const StreamSettings& settings) {
   auto tickets = ensure_stream(conn, tickets_stream(settings), kTicketsDescription);
   if (!tickets.ok()) return tickets.status();
-  const WantedStream results{kResultStream, "revis.results.>", js_LimitsPolicy, js_FileStorage,
-                             0, settings.results_max_age_ms * kNsPerMs};
-  if (auto r = ensure_stream(conn, results, "revis results"); !r.ok()) return r.status();
+  if (auto r = ensure_stream(conn, results_stream(settings), kResultsDescription); !r.ok()) return r.status();
   return recorded_digest((*tickets)->Config->Description);
+}
+
+Status ensure_streams_exist(Connection& conn, const StreamSettings& settings) {
+  if (auto r = ensure_stream(conn, tickets_stream(settings), kTicketsDescription, false); !r.ok()) return r.status();
+  if (auto r = ensure_stream(conn, results_stream(settings), kResultsDescription, false); !r.ok()) return r.status();
+  return Status();
 }
 
 Result<std::string> record_catalog(Connection& conn, const std::string& digest) {

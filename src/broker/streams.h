@@ -40,11 +40,15 @@ bool valid_task_name(const std::string& task);
 struct StreamSettings {
   int64_t duplicate_window_ms = 10 * 60 * 1000;       // REVIS_TICKETS: same Nats-Msg-Id within it is stored once
   int64_t results_max_age_ms = 24 * 60 * 60 * 1000;   // REVIS_RESULTS: results are kept this long
+  int replicas = 1;  // copies of each stream in a NATS cluster (3: one server may die)
 };
 
 // Creates both streams if missing, verifies them if present. Returns the
 // catalogue digest REVIS_TICKETS records ("" when none is recorded yet).
 Result<std::string> ensure_streams(Connection& conn, const StreamSettings& settings);
+// For clients: creates missing streams with `settings`, and takes existing
+// ones as they are (the nodes verify them).
+Status ensure_streams_exist(Connection& conn, const StreamSettings& settings);
 // Records `digest` in REVIS_TICKETS when it records none; returns the
 // digest recorded afterwards (another node's, if it was first).
 Result<std::string> record_catalog(Connection& conn, const std::string& digest);

@@ -150,6 +150,7 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
       path = resolve_path(path, base_dir);
     } else if (key == "broker_ack_wait_ms") s = get_int(v, at, 100, 3600 * 1000, c.broker_ack_wait_ms);
     else if (key == "broker_max_deliver") s = get_int(v, at, 1, 1000, c.broker_max_deliver);
+    else if (key == "broker_replicas") s = get_int(v, at, 1, 5, c.broker_replicas);
     else if (key == "engine") s = get_string(v, at, c.engine);
     else if (key == "sim_tokens_per_s") s = get_rate(v, at, c.sim_tokens_per_s);
     else if (key == "sim_prefill_tokens_per_s") s = get_rate(v, at, c.sim_prefill_tokens_per_s);
@@ -223,6 +224,7 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.broker) c.broker = *o.broker;
   if (o.broker_creds) c.broker_creds = *o.broker_creds;
   if (o.broker_ack_wait_ms) c.broker_ack_wait_ms = *o.broker_ack_wait_ms;
+  if (o.broker_replicas) c.broker_replicas = *o.broker_replicas;
   if (o.max_attempts) c.max_attempts = *o.max_attempts;
   if (o.heartbeat_ms) c.heartbeat_ms = *o.heartbeat_ms;
   if (o.result_ttl_s) c.result_ttl_s = *o.result_ttl_s;

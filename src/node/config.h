@@ -32,6 +32,7 @@
 //   broker_tls_ca = "ca.pem"     # CA for tls:// brokers
 //   broker_ack_wait_ms = 30000   # a pulled ticket not acknowledged (node dead) is redelivered after this
 //   broker_max_deliver = 5       # deliveries of one ticket before the broker gives up on it
+//   broker_replicas = 1          # copies of the streams in a NATS cluster (3: survives a dead server)
 //   engine = "gguf"              # "sim": no models, simulated tokens (scale tests)
 //   sim_tokens_per_s = 50        # the simulated engine's generation speed
 //   sim_prefill_tokens_per_s = 1000
@@ -99,6 +100,7 @@ struct NodeConfig {
   std::string broker_tls_ca;
   int broker_ack_wait_ms = 30000;
   int broker_max_deliver = 5;
+  int broker_replicas = 1;
   // "gguf" runs the tiers' models; "sim" runs the simulated engine
   // (node/sim_inference.h), which needs no model and serves every tier.
   std::string engine = "gguf";
@@ -117,7 +119,7 @@ struct NodeConfig {
 struct ConfigOverrides {
   std::optional<std::string> name, host, token, model, default_tier, catalog, engine;
   std::optional<std::string> journal, broker, broker_creds;
-  std::optional<int> broker_ack_wait_ms;
+  std::optional<int> broker_ack_wait_ms, broker_replicas;
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's
   bool discover = false;           // --discover turns it on; off is the default, or the file's
