@@ -8,6 +8,7 @@ packages=(
   libsqlite3-dev                              # the fabric's ticket journal
   libxxhash-dev                               # XXH3, the KV checkpoints' checksum
   libedit-dev                                 # revis chat: line editing and history (optional)
+  libsystemd-dev systemd dpkg-dev             # sd_notify; systemd-analyze and cpack -G DEB for the package stage
   libgtest-dev libgmock-dev                   # tests
   libavahi-client-dev avahi-daemon dbus       # revis serve --discover (mDNS), and the daemon its test talks to
   libnats-dev nats-server                     # revis serve --broker (NATS JetStream), and the server its tests start

@@ -2,7 +2,9 @@
 # The test suite: the unit and golden tests (ctest) in a Release build, the
 # same tests under AddressSanitizer + UndefinedBehaviorSanitizer, the AArch64
 # (NEON) build's kernel and golden tests under QEMU (scripts/test-arm64.sh),
-# and a bounded libFuzzer run of each parser when clang is present.
+# and a bounded libFuzzer run of each parser when clang is present. The
+# release build's .deb is installed and checked (scripts/test-package.sh,
+# as root).
 # Needs ../shared/testdata beside the repository (or REVIS_TESTDATA_DIR).
 #
 # With clang++ the sanitizer build is a clang build with REVIS_FUZZ=ON: one
@@ -29,6 +31,9 @@ stage "release build + tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build -j"$jobs" --output-on-failure
+
+stage "package: the .deb from the release build, installed and checked"
+bash scripts/test-package.sh build
 
 # -g1 (line tables only): the sanitizers' stack traces keep their function
 # names, files and lines (inlined frames included); full -g only added the

@@ -1,5 +1,5 @@
 // revis serve: run this machine as a node (HTTP + WebSocket on one port).
-// Configuration comes from --config FILE, then REVIS_HOST/PORT/MODEL, then the flags; see
+// Configuration comes from --config FILE, then REVIS_HOST/PORT/MODEL/TOKEN, then the flags; see
 // src/node/config.h for the keys and docs/protocol.md for the protocol.
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "fabric/dispatcher.h"
 #include "node/config.h"
+#include "node/log.h"
 #include "node/node.h"
 #include "node/server.h"
 
@@ -32,6 +33,7 @@ int serve(const ServeArgs& args) {
   if (Status s = node::apply_environment(config, std::getenv); !s.ok()) return usage_error(s.message());
   if (Status s = node::apply_overrides(config, args.overrides); !s.ok()) return fail(s.message());
   if (Status s = node::validate_config(config); !s.ok()) return fail(s.message());
+  if (Status s = node::set_log_options(config.log_level, config.log_format); !s.ok()) return fail(s.message());
   auto node = node::Node::create(std::move(config));
   if (!node.ok()) return fail(node.status().message());
   if (!(*node)->config().broker.empty()) {
@@ -59,7 +61,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--default-tier", o.default_tier, "Tier for OpenAI requests naming no known model");
   cmd->add_option("--host", o.host, "Listen address (default 127.0.0.1; other addresses need --token)");
   cmd->add_option("--port", o.port, "Listen port (default 8080; 0 = any free port)");
-  cmd->add_option("--token", o.token, "Require Authorization: Bearer TOKEN");
+  cmd->add_option("--token", o.token, "Require Authorization: Bearer TOKEN (visible to `ps`: prefer --token-file or REVIS_TOKEN)");
+  cmd->add_option("--token-file", o.token_file, "Read the token from FILE (its trailing newline dropped)");
   cmd->add_option("--name", o.name, "Node name reported in results (default: host name)");
   cmd->add_option("--queue-limit", o.queue_limit, "Jobs that may wait (default 64)");
   cmd->add_option("-c,--ctx-size", o.ctx, "Context size per model (default: the model's, at most 4096)");
@@ -87,6 +90,12 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--result-ttl", o.result_ttl_s, "Seconds finished results are kept for resume and duplicates (default 600)");
   cmd->add_option("--resume-window-ms", o.resume_window_ms,
                   "How long a disconnected client's tickets wait for it to resume (default 2000)");
+  cmd->add_option("--max-kept-results", o.max_kept_results,
+                  "Finished results kept in RAM for resends and resumes, oldest dropped first (default 10000)");
+  cmd->add_option("--max-kept-results-mb", o.max_kept_results_mb,
+                  "MiB those results may take (default 64); with --journal older ones are read back from it");
+  cmd->add_option("--log-level", o.log_level, "Lowest level logged: debug, info (default), warn or error");
+  cmd->add_option("--log-format", o.log_format, "text (default) or json: one JSON object per line");
   // The network guards (docs/protocol.md, "Limits").
   cmd->add_option("--allow-host", o.allow_hosts,
                   "Host name a tokenless node also answers besides its addresses, localhost and its names (repeatable; * = any)");

@@ -6,12 +6,13 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/usage.h"
+#include "node/build_info.h"
 
 namespace {
 
 constexpr const char* kFooter = R"(Exit status: 0 done, 1 the work failed (a model, a file, the network), 2 the command line is wrong.
 llama.cpp's -ngl N is accepted and ignored (revis runs on the CPU). A repeated option takes its last value.
-Environment of `revis serve`: REVIS_HOST, REVIS_PORT, REVIS_MODEL (after --config's file, before the flags).)";
+Environment of `revis serve`: REVIS_HOST, REVIS_PORT, REVIS_MODEL, REVIS_TOKEN (after --config's file, before the flags).)";
 
 }  // namespace
 
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   CLI::App app{"revis - local LLM inference: one machine, one inference"};
   app.name("revis");
   app.require_subcommand(1);
-  app.set_version_flag("--version", "revis 0.1.0");
+  app.set_version_flag("--version", [] { return revis::node::version_text(); });
   app.footer(kFooter);
   // llama.cpp and Ollama users repeat a flag to change it: the last wins.
   // Options of vector type (--stop, --peer) still collect every value.

@@ -37,19 +37,10 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 // The ticket as sent to a peer: pinned to this node's catalogue, and
 // marked so that the peer runs it itself.
-std::string forwarded_message(node::Ticket t, const std::string& catalog, const std::string& forwarded_by) {
+std::string forwarded_message(node::Ticket t, const std::string& catalog, std::optional<std::string> forwarded_by) {
   t.catalog = catalog;
   t.forwarded_by = forwarded_by;
   return node::ticket_message(t);
-}
-
-// Logged for every job this node ran to the end: the cluster tests read
-// these lines to check that no node ever ran two jobs at once.
-void log_run(const std::string& id, const node::JobStats& s) {
-  char line[256];
-  std::snprintf(line, sizeof line, "ran ticket %s exec %llu from %.3f ms to %.3f ms (%d tokens, %.1f tok/s)", id.c_str(),
-                static_cast<unsigned long long>(s.exec_index), s.started_ms, s.finished_ms, s.generated_tokens, s.gen_tok_s);
-  node::log_line("info", line);
 }
 
 // Errors of a forwarded run after which the ticket may well succeed on
@@ -58,6 +49,10 @@ bool worth_another_node(ErrorCode code) {
   return code == ErrorCode::kModelUnavailable || code == ErrorCode::kInternal || code == ErrorCode::kCancelled ||
          code == ErrorCode::kCatalogMismatch;
 }
+
+// How long a stopping node waits for its peers to take the tickets it
+// handed them; past that, its next start sends them again.
+constexpr auto kHandOffWait = std::chrono::seconds(2);
 
 // How a peer became one, as the cluster view shows it.
 constexpr const char* kFoundInConfig = "config";  // --peer, or peers = [...]
@@ -76,17 +71,24 @@ struct Dispatcher::Record {
   int attempt = 1;
   uint64_t placement = 0;  // bumped at every placement; callbacks of an earlier one are ignored
   // kWaiting: in waiting_, for a peer (this node does not serve its tier).
-  enum class Where { kLocal, kPeer, kWaiting, kDone } where = Where::kLocal;
+  // kSuspended: the node is shutting down before it ran; the journal keeps
+  // it unfinished, and the next start runs it (suspend()).
+  // kHandedOff: handed to peer `handed_to` at an earlier shutdown; waits for
+  // that peer's link to relay it (relay_handed()).
+  enum class Where { kLocal, kPeer, kWaiting, kSuspended, kHandedOff, kDone } where = Where::kLocal;
   uint64_t job_id = 0;     // kLocal: the executor's job
   std::string peer;        // kPeer: which peer, on which link session
   uint64_t session = 0;
   std::vector<std::string> events;  // token events of the current attempt; event i has seq i
   std::string terminal;
   Clock::time_point finished;
+  size_t kept_bytes = 0;  // kDone: what it holds, as counted against max_kept_results_mb
   std::vector<Link> clients;
   bool cancel_requested = false;
   bool orphaned = false;    // cancelled because no client came back: not kept as a result
   uint64_t orphan_watch = 0;
+  std::string handed_to;    // the peer it was handed to at a shutdown; it runs nowhere else
+  bool peer_has_it = false;  // kPeer: the peer answered `accepted`
 
   // A ticket is journaled and its result kept for clients that resend or
   // resume it; an OpenAI request is neither, its HTTP client cannot come
@@ -180,6 +182,7 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
     attach(rec, from, 0, -1);
     return;
   }
+  if (answer_from_journal(from, ticket.id, true)) return;
   if (auto refused = admissible(ticket, received)) return from->refuse(ticket.id, *refused);
   auto owned = std::make_unique<Record>();
   Record& rec = *owned;
@@ -206,6 +209,15 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
 // the sender's queue for whichever node frees up first instead of behind
 // this node's job.
 void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::time_point received) {
+  {
+    // Only a peer's link (it subscribes first, with the node's token where
+    // one is set) may pin a ticket here: such a ticket skips dedup and the
+    // journal.
+    Lock lock(mu_);
+    if (std::find(subscribers_.begin(), subscribers_.end(), from) == subscribers_.end())
+      return from->refuse(ticket.id, {ErrorCode::kBadRequest, "forwardedBy is for peers: only a connection that sent "
+                                                              "`subscribe` first may send it"});
+  }
   auto spec = node_.admit(ticket, received);
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
   Lock lock(mu_);
@@ -222,7 +234,7 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
     callbacks.on_text = [from, id, seq](std::string_view piece) { from->send(node::token_event(id, (*seq)++, piece)); };
   }
   callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
-    if (outcome.ok()) log_run(id, outcome->stats);
+    if (outcome.ok()) node::log_job_run(id, outcome->stats);
     {
       Lock lock(mu_);
       if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
@@ -267,6 +279,7 @@ void Dispatcher::on_resume(const Link& from, const node::ResumeRequest& r) {
   Lock lock(mu_);
   sweep_expired();
   auto it = records_.find(r.id);
+  if (it == records_.end() && answer_from_journal(from, r.id, false)) return;
   if (it == records_.end())
     return from->refuse(r.id, {ErrorCode::kUnknownTicket, "no ticket " + r.id + " here: never accepted, or its result expired (results are kept " +
                                                               std::to_string(config_.result_ttl_s) + " s); send it again"});
@@ -285,6 +298,7 @@ void Dispatcher::on_disconnect(const Link& from) {
   std::vector<uint64_t> cancel_jobs;
   {
     Lock lock(mu_);
+    const bool peer_link = std::find(subscribers_.begin(), subscribers_.end(), from) != subscribers_.end();
     std::erase(subscribers_, from);
     if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
       for (const auto& [id, job] : it->second) cancel_jobs.push_back(job);
@@ -299,7 +313,9 @@ void Dispatcher::on_disconnect(const Link& from) {
     }
     for (Record* rec : orphans) {
       if (rec->kept()) {
-        watch_orphan(*rec);
+        // A peer that handed its ticket over at its shutdown counts on this
+        // node to see it through; it asks for the result when it is back.
+        if (!peer_link) watch_orphan(*rec);
         continue;
       }
       rec->orphaned = true;  // nobody can resume it: cancelled now
@@ -473,14 +489,68 @@ node::Outcome<int> Dispatcher::submit_local(Record& rec, bool first) {
   return admission->position;
 }
 
-void Dispatcher::forward(Record& rec, Peer& peer) {
+void Dispatcher::forward(Record& rec, Peer& peer, bool pinned) {
   rec.where = Record::Where::kPeer;
   ++rec.placement;
   rec.peer = peer.key;
   rec.session = peer.session;
   rec.job_id = 0;
+  rec.peer_has_it = false;
   ++peer.in_flight;
-  peer.link->send(peer.session, forwarded_message(rec.ticket, node_.catalog().digest(), config_.name));
+  peer.link->send(peer.session, forwarded_message(rec.ticket, node_.catalog().digest(),
+                                                  pinned ? std::optional(config_.name) : std::nullopt));
+}
+
+void Dispatcher::hand_off_unstarted() {
+  if (!journal_) return;
+  std::map<std::string, int> given;  // by peer: the tickets are spread over the live ones
+  auto pick = [&](const std::string& tier) -> Peer* {
+    Peer* best = nullptr;
+    for (const auto& [key, p] : peers_) {
+      if (!p->up || !p->known || p->is_self || p->state.catalog != node_.catalog().digest() || !p->state.serves(tier)) continue;
+      if (!best || p->in_flight + given[key] < best->in_flight + given[best->key]) best = p.get();
+    }
+    return best;
+  };
+  auto movable = [](const Record& rec) { return rec.kept() && rec.travels && !rec.cancel_requested && !rec.orphaned; };
+  int handed = 0;
+  auto hand = [&](Record& rec, Peer& peer) {
+    // Noted first: should this node stop before the peer has it, the next
+    // start sends it there again, and the peer runs it once either way.
+    if (Status s = journal_->handed(rec.ticket.id, peer.key); !s.ok()) {
+      node::log_line("warn", s.message());
+      suspend(rec);
+      return;
+    }
+    rec.handed_to = peer.key;
+    ++given[peer.key];
+    ++handed;
+    forward(rec, peer, false);
+  };
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    Record& rec = *records_.at(*it);
+    const std::string* tier = tier_of(rec.ticket);
+    Peer* peer = tier && movable(rec) ? pick(*tier) : nullptr;
+    if (!peer) {
+      ++it;
+      continue;
+    }
+    it = waiting_.erase(it);
+    hand(rec, *peer);
+  }
+  while (auto job = node_.executor().take_queued([&](const node::JobSpec& spec) {
+           auto it = records_.find(spec.label);
+           return it != records_.end() && it->second->where == Record::Where::kLocal && movable(*it->second) &&
+                  pick(spec.tier) != nullptr;
+         }))
+    hand(*records_.at(job->spec.label), *pick(job->spec.tier));
+  if (handed) node::log_line("info", "shutdown: " + std::to_string(handed) + " unstarted ticket(s) handed to peers");
+}
+
+void Dispatcher::relay_handed(Peer& peer) {
+  if (shutting_down_) return;
+  for (auto& [id, rec] : records_)
+    if (rec->where == Record::Where::kHandedOff && rec->handed_to == peer.key) forward(*rec, peer, false);
 }
 
 // Moves waiting tickets to idle peers, best peer first, until no peer is
@@ -538,13 +608,14 @@ void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::s
 }
 
 void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) {
-  if (outcome.ok()) log_run(id, outcome->stats);
+  if (outcome.ok()) node::log_job_run(id, outcome->stats);
   Lock lock(mu_);
   if (outcome.ok()) tok_per_s_ = outcome->stats.gen_tok_s;
   auto it = records_.find(id);
   if (it == records_.end() || it->second->placement != placement) return;
   Record& rec = *it->second;
   if (!outcome.ok() && rec.orphaned) return drop(id);
+  if (!outcome.ok() && outcome.error().code == ErrorCode::kCancelled && suspend(rec)) return;
   finish(rec, outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
 }
 
@@ -563,7 +634,31 @@ void Dispatcher::finish(Record& rec, std::string terminal) {
     if (Status s = journal_->finished(rec.ticket.id, rec.terminal, unix_ms_now()); !s.ok()) node::log_line("warn", s.message());
   for (const Link& c : rec.clients) c->send(rec.terminal);
   rec.clients.clear();
+  keep_result(rec);
   finished_order_.emplace_back(rec.finished, rec.ticket.id);
+  sweep_expired();
+}
+
+void Dispatcher::keep_result(Record& rec) {
+  // The journal has the result: a resume gets the terminal event (which
+  // holds the whole text) without the token events, which were most of it.
+  if (journal_) std::vector<std::string>().swap(rec.events);
+  size_t bytes = sizeof(Record) + rec.ticket.id.size() + rec.ticket.task.size() + rec.terminal.size();
+  for (const auto& [name, value] : rec.ticket.args) bytes += name.size() + value.size();
+  for (const std::string& e : rec.events) bytes += e.size();
+  rec.kept_bytes = bytes;
+  ++kept_results_;
+  kept_result_bytes_ += bytes;
+}
+
+bool Dispatcher::answer_from_journal(const Link& link, const std::string& id, bool resent) {
+  if (!journal_) return false;
+  auto stored = journal_->result(id, unix_ms_now() - int64_t(config_.result_ttl_s) * 1000);
+  if (!stored.ok()) node::log_line("warn", stored.status().message());
+  if (!stored.ok() || stored->empty()) return false;
+  if (resent) link->send(node::accepted_event(id, 0));
+  link->send(*stored);
+  return true;
 }
 
 void Dispatcher::drop(const std::string& id) {
@@ -590,16 +685,42 @@ void Dispatcher::retry(Record& rec, const std::string& reason) {
   if (journal_ && rec.kept())
     if (Status s = journal_->attempt(id, rec.attempt); !s.ok()) node::log_line("warn", s.message());
   auto placed = place(rec, true);
-  if (!placed.ok()) finish(rec, node::error_event(id, placed.error()));
+  if (!placed.ok() && !suspend(rec)) finish(rec, node::error_event(id, placed.error()));
+}
+
+bool Dispatcher::suspend(Record& rec) {
+  if (!shutting_down_ || !journal_ || !rec.kept() || rec.cancel_requested || rec.orphaned) return false;
+  std::erase(waiting_, rec.ticket.id);
+  rec.where = Record::Where::kSuspended;
+  rec.events.clear();
+  ++rec.placement;  // a late callback of the run it had is ignored
+  // No terminal event: the client's connection closes with the node, and a
+  // resend or resume after the restart reaches the ticket again.
+  rec.clients.clear();
+  return true;
+}
+
+void Dispatcher::set_handed_to(Record& rec, const std::string& peer) {
+  rec.handed_to = peer;
+  if (journal_)
+    if (Status s = journal_->handed(rec.ticket.id, peer); !s.ok()) node::log_line("warn", s.message());
 }
 
 void Dispatcher::sweep_expired() {
   const auto ttl = std::chrono::seconds(config_.result_ttl_s);
-  while (!finished_order_.empty() && Clock::now() - finished_order_.front().first > ttl) {
+  const size_t max_bytes = size_t(config_.max_kept_results_mb) << 20;
+  while (!finished_order_.empty()) {
+    const bool expired = Clock::now() - finished_order_.front().first > ttl;
+    const bool over = finished_order_.size() > 1 &&
+                      (kept_results_ > size_t(config_.max_kept_results) || kept_result_bytes_ > max_bytes);
+    if (!expired && !over) break;
     auto it = records_.find(finished_order_.front().second);
     if (it != records_.end() && it->second->where == Record::Where::kDone &&
-        it->second->finished == finished_order_.front().first)
+        it->second->finished == finished_order_.front().first) {
+      --kept_results_;
+      kept_result_bytes_ -= it->second->kept_bytes;
       records_.erase(it);
+    }
     finished_order_.pop_front();
   }
 }
@@ -612,7 +733,7 @@ void Dispatcher::restore_from_journal() {
     node::log_line("warn", entries.status().message());
     return;
   }
-  int resumed = 0, kept = 0;
+  int resumed = 0, kept = 0, with_peers = 0;
   std::vector<Record*> to_run;
   for (const JournalEntry& e : *entries) {
     auto parsed = node::parse_client_message(e.ticket, size_t(1) << 30);
@@ -632,13 +753,22 @@ void Dispatcher::restore_from_journal() {
       rec->terminal = e.result;
       rec->finished = Clock::now() - std::chrono::milliseconds(std::max<int64_t>(0, now_ms - e.finished_unix_ms));
       finished_order_.emplace_back(rec->finished, e.id);
+      keep_result(*rec);
       ++kept;
+    } else if (!e.handed_to.empty() && peers_.count(e.handed_to)) {
+      rec->where = Record::Where::kHandedOff;  // relayed once that peer's link is up
+      rec->handed_to = e.handed_to;
+      ++with_peers;
     } else {
+      if (!e.handed_to.empty())
+        node::log_line("warn", config_.journal + ": ticket " + e.id + " was handed to " + e.handed_to +
+                                   ", no longer a peer of this node; it runs here");
       to_run.push_back(rec.get());
     }
     records_[e.id] = std::move(rec);
   }
   std::sort(finished_order_.begin(), finished_order_.end());
+  sweep_expired();  // beyond the caps, the oldest stay in the journal only
   // Put at the head of the queue (the limit does not apply to accepted
   // tickets), newest first, so that they run oldest first.
   for (auto it = to_run.rbegin(); it != to_run.rend(); ++it) {
@@ -647,7 +777,7 @@ void Dispatcher::restore_from_journal() {
     ++resumed;
   }
   node::log_line("info", "journal " + config_.journal + ": " + std::to_string(resumed) + " unfinished ticket(s) resumed, " +
-                             std::to_string(kept) + " result(s) kept");
+                             std::to_string(with_peers) + " handed to peers, " + std::to_string(kept) + " result(s) kept");
 }
 
 // ---------------------------------------------------------------- peers
@@ -712,6 +842,7 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
     p.state = std::move(*state);
     p.known = true;
     p.is_self = p.state.instance == instance_;
+    if (!p.is_self && p.state.catalog == node_.catalog().digest()) relay_handed(p);
     if (was_busy && !p.state.busy) p.idle_since = Clock::now();
     if (!p.state.busy) offload();
     return;
@@ -725,7 +856,10 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
   if (it == records_.end()) return;
   Record& rec = *it->second;
   if (rec.where != Record::Where::kPeer || rec.peer != key || rec.session != session) return;
-  if (type == "token") {
+  handed_over_.notify_all();  // whatever it says, a handed ticket is settled with the peer
+  if (type == "accepted") {
+    rec.peer_has_it = true;
+  } else if (type == "token") {
     emit_token(rec, j.value("text", ""));
   } else if (type == "done") {
     --p.in_flight;
@@ -737,11 +871,13 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
     if (code == ErrorCode::kQueueFull) {
       // Not a failed run: the peer was busy after all, as its next state
       // will say. Until then it is busy here too, and the ticket is back in
-      // line.
+      // line. A handed ticket it refused is not there: it may run anywhere.
       p.state.busy = true;
+      if (!rec.handed_to.empty()) set_handed_to(rec, "");
       auto placed = place(rec, true);
-      if (!placed.ok()) finish(rec, node::error_event(id, placed.error()));
-    } else if (rec.cancel_requested && code == ErrorCode::kCancelled) {
+      if (!placed.ok() && !suspend(rec)) finish(rec, node::error_event(id, placed.error()));
+    } else if (!rec.handed_to.empty() || (rec.cancel_requested && code == ErrorCode::kCancelled)) {
+      // A handed ticket is the peer's: its answer is the result.
       finish(rec, text);
     } else if (rec.orphaned) {
       drop(id);
@@ -768,7 +904,16 @@ void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t
   std::vector<Record*> lost;
   for (auto& [id, rec] : records_)
     if (rec->where == Record::Where::kPeer && rec->peer == key && rec->session == session) lost.push_back(rec.get());
-  for (Record* rec : lost) retry(*rec, "node " + (p.state.name.empty() ? key : p.state.name) + " was lost (" + why + ")");
+  for (Record* rec : lost) {
+    if (!rec->handed_to.empty()) {
+      // Only that peer may run it: it waits for the link to come back.
+      rec->where = Record::Where::kHandedOff;
+      ++rec->placement;
+      continue;
+    }
+    retry(*rec, "node " + (p.state.name.empty() ? key : p.state.name) + " was lost (" + why + ")");
+  }
+  handed_over_.notify_all();
   if (p.found == kFoundByMdns && p.service.empty() && !p.up) forget_peer(key);
 }
 
@@ -894,19 +1039,29 @@ void Dispatcher::on_shutdown() {
   discovery_.reset();  // first: a node shutting down is not one to find
   Lock lock(mu_);
   shutting_down_ = true;
+  hand_off_unstarted();  // before the executor cancels the queued jobs
   waiting_.clear();
   std::vector<Record*> elsewhere;  // collected first: finishing an OpenAI request forgets it
+  // A handed ticket is the peer's now: it is neither cancelled nor ended here.
   for (auto& [id, rec] : records_)
-    if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting) elsewhere.push_back(rec.get());
+    if ((rec->where == Record::Where::kPeer && rec->handed_to.empty()) || rec->where == Record::Where::kWaiting)
+      elsewhere.push_back(rec.get());
   for (Record* rec : elsewhere) {
     if (rec->where == Record::Where::kPeer) cancel_ticket(*rec);
-    finish(*rec, node::error_event(rec->ticket.id, {ErrorCode::kCancelled, "the node is shutting down"}));
+    if (!suspend(*rec)) finish(*rec, node::error_event(rec->ticket.id, {ErrorCode::kCancelled, "the node is shutting down"}));
   }
 }
 
 void Dispatcher::on_stopped() {
   Lock lock(mu_);
   shutting_down_ = true;
+  // Tickets handed to peers: until each peer has said it holds them (or its
+  // link dropped), so that they run there while this node is down.
+  handed_over_.wait_for(lock, kHandOffWait, [this] {
+    return std::none_of(records_.begin(), records_.end(), [](const auto& r) {
+      return r.second->where == Record::Where::kPeer && !r.second->handed_to.empty() && !r.second->peer_has_it;
+    });
+  });
   subscribers_.clear();
   pinned_.clear();
   for (auto& [id, rec] : records_) rec->clients.clear();
@@ -944,7 +1099,9 @@ std::string Dispatcher::cluster_json() {
   int here_local = 0, here_forwarded = 0, finished = 0;
   for (const auto& [id, rec] : records_) {
     if (rec->where == Record::Where::kLocal) ++here_local;
-    else if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting) ++here_forwarded;
+    else if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting ||
+             rec->where == Record::Where::kHandedOff)
+      ++here_forwarded;
     else ++finished;
   }
   return json{{"node", config_.name},
@@ -952,7 +1109,12 @@ std::string Dispatcher::cluster_json() {
               {"tickets",
                {{"queued", queued},
                 {"running", running},
-                {"acceptedHere", {{"local", here_local}, {"forwarded", here_forwarded}, {"finishedKept", finished}}}}}}
+                {"acceptedHere", {{"local", here_local}, {"forwarded", here_forwarded}, {"finishedKept", finished}}},
+                {"keptResults",
+                 {{"count", kept_results_},
+                  {"bytes", kept_result_bytes_},
+                  {"maxCount", config_.max_kept_results},
+                  {"maxBytes", config_.max_kept_results_mb << 20}}}}}}
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

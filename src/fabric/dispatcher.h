@@ -24,8 +24,17 @@
 //  - Exactly once. Tickets are kept by ticketID: the same ID sent again
 //    (from any connection) or a `resume` attaches to the one ticket instead
 //    of running it twice; finished results are kept for result_ttl_s. With
-//    a journal, accepted tickets survive a restart of this node. OpenAI
+//    a journal, accepted tickets survive a restart of this node: a kill
+//    leaves them unfinished in it, and so does a graceful shutdown (SIGTERM)
+//    for every ticket that has not finished by then (suspend()). OpenAI
 //    requests are neither kept nor journaled: their client cannot come back.
+//  - Hand-off. At a graceful shutdown with a journal, tickets that have not
+//    started here go to a live peer that serves their tier, as plain
+//    tickets: the peer keeps, journals and runs them even once this node's
+//    link is gone (a peer's link leaves no orphans). The journal notes the
+//    peer; after a restart this node sends such a ticket to that peer again
+//    (the same ID: it attaches to the one there, or runs it if the peer
+//    never got it) and relays its events, instead of running it twice.
 //
 // Thread-safety: one mutex guards all state. Entry points run on the
 // server's I/O thread, the executor's thread and the dispatcher's own I/O
@@ -34,6 +43,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -96,13 +106,35 @@ class Dispatcher : public node::TicketDesk {
   std::optional<node::NodeError> admissible(const node::Ticket& ticket, node::Clock::time_point received) const;
   void run_local_pinned(const Link& from, node::Ticket ticket, node::Clock::time_point received);
   node::Outcome<int> submit_local(Record& rec, bool first);
-  void forward(Record& rec, Peer& peer);
+  // pinned: marked forwardedBy (runs there only while the link lasts);
+  // otherwise a plain ticket that the peer keeps as its own (hand-off).
+  void forward(Record& rec, Peer& peer, bool pinned = true);
+  // At shutdown: tickets not started here go to live peers (see Hand-off).
+  void hand_off_unstarted();
+  // Sends the tickets handed to `peer` at an earlier shutdown to it again,
+  // now that its link is up, to relay their events.
+  void relay_handed(Peer& peer);
   void retry(Record& rec, const std::string& reason);
   void finish(Record& rec, std::string terminal);
+  // During shutdown, with a journal: leaves a kept ticket that no client
+  // cancelled unfinished (in the journal too) instead of ending it as
+  // cancelled, so the next start runs it. False when it does not apply.
+  bool suspend(Record& rec);
+  // Notes (in RAM and the journal) the peer a ticket was handed to; "": none.
+  void set_handed_to(Record& rec, const std::string& peer);
   void drop(const std::string& id);
+  // Counts a finished record among the kept results (after its token events
+  // are dropped where the journal holds its result).
+  void keep_result(Record& rec);
+  // A ticket this node no longer holds in RAM, answered from the journal
+  // when it finished there within result_ttl_s: true when it was.
+  bool answer_from_journal(const Link& link, const std::string& id, bool resent);
   void attach(Record& rec, const Link& link, int attempt, int64_t after_seq);
   void emit_token(Record& rec, std::string_view piece);
   void offload();
+  // Forgets finished results past result_ttl_s, then the oldest while more
+  // than max_kept_results or max_kept_results_mb are kept (the newest one
+  // always stays: a caller may still hold it).
   void sweep_expired();
   void restore_from_journal();
   void watch_orphan(Record& rec);
@@ -136,8 +168,11 @@ class Dispatcher : public node::TicketDesk {
   std::thread io_thread_;
 
   mutable std::mutex mu_;
+  std::condition_variable handed_over_;  // a peer answered about a ticket, or a link dropped
   std::map<std::string, std::unique_ptr<Record>> records_;   // by ticketID
   std::deque<std::pair<node::Clock::time_point, std::string>> finished_order_;  // for expiry
+  size_t kept_results_ = 0;        // finished records in records_
+  size_t kept_result_bytes_ = 0;   // their Record::kept_bytes
   std::deque<std::string> waiting_;  // tickets for tiers only peers serve, oldest first
   std::map<std::string, std::unique_ptr<Peer>> peers_;       // by HOST:PORT
   uint64_t last_link_id_ = 0;

@@ -4,6 +4,9 @@
 // to clients that resume or resend (until they expire), so a restart loses
 // nothing and runs nothing twice from a client's point of view.
 //
+// The file (and SQLite's -wal and -shm beside it) is mode 0600: it holds
+// the tickets' text.
+//
 // Writes use SQLite's WAL mode with synchronous=NORMAL: a committed write
 // survives the process being killed (kill -9); only a power cut may lose
 // the last few.
@@ -28,6 +31,7 @@ struct JournalEntry {
   int attempt = 1;
   std::string result;          // the terminal event as JSON; empty while unfinished
   int64_t finished_unix_ms = 0;
+  std::string handed_to;       // unfinished, handed to this peer (HOST:PORT) at a shutdown; empty: not
 };
 
 class Journal {
@@ -40,6 +44,12 @@ class Journal {
   Status accepted(const std::string& id, const std::string& ticket_json);
   Status attempt(const std::string& id, int attempt);
   Status finished(const std::string& id, const std::string& terminal_event, int64_t unix_ms);
+  // The ticket went to peer HOST:PORT at this node's shutdown: the next
+  // start asks that peer for it instead of running it again.
+  Status handed(const std::string& id, const std::string& peer);
+  // The stored terminal event of a ticket that finished at or after
+  // `keep_since_unix_ms`; empty when there is none.
+  Result<std::string> result(const std::string& id, int64_t keep_since_unix_ms);
   // Removes a ticket: it ended without a result worth keeping.
   Status forget(const std::string& id);
   // Deletes results finished before `keep_since_unix_ms`, then returns the

@@ -33,8 +33,14 @@ std::string token(std::string_view text) {
 void log_access(const AccessRecord& r) {
   char figures[64];
   std::snprintf(figures, sizeof figures, "%lluB %.1fms", static_cast<unsigned long long>(r.bytes), r.duration_ms);
-  log_line("info", "access " + token(r.client) + " " + token(r.method) + " " + token(r.route) + " " + token(r.status) + " " +
-                       figures + " " + token(r.ticket_id));
+  const std::string route(r.route.substr(0, kMaxRouteBytes));
+  nlohmann::json fields = {{"client", r.client}, {"method", r.method}, {"route", route}, {"status", r.status},
+                           {"bytes", r.bytes},   {"durationMs", r.duration_ms}};
+  if (!r.ticket_id.empty()) fields["ticketID"] = r.ticket_id;
+  log_record("info",
+             "access " + token(r.client) + " " + token(r.method) + " " + token(r.route) + " " + token(r.status) + " " +
+                 figures + " " + token(r.ticket_id),
+             "access", fields);
 }
 
 }  // namespace revis::node

@@ -1,11 +1,15 @@
 // The node's access log: one line per HTTP request, per WebSocket ticket
-// (when it ends) and per WebSocket upgrade, through log_line, so it goes
-// where the rest of the log goes. A line names the client address, method,
-// route (the path without its query), status, bytes sent, duration and the
-// ticket ID; never a ticket's text or a token.
+// (when it ends) and per WebSocket upgrade, through log_record, so it goes
+// where the rest of the log goes, at info, in its format. A line names the
+// client address, method, route (the path without its query), status, bytes
+// sent, duration and the ticket ID; never a ticket's text or a token.
 //
 //   access 127.0.0.1 POST /v1/chat/completions 200 1532B 84.2ms chatcmpl-9f3a...
 //   access 127.0.0.1 TICKET /v1/revis/stream done 2210B 1203.5ms t-42
+//
+// With --log-format json the same facts are members of the line's object:
+//   {"ts":...,"level":"info","msg":"access","client":"127.0.0.1","method":"TICKET",
+//    "route":"/v1/revis/stream","status":"done","bytes":2210,"durationMs":1203.5,"ticketID":"t-42"}
 //
 // Thread-safety: as log_line.
 #pragma once

@@ -166,7 +166,8 @@ Result<std::vector<std::string>> template_placeholders(std::string_view tmpl) {
   return names;
 }
 
-Result<std::string> fill_template(std::string_view tmpl, const std::map<std::string, std::string>& values) {
+Result<std::string> fill_template(std::string_view tmpl, const std::map<std::string, std::string>& values,
+                                  std::vector<TextSpan>* inserted) {
   std::string out;
   out.reserve(tmpl.size());
   size_t i = 0;
@@ -181,6 +182,7 @@ Result<std::string> fill_template(std::string_view tmpl, const std::map<std::str
     auto it = values.find(std::string(inner));
     if (it == values.end()) return Status::error("no value for {{" + std::string(inner) + "}}");
     out.append(tmpl.substr(i, open - i));
+    if (inserted && !it->second.empty()) inserted->push_back({out.size(), out.size() + it->second.size()});
     out += it->second;  // values are inserted verbatim, never re-expanded
     i = end + 2;
   }
@@ -344,7 +346,8 @@ Outcome<TaskPrompt> Catalog::render(const Task& task, const std::map<std::string
   }
   for (const auto& [name, value] : args) values[name] = value;
   TaskPrompt prompt;
-  auto user = fill_template(task.user, values);
+  // In a raw task the argument values' spans stay text (TaskPrompt).
+  auto user = fill_template(task.user, values, task.raw ? &prompt.user_args : nullptr);
   if (!user.ok()) return NodeError{ErrorCode::kInternal, "task " + task.name + ": " + user.status().message()};
   prompt.user = *user;
   if (!task.raw) {

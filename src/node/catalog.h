@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "node/errors.h"
+#include "tokenizer/tokenizer.h"
 #include "revis/status.h"
 
 namespace revis::node {
@@ -63,6 +64,10 @@ struct Task {
 struct TaskPrompt {
   std::string system;  // empty when raw
   std::string user;
+  // Raw tasks: the byte ranges of `user` that hold argument values. They are
+  // the client's text and stay text: a control token's text there is not
+  // the token (only the catalogue's own template text may write one).
+  std::vector<TextSpan> user_args;
 };
 
 class Catalog {
@@ -97,7 +102,10 @@ class Catalog {
 // Replaces {{name}} placeholders with values[name]. Unknown names and
 // malformed braces are errors (catalogue validation reports them at load, so
 // a rendered ticket never meets one).
-Result<std::string> fill_template(std::string_view tmpl, const std::map<std::string, std::string>& values);
+// With `inserted`, the byte range of each value in the result is appended
+// to it.
+Result<std::string> fill_template(std::string_view tmpl, const std::map<std::string, std::string>& values,
+                                  std::vector<TextSpan>* inserted = nullptr);
 // Names of the placeholders in a template, or an error for malformed braces.
 Result<std::vector<std::string>> template_placeholders(std::string_view tmpl);
 // Whether every field is in range and every placeholder is declared.

@@ -10,6 +10,8 @@
 
 #include <toml++/toml.h>
 
+#include "node/bearer.h"
+
 namespace revis::node {
 namespace {
 
@@ -116,6 +118,10 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     else if (key == "host") s = get_string(v, at, c.host);
     else if (key == "port") s = get_int(v, at, 0, 65535, c.port);
     else if (key == "token") s = get_string(v, at, c.token);
+    else if (key == "token_file") {
+      s = get_string(v, at, c.token_file);
+      c.token_file = resolve_path(c.token_file, base_dir);
+    }
     else if (key == "queue_limit") s = get_int(v, at, 1, 1 << 20, c.queue_limit);
     else if (key == "model") {
       s = get_string(v, at, c.model);
@@ -143,6 +149,10 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
       c.journal = resolve_path(c.journal, base_dir);
     } else if (key == "result_ttl_s") s = get_int(v, at, 0, 7 * 24 * 3600, c.result_ttl_s);
     else if (key == "resume_window_ms") s = get_int(v, at, 0, 3600 * 1000, c.resume_window_ms);
+    else if (key == "max_kept_results") s = get_int(v, at, 1, 1 << 30, c.max_kept_results);
+    else if (key == "max_kept_results_mb") s = get_int(v, at, 1, int64_t(1) << 30, c.max_kept_results_mb);
+    else if (key == "log_level") s = get_string(v, at, c.log_level);
+    else if (key == "log_format") s = get_string(v, at, c.log_format);
     else if (key == "broker") s = get_string(v, at, c.broker);
     else if (key == "broker_creds" || key == "broker_tls_ca") {
       std::string& path = key == "broker_creds" ? c.broker_creds : c.broker_tls_ca;
@@ -196,6 +206,11 @@ Status apply_environment(NodeConfig& c, const std::function<const char*(const ch
   };
   if (auto host = value("REVIS_HOST")) c.host = *host;
   if (auto model = value("REVIS_MODEL")) c.model = *model;
+  // The token where `ps` does not show it; it replaces the file's either way.
+  if (auto token = value("REVIS_TOKEN")) {
+    c.token = *token;
+    c.token_file.clear();
+  }
   if (auto port = value("REVIS_PORT")) {
     int parsed = -1;
     const auto [end, error] = std::from_chars(port->data(), port->data() + port->size(), parsed);
@@ -209,7 +224,15 @@ Status apply_environment(NodeConfig& c, const std::function<const char*(const ch
 Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.name) c.name = *o.name;
   if (o.host) c.host = *o.host;
-  if (o.token) c.token = *o.token;
+  // A token given one way replaces one given the other way in the file.
+  if (o.token) {
+    c.token = *o.token;
+    c.token_file.clear();
+  }
+  if (o.token_file) {
+    c.token_file = *o.token_file;
+    c.token.clear();
+  }
   if (o.model) c.model = *o.model;
   if (o.default_tier) c.default_tier = *o.default_tier;
   if (o.catalog) c.catalog = *o.catalog;
@@ -229,6 +252,10 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.heartbeat_ms) c.heartbeat_ms = *o.heartbeat_ms;
   if (o.result_ttl_s) c.result_ttl_s = *o.result_ttl_s;
   if (o.resume_window_ms) c.resume_window_ms = *o.resume_window_ms;
+  if (o.max_kept_results) c.max_kept_results = *o.max_kept_results;
+  if (o.max_kept_results_mb) c.max_kept_results_mb = *o.max_kept_results_mb;
+  if (o.log_level) c.log_level = *o.log_level;
+  if (o.log_format) c.log_format = *o.log_format;
   c.peers.insert(c.peers.end(), o.peers.begin(), o.peers.end());
   if (o.discover) c.discover = true;
   if (o.engine) c.engine = *o.engine;
@@ -275,7 +302,21 @@ Status validate_config(NodeConfig& c) {
   if (c.heartbeat_ms < 10) return Status::error("heartbeat_ms " + std::to_string(c.heartbeat_ms) + " (expected at least 10)");
   if (c.result_ttl_s < 0) return Status::error("result_ttl_s must be >= 0");
   if (c.resume_window_ms < 0) return Status::error("resume_window_ms must be >= 0");
+  if (c.max_kept_results < 1) return Status::error("max_kept_results must be at least 1");
+  if (c.max_kept_results_mb < 1) return Status::error("max_kept_results_mb must be at least 1");
   if (c.host.empty()) return Status::error("host is empty");
+  if (!c.token_file.empty()) {
+    if (!c.token.empty()) return Status::error("token and token_file are both set: give one");
+    std::ifstream in(c.token_file, std::ios::binary);
+    if (!in) return Status::error(c.token_file + ": cannot read the token file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    c.token = text.str();
+    while (!c.token.empty() && (c.token.back() == '\n' || c.token.back() == '\r')) c.token.pop_back();
+    if (Status s = valid_token(c.token); !s.ok()) return Status::error(c.token_file + ": " + s.message());
+  } else if (!c.token.empty()) {
+    if (Status s = valid_token(c.token); !s.ok()) return s;
+  }
   if (!c.broker.empty() && (!c.peers.empty() || c.discover))
     return Status::error("broker and peers/discover are two ways of sharing tickets: use one (docs/scale-out.md)");
   if (c.broker_ack_wait_ms < 100) return Status::error("broker_ack_wait_ms must be at least 100");

@@ -7,7 +7,8 @@
 //   name = "node-a"              # reported in every result (default: host name)
 //   host = "127.0.0.1"           # listen address
 //   port = 8080
-//   token = "secret"             # required for a non-loopback host
+//   token = "secret"             # required for a non-loopback host (visible ASCII, no spaces)
+//   token_file = "/etc/revis/token"  # or read it from this file (trailing newline dropped; --token-file)
 //   queue_limit = 64             # jobs waiting, not counting the running one
 //   model = "/models/m.gguf"     # serves every tier no [tiers.*] names (-m)
 //   default_tier = "small"       # OpenAI requests naming no known tier use it
@@ -27,6 +28,10 @@
 //   journal = "node.journal"     # SQLite journal of accepted tickets (none if empty)
 //   result_ttl_s = 600           # finished results kept for resume and duplicate ticketIDs
 //   resume_window_ms = 2000      # a disconnected client's tickets wait this long for a resume
+//   max_kept_results = 10000     # finished results kept in RAM for resume and duplicates, oldest dropped first
+//   max_kept_results_mb = 64     # ... and the RAM they may take (with a journal, older ones are read from it)
+//   log_level = "info"           # debug, info, warn or error: the lowest level logged
+//   log_format = "text"          # text, or json (one JSON object per line)
 //   broker = "nats://10.0.0.9:4222"  # NATS JetStream servers the tickets go through (docs/scale-out.md; --broker)
 //   broker_creds = "node.creds"  # NATS credentials file (--broker-creds)
 //   broker_tls_ca = "ca.pem"     # CA for tls:// brokers
@@ -72,6 +77,7 @@ struct NodeConfig {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string token;
+  std::string token_file;  // read into `token` by validate_config
   int queue_limit = 64;
   std::string model;  // fallback model for every tier not listed
   std::vector<TierConfig> tiers;
@@ -93,6 +99,10 @@ struct NodeConfig {
   std::string journal;
   int result_ttl_s = 600;
   int resume_window_ms = 2000;
+  int max_kept_results = 10000;
+  uint64_t max_kept_results_mb = 64;
+  std::string log_level = "info";
+  std::string log_format = "text";
   // Scale-out on NATS JetStream (docs/scale-out.md): set, tickets go
   // through the broker instead of the peer fabric.
   std::string broker;  // nats://HOST:PORT[,HOST:PORT...]
@@ -117,13 +127,16 @@ struct NodeConfig {
 
 // Values from the command line; set ones replace the file's.
 struct ConfigOverrides {
-  std::optional<std::string> name, host, token, model, default_tier, catalog, engine;
+  std::optional<std::string> name, host, token, token_file, model, default_tier, catalog, engine;
   std::optional<std::string> journal, broker, broker_creds;
   std::optional<int> broker_ack_wait_ms, broker_replicas;
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's
   bool discover = false;           // --discover turns it on; off is the default, or the file's
   std::optional<uint64_t> memory_budget_mb;
+  std::optional<int> max_kept_results;
+  std::optional<uint64_t> max_kept_results_mb;
+  std::optional<std::string> log_level, log_format;
   std::optional<std::string> kv_dir;
   std::optional<uint64_t> kv_budget_mb;
   std::vector<std::string> tiers;  // "NAME=PATH", replacing a file tier of the same name
@@ -143,7 +156,7 @@ Status apply_environment(NodeConfig& config, const std::function<const char*(con
 Status apply_overrides(NodeConfig& config, const ConfigOverrides& overrides);
 
 // Ranges, at least one model (none with the sim engine), known default tier, and no non-loopback bind
-// without a token. Fills in the defaults that depend on the machine (name,
+// without a token. Reads token_file into token. Fills in the defaults that depend on the machine (name,
 // default tier).
 Status validate_config(NodeConfig& config);
 

@@ -27,6 +27,7 @@ struct JobSpec {
   bool raw = false;    // prompt is used as is; otherwise messages go through the chat template
   std::vector<ChatMessage> messages;
   std::string prompt;
+  std::vector<TextSpan> prompt_literals;  // raw: byte ranges of `prompt` that are plain text (a task's arguments)
   int max_tokens = 256;  // <= 0: until the context is full
   SamplingParams sampling;
   std::vector<std::string> stop;

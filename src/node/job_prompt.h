@@ -1,6 +1,6 @@
 // A job's prompt as a model's tokens: the messages through the model's chat
 // template (or the raw prompt as is), control-token texts parsed only in
-// the template's markup (or anywhere in a raw prompt), BOS as the model asks
+// the template's markup (or in a raw prompt outside the task's arguments), BOS as the model asks
 // unless the template wrote it. The executor tokenizes every job this way;
 // the dispatcher does the same to find which node's KV checkpoints already
 // hold the prompt's prefixes, so both must agree to the token.

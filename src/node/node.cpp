@@ -10,12 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "kvstore/store.h"
+#include "node/build_info.h"
 #include "node/job_prompt.h"
 #include "node/log.h"
-
-#ifndef REVIS_VERSION
-#define REVIS_VERSION "unknown"
-#endif
 
 namespace revis::node {
 namespace {
@@ -134,6 +131,7 @@ Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const 
   spec.raw = task->raw;
   if (task->raw) {
     spec.prompt = prompt->user;
+    spec.prompt_literals = prompt->user_args;
   } else {
     if (!prompt->system.empty()) spec.messages.push_back({"system", prompt->system});
     spec.messages.push_back({"user", prompt->user});
@@ -254,8 +252,11 @@ std::string Node::status_json() const {
   }
   json tasks = json::array();
   for (const auto& [name, task] : catalog_.tasks()) tasks.push_back({{"name", name}, {"tier", task.tier}});
+  const BuildInfo build = build_info();
   json doc{{"name", config_.name},
-              {"version", REVIS_VERSION},
+              {"version", build.version},
+              {"commit", build.commit},
+              {"kernels", {{"builtIn", build.kernels}, {"active", build.active_kernel}}},
               {"health", health_name(health_of(s))},
               {"uptimeS", uptime_s()},
               {"engine", config_.engine},

@@ -21,11 +21,13 @@
 #include <boost/beast/websocket.hpp>
 
 #include "node/access_log.h"
+#include "node/bearer.h"
 #include "node/connection_table.h"
 #include "node/log.h"
 #include "node/node.h"
 #include "node/openai_relay.h"
 #include "node/request_guard.h"
+#include "node/service_notify.h"
 #include "node/ticket_desk.h"
 
 namespace revis::node {
@@ -123,21 +125,13 @@ std::string_view field_value(const Message& m, http::field f) {
   return it == m.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
 }
 
-// Comparison whose time does not depend on where the strings differ, so the
-// token cannot be guessed byte by byte from response times.
-bool equal_constant_time(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < b.size(); ++i) diff |= static_cast<unsigned char>(i < a.size() ? a[i] : 0) ^ static_cast<unsigned char>(b[i]);
-  return diff == 0;
-}
-
 template <class Request>
 bool authorized(const ServerState& state, const Request& req) {
   const std::string& token = state.node.config().token;
   if (token.empty()) return true;
   auto it = req.find(http::field::authorization);
   if (it == req.end()) return false;
-  return equal_constant_time(std::string_view(it->value().data(), it->value().size()), "Bearer " + token);
+  return bearer_matches(std::string_view(it->value().data(), it->value().size()), token);
 }
 
 // The status for a request the parser refused (docs/protocol.md), or none
@@ -888,6 +882,7 @@ void ServerState::begin_shutdown(int code, const std::string& why) {
   stopping = true;
   exit_code = code;
   log_line("info", "shutting down: " + why);
+  notify_stopping("shutting down: " + why);
   desk.on_shutdown();
   beast::error_code ignored;
   acceptor.close(ignored);
@@ -961,9 +956,10 @@ int serve(Node& node, TicketDesk& desk) {
   log_line("info", "connections: at most " + std::to_string(state.connections.max_total()) + " (" +
                        std::to_string(room) + " fit the descriptor limit), " +
                        std::to_string(state.connections.max_per_address()) + " per address");
-  node.start([&state](const Status& s) {
+  node.start([&state, name = config.name](const Status& s) {
     if (s.ok()) {
       log_line("info", "ready");
+      notify_ready("node " + name + " ready");
       return;
     }
     net::post(state.ioc, [&state, message = s.message()] {
@@ -976,6 +972,7 @@ int serve(Node& node, TicketDesk& desk) {
     state.begin_shutdown(0, signal == SIGTERM ? "SIGTERM" : "SIGINT");
   });
   do_accept(state);
+  keep_watchdog_fed(ioc);
 
   // Handlers do not throw by design; should one (allocation failure), the
   // node logs it and keeps serving rather than dying with jobs in flight.

@@ -42,8 +42,9 @@ class TicketDesk {
   virtual std::string cluster_json() = 0;
   // The server listens on `port` (the real one when 0 was asked for).
   virtual void on_listening(int port) = 0;
-  // Shutdown has begun: tickets that run elsewhere end now (cancelled), the
-  // local ones are the executor's.
+  // Shutdown has begun: tickets that run elsewhere end now (cancelled, or
+  // kept unfinished in a journal), unstarted ones may go to peers, the
+  // running one is the executor's.
   virtual void on_shutdown() = 0;
   // The server has stopped: every ClientLink must be released now, while
   // the server's I/O context still exists; none is used any more.

@@ -126,6 +126,19 @@ const Kernels& checked_kernels(const char* function, TensorType type, int64_t n)
 
 }  // namespace
 
+bool kernel_backend_built_in(KernelBackend backend) {
+  switch (backend) {
+    case KernelBackend::kScalar: return true;
+#if defined(__x86_64__)
+    case KernelBackend::kAvx2:
+    case KernelBackend::kAvx512: return true;
+#elif defined(__aarch64__)
+    case KernelBackend::kNeon: return true;
+#endif
+    default: return false;
+  }
+}
+
 bool kernel_backend_supported(KernelBackend backend) {
   switch (backend) {
     case KernelBackend::kScalar: return true;

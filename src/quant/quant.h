@@ -102,6 +102,8 @@ enum class KernelBackend { kScalar, kAvx2, kAvx512, kNeon };
 inline constexpr KernelBackend kKernelBackends[] = {KernelBackend::kScalar, KernelBackend::kAvx2,
                                                    KernelBackend::kAvx512, KernelBackend::kNeon};
 KernelBackend best_kernel_backend();
+// Compiled into this binary (whether or not this CPU can run it).
+bool kernel_backend_built_in(KernelBackend backend);
 bool kernel_backend_supported(KernelBackend backend);
 KernelBackend active_kernel_backend();
 Status use_kernel_backend(KernelBackend backend);

@@ -276,6 +276,13 @@ TEST_F(BrokerCluster, NodeRelaysItsClientsTicketsThroughTheBroker) {
   EXPECT_EQ(json::parse(chat->body)["usage"]["completion_tokens"], 5);
   EXPECT_EQ(total_done(2), 2u);
   EXPECT_EQ(stored(kResultStream), 2u);
+  // revis status shows the broker link and the consumers.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the node refreshes them every second
+  r = testing::run_revis("status " + node);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(": connected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chat.completions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("done 2"), std::string::npos) << r.out;
 }
 
 TEST_F(BrokerCluster, BatchThroughTheBrokerInInputOrderAndARerunCollects) {

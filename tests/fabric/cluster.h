@@ -261,6 +261,15 @@ class TicketClient {
 
   void abort() { ws_->abort(); }
 
+  // Subscribes as a peer does (and reads the first state event): only then
+  // may this connection send tickets with forwardedBy.
+  void become_peer() {
+    send({{"type", "subscribe"}, {"node", "test"}});
+    const size_t before = unattributed.size();
+    while (unattributed.size() == before && pump(10000)) {
+    }
+  }
+
   std::map<std::string, TicketView> tickets;
   std::vector<json> unattributed;
 
@@ -273,6 +282,7 @@ class TicketClient {
 class Blocker {
  public:
   explicit Blocker(const node::HostPort& node) : client_(node) {
+    client_.become_peer();
     client_.send({{"type", "ticket"},
                   {"ticketID", "hold"},
                   {"taskType", "hold"},

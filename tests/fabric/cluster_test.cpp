@@ -291,6 +291,7 @@ TEST(Cluster, TicketGoesToTheNodeHoldingItsPromptPrefix) {
   const std::string text = long_text("river");
   {
     TicketClient b(cluster.endpoint(1));  // pinned to b: forwardedBy
+    b.become_peer();
     b.send({{"type", "ticket"}, {"ticketID", "warm"}, {"taskType", "work"}, {"args", {{"text", text}}}, {"forwardedBy", "test"}});
     ASSERT_TRUE(b.until_all_ended({"warm"}));
     ASSERT_EQ(b.tickets["warm"].terminal["type"], "done") << b.tickets["warm"].terminal.dump();
@@ -327,6 +328,7 @@ TEST(Cluster, ForwardedTicketToABusyNodeIsRefusedAsBusy) {
   ASSERT_TRUE(cluster.start(0));
   testing::Blocker busy(cluster.endpoint(0));
   TicketClient client(cluster.endpoint(0));
+  client.become_peer();
   client.send({{"type", "ticket"}, {"ticketID", "late"}, {"taskType", "work"}, {"args", {{"text", "Me too."}}}, {"forwardedBy", "test"}});
   ASSERT_TRUE(client.until_all_ended({"late"}));
   const json& refusal = client.tickets["late"].terminal;

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <fstream>
+
+#include <sqlite3.h>
 
 #include "support/testdata.h"
 
@@ -10,6 +15,30 @@ namespace revis::fabric {
 namespace {
 
 using testing::TempDir;
+
+// The journal holds ticket text: only its owner may read it, whatever the
+// umask, and an older journal made readable by others is made private.
+TEST(Journal, IsPrivateToItsOwner) {
+  TempDir dir;
+  const std::string path = dir.file("node.journal");
+  auto mode = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? int(st.st_mode & 0777) : -1;
+  };
+  {
+    auto j = Journal::open(path);
+    ASSERT_TRUE(j.ok()) << j.status().message();
+    ASSERT_TRUE((*j)->accepted("t1", R"({"type":"ticket","ticketID":"t1","taskType":"chat","args":{"text":"secret"}})").ok());
+    EXPECT_EQ(mode(path), 0600);
+    if (std::filesystem::exists(path + "-wal")) {
+      EXPECT_EQ(mode(path + "-wal"), 0600);
+    }
+  }
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto again = Journal::open(path);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(mode(path), 0600);
+}
 
 TEST(Journal, RecordsAcceptedAttemptsAndResultsAcrossReopen) {
   TempDir dir;
@@ -66,6 +95,41 @@ TEST(Journal, SameTicketAcceptedAgainStartsOver) {
   ASSERT_EQ(entries->size(), 1u);
   EXPECT_EQ((*entries)[0].ticket, "{\"v\":2}");
   EXPECT_TRUE((*entries)[0].result.empty());
+}
+
+// A ticket handed to a peer at a shutdown keeps that peer across a reopen,
+// and a journal from before the handed_to column gains it, rows intact.
+TEST(Journal, RemembersWhichPeerATicketWasHandedTo) {
+  TempDir dir;
+  const std::string path = dir.file("node.journal");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TABLE tickets (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+                           " ticket TEXT NOT NULL, attempt INTEGER NOT NULL DEFAULT 1, result TEXT, finished_ms INTEGER);"
+                           "INSERT INTO tickets (id, ticket) VALUES ('old', '{}');",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  {
+    auto j = Journal::open(path);
+    ASSERT_TRUE(j.ok()) << j.status().message();
+    ASSERT_TRUE((*j)->accepted("t1", "{}").ok());
+    ASSERT_TRUE((*j)->handed("old", "10.0.0.2:8080").ok());
+  }
+  auto j = Journal::open(path);
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  auto entries = (*j)->load(0);
+  ASSERT_TRUE(entries.ok()) << entries.status().message();
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[0].id, "old");
+  EXPECT_EQ((*entries)[0].handed_to, "10.0.0.2:8080");
+  EXPECT_TRUE((*entries)[1].handed_to.empty());
+  // Accepted again (a new ticket with that ID): handed nowhere.
+  ASSERT_TRUE((*j)->accepted("old", "{}").ok());
+  EXPECT_TRUE((*j)->load(0)->at(1).handed_to.empty());
 }
 
 TEST(Journal, ErrorsNameTheFile) {

@@ -1,7 +1,11 @@
 // The node configuration: TOML, flag overrides and validation.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "node/bearer.h"
 #include "node/config.h"
+#include "support/testdata.h"
 
 namespace revis::node {
 namespace {
@@ -101,6 +105,63 @@ TEST(Config, RefusesANonLoopbackBindWithoutAToken) {
   EXPECT_TRUE(is_loopback_host("127.0.0.1"));
   EXPECT_FALSE(is_loopback_host("::"));
   EXPECT_FALSE(is_loopback_host("example.com"));
+}
+
+// A token that cannot travel in an Authorization header as given (spaces,
+// control characters) is refused, not silently never matched.
+TEST(Config, TokensMustBeVisibleAscii) {
+  for (const char* bad : {" ", "two words", "tab\there", "\x7f", "caf\xc3\xa9"}) {
+    NodeConfig c;
+    c.model = "m.gguf";
+    c.token = bad;
+    Status s = validate_config(c);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("token"), std::string::npos) << s.message();
+  }
+  NodeConfig good;
+  good.model = "m.gguf";
+  good.token = "s3cret-Token_+/=";
+  EXPECT_TRUE(validate_config(good).ok());
+}
+
+TEST(Config, TokenFromAFile) {
+  testing::TempDir dir;
+  std::ofstream(dir.file("token")) << "from-the-file\n";
+  auto c = parse_config("model = \"m.gguf\"\ntoken_file = \"token\"\n", "node.toml", dir.path().string());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->token_file, dir.file("token"));
+  ASSERT_TRUE(validate_config(*c).ok());
+  EXPECT_EQ(c->token, "from-the-file");
+
+  NodeConfig both;
+  both.model = "m.gguf";
+  both.token = "x";
+  both.token_file = dir.file("token");
+  EXPECT_FALSE(validate_config(both).ok());
+  // A flag replaces the file's way of giving it.
+  ConfigOverrides o;
+  o.token = "flag";
+  ASSERT_TRUE(apply_overrides(both, o).ok());
+  EXPECT_TRUE(both.token_file.empty());
+  ASSERT_TRUE(validate_config(both).ok());
+  EXPECT_EQ(both.token, "flag");
+
+  NodeConfig missing;
+  missing.model = "m.gguf";
+  missing.token_file = dir.file("absent");
+  Status s = validate_config(missing);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(dir.file("absent")), std::string::npos) << s.message();
+  std::ofstream(dir.file("blank")) << " \n";
+  missing.token_file = dir.file("blank");
+  EXPECT_FALSE(validate_config(missing).ok());
+}
+
+// RFC 7235: the scheme name is case-insensitive; the credential is not.
+TEST(Bearer, SchemeIsCaseInsensitive) {
+  for (const char* h : {"Bearer tok", "bearer tok", "BEARER tok", "bEaReR  tok"}) EXPECT_TRUE(bearer_matches(h, "tok")) << h;
+  for (const char* h : {"Bearer TOK", "Bearer", "Bearer ", "Bearertok", "Basic tok", "Bearer tok2", "Bearer to", ""})
+    EXPECT_FALSE(bearer_matches(h, "tok")) << h;
 }
 
 TEST(Config, DefaultsAndModelChecks) {

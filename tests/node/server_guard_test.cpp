@@ -209,6 +209,28 @@ TEST(NodeConnections, IdleFloodUnderALowDescriptorLimitLeavesHealthAnswering) {
   EXPECT_EQ(node.stop(std::chrono::seconds(10)), 0) << node.log().substr(0, 2000);
 }
 
+// At start the node raises its soft descriptor limit to the hard one, so a
+// service started under a low soft `ulimit -n` still has room: its log
+// counts the connections that fit, which a soft limit of 256 would hold
+// below 256.
+TEST(NodeConnections, SoftDescriptorLimitIsRaisedToTheHardOne) {
+  rlimit own{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);
+  ASSERT_GE(own.rlim_max, 1024u) << "the test needs a hard descriptor limit of 1024 or more";
+  const rlimit saved = own;
+  own.rlim_cur = 256;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &own), 0);
+  NodeProcess node({"--engine", "sim"});  // inherits the low soft limit
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_TRUE(node.wait_ready()) << node.log();
+  const std::string log = node.log();
+  const size_t at = log.find(" fit the descriptor limit)");
+  ASSERT_NE(at, std::string::npos) << log;
+  const size_t open = log.rfind('(', at);
+  ASSERT_NE(open, std::string::npos) << log;
+  EXPECT_GT(std::stoul(log.substr(open + 1)), 256u) << log;
+}
+
 TEST(NodeConnections, PerAddressCapAndIdleTimeouts) {
   NodeProcess node({"--engine", "sim", "--sim-tokens-per-s", "2", "--max-connections-per-ip", "3", "--handshake-timeout", "1",
                     "--idle-timeout", "2"});
