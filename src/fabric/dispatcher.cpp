@@ -43,15 +43,6 @@ std::string forwarded_message(node::Ticket t, const std::string& catalog, std::o
   return node::ticket_message(t);
 }
 
-// Logged for every job this node ran to the end: the cluster tests read
-// these lines to check that no node ever ran two jobs at once.
-void log_run(const std::string& id, const node::JobStats& s) {
-  char line[256];
-  std::snprintf(line, sizeof line, "ran ticket %s exec %llu from %.3f ms to %.3f ms (%d tokens, %.1f tok/s)", id.c_str(),
-                static_cast<unsigned long long>(s.exec_index), s.started_ms, s.finished_ms, s.generated_tokens, s.gen_tok_s);
-  node::log_line("info", line);
-}
-
 // Errors of a forwarded run after which the ticket may well succeed on
 // another node; the rest (bad_request, unknown_task, ...) are the ticket's.
 bool worth_another_node(ErrorCode code) {
@@ -244,7 +235,7 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
     callbacks.on_text = [from, id, seq](std::string_view piece) { from->send(node::token_event(id, (*seq)++, piece)); };
   }
   callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
-    if (outcome.ok()) log_run(id, outcome->stats);
+    if (outcome.ok()) node::log_job_run(id, outcome->stats);
     {
       Lock lock(mu_);
       if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
@@ -633,7 +624,7 @@ void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::s
 }
 
 void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) {
-  if (outcome.ok()) log_run(id, outcome->stats);
+  if (outcome.ok()) node::log_job_run(id, outcome->stats);
   Lock lock(mu_);
   if (outcome.ok()) tok_per_s_ = outcome->stats.gen_tok_s;
   auto it = records_.find(id);

@@ -254,7 +254,7 @@ std::string Node::status_json() const {
   json tasks = json::array();
   for (const auto& [name, task] : catalog_.tasks()) tasks.push_back({{"name", name}, {"tier", task.tier}});
   const BuildInfo build = build_info();
-  return json{{"name", config_.name},
+  json doc{{"name", config_.name},
               {"version", build.version},
               {"commit", build.commit},
               {"kernels", {{"builtIn", build.kernels}, {"active", build.active_kernel}}},
@@ -277,8 +277,9 @@ std::string Node::status_json() const {
                 {"failed", failed},
                 {"byOutcome", outcomes},
                 {"promptTokens", metrics_.prompt_tokens()},
-                {"generatedTokens", metrics_.generated_tokens()}}}}
-      .dump(-1, ' ', false, json::error_handler_t::replace);
+                {"generatedTokens", metrics_.generated_tokens()}}}};
+  if (transport_report_.status_json) doc[transport_report_.key] = json::parse(transport_report_.status_json());
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string Node::metrics_text() const {
@@ -291,7 +292,9 @@ std::string Node::metrics_text() const {
   g.resident_bytes = pool_->resident_bytes();
   g.model_loads = pool_->loads();
   g.uptime_s = uptime_s();
-  return metrics_.prometheus(g);
+  std::string text = metrics_.prometheus(g);
+  if (transport_report_.metrics) text += transport_report_.metrics();
+  return text;
 }
 
 }  // namespace revis::node

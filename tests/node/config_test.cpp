@@ -197,5 +197,32 @@ TEST(Config, DefaultsAndModelChecks) {
   EXPECT_FALSE(validate_config(dup).ok());
 }
 
+TEST(Config, BrokerKeysAndOneWayOfSharingTickets) {
+  auto c = parse_config(R"(
+broker = "nats://10.0.0.9:4222,10.0.0.10:4222"
+broker_creds = "node.creds"
+broker_tls_ca = "/etc/ca.pem"
+broker_ack_wait_ms = 5000
+broker_max_deliver = 3
+model = "m.gguf"
+)", "node.toml", "/etc/revis");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->broker, "nats://10.0.0.9:4222,10.0.0.10:4222");
+  EXPECT_EQ(c->broker_creds, "/etc/revis/node.creds");
+  EXPECT_EQ(c->broker_tls_ca, "/etc/ca.pem");
+  EXPECT_EQ(c->broker_ack_wait_ms, 5000);
+  EXPECT_EQ(c->broker_max_deliver, 3);
+  ConfigOverrides o;
+  o.broker_ack_wait_ms = 800;
+  ASSERT_TRUE(apply_overrides(*c, o).ok());
+  EXPECT_EQ(c->broker_ack_wait_ms, 800);
+  EXPECT_TRUE(validate_config(*c).ok());
+  c->peers = {"10.0.0.2:8080"};
+  Status both = validate_config(*c);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.message().find("broker and peers"), std::string::npos) << both.message();
+  EXPECT_FALSE(parse_config("broker_ack_wait_ms = 5\n", "n.toml", ".").ok());
+}
+
 }  // namespace
 }  // namespace revis::node
