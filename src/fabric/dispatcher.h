@@ -40,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -101,7 +102,7 @@ class Dispatcher : public node::TicketDesk {
   void finish(Record& rec, std::string terminal);
   void drop(const std::string& id);
   void attach(Record& rec, const Link& link, int attempt, int64_t after_seq);
-  void emit_token(Record& rec, std::string_view piece);
+  void emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs = {});
   void offload();
   void sweep_expired();
   void restore_from_journal();
@@ -113,7 +114,8 @@ class Dispatcher : public node::TicketDesk {
   void broadcast_state();
   std::vector<Candidate> candidates(const std::string& tier, std::vector<Peer*>& peers, bool include_self) const;
 
-  void on_local_text(const std::string& id, uint64_t placement, std::string_view piece);
+  void on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
+                     std::span<const node::LogprobEntry> logprobs);
   void on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome);
   void on_executor_change();
   // Peers and their links. A peer is known by HOST:PORT; a link's events
