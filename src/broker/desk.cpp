@@ -99,7 +99,9 @@ void Desk::run_here(const std::shared_ptr<node::ClientLink>& from, node::Ticket 
   node::JobCallbacks callbacks;
   if (ticket.streaming) {
     auto seq = std::make_shared<uint64_t>(0);
-    callbacks.on_text = [from, id, seq](std::string_view piece) { from->send(node::token_event(id, (*seq)++, piece)); };
+    callbacks.on_text = [from, id, seq](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
+      from->send(node::token_event(id, (*seq)++, piece, logprobs));
+    };
   }
   callbacks.on_finish = [from, id](node::Outcome<node::JobResult> outcome) {
     from->send(outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));

@@ -219,8 +219,8 @@ void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
   node::JobCallbacks callbacks;
   if (ticket->streaming) {
     auto seq = std::make_shared<uint64_t>(0);
-    callbacks.on_text = [this, id, events, seq](std::string_view piece) {
-      conn_.publish_core(events, node::token_event(id, (*seq)++, piece));
+    callbacks.on_text = [this, id, events, seq](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
+      conn_.publish_core(events, node::token_event(id, (*seq)++, piece, logprobs));
     };
   }
   callbacks.on_finish = [finish](node::Outcome<node::JobResult> outcome) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "grammar/grammar_constraint.h"
 #include "node/job_prompt.h"
 #include "node/log.h"
 
@@ -149,7 +150,7 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
     current_.generated = generated;
     if (generated > 0) current_.phase = "generating";
   };
-  auto r = options_.sim ? infer_simulated(job, st, options) : infer_with_model(job, st, options);
+  auto r = options_.sim ? infer_simulated(job, result, options) : infer_with_model(job, result, options);
   if (!r.ok()) return r.error();
   if (r->stop_reason == "cancelled") return cancelled();
 
@@ -172,8 +173,9 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   return result;
 }
 
-Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobStats& st, GenerateOptions& options) {
+Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& result, GenerateOptions& options) {
   const JobSpec& spec = job.spec;
+  JobStats& st = result.stats;
   const TierSpec* tier = pool_.resolve(spec.tier);
   if (!tier) return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + spec.tier + "\""};
   auto loaded = pool_.acquire(*tier, &st.load_ms);
@@ -192,11 +194,42 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobStats& st,
   begin_prefill(tier->name, static_cast<int>(tokens.size()), *max_tokens);
 
   options.max_tokens = *max_tokens;
+  const int n_vocab = engine.info().n_vocab;
+  for (const auto& [token, bias] : spec.sampling.logit_bias)
+    if (token >= n_vocab)
+      return NodeError{ErrorCode::kBadRequest, "logit_bias: token " + std::to_string(token) + " is outside the vocabulary of tier " +
+                                                   tier->name + " (0.." + std::to_string(n_vocab - 1) + ")"};
+  std::unique_ptr<GrammarConstraint> constraint;
+  if (spec.grammar) {
+    if (!model.vocabulary) model.vocabulary = TokenVocabulary::of(engine);  // once per loaded model
+    constraint = std::make_unique<GrammarConstraint>(spec.grammar, model.vocabulary);
+    options.constraint = constraint.get();
+  }
+  // With logprobs, each token's go out with the next piece of text (and all
+  // of them in the result). An end-of-generation token has no text, and, as
+  // in OpenAI's answers, no entry.
+  options.logprobs = spec.logprobs;
+  options.top_logprobs = spec.top_logprobs;
+  std::vector<LogprobEntry> unsent;
+  if (spec.logprobs)
+    options.on_logprobs = [&](const TokenLogprobs& lp) {
+      if (engine.is_end_of_generation(lp.chosen.token)) return;
+      LogprobEntry entry{{engine.token_bytes(lp.chosen.token), lp.chosen.logprob}, {}};
+      for (const revis::TokenLogprob& alt : lp.top) entry.top.push_back({engine.token_bytes(alt.token), alt.logprob});
+      result.logprobs.push_back(entry);
+      unsent.push_back(std::move(entry));
+    };
+  TextSink on_text;
+  if (job.callbacks.on_text)
+    on_text = [&](std::string_view text) {
+      job.callbacks.on_text(text, unsent);
+      unsent.clear();
+    };
   // The session comes from the model's prefix cache, holding as much of the
   // prompt as an earlier job (in RAM) or a checkpoint (on disk) provides.
   auto lease = model.cache->acquire(tokens, false);
   if (!lease.ok()) return NodeError{ErrorCode::kInternal, "prompt cache: " + lease.status().message()};
-  auto r = generate(engine, *lease->session, tokens, options, job.callbacks.on_text, lease->cached);
+  auto r = generate(engine, *lease->session, tokens, options, on_text, lease->cached);
   if (r.ok() && !r->next_logits.empty()) {
     model.cache->release(std::move(*lease), tokens, r->next_logits, false);
     pool_.refresh_kv_prefixes(model);
@@ -207,9 +240,13 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobStats& st,
   return std::move(*r);
 }
 
-Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobStats& st, GenerateOptions& options) {
+Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobResult& result, GenerateOptions& options) {
   const JobSpec& spec = job.spec;
+  JobStats& st = result.stats;
   const SimEngineOptions& sim = *options_.sim;
+  // Its words come from no vocabulary: nothing to constrain or score.
+  if (spec.grammar) return NodeError{ErrorCode::kBadRequest, "the simulated engine cannot follow a grammar or JSON schema"};
+  if (spec.logprobs) return NodeError{ErrorCode::kBadRequest, "the simulated engine has no logprobs"};
   st.engine = "sim";
   st.tier = spec.tier;
   st.model = "sim";
@@ -221,7 +258,9 @@ Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobStats& st, 
   if (!max_tokens.ok()) return max_tokens.error();
   begin_prefill(spec.tier, n_prompt, *max_tokens);
   options.max_tokens = *max_tokens;
-  auto r = run_simulated_inference(sim, n_prompt, options, job.callbacks.on_text);
+  TextSink on_text;
+  if (job.callbacks.on_text) on_text = [&](std::string_view text) { job.callbacks.on_text(text, {}); };
+  auto r = run_simulated_inference(sim, n_prompt, options, on_text);
   if (!r.ok()) return NodeError{ErrorCode::kInternal, "simulated inference failed: " + r.status().message()};
   return std::move(*r);
 }

@@ -114,8 +114,9 @@ class Executor {
   Outcome<JobResult> execute(QueuedJob& job);
   // The engine-specific half of execute(): fills the tier and model fields
   // of `stats`, sets options.max_tokens and runs the generation.
-  Outcome<GenerateResult> infer_with_model(QueuedJob& job, JobStats& stats, GenerateOptions& options);
-  Outcome<GenerateResult> infer_simulated(QueuedJob& job, JobStats& stats, GenerateOptions& options);
+  // Both fill result.stats' model fields, and the model one result.logprobs.
+  Outcome<GenerateResult> infer_with_model(QueuedJob& job, JobResult& result, GenerateOptions& options);
+  Outcome<GenerateResult> infer_simulated(QueuedJob& job, JobResult& result, GenerateOptions& options);
   void begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens);
   void finish(QueuedJob& job, Outcome<JobResult> outcome);
 

@@ -210,6 +210,9 @@ Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received)
   spec.sampling = r->sampling;
   spec.sampling.seed = t.openai->seed;
   spec.stop = std::move(r->stop);
+  spec.grammar = std::move(r->grammar);
+  spec.logprobs = r->logprobs;
+  spec.top_logprobs = r->top_logprobs;
   spec.received = received;
   return spec;
 }

@@ -611,6 +611,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     relay_.emplace(OpenAiRelay::Shape{.chat = chat,
                                       .stream = request->stream,
                                       .include_usage = request->include_usage,
+                                      .logprobs = request->logprobs,
                                       .id = ticket.id,
                                       .model = ticket.openai->tier,
                                       .created = std::time(nullptr)});

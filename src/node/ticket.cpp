@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node/openai_api.h"
+
 namespace revis::node {
 namespace {
 
@@ -259,16 +261,27 @@ std::string accepted_event(const std::string& id, int position) {
   return dump({{"type", "accepted"}, {"ticketID", id}, {"position", position}});
 }
 
-std::string token_event(const std::string& id, uint64_t seq, std::string_view text) {
-  return dump({{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", std::string(text)}});
+std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
+                        std::span<const LogprobEntry> logprobs) {
+  json j = {{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", std::string(text)}};
+  if (!logprobs.empty()) j["logprobs"] = logprobs_content(logprobs);
+  return dump(j);
 }
 
 std::string done_event(const std::string& id, const JobResult& result) {
-  return dump({{"type", "done"},
-               {"ticketID", id},
-               {"text", result.text},
-               {"stopReason", result.stop_reason},
-               {"stats", stats_json(result.stats)}});
+  json j = {{"type", "done"},
+            {"ticketID", id},
+            {"text", result.text},
+            {"stopReason", result.stop_reason},
+            {"stats", stats_json(result.stats)}};
+  if (!result.logprobs.empty()) j["logprobs"] = logprobs_content(result.logprobs);
+  return dump(j);
+}
+
+std::vector<LogprobEntry> logprobs_of_event(std::string_view event) {
+  const json j = json::parse(event.begin(), event.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("logprobs")) return {};
+  return logprobs_from_content(j["logprobs"]);
 }
 
 std::string retry_event(const std::string& id, int attempt, const std::string& reason) {

@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "node/errors.h"
 #include "node/job.h"
@@ -93,11 +95,18 @@ bool valid_ticket_id(std::string_view id);
 
 // Server -> client events, one JSON text each.
 std::string accepted_event(const std::string& id, int position);
-std::string token_event(const std::string& id, uint64_t seq, std::string_view text);
+// With logprobs (JobSpec::logprobs): those of the tokens sampled since the
+// previous token event, as "logprobs" (OpenAI's chat shape: token, bytes,
+// logprob, top_logprobs); done carries all of them.
+std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
+                        std::span<const LogprobEntry> logprobs = {});
 std::string done_event(const std::string& id, const JobResult& result);
 std::string error_event(const std::optional<std::string>& id, const NodeError& error);
 // The ticket runs again (attempt 2, 3, ...): text streamed so far is void
 // and token seq restarts at 0.
 std::string retry_event(const std::string& id, int attempt, const std::string& reason);
+// The "logprobs" of a token or done event (JSON text); empty when it has
+// none or they are malformed (a misbehaving peer).
+std::vector<LogprobEntry> logprobs_of_event(std::string_view event);
 
 }  // namespace revis::node

@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grammar/grammar_constraint.h"
 #include "kvstore/prefix_cache.h"
 #include "node/chat_template.h"
 #include "revis/engine.h"
@@ -67,6 +68,9 @@ struct LoadedModel {
   std::vector<std::string> kv_prefixes;         // digests of the aligned prefixes on disk (refresh_kv_prefixes)
   TemplateChoice chat;
   SpecialTexts special;
+  // The vocabulary as a trie for grammar constraints: built by the executor
+  // on the model's first constrained job.
+  std::shared_ptr<const TokenVocabulary> vocabulary;
   uint64_t footprint_bytes = 0;
   double load_ms = 0;
   uint64_t last_used = 0;  // LRU tick
