@@ -55,8 +55,9 @@ Status TicketClient::send(std::string_view text) {
 
 Result<std::string> TicketClient::receive(int timeout_ms) {
   MutexLock lock(mu_);
-  if (!lock.wait_for(arrived_, std::chrono::milliseconds(timeout_ms), [this]() REQUIRES(mu_) { return !inbox_.empty(); }))
-    return Status::error("timeout");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (inbox_.empty())
+    if (!arrived_.wait_until(mu_, deadline) && inbox_.empty()) return Status::error("timeout");
   std::string message = std::move(inbox_.front());
   inbox_.pop_front();
   return message;

@@ -22,7 +22,7 @@
 #include <string_view>
 
 #include "broker/connection.h"
-#include "revis/thread_annotations.h"
+#include "base/mutex.h"
 
 namespace revis::broker {
 
@@ -46,7 +46,7 @@ class TicketClient {
   std::unique_ptr<Connection> conn_;
   std::map<std::string, std::unique_ptr<Subscription>> follows_;  // by ticketID; sender's thread only
   Mutex mu_;
-  std::condition_variable arrived_;
+  CondVar arrived_;
   std::deque<std::string> inbox_ GUARDED_BY(mu_);
   std::set<std::string> finished_ GUARDED_BY(mu_);  // ticketIDs whose result is in the inbox
 };

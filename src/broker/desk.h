@@ -28,7 +28,7 @@
 #include "broker/worker.h"
 #include "node/node.h"
 #include "node/ticket_desk.h"
-#include "revis/thread_annotations.h"
+#include "base/mutex.h"
 
 namespace revis::broker {
 

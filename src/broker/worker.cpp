@@ -52,7 +52,9 @@ void Worker::stop() {
 
 void Worker::wait(std::chrono::milliseconds d) {
   MutexLock lock(mu_);
-  lock.wait_for(wake_, d, [this]() REQUIRES(mu_) { return stop_ || rung_; });
+  const auto deadline = std::chrono::steady_clock::now() + d;
+  while (!stop_ && !rung_)
+    if (!wake_.wait_until(mu_, deadline)) break;
   rung_ = false;
 }
 

@@ -38,7 +38,7 @@
 #include "broker/pull.h"
 #include "broker/streams.h"
 #include "node/node.h"
-#include "revis/thread_annotations.h"
+#include "base/mutex.h"
 
 namespace revis::broker {
 
@@ -91,7 +91,7 @@ class Worker {
   std::chrono::steady_clock::time_point stats_at_{};
 
   mutable Mutex mu_;
-  std::condition_variable wake_;
+  CondVar wake_;
   bool stop_ GUARDED_BY(mu_) = false;
   bool rung_ GUARDED_BY(mu_) = false;
   Stats stats_ GUARDED_BY(mu_);

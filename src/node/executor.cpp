@@ -45,7 +45,7 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
     Status s;
     if (const TierSpec* tier = pool_.resolve(*preload_tier)) {
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(mutex_);
         current_ = CurrentJob{};
         current_.tier = tier->name;
         current_.phase = "loading";
@@ -56,14 +56,14 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
       s = Status::error("no tier named " + *preload_tier);
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       ready_ = true;
       current_ = CurrentJob{};
       if (!s.ok()) preload_error_ = s.message();
     }
     if (on_preloaded) on_preloaded(s);
   } else {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     ready_ = true;
   }
   // Until ready, peers saw this node busy; without this they would learn it
@@ -73,8 +73,8 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
   while (true) {
     std::shared_ptr<QueuedJob> job;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_thread_ || !queue_.empty(); });
+      MutexLock lock(mutex_);
+      while (!stop_thread_ && queue_.empty()) wake_.wait(mutex_);
       if (queue_.empty()) break;  // stopping, and nothing left to run
       job = queue_.pop();
       running_ = job;
@@ -90,7 +90,7 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
     run(*job);
     bool idle = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       running_.reset();
       idle = queue_.empty();
     }
@@ -114,7 +114,7 @@ void Executor::run(QueuedJob& job) {
     log_line("error", "job " + job.spec.label + ": " + outcome.error().message);
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     avg_job_s_ = 0.8 * avg_job_s_ + 0.2 * std::chrono::duration<double>(Clock::now() - start).count();
   }
   finish(job, std::move(outcome));
@@ -124,7 +124,7 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   const JobSpec& spec = job.spec;
   const Clock::time_point started = Clock::now();
   auto cancelled = [&]() -> NodeError {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     return NodeError{ErrorCode::kCancelled, job.cancel_reason.empty() ? "cancelled" : job.cancel_reason};
   };
   JobResult result;
@@ -135,7 +135,7 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   st.started_ms = ms_between(options_.node_start, started);
   st.seed = spec.sampling.seed;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     st.exec_index = executed_;
   }
   if (job.cancel.load()) return cancelled();
@@ -145,7 +145,7 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   options.stop = spec.stop;
   options.cancel = &job.cancel;
   options.on_progress = [this](int prompt_done, int generated) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     current_.prompt_done = prompt_done;
     current_.generated = generated;
     if (generated > 0) current_.phase = "generating";
@@ -266,7 +266,7 @@ Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobResult& res
 }
 
 void Executor::begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   current_.tier = tier;
   current_.phase = "prefill";
   current_.prompt_tokens = prompt_tokens;
@@ -285,7 +285,7 @@ void Executor::finish(QueuedJob& job, Outcome<JobResult> outcome) {
 Outcome<Admission> Executor::submit(JobSpec spec, JobCallbacks callbacks, bool first) {
   Admission a;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (stopping_) return NodeError{ErrorCode::kCancelled, "the node is shutting down"};
     if (queue_.full() && !first)
       return NodeError{ErrorCode::kQueueFull, "the queue is full (" + std::to_string(queue_.size()) +
@@ -304,7 +304,7 @@ Outcome<Admission> Executor::submit(JobSpec spec, JobCallbacks callbacks, bool f
 }
 
 std::shared_ptr<QueuedJob> Executor::take_queued(const std::function<bool(const JobSpec&)>& pick) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (stopping_) return nullptr;
   // With nothing running on a ready executor, the oldest job is not waiting:
   // this thread is about to start it (it may just not have been scheduled
@@ -319,7 +319,7 @@ std::shared_ptr<QueuedJob> Executor::take_queued(const std::function<bool(const 
 bool Executor::cancel(uint64_t job_id, const std::string& reason) {
   std::shared_ptr<QueuedJob> removed;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     removed = queue_.remove(job_id);
     if (!removed) {
       if (!running_ || running_->id != job_id) return false;
@@ -337,14 +337,16 @@ bool Executor::cancel(uint64_t job_id, const std::string& reason) {
 void Executor::shutdown(std::chrono::milliseconds grace) {
   std::vector<std::shared_ptr<QueuedJob>> dropped;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
     dropped = queue_.drain();
   }
   for (auto& job : dropped) finish(*job, NodeError{ErrorCode::kCancelled, "the node is shutting down"});
   {
-    std::unique_lock<std::mutex> lock(mutex_);
-    wake_.wait_for(lock, grace, [&] { return !running_; });
+    MutexLock lock(mutex_);
+    const auto deadline = Clock::now() + grace;
+    while (running_ && wake_.wait_until(mutex_, deadline)) {
+    }
     if (running_ && !running_->cancel.load()) {
       running_->cancel_reason = "the node is shutting down";
       running_->cancel.store(true);
@@ -356,7 +358,7 @@ void Executor::shutdown(std::chrono::milliseconds grace) {
 }
 
 ExecutorSnapshot Executor::snapshot() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ExecutorSnapshot s;
   s.ready = ready_;
   s.stopping = stopping_;
@@ -372,12 +374,12 @@ ExecutorSnapshot Executor::snapshot() const {
 }
 
 bool Executor::ready() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return ready_;
 }
 
 int Executor::retry_after_seconds() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const double wait = avg_job_s_ * (static_cast<double>(queue_.size()) + 1);
   return static_cast<int>(std::clamp(std::ceil(wait), 1.0, 300.0));
 }

@@ -4,7 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace revis::node {
 namespace {
@@ -58,8 +59,8 @@ void log_record(const char* level, const std::string& text, const char* kind, co
     std::snprintf(head, sizeof head, "%s %-5s ", stamp, level);
     line = head + text;
   }
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
+  static Mutex mutex;  // one line at a time on stderr
+  MutexLock lock(mutex);
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
 #include "kvstore/store.h"
 #include "node/build_info.h"
 #include "node/job_prompt.h"
@@ -43,9 +44,9 @@ const char* health_name(Health h) {
 }
 
 uint64_t fresh_seed() {
-  static std::mutex mutex;
-  static std::mt19937_64 rng{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(mutex);
+  static Mutex mutex;
+  static std::mt19937_64 rng GUARDED_BY(mutex){std::random_device{}()};
+  MutexLock lock(mutex);
   return rng();
 }
 

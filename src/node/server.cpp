@@ -20,6 +20,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "base/mutex.h"
 #include "node/access_log.h"
 #include "node/bearer.h"
 #include "node/connection_table.h"
@@ -195,9 +196,9 @@ double ms_since(Clock::time_point start) {
 }
 
 std::string random_id(const char* prefix) {
-  static std::mutex mutex;
-  static std::mt19937_64 rng{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(mutex);
+  static Mutex mutex;
+  static std::mt19937_64 rng GUARDED_BY(mutex){std::random_device{}()};
+  MutexLock lock(mutex);
   char buf[40];
   std::snprintf(buf, sizeof buf, "%s%016llx", prefix, static_cast<unsigned long long>(rng()));
   return buf;

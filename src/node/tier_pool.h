@@ -27,12 +27,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "grammar/grammar_constraint.h"
 #include "kvstore/prefix_cache.h"
 #include "node/chat_template.h"
@@ -125,10 +125,10 @@ class TierPool {
   std::optional<TierSpec> fallback_;
   uint64_t budget_;
   KvCacheConfig kv_;
-  uint64_t tick_ = 0;
-  mutable std::mutex mutex_;  // guards models_ for status() readers
-  std::vector<std::unique_ptr<LoadedModel>> models_;
-  uint64_t loads_ = 0;
+  mutable Mutex mutex_;  // for status() readers; only the executor thread writes
+  uint64_t tick_ GUARDED_BY(mutex_) = 0;
+  std::vector<std::unique_ptr<LoadedModel>> models_ GUARDED_BY(mutex_);
+  uint64_t loads_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace revis::node
