@@ -39,7 +39,7 @@
 #include "cli/progress_meter.h"
 #include "cli/ticket_channel.h"
 #include "node/client.h"
-#include "node/sha256.h"
+#include "hash/sha256.h"
 
 namespace revis::cli {
 namespace {
@@ -365,7 +365,7 @@ int batch(const BatchArgs& args) {
   // Through a broker, a line's ticketID (unless it names one) follows from
   // the file's content: running the same file again collects the results
   // the broker holds instead of running those tickets again.
-  const std::string prefix = args.target.broker.empty() ? random_prefix() : "b" + node::sha256_hex(text).substr(0, 12);
+  const std::string prefix = args.target.broker.empty() ? random_prefix() : "b" + sha256_hex(text).substr(0, 12);
   BatchFile input = parse_batch_file(text, args.file == "-" ? "stdin" : args.file, prefix);
   if (!input.errors.empty()) {
     for (const std::string& e : input.errors) std::fprintf(stderr, "error: %s\n", e.c_str());
