@@ -25,6 +25,7 @@
 #include "bench/stats.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/progress_line.h"
 #include "kvstore/checksum.h"
 #include "kvstore/prefix_cache.h"
 #include "kvstore/store.h"
@@ -202,13 +203,17 @@ struct Timed {
 };
 
 // One request through the cache: acquire, generate the first token, release.
-Result<Timed> first_token(Engine& engine, kvstore::PrefixCache& cache, const std::vector<int32_t>& prompt) {
+// `progress`: shows the prefill of a long prompt (the cold one).
+Result<Timed> first_token(Engine& engine, kvstore::PrefixCache& cache, const std::vector<int32_t>& prompt,
+                          ProgressLine* progress = nullptr) {
   GenerateOptions options;
   options.max_tokens = 1;
   options.sampling.temperature = 0;
   options.ignore_eog = true;
   auto lease = cache.acquire(prompt, false);
   if (!lease.ok()) return lease.status();
+  if (progress)
+    show_prefill_progress(options, *progress, static_cast<int>(prompt.size()), lease->cached.cached_tokens);
   Timed t;
   t.source = lease->source;
   t.restore_ms = lease->cached.restore_ms;
@@ -284,10 +289,14 @@ int run_kv_bench(const KvBenchArgs& args) {
       cold = synthetic_checkpoint(*engine, *(*cache)->store(), prompt, args.seed);
     } else {
       std::fprintf(stderr, "cold prefill of %d tokens ...\n", args.n_prompt);
-      cold = first_token(*engine, **cache, prompt);
+      ProgressLine progress("cold prefill");
+      cold = first_token(*engine, **cache, prompt, &progress);
     }
     if (!cold.ok()) return void(exit_code = fail(cold.status().message()));
+    (*cache)->wait_for_save();  // the cold request's checkpoint is written in the background
     const double save_ms = args.synthetic ? cold->save_ms : (*cache)->last_save_ms();
+    if (!(*cache)->store()->contains(prompt))
+      return void(exit_code = fail("no checkpoint of the prompt was written in " + dir));
     const auto* entry = (*cache)->store()->longest_common(prompt)->entry;
     const uint64_t file_bytes = entry->bytes;
     const std::string file = (fs::path(dir) / entry->file).string();

@@ -110,16 +110,8 @@ int run(RunArgs& args) {
   if (!lease.ok()) return fail(lease.status().message());
   const std::string cache_source = lease->source;
   const double restore_ms = lease->cached.restore_ms;
-  // A long prompt takes seconds to minutes before the first token: show how far it is.
-  // Prompts of at least two prefill chunks to evaluate show a progress line,
-  // counting the tokens not restored from a checkpoint.
   ProgressLine prefill_progress("prompt");
-  const int n_cached = lease->cached.cached_tokens;
-  const int n_todo = static_cast<int>(tokens.size()) - n_cached;
-  if (n_todo >= 2 * options.prefill_chunk)
-    options.on_progress = [&](int n_prompt_done, int n_generated) {
-      if (n_generated == 0) prefill_progress.update(n_prompt_done - n_cached, n_todo, "tokens");
-    };
+  show_prefill_progress(options, prefill_progress, static_cast<int>(tokens.size()), lease->cached.cached_tokens);
   auto result = generate(*engine, *lease->session, tokens, options, [&](std::string_view text) {
     if (args.json) return;
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -44,4 +44,12 @@ void ProgressLine::update(size_t done, size_t total, const std::string& item) {
   std::fflush(stderr);
 }
 
+void show_prefill_progress(GenerateOptions& options, ProgressLine& line, int prompt_tokens, int cached) {
+  const int todo = prompt_tokens - cached;
+  if (todo < 2 * options.prefill_chunk) return;
+  options.on_progress = [&line, cached, todo](int n_prompt_done, int n_generated) {
+    if (n_generated == 0) line.update(static_cast<size_t>(n_prompt_done - cached), static_cast<size_t>(todo), "tokens");
+  };
+}
+
 }  // namespace revis::cli

@@ -1,7 +1,7 @@
 // A one-line progress indicator on stderr for a job of known size whose
 // steps come from the job itself (quantize, mkmodel, demo, the prefill of a
-// long prompt in `revis run`): what runs now, done/total, percent and the
-// estimated time left.
+// long prompt in `revis run` and `revis kv bench`): what runs now,
+// done/total, percent and the estimated time left.
 //
 // On a terminal the line is redrawn in place with \r. When stderr is a file
 // or a pipe, a plain line is printed at most every kLogPeriod instead, and
@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <string>
+
+#include "revis/generate.h"
 
 namespace revis::cli {
 
@@ -32,5 +34,11 @@ class ProgressLine {
   std::chrono::steady_clock::time_point last_print_{};
   bool finished_ = false;
 };
+
+// A long prompt takes seconds to minutes before its first token: when at
+// least two prefill chunks of `prompt_tokens` are left to evaluate past the
+// `cached` ones restored from a checkpoint, `options` reports their
+// progress on `line` (which must outlive the generation).
+void show_prefill_progress(GenerateOptions& options, ProgressLine& line, int prompt_tokens, int cached);
 
 }  // namespace revis::cli

@@ -322,8 +322,8 @@ Status validate_config(NodeConfig& c) {
   if (c.broker_ack_wait_ms < 100) return Status::error("broker_ack_wait_ms must be at least 100");
   if (!is_loopback_host(c.host) && c.token.empty())
     return Status::error("refusing to listen on " + c.host +
-                         " without a token: anyone who can reach it could use this machine. Set --token (or token = "
-                         "\"...\" in the config), or listen on 127.0.0.1");
+                         " without a token: anyone who can reach it could use this machine. Set --token (or REVIS_TOKEN, "
+                         "or token = \"...\" in the config), or listen on 127.0.0.1");
   if (c.max_connections < 1 || c.max_connections_per_ip < 1)
     return Status::error("max_connections and max_connections_per_ip must be at least 1");
   if (c.handshake_timeout_s < 1 || c.idle_timeout_s < 1)

@@ -1,6 +1,6 @@
 // The node's one typed configuration: defaults here, then a TOML file
 // (revis serve --config FILE), then the environment variables REVIS_HOST,
-// REVIS_PORT and REVIS_MODEL (for containers), then command-line flags,
+// REVIS_PORT, REVIS_MODEL and REVIS_TOKEN (for containers), then command-line flags,
 // each overriding the one before. validate() checks the result once, before
 // anything starts.
 //

@@ -3,21 +3,12 @@
 // at a terminal drives it (Ctrl-C, arrow keys, history).
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <pty.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <termios.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <thread>
 
 #include "support/run_command.h"
+#include "support/terminal.h"
 
 namespace revis {
 namespace {
@@ -146,98 +137,43 @@ TEST(ChatCommand, CommandsAndMistypedOnes) {
   EXPECT_NE(help.out.find("continues on the next one"), std::string::npos) << help.out;
 }
 
+// /system TEXT is the same system prompt as -s TEXT; an empty one removes
+// it. /help lists the commands and answers nothing.
+TEST(ChatCommand, SystemAndHelpCommands) {
+  const Chat flag = chat("Hi\n", "-s 'Answer in French.'");
+  const Chat command = chat("/system Answer in French.\nHi\n");
+  const Chat plain = chat("Hi\n");
+  ASSERT_EQ(flag.prompt_tokens.size(), 1u) << flag.result.err;
+  ASSERT_EQ(plain.prompt_tokens.size(), 1u) << plain.result.err;
+  EXPECT_EQ(command.prompt_tokens, flag.prompt_tokens) << command.result.err;
+  EXPECT_EQ(command.result.out, flag.result.out);
+  EXPECT_GT(flag.prompt_tokens[0], plain.prompt_tokens[0]);
+  const Chat removed = chat("/system Answer in French.\n/system\nHi\n");
+  EXPECT_EQ(removed.prompt_tokens, plain.prompt_tokens) << removed.result.err;
+
+  const Chat help = chat("/help\n");
+  ASSERT_EQ(help.result.exit_code, 0) << help.result.err;
+  for (const char* listed : {"/reset", "/system TEXT", "/save FILE", "/load FILE", "/exit", "continues on the next one"})
+    EXPECT_NE(help.result.err.find(listed), std::string::npos) << listed << "\n" << help.result.err;
+  EXPECT_TRUE(help.prompt_tokens.empty()) << help.result.err;
+  EXPECT_TRUE(help.result.out.empty()) << help.result.out;
+}
+
 // ---------------------------------------------------------------- on a terminal
 
-using namespace std::chrono_literals;
-
-// `revis chat` on a pseudo-terminal: keys go in through the master side,
-// and the terminal's line discipline turns Ctrl-C into SIGINT as a real one
-// does.
-class TerminalChat {
+// `revis chat` on a pseudo-terminal, its history under `home`.
+class TerminalChat : public testing::Terminal {
  public:
-  TerminalChat(const std::vector<std::string>& flags, const std::string& home) {
-    winsize size{};
-    size.ws_row = 50;
-    size.ws_col = 250;  // no wrapping of prompts and messages
-    pid_ = forkpty(&master_, nullptr, nullptr, &size);
-    if (pid_ == 0) {
-      setenv("HOME", home.c_str(), 1);
-      setenv("TERM", "xterm", 1);
-      unsetenv("XDG_STATE_HOME");
-      std::vector<std::string> args = {REVIS_BINARY, "chat", "-m", testing::testdata("models/qwen2-Q8_0.gguf").string(),
-                                       "--temp", "0", "-t", "2"};
-      args.insert(args.end(), flags.begin(), flags.end());
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(REVIS_BINARY, argv.data());
-      _exit(127);
-    }
-    fcntl(master_, F_SETFL, O_NONBLOCK);
-  }
-
-  ~TerminalChat() {
-    if (pid_ > 0 && exit_code_ < 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (master_ >= 0) close(master_);
-  }
-
-  // Keys while a reply runs (Ctrl-C): the terminal is in its cooked mode.
-  void type(const std::string& keys) { ASSERT_EQ(write(master_, keys.data(), keys.size()), ssize_t(keys.size())); }
-  // Keys at a prompt, once the line editor reads them one by one, as a
-  // person would type them. Typed earlier, while the terminal is still in
-  // canonical mode, the line discipline would take Ctrl-D as an end of file
-  // that is lost when libedit switches the terminal to raw mode. (The
-  // master side of a pty reports the terminal's modes.)
-  void type_at_prompt(const std::string& keys) {
-#ifdef REVIS_HAVE_LIBEDIT
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    termios modes{};
-    while (tcgetattr(master_, &modes) == 0 && (modes.c_lflag & ICANON) && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(5ms);
-#endif
-    type(keys);
-  }
-
-  // Reads the terminal until `done(output)` holds; false after `limit`.
-  template <typename Done>
-  bool wait_until(Done done, std::chrono::milliseconds limit = 120s) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      pollfd p{master_, POLLIN, 0};
-      if (poll(&p, 1, 20) > 0) {
-        char buf[4096];
-        const ssize_t n = read(master_, buf, sizeof buf);
-        if (n > 0) out_.append(buf, static_cast<size_t>(n));
-      }
-      if (done(out_)) return true;
-      if (std::chrono::steady_clock::now() > deadline) return false;
-    }
-  }
-  // Waits for `text` to appear after offset `from` of the output.
-  bool wait_for(const std::string& text, size_t from = 0, std::chrono::milliseconds limit = 120s) {
-    return wait_until([&](const std::string& out) { return out.find(text, from) != std::string::npos; }, limit);
-  }
-  const std::string& output() const { return out_; }
-
-  int wait_exit(std::chrono::seconds limit = 30s) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      wait_until([](const std::string&) { return false; }, 20ms);  // drain, so the child never blocks on output
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) return exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-      std::this_thread::sleep_for(20ms);
-    }
-    return -1;
-  }
+  TerminalChat(const std::vector<std::string>& flags, const std::string& home)
+      : Terminal(arguments(flags), {{"HOME", home}, {"TERM", "xterm"}, {"XDG_STATE_HOME", ""}}) {}
 
  private:
-  pid_t pid_ = -1;
-  int master_ = -1;
-  int exit_code_ = -1;
-  std::string out_;
+  static std::vector<std::string> arguments(const std::vector<std::string>& flags) {
+    std::vector<std::string> args = {"chat", "-m", testing::testdata("models/qwen2-Q8_0.gguf").string(),
+                                     "--temp", "0", "-t", "2"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return args;
+  }
 };
 
 std::vector<int> prompt_sizes(const std::string& output) {
@@ -284,8 +220,9 @@ TEST(ChatOnATerminal, CtrlCStopsTheReplyAndKeepsTheSession) {
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
 }
 
-// Arrow keys edit the line; up recalls earlier messages, also those of an
-// earlier chat (the history file under $HOME); Ctrl-D quits on a new line.
+// Arrow keys edit the line; up and Ctrl-R recall earlier messages, also
+// those of an earlier chat (the history file under $HOME); a line ending in
+// "\" continues on the next one; Ctrl-D quits on a new line.
 TEST(ChatOnATerminal, LineEditingAndHistory) {
 #ifndef REVIS_HAVE_LIBEDIT
   GTEST_SKIP() << "built without libedit: chat reads plain lines";
@@ -302,9 +239,22 @@ TEST(ChatOnATerminal, LineEditingAndHistory) {
     };
     chat.type_at_prompt("Wrld\x1b[D\x1b[D\x1b[Do\r");  // three times left, then the missing letter
     next_prompt("[prompt");
+    const auto answered = [&](size_t turns) {
+      ASSERT_TRUE(chat.wait_until([&](const std::string& out) { return prompt_sizes(out).size() == turns; }))
+          << chat.output();
+      next_prompt("[prompt");
+    };
     chat.type_at_prompt("\x1b[A\r");  // up: the same message again
-    ASSERT_TRUE(chat.wait_until([](const std::string& out) { return prompt_sizes(out).size() == 2; })) << chat.output();
-    next_prompt("[prompt");
+    answered(2);
+    // A line ending in \ continues on the next, after a ". " prompt.
+    const size_t before = chat.output().size();
+    chat.type_at_prompt("Hello \\\r");
+    ASSERT_TRUE(chat.wait_for(". ", before)) << chat.output();
+    chat.type_at_prompt("there\r");
+    answered(3);
+    // Ctrl-R searches the history backwards; Enter sends what it found.
+    chat.type_at_prompt("\x12Wor\r");
+    answered(4);
     chat.type_at_prompt("/save " + saved + "\r");
     next_prompt("(saved");
     chat.type_at_prompt("/exit\r");
@@ -312,9 +262,11 @@ TEST(ChatOnATerminal, LineEditingAndHistory) {
   }
   std::ifstream in(saved);
   const nlohmann::json j = nlohmann::json::parse(in);
-  ASSERT_EQ(j["messages"].size(), 4u) << j.dump();
+  ASSERT_EQ(j["messages"].size(), 8u) << j.dump();
   EXPECT_EQ(j["messages"][0]["content"], "World");
   EXPECT_EQ(j["messages"][2]["content"], "World");
+  EXPECT_EQ(j["messages"][4]["content"], "Hello \nthere");
+  EXPECT_EQ(j["messages"][6]["content"], "World");
   std::ifstream history(home.file(".local/state/revis/history"));
   ASSERT_TRUE(history.good()) << "no history file";
   {

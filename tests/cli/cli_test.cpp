@@ -16,6 +16,7 @@
 #include "node/client.h"
 #include "support/golden.h"
 #include "support/run_command.h"
+#include "support/terminal.h"
 
 namespace revis {
 namespace {
@@ -23,6 +24,7 @@ namespace {
 using testing::run_revis;
 using testing::shell_quote;
 using testing::TempDir;
+using namespace std::chrono_literals;
 
 std::string model(const std::string& stem) { return testing::testdata("models/" + stem + ".gguf").string(); }
 
@@ -236,6 +238,7 @@ TEST(DemoCommand, CreatesModelOnceAndGenerates) {
   const auto first = run_revis(cmd);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.err.find("RANDOM"), std::string::npos);
+  EXPECT_EQ(first.err.find('\r'), std::string::npos) << "progress in a log is plain lines\n" << first.err;
   EXPECT_TRUE(std::filesystem::exists(tmp.path() / "revis-tiny-Q8_0.gguf"));
   const auto second = run_revis(cmd);
   ASSERT_EQ(second.exit_code, 0) << second.err;
@@ -299,6 +302,38 @@ TEST(Progress, LogsGetPlainLines) {
   EXPECT_NE(run.err.find("100% in "), std::string::npos) << run.err;
   const auto short_run = run_revis("run -m " + shell_quote(model("llama-spm-Q8_0")) + " -n 1 --json -p hi");
   EXPECT_EQ(short_run.err.find("prompt ["), std::string::npos) << short_run.err;
+
+  const auto quantize = run_revis("quantize " + shell_quote(tmp.file("m.gguf")) + " " + shell_quote(tmp.file("q.gguf")) +
+                                  " Q4_0");
+  ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
+  EXPECT_EQ(quantize.err.find('\r'), std::string::npos) << quantize.err;
+  EXPECT_NE(quantize.err.find("quantizing ["), std::string::npos) << quantize.err;
+}
+
+// kv bench: a cold prefill (with its progress, plain lines in a log), then
+// resumes of its checkpoint from disk and from RAM, all with the same logits.
+TEST(KvBenchCommand, ResumesGiveTheColdLogits) {
+  TempDir tmp;
+  const auto bench = run_revis("kv bench -m " + shell_quote(model("llama-spm-Q8_0")) + " -p 768 -r 1 -t 2 --kv-dir " +
+                               shell_quote(tmp.file("kv")));
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_NE(bench.out.find("logits          bit-identical to the cold prefill's"), std::string::npos) << bench.out;
+  EXPECT_EQ(bench.err.find('\r'), std::string::npos) << bench.err;
+  EXPECT_NE(bench.err.find("cold prefill [768/768] 100% in "), std::string::npos) << bench.err;
+}
+
+// On a terminal the same progress is one line redrawn in place.
+TEST(Progress, TerminalsGetOneRedrawnLine) {
+  TempDir tmp;
+  testing::Terminal mk({"mkmodel", "--like", "tiny", "--type", "Q8_0", "-o", tmp.file("m.gguf")});
+  ASSERT_EQ(mk.wait_exit(120s), 0) << mk.output();
+  // The terminal turns every \n into \r\n: a redraw is a \r before the verb.
+  size_t redraws = 0;
+  for (size_t at = mk.output().find("\rgenerating ["); at != std::string::npos;
+       at = mk.output().find("\rgenerating [", at + 1))
+    ++redraws;
+  EXPECT_GE(redraws, 2u) << mk.output();
+  EXPECT_NE(mk.output().find("100% in "), std::string::npos) << mk.output();
 }
 
 // ---------------------------------------------------------------- the command line
@@ -341,6 +376,11 @@ TEST(CommandLine, LlamaCppHabitsWork) {
   const auto repeated = run_revis(base + " -n 9 -n 2");
   ASSERT_EQ(repeated.exit_code, 0) << repeated.err;
   EXPECT_EQ(nlohmann::json::parse(repeated.out)["gen_tokens"], 2);
+  const auto two_prompts = run_revis("run -m " + shell_quote(model("llama-spm-Q8_0")) +
+                                     " -p 'Goodbye and farewell to all' --temp 0 --json -n 2 -p 'Hello world'");
+  ASSERT_EQ(two_prompts.exit_code, 0) << two_prompts.err;
+  EXPECT_EQ(nlohmann::json::parse(two_prompts.out)["prompt_tokens"], nlohmann::json::parse(repeated.out)["prompt_tokens"]);
+  EXPECT_EQ(nlohmann::json::parse(two_prompts.out)["text"], nlohmann::json::parse(repeated.out)["text"]);
 
   // -n -1: until end of generation or a full context (of 16 here).
   const auto unlimited = run_revis(base + " -c 16 -n -1 --ignore-eos");
@@ -364,6 +404,15 @@ TEST(CommandLine, RunTakesThePromptFromStandardInput) {
   EXPECT_EQ(nlohmann::json::parse(piped.out)["prompt_tokens"], nlohmann::json::parse(given.out)["prompt_tokens"]);
 }
 
+// With neither -p nor -f, and a terminal for standard input, there is no
+// prompt to read: run says so instead of waiting for one.
+TEST(CommandLine, RunOnATerminalWithoutAPromptSaysSo) {
+  testing::Terminal run({"run", "-m", model("llama-spm-Q8_0"), "-n", "1"});
+  EXPECT_EQ(run.wait_exit(60s), 2) << run.output();
+  EXPECT_NE(run.output().find("run needs a prompt: -p TEXT, -f FILE, or text on standard input"), std::string::npos)
+      << run.output();
+}
+
 TEST(CommandLine, ContextAboveTheTrainedOneIsWarnedAbout) {
   const std::string path = model("llama-spm-Q8_0");
   const auto info = run_revis("inspect --json " + shell_quote(path));
@@ -377,6 +426,22 @@ TEST(CommandLine, ContextAboveTheTrainedOneIsWarnedAbout) {
       << above.err;
   const auto within = run_revis(base + std::to_string(trained));
   EXPECT_EQ(within.err.find("trained on"), std::string::npos) << within.err;
+
+  // The same model with linear RoPE scaling (x4) is made for longer contexts.
+  TempDir tmp;
+  auto in = gguf::GgufFile::open(path);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  gguf::GgufWriter scaled;
+  scaled.copy_metadata(**in);
+  scaled.set_string("llama.rope.scaling.type", "linear");
+  scaled.set_f32("llama.rope.scaling.factor", 4);
+  for (const gguf::TensorInfo& t : (*in)->tensors())
+    ASSERT_TRUE(scaled.add_tensor(t.name, t.type, t.dims, t.data, t.n_bytes).ok()) << t.name;
+  ASSERT_TRUE(scaled.write(tmp.file("scaled.gguf")).ok());
+  const auto with_scaling = run_revis("run -m " + shell_quote(tmp.file("scaled.gguf")) + " -p hi -n 1 --json -c " +
+                                      std::to_string(trained * 2));
+  ASSERT_EQ(with_scaling.exit_code, 0) << with_scaling.err;
+  EXPECT_EQ(with_scaling.err.find("trained on"), std::string::npos) << with_scaling.err;
 }
 
 TEST(CommandLine, InspectAndTokenizeSpeakJson) {

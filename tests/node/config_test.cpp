@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include "node/bearer.h"
 #include "node/config.h"
@@ -155,6 +156,61 @@ TEST(Config, TokenFromAFile) {
   std::ofstream(dir.file("blank")) << " \n";
   missing.token_file = dir.file("blank");
   EXPECT_FALSE(validate_config(missing).ok());
+}
+
+// REVIS_HOST, REVIS_PORT, REVIS_MODEL and REVIS_TOKEN override the file and
+// are overridden by the flags; an empty variable counts as unset.
+TEST(Config, EnvironmentSitsBetweenFileAndFlags) {
+  testing::TempDir dir;
+  std::ofstream(dir.file("token")) << "from-the-file\n";
+  auto c = parse_config("host = \"10.0.0.1\"\nport = 9000\nmodel = \"file.gguf\"\ntoken_file = \"token\"\n",
+                        "node.toml", dir.path().string());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  std::map<std::string, std::string> env = {{"REVIS_HOST", "10.0.0.2"},
+                                            {"REVIS_PORT", "9100"},
+                                            {"REVIS_MODEL", "/env/m.gguf"},
+                                            {"REVIS_TOKEN", "from-env"},
+                                            {"REVIS_NAME", "not-a-setting"}};
+  const auto lookup = [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  NodeConfig from_env = *c;
+  ASSERT_TRUE(apply_environment(from_env, lookup).ok());
+  EXPECT_EQ(from_env.host, "10.0.0.2");
+  EXPECT_EQ(from_env.port, 9100);
+  EXPECT_EQ(from_env.model, "/env/m.gguf");
+  EXPECT_TRUE(from_env.token_file.empty()) << "the variable replaces the file's way of giving the token";
+  EXPECT_EQ(from_env.name, c->name);
+  ASSERT_TRUE(validate_config(from_env).ok());
+  EXPECT_EQ(from_env.token, "from-env");
+
+  ConfigOverrides flags;
+  flags.host = "10.0.0.3";
+  flags.port = 9200;
+  flags.model = "flag.gguf";
+  flags.token = "from-flag";
+  ASSERT_TRUE(apply_overrides(from_env, flags).ok());
+  EXPECT_EQ(from_env.host, "10.0.0.3");
+  EXPECT_EQ(from_env.port, 9200);
+  EXPECT_EQ(from_env.model, "flag.gguf");
+  EXPECT_EQ(from_env.token, "from-flag");
+
+  env = {{"REVIS_HOST", ""}, {"REVIS_PORT", ""}, {"REVIS_MODEL", ""}, {"REVIS_TOKEN", ""}};
+  NodeConfig empty = *c;
+  ASSERT_TRUE(apply_environment(empty, lookup).ok());
+  EXPECT_EQ(empty.host, "10.0.0.1");
+  EXPECT_EQ(empty.port, 9000);
+  EXPECT_EQ(empty.model, dir.file("file.gguf"));
+  EXPECT_EQ(empty.token_file, dir.file("token"));
+
+  for (const char* bad : {"80x", "-1", "65536", " 80"}) {
+    env = {{"REVIS_PORT", bad}};
+    NodeConfig b = *c;
+    const Status s = apply_environment(b, lookup);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find(std::string("REVIS_PORT=") + bad), std::string::npos) << s.message();
+  }
 }
 
 // RFC 7235: the scheme name is case-insensitive; the credential is not.
