@@ -241,6 +241,9 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
   if (ticket.streaming) {
     auto seq = std::make_shared<uint64_t>(0);
     callbacks.on_text = [from, id, seq](std::string_view piece) { from->send(node::token_event(id, (*seq)++, piece)); };
+    callbacks.on_reasoning = [from, id, seq](std::string_view piece) {
+      from->send(node::token_event(id, (*seq)++, piece, true));
+    };
   }
   callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
     if (outcome.ok()) log_run(id, outcome->stats);
@@ -485,8 +488,10 @@ node::Outcome<int> Dispatcher::submit_local(Record& rec, bool first) {
   const std::string id = rec.ticket.id;
   const uint64_t placement = ++rec.placement;
   node::JobCallbacks callbacks;
-  if (rec.ticket.streaming)
-    callbacks.on_text = [this, id, placement](std::string_view piece) { on_local_text(id, placement, piece); };
+  if (rec.ticket.streaming) {
+    callbacks.on_text = [this, id, placement](std::string_view piece) { on_local_text(id, placement, piece, false); };
+    callbacks.on_reasoning = [this, id, placement](std::string_view piece) { on_local_text(id, placement, piece, true); };
+  }
   callbacks.on_finish = [this, id, placement](node::Outcome<node::JobResult> outcome) {
     on_local_finish(id, placement, std::move(outcome));
   };
@@ -603,17 +608,17 @@ void Dispatcher::offload() {
 
 // ---------------------------------------------------------------- results
 
-void Dispatcher::emit_token(Record& rec, std::string_view piece) {
-  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece);
+void Dispatcher::emit_token(Record& rec, std::string_view piece, bool reasoning) {
+  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece, reasoning);
   for (const Link& c : rec.clients) c->send(event);
   rec.events.push_back(std::move(event));
 }
 
-void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::string_view piece) {
+void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::string_view piece, bool reasoning) {
   Lock lock(mu_);
   auto it = records_.find(id);
   if (it == records_.end() || it->second->placement != placement) return;
-  emit_token(*it->second, piece);
+  emit_token(*it->second, piece, reasoning);
 }
 
 void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) {
@@ -869,7 +874,9 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
   if (type == "accepted") {
     rec.peer_has_it = true;
   } else if (type == "token") {
-    emit_token(rec, j.value("text", ""));
+    const auto reasoning = j.find("reasoning");
+    if (reasoning != j.end() && reasoning->is_string()) emit_token(rec, reasoning->get<std::string>(), true);
+    else emit_token(rec, j.value("text", ""));
   } else if (type == "done") {
     --p.in_flight;
     finish(rec, text);

@@ -114,7 +114,9 @@ class Executor {
   Outcome<JobResult> execute(QueuedJob& job);
   // The engine-specific half of execute(): fills the tier and model fields
   // of `stats`, sets options.max_tokens and runs the generation.
-  Outcome<GenerateResult> infer_with_model(QueuedJob& job, JobStats& stats, GenerateOptions& options);
+  // A thinking template's thinking goes to *reasoning, the answer to the text.
+  Outcome<GenerateResult> infer_with_model(QueuedJob& job, JobStats& stats, GenerateOptions& options,
+                                           std::optional<std::string>* reasoning);
   Outcome<GenerateResult> infer_simulated(QueuedJob& job, JobStats& stats, GenerateOptions& options);
   void begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens);
   void finish(QueuedJob& job, Outcome<JobResult> outcome);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@ struct JobSpec {
   std::string tier;    // resolved against the node's tiers by the executor
   bool raw = false;    // prompt is used as is; otherwise messages go through the chat template
   std::vector<ChatMessage> messages;
+  ChatOptions chat_options;  // extra template variables (enable_thinking, ...)
   std::string prompt;
   std::vector<TextSpan> prompt_literals;  // raw: byte ranges of `prompt` that are plain text (a task's arguments)
   int max_tokens = 256;  // <= 0: until the context is full
@@ -56,7 +58,8 @@ struct JobStats {
 };
 
 struct JobResult {
-  std::string text;
+  std::string text;                      // the answer
+  std::optional<std::string> reasoning;  // the thinking, for a chat job whose template thinks
   std::string stop_reason;  // "eog", "length", "stop", "context"
   JobStats stats;
 };
@@ -66,7 +69,8 @@ struct JobResult {
 // and must not call back into the executor under its lock (the server only
 // posts work to its I/O thread).
 struct JobCallbacks {
-  std::function<void(std::string_view text)> on_text;       // streamed UTF-8 pieces; may be empty
+  std::function<void(std::string_view text)> on_text;       // streamed UTF-8 pieces of the answer; may be empty
+  std::function<void(std::string_view text)> on_reasoning;  // streamed pieces of the thinking; may be empty
   std::function<void(Outcome<JobResult> outcome)> on_finish;  // exactly once per accepted job
 };
 

@@ -137,6 +137,7 @@ Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
     if (!text.ok()) return text.error();
     r.messages.push_back({r_name, *text});
   }
+  if (Status s = chat_kwargs_from_request(j, r.chat_options); !s.ok()) return bad(s.message());
   if (j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty()))
     return bad("tools are not supported");
   return r;
@@ -169,13 +170,15 @@ const char* finish_reason(const std::string& stop_reason) {
 }
 
 std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r) {
+  json message = {{"role", "assistant"}, {"content", r.text}};
+  if (r.reasoning && !r.reasoning->empty()) message["reasoning_content"] = *r.reasoning;
   return dump({{"id", id},
                {"object", "chat.completion"},
                {"created", created},
                {"model", model},
                {"choices",
                 json::array({{{"index", 0},
-                              {"message", {{"role", "assistant"}, {"content", r.text}}},
+                              {"message", message},
                               {"logprobs", nullptr},
                               {"finish_reason", finish_reason(r.stop_reason)}}})},
                {"usage", usage(r.stats)}});
@@ -194,6 +197,18 @@ std::string chat_chunk(const std::string& id, const std::string& model, int64_t 
                                          {"delta", delta},
                                          {"logprobs", nullptr},
                                          {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
+}
+
+std::string chat_reasoning_chunk(const std::string& id, const std::string& model, int64_t created,
+                                 std::string_view reasoning) {
+  return dump({{"id", id},
+               {"object", "chat.completion.chunk"},
+               {"created", created},
+               {"model", model},
+               {"choices", json::array({{{"index", 0},
+                                         {"delta", {{"reasoning_content", std::string(reasoning)}}},
+                                         {"logprobs", nullptr},
+                                         {"finish_reason", nullptr}}})}});
 }
 
 std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r) {

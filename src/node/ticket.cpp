@@ -254,16 +254,18 @@ std::string accepted_event(const std::string& id, int position) {
   return dump({{"type", "accepted"}, {"ticketID", id}, {"position", position}});
 }
 
-std::string token_event(const std::string& id, uint64_t seq, std::string_view text) {
+std::string token_event(const std::string& id, uint64_t seq, std::string_view text, bool reasoning) {
+  if (reasoning)
+    return dump({{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", ""}, {"reasoning", std::string(text)}});
   return dump({{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", std::string(text)}});
 }
 
 std::string done_event(const std::string& id, const JobResult& result) {
-  return dump({{"type", "done"},
-               {"ticketID", id},
-               {"text", result.text},
-               {"stopReason", result.stop_reason},
-               {"stats", stats_json(result.stats)}});
+  json j = {{"type", "done"}, {"ticketID", id}, {"text", result.text}};
+  if (result.reasoning) j["reasoning"] = *result.reasoning;
+  j["stopReason"] = result.stop_reason;
+  j["stats"] = stats_json(result.stats);
+  return dump(j);
 }
 
 std::string retry_event(const std::string& id, int attempt, const std::string& reason) {

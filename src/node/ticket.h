@@ -89,7 +89,9 @@ bool valid_ticket_id(std::string_view id);
 
 // Server -> client events, one JSON text each.
 std::string accepted_event(const std::string& id, int position);
-std::string token_event(const std::string& id, uint64_t seq, std::string_view text);
+// A piece of the answer, or with `reasoning` of the thinking (then "text" is
+// empty and "reasoning" holds it).
+std::string token_event(const std::string& id, uint64_t seq, std::string_view text, bool reasoning = false);
 std::string done_event(const std::string& id, const JobResult& result);
 std::string error_event(const std::optional<std::string>& id, const NodeError& error);
 // The ticket runs again (attempt 2, 3, ...): text streamed so far is void
