@@ -1,14 +1,18 @@
-// libFuzzer target for the Host and Origin checks (node/request_guard.h),
-// which read two headers any web page can make a browser send. The input is
+// libFuzzer target for the Host and Origin checks (node/request_guard.h)
+// and the WebSocket token subprotocol (node/bearer.h), which read headers
+// any web page can make a browser send. The input is
 // "HOST\nORIGIN". No input may crash them, and the answers must keep their
 // promises: a Host that is refused stays refused with a port appended, and
-// an Origin is "same" only when it names the request's Host.
+// an Origin is "same" only when it names the request's Host. The whole
+// input is also read as a Sec-WebSocket-Protocol header: a token found
+// there must be spelled in it, in hex.
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "node/bearer.h"
 #include "node/request_guard.h"
 
 namespace {
@@ -40,5 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (guard.classify_origin(origin, host) == RequestGuard::Origin::kSame &&
       (host.empty() || origin.size() <= host.size() || !lower(origin).ends_with(lower(host))))
     __builtin_trap();
+  if (const auto token = revis::node::token_from_subprotocols(text)) {
+    std::string hex = "revis.token.";
+    for (unsigned char c : *token) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+    if (token->empty() || text.find(hex) == std::string_view::npos) __builtin_trap();
+  }
   return 0;
 }

@@ -11,7 +11,9 @@ packages=(
   libsystemd-dev systemd dpkg-dev             # sd_notify; systemd-analyze and cpack -G DEB for the package stage
   libgtest-dev libgmock-dev                   # tests
   libavahi-client-dev avahi-daemon dbus       # revis serve --discover (mDNS), and the daemon its test talks to
+  libnats-dev nats-server                     # revis serve --broker (NATS JetStream), and the server its tests start
   clang libclang-rt-14-dev                    # fuzzers (libFuzzer) and sanitizer runtimes
+  chromium                                    # the dashboard's browser test (scripts/test-web.sh)
   # The arm64 (NEON) build of scripts/test-arm64.sh: cross compiler, user-mode
   # QEMU, and the arm64 builds of the libraries above that have compiled
   # parts or arch-specific CMake files (multiarch; the header-only ones with

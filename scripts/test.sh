@@ -2,9 +2,9 @@
 # The test suite: the unit and golden tests (ctest) in a Release build, the
 # same tests under AddressSanitizer + UndefinedBehaviorSanitizer, the AArch64
 # (NEON) build's kernel and golden tests under QEMU (scripts/test-arm64.sh),
-# and a bounded libFuzzer run of each parser when clang is present. The
-# release build's .deb is installed and checked (scripts/test-package.sh,
-# as root).
+# the dashboard in a real browser (scripts/test-web.sh), and a bounded
+# libFuzzer run of each parser when clang is present. The release build's
+# .deb is installed and checked (scripts/test-package.sh, as root).
 # Needs ../shared/testdata beside the repository (or REVIS_TESTDATA_DIR).
 #
 # With clang++ the sanitizer build is a clang build with REVIS_FUZZ=ON: one
@@ -31,6 +31,9 @@ stage "release build + tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build -j"$jobs" --output-on-failure
+
+stage "the dashboard in a browser (chromium, playwright-core)"
+bash scripts/test-web.sh build/revis
 
 stage "package: the .deb from the release build, installed and checked"
 bash scripts/test-package.sh build
@@ -63,10 +66,10 @@ stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if $fuzzers; then
-  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the Host/Origin checks, the chat-template engine and the imatrix reader, ${fuzz_seconds}s each"
+  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the Host/Origin checks, the chat-template engine, the imatrix reader and the grammar front ends, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
-  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/jinja" "$corpus/imatrix"
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/jinja" "$corpus/imatrix" "$corpus/grammar"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
   cp "$testdata"/moe2bit/imatrix/*.gguf "$corpus/imatrix/"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
@@ -74,6 +77,9 @@ if $fuzzers; then
   printf '{"type":"ticket","ticketID":"t1","taskType":"summarize","isStreaming":true,"args":{"text":"hi"}}' \
     >"$corpus/ticket/seed.json"
   printf '[::1]:8080\nhttp://[::1]:8080' >"$corpus/request_guard/seed.txt"
+  # The first byte picks the front end: even = GBNF, odd = JSON Schema.
+  printf '0root ::= "a" [0-9]+ ("," item)*\nitem ::= [a-z]{1,3}' >"$corpus/grammar/gbnf.txt"
+  printf '1{"type":"object","properties":{"n":{"type":"integer","minimum":-5}},"required":["n"]}' >"$corpus/grammar/schema.json"
   # Each fuzzer is one single-threaded process: they run side by side, at
   # most $jobs at a time, so each still gets its ${fuzz_seconds}s of a core.
   # Each one's output goes to its own log; its last lines are printed when it
@@ -91,9 +97,9 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [jinja]="-max_len=20000" [imatrix]="-max_len=65536")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [jinja]="-max_len=20000" [imatrix]="-max_len=65536" [grammar]="-max_len=4096")
   running=0
-  for name in gguf tokenizer checkpoint ticket request_guard jinja imatrix; do
+  for name in gguf tokenizer checkpoint ticket request_guard jinja imatrix grammar; do
     if ((running >= jobs)); then
       wait -n || failed=1
       running=$((running - 1))

@@ -79,6 +79,9 @@ struct GenerateOptions {
   bool record_logits = false;         // keep prompt and per-step logits (for --logits-out)
   bool logprobs = false;              // fill GenerateResult::logprobs
   int top_logprobs = 0;               // with logprobs: alternatives per token, 0..20
+  // With logprobs: each sampled token's, as it is sampled (before its text
+  // reaches on_text), for callers that stream them.
+  std::function<void(const TokenLogprobs&)> on_logprobs;
 
   // Polled between prefill chunks and before every decoding step: a client
   // that goes away frees the machine within one chunk or token.

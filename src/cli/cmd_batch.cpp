@@ -2,7 +2,10 @@
 // their results, in input order, as JSONL.
 //
 //   revis batch tickets.jsonl --node 127.0.0.1:8080 -o results.jsonl --concurrency 16
+//   revis batch tickets.jsonl --broker nats://10.0.0.9:4222 -o results.jsonl --concurrency 256
 //
+// With --broker the tickets go to NATS JetStream directly
+// (docs/scale-out.md); everything below holds the same way.
 // Tickets go over one WebSocket connection (the ticket protocol of
 // docs/protocol.md), several in flight at a time; the node queues them (and
 // a node with peers spreads them over the cluster). A lost connection is
@@ -34,7 +37,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress_meter.h"
+#include "cli/ticket_channel.h"
 #include "node/client.h"
+#include "hash/sha256.h"
 
 namespace revis::cli {
 namespace {
@@ -47,7 +52,8 @@ constexpr auto kQueueFullPause = std::chrono::milliseconds(500);
 constexpr size_t kFailuresListed = 20;
 
 struct BatchArgs {
-  std::string file, node = "127.0.0.1:8080", token, catalog, output, summary;
+  ChannelTarget target{"127.0.0.1:8080"};
+  std::string file, catalog, output, summary;
   int concurrency = 16;
   int retries = 5;
   int timeout_s = 600;
@@ -90,8 +96,8 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 class BatchRun {
  public:
-  BatchRun(const BatchArgs& args, node::HostPort node, std::vector<BatchTicket> tickets, std::FILE* out)
-      : args_(args), node_(std::move(node)), tickets_(std::move(tickets)), out_(out), state_(tickets_.size()),
+  BatchRun(const BatchArgs& args, std::vector<BatchTicket> tickets, std::FILE* out)
+      : args_(args), tickets_(std::move(tickets)), out_(out), state_(tickets_.size()),
         window_(args.concurrency), meter_("batch", tickets_.size()) {
     for (size_t i = 0; i < tickets_.size(); ++i) pending_.insert(i);
   }
@@ -132,7 +138,7 @@ class BatchRun {
   bool connect() {
     for (int attempt = 0; attempt <= args_.retries; ++attempt) {
       if (attempt > 0) std::this_thread::sleep_for(backoff(attempt));
-      auto client = node::WsClient::connect(node_, "/v1/revis/stream", args_.token, kConnectTimeoutMs);
+      auto client = open_channel(args_.target, kConnectTimeoutMs);
       if (client.ok()) {
         client_ = std::move(*client);
         return true;
@@ -140,7 +146,7 @@ class BatchRun {
       unreachable_reason_ = client.status().message();
       if (unreachable_reason_.find("failed: HTTP 4") != std::string::npos) break;  // a wrong token stays wrong
       if (attempt < args_.retries)
-        meter_.note("cannot connect to " + args_.node + " (" + unreachable_reason_ + "); retrying in " +
+        meter_.note("cannot connect to " + channel_name(args_.target) + " (" + unreachable_reason_ + "); retrying in " +
                     std::to_string(backoff(attempt + 1).count()) + " ms");
     }
     return false;
@@ -168,7 +174,7 @@ class BatchRun {
   void connection_lost(const std::string& why) {
     client_->abort();
     client_.reset();
-    meter_.note("connection to " + args_.node + " lost (" + why + "); " + std::to_string(in_flight_.size()) +
+    meter_.note("connection to " + channel_name(args_.target) + " lost (" + why + "); " + std::to_string(in_flight_.size()) +
                 " ticket(s) in flight will be sent again");
     for (const auto& [id, i] : in_flight_) resend_or_fail(i, "transport", why);
     in_flight_.clear();
@@ -323,7 +329,6 @@ class BatchRun {
   }
 
   const BatchArgs& args_;
-  const node::HostPort node_;
   const std::vector<BatchTicket> tickets_;
   std::FILE* out_;
   std::vector<TicketState> state_;
@@ -331,7 +336,7 @@ class BatchRun {
   std::map<std::string, size_t> in_flight_;  // ticketID -> index
   size_t window_;                            // tickets to keep in flight
   Clock::time_point resume_at_{};            // after queue_full with nothing in flight
-  std::unique_ptr<node::WsClient> client_;
+  std::unique_ptr<TicketChannel> client_;
   std::string unreachable_reason_;
   ProgressMeter meter_;
   const Clock::time_point start_ = Clock::now();
@@ -344,8 +349,8 @@ class BatchRun {
 };
 
 int batch(const BatchArgs& args) {
-  auto node = node::parse_host_port(args.node, 8080);
-  if (!node.ok()) return fail(node.status().message());
+  if (args.target.broker.empty())
+    if (auto node = node::parse_host_port(args.target.node, 8080); !node.ok()) return fail(node.status().message());
   if (args.concurrency < 1) return usage_error("--concurrency must be at least 1");
   if (args.retries < 0) return usage_error("--retries must be 0 or more");
   if (args.timeout_s < 1) return usage_error("--timeout must be at least 1 second");
@@ -357,7 +362,11 @@ int batch(const BatchArgs& args) {
     if (!content.ok()) return fail(content.status().message());
     text = std::move(*content);
   }
-  BatchFile input = parse_batch_file(text, args.file == "-" ? "stdin" : args.file, random_prefix());
+  // Through a broker, a line's ticketID (unless it names one) follows from
+  // the file's content: running the same file again collects the results
+  // the broker holds instead of running those tickets again.
+  const std::string prefix = args.target.broker.empty() ? random_prefix() : "b" + sha256_hex(text).substr(0, 12);
+  BatchFile input = parse_batch_file(text, args.file == "-" ? "stdin" : args.file, prefix);
   if (!input.errors.empty()) {
     for (const std::string& e : input.errors) std::fprintf(stderr, "error: %s\n", e.c_str());
     std::fprintf(stderr, "%zu malformed line(s); nothing was sent\n", input.errors.size());
@@ -368,7 +377,7 @@ int batch(const BatchArgs& args) {
   std::FILE* out = stdout;
   if (!args.output.empty() && !(out = std::fopen(args.output.c_str(), "w")))
     return fail(args.output + ": cannot open for writing");
-  const int code = BatchRun(args, *node, std::move(input.tickets), out).run();
+  const int code = BatchRun(args, std::move(input.tickets), out).run();
   if (out != stdout && std::fclose(out) != 0) return fail(args.output + ": write failed");
   return code;
 }
@@ -380,8 +389,12 @@ void register_batch(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<BatchArgs>();
   cmd->add_option("file", a->file, "JSONL input: {\"taskType\": ..., \"args\": {...}, \"ticketID\": ...} per line (- for stdin)")
       ->required();
-  cmd->add_option("--node", a->node, "Node address HOST:PORT")->capture_default_str();
-  cmd->add_option("--token", a->token, "Bearer token the node requires");
+  cmd->add_option("--node", a->target.node, "Node address HOST:PORT")->capture_default_str();
+  cmd->add_option("--broker", a->target.broker,
+                  "NATS JetStream servers nats://HOST:PORT[,...] instead of a node (docs/scale-out.md); "
+                  "running the same file again collects the results already there");
+  cmd->add_option("--broker-creds", a->target.broker_creds, "NATS credentials file for --broker");
+  cmd->add_option("--token", a->target.token, "Bearer token the node requires");
   cmd->add_option("--catalog", a->catalog, "Pin every ticket to this catalogue digest");
   cmd->add_option("-o,--output", a->output, "Results file (default: stdout)");
   cmd->add_option("--concurrency", a->concurrency, "Tickets in flight at once")->capture_default_str();

@@ -3,7 +3,8 @@
 // (the roofline). Progress goes to stderr, results to stdout: a report, one
 // JSON object with --json, or a CSV of speed against context depth with
 // --frontiers. revis bench --matmul TYPES times matrix products alone,
-// without a model (cli/bench_matmul.h).
+// without a model (cli/bench_matmul.h). --json-schema FILE times sampled
+// generation with and without that schema's grammar (bench/grammar_cost.h).
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -14,11 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bandwidth.h"
+#include "bench/grammar_cost.h"
 #include "bench/inference.h"
 #include "bench/stats.h"
 #include "cli/bench_matmul.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "grammar/json_schema.h"
 #include "quant/quant.h"
 
 namespace revis::cli {
@@ -30,7 +33,7 @@ namespace {
 constexpr int kWarmupGenerateSteps = 16;
 
 struct BenchArgs {
-  std::string model, frontiers, kernels, matmul;
+  std::string model, frontiers, kernels, matmul, json_schema;
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
@@ -149,6 +152,64 @@ int run_frontiers(Engine& engine, const BenchArgs& args, const std::vector<int>&
   return 0;
 }
 
+// Generation with and without the grammar of a JSON Schema, alternating so
+// that a change in the machine's load hits both alike; medians of the
+// per-run rates. The schema should not let the output complete within -n
+// tokens (say, an array with a large minItems), or the constrained runs
+// are shorter.
+int run_grammar_cost(Engine& engine, const BenchArgs& args) {
+  auto text = read_file(args.json_schema);
+  if (!text.ok()) return fail(text.status().message());
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(*text, nullptr, false);
+  if (schema.is_discarded()) return fail(args.json_schema + ": not JSON");
+  auto gbnf = json_schema_to_gbnf(schema);
+  if (!gbnf.ok()) return fail(args.json_schema + ": " + gbnf.status().message());
+  auto grammar = Grammar::parse(*gbnf);
+  if (!grammar.ok()) return fail(args.json_schema + ": " + grammar.status().message());
+  const std::vector<int32_t> prompt = bench::random_prompt(engine, args.n_prompt, args.seed);
+  std::fprintf(stderr, "warm-up ...\n");
+  if (auto w = bench::time_run(engine, prompt, std::min(args.n_generate, kWarmupGenerateSteps)); !w.ok())
+    return fail(w.status().message());
+  std::vector<double> free_tok_s, constrained_tok_s, vocabulary_ms;
+  int shortest = args.n_generate;
+  for (int rep = 0; rep < args.repetitions; ++rep) {
+    for (bool constrained : {false, true}) {
+      auto run = bench::time_grammar_run(engine, prompt, args.n_generate, args.seed + rep, constrained ? *grammar : nullptr);
+      if (!run.ok()) return fail(run.status().message());
+      (constrained ? constrained_tok_s : free_tok_s).push_back(run->tok_s());
+      if (constrained) {
+        vocabulary_ms.push_back(run->vocabulary_ms);
+        shortest = std::min(shortest, run->n_generated);
+      }
+      std::fprintf(stderr, "run %d/%d %s: %d tokens, %.2f tok/s\n", rep + 1, args.repetitions,
+                   constrained ? "constrained" : "free", run->n_generated, run->tok_s());
+    }
+  }
+  const double free_median = bench::summarize(free_tok_s).median;
+  const double constrained_median = bench::summarize(constrained_tok_s).median;
+  const double cost_pct = free_median > 0 ? 100.0 * (1.0 - constrained_median / free_median) : 0;
+  const double trie_ms = bench::summarize(vocabulary_ms).median;
+  if (args.json) {
+    nlohmann::json j = {{"model", engine.info().path}, {"n_vocab", engine.info().n_vocab}, {"n", args.n_generate},
+                        {"r", args.repetitions}, {"free_tok_s", free_median}, {"constrained_tok_s", constrained_median},
+                        {"cost_pct", cost_pct}, {"vocabulary_ms", trie_ms}, {"shortest_constrained_run", shortest},
+                        {"runs", {{"free_tok_s", free_tok_s}, {"constrained_tok_s", constrained_tok_s}}}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("model        %s (%d tokens in the vocabulary)\n", engine.info().path.c_str(), engine.info().n_vocab);
+  std::printf("setup        %d threads, generate %d sampled tokens, %d runs of each after a warm-up\n",
+              engine.info().n_threads, args.n_generate, args.repetitions);
+  std::printf("free         %8.2f tok/s\n", free_median);
+  std::printf("constrained  %8.2f tok/s   (%s)\n", constrained_median, args.json_schema.c_str());
+  std::printf("cost         %8.1f %%\n", cost_pct);
+  std::printf("vocabulary   %8.1f ms      (the token trie, built once per loaded model)\n", trie_ms);
+  if (shortest < args.n_generate)
+    std::printf("note: a constrained run completed its JSON after %d tokens; a schema that cannot end sooner "
+                "gives steadier figures\n", shortest);
+  return 0;
+}
+
 int run_bench(const BenchArgs& args) {
   if (!args.matmul.empty())
     return run_bench_matmul({.types = args.matmul,
@@ -190,6 +251,7 @@ int run_bench(const BenchArgs& args) {
     std::fprintf(stderr, "warning: --mlock: %s; continuing with unlocked weights\n", info.mlock_failure.c_str());
 
   if (!depths.empty()) return run_frontiers(*engine, args, depths);
+  if (!args.json_schema.empty()) return run_grammar_cost(*engine, args);
 
   const std::vector<int32_t> prompt = bench::random_prompt(*engine, args.n_prompt, args.seed);
   std::fprintf(stderr, "warm-up ...\n");
@@ -314,11 +376,14 @@ void register_bench(CLI::App& app, int& exit_code) {
                   "Buffer for the bandwidth test, and --matmul's matrix from memory, MiB (at most a quarter of RAM)")
       ->capture_default_str();
   auto* json = cmd->add_flag("--json", args->json, "Print one JSON object instead of the report");
-  model_only.push_back(
-      cmd->add_option("--frontiers", args->frontiers,
-                      "Context depths, e.g. 512,2048,8192: print a CSV of prefill and generation speed at each")
-          ->excludes(json));
+  auto* frontiers = cmd->add_option("--frontiers", args->frontiers,
+                                    "Context depths, e.g. 512,2048,8192: print a CSV of prefill and generation speed at each")
+                        ->excludes(json);
+  model_only.push_back(frontiers);
   model_only.push_back(cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)"));
+  model_only.push_back(cmd->add_option("--json-schema", args->json_schema,
+                                       "Time sampled generation with and without this JSON Schema's grammar (its cost)")
+                           ->excludes(frontiers));
   auto* matmul = cmd->add_option("--matmul", args->matmul,
                                  "Weight types, e.g. q4_k,q6_k,q8_0: instead of a model, time matrix products of each "
                                  "(decoding from memory and from cache, a 64-token prefill) with every kernel backend "

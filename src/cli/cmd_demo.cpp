@@ -2,7 +2,8 @@
 // synthetic model in the cache directory and generates from it; then starts
 // two local nodes on it that are each other's peers, runs a small batch
 // through one of them (`revis batch`), shows where each ticket ran and the
-// cluster view (`revis status`), and stops the nodes.
+// cluster view (`revis status`), and ends with the dashboard's URL, keeping
+// the nodes up until Ctrl-C (or stops them at once with --exit).
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -33,7 +34,26 @@ struct DemoArgs {
   std::string prompt = "One machine, one inference:";
   int n_predict = 48;
   int tickets = 8;
+  bool exit = false;  // stop the nodes after the batch instead of keeping them up
 };
+
+constexpr const char* kNextSteps =
+    "\nTo run a real model:   revis run -m path/to/model.gguf -p \"Hello\" -n 128\n"
+    "To inspect a GGUF:     revis inspect path/to/model.gguf\n"
+    "To quantize:           revis quantize model-F16.gguf model-Q4_K_M.gguf Q4_K_M\n"
+    "A cluster:             docs/fabric.md\n";
+
+// Blocks until SIGINT or SIGTERM (Ctrl-C reaches the nodes too: they are in
+// the terminal's process group, and shut down by themselves).
+void wait_for_interrupt() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  int signal = 0;
+  sigwait(&set, &signal);
+}
 
 // A port nothing listens on now; the nodes need theirs before they start,
 // to name each other as peers.
@@ -91,7 +111,7 @@ bool wait_for(Check check, std::chrono::seconds limit) {
 
 // Two nodes on the demo model, each the other's peer; a batch through the
 // first; where the tickets ran; the cluster view.
-int two_node_demo(const std::filesystem::path& dir, const std::string& model, int n_tickets) {
+int two_node_demo(const std::filesystem::path& dir, const std::string& model, int n_tickets, bool keep_up) {
   const int ports[2] = {free_port(), free_port()};
   std::fprintf(stderr,
                "\n== Two nodes on this machine, each the other's peer (the fabric): a batch of %d tickets sent to one\n"
@@ -151,6 +171,15 @@ int two_node_demo(const std::filesystem::path& dir, const std::string& model, in
   for (const auto& [node_name, n] : ran_on) std::fprintf(stderr, " %s %d", node_name.c_str(), n);
   std::fprintf(stderr, "  (results: %s)\n\n", output.c_str());
   wait_child(spawn_self({"status", "--node", "127.0.0.1:" + std::to_string(ports[0])}, ""));
+  std::fputs(kNextSteps, stderr);
+  if (batch == 0 && keep_up) {
+    std::fprintf(stderr,
+                 "\nThe dashboard (the cluster live, and a playground; the text is meaningless, as above):\n"
+                 "   dashboard: http://127.0.0.1:%d/\n"
+                 "The two nodes stay up until Ctrl-C.\n",
+                 ports[0]);
+    wait_for_interrupt();
+  }
   stop_nodes();
   if (batch != 0) return fail("revis batch failed (exit " + std::to_string(batch) + ")");
   return 0;
@@ -204,14 +233,11 @@ int demo(const DemoArgs& args) {
                r.prefill_ms, r.generated.size(), gen_tps);
   session.reset();  // free the cores (its thread pool) for the two nodes
   engine.reset();
-  if (args.tickets > 0)
-    if (int code = two_node_demo(dir, model, args.tickets); code != 0) return code;
-  std::fprintf(stderr,
-               "\nTo run a real model:   revis run -m path/to/model.gguf -p \"Hello\" -n 128\n"
-               "To inspect a GGUF:     revis inspect path/to/model.gguf\n"
-               "To quantize:           revis quantize model-F16.gguf model-Q4_K_M.gguf Q4_K_M\n"
-               "A cluster:             docs/fabric.md\n");
-  return 0;
+  if (args.tickets == 0) {
+    std::fputs(kNextSteps, stderr);
+    return 0;
+  }
+  return two_node_demo(dir, model, args.tickets, !args.exit);
 }
 
 }  // namespace
@@ -223,6 +249,7 @@ void register_demo(CLI::App& app, int& exit_code) {
   cmd->add_option("-p,--prompt", args->prompt, "Prompt")->capture_default_str();
   cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate")->capture_default_str();
   cmd->add_option("--tickets", args->tickets, "Tickets for the two-node batch (0: skip it)")->capture_default_str();
+  cmd->add_flag("--exit", args->exit, "Stop the two nodes after the batch (default: keep them up for the dashboard until Ctrl-C)");
   cmd->callback([args, &exit_code] { exit_code = demo(*args); });
 }
 

@@ -1,6 +1,7 @@
 // revis quantize IN OUT TYPE: convert a model to another tensor type mix.
 #include <chrono>
 #include <optional>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -13,6 +14,7 @@ namespace {
 
 struct QuantizeArgs {
   std::string input, output, type, imatrix;
+  std::vector<std::string> tensor_types;
   int threads = 0;
 };
 
@@ -26,13 +28,19 @@ int quantize(const QuantizeArgs& args) {
     if (!read.ok()) return fail(read.status().message());
     imatrix = std::move(*read);
   }
+  std::vector<TensorTypeOverride> overrides;
+  for (const std::string& spec : args.tensor_types) {
+    auto parsed = parse_tensor_type_override(spec);
+    if (!parsed.ok()) return usage_error(parsed.status().message());
+    overrides.push_back(std::move(*parsed));
+  }
   ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::default_threads());
   const auto start = std::chrono::steady_clock::now();
   ProgressLine progress("quantizing");
   Status s = quantize_model(
       args.input, args.output, *mix, pool,
       [&progress](size_t done, size_t total, const std::string& name) { progress.update(done, total, name); },
-      imatrix ? &*imatrix : nullptr);
+      imatrix ? &*imatrix : nullptr, overrides);
   if (!s.ok()) return fail(s.message());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "wrote %s (%s) in %.1f s\n", args.output.c_str(), quant_mix_name(*mix), seconds);
@@ -49,7 +57,9 @@ void register_quantize(CLI::App& app, int& exit_code) {
   cmd->add_option("type", args->type, "Target type mix (see docs/formats.md)")->required();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   cmd->add_option("--imatrix", args->imatrix,
-                  "Importance matrix (llama.cpp's imatrix GGUF or .dat); MOE-2BIT needs one");
+                  "Importance matrix (llama.cpp's imatrix GGUF or .dat): weighs the errors of Q2_K, Q3_K, IQ4_XS and the IQ types; IQ2_XS and MOE-2BIT need one");
+  cmd->add_option("--tensor-type", args->tensor_types,
+                  "PATTERN=TYPE: matrices whose name the regex matches get TYPE (repeatable; the first match wins)");
   cmd->callback([args, &exit_code] { exit_code = quantize(*args); });
 }
 

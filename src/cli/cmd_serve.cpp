@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#ifdef REVIS_HAVE_NATS
+#include "broker/serve.h"
+#endif
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "fabric/dispatcher.h"
@@ -33,6 +36,13 @@ int serve(const ServeArgs& args) {
   if (Status s = node::set_log_options(config.log_level, config.log_format); !s.ok()) return fail(s.message());
   auto node = node::Node::create(std::move(config));
   if (!node.ok()) return fail(node.status().message());
+  if (!(*node)->config().broker.empty()) {
+#ifdef REVIS_HAVE_NATS
+    return broker::serve_with_broker(**node);
+#else
+    return fail("--broker: this build of revis has no NATS client (it was built without libnats-dev; see docs/scale-out.md)");
+#endif
+  }
   // Every ticket goes through the fabric's dispatcher, with or without peers.
   auto dispatcher = fabric::Dispatcher::create(**node);
   if (!dispatcher.ok()) return fail(dispatcher.status().message());
@@ -69,6 +79,13 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--peer", o.peers, "Another node HOST:PORT that tickets may be dispatched to (repeatable)");
   cmd->add_flag("--discover", o.discover,
                 "Also find peers on the LAN, and advertise this node, with mDNS/DNS-SD (_revis._tcp; needs avahi-daemon)");
+  cmd->add_option("--broker", o.broker,
+                  "NATS JetStream servers nats://HOST:PORT[,HOST:PORT...]: tickets go through them (docs/scale-out.md)");
+  cmd->add_option("--broker-creds", o.broker_creds, "NATS credentials file for --broker");
+  cmd->add_option("--broker-ack-wait-ms", o.broker_ack_wait_ms,
+                  "A pulled ticket not acknowledged (its node died) is redelivered after this (default 30000)");
+  cmd->add_option("--broker-replicas", o.broker_replicas,
+                  "Copies of the broker's streams in a NATS cluster (default 1; 3 survives a dead server)");
   cmd->add_option("--max-attempts", o.max_attempts, "Runs of one ticket before it fails, when nodes die (default 3)");
   cmd->add_option("--heartbeat-ms", o.heartbeat_ms, "Peer state push interval; 3 missed = link dead (default 1000)");
   cmd->add_option("--journal", o.journal, "SQLite file recording accepted tickets, resumed after a restart");

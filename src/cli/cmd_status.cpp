@@ -1,6 +1,8 @@
 // revis status: the cluster as one node sees it (GET /v1/revis/cluster):
 // every node it knows, its tiers and loaded models, busy or idle, the
 // current ticket, speed and last heartbeat; tickets queued and running.
+// A node with --broker shows its broker link and the consumers it pulls
+// from instead (exit status 1 when disconnected or not pulling).
 //
 //   revis status --node 127.0.0.1:8080 [--token T] [--json]
 #include <cstdio>
@@ -34,6 +36,25 @@ std::string text_or(const json& j, const char* key, const std::string& fallback)
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
+// A node with --broker (docs/scale-out.md): its broker link and the
+// consumers it pulls from; the other nodes are the broker's, not its own.
+int print_broker(const json& c) {
+  const json& b = c["broker"];
+  std::printf("node %s, broker %s: %s%s\n", text_or(c, "node", "?").c_str(), text_or(b, "server", "?").c_str(),
+              b.value("connected", false) ? "connected" : "DISCONNECTED",
+              b.contains("refusal") && b["refusal"].is_string() ? (", NOT PULLING: " + b["refusal"].get<std::string>()).c_str() : "");
+  std::printf("\n%-20s %8s %11s %11s %8s\n", "TASK TYPE", "PENDING", "ACK-PENDING", "REDELIVERED", "WAITING");
+  if (b.contains("consumers") && b["consumers"].is_object())
+    for (const auto& [task, n] : b["consumers"].items())
+      std::printf("%-20s %8lld %11lld %11lld %8lld\n", task.c_str(), n.value("pending", 0LL), n.value("ackPending", 0LL),
+                  n.value("redelivered", 0LL), n.value("waiting", 0LL));
+  const json counters = b.value("counters", json::object());
+  std::printf("\nthis node: pulled %lld, done %lld, failed %lld, terminated %lld, given back %lld, duplicates %lld\n",
+              counters.value("pulled", 0LL), counters.value("done", 0LL), counters.value("failed", 0LL),
+              counters.value("terminated", 0LL), counters.value("givenBack", 0LL), counters.value("duplicates", 0LL));
+  return b.value("connected", false) && !(b.contains("refusal") && b["refusal"].is_string()) ? 0 : 1;
+}
+
 int status(const StatusArgs& a) {
   auto node = node::parse_host_port(a.node, 8080);
   if (!node.ok()) return fail(node.status().message());
@@ -43,12 +64,13 @@ int status(const StatusArgs& a) {
   if (!r.ok()) return fail(r.status().message());
   if (r->status != 200) return fail(a.node + ": HTTP " + std::to_string(r->status) + ": " + r->body);
   json c = json::parse(r->body, nullptr, false);
-  if (c.is_discarded() || !c.is_object() || !c.contains("nodes") || !c["nodes"].is_array())
-    return fail(a.node + ": the cluster view is not the expected JSON");
-  if (a.json) {
+  if (!c.is_discarded() && c.is_object() && a.json) {
     std::printf("%s\n", c.dump(2).c_str());
     return 0;
   }
+  if (!c.is_discarded() && c.is_object() && c.contains("broker") && c["broker"].is_object()) return print_broker(c);
+  if (c.is_discarded() || !c.is_object() || !c.contains("nodes") || !c["nodes"].is_array())
+    return fail(a.node + ": the cluster view is not the expected JSON");
   const json& t = c["tickets"];
   std::printf("cluster seen from %s: %zu node(s); tickets queued %d, running %d; accepted here: %d local, %d forwarded\n\n",
               text_or(c, "node", "?").c_str(), c["nodes"].size(), t.value("queued", 0), t.value("running", 0),

@@ -2,6 +2,8 @@
 //
 //   revis submit --node 127.0.0.1:8080 --task summarize --arg text=@notes.txt --stream
 //
+//   revis submit --broker nats://10.0.0.9:4222 --task summarize --arg text=hi
+//
 // Streamed text goes to stdout as it arrives, statistics to stderr; the exit
 // code is 0 for `done` and 1 for an error (the error code and message go to
 // stderr).
@@ -12,14 +14,14 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "node/client.h"
+#include "cli/ticket_channel.h"
 
 namespace revis::cli {
 namespace {
 
 struct SubmitArgs {
-  std::string node = "127.0.0.1:8080";
-  std::string task, token, catalog, id;
+  ChannelTarget target{"127.0.0.1:8080"};
+  std::string task, catalog, id;
   std::vector<std::string> args;
   bool stream = false, json = false;
   int timeout_s = 600;
@@ -67,8 +69,6 @@ void print_stats(const nlohmann::json& s) {
 }
 
 int submit(const SubmitArgs& a) {
-  auto node = node::parse_host_port(a.node, 8080);
-  if (!node.ok()) return fail(node.status().message());
   nlohmann::json ticket = {{"type", "ticket"},
                            {"ticketID", a.id.empty() ? uuid4() : a.id},
                            {"taskType", a.task},
@@ -79,7 +79,7 @@ int submit(const SubmitArgs& a) {
   if (!a.catalog.empty()) ticket["catalog"] = a.catalog;
 
   const int timeout_ms = a.timeout_s * 1000;
-  auto client = node::WsClient::connect(*node, "/v1/revis/stream", a.token, std::min(timeout_ms, 30000));
+  auto client = open_channel(a.target, std::min(timeout_ms, 30000));
   if (!client.ok()) return fail(client.status().message());
   std::string text;
   try {
@@ -92,9 +92,9 @@ int submit(const SubmitArgs& a) {
   bool streamed_any = false;
   while (true) {
     auto message = (*client)->receive(timeout_ms);
-    if (!message.ok()) return fail("no answer from the node: " + message.status().message());
+    if (!message.ok()) return fail("no answer from the " + channel_name(a.target) + ": " + message.status().message());
     nlohmann::json event = nlohmann::json::parse(*message, nullptr, false);
-    if (event.is_discarded() || !event.is_object()) return fail("the node sent something that is not JSON");
+    if (event.is_discarded() || !event.is_object()) return fail("the " + channel_name(a.target) + " sent something that is not JSON");
     const std::string type = event.value("type", "");
     if (type == "accepted") {
       const int position = event.value("position", 0);
@@ -130,11 +130,15 @@ int submit(const SubmitArgs& a) {
 void register_submit(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("submit", "Send one ticket to a node and print the result");
   auto a = std::make_shared<SubmitArgs>();
-  cmd->add_option("--node", a->node, "Node address HOST:PORT")->capture_default_str();
+  cmd->add_option("--node", a->target.node, "Node address HOST:PORT")->capture_default_str();
+  cmd->add_option("--broker", a->target.broker,
+                  "NATS JetStream servers nats://HOST:PORT[,...] instead of a node (docs/scale-out.md); "
+                  "a ticketID that already has a result gets that result");
+  cmd->add_option("--broker-creds", a->target.broker_creds, "NATS credentials file for --broker");
   cmd->add_option("--task", a->task, "Task type from the node's catalogue")->required();
   cmd->add_option("--arg", a->args, "Argument NAME=VALUE, or NAME=@FILE to read a file (repeatable)");
   cmd->add_flag("--stream", a->stream, "Stream the text as it is generated");
-  cmd->add_option("--token", a->token, "Bearer token the node requires");
+  cmd->add_option("--token", a->target.token, "Bearer token the node requires");
   cmd->add_option("--catalog", a->catalog, "Refuse to run unless the node's catalogue has this digest");
   cmd->add_option("--id", a->id, "Ticket id (default: a random UUID)");
   cmd->add_flag("--json", a->json, "Print the final `done` event as JSON");

@@ -11,6 +11,8 @@ void register_tokenize(CLI::App& app, int& exit_code);
 void register_run(CLI::App& app, int& exit_code);
 void register_chat(CLI::App& app, int& exit_code);
 void register_quantize(CLI::App& app, int& exit_code);
+void register_imatrix(CLI::App& app, int& exit_code);
+void register_perplexity(CLI::App& app, int& exit_code);
 void register_mkmodel(CLI::App& app, int& exit_code);
 void register_demo(CLI::App& app, int& exit_code);
 void register_serve(CLI::App& app, int& exit_code);

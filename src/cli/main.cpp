@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   revis::cli::register_tokenize(app, exit_code);
   revis::cli::register_inspect(app, exit_code);
   revis::cli::register_quantize(app, exit_code);
+  revis::cli::register_imatrix(app, exit_code);
+  revis::cli::register_perplexity(app, exit_code);
   revis::cli::register_mkmodel(app, exit_code);
   revis::cli::register_demo(app, exit_code);
   revis::cli::register_serve(app, exit_code);

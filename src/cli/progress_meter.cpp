@@ -23,7 +23,7 @@ ProgressMeter::ProgressMeter(std::string label, size_t total)
 ProgressMeter::~ProgressMeter() { finish(); }
 
 void ProgressMeter::record(bool failed, uint64_t tokens) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ++done_;
   if (failed) ++failed_;
   tokens_ += tokens;
@@ -46,10 +46,14 @@ std::string ProgressMeter::line_locked() const {
 }
 
 void ProgressMeter::tick() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const auto period = tty_ ? std::chrono::duration_cast<std::chrono::milliseconds>(kTerminalPeriod)
                            : std::chrono::duration_cast<std::chrono::milliseconds>(kLogPeriod);
-  while (!wake_.wait_for(lock, period, [&] { return stop_; })) {
+  for (;;) {
+    const auto deadline = std::chrono::steady_clock::now() + period;
+    while (!stop_ && wake_.wait_until(mutex_, deadline)) {
+    }
+    if (stop_) return;
     // \033[K clears what a longer previous line left behind.
     if (tty_)
       std::fprintf(stderr, "\r%s\033[K", line_locked().c_str());
@@ -60,20 +64,20 @@ void ProgressMeter::tick() {
 }
 
 void ProgressMeter::note(const std::string& message) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::fprintf(stderr, tty_ ? "\r\033[K%s\n" : "%s\n", message.c_str());
   std::fflush(stderr);
 }
 
 void ProgressMeter::finish() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (stop_) return;
     stop_ = true;
   }
   wake_.notify_all();
   thread_.join();
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::fprintf(stderr, tty_ ? "\r%s\033[K\n" : "%s\n", line_locked().c_str());
   std::fflush(stderr);
 }

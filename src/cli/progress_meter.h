@@ -11,11 +11,11 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "base/mutex.h"
 
 namespace revis::cli {
 
@@ -34,18 +34,19 @@ class ProgressMeter {
   void finish();
 
  private:
-  std::string line_locked() const;
+  std::string line_locked() const REQUIRES(mutex_);
   void tick();
 
   const std::string label_;
   const size_t total_;
   const bool tty_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  size_t done_ = 0, failed_ = 0;
-  uint64_t tokens_ = 0;
-  bool stop_ = false;
+  mutable Mutex mutex_;  // also keeps lines on stderr whole
+  CondVar wake_;
+  size_t done_ GUARDED_BY(mutex_) = 0;
+  size_t failed_ GUARDED_BY(mutex_) = 0;
+  uint64_t tokens_ GUARDED_BY(mutex_) = 0;
+  bool stop_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

@@ -186,6 +186,7 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
       adjusted.assign(logits.begin(), logits.end());
       sampler.adjust_logits(adjusted);
       result.logprobs.push_back(logprobs_of(adjusted, token, options.top_logprobs));
+      if (options.on_logprobs) options.on_logprobs(result.logprobs.back());
     }
     result.generated.push_back(token);
     sampler.accept(token);

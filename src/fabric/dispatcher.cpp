@@ -43,15 +43,6 @@ std::string forwarded_message(node::Ticket t, const std::string& catalog, std::o
   return node::ticket_message(t);
 }
 
-// Logged for every job this node ran to the end: the cluster tests read
-// these lines to check that no node ever ran two jobs at once.
-void log_run(const std::string& id, const node::JobStats& s) {
-  char line[256];
-  std::snprintf(line, sizeof line, "ran ticket %s exec %llu from %.3f ms to %.3f ms (%d tokens, %.1f tok/s)", id.c_str(),
-                static_cast<unsigned long long>(s.exec_index), s.started_ms, s.finished_ms, s.generated_tokens, s.gen_tok_s);
-  node::log_line("info", line);
-}
-
 // Errors of a forwarded run after which the ticket may well succeed on
 // another node; the rest (bad_request, unknown_task, ...) are the ticket's.
 bool worth_another_node(ErrorCode code) {
@@ -72,6 +63,7 @@ constexpr const char* kFoundByMdns = "mdns";      // --discover
 struct Dispatcher::Record {
   node::Ticket ticket;
   Clock::time_point received;
+  int64_t received_unix_ms = unix_ms_now();
   // Small enough for a peer's message limit; otherwise it runs here.
   bool travels = true;
   // The prompt's prefix digests (Node::prompt_prefix_digests), computed the
@@ -238,15 +230,9 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
     return from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
   const std::string id = ticket.id;
   node::JobCallbacks callbacks;
-  if (ticket.streaming) {
-    auto seq = std::make_shared<uint64_t>(0);
-    callbacks.on_text = [from, id, seq](std::string_view piece) { from->send(node::token_event(id, (*seq)++, piece)); };
-    callbacks.on_reasoning = [from, id, seq](std::string_view piece) {
-      from->send(node::token_event(id, (*seq)++, piece, true));
-    };
-  }
+  if (ticket.streaming) node::stream_token_events(callbacks, id, [from](std::string event) { from->send(std::move(event)); });
   callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
-    if (outcome.ok()) log_run(id, outcome->stats);
+    if (outcome.ok()) node::log_job_run(id, outcome->stats);
     {
       Lock lock(mu_);
       if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
@@ -300,6 +286,17 @@ void Dispatcher::on_resume(const Link& from, const node::ResumeRequest& r) {
 
 void Dispatcher::on_subscribe(const Link& from, const node::SubscribeRequest& request) {
   Lock lock(mu_);
+  if (request.cluster) {
+    feed_.add(from, node_.catalog().digest(), node_.catalog().canonical_json());
+    from->send(ClusterFeed::cluster_event(cluster_view()));
+    std::vector<const Record*> kept;
+    for (const auto& [id, rec] : records_) kept.push_back(rec.get());
+    std::sort(kept.begin(), kept.end(), [](const Record* a, const Record* b) { return a->received_unix_ms < b->received_unix_ms; });
+    constexpr size_t kMostRecent = 200;
+    if (kept.size() > kMostRecent) kept.erase(kept.begin(), kept.end() - kMostRecent);
+    for (const Record* rec : kept) from->send(ClusterFeed::ticket_event(view_of(*rec)));
+    return;
+  }
   if (std::find(subscribers_.begin(), subscribers_.end(), from) == subscribers_.end()) subscribers_.push_back(from);
   node::log_line("info", "fabric: " + (request.node.empty() ? std::string("a peer") : "peer " + request.node) +
                              " subscribed to this node's state");
@@ -312,6 +309,7 @@ void Dispatcher::on_disconnect(const Link& from) {
     Lock lock(mu_);
     const bool peer_link = std::find(subscribers_.begin(), subscribers_.end(), from) != subscribers_.end();
     std::erase(subscribers_, from);
+    feed_.remove(from);
     if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
       for (const auto& [id, job] : it->second) cancel_jobs.push_back(job);
       pinned_.erase(it);
@@ -435,6 +433,7 @@ node::Outcome<int> Dispatcher::place(Record& rec, bool first) {
   ++rec.placement;
   if (first) waiting_.push_front(rec.ticket.id);
   else waiting_.push_back(rec.ticket.id);
+  publish(rec);
   return static_cast<int>(waiting_.size());
 }
 
@@ -489,8 +488,12 @@ node::Outcome<int> Dispatcher::submit_local(Record& rec, bool first) {
   const uint64_t placement = ++rec.placement;
   node::JobCallbacks callbacks;
   if (rec.ticket.streaming) {
-    callbacks.on_text = [this, id, placement](std::string_view piece) { on_local_text(id, placement, piece, false); };
-    callbacks.on_reasoning = [this, id, placement](std::string_view piece) { on_local_text(id, placement, piece, true); };
+    callbacks.on_text = [this, id, placement](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
+      on_local_text(id, placement, piece, logprobs, false);
+    };
+    callbacks.on_reasoning = [this, id, placement](std::string_view piece) {
+      on_local_text(id, placement, piece, {}, true);
+    };
   }
   callbacks.on_finish = [this, id, placement](node::Outcome<node::JobResult> outcome) {
     on_local_finish(id, placement, std::move(outcome));
@@ -500,6 +503,7 @@ node::Outcome<int> Dispatcher::submit_local(Record& rec, bool first) {
   rec.where = Record::Where::kLocal;
   rec.job_id = admission->job_id;
   rec.peer.clear();
+  publish(rec);
   return admission->position;
 }
 
@@ -513,6 +517,7 @@ void Dispatcher::forward(Record& rec, Peer& peer, bool pinned) {
   ++peer.in_flight;
   peer.link->send(peer.session, forwarded_message(rec.ticket, node_.catalog().digest(),
                                                   pinned ? std::optional(config_.name) : std::nullopt));
+  publish(rec);
 }
 
 void Dispatcher::hand_off_unstarted() {
@@ -608,21 +613,23 @@ void Dispatcher::offload() {
 
 // ---------------------------------------------------------------- results
 
-void Dispatcher::emit_token(Record& rec, std::string_view piece, bool reasoning) {
-  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece, reasoning);
+void Dispatcher::emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs,
+                            bool reasoning) {
+  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece, logprobs, reasoning);
   for (const Link& c : rec.clients) c->send(event);
   rec.events.push_back(std::move(event));
 }
 
-void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::string_view piece, bool reasoning) {
+void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
+                               std::span<const node::LogprobEntry> logprobs, bool reasoning) {
   Lock lock(mu_);
   auto it = records_.find(id);
   if (it == records_.end() || it->second->placement != placement) return;
-  emit_token(*it->second, piece, reasoning);
+  emit_token(*it->second, piece, logprobs, reasoning);
 }
 
 void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) {
-  if (outcome.ok()) log_run(id, outcome->stats);
+  if (outcome.ok()) node::log_job_run(id, outcome->stats);
   Lock lock(mu_);
   if (outcome.ok()) tok_per_s_ = outcome->stats.gen_tok_s;
   auto it = records_.find(id);
@@ -634,13 +641,14 @@ void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node
 }
 
 void Dispatcher::finish(Record& rec, std::string terminal) {
+  rec.where = Record::Where::kDone;
+  rec.terminal = std::move(terminal);
+  publish(rec);
   if (!rec.kept()) {
-    for (const Link& c : rec.clients) c->send(terminal);
+    for (const Link& c : rec.clients) c->send(rec.terminal);
     records_.erase(rec.ticket.id);
     return;
   }
-  rec.where = Record::Where::kDone;
-  rec.terminal = std::move(terminal);
   rec.finished = Clock::now();
   // Journaled before anyone hears it: a client never holds a result that a
   // restarted node would not know.
@@ -858,6 +866,7 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
     p.is_self = p.state.instance == instance_;
     if (!p.is_self && p.state.catalog == node_.catalog().digest()) relay_handed(p);
     if (was_busy && !p.state.busy) p.idle_since = Clock::now();
+    if (was_busy != p.state.busy) publish_cluster();
     if (!p.state.busy) offload();
     return;
   }
@@ -875,8 +884,8 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
     rec.peer_has_it = true;
   } else if (type == "token") {
     const auto reasoning = j.find("reasoning");
-    if (reasoning != j.end() && reasoning->is_string()) emit_token(rec, reasoning->get<std::string>(), true);
-    else emit_token(rec, j.value("text", ""));
+    if (reasoning != j.end() && reasoning->is_string()) emit_token(rec, reasoning->get<std::string>(), {}, true);
+    else emit_token(rec, j.value("text", ""), node::logprobs_of_event(text));
   } else if (type == "done") {
     --p.in_flight;
     finish(rec, text);
@@ -916,6 +925,7 @@ void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t
     p.in_flight = 0;
     p.last_error = why;
     node::log_line("warn", "fabric: link to " + key + " (" + p.state.name + ") down: " + why);
+    publish_cluster();
   }
   std::vector<Record*> lost;
   for (auto& [id, rec] : records_)
@@ -1018,7 +1028,11 @@ NodeState Dispatcher::local_state() const {
   const node::ExecutorSnapshot snap = node_.executor().snapshot();
   s.busy = !snap.ready || snap.current.has_value() || snap.queue_length > 0;
   s.queue_length = snap.queue_length;
-  if (snap.current && snap.ready) s.current = snap.current->label;
+  if (snap.current && snap.ready) {
+    const node::CurrentJob& c = *snap.current;
+    s.current = c.label;
+    s.job = NodeState::Job{c.task, c.phase, c.prompt_tokens, c.prompt_done, c.generated, c.max_tokens, c.elapsed_ms};
+  }
   s.tok_per_s = tok_per_s_;
   s.executed = snap.executed;
   return s;
@@ -1038,12 +1052,19 @@ void Dispatcher::on_executor_change() {
   if (self_was_busy_ && !busy) self_idle_since_ = Clock::now();
   self_was_busy_ = busy;
   broadcast_state();
+  const std::string running = snap.current ? snap.current->label : "";
+  if (running != running_label_) {
+    running_label_ = running;
+    if (auto it = records_.find(running); it != records_.end() && it->second->where == Record::Where::kLocal) publish(*it->second);
+  }
+  publish_cluster();
 }
 
 void Dispatcher::heartbeat_tick() {
   {
     Lock lock(mu_);
     broadcast_state();
+    publish_cluster();
   }
   auto timer = std::make_shared<net::steady_timer>(*io_, std::chrono::milliseconds(config_.heartbeat_ms));
   timer->async_wait([this, timer](const boost::system::error_code& ec) {
@@ -1079,12 +1100,17 @@ void Dispatcher::on_stopped() {
     });
   });
   subscribers_.clear();
+  feed_.clear();
   pinned_.clear();
   for (auto& [id, rec] : records_) rec->clients.clear();
 }
 
 std::string Dispatcher::cluster_json() {
   Lock lock(mu_);
+  return cluster_view().dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json Dispatcher::cluster_view() const {
   json nodes = json::array();
   const NodeState me = local_state();
   json self = to_json(me);
@@ -1130,8 +1156,44 @@ std::string Dispatcher::cluster_json() {
                  {{"count", kept_results_},
                   {"bytes", kept_result_bytes_},
                   {"maxCount", config_.max_kept_results},
-                  {"maxBytes", config_.max_kept_results_mb << 20}}}}}}
-      .dump(-1, ' ', false, json::error_handler_t::replace);
+                  {"maxBytes", config_.max_kept_results_mb << 20}}}}}};
+}
+
+void Dispatcher::publish_cluster() {
+  if (!feed_.empty()) feed_.send(ClusterFeed::cluster_event(cluster_view()));
+}
+
+TicketView Dispatcher::view_of(const Record& rec) const {
+  TicketView v;
+  v.id = rec.ticket.id;
+  v.task = rec.ticket.task;
+  v.attempt = rec.attempt;
+  v.received_unix_ms = rec.received_unix_ms;
+  v.openai = !rec.kept();
+  switch (rec.where) {
+    case Record::Where::kWaiting:
+    case Record::Where::kSuspended:  // runs at the next start
+      v.state = "queued";
+      break;
+    case Record::Where::kLocal:
+      v.state = running_label_ == rec.ticket.id ? "running" : "queued";
+      v.node = config_.name;
+      break;
+    case Record::Where::kPeer: {
+      v.state = "running";
+      auto it = peers_.find(rec.peer);
+      v.node = it == peers_.end() || it->second->state.name.empty() ? rec.peer : it->second->state.name;
+      break;
+    }
+    case Record::Where::kDone:
+      v.terminal = rec.terminal;  // done or failed: ticket_event reads which
+      break;
+  }
+  return v;
+}
+
+void Dispatcher::publish(const Record& rec) {
+  if (!feed_.empty()) feed_.send(ClusterFeed::ticket_event(view_of(rec)));
 }
 
 }  // namespace revis::fabric

@@ -50,10 +50,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "fabric/cluster_feed.h"
 #include "fabric/discovery.h"
 #include "fabric/journal.h"
 #include "fabric/node_state.h"
@@ -130,7 +132,8 @@ class Dispatcher : public node::TicketDesk {
   // when it finished there within result_ttl_s: true when it was.
   bool answer_from_journal(const Link& link, const std::string& id, bool resent);
   void attach(Record& rec, const Link& link, int attempt, int64_t after_seq);
-  void emit_token(Record& rec, std::string_view piece, bool reasoning = false);
+  void emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs = {},
+                  bool reasoning = false);
   void offload();
   // Forgets finished results past result_ttl_s, then the oldest while more
   // than max_kept_results or max_kept_results_mb are kept (the newest one
@@ -143,9 +146,16 @@ class Dispatcher : public node::TicketDesk {
   uint64_t cancel_ticket(Record& rec);
   NodeState local_state() const;
   void broadcast_state();
+  // The cluster feed (fabric/cluster_feed.h): the view, and a ticket's
+  // state whenever it changes.
+  nlohmann::json cluster_view() const;
+  void publish_cluster();
+  void publish(const Record& rec);
+  TicketView view_of(const Record& rec) const;
   std::vector<Candidate> candidates(const std::string& tier, std::vector<Peer*>& peers, bool include_self) const;
 
-  void on_local_text(const std::string& id, uint64_t placement, std::string_view piece, bool reasoning);
+  void on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
+                     std::span<const node::LogprobEntry> logprobs, bool reasoning);
   void on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome);
   void on_executor_change();
   // Peers and their links. A peer is known by HOST:PORT; a link's events
@@ -180,6 +190,8 @@ class Dispatcher : public node::TicketDesk {
   // the destructor only; its events reach mu_ through io_.
   std::unique_ptr<Discovery> discovery_;
   std::vector<Link> subscribers_;
+  ClusterFeed feed_;
+  std::string running_label_;  // the executor's current job, as last seen
   std::map<node::ClientLink*, std::map<std::string, uint64_t>> pinned_;  // forwarded here: link -> ticketID -> job id
   std::unique_ptr<Journal> journal_;
   node::Clock::time_point self_idle_since_ = node::Clock::now();

@@ -43,7 +43,15 @@ json to_json(const NodeState& s) {
           {"queueLength", s.queue_length},
           {"current", s.current.empty() ? json(nullptr) : json(s.current)},
           {"tokPerSec", s.tok_per_s},
-          {"executed", s.executed}};
+          {"executed", s.executed},
+          {"job", s.job ? json{{"task", s.job->task},
+                               {"phase", s.job->phase},
+                               {"promptTokens", s.job->prompt_tokens},
+                               {"promptDone", s.job->prompt_done},
+                               {"generated", s.job->generated},
+                               {"maxTokens", s.job->max_tokens},
+                               {"elapsedMs", s.job->elapsed_ms}}
+                        : json(nullptr)}};
 }
 
 Result<NodeState> node_state_from_json(const json& j) {
@@ -72,6 +80,15 @@ Result<NodeState> node_state_from_json(const json& j) {
   if (j.contains("current") && j["current"].is_string()) s.current = j["current"].get<std::string>();
   if (j.contains("tokPerSec") && j["tokPerSec"].is_number()) s.tok_per_s = j["tokPerSec"].get<double>();
   if (j.contains("executed") && j["executed"].is_number_unsigned()) s.executed = j["executed"].get<uint64_t>();
+  if (auto it = j.find("job"); it != j.end() && it->is_object()) {  // absent from nodes that predate it
+    // Shown, never acted on: fields of another type read as empty.
+    const json& job = *it;
+    auto text = [&](const char* key) { return job.contains(key) && job[key].is_string() ? job[key].get<std::string>() : ""; };
+    auto count = [&](const char* key) { return job.contains(key) && job[key].is_number_integer() ? job[key].get<int>() : 0; };
+    s.job = NodeState::Job{text("task"),          text("phase"),      count("promptTokens"), count("promptDone"),
+                           count("generated"),    count("maxTokens"),
+                           job.contains("elapsedMs") && job["elapsedMs"].is_number() ? job["elapsedMs"].get<double>() : 0};
+  }
   return s;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ struct NodeState {
   bool busy = false;                // running a job, or jobs waiting
   int queue_length = 0;
   std::string current;              // label of the running job; empty when none
+  // The running job's progress (for the dashboard; placement ignores it).
+  struct Job {
+    std::string task, phase;  // phase: "loading", "prefill", "generating"
+    int prompt_tokens = 0, prompt_done = 0, generated = 0, max_tokens = 0;
+    double elapsed_ms = 0;
+  };
+  std::optional<Job> job;
   double tok_per_s = 0;             // generation speed of the last job it finished
   uint64_t executed = 0;            // jobs it has started
 

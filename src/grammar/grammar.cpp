@@ -30,12 +30,20 @@ int next_code_point(std::string_view bytes, size_t* pos, uint32_t* code_point, u
   for (; have < length && *pos + have < bytes.size(); ++have) {
     const uint8_t b = byte(*pos + have);
     if ((b & 0xC0) != 0x80) return -1;
+    // Only the shortest form of a scalar value is UTF-8: no overlong forms
+    // (E0 80..9F, F0 80..8F: a space could hide as E0 80 A0), no surrogates
+    // (ED A0..BF), nothing above U+10FFFF (F4 90..BF). The detokenizer
+    // turns those into U+FFFD, so a grammar must never let them through.
+    if (have == 1 && ((first == 0xE0 && b < 0xA0) || (first == 0xED && b > 0x9F) || (first == 0xF0 && b < 0x90) ||
+                      (first == 0xF4 && b > 0x8F)))
+      return -1;
     value = (value << 6) | (b & 0x3F);
   }
   if (have < length) {
     const int missing_bits = 6 * (length - have);
-    *lo = value << missing_bits;
-    *hi = (value << missing_bits) | ((1u << missing_bits) - 1);
+    const uint32_t smallest = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+    *lo = std::max(value << missing_bits, smallest);
+    *hi = std::min((value << missing_bits) | ((1u << missing_bits) - 1), uint32_t{0x10FFFF});
     *pos = bytes.size();
     return 0;
   }

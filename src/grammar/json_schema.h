@@ -16,8 +16,9 @@
 // naming it and where it is, never silently dropped.
 //
 // Bounds that keep every output finite on any model: numbers have at most
-// 15 integer digits, 15 fraction digits and a 3-digit exponent; white space
-// between tokens is at most a newline and 20 spaces or tabs.
+// 15 integer digits, 15 fraction digits and a 2-digit exponent (so every
+// number fits a double: 3 digits let 1e345 through, which parsers refuse);
+// white space between tokens is at most a newline and 20 spaces or tabs.
 //
 // Properties come out in the schema's order (hence ordered_json), the required ones always, the
 // optional ones each present or not.

@@ -106,6 +106,7 @@ bool claim(std::atomic<int64_t>& next, int64_t rows, int64_t min_rows, int64_t m
 
 void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens, int64_t x_stride, float* out,
                  int64_t out_stride) {
+  if (observer_ != nullptr) observer_->on_matmul(w, x, n_tokens, x_stride);
   const TensorType act_type = activation_type(w.type);
   const size_t act_row = row_bytes(act_type, w.cols);
   activations_.resize(act_row * n_tokens);

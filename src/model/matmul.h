@@ -39,6 +39,16 @@
 
 namespace revis {
 
+// Sees the input of every matrix product, before it runs: for offline
+// tools that study activations (imatrix_collector.h). Called on the thread
+// that calls MatMul::run, never concurrently for one MatMul.
+class MatmulObserver {
+ public:
+  virtual ~MatmulObserver() = default;
+  // x: n_tokens rows of w.cols floats, x_stride apart.
+  virtual void on_matmul(const Matrix& w, const float* x, int n_tokens, int64_t x_stride) = 0;
+};
+
 class MatMul {
  public:
   // x: n_tokens rows of w.cols floats (stride x_stride); out: n_tokens rows
@@ -49,6 +59,9 @@ class MatMul {
   // How single tokens ask for the rows ahead (prefetch_tuner.h); into L2
   // until set.
   void set_prefetch(Prefetch how) { prefetch_ = how; }
+
+  // Shows every product's input to `observer` (null: none, the default).
+  void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
  private:
   // One slice of the columns: n values at byte w_offset of a weight row
@@ -62,6 +75,7 @@ class MatMul {
   std::vector<uint8_t> packed_activations_;  // groups of four, where the kernels have a packed form
   std::vector<Slice> group_slices_, single_slices_;
   Prefetch prefetch_ = Prefetch::kIntoL2;
+  MatmulObserver* observer_ = nullptr;
 };
 
 }  // namespace revis

@@ -35,6 +35,11 @@ class Model {
   Status forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
                  std::vector<float>& logits);
 
+  // Shows the input of every matrix product of later forward calls to
+  // `observer` (null: none). For offline tools (revis imatrix); like
+  // forward, not to be called while a forward call runs.
+  void set_matmul_observer(MatmulObserver* observer) { matmul_.set_observer(observer); }
+
  private:
   Model() = default;
   void set_up_rope_and_scale();

@@ -21,7 +21,10 @@ constexpr MixEntry kMixes[] = {
     {QuantMix::kF32, "F32", 0},       {QuantMix::kF16, "F16", 1},       {QuantMix::kQ8_0, "Q8_0", 7},
     {QuantMix::kQ4_0, "Q4_0", 2},     {QuantMix::kQ4_1, "Q4_1", 3},     {QuantMix::kQ5_0, "Q5_0", 8},
     {QuantMix::kQ5_1, "Q5_1", 9},     {QuantMix::kQ4_K_M, "Q4_K_M", 15}, {QuantMix::kQ5_K_M, "Q5_K_M", 17},
-    {QuantMix::kQ6_K, "Q6_K", 18},    {QuantMix::kMoe2Bit, "MOE-2BIT", 19},
+    {QuantMix::kQ6_K, "Q6_K", 18},    {QuantMix::kQ2_K, "Q2_K", 10},    {QuantMix::kQ3_K_S, "Q3_K_S", 11},
+    {QuantMix::kQ3_K_M, "Q3_K_M", 12}, {QuantMix::kQ3_K_L, "Q3_K_L", 13}, {QuantMix::kIQ2_XS, "IQ2_XS", 20},
+    {QuantMix::kIQ3_XXS, "IQ3_XXS", 23}, {QuantMix::kIQ3_S, "IQ3_S", 26}, {QuantMix::kIQ4_XS, "IQ4_XS", 30},
+    {QuantMix::kMoe2Bit, "MOE-2BIT", 19},
 };
 
 // The layers whose attn_v / ffn_down get more bits in the _M mixes.
@@ -38,18 +41,127 @@ bool contains(const std::string& s, const char* part) { return s.find(part) != s
 
 TensorType fallback_for_short_rows(TensorType type) {
   switch (type) {
+    case TensorType::Q2_K:
+    case TensorType::Q3_K: return TensorType::Q4_0;
     case TensorType::Q4_K: return TensorType::Q5_0;
     case TensorType::Q5_K: return TensorType::Q5_1;
     case TensorType::Q6_K: return TensorType::Q8_0;
-    case TensorType::Q2_K: return TensorType::Q4_0;
-    case TensorType::IQ2_XXS: return TensorType::Q4_0;
+    case TensorType::IQ2_XXS:
+    case TensorType::IQ2_XS:
+    case TensorType::IQ3_XXS:
+    case TensorType::IQ3_S:
+    case TensorType::IQ4_XS: return TensorType::IQ4_NL;
     default: return type;
+  }
+}
+
+// What llama.cpp's mixes tell apart.
+enum class Role { kOutput, kTokenEmbd, kAttnQ, kAttnK, kAttnV, kAttnOutput, kFfnDown, kOther };
+
+Role role_of(const std::string& name, const TensorContext& ctx) {
+  if (name == "output.weight" || (ctx.output_is_tied && name == "token_embd.weight")) return Role::kOutput;
+  if (name == "token_embd.weight") return Role::kTokenEmbd;
+  if (contains(name, "attn_q.")) return Role::kAttnQ;
+  if (contains(name, "attn_k.")) return Role::kAttnK;
+  if (contains(name, "attn_v.")) return Role::kAttnV;
+  if (contains(name, "attn_output")) return Role::kAttnOutput;
+  if (contains(name, "ffn_down")) return Role::kFfnDown;
+  return Role::kOther;
+}
+
+bool is_low_bit_mix(QuantMix mix) {
+  switch (mix) {
+    case QuantMix::kQ2_K:
+    case QuantMix::kQ3_K_S:
+    case QuantMix::kQ3_K_M:
+    case QuantMix::kQ3_K_L:
+    case QuantMix::kIQ2_XS:
+    case QuantMix::kIQ3_XXS:
+    case QuantMix::kIQ3_S:
+    case QuantMix::kIQ4_XS: return true;
+    default: return false;
+  }
+}
+
+// llama.cpp's rules (llama-quant.cpp) for the K-quant and IQ mixes of three
+// bits and less and IQ4_XS, for the architectures revis runs. Where they
+// pick IQ2_S, which revis cannot write, IQ2_XS stands in.
+TensorType low_bit_type(QuantMix mix, Role role, int layer, const TensorContext& ctx) {
+  using T = TensorType;
+  const bool first_eighth = layer < ctx.n_layer / 8;
+  switch (mix) {
+    case QuantMix::kQ2_K:
+      switch (role) {
+        case Role::kOutput: return T::Q6_K;
+        case Role::kAttnV: return ctx.n_gqa >= 4 ? T::Q4_K : T::Q3_K;
+        case Role::kAttnOutput:
+        case Role::kFfnDown: return T::Q3_K;
+        default: return T::Q2_K;
+      }
+    case QuantMix::kQ3_K_S: return role == Role::kOutput ? T::Q6_K : T::Q3_K;
+    case QuantMix::kQ3_K_M:
+      switch (role) {
+        case Role::kOutput: return T::Q6_K;
+        case Role::kAttnV: return layer < 2 ? T::Q5_K : T::Q4_K;
+        case Role::kFfnDown: return layer < ctx.n_layer / 16 ? T::Q5_K : T::Q4_K;
+        case Role::kAttnOutput: return T::Q4_K;
+        default: return T::Q3_K;
+      }
+    case QuantMix::kQ3_K_L:
+      switch (role) {
+        case Role::kOutput: return T::Q6_K;
+        case Role::kAttnV:
+        case Role::kAttnOutput:
+        case Role::kFfnDown: return T::Q5_K;
+        default: return T::Q3_K;
+      }
+    case QuantMix::kIQ2_XS:
+      switch (role) {
+        case Role::kOutput: return T::Q5_K;
+        case Role::kTokenEmbd: return T::Q2_K;
+        case Role::kAttnV: return ctx.n_gqa >= 4 || ctx.n_expert >= 4 ? T::Q4_K : T::Q2_K;
+        case Role::kFfnDown: return first_eighth ? T::Q2_K : T::IQ2_XS;
+        default: return T::IQ2_XS;
+      }
+    case QuantMix::kIQ3_XXS:
+      switch (role) {
+        case Role::kOutput: return T::Q5_K;
+        case Role::kTokenEmbd:
+        case Role::kAttnOutput: return T::IQ3_S;
+        case Role::kAttnQ:
+        case Role::kAttnK: return ctx.has_imatrix ? T::IQ2_XS : T::IQ3_XXS;
+        case Role::kAttnV: return ctx.n_gqa >= 4 ? T::Q4_K : ctx.has_imatrix ? T::IQ3_XXS : T::IQ3_S;
+        case Role::kFfnDown: return ctx.has_imatrix ? T::IQ3_XXS : first_eighth ? T::Q4_K : T::Q3_K;
+        default: return T::IQ3_XXS;
+      }
+    case QuantMix::kIQ3_S:
+      if (role == Role::kOutput) return T::Q6_K;
+      return role == Role::kAttnV && ctx.n_gqa >= 4 ? T::Q4_K : T::IQ3_S;
+    case QuantMix::kIQ4_XS:
+      switch (role) {
+        case Role::kOutput: return T::Q6_K;
+        case Role::kAttnV: return ctx.n_gqa >= 4 ? T::Q5_K : T::IQ4_XS;
+        case Role::kFfnDown: return first_eighth && !ctx.has_imatrix ? T::Q5_K : T::IQ4_XS;
+        default: return T::IQ4_XS;
+      }
+    default: return T::F16;  // not one of these mixes (is_low_bit_mix)
   }
 }
 
 Status importance_missing(TensorType type) {
   return Status::error(std::string(type_name(type)) +
                        " needs an importance matrix (revis quantize --imatrix FILE: llama.cpp's imatrix GGUF or .dat)");
+}
+
+// Norms, biases and the MoE router stay F32 in every mix.
+bool is_quantized_matrix(const std::string& name, const std::vector<int64_t>& dims) {
+  return dims.size() >= 2 && !contains(name, "ffn_gate_inp") && !contains(name, "_norm");
+}
+
+TensorType fit_row_length(TensorType type, int64_t cols) {
+  if (cols % type_traits(type).block_size != 0) type = fallback_for_short_rows(type);
+  if (cols % type_traits(type).block_size != 0) type = TensorType::F16;
+  return type;
 }
 
 }  // namespace
@@ -81,9 +193,29 @@ uint32_t llama_file_type(QuantMix mix) {
   return 0;
 }
 
+Result<TensorTypeOverride> parse_tensor_type_override(const std::string& spec) {
+  const size_t equals = spec.rfind('=');
+  if (equals == std::string::npos || equals == 0)
+    return Status::error("--tensor-type '" + spec + "': expected PATTERN=TYPE");
+  TensorTypeOverride out;
+  out.pattern = spec.substr(0, equals);
+  const std::optional<TensorType> type = type_from_name(spec.substr(equals + 1));
+  if (!type || !(can_quantize(*type) || can_quantize_with_importance(*type)))
+    return Status::error("--tensor-type '" + spec + "': '" + spec.substr(equals + 1) +
+                         "' is not a type revis writes (F32, F16, BF16, Q4_0 .. Q8_0, Q2_K .. Q6_K, IQ4_NL, IQ4_XS, "
+                         "IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S)");
+  out.type = *type;
+  try {
+    out.regex = std::regex(out.pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return Status::error("--tensor-type '" + spec + "': pattern '" + out.pattern + "' is not a regex: " + e.what());
+  }
+  return out;
+}
+
 TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::vector<int64_t>& dims,
                               const TensorContext& ctx) {
-  if (dims.size() < 2 || contains(name, "ffn_gate_inp") || contains(name, "_norm")) return TensorType::F32;
+  if (!is_quantized_matrix(name, dims)) return TensorType::F32;
   const bool is_output = name == "output.weight" || (ctx.output_is_tied && name == "token_embd.weight");
   const bool more_bits = (contains(name, "attn_v.") || contains(name, "ffn_down")) &&
                          layer_gets_more_bits(layer_of(name), ctx.n_layer);
@@ -104,20 +236,23 @@ TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::
              : contains(name, "ffn_gate_exps") || contains(name, "ffn_up_exps") ? TensorType::IQ2_XXS
                                                                                   : TensorType::Q8_0;
       break;
+    default: type = low_bit_type(mix, role_of(name, ctx), layer_of(name), ctx); break;
   }
   // Many experts share one attention: its K and V are worth keeping precise.
   if (ctx.n_expert >= 8 && (contains(name, "attn_k.") || contains(name, "attn_v."))) type = TensorType::Q8_0;
-  else if (ctx.n_expert >= 8 && contains(name, "attn_output") && mix == QuantMix::kQ4_K_M) type = TensorType::Q5_K;
-  if (dims[0] % type_traits(type).block_size != 0) type = fallback_for_short_rows(type);
-  if (dims[0] % type_traits(type).block_size != 0) type = TensorType::F16;
-  return type;
+  else if (ctx.n_expert >= 8 && contains(name, "attn_output") && (mix == QuantMix::kQ4_K_M || is_low_bit_mix(mix)))
+    type = TensorType::Q5_K;
+  return fit_row_length(type, dims[0]);
 }
 
 gguf::GgufWriter::Producer quantized_rows_producer(TensorType type, int64_t n_rows, int64_t row_length,
                                                    RowSource source, ThreadPool& pool, RowImportance importance) {
   return [=, &pool](const gguf::GgufWriter::Sink& sink) -> Status {
-    const bool weighted = can_quantize_with_importance(type);
-    if (weighted && !importance) return importance_missing(type);
+    const bool weighted = importance && can_quantize_with_importance(type);
+    if (!weighted && !can_quantize(type)) {
+      if (quantize_needs_importance(type)) return importance_missing(type);
+      return Status::error(std::string("revis cannot write tensors of type ") + type_name(type));
+    }
     constexpr int64_t kSliceValues = int64_t{4} << 20;
     const int64_t slice_rows = std::max<int64_t>(1, kSliceValues / row_length);
     const size_t bytes_per_row = row_bytes(type, row_length);
@@ -160,7 +295,8 @@ Result<RowImportance> row_importance(const Imatrix* imatrix, const gguf::TensorI
 }
 
 Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
-                      const QuantizeProgress& progress, const Imatrix* imatrix) {
+                      const QuantizeProgress& progress, const Imatrix* imatrix,
+                      const std::vector<TensorTypeOverride>& overrides) {
   auto opened = gguf::GgufFile::open(input);
   if (!opened.ok()) return opened.status();
   const gguf::GgufFile& in = **opened;
@@ -174,6 +310,10 @@ Status quantize_model(const std::string& input, const std::string& output, Quant
   ctx.n_layer = int_key(*arch + ".block_count");
   ctx.n_expert = int_key(*arch + ".expert_count");
   ctx.output_is_tied = in.tensor("output.weight") == nullptr;
+  // head_count_kv may be an array (per layer); it then reads as 0 and 1 is assumed.
+  const int n_head_kv = int_key(*arch + ".attention.head_count_kv");
+  ctx.n_gqa = n_head_kv > 0 ? int_key(*arch + ".attention.head_count") / n_head_kv : 1;
+  ctx.has_imatrix = imatrix != nullptr;
 
   gguf::GgufWriter out;
   out.copy_metadata(in);
@@ -184,7 +324,12 @@ Status quantize_model(const std::string& input, const std::string& output, Quant
   const size_t n_tensors = in.tensors().size();
   for (size_t i = 0; i < n_tensors; ++i) {
     const gguf::TensorInfo& t = in.tensors()[i];
-    const TensorType target = choose_tensor_type(mix, t.name, t.dims, ctx);
+    TensorType target = choose_tensor_type(mix, t.name, t.dims, ctx);
+    for (const TensorTypeOverride& o : overrides) {
+      if (!is_quantized_matrix(t.name, t.dims) || !std::regex_search(t.name, o.regex)) continue;
+      target = fit_row_length(o.type, t.dims[0]);
+      break;
+    }
     gguf::GgufWriter::Producer produce;
     size_t n_bytes = t.n_bytes;
     if (target == t.type) {
@@ -195,7 +340,7 @@ Status quantize_model(const std::string& input, const std::string& output, Quant
       const int64_t cols = t.dims[0];
       const size_t in_row = row_bytes(t.type, cols);
       // Refused before anything is written.
-      if (imatrix == nullptr && can_quantize_with_importance(target)) return importance_missing(target).with_context(t.name);
+      if (imatrix == nullptr && quantize_needs_importance(target)) return importance_missing(target).with_context(t.name);
       auto importance = row_importance(imatrix, t);
       if (!importance.ok()) return importance.status().with_context(input);
       n_bytes = row_bytes(target, t.n_elements());

@@ -7,18 +7,26 @@
 //   Q4_K_M, Q5_K_M          Q4_K / Q5_K, with output.weight, and attn_v and
 //                           ffn_down in the first and last eighth of the layers
 //                           and every third layer between, in Q6_K
+//   Q2_K, Q3_K_S, Q3_K_M,   llama.cpp's mixes of those names: the base type,
+//   Q3_K_L, IQ2_XS,         with output, attn_v, attn_output, ffn_down (and
+//   IQ3_XXS, IQ3_S, IQ4_XS  for some token_embd, attn_q, attn_k) in other
+//                           types by llama.cpp's rules (docs/quantization.md);
+//                           IQ2_XS needs an importance matrix
 //   MOE-2BIT                ds4's mix for MoE models: routed experts' gate and
 //                           up IQ2_XXS, down Q2_K, every other matrix Q8_0;
 //                           needs an importance matrix (IQ2_XXS)
 // Always: 1-D tensors (norms, biases, RoPE factors) and the MoE router stay
-// F32; in models with 8 or more experts attn_k and attn_v are Q8_0. A
-// K-quant on a row length that is not a multiple of 256 falls back to a
-// 32-block type of similar size (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0).
+// F32; in models with 8 or more experts attn_k and attn_v are Q8_0, and
+// attn_output Q5_K in the mixes of four bits and less. A type on a row
+// length that is not a multiple of its block falls back to a 32-block type
+// of similar size (Q2_K, Q3_K->Q4_0, Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0,
+// the IQ types->IQ4_NL), or F16.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -29,7 +37,10 @@
 
 namespace revis {
 
-enum class QuantMix { kF32, kF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K_M, kQ5_K_M, kQ6_K, kMoe2Bit };
+enum class QuantMix {
+  kF32, kF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K_M, kQ5_K_M, kQ6_K,
+  kQ2_K, kQ3_K_S, kQ3_K_M, kQ3_K_L, kIQ2_XS, kIQ3_XXS, kIQ3_S, kIQ4_XS, kMoe2Bit,
+};
 
 std::optional<QuantMix> parse_quant_mix(const std::string& name);  // case-insensitive
 const char* quant_mix_name(QuantMix mix);
@@ -41,11 +52,26 @@ struct TensorContext {
   int n_layer = 0;
   int n_expert = 0;
   bool output_is_tied = false;  // token_embd doubles as the output matrix
+  int n_gqa = 1;                // query heads per key/value head
+  bool has_imatrix = false;     // the quantizers will get importance
 };
 
 // The type tensor `name` with dims (innermost first) gets under `mix`.
 TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::vector<int64_t>& dims,
                               const TensorContext& context);
+
+// `--tensor-type PATTERN=TYPE`: every matrix whose name PATTERN (an
+// ECMAScript regex) matches anywhere gets TYPE instead of the mix's choice;
+// the first matching override wins. Like the mix's own types, it applies
+// to matrices only (not norms, biases or the router), and a row length
+// TYPE's blocks do not divide falls back as the mix's would.
+struct TensorTypeOverride {
+  std::string pattern;
+  std::regex regex;
+  TensorType type = TensorType::F32;
+};
+// Parses "PATTERN=TYPE" (split at the last '='); an error names what is wrong.
+Result<TensorTypeOverride> parse_tensor_type_override(const std::string& spec);
 
 // Reports (tensors done, tensors total, current tensor name).
 using QuantizeProgress = std::function<void(size_t, size_t, const std::string&)>;
@@ -56,7 +82,8 @@ struct Imatrix;
 // `imatrix` (may be null) weighs the errors of the types that take one; a
 // mix with a type that needs one (MOE-2BIT) is refused without it.
 Status quantize_model(const std::string& input, const std::string& output, QuantMix mix, ThreadPool& pool,
-                      const QuantizeProgress& progress, const Imatrix* imatrix = nullptr);
+                      const QuantizeProgress& progress, const Imatrix* imatrix = nullptr,
+                      const std::vector<TensorTypeOverride>& overrides = {});
 
 // Writes float rows [begin, end) of a tensor into `values` (row-major).
 using RowSource = std::function<void(int64_t begin, int64_t end, float* values)>;

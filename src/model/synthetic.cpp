@@ -1,5 +1,6 @@
 #include "model/synthetic.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gguf/gguf.h"
@@ -281,7 +282,7 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   }
 
   // Weights are generated while the file is written, one slice at a time.
-  const TensorContext ctx{spec.n_layer, spec.n_expert, spec.tied_output};
+  const TensorContext ctx{spec.n_layer, spec.n_expert, spec.tied_output, spec.n_head / std::max(1, spec.n_head_kv)};
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& [name, dims] = tensors[i];
     const int64_t cols = dims[0];

@@ -13,6 +13,28 @@ bool equal_constant_time(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// Calls `each` with every comma-separated name of `header`, trimmed;
+// stops when it returns true.
+template <class Each>
+bool any_subprotocol(std::string_view header, Each each) {
+  while (!header.empty()) {
+    const size_t comma = header.find(',');
+    std::string_view name = header.substr(0, comma);
+    while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+    if (each(name)) return true;
+    if (comma == std::string_view::npos) break;
+    header.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
 }  // namespace
 
 Status valid_token(std::string_view token) {
@@ -35,6 +57,35 @@ bool bearer_matches(std::string_view authorization, std::string_view token) {
   if (credential.front() != ' ') return false;
   while (!credential.empty() && credential.front() == ' ') credential.remove_prefix(1);
   return equal_constant_time(credential, token);
+}
+
+std::optional<std::string> token_from_subprotocols(std::string_view header) {
+  constexpr std::string_view kPrefix = "revis.token.";
+  std::optional<std::string> token;
+  any_subprotocol(header, [&](std::string_view name) {
+    if (!name.starts_with(kPrefix)) return false;
+    const std::string_view hex = name.substr(kPrefix.size());
+    if (hex.empty() || hex.size() % 2 != 0) return false;
+    std::string bytes;
+    for (size_t i = 0; i < hex.size(); i += 2) {
+      const int hi = hex_digit(hex[i]), lo = hex_digit(hex[i + 1]);
+      if (hi < 0 || lo < 0) return false;
+      bytes.push_back(static_cast<char>(hi * 16 + lo));
+    }
+    token = std::move(bytes);
+    return true;
+  });
+  return token;
+}
+
+bool offers_subprotocol(std::string_view header, std::string_view name) {
+  return any_subprotocol(header, [&](std::string_view offered) { return offered == name; });
+}
+
+
+bool subprotocol_matches(std::string_view header, std::string_view token) {
+  const std::optional<std::string> offered = token_from_subprotocols(header);
+  return offered && equal_constant_time(*offered, token);
 }
 
 }  // namespace revis::node

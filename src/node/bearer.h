@@ -7,9 +7,17 @@
 // scheme name matched without regard to case (RFC 7235 section 2.1), then
 // the credential compared in time that does not depend on where it differs.
 //
+// A browser's WebSocket cannot set Authorization; the dashboard (web/)
+// offers the subprotocols "revis" and "revis.token.HEX" instead, HEX being
+// the token's bytes in lower-case hex. subprotocol_matches() checks those
+// (the same constant-time comparison); the server then selects "revis" in
+// its answer, as browsers require of a subprotocol they offered.
+//
 // Thread-safety: pure functions.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "revis/status.h"
@@ -18,5 +26,13 @@ namespace revis::node {
 
 Status valid_token(std::string_view token);
 bool bearer_matches(std::string_view authorization, std::string_view token);
+
+inline constexpr std::string_view kDashboardSubprotocol = "revis";
+// `header`: a Sec-WebSocket-Protocol value (comma-separated names).
+bool subprotocol_matches(std::string_view header, std::string_view token);
+// The token "revis.token.HEX" in `header` carries; none when there is no
+// such name or it is malformed.
+std::optional<std::string> token_from_subprotocols(std::string_view header);
+bool offers_subprotocol(std::string_view header, std::string_view name);
 
 }  // namespace revis::node

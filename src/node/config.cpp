@@ -160,6 +160,14 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     else if (key == "max_kept_results_mb") s = get_int(v, at, 1, int64_t(1) << 30, c.max_kept_results_mb);
     else if (key == "log_level") s = get_string(v, at, c.log_level);
     else if (key == "log_format") s = get_string(v, at, c.log_format);
+    else if (key == "broker") s = get_string(v, at, c.broker);
+    else if (key == "broker_creds" || key == "broker_tls_ca") {
+      std::string& path = key == "broker_creds" ? c.broker_creds : c.broker_tls_ca;
+      s = get_string(v, at, path);
+      path = resolve_path(path, base_dir);
+    } else if (key == "broker_ack_wait_ms") s = get_int(v, at, 100, 3600 * 1000, c.broker_ack_wait_ms);
+    else if (key == "broker_max_deliver") s = get_int(v, at, 1, 1000, c.broker_max_deliver);
+    else if (key == "broker_replicas") s = get_int(v, at, 1, 5, c.broker_replicas);
     else if (key == "engine") s = get_string(v, at, c.engine);
     else if (key == "sim_tokens_per_s") s = get_rate(v, at, c.sim_tokens_per_s);
     else if (key == "sim_prefill_tokens_per_s") s = get_rate(v, at, c.sim_prefill_tokens_per_s);
@@ -244,6 +252,10 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.chat_template) c.chat_template = *o.chat_template;
   if (o.kv_budget_mb) c.kv_budget_mb = *o.kv_budget_mb;
   if (o.journal) c.journal = *o.journal;
+  if (o.broker) c.broker = *o.broker;
+  if (o.broker_creds) c.broker_creds = *o.broker_creds;
+  if (o.broker_ack_wait_ms) c.broker_ack_wait_ms = *o.broker_ack_wait_ms;
+  if (o.broker_replicas) c.broker_replicas = *o.broker_replicas;
   if (o.max_attempts) c.max_attempts = *o.max_attempts;
   if (o.heartbeat_ms) c.heartbeat_ms = *o.heartbeat_ms;
   if (o.result_ttl_s) c.result_ttl_s = *o.result_ttl_s;
@@ -313,6 +325,9 @@ Status validate_config(NodeConfig& c) {
   } else if (!c.token.empty()) {
     if (Status s = valid_token(c.token); !s.ok()) return s;
   }
+  if (!c.broker.empty() && (!c.peers.empty() || c.discover))
+    return Status::error("broker and peers/discover are two ways of sharing tickets: use one (docs/scale-out.md)");
+  if (c.broker_ack_wait_ms < 100) return Status::error("broker_ack_wait_ms must be at least 100");
   if (!is_loopback_host(c.host) && c.token.empty())
     return Status::error("refusing to listen on " + c.host +
                          " without a token: anyone who can reach it could use this machine. Set --token (or token = "

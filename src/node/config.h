@@ -33,6 +33,12 @@
 //   max_kept_results_mb = 64     # ... and the RAM they may take (with a journal, older ones are read from it)
 //   log_level = "info"           # debug, info, warn or error: the lowest level logged
 //   log_format = "text"          # text, or json (one JSON object per line)
+//   broker = "nats://10.0.0.9:4222"  # NATS JetStream servers the tickets go through (docs/scale-out.md; --broker)
+//   broker_creds = "node.creds"  # NATS credentials file (--broker-creds)
+//   broker_tls_ca = "ca.pem"     # CA for tls:// brokers
+//   broker_ack_wait_ms = 30000   # a pulled ticket not acknowledged (node dead) is redelivered after this
+//   broker_max_deliver = 5       # deliveries of one ticket before the broker gives up on it
+//   broker_replicas = 1          # copies of the streams in a NATS cluster (3: survives a dead server)
 //   engine = "gguf"              # "sim": no models, simulated tokens (scale tests)
 //   sim_tokens_per_s = 50        # the simulated engine's generation speed
 //   sim_prefill_tokens_per_s = 1000
@@ -100,6 +106,14 @@ struct NodeConfig {
   uint64_t max_kept_results_mb = 64;
   std::string log_level = "info";
   std::string log_format = "text";
+  // Scale-out on NATS JetStream (docs/scale-out.md): set, tickets go
+  // through the broker instead of the peer fabric.
+  std::string broker;  // nats://HOST:PORT[,HOST:PORT...]
+  std::string broker_creds;
+  std::string broker_tls_ca;
+  int broker_ack_wait_ms = 30000;
+  int broker_max_deliver = 5;
+  int broker_replicas = 1;
   // "gguf" runs the tiers' models; "sim" runs the simulated engine
   // (node/sim_inference.h), which needs no model and serves every tier.
   std::string engine = "gguf";
@@ -117,7 +131,8 @@ struct NodeConfig {
 // Values from the command line; set ones replace the file's.
 struct ConfigOverrides {
   std::optional<std::string> name, host, token, token_file, model, default_tier, catalog, engine;
-  std::optional<std::string> journal;
+  std::optional<std::string> journal, broker, broker_creds;
+  std::optional<int> broker_ack_wait_ms, broker_replicas;
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's
   bool discover = false;           // --discover turns it on; off is the default, or the file's

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "grammar/grammar_constraint.h"
 #include "node/job_prompt.h"
 #include "node/log.h"
 
@@ -44,7 +45,7 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
     Status s;
     if (const TierSpec* tier = pool_.resolve(*preload_tier)) {
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(mutex_);
         current_ = CurrentJob{};
         current_.tier = tier->name;
         current_.phase = "loading";
@@ -55,14 +56,14 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
       s = Status::error("no tier named " + *preload_tier);
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       ready_ = true;
       current_ = CurrentJob{};
       if (!s.ok()) preload_error_ = s.message();
     }
     if (on_preloaded) on_preloaded(s);
   } else {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     ready_ = true;
   }
   // Until ready, peers saw this node busy; without this they would learn it
@@ -72,8 +73,8 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
   while (true) {
     std::shared_ptr<QueuedJob> job;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_thread_ || !queue_.empty(); });
+      MutexLock lock(mutex_);
+      while (!stop_thread_ && queue_.empty()) wake_.wait(mutex_);
       if (queue_.empty()) break;  // stopping, and nothing left to run
       job = queue_.pop();
       running_ = job;
@@ -89,7 +90,7 @@ void Executor::loop(std::optional<std::string> preload_tier, std::function<void(
     run(*job);
     bool idle = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       running_.reset();
       idle = queue_.empty();
     }
@@ -113,7 +114,7 @@ void Executor::run(QueuedJob& job) {
     log_line("error", "job " + job.spec.label + ": " + outcome.error().message);
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     avg_job_s_ = 0.8 * avg_job_s_ + 0.2 * std::chrono::duration<double>(Clock::now() - start).count();
   }
   finish(job, std::move(outcome));
@@ -123,7 +124,7 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   const JobSpec& spec = job.spec;
   const Clock::time_point started = Clock::now();
   auto cancelled = [&]() -> NodeError {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     return NodeError{ErrorCode::kCancelled, job.cancel_reason.empty() ? "cancelled" : job.cancel_reason};
   };
   JobResult result;
@@ -134,7 +135,7 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   st.started_ms = ms_between(options_.node_start, started);
   st.seed = spec.sampling.seed;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     st.exec_index = executed_;
   }
   if (job.cancel.load()) return cancelled();
@@ -144,12 +145,12 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   options.stop = spec.stop;
   options.cancel = &job.cancel;
   options.on_progress = [this](int prompt_done, int generated) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     current_.prompt_done = prompt_done;
     current_.generated = generated;
     if (generated > 0) current_.phase = "generating";
   };
-  auto r = options_.sim ? infer_simulated(job, st, options) : infer_with_model(job, st, options, &result.reasoning);
+  auto r = options_.sim ? infer_simulated(job, result, options) : infer_with_model(job, result, options);
   if (!r.ok()) return r.error();
   if (r->stop_reason == "cancelled") return cancelled();
 
@@ -172,9 +173,9 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   return result;
 }
 
-Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobStats& st, GenerateOptions& options,
-                                                   std::optional<std::string>* reasoning) {
+Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& result, GenerateOptions& options) {
   const JobSpec& spec = job.spec;
+  JobStats& st = result.stats;
   const TierSpec* tier = pool_.resolve(spec.tier);
   if (!tier) return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + spec.tier + "\""};
   auto loaded = pool_.acquire(*tier, &st.load_ms);
@@ -195,12 +196,44 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobStats& st,
   begin_prefill(tier->name, static_cast<int>(tokens.size()), *max_tokens);
 
   options.max_tokens = *max_tokens;
+  const int n_vocab = engine.info().n_vocab;
+  for (const auto& [token, bias] : spec.sampling.logit_bias)
+    if (token >= n_vocab)
+      return NodeError{ErrorCode::kBadRequest, "logit_bias: token " + std::to_string(token) + " is outside the vocabulary of tier " +
+                                                   tier->name + " (0.." + std::to_string(n_vocab - 1) + ")"};
+  std::unique_ptr<GrammarConstraint> constraint;
+  if (spec.grammar) {
+    if (!model.vocabulary) model.vocabulary = TokenVocabulary::of(engine);  // once per loaded model
+    constraint = std::make_unique<GrammarConstraint>(spec.grammar, model.vocabulary);
+    options.constraint = constraint.get();
+  }
+  // With logprobs, each token's go out with the next piece of text (and all
+  // of them in the result). An end-of-generation token has no text, and, as
+  // in OpenAI's answers, no entry.
+  options.logprobs = spec.logprobs;
+  options.top_logprobs = spec.top_logprobs;
+  std::vector<LogprobEntry> unsent;
+  if (spec.logprobs)
+    options.on_logprobs = [&](const TokenLogprobs& lp) {
+      if (engine.is_end_of_generation(lp.chosen.token)) return;
+      LogprobEntry entry{{engine.token_bytes(lp.chosen.token), lp.chosen.logprob}, {}};
+      for (const revis::TokenLogprob& alt : lp.top) entry.top.push_back({engine.token_bytes(alt.token), alt.logprob});
+      result.logprobs.push_back(entry);
+      unsent.push_back(std::move(entry));
+    };
+  TextSink on_text;
+  if (job.callbacks.on_text)
+    on_text = [&](std::string_view text) {
+      job.callbacks.on_text(text, unsent);
+      unsent.clear();
+    };
   // The session comes from the model's prefix cache, holding as much of the
   // prompt as an earlier job (in RAM) or a checkpoint (on disk) provides.
   auto lease = model.cache->acquire(tokens, false);
   if (!lease.ok()) return NodeError{ErrorCode::kInternal, "prompt cache: " + lease.status().message()};
   // A thinking template's output is split into the thinking and the answer
-  // as it streams (reasoning_split.h).
+  // as it streams (reasoning_split.h). Log-probabilities of thinking tokens
+  // go out with the next piece of the answer.
   std::optional<ReasoningSplitter> splitter;
   if (!spec.raw && model.chat.reasoning) splitter.emplace(*model.chat.reasoning, prompt->opens_reasoning);
   std::string answer, thought;
@@ -208,15 +241,14 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobStats& st,
     thought += d.reasoning;
     answer += d.content;
     if (!d.reasoning.empty() && job.callbacks.on_reasoning) job.callbacks.on_reasoning(d.reasoning);
-    if (!d.content.empty() && job.callbacks.on_text) job.callbacks.on_text(d.content);
+    if (!d.content.empty() && on_text) on_text(d.content);
   };
-  const TextSink sink = splitter ? TextSink([&](std::string_view piece) { deliver(splitter->feed(piece)); })
-                                 : job.callbacks.on_text;
+  const TextSink sink = splitter ? TextSink([&](std::string_view piece) { deliver(splitter->feed(piece)); }) : on_text;
   auto r = generate(engine, *lease->session, tokens, options, sink, lease->cached);
   if (r.ok() && splitter) {
     deliver(splitter->finish());
     r->text = std::move(answer);
-    *reasoning = std::move(thought);
+    result.reasoning = std::move(thought);
   }
   if (r.ok() && !r->next_logits.empty()) {
     model.cache->release(std::move(*lease), tokens, r->next_logits, false);
@@ -228,9 +260,13 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobStats& st,
   return std::move(*r);
 }
 
-Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobStats& st, GenerateOptions& options) {
+Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobResult& result, GenerateOptions& options) {
   const JobSpec& spec = job.spec;
+  JobStats& st = result.stats;
   const SimEngineOptions& sim = *options_.sim;
+  // Its words come from no vocabulary: nothing to constrain or score.
+  if (spec.grammar) return NodeError{ErrorCode::kBadRequest, "the simulated engine cannot follow a grammar or JSON schema"};
+  if (spec.logprobs) return NodeError{ErrorCode::kBadRequest, "the simulated engine has no logprobs"};
   st.engine = "sim";
   st.tier = spec.tier;
   st.model = "sim";
@@ -242,13 +278,15 @@ Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobStats& st, 
   if (!max_tokens.ok()) return max_tokens.error();
   begin_prefill(spec.tier, n_prompt, *max_tokens);
   options.max_tokens = *max_tokens;
-  auto r = run_simulated_inference(sim, n_prompt, options, job.callbacks.on_text);
+  TextSink on_text;
+  if (job.callbacks.on_text) on_text = [&](std::string_view text) { job.callbacks.on_text(text, {}); };
+  auto r = run_simulated_inference(sim, n_prompt, options, on_text);
   if (!r.ok()) return NodeError{ErrorCode::kInternal, "simulated inference failed: " + r.status().message()};
   return std::move(*r);
 }
 
 void Executor::begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   current_.tier = tier;
   current_.phase = "prefill";
   current_.prompt_tokens = prompt_tokens;
@@ -267,7 +305,7 @@ void Executor::finish(QueuedJob& job, Outcome<JobResult> outcome) {
 Outcome<Admission> Executor::submit(JobSpec spec, JobCallbacks callbacks, bool first) {
   Admission a;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (stopping_) return NodeError{ErrorCode::kCancelled, "the node is shutting down"};
     if (queue_.full() && !first)
       return NodeError{ErrorCode::kQueueFull, "the queue is full (" + std::to_string(queue_.size()) +
@@ -286,7 +324,7 @@ Outcome<Admission> Executor::submit(JobSpec spec, JobCallbacks callbacks, bool f
 }
 
 std::shared_ptr<QueuedJob> Executor::take_queued(const std::function<bool(const JobSpec&)>& pick) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (stopping_) return nullptr;
   // With nothing running on a ready executor, the oldest job is not waiting:
   // this thread is about to start it (it may just not have been scheduled
@@ -301,7 +339,7 @@ std::shared_ptr<QueuedJob> Executor::take_queued(const std::function<bool(const 
 bool Executor::cancel(uint64_t job_id, const std::string& reason) {
   std::shared_ptr<QueuedJob> removed;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     removed = queue_.remove(job_id);
     if (!removed) {
       if (!running_ || running_->id != job_id) return false;
@@ -319,14 +357,16 @@ bool Executor::cancel(uint64_t job_id, const std::string& reason) {
 void Executor::shutdown(std::chrono::milliseconds grace) {
   std::vector<std::shared_ptr<QueuedJob>> dropped;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
     dropped = queue_.drain();
   }
   for (auto& job : dropped) finish(*job, NodeError{ErrorCode::kCancelled, "the node is shutting down"});
   {
-    std::unique_lock<std::mutex> lock(mutex_);
-    wake_.wait_for(lock, grace, [&] { return !running_; });
+    MutexLock lock(mutex_);
+    const auto deadline = Clock::now() + grace;
+    while (running_ && wake_.wait_until(mutex_, deadline)) {
+    }
     if (running_ && !running_->cancel.load()) {
       running_->cancel_reason = "the node is shutting down";
       running_->cancel.store(true);
@@ -338,7 +378,7 @@ void Executor::shutdown(std::chrono::milliseconds grace) {
 }
 
 ExecutorSnapshot Executor::snapshot() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ExecutorSnapshot s;
   s.ready = ready_;
   s.stopping = stopping_;
@@ -354,12 +394,12 @@ ExecutorSnapshot Executor::snapshot() const {
 }
 
 bool Executor::ready() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return ready_;
 }
 
 int Executor::retry_after_seconds() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const double wait = avg_job_s_ * (static_cast<double>(queue_.size()) + 1);
   return static_cast<int>(std::clamp(std::ceil(wait), 1.0, 300.0));
 }

@@ -19,15 +19,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "node/errors.h"
 #include "node/job.h"
 #include "node/job_queue.h"
@@ -114,10 +113,10 @@ class Executor {
   Outcome<JobResult> execute(QueuedJob& job);
   // The engine-specific half of execute(): fills the tier and model fields
   // of `stats`, sets options.max_tokens and runs the generation.
-  // A thinking template's thinking goes to *reasoning, the answer to the text.
-  Outcome<GenerateResult> infer_with_model(QueuedJob& job, JobStats& stats, GenerateOptions& options,
-                                           std::optional<std::string>* reasoning);
-  Outcome<GenerateResult> infer_simulated(QueuedJob& job, JobStats& stats, GenerateOptions& options);
+  // Both fill result.stats' model fields, and the model one result.logprobs
+  // and, for a thinking template, result.reasoning (the text is the answer).
+  Outcome<GenerateResult> infer_with_model(QueuedJob& job, JobResult& result, GenerateOptions& options);
+  Outcome<GenerateResult> infer_simulated(QueuedJob& job, JobResult& result, GenerateOptions& options);
   void begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens);
   void finish(QueuedJob& job, Outcome<JobResult> outcome);
 
@@ -125,18 +124,18 @@ class Executor {
   Metrics& metrics_;
   ExecutorOptions options_;
 
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  JobQueue queue_;
-  std::shared_ptr<QueuedJob> running_;
-  CurrentJob current_;
-  bool ready_ = false;
-  bool stopping_ = false;
-  bool stop_thread_ = false;
-  std::string preload_error_;
-  uint64_t next_id_ = 1;
-  uint64_t executed_ = 0;
-  double avg_job_s_ = 1.0;  // moving average of job durations
+  mutable Mutex mutex_;
+  CondVar wake_;
+  JobQueue queue_ GUARDED_BY(mutex_);
+  std::shared_ptr<QueuedJob> running_ GUARDED_BY(mutex_);
+  CurrentJob current_ GUARDED_BY(mutex_);
+  bool ready_ GUARDED_BY(mutex_) = false;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  bool stop_thread_ GUARDED_BY(mutex_) = false;
+  std::string preload_error_ GUARDED_BY(mutex_);
+  uint64_t next_id_ GUARDED_BY(mutex_) = 1;
+  uint64_t executed_ GUARDED_BY(mutex_) = 0;
+  double avg_job_s_ GUARDED_BY(mutex_) = 1.0;  // moving average of job durations
   std::function<void()> on_change_;
   std::thread thread_;
 };

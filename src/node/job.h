@@ -7,14 +7,17 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "node/chat_template.h"
+#include "grammar/grammar.h"
 #include "node/errors.h"
-#include "sample/sampler.h"
+#include "revis/sampling.h"
 
 namespace revis::node {
 
@@ -33,6 +36,11 @@ struct JobSpec {
   int max_tokens = 256;  // <= 0: until the context is full
   SamplingParams sampling;
   std::vector<std::string> stop;
+  // The output must be a sentence of this grammar (response_format, the
+  // `grammar` field); null: any text.
+  std::shared_ptr<const Grammar> grammar;
+  bool logprobs = false;  // report each generated token's log-probability
+  int top_logprobs = 0;   // with logprobs: the most likely alternatives per token, 0..20
   Clock::time_point received = Clock::now();  // when the request arrived (queue wait, overhead)
 };
 
@@ -57,10 +65,22 @@ struct JobStats {
   std::string engine = "gguf";  // "sim" for the simulated engine: its text means nothing
 };
 
+// One generated token's log-probability (JobSpec::logprobs), with the
+// alternatives; `token` holds its bytes (perhaps part of a UTF-8 character).
+struct TokenChoice {
+  std::string token;
+  float logprob = 0;
+};
+struct LogprobEntry {
+  TokenChoice chosen;
+  std::vector<TokenChoice> top;  // best first
+};
+
 struct JobResult {
   std::string text;                      // the answer
   std::optional<std::string> reasoning;  // the thinking, for a chat job whose template thinks
   std::string stop_reason;  // "eog", "length", "stop", "context"
+  std::vector<LogprobEntry> logprobs;  // with JobSpec::logprobs: every token but an end-of-generation one
   JobStats stats;
 };
 
@@ -69,7 +89,10 @@ struct JobResult {
 // and must not call back into the executor under its lock (the server only
 // posts work to its I/O thread).
 struct JobCallbacks {
-  std::function<void(std::string_view text)> on_text;       // streamed UTF-8 pieces of the answer; may be empty
+  // Streamed UTF-8 pieces of the answer, each with the log-probabilities
+  // (JobSpec::logprobs) of the tokens sampled since the previous piece; may
+  // be empty.
+  std::function<void(std::string_view text, std::span<const LogprobEntry> logprobs)> on_text;
   std::function<void(std::string_view text)> on_reasoning;  // streamed pieces of the thinking; may be empty
   std::function<void(Outcome<JobResult> outcome)> on_finish;  // exactly once per accepted job
 };

@@ -4,7 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace revis::node {
 namespace {
@@ -58,10 +59,17 @@ void log_record(const char* level, const std::string& text, const char* kind, co
     std::snprintf(head, sizeof head, "%s %-5s ", stamp, level);
     line = head + text;
   }
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
+  static Mutex mutex;  // one line at a time on stderr
+  MutexLock lock(mutex);
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
+}
+
+void log_job_run(const std::string& id, const JobStats& s) {
+  char line[256];
+  std::snprintf(line, sizeof line, "ran ticket %s exec %llu from %.3f ms to %.3f ms (%d tokens, %.1f tok/s)", id.c_str(),
+                static_cast<unsigned long long>(s.exec_index), s.started_ms, s.finished_ms, s.generated_tokens, s.gen_tok_s);
+  log_line("info", line);
 }
 
 }  // namespace revis::node

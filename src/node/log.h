@@ -15,6 +15,8 @@
 
 #include "revis/status.h"
 
+#include "node/job.h"
+
 namespace revis::node {
 
 // level: "debug", "info", "warn" or "error" (the lowest written; default
@@ -26,5 +28,10 @@ void log_line(const char* level, const std::string& message);
 // A structured record (the access log's): in text, `text` is the message;
 // in JSON, msg is `kind` and `fields` are members beside ts, level and msg.
 void log_record(const char* level, const std::string& text, const char* kind, const nlohmann::json& fields);
+
+// "ran ticket ID exec N from S ms to F ms (...)", for every job a node ran
+// to the end: the cluster tests read these lines to check that no node ever
+// ran two jobs at once.
+void log_job_run(const std::string& id, const JobStats& stats);
 
 }  // namespace revis::node

@@ -28,7 +28,7 @@ void sample(std::string& out, const std::string& name, double value) { out += na
 }  // namespace
 
 void Metrics::job_finished(std::string_view source, std::string_view outcome, const JobStats* stats) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ++outcomes_[{std::string(source), std::string(outcome)}];
   if (!stats) return;
   prompt_tokens_ += static_cast<uint64_t>(stats->prompt_tokens);
@@ -47,22 +47,22 @@ void Metrics::job_finished(std::string_view source, std::string_view outcome, co
 }
 
 std::map<std::pair<std::string, std::string>, uint64_t> Metrics::outcomes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return outcomes_;
 }
 
 uint64_t Metrics::prompt_tokens() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return prompt_tokens_;
 }
 
 uint64_t Metrics::generated_tokens() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return generated_tokens_;
 }
 
 std::string Metrics::prometheus(const LiveGauges& g) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::string out;
   header(out, "revis_jobs_total", "counter", "Finished jobs by source (ticket, openai) and outcome (done or error code).");
   for (const auto& [key, n] : outcomes_)

@@ -10,10 +10,10 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "node/job.h"
 
 namespace revis::node {
@@ -45,14 +45,17 @@ class Metrics {
   std::string prometheus(const LiveGauges& gauges) const;
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, uint64_t> outcomes_;
-  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
-  double prefill_seconds_ = 0, generate_seconds_ = 0;
-  double last_prefill_tok_s_ = 0, last_gen_tok_s_ = 0;
-  std::array<uint64_t, kTtftBuckets.size()> ttft_buckets_{};
-  uint64_t ttft_count_ = 0;
-  double ttft_sum_ = 0;
+  mutable Mutex mutex_;
+  std::map<std::pair<std::string, std::string>, uint64_t> outcomes_ GUARDED_BY(mutex_);
+  uint64_t prompt_tokens_ GUARDED_BY(mutex_) = 0;
+  uint64_t generated_tokens_ GUARDED_BY(mutex_) = 0;
+  double prefill_seconds_ GUARDED_BY(mutex_) = 0;
+  double generate_seconds_ GUARDED_BY(mutex_) = 0;
+  double last_prefill_tok_s_ GUARDED_BY(mutex_) = 0;
+  double last_gen_tok_s_ GUARDED_BY(mutex_) = 0;
+  std::array<uint64_t, kTtftBuckets.size()> ttft_buckets_ GUARDED_BY(mutex_){};
+  uint64_t ttft_count_ GUARDED_BY(mutex_) = 0;
+  double ttft_sum_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace revis::node

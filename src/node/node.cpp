@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
 #include "kvstore/store.h"
 #include "node/build_info.h"
 #include "node/job_prompt.h"
@@ -43,9 +44,9 @@ const char* health_name(Health h) {
 }
 
 uint64_t fresh_seed() {
-  static std::mutex mutex;
-  static std::mt19937_64 rng{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(mutex);
+  static Mutex mutex;
+  static std::mt19937_64 rng GUARDED_BY(mutex){std::random_device{}()};
+  MutexLock lock(mutex);
   return rng();
 }
 
@@ -212,6 +213,9 @@ Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received)
   spec.sampling = r->sampling;
   spec.sampling.seed = t.openai->seed;
   spec.stop = std::move(r->stop);
+  spec.grammar = std::move(r->grammar);
+  spec.logprobs = r->logprobs;
+  spec.top_logprobs = r->top_logprobs;
   spec.received = received;
   return spec;
 }
@@ -256,7 +260,7 @@ std::string Node::status_json() const {
   json tasks = json::array();
   for (const auto& [name, task] : catalog_.tasks()) tasks.push_back({{"name", name}, {"tier", task.tier}});
   const BuildInfo build = build_info();
-  return json{{"name", config_.name},
+  json doc{{"name", config_.name},
               {"version", build.version},
               {"commit", build.commit},
               {"kernels", {{"builtIn", build.kernels}, {"active", build.active_kernel}}},
@@ -279,8 +283,9 @@ std::string Node::status_json() const {
                 {"failed", failed},
                 {"byOutcome", outcomes},
                 {"promptTokens", metrics_.prompt_tokens()},
-                {"generatedTokens", metrics_.generated_tokens()}}}}
-      .dump(-1, ' ', false, json::error_handler_t::replace);
+                {"generatedTokens", metrics_.generated_tokens()}}}};
+  if (transport_report_.status_json) doc[transport_report_.key] = json::parse(transport_report_.status_json());
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string Node::metrics_text() const {
@@ -293,7 +298,9 @@ std::string Node::metrics_text() const {
   g.resident_bytes = pool_->resident_bytes();
   g.model_loads = pool_->loads();
   g.uptime_s = uptime_s();
-  return metrics_.prometheus(g);
+  std::string text = metrics_.prometheus(g);
+  if (transport_report_.metrics) text += transport_report_.metrics();
+  return text;
 }
 
 }  // namespace revis::node

@@ -71,6 +71,17 @@ class Node {
   // every outcome, not only the jobs that ran.
   void count_refused(const std::string& source, ErrorCode code);
 
+  // A transport's own state (the broker's connection and consumers): a
+  // JSON object shown under `key` in status_json(), and Prometheus lines
+  // appended to metrics_text(). Set once, before the server starts; the
+  // functions are called from the server's thread.
+  struct TransportReport {
+    std::string key;
+    std::function<std::string()> status_json;
+    std::function<std::string()> metrics;
+  };
+  void set_transport_report(TransportReport report) { transport_report_ = std::move(report); }
+
   Health health() const;
   std::string status_json() const;
   std::string metrics_text() const;
@@ -88,6 +99,7 @@ class Node {
   Metrics metrics_;
   std::unique_ptr<TierPool> pool_;
   std::unique_ptr<Executor> executor_;
+  TransportReport transport_report_;
 };
 
 }  // namespace revis::node

@@ -1,6 +1,10 @@
 #include "node/openai_api.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
+
+#include "grammar/json_schema.h"
 
 namespace revis::node {
 namespace {
@@ -34,7 +38,10 @@ Outcome<std::string> content_text(const json& content, const std::string& at) {
   return text;
 }
 
-// The sampling and length fields both endpoints share.
+std::optional<NodeError> parse_logit_bias(const json& j, OpenAiRequest& r);
+std::optional<NodeError> parse_output_shape(const json& j, OpenAiRequest& r);
+
+// The sampling, length and output-shape fields both endpoints share.
 std::optional<NodeError> parse_common(const json& j, OpenAiRequest& r) {
   if (auto it = j.find("model"); it != j.end()) {
     if (!it->is_string()) return bad("model must be a string");
@@ -100,6 +107,83 @@ std::optional<NodeError> parse_common(const json& j, OpenAiRequest& r) {
       r.include_usage = u->get<bool>();
     }
   }
+  if (auto e = parse_logit_bias(j, r)) return e;
+  return parse_output_shape(j, r);
+}
+
+// logit_bias: {"token id": bias in [-100, 100]}, as OpenAI takes it. Ids
+// beyond the model's vocabulary are refused when the job runs.
+std::optional<NodeError> parse_logit_bias(const json& j, OpenAiRequest& r) {
+  auto it = j.find("logit_bias");
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return bad("logit_bias must be an object of token ids to biases");
+  if (it->size() > 1024) return bad("logit_bias has " + std::to_string(it->size()) + " entries (at most 1024)");
+  for (const auto& [key, value] : it->items()) {
+    const bool digits = !key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) return bad("logit_bias key \"" + key + "\" is not a token id (a decimal integer)");
+    if (!value.is_number() || !(value.get<double>() >= -100 && value.get<double>() <= 100))
+      return bad("logit_bias[\"" + key + "\"] must be a number in [-100, 100]");
+    r.sampling.logit_bias.emplace_back(std::stoi(key), value.get<float>());
+  }
+  return std::nullopt;
+}
+
+std::optional<NodeError> compile_grammar(const std::string& gbnf, const std::string& field, OpenAiRequest& r) {
+  auto g = Grammar::parse(gbnf);
+  if (!g.ok()) return bad(field + ": " + g.status().message());
+  r.grammar = std::move(*g);
+  return std::nullopt;
+}
+
+std::optional<NodeError> compile_schema(const json& schema, const std::string& field, OpenAiRequest& r) {
+  if (!schema.is_object() && !schema.is_boolean()) return bad(field + " must be a JSON Schema (an object)");
+  // ordered_json keeps the properties in the order the client wrote them.
+  auto gbnf = json_schema_to_gbnf(nlohmann::ordered_json::parse(schema.dump()));
+  if (!gbnf.ok()) return bad(field + ": " + gbnf.status().message());
+  return compile_grammar(*gbnf, field, r);
+}
+
+// response_format (OpenAI) and grammar (llama.cpp): what the output must be.
+std::optional<NodeError> parse_output_shape(const json& j, OpenAiRequest& r) {
+  auto format = j.find("response_format");
+  const bool has_format = format != j.end() && !format->is_null();
+  auto grammar = j.find("grammar");
+  const bool has_grammar = grammar != j.end() && !grammar->is_null();
+  if (has_grammar) {
+    if (!grammar->is_string()) return bad("grammar must be a string (GBNF)");
+    if (auto e = compile_grammar(grammar->get<std::string>(), "grammar", r)) return e;
+  }
+  if (!has_format) return std::nullopt;
+  if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string())
+    return bad("response_format must be an object with a string type (text, json_object or json_schema)");
+  const std::string type = (*format)["type"].get<std::string>();
+  if (type == "text") return std::nullopt;
+  if (type != "json_object" && type != "json_schema")
+    return bad("response_format.type \"" + type + "\" is not supported (text, json_object, json_schema)");
+  if (has_grammar) return bad("grammar and response_format both set the output's shape; send one of them");
+  if (type == "json_object") {
+    // llama.cpp's extension: a schema may come along.
+    if (auto schema = format->find("schema"); schema != format->end() && !schema->is_null())
+      return compile_schema(*schema, "response_format.schema", r);
+    return compile_grammar(json_object_gbnf(), "response_format", r);
+  }
+  auto spec = format->find("json_schema");
+  if (spec == format->end() || !spec->is_object()) return bad("response_format.json_schema must be an object");
+  if (auto name = spec->find("name"); name != spec->end() && !name->is_string())
+    return bad("response_format.json_schema.name must be a string");
+  if (auto strict = spec->find("strict"); strict != spec->end() && !strict->is_null() && !strict->is_boolean())
+    return bad("response_format.json_schema.strict must be true or false");
+  auto schema = spec->find("schema");
+  if (schema == spec->end() || schema->is_null()) return bad("response_format.json_schema.schema is missing");
+  return compile_schema(*schema, "response_format.json_schema.schema", r);
+}
+
+// Fields that would change the answer and that revis does not do: refused,
+// never dropped.
+std::optional<NodeError> refuse_unsupported(const json& j, std::initializer_list<const char*> keys) {
+  for (const char* key : keys)
+    if (auto it = j.find(key); it != j.end() && !it->is_null())
+      return bad(std::string(key) + " is not supported");
   return std::nullopt;
 }
 
@@ -140,6 +224,21 @@ Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
   if (Status s = chat_kwargs_from_request(j, r.chat_options); !s.ok()) return bad(s.message());
   if (j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty()))
     return bad("tools are not supported");
+  if (auto it = j.find("tool_choice"); it != j.end() && !it->is_null() && *it != "none" && *it != "auto")
+    return bad("tool_choice is not supported (tools are not)");
+  if (auto it = j.find("modalities"); it != j.end() && !it->is_null() && *it != json::array({"text"}))
+    return bad("modalities other than [\"text\"] are not supported");
+  if (auto e = refuse_unsupported(j, {"functions", "function_call", "audio", "web_search_options"})) return *e;
+  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return bad("logprobs must be true or false");
+    r.logprobs = it->get<bool>();
+  }
+  if (auto it = j.find("top_logprobs"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 20)
+      return bad("top_logprobs must be an integer in [0, 20]");
+    if (!r.logprobs) return bad("top_logprobs needs logprobs: true");
+    r.top_logprobs = it->get<int>();
+  }
   return r;
 }
 
@@ -162,6 +261,16 @@ Outcome<OpenAiRequest> parse_completion_request(std::string_view body) {
   }
   if (r.prompt.empty()) return bad("prompt is empty");
   if (auto e = j.find("echo"); e != j.end() && e->is_boolean() && e->get<bool>()) return bad("echo is not supported");
+  if (auto it = j.find("suffix"); it != j.end() && !it->is_null() && *it != "") return bad("suffix is not supported");
+  if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && *it != 1)
+    return bad("best_of must be 1 (one choice per request)");
+  // The legacy endpoint's logprobs is how many alternatives to list per token.
+  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 20)
+      return bad("logprobs must be an integer in [0, 20] (alternatives per token)");
+    r.logprobs = true;
+    r.top_logprobs = it->get<int>();
+  }
   return r;
 }
 
@@ -169,7 +278,78 @@ const char* finish_reason(const std::string& stop_reason) {
   return stop_reason == "length" || stop_reason == "context" ? "length" : "stop";
 }
 
-std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r) {
+namespace {
+
+json entry_choice(const TokenChoice& c) {
+  json bytes = json::array();
+  for (unsigned char b : c.token) bytes.push_back(b);
+  // -inf (a token the constraint ruled out) is not JSON: OpenAI's floor.
+  return {{"token", c.token}, {"bytes", bytes}, {"logprob", std::isfinite(c.logprob) ? c.logprob : -9999.0f}};
+}
+
+json chat_logprobs(bool logprobs, std::span<const LogprobEntry> entries) {
+  if (!logprobs) return nullptr;
+  return {{"content", logprobs_content(entries)}, {"refusal", nullptr}};
+}
+
+json completion_logprobs(bool logprobs, std::span<const LogprobEntry> entries, size_t text_offset) {
+  if (!logprobs) return nullptr;
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+  for (const LogprobEntry& e : entries) {
+    const json chosen = entry_choice(e.chosen);
+    tokens.push_back(chosen["token"]);
+    token_logprobs.push_back(chosen["logprob"]);
+    json alternatives = json::object();
+    for (const TokenChoice& c : e.top) alternatives[c.token] = entry_choice(c)["logprob"];
+    top.push_back(std::move(alternatives));
+    offsets.push_back(text_offset);
+    text_offset += e.chosen.token.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+}  // namespace
+
+json logprobs_content(std::span<const LogprobEntry> entries) {
+  json content = json::array();
+  for (const LogprobEntry& e : entries) {
+    json item = entry_choice(e.chosen);
+    item["top_logprobs"] = json::array();
+    for (const TokenChoice& c : e.top) item["top_logprobs"].push_back(entry_choice(c));
+    content.push_back(std::move(item));
+  }
+  return content;
+}
+
+std::vector<LogprobEntry> logprobs_from_content(const json& content) {
+  auto choice = [](const json& j, TokenChoice& out) {
+    if (!j.is_object() || !j.contains("logprob") || !j["logprob"].is_number()) return false;
+    out.logprob = j["logprob"].get<float>();
+    if (auto b = j.find("bytes"); b != j.end() && b->is_array()) {
+      for (const json& byte : *b)
+        if (byte.is_number_unsigned() && byte.get<unsigned>() < 256) out.token.push_back(static_cast<char>(byte.get<unsigned>()));
+    } else if (auto t = j.find("token"); t != j.end() && t->is_string()) {
+      out.token = t->get<std::string>();
+    }
+    return true;
+  };
+  std::vector<LogprobEntry> entries;
+  if (!content.is_array()) return entries;
+  for (const json& item : content) {
+    LogprobEntry e;
+    if (!choice(item, e.chosen)) continue;
+    if (auto top = item.find("top_logprobs"); top != item.end() && top->is_array())
+      for (const json& alt : *top) {
+        TokenChoice c;
+        if (choice(alt, c)) e.top.push_back(std::move(c));
+      }
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
+                          bool logprobs) {
   json message = {{"role", "assistant"}, {"content", r.text}};
   if (r.reasoning && !r.reasoning->empty()) message["reasoning_content"] = *r.reasoning;
   return dump({{"id", id},
@@ -179,13 +359,14 @@ std::string chat_response(const std::string& id, const std::string& model, int64
                {"choices",
                 json::array({{{"index", 0},
                               {"message", message},
-                              {"logprobs", nullptr},
+                              {"logprobs", chat_logprobs(logprobs, r.logprobs)},
                               {"finish_reason", finish_reason(r.stop_reason)}}})},
                {"usage", usage(r.stats)}});
 }
 
 std::string chat_chunk(const std::string& id, const std::string& model, int64_t created, bool with_role,
-                       std::string_view content, const char* finish) {
+                       std::string_view content, const char* finish, bool logprobs,
+                       std::span<const LogprobEntry> entries) {
   json delta = json::object();
   if (with_role) delta["role"] = "assistant";
   if (!content.empty() || with_role) delta["content"] = std::string(content);
@@ -195,7 +376,7 @@ std::string chat_chunk(const std::string& id, const std::string& model, int64_t 
                {"model", model},
                {"choices", json::array({{{"index", 0},
                                          {"delta", delta},
-                                         {"logprobs", nullptr},
+                                         {"logprobs", chat_logprobs(logprobs && !with_role, entries)},
                                          {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
 }
 
@@ -211,27 +392,29 @@ std::string chat_reasoning_chunk(const std::string& id, const std::string& model
                                          {"finish_reason", nullptr}}})}});
 }
 
-std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r) {
+std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
+                                bool logprobs) {
   return dump({{"id", id},
                {"object", "text_completion"},
                {"created", created},
                {"model", model},
                {"choices", json::array({{{"index", 0},
                                          {"text", r.text},
-                                         {"logprobs", nullptr},
+                                         {"logprobs", completion_logprobs(logprobs, r.logprobs, 0)},
                                          {"finish_reason", finish_reason(r.stop_reason)}}})},
                {"usage", usage(r.stats)}});
 }
 
 std::string completion_chunk(const std::string& id, const std::string& model, int64_t created, std::string_view text,
-                             const char* finish) {
+                             const char* finish, bool logprobs, std::span<const LogprobEntry> entries,
+                             size_t text_offset) {
   return dump({{"id", id},
                {"object", "text_completion"},
                {"created", created},
                {"model", model},
                {"choices", json::array({{{"index", 0},
                                          {"text", std::string(text)},
-                                         {"logprobs", nullptr},
+                                         {"logprobs", completion_logprobs(logprobs, entries, text_offset)},
                                          {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
 }
 

@@ -4,24 +4,32 @@
 // unchanged.
 //
 // Unlike tickets, these are direct calls: the client chooses temperature,
-// top_p, max_tokens, stop and seed. Fields OpenAI defines that revis cannot
-// honour are refused when they would change the answer (n > 1, tools,
-// non-text content) and ignored otherwise (user, logit_bias, ...), as
-// llama-server does, because clients send many of them by default.
+// top_p, max_tokens, stop, seed, logit_bias, logprobs, and the shape of the
+// output (response_format json_object / json_schema, or llama.cpp's GBNF
+// `grammar`), which is compiled here so that a bad grammar or schema is a
+// 400 naming the field. Fields OpenAI defines that revis cannot honour are
+// refused when they would change the answer (n > 1, tools, audio, non-text
+// content, ...) and ignored otherwise (user, store, metadata, ...), because
+// clients send many of them by default. docs/openai-api.md lists them all.
 //
 // Thread-safety: free functions on values.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "grammar/grammar.h"
 #include "node/chat_template.h"
 #include "node/errors.h"
 #include "node/job.h"
-#include "sample/sampler.h"
+#include "revis/sampling.h"
 
 namespace revis::node {
 
@@ -37,6 +45,9 @@ struct OpenAiRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  std::shared_ptr<const Grammar> grammar;  // response_format or grammar; null: free text
+  bool logprobs = false;
+  int top_logprobs = 0;  // chat: top_logprobs; completions: the integer logprobs
 };
 
 // Errors are bad_request with a message naming the field.
@@ -46,16 +57,30 @@ Outcome<OpenAiRequest> parse_completion_request(std::string_view body);
 // "stop" or "length" from the executor's stop reason.
 const char* finish_reason(const std::string& stop_reason);
 
-std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r);
+// Responses and chunks carry "logprobs": null, or, when `logprobs` (the
+// request asked for them), those of the tokens given: OpenAI's
+// {"content": [...]} for chat, {"tokens", "token_logprobs", "top_logprobs",
+// "text_offset"} for completions, whose offsets start at `text_offset`.
+std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
+                          bool logprobs = false);
 // One chat.completion.chunk; role only in the first, finish_reason only in the last.
 std::string chat_chunk(const std::string& id, const std::string& model, int64_t created, bool with_role,
-                       std::string_view content, const char* finish);
+                       std::string_view content, const char* finish, bool logprobs = false,
+                       std::span<const LogprobEntry> entries = {});
 // A chunk of a thinking model's thinking (delta.reasoning_content).
 std::string chat_reasoning_chunk(const std::string& id, const std::string& model, int64_t created,
                                  std::string_view reasoning);
-std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r);
+std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
+                                bool logprobs = false);
 std::string completion_chunk(const std::string& id, const std::string& model, int64_t created, std::string_view text,
-                             const char* finish);
+                             const char* finish, bool logprobs = false, std::span<const LogprobEntry> entries = {},
+                             size_t text_offset = 0);
+
+// Logprob entries as OpenAI's chat shape ([{token, bytes, logprob,
+// top_logprobs: [{token, bytes, logprob}]}]), which the ticket protocol
+// carries too, and back (bytes win over token; malformed items are skipped).
+nlohmann::json logprobs_content(std::span<const LogprobEntry> entries);
+std::vector<LogprobEntry> logprobs_from_content(const nlohmann::json& content);
 // The final chunk with usage and no choices (stream_options.include_usage).
 std::string usage_chunk(bool chat, const std::string& id, const std::string& model, int64_t created, const JobStats& s);
 

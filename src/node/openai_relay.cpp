@@ -28,6 +28,7 @@ JobResult result_of(const json& done) {
   if (auto reasoning = done.find("reasoning"); reasoning != done.end() && reasoning->is_string())
     r.reasoning = reasoning->get<std::string>();
   r.stop_reason = string_at(done, "stopReason");
+  if (auto logprobs = done.find("logprobs"); logprobs != done.end()) r.logprobs = logprobs_from_content(*logprobs);
   if (auto stats = done.find("stats"); stats != done.end() && stats->is_object()) {
     r.stats.prompt_tokens = int_at(*stats, "promptTokens");
     r.stats.cached_tokens = int_at(*stats, "cachedTokens");
@@ -38,9 +39,13 @@ JobResult result_of(const json& done) {
 
 }  // namespace
 
-std::string OpenAiRelay::chunk(std::string_view text, const char* finish) const {
-  return shape_.chat ? chat_chunk(shape_.id, shape_.model, shape_.created, false, text, finish)
-                     : completion_chunk(shape_.id, shape_.model, shape_.created, text, finish);
+std::string OpenAiRelay::chunk(std::string_view text, const char* finish, std::span<const LogprobEntry> logprobs) {
+  const size_t offset = logprob_bytes_;
+  sent_logprobs_ += logprobs.size();
+  for (const LogprobEntry& e : logprobs) logprob_bytes_ += e.chosen.token.size();
+  return shape_.chat ? chat_chunk(shape_.id, shape_.model, shape_.created, false, text, finish, shape_.logprobs, logprobs)
+                     : completion_chunk(shape_.id, shape_.model, shape_.created, text, finish, shape_.logprobs, logprobs,
+                                        offset);
 }
 
 OpenAiRelay::Step OpenAiRelay::end_with(const NodeError& error) {
@@ -86,20 +91,31 @@ OpenAiRelay::Step OpenAiRelay::on_event(std::string_view text) {
       step.cancel = true;
       return step;
     }
-    if (!piece->empty())
-      step.events.push_back(thinking ? chat_reasoning_chunk(shape_.id, shape_.model, shape_.created, *piece)
-                                     : chunk(*piece, nullptr));
+    std::vector<LogprobEntry> logprobs;
+    if (auto it = e.find("logprobs"); shape_.logprobs && it != e.end()) logprobs = logprobs_from_content(*it);
+    const size_t run_logprobs = run_logprobs_ + logprobs.size();
+    if (run_logprobs_ < sent_logprobs_)  // entries an earlier run sent
+      logprobs.erase(logprobs.begin(), logprobs.begin() + std::min(logprobs.size(), sent_logprobs_ - run_logprobs_));
+    run_logprobs_ = run_logprobs;
+    if (thinking) {
+      if (!piece->empty()) step.events.push_back(chat_reasoning_chunk(shape_.id, shape_.model, shape_.created, *piece));
+    } else if (!piece->empty() || !logprobs.empty()) {
+      step.events.push_back(chunk(*piece, nullptr, logprobs));
+    }
   } else if (type == "retry") {
     answer_.run_length = thinking_.run_length = 0;
+    run_logprobs_ = 0;
     retry_reason_ = string_field("reason");
   } else if (type == "done") {
     const JobResult r = result_of(e);
     if (!shape_.stream) {
-      step.response = shape_.chat ? chat_response(shape_.id, shape_.model, shape_.created, r)
-                                  : completion_response(shape_.id, shape_.model, shape_.created, r);
+      step.response = shape_.chat ? chat_response(shape_.id, shape_.model, shape_.created, r, shape_.logprobs)
+                                  : completion_response(shape_.id, shape_.model, shape_.created, r, shape_.logprobs);
     } else {
       if (r.text != answer_.text || r.reasoning.value_or("") != thinking_.text) return end_with(diverged());
-      step.events.push_back(chunk("", finish_reason(r.stop_reason)));
+      const std::span<const LogprobEntry> rest =
+          std::span<const LogprobEntry>(r.logprobs).subspan(std::min(sent_logprobs_, r.logprobs.size()));
+      step.events.push_back(chunk("", finish_reason(r.stop_reason), rest));
       if (shape_.include_usage) step.events.push_back(usage_chunk(shape_.chat, shape_.id, shape_.model, shape_.created, r.stats));
       step.events.push_back("[DONE]");
     }

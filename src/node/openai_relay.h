@@ -12,18 +12,23 @@
 // The new run has the same seed and model, so it agrees and the client sees
 // one uninterrupted answer; should it differ, the answer ends with an error
 // rather than a spliced text. An error before anything was sent becomes an
-// HTTP error status.
+// HTTP error status. Logprobs ride on the token events, each chunk with
+// those of the tokens sampled since the last; the ones a token event never
+// carried (tokens whose text was held back, then cut by a stop string) come
+// with the finish chunk, from `done`, which has them all.
 //
 // Thread-safety: none; one request, one thread.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "node/errors.h"
+#include "node/job.h"
 
 namespace revis::node {
 
@@ -33,6 +38,7 @@ class OpenAiRelay {
     bool chat = true;            // /v1/chat/completions, else /v1/completions
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
+    bool logprobs = false;       // the request asked for logprobs
     std::string id, model;       // as the response shows them
     int64_t created = 0;
   };
@@ -57,7 +63,7 @@ class OpenAiRelay {
  private:
   Step end_with(const NodeError& error);
   NodeError diverged() const;
-  std::string chunk(std::string_view text, const char* finish) const;
+  std::string chunk(std::string_view text, const char* finish, std::span<const LogprobEntry> logprobs);
 
   // One stream the client is sent: the answer, or a thinking model's thinking.
   struct Sent {
@@ -71,6 +77,8 @@ class OpenAiRelay {
   Shape shape_;
   bool opened_ = false, finished_ = false;
   Sent answer_, thinking_;
+  size_t sent_logprobs_ = 0, run_logprobs_ = 0;  // as Sent's, counting the answer's logprob entries
+  size_t logprob_bytes_ = 0;  // the sent entries' token bytes: the next text_offset
   std::string retry_reason_;
 };
 

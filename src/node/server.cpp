@@ -20,6 +20,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "base/mutex.h"
 #include "node/access_log.h"
 #include "node/bearer.h"
 #include "node/connection_table.h"
@@ -29,6 +30,7 @@
 #include "node/request_guard.h"
 #include "node/service_notify.h"
 #include "node/ticket_desk.h"
+#include "node/web_assets.h"
 
 namespace revis::node {
 namespace {
@@ -134,6 +136,13 @@ bool authorized(const ServerState& state, const Request& req) {
   return bearer_matches(std::string_view(it->value().data(), it->value().size()), token);
 }
 
+// A browser's WebSocket upgrade: the token as a subprotocol (the dashboard).
+template <class Request>
+bool authorized_by_subprotocol(const ServerState& state, const Request& req) {
+  const std::string& token = state.node.config().token;
+  return !token.empty() && subprotocol_matches(field_value(req, http::field::sec_websocket_protocol), token);
+}
+
 // The status for a request the parser refused (docs/protocol.md), or none
 // when the connection just ended or timed out. Over the header limit, the
 // request line decides: the parser fills in the target once it has read it.
@@ -187,9 +196,9 @@ double ms_since(Clock::time_point start) {
 }
 
 std::string random_id(const char* prefix) {
-  static std::mutex mutex;
-  static std::mt19937_64 rng{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(mutex);
+  static Mutex mutex;
+  static std::mt19937_64 rng GUARDED_BY(mutex){std::random_device{}()};
+  MutexLock lock(mutex);
   char buf[40];
   std::snprintf(buf, sizeof buf, "%s%016llx", prefix, static_cast<unsigned long long>(rng()));
   return buf;
@@ -210,8 +219,11 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
     auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::server);
     timeouts.keep_alive_pings = true;
     ws_.set_option(timeouts);
-    ws_.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& res) { res.set(http::field::server, "revis"); }));
+    const bool dashboard = offers_subprotocol(field_value(req, http::field::sec_websocket_protocol), kDashboardSubprotocol);
+    ws_.set_option(websocket::stream_base::decorator([dashboard](websocket::response_type& res) {
+      res.set(http::field::server, "revis");
+      if (dashboard) res.set(http::field::sec_websocket_protocol, std::string(kDashboardSubprotocol));
+    }));
     // Messages up to 4x the limit are read, so that the client hears
     // too_long for its ticket; beyond that Beast closes with 1009.
     ws_.read_message_max(state_.node.config().max_message_bytes * 4 + 4096);
@@ -483,7 +495,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
 
     if (websocket::is_upgrade(req)) {
       if (path != "/v1/revis/stream") return respond_json(http::status::not_found, R"({"error":"no WebSocket endpoint here; use /v1/revis/stream"})");
-      if (!authorized(state_, req)) return unauthorized();
+      if (!authorized(state_, req) && !authorized_by_subprotocol(state_, req)) return unauthorized();
       if (state_.stopping) return respond_json(http::status::service_unavailable, R"({"error":"the node is shutting down"})");
       stream_.expires_never();
       log_request(101, 0);
@@ -547,6 +559,10 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
         case Health::kFailed: return respond_json(http::status::service_unavailable, R"({"status":"failed"})");
       }
     }
+    if (const WebAsset* asset = find_web_asset(path)) {  // static, no data: no token
+      if (!get) return method_not_allowed();
+      return web_asset(req, *asset);
+    }
     if (!authorized(state_, req)) return unauthorized();
     if (path == "/v1/revis/status") {
       if (!get) return method_not_allowed();
@@ -573,6 +589,15 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     respond_json(http::status::not_found, openai_error("no such endpoint: " + path, "invalid_request_error", "not_found"));
   }
 
+  void web_asset(const http::request<http::string_body>& req, const WebAsset& asset) {
+    const bool fresh = field_value(req, http::field::if_none_match) == asset.file->etag;
+    http::response<http::string_body> res{fresh ? http::status::not_modified : http::status::ok, 11};
+    res.set(http::field::content_type, std::string(asset.content_type));
+    for (const auto& [name, value] : web_asset_headers(asset)) res.set(std::string(name), std::string(value));
+    if (!fresh) res.body() = std::string(asset.file->body);
+    send_response(std::move(res));
+  }
+
   // The request becomes a ticket for the desk, which places it like any
   // other (here or on a peer); its events come back through send() and the
   // relay turns them into the OpenAI response.
@@ -587,6 +612,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     relay_.emplace(OpenAiRelay::Shape{.chat = chat,
                                       .stream = request->stream,
                                       .include_usage = request->include_usage,
+                                      .logprobs = request->logprobs,
                                       .id = ticket.id,
                                       .model = ticket.openai->tier,
                                       .created = std::time(nullptr)});

@@ -8,9 +8,11 @@
 //   GET  /v1/revis/status      the node's state as JSON
 //   GET  /v1/revis/cluster     every node the fabric knows (TicketDesk::cluster_json)
 //   GET  /metrics              Prometheus text
+//   GET  /, /web/...           the dashboard's files (node/web_assets.h)
 //
-// With a token configured, everything but /health needs
-// "Authorization: Bearer <token>". Before any of that, the server refuses
+// With a token configured, everything but /health and the dashboard's
+// files needs "Authorization: Bearer <token>" (a browser's WebSocket
+// offers it as a subprotocol, node/request_guard.h). Before any of that, the server refuses
 // broken HTTP framing (400/413/414/431), Hosts and browser Origins it does
 // not serve (403, node/request_guard.h), and connections past its caps
 // (node/connection_table.h); it logs one access line per request and

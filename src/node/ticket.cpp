@@ -1,9 +1,12 @@
 #include "node/ticket.h"
 
+#include <memory>
 #include <set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "node/openai_api.h"
 
 namespace revis::node {
 namespace {
@@ -151,6 +154,11 @@ std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_vi
     SubscribeRequest sub;
     for (const auto& [key, value] : j.items()) {
       if (key == "type") continue;
+      if (key == "feed") {
+        if (value != "cluster") return reject(ErrorCode::kBadRequest, "\"feed\" must be \"cluster\"");
+        sub.cluster = true;
+        continue;
+      }
       if (key != "node") return reject(ErrorCode::kBadRequest, "unknown field \"" + key + "\" in a subscribe message");
       if (!value.is_string())
         return reject(ErrorCode::kBadRequest, std::string("\"node\" must be a string, not ") + type_name(value));
@@ -254,10 +262,20 @@ std::string accepted_event(const std::string& id, int position) {
   return dump({{"type", "accepted"}, {"ticketID", id}, {"position", position}});
 }
 
-std::string token_event(const std::string& id, uint64_t seq, std::string_view text, bool reasoning) {
-  if (reasoning)
-    return dump({{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", ""}, {"reasoning", std::string(text)}});
-  return dump({{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", std::string(text)}});
+std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
+                        std::span<const LogprobEntry> logprobs, bool reasoning) {
+  json j = {{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", reasoning ? std::string() : std::string(text)}};
+  if (reasoning) j["reasoning"] = std::string(text);
+  if (!logprobs.empty()) j["logprobs"] = logprobs_content(logprobs);
+  return dump(j);
+}
+
+void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::function<void(std::string event)> send) {
+  auto seq = std::make_shared<uint64_t>(0);
+  callbacks.on_text = [id, seq, send](std::string_view piece, std::span<const LogprobEntry> logprobs) {
+    send(token_event(id, (*seq)++, piece, logprobs));
+  };
+  callbacks.on_reasoning = [id, seq, send](std::string_view piece) { send(token_event(id, (*seq)++, piece, {}, true)); };
 }
 
 std::string done_event(const std::string& id, const JobResult& result) {
@@ -265,7 +283,14 @@ std::string done_event(const std::string& id, const JobResult& result) {
   if (result.reasoning) j["reasoning"] = *result.reasoning;
   j["stopReason"] = result.stop_reason;
   j["stats"] = stats_json(result.stats);
+  if (!result.logprobs.empty()) j["logprobs"] = logprobs_content(result.logprobs);
   return dump(j);
+}
+
+std::vector<LogprobEntry> logprobs_of_event(std::string_view event) {
+  const json j = json::parse(event.begin(), event.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("logprobs")) return {};
+  return logprobs_from_content(j["logprobs"]);
 }
 
 std::string retry_event(const std::string& id, int attempt, const std::string& reason) {

@@ -11,11 +11,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "node/errors.h"
 #include "node/job.h"
@@ -62,9 +65,13 @@ struct ResumeRequest {
 };
 
 // A peer asks for this node's state, pushed at once, on every change, and
-// as a heartbeat.
+// as a heartbeat. With `cluster` (a client such as the dashboard:
+// "feed": "cluster") it asks instead for the cluster view and the events
+// of the tickets this node accepted (docs/protocol.md, "Following the
+// cluster").
 struct SubscribeRequest {
   std::string node;  // the subscriber's name, for the log
+  bool cluster = false;
 };
 
 using ClientMessage = std::variant<Ticket, CancelRequest, ResumeRequest, SubscribeRequest>;
@@ -89,13 +96,22 @@ bool valid_ticket_id(std::string_view id);
 
 // Server -> client events, one JSON text each.
 std::string accepted_event(const std::string& id, int position);
-// A piece of the answer, or with `reasoning` of the thinking (then "text" is
-// empty and "reasoning" holds it).
-std::string token_event(const std::string& id, uint64_t seq, std::string_view text, bool reasoning = false);
+// With logprobs (JobSpec::logprobs): those of the tokens sampled since the
+// previous token event, as "logprobs" (OpenAI's chat shape: token, bytes,
+// logprob, top_logprobs); done carries all of them. With `reasoning` the
+// piece is thinking: "text" is empty and "reasoning" holds it.
+std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
+                        std::span<const LogprobEntry> logprobs = {}, bool reasoning = false);
+// Sets callbacks.on_text and on_reasoning to hand `send` the job's token
+// events, numbered from 0.
+void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::function<void(std::string event)> send);
 std::string done_event(const std::string& id, const JobResult& result);
 std::string error_event(const std::optional<std::string>& id, const NodeError& error);
 // The ticket runs again (attempt 2, 3, ...): text streamed so far is void
 // and token seq restarts at 0.
 std::string retry_event(const std::string& id, int attempt, const std::string& reason);
+// The "logprobs" of a token or done event (JSON text); empty when it has
+// none or they are malformed (a misbehaving peer).
+std::vector<LogprobEntry> logprobs_of_event(std::string_view event);
 
 }  // namespace revis::node

@@ -27,12 +27,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
+#include "grammar/grammar_constraint.h"
 #include "kvstore/prefix_cache.h"
 #include "node/chat_template.h"
 #include "revis/engine.h"
@@ -68,6 +69,9 @@ struct LoadedModel {
   std::unique_ptr<kvstore::PrefixCache> cache;  // declared after the engine: destroyed (and flushed) first
   std::vector<std::string> kv_prefixes;         // digests of the aligned prefixes on disk (refresh_kv_prefixes)
   ModelChat chat;
+  // The vocabulary as a trie for grammar constraints: built by the executor
+  // on the model's first constrained job.
+  std::shared_ptr<const TokenVocabulary> vocabulary;
   uint64_t footprint_bytes = 0;
   double load_ms = 0;
   uint64_t last_used = 0;  // LRU tick
@@ -122,10 +126,10 @@ class TierPool {
   std::optional<TierSpec> fallback_;
   uint64_t budget_;
   KvCacheConfig kv_;
-  uint64_t tick_ = 0;
-  mutable std::mutex mutex_;  // guards models_ for status() readers
-  std::vector<std::unique_ptr<LoadedModel>> models_;
-  uint64_t loads_ = 0;
+  mutable Mutex mutex_;  // for status() readers; only the executor thread writes
+  uint64_t tick_ GUARDED_BY(mutex_) = 0;
+  std::vector<std::unique_ptr<LoadedModel>> models_ GUARDED_BY(mutex_);
+  uint64_t loads_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace revis::node

@@ -39,23 +39,42 @@ constexpr Kernels kScalarKernels[] = {
     {TensorType::Q5_0, TensorType::Q8_0, quant::dequantize_q5_0, quant::quantize_q5_0, quant::dot_q5_0},
     {TensorType::Q5_1, TensorType::Q8_0, quant::dequantize_q5_1, quant::quantize_q5_1, quant::dot_q5_1},
     {TensorType::Q8_0, TensorType::Q8_0, quant::dequantize_q8_0, quant::quantize_q8_0, quant::dot_q8_0},
-    {TensorType::Q2_K, TensorType::Q8_K, quant::dequantize_q2_k, quant::quantize_q2_k, quant::dot_q2_k},
-    {TensorType::Q3_K, TensorType::Q8_K, quant::dequantize_q3_k, quant::quantize_q3_k, quant::dot_q3_k},
+    {TensorType::Q2_K, TensorType::Q8_K, quant::dequantize_q2_k, quant::quantize_uniform<quant::quantize_q2_k>, quant::dot_q2_k},
+    {TensorType::Q3_K, TensorType::Q8_K, quant::dequantize_q3_k, quant::quantize_uniform<quant::quantize_q3_k>, quant::dot_q3_k},
     {TensorType::Q4_K, TensorType::Q8_K, quant::dequantize_q4_k, quant::quantize_q4_k, quant::dot_q4_k},
     {TensorType::Q5_K, TensorType::Q8_K, quant::dequantize_q5_k, quant::quantize_q5_k, quant::dot_q5_k},
     {TensorType::Q6_K, TensorType::Q8_K, quant::dequantize_q6_k, quant::quantize_q6_k, quant::dot_q6_k},
     {TensorType::Q8_K, TensorType::Q8_K, quant::dequantize_q8_k, quant::quantize_q8_k, quant::dot_q8_k},
     {TensorType::IQ4_NL, TensorType::Q8_0, quant::dequantize_iq4_nl, quant::quantize_iq4_nl, quant::dot_iq4_nl},
-    {TensorType::IQ4_XS, TensorType::Q8_K, quant::dequantize_iq4_xs, quant::quantize_iq4_xs, quant::dot_iq4_xs},
-    // The grid types have no plain quantizer (IQ2_XXS: quantize_row_with_importance).
+    {TensorType::IQ4_XS, TensorType::Q8_K, quant::dequantize_iq4_xs, quant::quantize_uniform<quant::quantize_iq4_xs>, quant::dot_iq4_xs},
+    // IQ1 and IQ2 have no plain quantizer: at two bits and below the search
+    // must know which values to keep (quantize_row_with_importance).
     {TensorType::IQ2_XXS, TensorType::Q8_K, quant::dequantize_iq2_xxs, nullptr, quant::dot_iq2_xxs},
     {TensorType::IQ2_XS, TensorType::Q8_K, quant::dequantize_iq2_xs, nullptr, quant::dot_iq2_xs},
     {TensorType::IQ2_S, TensorType::Q8_K, quant::dequantize_iq2_s, nullptr, quant::dot_iq2_s},
-    {TensorType::IQ3_XXS, TensorType::Q8_K, quant::dequantize_iq3_xxs, nullptr, quant::dot_iq3_xxs},
-    {TensorType::IQ3_S, TensorType::Q8_K, quant::dequantize_iq3_s, nullptr, quant::dot_iq3_s},
+    {TensorType::IQ3_XXS, TensorType::Q8_K, quant::dequantize_iq3_xxs, quant::quantize_uniform<quant::quantize_iq3_xxs>, quant::dot_iq3_xxs},
+    {TensorType::IQ3_S, TensorType::Q8_K, quant::dequantize_iq3_s, quant::quantize_uniform<quant::quantize_iq3_s>, quant::dot_iq3_s},
     {TensorType::IQ1_S, TensorType::Q8_K, quant::dequantize_iq1_s, nullptr, quant::dot_iq1_s},
     {TensorType::IQ1_M, TensorType::Q8_K, quant::dequantize_iq1_m, nullptr, quant::dot_iq1_m},
 };
+
+// The quantizers that weigh each value's error by an importance.
+struct WeightedQuantizer {
+  TensorType type;
+  quant::QuantizeWeightedFn quantize;
+};
+constexpr WeightedQuantizer kWeightedQuantizers[] = {
+    {TensorType::Q2_K, quant::quantize_q2_k},       {TensorType::Q3_K, quant::quantize_q3_k},
+    {TensorType::IQ4_XS, quant::quantize_iq4_xs},   {TensorType::IQ2_XXS, quant::quantize_iq2_xxs},
+    {TensorType::IQ2_XS, quant::quantize_iq2_xs},   {TensorType::IQ3_XXS, quant::quantize_iq3_xxs},
+    {TensorType::IQ3_S, quant::quantize_iq3_s},
+};
+
+const WeightedQuantizer* find_weighted(TensorType type) {
+  for (const WeightedQuantizer& q : kWeightedQuantizers)
+    if (q.type == type) return &q;
+  return nullptr;
+}
 
 constexpr size_t kTypeCount = sizeof(kScalarKernels) / sizeof(kScalarKernels[0]);
 
@@ -189,12 +208,15 @@ Result<KernelBackend> parse_kernel_backend(std::string_view name) {
 
 bool can_dequantize(TensorType type) { return find_kernels(type) != nullptr; }
 
-bool can_quantize_with_importance(TensorType type) { return type == TensorType::IQ2_XXS; }
+bool can_quantize_with_importance(TensorType type) { return find_weighted(type) != nullptr; }
+
+bool quantize_needs_importance(TensorType type) { return can_quantize_with_importance(type) && !can_quantize(type); }
 
 void quantize_row_with_importance(TensorType type, const float* src, void* dst, int64_t n, const float* importance) {
   checked_kernels("quantize_row_with_importance", type, n);
-  if (!can_quantize_with_importance(type)) fail("quantize_row_with_importance", type, "no quantizer with importance for this type");
-  quant::quantize_iq2_xxs(src, dst, n, importance);
+  const WeightedQuantizer* q = find_weighted(type);
+  if (q == nullptr) fail("quantize_row_with_importance", type, "no quantizer with importance for this type");
+  q->quantize(src, dst, n, importance);
 }
 
 bool can_quantize(TensorType type) {

@@ -193,7 +193,7 @@ void dequantize_iq4_xs(const void* src, float* dst, int64_t n) {
   }
 }
 
-void quantize_iq4_xs(const float* src, void* dst, int64_t n) {
+void quantize_iq4_xs(const float* src, void* dst, int64_t n, const float* importance) {
   auto* blocks = static_cast<BlockIQ4_XS*>(dst);
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     const float* x = src + b * kSuperBlock;
@@ -202,7 +202,8 @@ void quantize_iq4_xs(const float* src, void* dst, int64_t n) {
     XsFit fit;
     float extreme = 0;
     for (int g = 0; g < kGroupsXs; ++g) {
-      importance_weights(x + g * kGroup, kGroup, w + g * kGroup);
+      weighted_importance(x + g * kGroup, importance ? importance + b * kSuperBlock + g * kGroup : nullptr, kGroup,
+                          w + g * kGroup);
       group_scales[g] = fit_codebook(x + g * kGroup, w + g * kGroup, fit.index + g * kGroup);
       if (std::fabs(group_scales[g]) > std::fabs(extreme)) extreme = group_scales[g];
     }

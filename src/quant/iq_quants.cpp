@@ -17,6 +17,7 @@
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
 #include "quant/kernels.h"
+#include "quant/superblock.h"
 
 namespace revis::quant {
 namespace {
@@ -167,17 +168,13 @@ void dequantize_blocks(const void* src, float* dst, int64_t n, float factor) {
 
 template <typename Block>
 float dot_blocks(const void* w, const void* a, int64_t n, float factor) {
-  const auto* wb = static_cast<const Block*>(w);
-  const auto* ab = static_cast<const BlockQ8_K*>(a);
-  Unpacked u;
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlock; ++b) {
-    unpack(wb[b], u);
-    // |level * a| <= 62 * 128, 16 per group, scale <= 31, 16 groups: < 2^27.
-    const int scaled_dot = scaled_group_dot(u.level, ab[b].qs, u.scale, 16, kBlock);
-    sum += (block_scale(wb[b]) * ab[b].d * factor) * static_cast<float>(scaled_dot);
-  }
-  return sum;
+  return dot_superblocks<Block, Unpacked>(
+      w, a, n, [](const Block& b, Unpacked& u) { unpack(b, u); },
+      [factor](const Block& b, const Unpacked& u, const BlockQ8_K& ab) {
+        // |level * a| <= 62 * 128, 16 per group, scale <= 31, 16 groups: < 2^27.
+        const int scaled_dot = scaled_group_dot(u.level, ab.qs, u.scale, 16, kBlock);
+        return (block_scale(b) * ab.d * factor) * static_cast<float>(scaled_dot);
+      });
 }
 
 constexpr float kEighth = 0.125f, kQuarter = 0.25f, kOne = 1.0f;

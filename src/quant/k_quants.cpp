@@ -16,6 +16,7 @@
 #include "quant/blocks.h"
 #include "quant/kernels.h"
 #include "quant/scale_search.h"
+#include "quant/superblock.h"
 
 namespace revis::quant {
 namespace {
@@ -217,29 +218,23 @@ void dequantize_blocks(const void* src, float* dst, int64_t n, Geometry geometry
 
 template <typename Block>
 float dot_blocks(const void* w, const void* a, int64_t n, Geometry geometry) {
-  const auto* wb = static_cast<const Block*>(w);
-  const auto* ab = static_cast<const BlockQ8_K*>(a);
-  Unpacked u;
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlock; ++b) {
-    unpack(wb[b], u);
-    const int8_t* aq = ab[b].qs;
-    // |q * a| <= 32 * 128 and |scale| <= 128 keep these sums far inside int32.
-    const int scaled_dot = scaled_group_dot(u.q, aq, u.scale, geometry.group_size, kBlock);
-    int min_dot = 0;
-    for (int g = 0; g < kBlock / geometry.group_size && geometry.has_min; ++g) {
-      // Q8_K carries the sum of every 16 activations, which is all the
-      // group minimum needs.
-      const int begin = g * geometry.group_size;
-      int activation_sum = 0;
-      for (int s = begin / 16; s < (begin + geometry.group_size) / 16; ++s) activation_sum += ab[b].bsums[s];
-      min_dot += u.min[g] * activation_sum;
-    }
-    const float da = ab[b].d;
-    sum += (half_to_float(wb[b].d) * da) * static_cast<float>(scaled_dot) -
-           (dmin_of(wb[b]) * da) * static_cast<float>(min_dot);
-  }
-  return sum;
+  return dot_superblocks<Block, Unpacked>(
+      w, a, n, [](const Block& b, Unpacked& u) { unpack(b, u); },
+      [geometry](const Block& b, const Unpacked& u, const BlockQ8_K& ab) {
+        // |q * a| <= 32 * 128 and |scale| <= 128 keep these sums far inside int32.
+        const int scaled_dot = scaled_group_dot(u.q, ab.qs, u.scale, geometry.group_size, kBlock);
+        int min_dot = 0;
+        for (int g = 0; g < kBlock / geometry.group_size && geometry.has_min; ++g) {
+          // Q8_K carries the sum of every 16 activations, which is all the
+          // group minimum needs.
+          const int begin = g * geometry.group_size;
+          int activation_sum = 0;
+          for (int s = begin / 16; s < (begin + geometry.group_size) / 16; ++s) activation_sum += ab.bsums[s];
+          min_dot += u.min[g] * activation_sum;
+        }
+        return (half_to_float(b.d) * ab.d) * static_cast<float>(scaled_dot) -
+               (dmin_of(b) * ab.d) * static_cast<float>(min_dot);
+      });
 }
 
 }  // namespace
@@ -249,11 +244,11 @@ float dot_blocks(const void* w, const void* a, int64_t n, Geometry geometry) {
 void dequantize_q2_k(const void* src, float* dst, int64_t n) { dequantize_blocks<BlockQ2_K>(src, dst, n, kQ2); }
 float dot_q2_k(const void* w, const void* a, int64_t n) { return dot_blocks<BlockQ2_K>(w, a, n, kQ2); }
 
-void quantize_q2_k(const float* src, void* dst, int64_t n) {
+void quantize_q2_k(const float* src, void* dst, int64_t n, const float* importance) {
   auto* blocks = static_cast<BlockQ2_K*>(dst);
   AffineSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_affine_superblock(src + b * kBlock, 16, 16, /*q_max=*/3, /*sc_max=*/15, fit);
+    fit_affine_superblock(src + b * kBlock, importance ? importance + b * kBlock : nullptr, 16, 16, /*q_max=*/3, /*sc_max=*/15, fit);
     int q[kBlock];
     std::copy(fit.q, fit.q + kBlock, q);
     pack_2bit(q, blocks[b].qs);
@@ -268,11 +263,11 @@ void quantize_q2_k(const float* src, void* dst, int64_t n) {
 void dequantize_q3_k(const void* src, float* dst, int64_t n) { dequantize_blocks<BlockQ3_K>(src, dst, n, kQ3); }
 float dot_q3_k(const void* w, const void* a, int64_t n) { return dot_blocks<BlockQ3_K>(w, a, n, kQ3); }
 
-void quantize_q3_k(const float* src, void* dst, int64_t n) {
+void quantize_q3_k(const float* src, void* dst, int64_t n, const float* importance) {
   auto* blocks = static_cast<BlockQ3_K*>(dst);
   SymmetricSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_symmetric_superblock(src + b * kBlock, 16, 16, -4, 3, -32, 31, fit);
+    fit_symmetric_superblock(src + b * kBlock, importance ? importance + b * kBlock : nullptr, 16, 16, -4, 3, -32, 31, fit);
     int stored[kBlock];  // q + 4, 3 bits
     for (int i = 0; i < kBlock; ++i) stored[i] = fit.q[i] + 4;
     pack_2bit(stored, blocks[b].qs);
@@ -291,7 +286,7 @@ void quantize_q4_k(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ4_K*>(dst);
   AffineSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_affine_superblock(src + b * kBlock, 8, 32, /*q_max=*/15, /*sc_max=*/63, fit);
+    fit_affine_superblock(src + b * kBlock, nullptr, 8, 32, /*q_max=*/15, /*sc_max=*/63, fit);
     int q[kBlock];
     std::copy(fit.q, fit.q + kBlock, q);
     pack_4bit(q, blocks[b].qs);
@@ -310,7 +305,7 @@ void quantize_q5_k(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ5_K*>(dst);
   AffineSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_affine_superblock(src + b * kBlock, 8, 32, /*q_max=*/31, /*sc_max=*/63, fit);
+    fit_affine_superblock(src + b * kBlock, nullptr, 8, 32, /*q_max=*/31, /*sc_max=*/63, fit);
     int q[kBlock];
     std::copy(fit.q, fit.q + kBlock, q);
     pack_4bit(q, blocks[b].qs);
@@ -330,7 +325,7 @@ void quantize_q6_k(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ6_K*>(dst);
   SymmetricSuperBlock fit;
   for (int64_t b = 0; b < n / kBlock; ++b) {
-    fit_symmetric_superblock(src + b * kBlock, 16, 16, -32, 31, -128, 127, fit);
+    fit_symmetric_superblock(src + b * kBlock, nullptr, 16, 16, -32, 31, -128, 127, fit);
     int q[kBlock];
     std::copy(fit.q, fit.q + kBlock, q);
     pack_6bit(q, blocks[b].ql, blocks[b].qh);

@@ -17,6 +17,9 @@ namespace revis::quant {
 
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
+// importance: n weights, one per value, of each value's squared error (a row
+// of an importance matrix); null weighs every value alike.
+using QuantizeWeightedFn = void (*)(const float* src, void* dst, int64_t n, const float* importance);
 using DotFn = float (*)(const void* w, const void* a, int64_t n);
 // out[k] = dot(w, a + k * a_stride) for k = 0..3: one weight row against
 // four activation rows (a_stride bytes apart), each weight block unpacked
@@ -73,6 +76,12 @@ int scaled_group_dot(const Level* level, const int8_t* a, const int* scale, int 
   return sum;
 }
 
+// A QuantizeFn from a QuantizeWeightedFn: every value weighed alike.
+template <QuantizeWeightedFn quantize>
+void quantize_uniform(const float* src, void* dst, int64_t n) {
+  quantize(src, dst, n, nullptr);
+}
+
 // float_types.cpp: plain floats. Activations are the same type as weights.
 void dequantize_f32(const void* src, float* dst, int64_t n);
 void quantize_f32(const float* src, void* dst, int64_t n);
@@ -103,10 +112,10 @@ float dot_q8_0(const void* w, const void* a, int64_t n);
 
 // k_quants.cpp: 256-value super-blocks, activations in Q8_K.
 void dequantize_q2_k(const void* src, float* dst, int64_t n);
-void quantize_q2_k(const float* src, void* dst, int64_t n);
+void quantize_q2_k(const float* src, void* dst, int64_t n, const float* importance);
 float dot_q2_k(const void* w, const void* a, int64_t n);
 void dequantize_q3_k(const void* src, float* dst, int64_t n);
-void quantize_q3_k(const float* src, void* dst, int64_t n);
+void quantize_q3_k(const float* src, void* dst, int64_t n, const float* importance);
 float dot_q3_k(const void* w, const void* a, int64_t n);
 void dequantize_q4_k(const void* src, float* dst, int64_t n);
 void quantize_q4_k(const float* src, void* dst, int64_t n);
@@ -126,7 +135,7 @@ void dequantize_iq4_nl(const void* src, float* dst, int64_t n);
 void quantize_iq4_nl(const float* src, void* dst, int64_t n);
 float dot_iq4_nl(const void* w, const void* a, int64_t n);  // against Q8_0
 void dequantize_iq4_xs(const void* src, float* dst, int64_t n);
-void quantize_iq4_xs(const float* src, void* dst, int64_t n);
+void quantize_iq4_xs(const float* src, void* dst, int64_t n, const float* importance);
 float dot_iq4_xs(const void* w, const void* a, int64_t n);  // against Q8_K
 
 // iq_quants.cpp: the grid types, activations in Q8_K.
@@ -145,7 +154,10 @@ float dot_iq1_s(const void* w, const void* a, int64_t n);
 void dequantize_iq1_m(const void* src, float* dst, int64_t n);
 float dot_iq1_m(const void* w, const void* a, int64_t n);
 
-// iq2_xxs_quantize.cpp: importance[i] weighs the error of value i.
+// iq_quantize.cpp: the searched grid quantizers.
 void quantize_iq2_xxs(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_iq2_xs(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_iq3_xxs(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_iq3_s(const float* src, void* dst, int64_t n, const float* importance);
 
 }  // namespace revis::quant

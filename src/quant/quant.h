@@ -29,18 +29,21 @@ uint16_t fp32_to_bf16(float f);   // round to nearest even
 
 // True if dequantize_row works for this type (every type in types.h but Q8_1).
 bool can_dequantize(TensorType type);
-// True if quantize_row works for this type: not for Q8_1 nor the IQ1/IQ2/IQ3
-// grid types (IQ2_XXS is written by quantize_row_with_importance).
+// True if quantize_row works for this type: not for Q8_1 nor the IQ1/IQ2
+// grid types (IQ2_XXS and IQ2_XS are written by quantize_row_with_importance).
 bool can_quantize(TensorType type);
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
 void quantize_row(TensorType type, const float* src, void* dst, int64_t n);
 
-// Quantizers that need an importance matrix's weights: importance[i] > 0
+// Quantizers that take an importance matrix's weights: importance[i] > 0
 // weighs the squared error of value i (for a weight row, the mean squared
-// activation of its input channel i), n values. Today IQ2_XXS, which has no
-// quantize_row: at two bits the search must know which values to keep.
+// activation of its input channel i), n values. Q2_K, Q3_K, IQ4_XS, IQ2_XXS,
+// IQ2_XS, IQ3_XXS and IQ3_S. quantize_needs_importance: the two IQ2 types,
+// which have no quantize_row: at two bits the search must know which values
+// to keep.
 bool can_quantize_with_importance(TensorType type);
+bool quantize_needs_importance(TensorType type);
 void quantize_row_with_importance(TensorType type, const float* src, void* dst, int64_t n, const float* importance);
 
 // The format an activation row is converted to before vec_dot with weights of type w.

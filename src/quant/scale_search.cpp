@@ -88,6 +88,12 @@ void importance_weights(const float* x, int n, float* w) {
   for (int i = 0; i < n; ++i) w[i] = rms + std::fabs(x[i]);
 }
 
+void weighted_importance(const float* x, const float* importance, int n, float* w) {
+  importance_weights(x, n, w);
+  if (importance != nullptr)
+    for (int i = 0; i < n; ++i) w[i] *= importance[i];
+}
+
 float fit_symmetric(const float* x, const float* w, int n, int q_low, int q_high, int8_t* q) {
   float extreme = 0;  // the value of largest magnitude, with its sign
   for (int i = 0; i < n; ++i)
@@ -187,15 +193,15 @@ AffineFit fit_affine(const float* x, const float* w, int n, int q_max, uint8_t* 
   return best;
 }
 
-void fit_affine_superblock(const float* x, int n_groups, int group_size, int q_max, int sc_max,
-                           AffineSuperBlock& out) {
+void fit_affine_superblock(const float* x, const float* importance, int n_groups, int group_size, int q_max,
+                           int sc_max, AffineSuperBlock& out) {
   const int n = n_groups * group_size;
   float w[256];
   float scales[16], offsets[16];
   float max_scale = 0, max_offset = 0;
   for (int g = 0; g < n_groups; ++g) {
     const float* xg = x + g * group_size;
-    importance_weights(xg, group_size, w + g * group_size);
+    weighted_importance(xg, importance ? importance + g * group_size : nullptr, group_size, w + g * group_size);
     const AffineFit fit = fit_affine(xg, w + g * group_size, group_size, q_max, out.q + g * group_size);
     scales[g] = fit.scale;
     offsets[g] = fit.offset;
@@ -270,15 +276,15 @@ void fit_affine_superblock(const float* x, int n_groups, int group_size, int q_m
   }
 }
 
-void fit_symmetric_superblock(const float* x, int n_groups, int group_size, int q_low, int q_high,
-                              int sc_low, int sc_high, SymmetricSuperBlock& out) {
+void fit_symmetric_superblock(const float* x, const float* importance, int n_groups, int group_size, int q_low,
+                              int q_high, int sc_low, int sc_high, SymmetricSuperBlock& out) {
   const int n = n_groups * group_size;
   float w[256];
   float scales[16];
   float extreme = 0;  // group scale of largest magnitude, with its sign
   for (int g = 0; g < n_groups; ++g) {
     const float* xg = x + g * group_size;
-    importance_weights(xg, group_size, w + g * group_size);
+    weighted_importance(xg, importance ? importance + g * group_size : nullptr, group_size, w + g * group_size);
     scales[g] = fit_symmetric(xg, w + g * group_size, group_size, q_low, q_high, out.q + g * group_size);
     if (std::fabs(scales[g]) > std::fabs(extreme)) extreme = scales[g];
   }

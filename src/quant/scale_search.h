@@ -32,6 +32,10 @@ struct AffineFit {
 };
 AffineFit fit_affine(const float* x, const float* w, int n, int q_max, uint8_t* q);
 
+// The super-block fits weigh value i's error by importance_weights() times
+// importance[i], the importance matrix's weight of its input channel (null:
+// 1 for every value).
+//
 // A super-block of n_groups groups of group_size values each:
 //   x ~= d * sc[g] * q - dmin * m[g]    with sc, m in [0, sc_max], q in [0, q_max]
 // d and dmin are the stored halves and their decoded values.
@@ -40,8 +44,8 @@ struct AffineSuperBlock {
   uint8_t sc[16] = {}, m[16] = {};
   uint8_t q[256] = {};
 };
-void fit_affine_superblock(const float* x, int n_groups, int group_size, int q_max, int sc_max,
-                           AffineSuperBlock& out);
+void fit_affine_superblock(const float* x, const float* importance, int n_groups, int group_size, int q_max,
+                           int sc_max, AffineSuperBlock& out);
 
 // x ~= d * sc[g] * q with sc in [sc_low, sc_high], q in [q_low, q_high].
 struct SymmetricSuperBlock {
@@ -49,7 +53,10 @@ struct SymmetricSuperBlock {
   int8_t sc[16] = {};
   int8_t q[256] = {};
 };
-void fit_symmetric_superblock(const float* x, int n_groups, int group_size, int q_low, int q_high,
-                              int sc_low, int sc_high, SymmetricSuperBlock& out);
+void fit_symmetric_superblock(const float* x, const float* importance, int n_groups, int group_size, int q_low,
+                              int q_high, int sc_low, int sc_high, SymmetricSuperBlock& out);
+
+// importance_weights(x, n, w) times importance[i] where importance is set.
+void weighted_importance(const float* x, const float* importance, int n, float* w);
 
 }  // namespace revis::quant

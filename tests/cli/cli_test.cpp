@@ -1,11 +1,19 @@
 // End-to-end tests of the `revis` command line: what a user types, what
 // comes out, and how failures are reported.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "node/client.h"
 #include "support/golden.h"
 #include "support/run_command.h"
 
@@ -224,7 +232,7 @@ TEST(MkmodelCommand, SameSeedSameBytes) {
 
 TEST(DemoCommand, CreatesModelOnceAndGenerates) {
   TempDir tmp;
-  const std::string cmd = "demo -n 8 --cache-dir " + shell_quote(tmp.path().string());
+  const std::string cmd = "demo -n 8 --exit --cache-dir " + shell_quote(tmp.path().string());
   const auto first = run_revis(cmd);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.err.find("RANDOM"), std::string::npos);
@@ -233,6 +241,40 @@ TEST(DemoCommand, CreatesModelOnceAndGenerates) {
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(second.err.find("creating demo model"), std::string::npos) << "the cached model is reused";
   EXPECT_EQ(first.out, second.out) << "the demo is seeded";
+}
+
+// Without --exit the demo ends with the dashboard's URL and keeps both
+// nodes up (the page is served there) until it is interrupted.
+TEST(DemoCommand, KeepsTheNodesUpForTheDashboardUntilInterrupted) {
+  TempDir tmp;
+  const std::string err = tmp.file("stderr");
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!std::freopen(err.c_str(), "w", stderr) || !std::freopen("/dev/null", "w", stdout)) _exit(127);
+    const std::string dir = tmp.path().string();
+    execl(REVIS_BINARY, REVIS_BINARY, "demo", "-n", "4", "--tickets", "2", "--cache-dir", dir.c_str(), nullptr);
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  const std::regex url(R"(dashboard: http://127\.0\.0\.1:(\d+)/)");
+  std::smatch found;
+  std::string text;
+  for (int i = 0; i < 1200 && !std::regex_search(text, found, url); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(err);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_FALSE(found.empty()) << text;
+  EXPECT_NE(text.find("Ctrl-C"), std::string::npos);
+  auto page = node::http_request({"127.0.0.1", std::stoi(found[1])}, "GET", "/", "", {}, 10000);
+  ASSERT_TRUE(page.ok()) << page.status().message();
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("<title>revis"), std::string::npos);
+  kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 // ---------------------------------------------------------------- progress

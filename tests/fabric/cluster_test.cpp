@@ -340,7 +340,7 @@ TEST(Cluster, ForwardedTicketToABusyNodeIsRefusedAsBusy) {
 
 TEST(Demo, RunsABatchAcrossTwoLocalNodes) {
   testing::TempDir tmp;
-  auto r = testing::run_revis("demo -n 4 --tickets 8 --cache-dir " + testing::shell_quote(tmp.path().string()));
+  auto r = testing::run_revis("demo -n 4 --tickets 8 --exit --cache-dir " + testing::shell_quote(tmp.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const size_t where = r.err.find("where the 8 tickets ran:");
   ASSERT_NE(where, std::string::npos) << r.err;

@@ -19,8 +19,23 @@ TEST(NodeState, RoundTripsThroughJson) {
   s.tok_per_s = 123.5;
   s.executed = 42;
   s.kv_prefixes["small"] = {"9f2c61d04ab7e513", "03be94c1d2a85f70"};
+  s.job = NodeState::Job{"summarize", "generating", 812, 812, 40, 512, 930.5};
   auto back = node_state_from_json(nlohmann::json::parse(to_json(s).dump()));
   ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_TRUE(back->job.has_value());
+  EXPECT_EQ(back->job->task, "summarize");
+  EXPECT_EQ(back->job->phase, "generating");
+  EXPECT_EQ(back->job->generated, 40);
+  EXPECT_EQ(back->job->max_tokens, 512);
+  EXPECT_DOUBLE_EQ(back->job->elapsed_ms, 930.5);
+  // A job of the wrong shape (from another version) reads as empty fields,
+  // never as an error: it is only shown.
+  nlohmann::json odd = to_json(s);
+  odd["job"] = {{"task", 5}, {"generated", "many"}};
+  auto lenient = node_state_from_json(odd);
+  ASSERT_TRUE(lenient.ok());
+  EXPECT_EQ(lenient->job->task, "");
+  EXPECT_EQ(lenient->job->generated, 0);
   EXPECT_EQ(back->name, "node-b");
   EXPECT_EQ(back->instance, s.instance);
   EXPECT_EQ(back->catalog, "sha256:abc");

@@ -114,6 +114,23 @@ TEST(Grammar, CharactersSplitAcrossPieces) {
   EXPECT_FALSE(fresh.allows("\xFF"));
 }
 
+TEST(Grammar, OnlyShortestFormUtf8IsAccepted) {
+  // Overlong forms, surrogates and values above U+10FFFF decode to U+FFFD
+  // in the output, so a grammar must not read them as the character.
+  auto g = parse_ok(R"(root ::= " " [^"]* "x")");
+  for (const char* bad : {"\xE0\x80\xA0", "\xF0\x80\x80\xA0", "\xC0\xA0"}) {
+    GrammarMatcher m(g);
+    EXPECT_FALSE(m.accept(bad)) << "an overlong space";
+  }
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.accept(" "));
+  EXPECT_FALSE(m.allows("\xED\xA0"));      // a surrogate's start
+  EXPECT_FALSE(m.allows("\xF4\x90"));      // above U+10FFFF
+  EXPECT_FALSE(m.allows("\xE0\x9F"));      // only overlong forms follow
+  EXPECT_TRUE(m.accept("\xE0\xA0\x80x"));  // U+0800, the first 3-byte one
+  EXPECT_TRUE(m.can_end());
+}
+
 TEST(Grammar, RefusedBytesLeaveTheStateAlone) {
   auto g = parse_ok(R"(root ::= "ab" "c"*)");
   GrammarMatcher m(g);

@@ -164,6 +164,20 @@ TEST(Bearer, SchemeIsCaseInsensitive) {
     EXPECT_FALSE(bearer_matches(h, "tok")) << h;
 }
 
+TEST(Bearer, BrowsersSendTheTokenAsASubprotocolInHex) {
+  EXPECT_TRUE(subprotocol_matches("revis, revis.token.733363726574", "s3cret"));
+  EXPECT_FALSE(subprotocol_matches("revis, revis.token.733363726575", "s3cret"));
+  EXPECT_FALSE(subprotocol_matches("revis", "s3cret"));
+  EXPECT_EQ(token_from_subprotocols("revis, revis.token.733363726574"), "s3cret");
+  EXPECT_EQ(token_from_subprotocols(" revis.token.00ff ,revis"), std::string("\0\xff", 2));
+  for (const char* bad : {"", "revis", "revis.token.", "revis.token.7", "revis.token.7g", "revis.token.7A", "x revis.token.41"})
+    EXPECT_FALSE(token_from_subprotocols(bad).has_value()) << bad;
+  EXPECT_TRUE(offers_subprotocol("chat, revis", "revis"));
+  EXPECT_TRUE(offers_subprotocol("revis", "revis"));
+  EXPECT_FALSE(offers_subprotocol("revis.token.41", "revis"));
+  EXPECT_FALSE(offers_subprotocol("", "revis"));
+}
+
 TEST(Config, DefaultsAndModelChecks) {
   NodeConfig none;
   EXPECT_FALSE(validate_config(none).ok()) << "no model at all";
@@ -181,6 +195,33 @@ TEST(Config, DefaultsAndModelChecks) {
   NodeConfig dup;
   dup.tiers = {{"a", "x.gguf", 0, 0}, {"a", "y.gguf", 0, 0}};
   EXPECT_FALSE(validate_config(dup).ok());
+}
+
+TEST(Config, BrokerKeysAndOneWayOfSharingTickets) {
+  auto c = parse_config(R"(
+broker = "nats://10.0.0.9:4222,10.0.0.10:4222"
+broker_creds = "node.creds"
+broker_tls_ca = "/etc/ca.pem"
+broker_ack_wait_ms = 5000
+broker_max_deliver = 3
+model = "m.gguf"
+)", "node.toml", "/etc/revis");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->broker, "nats://10.0.0.9:4222,10.0.0.10:4222");
+  EXPECT_EQ(c->broker_creds, "/etc/revis/node.creds");
+  EXPECT_EQ(c->broker_tls_ca, "/etc/ca.pem");
+  EXPECT_EQ(c->broker_ack_wait_ms, 5000);
+  EXPECT_EQ(c->broker_max_deliver, 3);
+  ConfigOverrides o;
+  o.broker_ack_wait_ms = 800;
+  ASSERT_TRUE(apply_overrides(*c, o).ok());
+  EXPECT_EQ(c->broker_ack_wait_ms, 800);
+  EXPECT_TRUE(validate_config(*c).ok());
+  c->peers = {"10.0.0.2:8080"};
+  Status both = validate_config(*c);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.message().find("broker and peers"), std::string::npos) << both.message();
+  EXPECT_FALSE(parse_config("broker_ack_wait_ms = 5\n", "n.toml", ".").ok());
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ struct Outcomes {
   // small test model fills its 512-token context in well under 100 ms.
   JobCallbacks callbacks(const std::string& label, std::chrono::milliseconds pace = 0ms) {
     JobCallbacks c;
-    c.on_text = [this, label, pace](std::string_view t) {
+    c.on_text = [this, label, pace](std::string_view t, std::span<const node::LogprobEntry>) {
       std::this_thread::sleep_for(pace);
       std::lock_guard<std::mutex> lock(mutex);
       streamed[label] += t;

@@ -42,7 +42,8 @@ inline const std::vector<TensorType>& weight_types() {
   return types;
 }
 
-// The IQ1/IQ2/IQ3 grid types: read from model files, no quantizer.
+// The IQ1/IQ2/IQ3 grid types: read from model files; IQ3_XXS and IQ3_S have
+// a plain quantizer, IQ2_XXS and IQ2_XS one that needs importance.
 inline const std::vector<TensorType>& grid_types() {
   static const std::vector<TensorType> types = {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
                                                 TensorType::IQ3_XXS, TensorType::IQ3_S,  TensorType::IQ1_S,
@@ -76,19 +77,19 @@ inline const std::map<TensorType, ScalarKernels>& scalar_kernels() {
       {TensorType::Q5_0, {dequantize_q5_0, quantize_q5_0, dot_q5_0}},
       {TensorType::Q5_1, {dequantize_q5_1, quantize_q5_1, dot_q5_1}},
       {TensorType::Q8_0, {dequantize_q8_0, quantize_q8_0, dot_q8_0}},
-      {TensorType::Q2_K, {dequantize_q2_k, quantize_q2_k, dot_q2_k}},
-      {TensorType::Q3_K, {dequantize_q3_k, quantize_q3_k, dot_q3_k}},
+      {TensorType::Q2_K, {dequantize_q2_k, quantize_uniform<quantize_q2_k>, dot_q2_k}},
+      {TensorType::Q3_K, {dequantize_q3_k, quantize_uniform<quantize_q3_k>, dot_q3_k}},
       {TensorType::Q4_K, {dequantize_q4_k, quantize_q4_k, dot_q4_k}},
       {TensorType::Q5_K, {dequantize_q5_k, quantize_q5_k, dot_q5_k}},
       {TensorType::Q6_K, {dequantize_q6_k, quantize_q6_k, dot_q6_k}},
       {TensorType::Q8_K, {dequantize_q8_k, quantize_q8_k, dot_q8_k}},
       {TensorType::IQ4_NL, {dequantize_iq4_nl, quantize_iq4_nl, dot_iq4_nl}},
-      {TensorType::IQ4_XS, {dequantize_iq4_xs, quantize_iq4_xs, dot_iq4_xs}},
+      {TensorType::IQ4_XS, {dequantize_iq4_xs, quantize_uniform<quantize_iq4_xs>, dot_iq4_xs}},
       {TensorType::IQ2_XXS, {dequantize_iq2_xxs, nullptr, dot_iq2_xxs}},
       {TensorType::IQ2_XS, {dequantize_iq2_xs, nullptr, dot_iq2_xs}},
       {TensorType::IQ2_S, {dequantize_iq2_s, nullptr, dot_iq2_s}},
-      {TensorType::IQ3_XXS, {dequantize_iq3_xxs, nullptr, dot_iq3_xxs}},
-      {TensorType::IQ3_S, {dequantize_iq3_s, nullptr, dot_iq3_s}},
+      {TensorType::IQ3_XXS, {dequantize_iq3_xxs, quantize_uniform<quantize_iq3_xxs>, dot_iq3_xxs}},
+      {TensorType::IQ3_S, {dequantize_iq3_s, quantize_uniform<quantize_iq3_s>, dot_iq3_s}},
       {TensorType::IQ1_S, {dequantize_iq1_s, nullptr, dot_iq1_s}},
       {TensorType::IQ1_M, {dequantize_iq1_m, nullptr, dot_iq1_m}},
   };

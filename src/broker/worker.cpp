@@ -1,0 +1,314 @@
+#include "broker/worker.h"
+
+#include <nlohmann/json.hpp>
+
+#include "node/log.h"
+#include "node/ticket.h"
+
+namespace revis::broker {
+
+using nlohmann::json;
+using node::ErrorCode;
+using node::NodeError;
+
+namespace {
+// How long the idle worker waits for the doorbell before it looks anyway
+// (redelivered tickets do not ring it).
+constexpr auto kPollInterval = std::chrono::milliseconds(250);
+constexpr auto kStatsInterval = std::chrono::seconds(1);
+}  // namespace
+
+Worker::Worker(node::Node& node, Connection& conn, StreamSettings streams, ConsumerSettings consumers)
+    : node_(node), conn_(conn), streams_(streams), consumers_(consumers) {}
+
+Worker::~Worker() { stop(); }
+
+std::vector<std::string> Worker::tasks() const {
+  std::vector<std::string> tasks;
+  for (const auto& [name, task] : node_.catalog().tasks())
+    if (node_.serves_tier(task.tier)) tasks.push_back(name);
+  tasks.push_back(node::kOpenAiChatTask);
+  tasks.push_back(node::kOpenAiCompletionTask);
+  return tasks;
+}
+
+void Worker::start() {
+  node_.executor().set_observer([this] { wake_.notify_all(); });
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Worker::request_stop() {
+  {
+    MutexLock lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+}
+
+void Worker::stop() {
+  request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Worker::wait(std::chrono::milliseconds d) {
+  MutexLock lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + d;
+  while (!stop_ && !rung_)
+    if (!wake_.wait_until(mu_, deadline)) break;
+  rung_ = false;
+}
+
+bool Worker::idle() const {
+  const node::ExecutorSnapshot s = node_.executor().snapshot();
+  return s.ready && !s.current && s.queue_length == 0 && !s.stopping;
+}
+
+// Streams, the catalogue check, consumers and their subscriptions.
+bool Worker::set_up() {
+  pull_.clear();
+  auto recorded = ensure_streams(conn_, streams_);
+  if (recorded.ok() && recorded->empty()) recorded = record_catalog(conn_, node_.catalog().digest());
+  std::string refusal;
+  if (!recorded.ok()) {
+    refusal = recorded.status().message();
+  } else if (*recorded != node_.catalog().digest()) {
+    refusal = "the broker's " + std::string(kTicketStream) + " records catalogue " + *recorded + ", this node has " +
+              node_.catalog().digest() + ": it does not pull tickets written for another catalogue";
+  }
+  for (const std::string& task : tasks()) {
+    if (!refusal.empty()) break;
+    if (Status s = ensure_consumer(conn_, task, consumers_); !s.ok()) {
+      refusal = s.message();
+      break;
+    }
+    auto pc = PullConsumer::bind(conn_, task);
+    if (!pc.ok()) {
+      refusal = pc.status().message();
+      break;
+    }
+    pull_.push_back(std::move(*pc));
+  }
+  if (refusal.empty() && !doorbell_) {
+    auto bell = conn_.subscribe("revis.tickets.>", [this](const Message&) {
+      {
+        MutexLock lock(mu_);
+        rung_ = true;
+      }
+      wake_.notify_all();
+    });
+    if (bell.ok()) doorbell_ = std::move(*bell);
+  }
+  bool changed;
+  {
+    MutexLock lock(mu_);
+    changed = stats_.refusal != refusal;
+    stats_.refusal = refusal;
+  }
+  if (!refusal.empty()) {
+    pull_.clear();
+    if (changed) node::log_line("error", "broker: not pulling: " + refusal);
+    return false;
+  }
+  node::log_line("info", "broker: pulling " + std::to_string(pull_.size()) + " task types from " + conn_.server());
+  return true;
+}
+
+void Worker::refresh_stats() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - stats_at_ < kStatsInterval) return;
+  stats_at_ = now;
+  const bool up = conn_.connected();
+  std::map<std::string, ConsumerStats> consumers;
+  if (up)
+    for (const auto& pc : pull_)
+      if (auto s = consumer_stats(conn_, pc->task()); s.ok()) consumers[pc->task()] = *s;
+  MutexLock lock(mu_);
+  stats_.connected = up;
+  stats_.server = conn_.server();
+  if (up) stats_.consumers = std::move(consumers);
+}
+
+void Worker::loop() {
+  bool ready = false;
+  auto retry = std::chrono::milliseconds(200);
+  for (;;) {
+    {
+      MutexLock lock(mu_);
+      if (stop_) return;
+    }
+    refresh_stats();
+    if (!conn_.connected()) {
+      ready = false;  // consumers may be gone with a restarted server's state: set up again
+      wait(std::chrono::milliseconds(100));
+      continue;
+    }
+    if (!ready) {
+      ready = set_up();
+      if (!ready) {
+        wait(retry);
+        retry = std::min(retry * 2, std::chrono::milliseconds(5000));
+        continue;
+      }
+      retry = std::chrono::milliseconds(200);
+    }
+    if (!idle()) {
+      wait(kPollInterval);
+      continue;
+    }
+    bool got = false;
+    for (size_t i = 0; i < pull_.size() && !got; ++i) {
+      PullConsumer& pc = *pull_[(next_ + i) % pull_.size()];
+      auto d = pc.fetch_one(0);
+      if (!d.ok()) {
+        node::log_line("warn", d.status().message());
+        ready = false;
+        break;
+      }
+      if (*d) {
+        got = true;
+        next_ = (next_ + i + 1) % pull_.size();
+        run(std::move(*d), pc.task());
+      }
+    }
+    if (!got && ready) wait(kPollInterval);
+  }
+}
+
+void Worker::poison(Delivery& delivery, const std::optional<std::string>& id, const NodeError& error) {
+  node::log_line("warn", "broker: ticket " + id.value_or("(no id)") + " can never run, terminated: " + error.message);
+  if (id)
+    if (Status s = conn_.publish(result_subject(*id), node::error_event(id, error), *id); !s.ok()) {
+      node::log_line("warn", s.message());
+      return;  // no result stored: not terminated either, it comes back after the ack wait
+    }
+  if (Status s = delivery.term(); !s.ok()) node::log_line("warn", s.message());
+  MutexLock lock(mu_);
+  ++stats_.terminated;
+}
+
+void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
+  const auto received = node::Clock::now();
+  {
+    MutexLock lock(mu_);
+    ++stats_.pulled;
+  }
+  auto parsed = node::parse_client_message(delivery->data(), node_.config().max_message_bytes);
+  if (auto* rejected = std::get_if<node::RejectedMessage>(&parsed)) return poison(*delivery, rejected->ticket_id, rejected->error);
+  auto* ticket = std::get_if<node::Ticket>(&std::get<node::ClientMessage>(parsed));
+  if (!ticket) return poison(*delivery, std::nullopt, {ErrorCode::kBadRequest, "a message on " + delivery->subject() + " is not a ticket"});
+  const std::string id = ticket->id;
+  if (ticket->task != task)
+    return poison(*delivery, id, {ErrorCode::kBadRequest, "ticket of taskType " + ticket->task + " published to " + delivery->subject()});
+  // Its first run stored a result and died before the ack: done already.
+  if (auto existing = conn_.last_message(kResultStream, result_subject(id)); existing.ok() && *existing) {
+    if (Status s = delivery->ack(); !s.ok()) node::log_line("warn", s.message());
+    MutexLock lock(mu_);
+    ++stats_.duplicates;
+    return;
+  }
+  auto spec = node_.admit(*ticket, received);
+  if (!spec.ok()) return poison(*delivery, id, spec.error());
+  const std::string events = event_subject(id);
+  if (const uint64_t n = delivery->delivery_count(); n > 1 && ticket->streaming)
+    conn_.publish_core(events, node::retry_event(id, static_cast<int>(n), "the broker redelivered it: an earlier run did not finish"));
+
+  struct Finish {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<node::Outcome<node::JobResult>> outcome;
+  };
+  auto finish = std::make_shared<Finish>();
+  node::JobCallbacks callbacks;
+  if (ticket->streaming)
+    node::stream_token_events(callbacks, id, [this, events](std::string event) { conn_.publish_core(events, event); });
+  callbacks.on_finish = [finish](node::Outcome<node::JobResult> outcome) {
+    std::lock_guard<std::mutex> lock(finish->mu);
+    finish->outcome = std::move(outcome);
+    finish->cv.notify_all();
+  };
+  auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks));
+  if (!admission.ok()) {
+    delivery->nak();
+    MutexLock lock(mu_);
+    ++stats_.given_back;
+    return;
+  }
+  const auto beat = std::chrono::milliseconds(std::max<int64_t>(consumers_.ack_wait_ms / 3, 50));
+  std::unique_lock<std::mutex> lock(finish->mu);
+  while (!finish->cv.wait_for(lock, beat, [&] { return finish->outcome.has_value(); })) {
+    lock.unlock();
+    if (Status s = delivery->in_progress(); !s.ok()) node::log_line("warn", s.message());
+    refresh_stats();
+    lock.lock();
+  }
+  node::Outcome<node::JobResult> outcome = std::move(*finish->outcome);
+  lock.unlock();
+  if (!outcome.ok() && outcome.error().code == ErrorCode::kCancelled) {
+    delivery->nak();  // shutdown: another node runs it
+    MutexLock l(mu_);
+    ++stats_.given_back;
+    return;
+  }
+  const std::string final_event = outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error());
+  if (Status s = conn_.publish(result_subject(id), final_event, id); !s.ok()) {
+    // Not stored: no ack, so the broker redelivers it after the ack wait.
+    node::log_line("warn", s.message() + "; ticket " + id + " will be redelivered");
+    return;
+  }
+  if (Status s = delivery->ack(); !s.ok()) node::log_line("warn", s.message());
+  if (outcome.ok()) node::log_job_run(id, outcome->stats);
+  MutexLock l(mu_);
+  ++(outcome.ok() ? stats_.done : stats_.failed);
+}
+
+std::string Worker::status_json() const {
+  MutexLock lock(mu_);
+  json consumers = json::object();
+  for (const auto& [task, c] : stats_.consumers)
+    consumers[task] = {{"pending", c.pending}, {"ackPending", c.ack_pending}, {"redelivered", c.redelivered}, {"waiting", c.waiting}};
+  return json{{"connected", stats_.connected},
+              {"server", stats_.server},
+              {"refusal", stats_.refusal.empty() ? json(nullptr) : json(stats_.refusal)},
+              {"consumers", consumers},
+              {"counters",
+               {{"pulled", stats_.pulled},
+                {"done", stats_.done},
+                {"failed", stats_.failed},
+                {"terminated", stats_.terminated},
+                {"givenBack", stats_.given_back},
+                {"duplicates", stats_.duplicates}}}}
+      .dump();
+}
+
+std::string Worker::metrics_text() const {
+  MutexLock lock(mu_);
+  std::string out;
+  out += "# HELP revis_broker_connected Whether the node is connected to its NATS broker.\n";
+  out += "# TYPE revis_broker_connected gauge\n";
+  out += "revis_broker_connected " + std::string(stats_.connected ? "1" : "0") + "\n";
+  out += "# HELP revis_broker_pulling Whether the node pulls tickets (0: refused, see status).\n";
+  out += "# TYPE revis_broker_pulling gauge\n";
+  out += "revis_broker_pulling " + std::string(stats_.refusal.empty() ? "1" : "0") + "\n";
+  const std::pair<const char*, int64_t ConsumerStats::*> gauges[] = {
+      {"ack_pending", &ConsumerStats::ack_pending}, {"redelivered", &ConsumerStats::redelivered}, {"waiting", &ConsumerStats::waiting}};
+  out += "# HELP revis_broker_consumer_pending Tickets of a task type not yet delivered.\n";
+  out += "# TYPE revis_broker_consumer_pending gauge\n";
+  for (const auto& [task, c] : stats_.consumers)
+    out += "revis_broker_consumer_pending{task=\"" + task + "\"} " + std::to_string(c.pending) + "\n";
+  for (const auto& [name, field] : gauges) {
+    out += "# HELP revis_broker_consumer_" + std::string(name) + " Tickets of a task type: " + name + ".\n";
+    out += "# TYPE revis_broker_consumer_" + std::string(name) + " gauge\n";
+    for (const auto& [task, c] : stats_.consumers)
+      out += "revis_broker_consumer_" + std::string(name) + "{task=\"" + task + "\"} " + std::to_string(c.*field) + "\n";
+  }
+  out += "# HELP revis_broker_tickets_total Tickets this node pulled, by how they ended.\n";
+  out += "# TYPE revis_broker_tickets_total counter\n";
+  const std::pair<const char*, uint64_t> counters[] = {{"done", stats_.done},           {"failed", stats_.failed},
+                                                       {"terminated", stats_.terminated}, {"given_back", stats_.given_back},
+                                                       {"duplicate", stats_.duplicates}};
+  for (const auto& [name, n] : counters)
+    out += "revis_broker_tickets_total{outcome=\"" + std::string(name) + "\"} " + std::to_string(n) + "\n";
+  return out;
+}
+
+}  // namespace revis::broker

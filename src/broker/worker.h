@@ -1,0 +1,101 @@
+// The node's pulling side of the broker (docs/scale-out.md): one durable
+// pull consumer per task type the node serves (its catalogue's tasks on the
+// tiers it has, and the two OpenAI endpoints), shared by every node serving
+// that type.
+//
+// One inference per machine stays the rule: the worker fetches one ticket,
+// and only while the executor is idle (nothing running, nothing queued). It
+// runs the ticket through the executor, sends InProgress every third of the
+// ack wait so a long ticket is not redelivered, publishes token events to
+// revis.events.<ticketID> (a redelivered ticket starts with `retry`), then
+// the final `done` or `error` to revis.results.<ticketID>
+// (Nats-Msg-Id: ticketID), and acks only once that result is stored. A
+// ticket that can never run (malformed, unknown task, bad args, another
+// catalogue) gets one `error` result and is terminated, never redelivered.
+// A ticket whose result already exists (its first run ended after the
+// result was stored, before the ack) is acked without running again. A
+// job cancelled by shutdown is given back (nak) for another node.
+//
+// A node whose catalogue digest differs from the one REVIS_TICKETS records
+// refuses to pull, and says why in its log and status. While the broker is
+// unreachable the worker waits for the connection to come back (libnats
+// reconnects), then sets up the streams and consumers again.
+//
+// Thread-safety: start/stop from one thread; request_stop, status_json, metrics_text and
+// refusal from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "broker/connection.h"
+#include "broker/pull.h"
+#include "broker/streams.h"
+#include "node/node.h"
+#include "base/mutex.h"
+
+namespace revis::broker {
+
+class Worker {
+ public:
+  Worker(node::Node& node, Connection& conn, StreamSettings streams, ConsumerSettings consumers);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // The task types this node pulls.
+  std::vector<std::string> tasks() const;
+  // Starts the pulling thread; hooks the executor's observer (before the
+  // node starts).
+  void start();
+  // Stops pulling: at once if idle, else once the ticket in flight ends
+  // (the executor's shutdown cancels it: it is given back). request_stop()
+  // does not wait; stop() joins the thread.
+  void request_stop();
+  void stop();
+
+  // {"connected","server","catalogRefused","consumers":{task:{pending,...}},"counters":{...}}
+  std::string status_json() const;
+  std::string metrics_text() const;
+
+ private:
+  struct Stats {
+    bool connected = false;
+    std::string server, refusal;
+    std::map<std::string, ConsumerStats> consumers;
+    uint64_t pulled = 0, done = 0, failed = 0, terminated = 0, given_back = 0, duplicates = 0;
+  };
+
+  void loop();
+  bool set_up();
+  void refresh_stats();
+  bool idle() const;
+  void run(std::unique_ptr<Delivery> delivery, const std::string& task);
+  // An error result, then Term: the ticket can never run.
+  void poison(Delivery& delivery, const std::optional<std::string>& id, const node::NodeError& error);
+  void wait(std::chrono::milliseconds d);
+
+  node::Node& node_;
+  Connection& conn_;
+  const StreamSettings streams_;
+  const ConsumerSettings consumers_;
+  std::vector<std::unique_ptr<PullConsumer>> pull_;  // worker thread only
+  std::unique_ptr<Subscription> doorbell_;           // any ticket published: look now
+  size_t next_ = 0;                                  // round robin over pull_
+  std::chrono::steady_clock::time_point stats_at_{};
+
+  mutable Mutex mu_;
+  CondVar wake_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool rung_ GUARDED_BY(mu_) = false;
+  Stats stats_ GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace revis::broker

@@ -1,0 +1,347 @@
+// revis serve --broker against a real nats-server (docs/scale-out.md): sim
+// nodes pull tickets a test client publishes, exactly one result per
+// ticket, through node deaths, broker restarts, poison and duplicate
+// tickets, and a node with another catalogue.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "broker/nats_server.h"
+#include "broker/streams.h"
+#include "fabric/cluster.h"
+#include "node/node_process.h"
+#include "support/run_command.h"
+
+namespace revis::broker {
+namespace {
+
+using nlohmann::json;
+using testing::NatsServer;
+using testing::NodeProcess;
+
+// The cluster tests' tasks (fabric/cluster.h): "work" is 48 tokens, "long" 600.
+using testing::kClusterTasks;
+
+constexpr int kAckWaitMs = 1000;
+
+class BrokerCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REVIS_REQUIRE_NATS_SERVER();
+    if (replicas_ == 1) {
+      servers_.push_back(std::make_unique<NatsServer>());
+    } else {
+      // A NATS cluster on loopback: every server routes to the others.
+      std::vector<int> ports, routes;
+      for (int i = 0; i < replicas_; ++i) ports.push_back(testing::free_port()), routes.push_back(testing::free_port());
+      for (int i = 0; i < replicas_; ++i) {
+        std::string others;
+        for (int j = 0; j < replicas_; ++j)
+          if (j != i) others += (others.empty() ? "" : ",") + std::string("nats://127.0.0.1:") + std::to_string(routes[j]);
+        servers_.push_back(std::make_unique<NatsServer>(
+            std::vector<std::string>{"--cluster_name", "revis", "--server_name", "s" + std::to_string(i), "--cluster",
+                                     "nats://127.0.0.1:" + std::to_string(routes[i]), "--routes", others},
+            ports[i]));
+      }
+    }
+    server_ = servers_[0].get();
+    for (const auto& s : servers_) urls_ += (urls_.empty() ? "" : ",") + s->url();
+    std::ofstream(dir_.file("tasks.toml")) << kClusterTasks;
+    BrokerOptions o;
+    o.servers = urls_;
+    o.name = "test client";
+    auto conn = Connection::connect(o);
+    ASSERT_TRUE(conn.ok()) << conn.status().message();
+    client_ = std::move(*conn);
+    StreamSettings streams;
+    streams.replicas = replicas_;
+    // A new cluster elects its JetStream leader first.
+    Result<std::string> made = Status::error("not tried");
+    for (int i = 0; i < 100 && !made.ok(); ++i) {
+      made = ensure_streams(*client_, streams);
+      if (!made.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(made.ok()) << made.status().message();
+  }
+
+  // A sim node on the broker; `more` adds flags (another --catalog).
+  NodeProcess& start_node(const std::string& name, double tok_s, std::vector<std::string> more = {}) {
+    std::vector<std::string> args = {"--engine", "sim", "--name", name, "--broker", urls_,
+                                     "--broker-replicas", std::to_string(replicas_),
+                                     "--broker-ack-wait-ms", std::to_string(kAckWaitMs),
+                                     "--sim-tokens-per-s", std::to_string(tok_s), "--sim-prefill-tokens-per-s", "100000"};
+    if (std::find(more.begin(), more.end(), "--catalog") == more.end()) more.insert(more.end(), {"--catalog", dir_.file("tasks.toml")});
+    args.insert(args.end(), more.begin(), more.end());
+    nodes_.push_back(std::make_unique<NodeProcess>(args));
+    EXPECT_TRUE(nodes_.back()->wait_ready()) << nodes_.back()->log();
+    return *nodes_.back();
+  }
+
+  // Waits until the node pulls (its consumers are set up) or says why not.
+  static json broker_status(NodeProcess& node) { return testing::http_json(node.endpoint(), "/v1/revis/status")["broker"]; }
+  static bool wait_pulling(NodeProcess& node) {
+    for (int i = 0; i < 500; ++i) {
+      const json b = broker_status(node);
+      if (b["connected"] == true && b["refusal"].is_null() && !b["consumers"].empty()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  // Tickets the nodes ran and acked, waiting (bounded) for `n`: a node
+  // counts one after its ack, a moment after the result is stored.
+  uint64_t total_done(uint64_t n) {
+    uint64_t ran = 0;
+    for (int i = 0; i < 250; ++i) {
+      ran = 0;
+      for (auto& node : nodes_) ran += broker_status(*node)["counters"]["done"].get<uint64_t>();
+      if (ran >= n) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return ran;
+  }
+
+  void publish(const std::string& id, const std::string& task, const std::string& text = "hello", bool streaming = false) {
+    const json t = {{"type", "ticket"}, {"ticketID", id}, {"taskType", task}, {"isStreaming", streaming}, {"args", {{"text", text}}}};
+    Status s = client_->publish(ticket_subject(task), t.dump(), id);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+
+  // Every id's result from REVIS_RESULTS, waiting up to `limit` for all.
+  std::map<std::string, json> results(const std::vector<std::string>& ids, std::chrono::seconds limit) {
+    std::map<std::string, json> found;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (found.size() < ids.size() && std::chrono::steady_clock::now() < deadline) {
+      for (const std::string& id : ids) {
+        if (found.count(id)) continue;
+        auto r = client_->last_message(kResultStream, result_subject(id));
+        if (r.ok() && *r) found[id] = json::parse(**r);
+      }
+      if (found.size() < ids.size()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return found;
+  }
+
+  uint64_t stored(const char* stream) {
+    auto n = stream_messages(*client_, stream);
+    EXPECT_TRUE(n.ok()) << n.status().message();
+    return n.ok() ? *n : 0;
+  }
+
+  int replicas_ = 1;  // 1: one server; 3: a cluster of three, streams on all
+  testing::TempDir dir_;
+  std::vector<std::unique_ptr<NatsServer>> servers_;
+  NatsServer* server_ = nullptr;  // the first
+  std::string urls_;
+  std::unique_ptr<Connection> client_;
+  std::vector<std::unique_ptr<NodeProcess>> nodes_;
+};
+
+std::vector<std::string> ticket_ids(const std::string& prefix, int n) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(prefix + std::to_string(i));
+  return ids;
+}
+
+TEST_F(BrokerCluster, ThreeNodesThreeHundredTicketsEachExactlyOnce) {
+  for (const char* name : {"a", "b", "c"}) ASSERT_TRUE(wait_pulling(start_node(name, 4000)));
+  const std::vector<std::string> ids = ticket_ids("t", 300);
+  for (const std::string& id : ids) publish(id, "work");
+  auto found = results(ids, std::chrono::seconds(90));
+  ASSERT_EQ(found.size(), ids.size());
+  std::map<std::string, int> per_node;
+  for (const auto& [id, event] : found) {
+    EXPECT_EQ(event["type"], "done") << event.dump();
+    EXPECT_EQ(event["ticketID"], id);
+    ++per_node[event["stats"]["node"].get<std::string>()];
+  }
+  EXPECT_EQ(per_node.size(), 3u) << "tickets went to " << json(per_node).dump();
+  EXPECT_EQ(stored(kResultStream), 300u);  // one result per ticket, none twice
+  EXPECT_EQ(total_done(300), 300u);          // and none ran twice
+  EXPECT_EQ(stored(kTicketStream), 0u);      // every ticket acknowledged
+  for (auto& n : nodes_) {
+    const json b = broker_status(*n);
+    EXPECT_EQ(b["counters"]["duplicates"], 0) << b.dump();
+    testing::expect_one_at_a_time(n->log(), testing::runs_in_log(n->log()));
+  }
+}
+
+TEST_F(BrokerCluster, BusyNodeHoldsOneTicketAndKilledNodesTicketCompletesElsewhereOnce) {
+  NodeProcess& a = start_node("a", 300);  // "long": 2 s
+  ASSERT_TRUE(wait_pulling(a));
+  publish("long-1", "long");
+  publish("long-2", "long");
+  // a busy node never holds a second unacknowledged ticket
+  for (int i = 0; i < 20; ++i) {
+    auto stats = consumer_stats(*client_, "long");
+    ASSERT_TRUE(stats.ok());
+    EXPECT_LE(stats->ack_pending, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_EQ(testing::http_json(a.endpoint(), "/v1/revis/status")["current"]["label"], "long-1");
+  a.signal(SIGKILL);
+  nodes_.erase(nodes_.begin());  // dead: no status to ask
+  start_node("b", 3000);
+  auto found = results({"long-1", "long-2"}, std::chrono::seconds(30));
+  ASSERT_EQ(found.size(), 2u);
+  for (const auto& [id, event] : found) {
+    EXPECT_EQ(event["type"], "done") << event.dump();
+    EXPECT_EQ(event["stats"]["node"], "b");
+  }
+  EXPECT_EQ(stored(kResultStream), 2u);
+  EXPECT_EQ(total_done(2), 2u);
+  EXPECT_EQ(stored(kTicketStream), 0u);
+}
+
+TEST_F(BrokerCluster, PoisonTicketOneErrorNeverRedeliveredAndDuplicateIdRunsOnce) {
+  NodeProcess& a = start_node("a", 2000);
+  ASSERT_TRUE(wait_pulling(a));
+  // No "text": a required argument is missing.
+  const json bad = {{"type", "ticket"}, {"ticketID", "poison"}, {"taskType", "work"}, {"isStreaming", false}, {"args", json::object()}};
+  ASSERT_TRUE(client_->publish(ticket_subject("work"), bad.dump(), "poison").ok());
+  ASSERT_TRUE(client_->publish(ticket_subject("work"), "{not json", "garbage").ok());
+  publish("twice", "work");
+  publish("twice", "work", "another text, same Nats-Msg-Id");
+  auto found = results({"poison", "twice"}, std::chrono::seconds(20));
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found["poison"]["type"], "error");
+  EXPECT_EQ(found["poison"]["code"], "missing_arg") << found["poison"].dump();
+  EXPECT_EQ(found["twice"]["type"], "done");
+  std::this_thread::sleep_for(std::chrono::milliseconds(kAckWaitMs * 2));  // a redelivery would have come by now
+  const json b = broker_status(a);
+  EXPECT_EQ(b["counters"]["pulled"], 3) << b.dump();  // poison, garbage, twice: each once
+  EXPECT_EQ(b["counters"]["terminated"], 2) << b.dump();
+  EXPECT_EQ(b["counters"]["done"], 1) << b.dump();
+  EXPECT_EQ(stored(kTicketStream), 0u);
+  EXPECT_EQ(stored(kResultStream), 2u);
+}
+
+TEST_F(BrokerCluster, BrokerRestartMidBatchLosesNothingAndNodesReconnect) {
+  for (const char* name : {"a", "b"}) ASSERT_TRUE(wait_pulling(start_node(name, 1000)));
+  const std::vector<std::string> ids = ticket_ids("r", 40);
+  for (const std::string& id : ids) publish(id, "work");
+  ASSERT_EQ(results({ids[3]}, std::chrono::seconds(20)).size(), 1u);
+  ASSERT_TRUE(server_->restart());  // SIGTERM: file storage keeps both streams
+  for (int i = 0; i < 400 && !client_->connected(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  auto found = results(ids, std::chrono::seconds(60));
+  EXPECT_EQ(found.size(), ids.size());
+  for (const auto& [id, event] : found) EXPECT_EQ(event["type"], "done") << event.dump();
+  EXPECT_EQ(stored(kResultStream), ids.size());
+  for (auto& n : nodes_) EXPECT_TRUE(wait_pulling(*n)) << n->log();
+}
+
+TEST_F(BrokerCluster, NodeWithAnotherCatalogueRefusesToPull) {
+  NodeProcess& a = start_node("a", 2000);
+  ASSERT_TRUE(wait_pulling(a));
+  std::ofstream(dir_.file("other.toml")) << kClusterTasks << "\n[tasks.extra]\ntier = \"small\"\nuser = \"{{text}}\"\nrequired = [\"text\"]\n";
+  NodeProcess& b = start_node("b", 2000, {"--catalog", dir_.file("other.toml")});
+  json status;
+  for (int i = 0; i < 200 && !status["refusal"].is_string(); ++i) {
+    status = broker_status(b);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(status["refusal"].is_string()) << status.dump();
+  EXPECT_NE(status["refusal"].get<std::string>().find("catalogue"), std::string::npos) << status.dump();
+  EXPECT_NE(b.log().find("not pulling"), std::string::npos);
+  const std::vector<std::string> ids = ticket_ids("c", 20);
+  for (const std::string& id : ids) publish(id, "work");
+  auto found = results(ids, std::chrono::seconds(30));
+  ASSERT_EQ(found.size(), ids.size());
+  for (const auto& [id, event] : found) EXPECT_EQ(event["stats"]["node"], "a");
+  EXPECT_EQ(broker_status(b)["counters"]["pulled"], 0);
+  const auto metrics = node::http_request(b.endpoint(), "GET", "/metrics", "", {}, 5000);
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_NE(metrics->body.find("revis_broker_pulling 0"), std::string::npos);
+}
+
+TEST_F(BrokerCluster, NodeRelaysItsClientsTicketsThroughTheBroker) {
+  NodeProcess& a = start_node("a", 2000);
+  ASSERT_TRUE(wait_pulling(a));
+  const std::string node = "--node 127.0.0.1:" + std::to_string(a.port());
+  auto r = testing::run_revis("submit " + node + " --task work --arg text=hi --id ws-1 --stream --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // It went through the broker: its result is stored there.
+  auto found = results({"ws-1"}, std::chrono::seconds(5));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found["ws-1"]["stats"]["node"], "a");
+  // The same ticketID again is that result, not a second run.
+  r = testing::run_revis("submit " + node + " --task work --arg text=hi --id ws-1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["stats"]["startedMs"], found["ws-1"]["stats"]["startedMs"]);
+  // An OpenAI request too.
+  auto chat = node::http_request(a.endpoint(), "POST", "/v1/chat/completions",
+                                 R"({"model":"small","messages":[{"role":"user","content":"hi"}],"max_tokens":5})", {}, 10000);
+  ASSERT_TRUE(chat.ok());
+  EXPECT_EQ(chat->status, 200) << chat->body;
+  EXPECT_EQ(json::parse(chat->body)["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(total_done(2), 2u);
+  EXPECT_EQ(stored(kResultStream), 2u);
+  // revis status shows the broker link and the consumers.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the node refreshes them every second
+  r = testing::run_revis("status " + node);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(": connected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chat.completions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("done 2"), std::string::npos) << r.out;
+}
+
+TEST_F(BrokerCluster, BatchThroughTheBrokerInInputOrderAndARerunCollects) {
+  for (const char* name : {"a", "b"}) ASSERT_TRUE(wait_pulling(start_node(name, 4000)));
+  std::ofstream in(dir_.file("in.jsonl"));
+  for (int i = 0; i < 40; ++i) in << json{{"taskType", "work"}, {"args", {{"text", "line " + std::to_string(i)}}}}.dump() << "\n";
+  in.close();
+  const std::string args = "batch " + dir_.file("in.jsonl") + " --broker " + server_->url() + " --concurrency 64 -o ";
+  auto first = testing::run_revis(args + dir_.file("out1.jsonl"));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("ran on: a "), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find(", b "), std::string::npos) << first.err;
+  auto second = testing::run_revis(args + dir_.file("out2.jsonl"));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  std::ifstream out1(dir_.file("out1.jsonl")), out2(dir_.file("out2.jsonl"));
+  std::string l1, l2;
+  for (int line = 1; std::getline(out1, l1); ++line) {
+    ASSERT_TRUE(std::getline(out2, l2));
+    const json r1 = json::parse(l1), r2 = json::parse(l2);
+    EXPECT_EQ(r1["line"], line);
+    EXPECT_EQ(r1["status"], "done");
+    EXPECT_EQ(r1["ticketID"], r2["ticketID"]);  // the same tickets, collected, not run again
+    EXPECT_EQ(r1["text"], r2["text"]);
+    EXPECT_EQ(r1["stats"]["startedMs"], r2["stats"]["startedMs"]);
+  }
+  EXPECT_EQ(stored(kResultStream), 40u);
+  EXPECT_EQ(total_done(40), 40u);
+  auto one = testing::run_revis("submit --broker " + server_->url() + " --task work --arg text=hi --stream --id s-1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto stored_one = results({"s-1"}, std::chrono::seconds(5));
+  ASSERT_EQ(stored_one.size(), 1u);
+  EXPECT_EQ(one.out, stored_one["s-1"]["text"].get<std::string>() + "\n");  // the streamed tokens make the text
+}
+
+class BrokerOnNatsCluster : public BrokerCluster {
+ protected:
+  BrokerOnNatsCluster() { replicas_ = 3; }
+};
+
+TEST_F(BrokerOnNatsCluster, KillingOneServerMidBatchLosesNoTicket) {
+  for (const char* name : {"a", "b"}) ASSERT_TRUE(wait_pulling(start_node(name, 1000)));
+  const std::vector<std::string> ids = ticket_ids("k", 40);
+  for (const std::string& id : ids) publish(id, "work");
+  ASSERT_EQ(results({ids[3]}, std::chrono::seconds(20)).size(), 1u);
+  servers_[0]->stop(SIGKILL);
+  auto found = results(ids, std::chrono::seconds(60));
+  EXPECT_EQ(found.size(), ids.size());
+  for (const auto& [id, event] : found) EXPECT_EQ(event["type"], "done") << event.dump();
+  EXPECT_EQ(stored(kResultStream), ids.size());
+}
+
+TEST_F(BrokerCluster, WithoutItsBrokerANodeServesItsClientsAlone) {
+  server_->stop(SIGKILL);
+  NodeProcess& a = start_node("a", 2000);
+  auto r = testing::run_revis("submit --node 127.0.0.1:" + std::to_string(a.port()) + " --task work --arg text=hi --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["stats"]["node"], "a");
+  EXPECT_EQ(broker_status(a)["connected"], false);
+}
+
+}  // namespace
+}  // namespace revis::broker
