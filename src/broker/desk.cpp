@@ -97,12 +97,7 @@ void Desk::run_here(const std::shared_ptr<node::ClientLink>& from, node::Ticket 
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
   const std::string id = ticket.id;
   node::JobCallbacks callbacks;
-  if (ticket.streaming) {
-    auto seq = std::make_shared<uint64_t>(0);
-    callbacks.on_text = [from, id, seq](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
-      from->send(node::token_event(id, (*seq)++, piece, logprobs));
-    };
-  }
+  if (ticket.streaming) node::stream_token_events(callbacks, id, [from](std::string event) { from->send(std::move(event)); });
   callbacks.on_finish = [from, id](node::Outcome<node::JobResult> outcome) {
     from->send(outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
   };

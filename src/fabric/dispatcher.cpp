@@ -230,12 +230,7 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
     return from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
   const std::string id = ticket.id;
   node::JobCallbacks callbacks;
-  if (ticket.streaming) {
-    auto seq = std::make_shared<uint64_t>(0);
-    callbacks.on_text = [from, id, seq](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
-      from->send(node::token_event(id, (*seq)++, piece, logprobs));
-    };
-  }
+  if (ticket.streaming) node::stream_token_events(callbacks, id, [from](std::string event) { from->send(std::move(event)); });
   callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
     if (outcome.ok()) node::log_job_run(id, outcome->stats);
     {
@@ -492,10 +487,14 @@ node::Outcome<int> Dispatcher::submit_local(Record& rec, bool first) {
   const std::string id = rec.ticket.id;
   const uint64_t placement = ++rec.placement;
   node::JobCallbacks callbacks;
-  if (rec.ticket.streaming)
+  if (rec.ticket.streaming) {
     callbacks.on_text = [this, id, placement](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
-      on_local_text(id, placement, piece, logprobs);
+      on_local_text(id, placement, piece, logprobs, false);
     };
+    callbacks.on_reasoning = [this, id, placement](std::string_view piece) {
+      on_local_text(id, placement, piece, {}, true);
+    };
+  }
   callbacks.on_finish = [this, id, placement](node::Outcome<node::JobResult> outcome) {
     on_local_finish(id, placement, std::move(outcome));
   };
@@ -614,18 +613,19 @@ void Dispatcher::offload() {
 
 // ---------------------------------------------------------------- results
 
-void Dispatcher::emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
-  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece, logprobs);
+void Dispatcher::emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs,
+                            bool reasoning) {
+  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece, logprobs, reasoning);
   for (const Link& c : rec.clients) c->send(event);
   rec.events.push_back(std::move(event));
 }
 
 void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
-                               std::span<const node::LogprobEntry> logprobs) {
+                               std::span<const node::LogprobEntry> logprobs, bool reasoning) {
   Lock lock(mu_);
   auto it = records_.find(id);
   if (it == records_.end() || it->second->placement != placement) return;
-  emit_token(*it->second, piece, logprobs);
+  emit_token(*it->second, piece, logprobs, reasoning);
 }
 
 void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) {
@@ -883,7 +883,9 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
   if (type == "accepted") {
     rec.peer_has_it = true;
   } else if (type == "token") {
-    emit_token(rec, j.value("text", ""), node::logprobs_of_event(text));
+    const auto reasoning = j.find("reasoning");
+    if (reasoning != j.end() && reasoning->is_string()) emit_token(rec, reasoning->get<std::string>(), {}, true);
+    else emit_token(rec, j.value("text", ""), node::logprobs_of_event(text));
   } else if (type == "done") {
     --p.in_flight;
     finish(rec, text);

@@ -132,7 +132,8 @@ class Dispatcher : public node::TicketDesk {
   // when it finished there within result_ttl_s: true when it was.
   bool answer_from_journal(const Link& link, const std::string& id, bool resent);
   void attach(Record& rec, const Link& link, int attempt, int64_t after_seq);
-  void emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs = {});
+  void emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs = {},
+                  bool reasoning = false);
   void offload();
   // Forgets finished results past result_ttl_s, then the oldest while more
   // than max_kept_results or max_kept_results_mb are kept (the newest one
@@ -154,7 +155,7 @@ class Dispatcher : public node::TicketDesk {
   std::vector<Candidate> candidates(const std::string& tier, std::vector<Peer*>& peers, bool include_self) const;
 
   void on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
-                     std::span<const node::LogprobEntry> logprobs);
+                     std::span<const node::LogprobEntry> logprobs, bool reasoning);
   void on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome);
   void on_executor_change();
   // Peers and their links. A peer is known by HOST:PORT; a link's events

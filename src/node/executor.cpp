@@ -186,9 +186,11 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
   st.tier = tier->name;
   st.model = std::filesystem::path(model.path).filename().string();
   st.model_digest = engine.info().digest;
-  st.chat_template = spec.raw ? "raw" : chat_family_name(model.chat.family);
+  st.chat_template = spec.raw ? "raw" : model.chat.origin;
 
-  const std::vector<int32_t> tokens = job_prompt_tokens(model, spec);
+  auto prompt = job_prompt_tokens(model, spec);
+  if (!prompt.ok()) return NodeError{ErrorCode::kBadRequest, "chat template: " + prompt.status().message()};
+  const std::vector<int32_t>& tokens = prompt->tokens;
   auto max_tokens = answer_budget(spec, static_cast<int>(tokens.size()), engine.info().n_ctx, tier->name);
   if (!max_tokens.ok()) return max_tokens.error();
   begin_prefill(tier->name, static_cast<int>(tokens.size()), *max_tokens);
@@ -229,7 +231,25 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
   // prompt as an earlier job (in RAM) or a checkpoint (on disk) provides.
   auto lease = model.cache->acquire(tokens, false);
   if (!lease.ok()) return NodeError{ErrorCode::kInternal, "prompt cache: " + lease.status().message()};
-  auto r = generate(engine, *lease->session, tokens, options, on_text, lease->cached);
+  // A thinking template's output is split into the thinking and the answer
+  // as it streams (reasoning_split.h). Log-probabilities of thinking tokens
+  // go out with the next piece of the answer.
+  std::optional<ReasoningSplitter> splitter;
+  if (!spec.raw && model.chat.reasoning) splitter.emplace(*model.chat.reasoning, prompt->opens_reasoning);
+  std::string answer, thought;
+  auto deliver = [&](const ReasoningDelta& d) {
+    thought += d.reasoning;
+    answer += d.content;
+    if (!d.reasoning.empty() && job.callbacks.on_reasoning) job.callbacks.on_reasoning(d.reasoning);
+    if (!d.content.empty() && on_text) on_text(d.content);
+  };
+  const TextSink sink = splitter ? TextSink([&](std::string_view piece) { deliver(splitter->feed(piece)); }) : on_text;
+  auto r = generate(engine, *lease->session, tokens, options, sink, lease->cached);
+  if (r.ok() && splitter) {
+    deliver(splitter->finish());
+    r->text = std::move(answer);
+    result.reasoning = std::move(thought);
+  }
   if (r.ok() && !r->next_logits.empty()) {
     model.cache->release(std::move(*lease), tokens, r->next_logits, false);
     pool_.refresh_kv_prefixes(model);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@ struct JobSpec {
   std::string tier;    // resolved against the node's tiers by the executor
   bool raw = false;    // prompt is used as is; otherwise messages go through the chat template
   std::vector<ChatMessage> messages;
+  ChatOptions chat_options;  // extra template variables (enable_thinking, ...)
   std::string prompt;
   std::vector<TextSpan> prompt_literals;  // raw: byte ranges of `prompt` that are plain text (a task's arguments)
   int max_tokens = 256;  // <= 0: until the context is full
@@ -75,7 +77,8 @@ struct LogprobEntry {
 };
 
 struct JobResult {
-  std::string text;
+  std::string text;                      // the answer
+  std::optional<std::string> reasoning;  // the thinking, for a chat job whose template thinks
   std::string stop_reason;  // "eog", "length", "stop", "context"
   std::vector<LogprobEntry> logprobs;  // with JobSpec::logprobs: every token but an end-of-generation one
   JobStats stats;
@@ -86,9 +89,11 @@ struct JobResult {
 // and must not call back into the executor under its lock (the server only
 // posts work to its I/O thread).
 struct JobCallbacks {
-  // Streamed UTF-8 pieces, each with the log-probabilities (JobSpec::logprobs)
-  // of the tokens sampled since the previous piece; may be empty.
+  // Streamed UTF-8 pieces of the answer, each with the log-probabilities
+  // (JobSpec::logprobs) of the tokens sampled since the previous piece; may
+  // be empty.
   std::function<void(std::string_view text, std::span<const LogprobEntry> logprobs)> on_text;
+  std::function<void(std::string_view text)> on_reasoning;  // streamed pieces of the thinking; may be empty
   std::function<void(Outcome<JobResult> outcome)> on_finish;  // exactly once per accepted job
 };
 

@@ -221,6 +221,7 @@ Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
     if (!text.ok()) return text.error();
     r.messages.push_back({r_name, *text});
   }
+  if (Status s = chat_kwargs_from_request(j, r.chat_options); !s.ok()) return bad(s.message());
   if (j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty()))
     return bad("tools are not supported");
   if (auto it = j.find("tool_choice"); it != j.end() && !it->is_null() && *it != "none" && *it != "auto")
@@ -349,13 +350,15 @@ std::vector<LogprobEntry> logprobs_from_content(const json& content) {
 
 std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
                           bool logprobs) {
+  json message = {{"role", "assistant"}, {"content", r.text}};
+  if (r.reasoning && !r.reasoning->empty()) message["reasoning_content"] = *r.reasoning;
   return dump({{"id", id},
                {"object", "chat.completion"},
                {"created", created},
                {"model", model},
                {"choices",
                 json::array({{{"index", 0},
-                              {"message", {{"role", "assistant"}, {"content", r.text}}},
+                              {"message", message},
                               {"logprobs", chat_logprobs(logprobs, r.logprobs)},
                               {"finish_reason", finish_reason(r.stop_reason)}}})},
                {"usage", usage(r.stats)}});
@@ -375,6 +378,18 @@ std::string chat_chunk(const std::string& id, const std::string& model, int64_t 
                                          {"delta", delta},
                                          {"logprobs", chat_logprobs(logprobs && !with_role, entries)},
                                          {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
+}
+
+std::string chat_reasoning_chunk(const std::string& id, const std::string& model, int64_t created,
+                                 std::string_view reasoning) {
+  return dump({{"id", id},
+               {"object", "chat.completion.chunk"},
+               {"created", created},
+               {"model", model},
+               {"choices", json::array({{{"index", 0},
+                                         {"delta", {{"reasoning_content", std::string(reasoning)}}},
+                                         {"logprobs", nullptr},
+                                         {"finish_reason", nullptr}}})}});
 }
 
 std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,

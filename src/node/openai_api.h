@@ -37,6 +37,7 @@ struct OpenAiRequest {
   bool chat = true;
   std::string model;                  // as sent; the server maps it to a tier
   std::vector<ChatMessage> messages;  // chat
+  ChatOptions chat_options;           // chat: template variables (enable_thinking, ...)
   std::string prompt;                 // completions
   int max_tokens = 0;                 // 0: until the context is full
   SamplingParams sampling;
@@ -66,6 +67,9 @@ std::string chat_response(const std::string& id, const std::string& model, int64
 std::string chat_chunk(const std::string& id, const std::string& model, int64_t created, bool with_role,
                        std::string_view content, const char* finish, bool logprobs = false,
                        std::span<const LogprobEntry> entries = {});
+// A chunk of a thinking model's thinking (delta.reasoning_content).
+std::string chat_reasoning_chunk(const std::string& id, const std::string& model, int64_t created,
+                                 std::string_view reasoning);
 std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
                                 bool logprobs = false);
 std::string completion_chunk(const std::string& id, const std::string& model, int64_t created, std::string_view text,
