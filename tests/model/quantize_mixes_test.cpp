@@ -72,6 +72,15 @@ TEST(QuantizeMixes, FollowLlamaCppsRules) {
       {QuantMix::kIQ3_S, "blk.0.ffn_up.weight", gqa, 4096 + 32, T::IQ4_NL},
       {QuantMix::kQ3_K_S, "blk.0.attn_k.weight", moe, 4096, T::Q8_0},
       {QuantMix::kQ3_K_S, "blk.0.attn_output.weight", moe, 4096, T::Q5_K},
+      // The MoE mixes: routed experts low, everything else Q8_0.
+      {QuantMix::kMoe2Bit, "blk.3.ffn_gate_exps.weight", moe, 4096, T::IQ2_XXS},
+      {QuantMix::kMoe2Bit, "blk.3.ffn_down_exps.weight", moe, 4096, T::Q2_K},
+      {QuantMix::kMoe3Bit, "blk.3.ffn_up_exps.weight", moe, 4096, T::IQ3_XXS},
+      {QuantMix::kMoe3Bit, "blk.3.ffn_down_exps.weight", moe, 4096, T::IQ4_XS},
+      {QuantMix::kMoe3Bit, "blk.3.ffn_down_shexp.weight", moe, 4096, T::Q8_0},
+      {QuantMix::kMoe3Bit, "blk.3.attn_output.weight", moe, 4096, T::Q8_0},
+      {QuantMix::kMoe3Bit, "output.weight", moe, 4096, T::Q8_0},
+      {QuantMix::kMoe3Bit, "blk.3.ffn_gate_inp.weight", moe, 4096, T::F32},
   };
   for (const Case& c : cases)
     EXPECT_EQ(type_name(choose_tensor_type(c.mix, c.name, {c.cols, 4096}, c.ctx)), std::string(type_name(c.expected)))
