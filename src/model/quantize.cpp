@@ -46,8 +46,11 @@ TensorType fallback_for_short_rows(TensorType type) {
     case TensorType::Q4_K: return TensorType::Q5_0;
     case TensorType::Q5_K: return TensorType::Q5_1;
     case TensorType::Q6_K: return TensorType::Q8_0;
+    case TensorType::IQ1_S:
+    case TensorType::IQ1_M:
     case TensorType::IQ2_XXS:
     case TensorType::IQ2_XS:
+    case TensorType::IQ2_S:
     case TensorType::IQ3_XXS:
     case TensorType::IQ3_S:
     case TensorType::IQ4_XS: return TensorType::IQ4_NL;
@@ -84,8 +87,7 @@ bool is_low_bit_mix(QuantMix mix) {
 }
 
 // llama.cpp's rules (llama-quant.cpp) for the K-quant and IQ mixes of three
-// bits and less and IQ4_XS, for the architectures revis runs. Where they
-// pick IQ2_S, which revis cannot write, IQ2_XS stands in.
+// bits and less and IQ4_XS, for the architectures revis runs.
 TensorType low_bit_type(QuantMix mix, Role role, int layer, const TensorContext& ctx) {
   using T = TensorType;
   const bool first_eighth = layer < ctx.n_layer / 8;
@@ -129,7 +131,7 @@ TensorType low_bit_type(QuantMix mix, Role role, int layer, const TensorContext&
         case Role::kTokenEmbd:
         case Role::kAttnOutput: return T::IQ3_S;
         case Role::kAttnQ:
-        case Role::kAttnK: return ctx.has_imatrix ? T::IQ2_XS : T::IQ3_XXS;
+        case Role::kAttnK: return ctx.has_imatrix ? T::IQ2_S : T::IQ3_XXS;
         case Role::kAttnV: return ctx.n_gqa >= 4 ? T::Q4_K : ctx.has_imatrix ? T::IQ3_XXS : T::IQ3_S;
         case Role::kFfnDown: return ctx.has_imatrix ? T::IQ3_XXS : first_eighth ? T::Q4_K : T::Q3_K;
         default: return T::IQ3_XXS;
@@ -165,7 +167,9 @@ TensorType routed_expert_mix(const std::string& name, TensorType gate_up, Tensor
 
 Status importance_missing(TensorType type) {
   return Status::error(std::string(type_name(type)) +
-                       " needs an importance matrix (revis quantize --imatrix FILE: llama.cpp's imatrix GGUF or .dat)");
+                       " needs an importance matrix: at two bits a weight and less most values land far off, and "
+                       "only knowing which input channels the activations drive hard keeps the ones that matter "
+                       "(revis quantize --imatrix FILE: llama.cpp's imatrix GGUF or .dat; revis imatrix makes one)");
 }
 
 // Norms, biases and the MoE router stay F32 in every mix.
@@ -218,7 +222,7 @@ Result<TensorTypeOverride> parse_tensor_type_override(const std::string& spec) {
   if (!type || !(can_quantize(*type) || can_quantize_with_importance(*type)))
     return Status::error("--tensor-type '" + spec + "': '" + spec.substr(equals + 1) +
                          "' is not a type revis writes (F32, F16, BF16, Q4_0 .. Q8_0, Q2_K .. Q6_K, IQ4_NL, IQ4_XS, "
-                         "IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S)");
+                         "IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S)");
   out.type = *type;
   try {
     out.regex = std::regex(out.pattern, std::regex::ECMAScript);

@@ -22,7 +22,8 @@
 // attn_output Q5_K in the mixes of four bits and less. A type on a row
 // length that is not a multiple of its block falls back to a 32-block type
 // of similar size (Q2_K, Q3_K->Q4_0, Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0,
-// the IQ types->IQ4_NL), or F16.
+// the IQ types->IQ4_NL), or F16. The IQ1 and IQ2 types need an importance
+// matrix; given to --tensor-type without one, quantizing is refused.
 #pragma once
 
 #include <cstdint>
