@@ -57,7 +57,7 @@ void register_quantize(CLI::App& app, int& exit_code) {
   cmd->add_option("type", args->type, "Target type mix (see docs/formats.md)")->required();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   cmd->add_option("--imatrix", args->imatrix,
-                  "Importance matrix (llama.cpp's imatrix GGUF or .dat): weighs the errors of Q2_K, Q3_K, IQ4_XS and the IQ types; IQ2_XS and MOE-2BIT need one");
+                  "Importance matrix (llama.cpp's imatrix GGUF or .dat): weighs the errors of Q2_K, Q3_K, IQ4_XS and the IQ types; IQ2_XS and MOE-2BIT need one, MOE-3BIT uses one");
   cmd->add_option("--tensor-type", args->tensor_types,
                   "PATTERN=TYPE: matrices whose name the regex matches get TYPE (repeatable; the first match wins)");
   cmd->callback([args, &exit_code] { exit_code = quantize(*args); });
