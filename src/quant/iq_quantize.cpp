@@ -12,11 +12,12 @@
 // One search serves the seven formats; only the grid, the scale group, the
 // sign rule and the bit packing differ. IQ1_M's grid is taken as 4096
 // points, each of the 2048 with either delta; IQ1_S's group-wide delta is
-// searched by fitting each group once per delta and keeping the better. Each value's squared error is
-// weighed by w_i = importance_i * (rms + |x_i|), importance_i being the
-// importance matrix's mean squared activation of input channel i (1 where
-// none is given): at two and three bits most values are far off, and only
-// the channels the activations drive hard can be kept close.
+// searched by fitting each group once per delta and keeping the better.
+// Each value's squared error is weighed by w_i = importance_i * (rms +
+// |x_i|), importance_i being the importance matrix's mean squared
+// activation of input channel i (1 where none is given): at three bits and
+// less most values are far off, and only the channels the activations
+// drive hard can be kept close.
 //  1. Signs: each value's own, except that under the parity rule a group
 //     of 8 with an odd count of negatives flips the value whose flip costs
 //     least (smallest w_i |x_i|), which then aims at minus its magnitude.
@@ -27,8 +28,9 @@
 //     is refitted by least squares; the trial with the least error wins,
 //     and its points are re-picked once at the refitted scale.
 //  3. The super-block: d puts the largest group scale at the top odd
-//     scale (31, IQ1: 15); each group's scale is rounded to an odd multiple of d *
-//     kFactor and its points re-picked for the stored scale.
+//     scale (31, IQ1: 15); each group's scale is rounded to an odd
+//     multiple of d * kFactor and its points re-picked for the stored
+//     scale.
 // Each point search tries every grid point, with the sums over its values
 // taken once per group (tabulate): about 10^3 operations a value for the
 // 512-point grids.
@@ -37,6 +39,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <span>
 #include <vector>
 
