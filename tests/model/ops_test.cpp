@@ -208,7 +208,9 @@ TEST(Ops, SoftmaxStepsCarryTheMaxAndSumAcrossTiles) {
         const int count = std::min(tile, n - p0);
         std::vector<float> piece(x.begin() + p0, x.begin() + p0 + count);
         const float shrink = softmax_step(piece.data(), count, max, sum);
-        if (p0 == 0) EXPECT_EQ(shrink, 0.0f);
+        if (p0 == 0) {
+          EXPECT_EQ(shrink, 0.0f);
+        }
         for (double& w : weights) w *= shrink;
         weights.insert(weights.end(), piece.begin(), piece.end());
       }
