@@ -1,5 +1,6 @@
 #include "node/chat_template.h"
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -95,6 +96,7 @@ Result<ModelChat> model_chat(const ModelInfo& info, std::string_view override_so
   if (!tpl.ok()) return Status::error("chat template (" + chat.origin + "): " + tpl.status().message());
   chat.tpl = std::make_shared<const jinja::ChatTemplate>(std::move(*tpl));
   chat.reasoning = reasoning_tags(source);
+  chat.tool_format = tool_format(source);
   return chat;
 }
 
@@ -129,12 +131,40 @@ std::vector<int32_t> chat_prompt_tokens(const Engine& engine, const SpecialTexts
                                             prompt.message_spans);
 }
 
+std::vector<int32_t> shown_special_tokens(const Engine& engine, const ModelChat& chat) {
+  std::vector<std::string_view> texts;
+  if (chat.tool_format) texts = tool_markers(*chat.tool_format);
+  if (chat.reasoning) {
+    texts.push_back(chat.reasoning->open);
+    texts.push_back(chat.reasoning->close);
+  }
+  std::vector<int32_t> ids;
+  for (std::string_view text : texts)
+    if (auto id = engine.tokenizer().find_token(text); id && engine.tokenizer().is_control(*id)) ids.push_back(*id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+Status check_no_control_text(const Engine& engine, const nlohmann::ordered_json& value, const std::string& field) {
+  const std::string text = value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  for (int32_t id : engine.tokenize(text, false, true))
+    if (engine.tokenizer().is_control(id))
+      return Status::error(field + " holds the text of the control token \"" + engine.tokenizer().token_text(id) +
+                           "\", which the chat template would write as the token itself");
+  return {};
+}
+
 Result<ChatPrompt> render_chat(const ModelChat& chat, std::span<const ChatMessage> messages,
                                const ChatOptions& options) {
   const Placeholders placeholders(messages);
   jinja::ChatTemplateInput input;
-  for (size_t i = 0; i < messages.size(); ++i)
-    input.messages.push_back({{"role", messages[i].role}, {"content", placeholders.stand_in(i)}});
+  for (size_t i = 0; i < messages.size(); ++i) {
+    nlohmann::ordered_json m = {{"role", messages[i].role}, {"content", placeholders.stand_in(i)}};
+    for (const auto& [key, value] : messages[i].fields.items()) m[key] = value;
+    input.messages.push_back(std::move(m));
+  }
+  input.tools = options.tools;
   input.add_generation_prompt = options.add_generation_prompt;
   input.bos_token = chat.special.bos;
   input.eos_token = chat.special.eos;

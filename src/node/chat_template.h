@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "node/reasoning_split.h"
+#include "node/tool_calls.h"
 #include "revis/engine.h"
 #include "revis/status.h"
 #include "tokenizer/tokenizer.h"
@@ -43,8 +44,12 @@ class ChatTemplate;
 namespace revis::node {
 
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant" (as the API and the catalogue validated it)
+  std::string role;  // "system", "user", "assistant", "tool" (as the API and the catalogue validated it)
   std::string content;
+  // More of the message for the template, as the API validated it: an
+  // assistant's tool_calls (arguments as objects), a tool result's
+  // tool_call_id and name.
+  nlohmann::ordered_json fields = nlohmann::ordered_json::object();
 };
 
 // A rendered conversation: the prompt text, and the byte ranges in it that
@@ -65,6 +70,9 @@ struct SpecialTexts {
 struct ChatOptions {
   bool add_generation_prompt = true;
   nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();  // enable_thinking, reasoning_effort, ...
+  // The request's tools (OpenAI's array) as the template's `tools`; absent:
+  // undefined there, and the output is not read for tool calls.
+  std::optional<nlohmann::ordered_json> tools;
 };
 
 // The ChatML template used when a model has none.
@@ -77,6 +85,7 @@ struct ModelChat {
   std::string warning;  // non-empty: say it in the log (the default was chosen)
   SpecialTexts special;
   std::optional<ReasoningTags> reasoning;  // the template's thinking tags: answers are split (reasoning_split.h)
+  std::optional<ToolFormat> tool_format;   // how the template writes tool calls (tool_calls.h)
 };
 
 // The template of `info` (Engine::load's), or `override_source` when it is
@@ -96,6 +105,16 @@ Result<std::string> read_chat_template_file(const std::string& path);
 // A rendered prompt as tokens: control-token texts parsed only outside the
 // message spans, BOS as the model asks unless the text already opens with it.
 std::vector<int32_t> chat_prompt_tokens(const Engine& engine, const SpecialTexts& special, const ChatPrompt& prompt);
+
+// The control tokens of `engine` whose text a chat's output must keep for
+// it to be read: the tool-call markers and thinking tags of `chat`
+// (GenerateOptions::shown_tokens), ascending.
+std::vector<int32_t> shown_special_tokens(const Engine& engine, const ModelChat& chat);
+
+// Client JSON that a template writes into the prompt as it is (tools,
+// tool-call arguments) must hold no control token's text: unlike message
+// text it cannot be kept literal. The error names `field` and the token.
+Status check_no_control_text(const Engine& engine, const nlohmann::ordered_json& value, const std::string& field);
 
 // Renders the conversation through the template. Fails with the template's
 // own message when it raises (raise_exception), or a render error.

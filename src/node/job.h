@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "node/chat_template.h"
+#include "node/tool_calls.h"
 #include "grammar/grammar.h"
 #include "node/errors.h"
 #include "revis/sampling.h"
@@ -30,7 +31,8 @@ struct JobSpec {
   std::string tier;    // resolved against the node's tiers by the executor
   bool raw = false;    // prompt is used as is; otherwise messages go through the chat template
   std::vector<ChatMessage> messages;
-  ChatOptions chat_options;  // extra template variables (enable_thinking, ...)
+  ChatOptions chat_options;  // extra template variables (enable_thinking, ...) and tools
+  ToolRequest tool_use;      // with chat_options.tools: tool_choice, parallel_tool_calls
   std::string prompt;
   std::vector<TextSpan> prompt_literals;  // raw: byte ranges of `prompt` that are plain text (a task's arguments)
   int max_tokens = 256;  // <= 0: until the context is full
@@ -79,6 +81,7 @@ struct LogprobEntry {
 struct JobResult {
   std::string text;                      // the answer
   std::optional<std::string> reasoning;  // the thinking, for a chat job whose template thinks
+  std::vector<ToolCall> tool_calls;      // for a chat job given tools: the calls in the output (not in text)
   std::string stop_reason;  // "eog", "length", "stop", "context"
   std::vector<LogprobEntry> logprobs;  // with JobSpec::logprobs: every token but an end-of-generation one
   JobStats stats;

@@ -10,6 +10,15 @@ Result<JobPrompt> job_prompt_tokens(const LoadedModel& model, const JobSpec& spe
   // so that a client cannot end a turn or open another role's.
   if (spec.raw)
     return JobPrompt{chat_prompt_tokens(*model.engine, model.chat.special, {spec.prompt, spec.prompt_literals})};
+  // Tools and tool-call arguments reach the prompt as the template writes
+  // them, so they may not hold control-token texts at all.
+  if (spec.chat_options.tools)
+    if (Status s = check_no_control_text(*model.engine, *spec.chat_options.tools, "tools"); !s.ok()) return s;
+  for (size_t i = 0; i < spec.messages.size(); ++i)
+    if (!spec.messages[i].fields.empty())
+      if (Status s = check_no_control_text(*model.engine, spec.messages[i].fields, "messages[" + std::to_string(i) + "]");
+          !s.ok())
+        return s;
   auto prompt = render_chat(model.chat, spec.messages, spec.chat_options);
   if (!prompt.ok()) return prompt.status();
   return JobPrompt{chat_prompt_tokens(*model.engine, model.chat.special, *prompt),

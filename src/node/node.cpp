@@ -208,6 +208,7 @@ Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received)
   spec.raw = !chat;
   spec.messages = std::move(r->messages);
   spec.chat_options = std::move(r->chat_options);
+  spec.tool_use = std::move(r->tool_use);
   spec.prompt = std::move(r->prompt);
   spec.max_tokens = r->max_tokens;
   spec.sampling = r->sampling;

@@ -27,6 +27,7 @@ JobResult result_of(const json& done) {
   r.text = string_at(done, "text");
   if (auto reasoning = done.find("reasoning"); reasoning != done.end() && reasoning->is_string())
     r.reasoning = reasoning->get<std::string>();
+  if (auto calls = done.find("toolCalls"); calls != done.end()) r.tool_calls = tool_calls_from_json(*calls);
   r.stop_reason = string_at(done, "stopReason");
   if (auto logprobs = done.find("logprobs"); logprobs != done.end()) r.logprobs = logprobs_from_content(*logprobs);
   if (auto stats = done.find("stats"); stats != done.end() && stats->is_object()) {
@@ -115,7 +116,10 @@ OpenAiRelay::Step OpenAiRelay::on_event(std::string_view text) {
       if (r.text != answer_.text || r.reasoning.value_or("") != thinking_.text) return end_with(diverged());
       const std::span<const LogprobEntry> rest =
           std::span<const LogprobEntry>(r.logprobs).subspan(std::min(sent_logprobs_, r.logprobs.size()));
-      step.events.push_back(chunk("", finish_reason(r.stop_reason), rest));
+      // Calls are whole only at the end: each goes out as one chunk.
+      for (size_t k = 0; k < r.tool_calls.size(); ++k)
+        step.events.push_back(chat_tool_call_chunk(shape_.id, shape_.model, shape_.created, k, r.tool_calls[k]));
+      step.events.push_back(chunk("", shape_.chat ? chat_finish_reason(r) : finish_reason(r.stop_reason), rest));
       if (shape_.include_usage) step.events.push_back(usage_chunk(shape_.chat, shape_.id, shape_.model, shape_.created, r.stats));
       step.events.push_back("[DONE]");
     }

@@ -17,14 +17,13 @@ const std::array<std::pair<std::string_view, std::string_view>, 5> kTags = {{
     {"<thinking>", "</thinking>"},
 }};
 
-// Length of the longest suffix of `text` that is a proper prefix of `tag`.
+}  // namespace
+
 size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
   for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
     if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
   return 0;
 }
-
-}  // namespace
 
 std::optional<ReasoningTags> reasoning_tags(std::string_view source) {
   for (const auto& [open, close] : kTags)

@@ -17,6 +17,7 @@
 // Thread-safety: reasoning_tags is pure; a splitter is used by one thread.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,10 @@ std::optional<ReasoningTags> reasoning_tags(std::string_view template_source);
 // True when `prompt` ends, but for whitespace, with the open tag: the model
 // is to continue inside its thinking.
 bool prompt_opens_reasoning(std::string_view prompt, const ReasoningTags& tags);
+
+// Length of the longest suffix of `text` that is a proper prefix of `tag`:
+// what a stream must hold back because the tag may be arriving.
+size_t partial_tag_suffix(std::string_view text, std::string_view tag);
 
 struct ReasoningDelta {
   std::string reasoning, content;

@@ -281,6 +281,7 @@ void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::fu
 std::string done_event(const std::string& id, const JobResult& result) {
   json j = {{"type", "done"}, {"ticketID", id}, {"text", result.text}};
   if (result.reasoning) j["reasoning"] = *result.reasoning;
+  if (!result.tool_calls.empty()) j["toolCalls"] = tool_calls_json(result.tool_calls);
   j["stopReason"] = result.stop_reason;
   j["stats"] = stats_json(result.stats);
   if (!result.logprobs.empty()) j["logprobs"] = logprobs_content(result.logprobs);

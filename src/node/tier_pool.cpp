@@ -83,6 +83,7 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   if (!chat.ok()) return Status::error(tier.model_path + ": " + chat.status().message());
   m->chat = std::move(*chat);
   if (!m->chat.warning.empty()) log_line("warn", tier.model_path + ": " + m->chat.warning);
+  m->shown_tokens = shown_special_tokens(*m->engine, m->chat);
   auto cache = kvstore::PrefixCache::open(
       *m->engine, {.ram_sessions = std::max(1, kv_.ram_sessions),
                    .kv_dir = kv_.dir,

@@ -69,6 +69,7 @@ struct LoadedModel {
   std::unique_ptr<kvstore::PrefixCache> cache;  // declared after the engine: destroyed (and flushed) first
   std::vector<std::string> kv_prefixes;         // digests of the aligned prefixes on disk (refresh_kv_prefixes)
   ModelChat chat;
+  std::vector<int32_t> shown_tokens;  // control tokens a chat's output keeps (shown_special_tokens)
   // The vocabulary as a trie for grammar constraints: built by the executor
   // on the model's first constrained job.
   std::shared_ptr<const TokenVocabulary> vocabulary;

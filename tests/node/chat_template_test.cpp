@@ -60,7 +60,7 @@ TEST(ChatTemplate, DefaultIsChatMLWithAWarning) {
   ASSERT_TRUE(chat.ok()) << chat.status().message();
   EXPECT_EQ(chat->origin, "default ChatML");
   EXPECT_NE(chat->warning.find("no tokenizer.chat_template"), std::string::npos);
-  auto p = render_chat(*chat, std::vector<ChatMessage>{{"user", "x "}}, {.add_generation_prompt = false});
+  auto p = render_chat(*chat, std::vector<ChatMessage>{{"user", "x "}}, {.add_generation_prompt = false, .tools = {}});
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(marked(*p), "<|im_start|>user\n[[x]] <|im_end|>\n") << "whitespace outside the span, as in the text";
 }
