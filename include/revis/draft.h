@@ -31,6 +31,8 @@ namespace revis {
 // goes through the single-token kernels to keep the output unchanged), so
 // long drafts that are mostly rejected cost more than they save.
 constexpr int kDefaultDraftMax = 8;
+// The longest draft front ends accept.
+constexpr int kMaxDraft = 64;
 
 // Prompt lookup: the longest suffix of the context of max_ngram .. 1
 // tokens that occurred before, at its latest occurrence, proposes the

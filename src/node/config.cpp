@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "node/bearer.h"
+#include "revis/draft.h"
 
 namespace revis::node {
 namespace {
@@ -81,8 +82,17 @@ Status parse_tier(const std::string& name, const toml::table& t, const std::stri
       s = get_int(v, where, 0, 1 << 24, tier.ctx);
     } else if (key == "threads") {
       s = get_int(v, where, 0, 1024, tier.threads);
+    } else if (key == "draft") {
+      s = get_string(v, where, tier.draft);
+      tier.draft = resolve_path(tier.draft, base_dir);
+    } else if (key == "lookup") {
+      bool on = false;
+      s = get_bool(v, where, on);
+      tier.lookup = on;
+    } else if (key == "draft_max") {
+      s = get_int(v, where, 0, kMaxDraft, tier.draft_max);
     } else {
-      return Status::error(where + ": unknown key (a tier has model, ctx, threads)");
+      return Status::error(where + ": unknown key (a tier has model, ctx, threads, draft, lookup, draft_max)");
     }
     if (!s.ok()) return s;
   }
@@ -129,6 +139,11 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     } else if (key == "default_tier") s = get_string(v, at, c.default_tier);
     else if (key == "ctx") s = get_int(v, at, 0, 1 << 24, c.ctx);
     else if (key == "threads") s = get_int(v, at, 0, 1024, c.threads);
+    else if (key == "draft") {
+      s = get_string(v, at, c.draft);
+      c.draft = resolve_path(c.draft, base_dir);
+    } else if (key == "lookup") s = get_bool(v, at, c.lookup);
+    else if (key == "draft_max") s = get_int(v, at, 0, kMaxDraft, c.draft_max);
     else if (key == "memory_budget_mb") s = get_int(v, at, 0, int64_t(1) << 40, c.memory_budget_mb);
     else if (key == "kv_dir") {
       s = get_string(v, at, c.kv_dir);
@@ -240,6 +255,9 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.queue_limit) c.queue_limit = *o.queue_limit;
   if (o.ctx) c.ctx = *o.ctx;
   if (o.threads) c.threads = *o.threads;
+  if (o.draft) c.draft = *o.draft;
+  if (o.lookup) c.lookup = true;
+  if (o.draft_max) c.draft_max = *o.draft_max;
   if (o.memory_budget_mb) c.memory_budget_mb = *o.memory_budget_mb;
   if (o.kv_dir) c.kv_dir = *o.kv_dir;
   if (o.kv_budget_mb) c.kv_budget_mb = *o.kv_budget_mb;
@@ -271,7 +289,7 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       return Status::error("--tier " + spec + ": expected NAME=PATH");
-    TierConfig tier{spec.substr(0, eq), spec.substr(eq + 1), 0, 0};
+    TierConfig tier{spec.substr(0, eq), spec.substr(eq + 1)};
     bool replaced = false;
     for (TierConfig& t : c.tiers)
       if (t.name == tier.name) {
@@ -297,6 +315,9 @@ Status validate_config(NodeConfig& c) {
   if (c.queue_limit < 1) return Status::error("queue_limit must be at least 1");
   if (c.ctx < 0) return Status::error("ctx must be >= 0");
   if (c.threads < 0) return Status::error("threads must be >= 0");
+  if (c.draft_max < 0 || c.draft_max > kMaxDraft)
+    return Status::error("draft_max " + std::to_string(c.draft_max) + " (expected 0..64, 0 = the default)");
+  if (!c.draft.empty() && c.model.empty()) return Status::error("draft: a draft model needs the model it drafts for (-m)");
   if (c.max_attempts < 1 || c.max_attempts > 100)
     return Status::error("max_attempts " + std::to_string(c.max_attempts) + " (expected 1..100)");
   if (c.heartbeat_ms < 10) return Status::error("heartbeat_ms " + std::to_string(c.heartbeat_ms) + " (expected at least 10)");
