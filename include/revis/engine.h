@@ -28,6 +28,7 @@ namespace revis {
 
 class Tokenizer;
 class Session;
+class Engine;
 
 // Rows of the KV cache in memory: `positions` positions of
 // `bytes_per_position` bytes each, contiguous from `data` (Session::kv_runs).
@@ -45,6 +46,10 @@ struct EngineOptions {
   // pressure (which turns decoding into disk reads). Failing to lock is not an
   // error: the engine still runs and ModelInfo::mlock_failure says why.
   bool mlock = false;
+  // Run on this engine's thread pool instead of starting one (n_threads is
+  // then its count): a draft model beside its target, both evaluated from
+  // one thread, never at once.
+  const Engine* share_threads = nullptr;
 };
 
 // A special token of the vocabulary: id -1 and empty text when it has none.
@@ -118,6 +123,11 @@ class Session {
   // logits(0), the row after the last token. Fails (changing nothing) when
   // the context would overflow or an id is outside the vocabulary.
   Status eval(std::span<const int32_t> tokens, bool all_logits = false);
+  // As eval with all_logits, but every row, and every KV row, bit-identical
+  // to evaluating the tokens one eval at a time, as decoding does (the
+  // weights are still read once): how speculative decoding verifies a draft
+  // without changing the output.
+  Status eval_stepwise(std::span<const int32_t> tokens);
   std::span<const float> logits(int row = 0) const;
   int n_logit_rows() const;
 
@@ -149,6 +159,7 @@ class Session {
   friend class Engine;
   struct State;
   explicit Session(Engine& engine);
+  Status run(std::span<const int32_t> tokens, bool all_logits, bool stepwise);
   Engine& engine_;
   std::unique_ptr<State> state_;
   std::vector<int32_t> history_;

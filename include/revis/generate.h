@@ -14,8 +14,19 @@
 // bias), stop strings, a cancel flag, a progress callback and a constraint
 // on the tokens (a grammar, a JSON schema).
 //
-// Thread-safety: runs on the calling thread, and the callbacks and the
-// constraint are called on it; `cancel` may be set from any thread.
+// With a drafter (speculative decoding), each decoding step evaluates the
+// sampled token together with up to draft_max tokens the drafter guesses
+// will follow (Session::eval_stepwise: logits at every position, each
+// bit-identical to one-token decoding's), and takes the guesses that the
+// sampler confirms in order, so one forward pass may yield several
+// tokens. Greedy output is the same token for token as without a drafter;
+// sampled output keeps the same distribution (Sampler::sample_draft's
+// rejection sampling) though not the same draws. The constraint, the logit
+// bias, the penalties and logprobs apply to every position as without it.
+//
+// Thread-safety: runs on the calling thread, and the callbacks, the
+// constraint and the drafter are called on it; `cancel` may be set from
+// any thread.
 #pragma once
 
 #include <atomic>
@@ -71,6 +82,17 @@ struct TokenLogprobs {
   std::vector<TokenLogprob> top;  // the top_logprobs most likely, best first (ties: lower id first)
 };
 
+// Proposes the tokens likely to come next (speculative decoding's drafts):
+// prompt lookup, a draft model (revis/draft.h).
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  // Up to `max` (>= 1) tokens guessed to follow `context` (the prompt and
+  // the output so far; each call's context extends an earlier one's or
+  // starts a new generation); fewer or none when it has no guess.
+  virtual Result<std::vector<int32_t>> draft(std::span<const int32_t> context, int max) = 0;
+};
+
 struct GenerateOptions {
   int max_tokens = 128;               // generated tokens at most; 0 = prefill only
   SamplingParams sampling;
@@ -104,6 +126,10 @@ struct GenerateOptions {
   // that allows no further token ends with "stop"; an incomplete one that
   // allows none is an error. The constraint must outlive the call.
   TokenConstraint* constraint = nullptr;
+  // Speculative decoding: drafts of at most draft_max tokens per step from
+  // `drafter` (null or draft_max 0: none). The drafter must outlive the call.
+  Drafter* drafter = nullptr;
+  int draft_max = 0;
 };
 
 struct GenerateResult {
@@ -113,6 +139,9 @@ struct GenerateResult {
   std::vector<TokenLogprobs> logprobs;  // with options.logprobs: one per generated token
   std::string text;                   // what was streamed
   std::string stop_reason;            // "length", "eog", "stop", "context", "cancelled"
+  // Speculative decoding: tokens the drafter proposed and the target
+  // evaluated, and how many of them the sampler kept.
+  int draft_tokens = 0, accepted_tokens = 0;
   // Timings include PromptCache::restore_ms. generate_ms runs from the first
   // sampled token to the last, so it spans generated.size() - 1 decoding steps.
   double prefill_ms = 0, generate_ms = 0, ttft_ms = 0;

@@ -22,6 +22,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/draft_flags.h"
 #include "cli/line_reader.h"
 #include "cli/usage.h"
 #include "kvstore/prefix_cache.h"
@@ -46,6 +47,7 @@ struct ChatArgs {
   int n_predict = 512, threads = 0, ctx = 0;
   std::optional<uint64_t> seed;
   SamplingParams sampling;
+  DraftFlags draft;
 };
 
 class Conversation {
@@ -198,6 +200,8 @@ int chat(ChatArgs& args) {
   if (!engine) return 1;
   auto model_chat = load_model_chat(engine->info(), args.chat_template);
   if (!model_chat) return 1;
+  auto drafter = make_drafter(*engine, args.draft);
+  if (!drafter.ok()) return fail(drafter.status().message());
 
   std::fprintf(stderr, "chat template: %s, context %d tokens; /help lists the commands, /exit quits\n",
                model_chat->origin.c_str(), engine->info().n_ctx);
@@ -210,6 +214,8 @@ int chat(ChatArgs& args) {
   GenerateOptions options;
   options.sampling = args.sampling;
   options.cancel = &interrupted();
+  options.drafter = drafter->get();
+  options.draft_max = args.draft.max;
   // A reply may take half the context at most; -1 asks for no other limit.
   const int room = args.n_predict < 0 ? engine->info().n_ctx / 2 : std::min(args.n_predict, engine->info().n_ctx / 2);
 
@@ -292,9 +298,12 @@ int chat(ChatArgs& args) {
     interrupted_before = stopped;
     interrupted().store(false);
     const size_t decoded = reply->generated.empty() ? 0 : reply->generated.size() - 1;
-    std::fprintf(stderr, "[prompt %d tokens (%d reused) in %.0f ms; reply %zu tokens, %.1f tok/s%s]\n",
+    const std::string drafts = options.drafter ? "; drafts " + std::to_string(reply->accepted_tokens) + "/" +
+                                                     std::to_string(reply->draft_tokens) + " accepted"
+                                               : "";
+    std::fprintf(stderr, "[prompt %d tokens (%d reused) in %.0f ms; reply %zu tokens, %.1f tok/s%s%s]\n",
                  reply->n_prompt, reply->cached_tokens, reply->prefill_ms, reply->generated.size(),
-                 reply->generate_ms > 0 ? decoded * 1000.0 / reply->generate_ms : 0,
+                 reply->generate_ms > 0 ? decoded * 1000.0 / reply->generate_ms : 0, drafts.c_str(),
                  stopped ? "; stopped by Ctrl-C" : reply->stop_reason == "length" ? "; cut at -n" : "");
   }
   return 0;
@@ -317,6 +326,7 @@ void register_chat(CLI::App& app, int& exit_code) {
   cmd->add_option("--kv-dir", args->kv_dir,
                   "Directory of KV checkpoints: /save keeps the conversation's rows there, /load resumes from them");
   add_sampling_options(*cmd, args->sampling);
+  add_draft_options(*cmd, args->draft);
   cmd->footer(std::string("Commands at the prompt:\n") + kCommands +
               (line_editing_built_in() ? "Line editing and history (up/down, Ctrl-R) on a terminal; history in "
                                          "$XDG_STATE_HOME/revis/history or ~/.local/state/revis/history."

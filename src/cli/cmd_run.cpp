@@ -1,7 +1,8 @@
 // revis run -m MODEL -p PROMPT: generate text, streamed to stdout, with
 // timing on stderr; --json for one machine-readable object, --logits-out to
 // dump logits in the shape of the llama.cpp golden files; --kv-dir to resume
-// the prompt from a checkpoint and leave one behind (docs/kvstore.md).
+// the prompt from a checkpoint and leave one behind (docs/kvstore.md);
+// --draft/--lookup for speculative decoding.
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/draft_flags.h"
 #include "cli/progress_line.h"
 #include "kvstore/prefix_cache.h"
 #include "revis/generate.h"
@@ -31,6 +33,7 @@ struct RunArgs {
   bool prompt_given = false;  // -p, even an empty one
   SamplingParams sampling;
   std::vector<std::string> stop;
+  DraftFlags draft;
 };
 
 // Rows of n_vocab floats as a JSON array of arrays; "%.9g" round-trips float32.
@@ -84,6 +87,8 @@ int run(RunArgs& args) {
 
   auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
+  auto drafter = make_drafter(*engine, args.draft);
+  if (!drafter.ok()) return fail(drafter.status().message());
   const std::vector<int32_t> tokens = engine->tokenize(prompt, engine->add_bos_default(), false);
   if (tokens.empty()) return fail("the prompt is empty after tokenization");
   if (static_cast<int>(tokens.size()) > engine->info().n_ctx)
@@ -98,6 +103,8 @@ int run(RunArgs& args) {
   // Golden comparisons want exactly -n tokens, whatever they are.
   options.ignore_eog = args.ignore_eos || !args.logits_out.empty();
   options.record_logits = !args.logits_out.empty();
+  options.drafter = drafter->get();
+  options.draft_max = args.draft.max;
 
   // Without --kv-dir the cache is RAM only, and one run reuses nothing.
   auto cache = kvstore::PrefixCache::open(
@@ -132,6 +139,9 @@ int run(RunArgs& args) {
                "stop: %s; seed %llu\n",
                r.n_prompt, prefill_tps, r.prefill_ms, r.generated.size(), gen_tps,
                r.stop_reason.c_str(), (unsigned long long)args.sampling.seed);
+  if (options.drafter)
+    std::fprintf(stderr, "speculative: drafted %d tokens, accepted %d (%.0f%%)\n", r.draft_tokens, r.accepted_tokens,
+                 r.draft_tokens > 0 ? 100.0 * r.accepted_tokens / r.draft_tokens : 0.0);
   if (r.cached_tokens > 0)
     std::fprintf(stderr, "resumed %d of %d prompt tokens from %s in %.1f ms\n", r.cached_tokens,
                  r.n_prompt, cache_source.c_str(), restore_ms);
@@ -146,7 +156,8 @@ int run(RunArgs& args) {
                         {"text", r.text},                    {"stop_reason", r.stop_reason},
                         {"ttft_ms", r.ttft_ms},              {"prefill_ms", r.prefill_ms},
                         {"prefill_tok_s", prefill_tps},      {"gen_tok_s", gen_tps},
-                        {"seed", args.sampling.seed}};
+                        {"seed", args.sampling.seed},        {"draft_tokens", r.draft_tokens},
+                        {"accepted_tokens", r.accepted_tokens}};
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   if (!args.logits_out.empty())
@@ -188,6 +199,7 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--kv-budget", args->kv_budget_mib, "MiB the KV directory may hold (0 = no limit)")
       ->capture_default_str();
   add_sampling_options(*cmd, args->sampling);
+  add_draft_options(*cmd, args->draft);
   cmd->callback([args, p, &exit_code] {
     args->prompt_given = p->count() > 0;
     exit_code = run(*args);

@@ -67,6 +67,9 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--queue-limit", o.queue_limit, "Jobs that may wait (default 64)");
   cmd->add_option("-c,--ctx-size", o.ctx, "Context size per model (default: the model's, at most 4096)");
   cmd->add_option("-t,--threads", o.threads, "Threads per model (default: physical cores)");
+  cmd->add_option("--draft,--model-draft", o.draft, "Draft model for speculative decoding with -m (same vocabulary)");
+  cmd->add_flag("--lookup", o.lookup, "Speculative decoding with prompt lookup on every tier that does not say");
+  cmd->add_option("--draft-max", o.draft_max, "Tokens per draft at most (default 8)");
   cmd->add_option("--catalog", o.catalog, "TOML file adding or overriding tasks");
   cmd->add_option("--memory-budget", o.memory_budget_mb, "MiB the loaded models may use (default 3/4 of RAM)");
   cmd->add_option("--kv-dir", o.kv_dir, "Directory of KV checkpoints: prompts resume from saved prefixes");

@@ -18,7 +18,7 @@ struct Engine::Impl {
   std::shared_ptr<const gguf::GgufFile> file;
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<ThreadPool> pool;
+  std::shared_ptr<ThreadPool> pool;  // shared with a draft model's engine (EngineOptions::share_threads)
 };
 
 struct Session::State {
@@ -110,12 +110,15 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.n_head_kv = c.n_head_kv;
   info.head_dim_k = c.head_dim_k;
   info.head_dim_v = c.head_dim_v;
-  info.n_threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
+  if (options.share_threads) impl->pool = options.share_threads->impl_->pool;
+  info.n_threads = impl->pool                 ? impl->pool->size()
+                   : options.n_threads > 0 ? options.n_threads
+                                           : ThreadPool::default_threads();
   info.file_bytes = impl->file->file_size();
   info.bytes_per_token = impl->model->bytes_per_token();
   describe_file(*impl->file, *impl->tokenizer, info);
   if (options.mlock) info.mlock_failure = lock_tensor_data(*impl->file);
-  impl->pool = std::make_unique<ThreadPool>(info.n_threads);
+  if (!impl->pool) impl->pool = std::make_shared<ThreadPool>(info.n_threads);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -138,9 +141,13 @@ Session::~Session() = default;
 
 int Session::n_ctx() const { return state_->kv.n_ctx(); }
 
-Status Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+Status Session::eval(std::span<const int32_t> tokens, bool all_logits) { return run(tokens, all_logits, false); }
+
+Status Session::eval_stepwise(std::span<const int32_t> tokens) { return run(tokens, true, true); }
+
+Status Session::run(std::span<const int32_t> tokens, bool all_logits, bool stepwise) {
   Engine::Impl& e = *engine_.impl_;
-  Status s = e.model->forward(tokens, n_past(), state_->kv, *e.pool, all_logits, state_->logits);
+  Status s = e.model->forward(tokens, n_past(), state_->kv, *e.pool, all_logits, state_->logits, stepwise);
   if (!s.ok()) return s;
   state_->rows = all_logits ? static_cast<int>(tokens.size()) : 1;
   history_.insert(history_.end(), tokens.begin(), tokens.end());

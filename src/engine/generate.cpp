@@ -4,7 +4,9 @@
 // plus, only when asked for, one copy of the logits row (a constraint, or
 // logprobs), the constraint's mask, a scan for a token the mask left
 // (constraint) and a log-sum-exp with a top-N selection (logprobs): all
-// O(vocabulary). Without those the row goes to the sampler uncopied.
+// O(vocabulary). Without those the row goes to the sampler uncopied. With
+// a drafter, a sampled (not greedy) draft position also builds the
+// sampler's distribution (Sampler::sample_draft).
 #include "revis/generate.h"
 
 #include <algorithm>
@@ -37,6 +39,7 @@ Status check_request(const Engine& engine, const Session& session, std::span<con
       return Status::error("sampling params: logit_bias token " + std::to_string(token) +
                            " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
   if (options.max_tokens < 0) return Status::error("max_tokens: " + std::to_string(options.max_tokens) + " (expected >= 0)");
+  if (options.draft_max < 0) return Status::error("draft_max: " + std::to_string(options.draft_max) + " (expected >= 0)");
   if (options.top_logprobs < 0 || options.top_logprobs > kMaxTopLogprobs)
     return Status::error("top_logprobs: " + std::to_string(options.top_logprobs) + " (expected 0.." +
                          std::to_string(kMaxTopLogprobs) + ")");
@@ -159,6 +162,14 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
   const std::span<const int32_t> eog = engine.info().eog_tokens;
   std::vector<float> scratch, eog_logits, adjusted;
 
+  // Speculation: `drafts` were evaluated after the last sampled token, and
+  // session row `row` holds the logits that choose the next token (row j
+  // follows drafts[j - 1]); `context` is the prompt and the output so far.
+  Drafter* const drafter = options.draft_max > 0 ? options.drafter : nullptr;
+  std::vector<int32_t> context, drafts, batch;
+  if (drafter) context.assign(prompt.begin(), prompt.end());
+  size_t row = 0;
+
   result.stop_reason = "length";
   for (int i = 0; i < options.max_tokens; ++i) {
     if (cancelled(options)) {
@@ -166,7 +177,8 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
       break;
     }
     // The first token follows the prompt; the others the last decoding step.
-    std::span<const float> logits = i == 0 ? std::span<const float>(result.next_logits) : session.logits(0);
+    std::span<const float> logits =
+        i == 0 ? std::span<const float>(result.next_logits) : session.logits(static_cast<int>(row));
     if (options.constraint) {
       logits = constrain(logits, *options.constraint, eog, scratch, eog_logits);
       if (logits.empty()) {
@@ -177,7 +189,9 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
         break;
       }
     }
-    const int32_t token = sampler.sample(logits);
+    const bool verifying = row < drafts.size();
+    const int32_t token = verifying ? sampler.sample_draft(logits, drafts[row]) : sampler.sample(logits);
+    const bool confirmed = verifying && token == drafts[row];
     if (i == 0) {
       result.first_token = Clock::now();
       result.ttft_ms = cached.restore_ms + ms_between(start, result.first_token);
@@ -189,6 +203,8 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
       if (options.on_logprobs) options.on_logprobs(result.logprobs.back());
     }
     result.generated.push_back(token);
+    result.accepted_tokens += confirmed;
+    if (drafter) context.push_back(token);
     sampler.accept(token);
     const bool end = engine.is_end_of_generation(token) && (options.constraint || !options.ignore_eog);
     if (options.on_progress) options.on_progress(n_prompt, static_cast<int>(result.generated.size()));
@@ -207,15 +223,48 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
       break;
     }
     if (i + 1 == options.max_tokens) break;  // the last token needs no forward pass
-    if (session.n_past() >= session.n_ctx()) {
-      result.stop_reason = "context";
-      break;
+    if (confirmed) {
+      ++row;  // the draft was evaluated already: its logits are the next row
+    } else {
+      // Drafts past a rejected one are forgotten; the token goes through
+      // the model with the drafts that may follow it.
+      session.truncate(session.n_past() - static_cast<int>(drafts.size() - row));
+      if (session.n_past() >= session.n_ctx()) {
+        result.stop_reason = "context";
+        break;
+      }
+      drafts.clear();
+      row = 0;
+      // Drafts beyond what the budget or the context could use are wasted:
+      // k drafts yield at most k + 1 tokens, and take k more positions.
+      const int room = std::min({options.draft_max, options.max_tokens - i - 2, session.n_ctx() - session.n_past() - 1});
+      if (drafter && room > 0) {
+        auto guess = drafter->draft(context, room);
+        if (!guess.ok()) return guess.status().with_context("drafter");
+        drafts = std::move(*guess);
+        if (static_cast<int>(drafts.size()) > room) drafts.resize(room);
+      }
+      if (drafts.empty()) {
+        if (Status s = session.eval({&token, 1}); !s.ok()) return s;
+      } else {
+        batch.assign(1, token);
+        batch.insert(batch.end(), drafts.begin(), drafts.end());
+        if (Status s = session.eval_stepwise(batch); !s.ok()) return s;
+        result.draft_tokens += static_cast<int>(drafts.size());
+      }
     }
-    if (Status s = session.eval({&token, 1}); !s.ok()) return s;
     if (options.record_logits) {
-      auto l = session.logits(0);
+      auto l = session.logits(static_cast<int>(row));
       result.generated_logits.insert(result.generated_logits.end(), l.begin(), l.end());
     }
+  }
+  // Drafts evaluated past the last sampled token are no part of the output:
+  // the session ends as without them, holding the last token only when a
+  // cancellation came after its forward pass.
+  if (drafter) {
+    const int evaluated = static_cast<int>(result.generated.size()) -
+                          (result.generated.empty() || result.stop_reason == "cancelled" ? 0 : 1);
+    session.truncate(n_prompt + evaluated);
   }
   if (result.stop_reason != "cancelled" && !stops.stopped()) emit(stops.push(detok.flush()).text + stops.finish());
   if (!result.generated.empty()) result.generate_ms = ms_between(result.first_token, Clock::now());

@@ -112,7 +112,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   activations_.resize(act_row * n_tokens);
   const uint8_t* acts = activations_.data();
   const DotKernels kernels = dot_kernels(w.type, w.cols);
-  const bool grouped = kernels.dot4 != nullptr && n_tokens >= kGroup;
+  const bool grouped = kernels.dot4 != nullptr && n_tokens >= kGroup && !stepwise_;
   const int n_groups = grouped ? n_tokens / kGroup : 0;
   // Where the backend has packed forms of dot4 and dot, each group of four
   // tokens and each token left over is packed once here and then met by
@@ -165,8 +165,9 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   // rows are not sliced), as the kernel reads them.
   const size_t slice_row_bytes = std::max<size_t>(weight_bytes(slice, repack), 1);
   const int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / slice_row_bytes));
-  // Token groups re-read a piece once per group: keep every piece a tile.
-  const int64_t max_rows = grouped ? tile_rows : std::max(w.rows, tile_rows);
+  // Token groups re-read a piece once per group, and stepwise tokens once
+  // per token: keep every piece a tile.
+  const int64_t max_rows = grouped || (stepwise_ && n_tokens > 1) ? tile_rows : std::max(w.rows, tile_rows);
   const int64_t prefetch_rows = std::max<int64_t>(1, static_cast<int64_t>(kPrefetchBytes / std::max<size_t>(w.row_bytes, 1)));
   const int threads = pool.size();
   std::atomic<int64_t> next_row{0};

@@ -26,6 +26,10 @@
 //    there the rows ahead are prefetched as set_prefetch() says, a slice
 //    of a long row at a time, and near the end of a claim from the
 //    thread's next, claimed early.
+//    Stepwise (set_stepwise), every token takes vec_dot's kernel, as a
+//    call with that token alone would, so that its row is bit-identical to
+//    such a call's; the rows are still read once, a tile at a time, while
+//    each token meets the tile in turn (speculative decoding's verification).
 // A matrix is thus read from memory once per call whatever the number of
 // tokens: once per generated token, once per prompt chunk.
 #pragma once
@@ -60,6 +64,10 @@ class MatMul {
   // until set.
   void set_prefetch(Prefetch how) { prefetch_ = how; }
 
+  // Whether every token takes the single-token kernel (matmul.h's step 3);
+  // off until set.
+  void set_stepwise(bool stepwise) { stepwise_ = stepwise; }
+
   // Shows every product's input to `observer` (null: none, the default).
   void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
@@ -75,6 +83,7 @@ class MatMul {
   std::vector<uint8_t> packed_activations_;  // groups of four, where the kernels have a packed form
   std::vector<Slice> group_slices_, single_slices_;
   Prefetch prefetch_ = Prefetch::kIntoL2;
+  bool stepwise_ = false;
   MatmulObserver* observer_ = nullptr;
 };
 

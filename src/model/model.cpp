@@ -110,7 +110,7 @@ uint64_t Model::bytes_per_token() const {
 }
 
 Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                      std::vector<float>& logits) {
+                      std::vector<float>& logits, bool stepwise) {
   const int n = static_cast<int>(tokens.size());
   if (n == 0) return Status::error("forward: no tokens to evaluate");
   if (n_past < 0 || n_past + n > kv.n_ctx())
@@ -126,6 +126,7 @@ Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, 
   // timing steps.
   const bool step = n == 1;
   if (step) matmul_.set_prefetch(prefetch_tuner_.mode());
+  matmul_.set_stepwise(stepwise);
   const auto began = std::chrono::steady_clock::now();
   const int max_chunk = config_.n_expert > 0 ? kExpertsChunk : kDenseChunk;
   for (int start = 0; start < n; start += max_chunk) {

@@ -33,8 +33,12 @@ class Model {
 
   // Runs tokens[0..n) at positions n_past..n_past+n-1. If all_logits, logits
   // receives n rows of n_vocab; otherwise one row, for the last token.
+  // Stepwise, every token goes through the kernels a call with that token
+  // alone takes (matmul.h), so that its logits and its KV rows are
+  // bit-identical to evaluating the tokens one call at a time; the weights
+  // are still read once (attention gives the same bits either way).
   Status forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                 std::vector<float>& logits);
+                 std::vector<float>& logits, bool stepwise = false);
 
   // Shows the input of every matrix product of later forward calls to
   // `observer` (null: none). For offline tools (revis imatrix); like

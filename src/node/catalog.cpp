@@ -23,7 +23,7 @@ bool valid_name(std::string_view name, size_t max_len) {
 
 Task make_task(std::string name, std::string tier, std::string description, std::string system, std::string user,
                std::vector<std::string> required, std::map<std::string, std::string> optional, double temperature,
-               int max_tokens) {
+               int max_tokens, bool lookup = false) {
   Task t;
   t.name = std::move(name);
   t.tier = std::move(tier);
@@ -34,6 +34,7 @@ Task make_task(std::string name, std::string tier, std::string description, std:
   t.optional = std::move(optional);
   t.temperature = temperature;
   t.max_tokens = max_tokens;
+  t.lookup = lookup;
   return t;
 }
 
@@ -129,13 +130,17 @@ Status apply_fields(const toml::table& table, Task& task, const std::string& whe
       auto list = string_list(v, at);
       if (!list.ok()) return list.status();
       task.stop = *list;
+    } else if (key == "lookup") {
+      auto on = v.value_exact<bool>();
+      if (!on) return Status::error(at + ": expected true or false");
+      task.lookup = *on;
     } else if (key == "seed") {
       int64_t seed = 0;
       s = need_int(0, INT64_MAX, seed);
       task.seed = static_cast<uint64_t>(seed);
     } else {
       return Status::error(at + ": unknown key (expected description, tier, raw, system, user, required, "
-                                "optional, temperature, top_p, top_k, min_p, max_tokens, stop, seed, enabled)");
+                                "optional, temperature, top_p, top_k, min_p, max_tokens, stop, seed, lookup, enabled)");
     }
     if (!s.ok()) return s;
   }
@@ -232,12 +237,12 @@ Catalog Catalog::builtin() {
                 "key facts, names and numbers, add nothing that is not in the text, and answer in the language of "
                 "the text.",
                 "Summarize the following text, focusing on {{focus}}.\n\n{{text}}", {"text"},
-                {{"focus", "its main points"}}, 0.3, 512));
+                {{"focus", "its main points"}}, 0.3, 512, true));
   add(make_task("audit", "large", "Review a text or code for problems.",
                 "You are a meticulous reviewer. Find the problems in what the user gives you: errors, bugs, "
                 "security issues, inconsistencies and unclear parts. List each problem with where it is, why it is "
                 "a problem and how to fix it, most serious first. If you find none, say so.",
-                "Review this {{kind}} for problems.\n\n{{text}}", {"text"}, {{"kind", "text or code"}}, 0.2, 1024));
+                "Review this {{kind}} for problems.\n\n{{text}}", {"text"}, {{"kind", "text or code"}}, 0.2, 1024, true));
   add(make_task("translate", "small", "Translate a text into another language.",
                 "You are a professional translator. Translate the user's text faithfully, keeping its meaning, tone "
                 "and formatting. Output only the translation.",
@@ -247,7 +252,7 @@ Catalog Catalog::builtin() {
                 "You extract structured data. From the text the user gives you, build a profile of the {{subject}} "
                 "it describes as one JSON object with the keys name, role, organization, location, skills (an "
                 "array), contact and summary. Use null for anything the text does not say. Output only the JSON.",
-                "{{text}}", {"text"}, {{"subject", "person or organization"}}, 0.1, 768));
+                "{{text}}", {"text"}, {{"subject", "person or organization"}}, 0.1, 768, true));
   add(make_task("think_en", "large", "Reason in English about a question.",
                 "You are a careful thinker. Reason about the user's question step by step in English, weigh the "
                 "alternatives, check your reasoning, and finish with a line that starts with \"Answer:\".",
@@ -325,6 +330,7 @@ std::string Catalog::canonical_json() const {
         {"top_p", t.top_p},              {"top_k", t.top_k},
         {"min_p", t.min_p},              {"max_tokens", t.max_tokens},
         {"stop", t.stop},                {"seed", t.seed ? nlohmann::json(*t.seed) : nlohmann::json(nullptr)},
+        {"lookup", t.lookup},
     };
   }
   // nlohmann's objects are sorted maps and dump() without indent adds no

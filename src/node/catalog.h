@@ -56,6 +56,9 @@ struct Task {
   int max_tokens = 512;
   std::vector<std::string> stop;
   std::optional<uint64_t> seed;     // fixed seed; absent = a fresh one per ticket
+  // Speculative decoding with prompt lookup (revis/draft.h): for tasks
+  // whose output copies from the prompt (summaries, extraction, reviews).
+  bool lookup = false;
 
   bool accepts(const std::string& arg) const;
 };

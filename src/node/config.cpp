@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "node/bearer.h"
+#include "revis/draft.h"
 
 namespace revis::node {
 namespace {
@@ -84,8 +85,17 @@ Status parse_tier(const std::string& name, const toml::table& t, const std::stri
     } else if (key == "chat_template") {
       s = get_string(v, where, tier.chat_template);
       tier.chat_template = resolve_path(tier.chat_template, base_dir);
+    } else if (key == "draft") {
+      s = get_string(v, where, tier.draft);
+      tier.draft = resolve_path(tier.draft, base_dir);
+    } else if (key == "lookup") {
+      bool on = false;
+      s = get_bool(v, where, on);
+      tier.lookup = on;
+    } else if (key == "draft_max") {
+      s = get_int(v, where, 0, kMaxDraft, tier.draft_max);
     } else {
-      return Status::error(where + ": unknown key (a tier has model, ctx, threads, chat_template)");
+      return Status::error(where + ": unknown key (a tier has model, ctx, threads, chat_template, draft, lookup, draft_max)");
     }
     if (!s.ok()) return s;
   }
@@ -136,6 +146,11 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
       s = get_string(v, at, c.chat_template);
       c.chat_template = resolve_path(c.chat_template, base_dir);
     }
+    else if (key == "draft") {
+      s = get_string(v, at, c.draft);
+      c.draft = resolve_path(c.draft, base_dir);
+    } else if (key == "lookup") s = get_bool(v, at, c.lookup);
+    else if (key == "draft_max") s = get_int(v, at, 0, kMaxDraft, c.draft_max);
     else if (key == "memory_budget_mb") s = get_int(v, at, 0, int64_t(1) << 40, c.memory_budget_mb);
     else if (key == "kv_dir") {
       s = get_string(v, at, c.kv_dir);
@@ -247,6 +262,9 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.queue_limit) c.queue_limit = *o.queue_limit;
   if (o.ctx) c.ctx = *o.ctx;
   if (o.threads) c.threads = *o.threads;
+  if (o.draft) c.draft = *o.draft;
+  if (o.lookup) c.lookup = true;
+  if (o.draft_max) c.draft_max = *o.draft_max;
   if (o.memory_budget_mb) c.memory_budget_mb = *o.memory_budget_mb;
   if (o.kv_dir) c.kv_dir = *o.kv_dir;
   if (o.chat_template) c.chat_template = *o.chat_template;
@@ -279,7 +297,7 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       return Status::error("--tier " + spec + ": expected NAME=PATH");
-    TierConfig tier{spec.substr(0, eq), spec.substr(eq + 1), 0, 0, ""};
+    TierConfig tier{spec.substr(0, eq), spec.substr(eq + 1)};
     bool replaced = false;
     for (TierConfig& t : c.tiers)
       if (t.name == tier.name) {
@@ -305,6 +323,9 @@ Status validate_config(NodeConfig& c) {
   if (c.queue_limit < 1) return Status::error("queue_limit must be at least 1");
   if (c.ctx < 0) return Status::error("ctx must be >= 0");
   if (c.threads < 0) return Status::error("threads must be >= 0");
+  if (c.draft_max < 0 || c.draft_max > kMaxDraft)
+    return Status::error("draft_max " + std::to_string(c.draft_max) + " (expected 0..64, 0 = the default)");
+  if (!c.draft.empty() && c.model.empty()) return Status::error("draft: a draft model needs the model it drafts for (-m)");
   if (c.max_attempts < 1 || c.max_attempts > 100)
     return Status::error("max_attempts " + std::to_string(c.max_attempts) + " (expected 1..100)");
   if (c.heartbeat_ms < 10) return Status::error("heartbeat_ms " + std::to_string(c.heartbeat_ms) + " (expected at least 10)");

@@ -15,6 +15,9 @@
 //   ctx = 4096                   # context per model unless its tier says (-c)
 //   threads = 8                  # threads per model unless its tier says (-t)
 //   chat_template = "chatml.jinja"  # replaces the models' own templates unless the tier says (--chat-template)
+//   draft = "/models/m-q4_0.gguf"  # speculative decoding for `model` with this draft model (--draft)
+//   lookup = false               # speculative decoding with prompt lookup, every tier unless it says (--lookup)
+//   draft_max = 8                # tokens per draft unless a tier says (--draft-max)
 //   memory_budget_mb = 16384     # resident models above this are unloaded LRU (0: 3/4 of RAM)
 //   kv_dir = "kv"                # KV checkpoints: prompts resume from saved prefixes (docs/kvstore.md)
 //   kv_budget_mb = 20480         # disk the checkpoints may use (0: no limit)
@@ -52,6 +55,7 @@
 //   model = "qwen2.5-1.5b-q8_0.gguf"
 //   ctx = 8192
 //   threads = 8
+//   draft = "qwen2.5-0.5b-q8_0.gguf"  # or lookup = true; draft_max = 8
 //
 // Thread-safety: plain values.
 #pragma once
@@ -72,6 +76,9 @@ struct TierConfig {
   int ctx = 0;      // 0: NodeConfig::ctx
   int threads = 0;  // 0: NodeConfig::threads
   std::string chat_template;  // empty: NodeConfig::chat_template
+  std::string draft;            // draft model for speculative decoding (revis/draft.h)
+  std::optional<bool> lookup;   // prompt lookup; absent: NodeConfig::lookup
+  int draft_max = 0;            // 0: NodeConfig::draft_max
 };
 
 struct NodeConfig {
@@ -87,6 +94,9 @@ struct NodeConfig {
   int ctx = 0;
   int threads = 0;
   std::string chat_template;  // Jinja file replacing every model's own template (empty: the model's)
+  std::string draft;   // draft model of `model` (--draft)
+  bool lookup = false; // prompt lookup for every tier that does not say (--lookup)
+  int draft_max = 0;   // tokens per draft unless a tier says; 0: kDefaultDraftMax (--draft-max)
   uint64_t memory_budget_mb = 0;
   std::string kv_dir;  // empty: prefixes are reused from RAM only
   uint64_t kv_budget_mb = 0;
@@ -131,7 +141,9 @@ struct NodeConfig {
 // Values from the command line; set ones replace the file's.
 struct ConfigOverrides {
   std::optional<std::string> name, host, token, token_file, model, default_tier, catalog, engine;
-  std::optional<std::string> journal, broker, broker_creds;
+  std::optional<std::string> journal, broker, broker_creds, draft;
+  bool lookup = false;  // --lookup turns it on
+  std::optional<int> draft_max;
   std::optional<int> broker_ack_wait_ms, broker_replicas;
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's

@@ -162,6 +162,8 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   st.prompt_tokens = r->n_prompt;
   st.cached_tokens = r->cached_tokens;
   st.generated_tokens = n_generated;
+  st.draft_tokens = r->draft_tokens;
+  st.accepted_tokens = r->accepted_tokens;
   st.prefill_ms = r->prefill_ms;
   st.generate_ms = r->generate_ms;
   st.prefill_tok_s = r->prefill_ms > 0 ? r->n_prompt * 1000.0 / r->prefill_ms : 0;
@@ -218,6 +220,16 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
     grammar = std::move(*calls);
   }
   if (!spec.raw) options.shown_tokens = model.shown_tokens;
+  // Speculative decoding: the tier's draft model, else prompt lookup where
+  // the tier or the task asks for it.
+  std::unique_ptr<Drafter> lookup;
+  if (model.draft_model) {
+    options.drafter = model.draft_model.get();
+  } else if (tier->lookup || spec.lookup) {
+    lookup = prompt_lookup_drafter();
+    options.drafter = lookup.get();
+  }
+  options.draft_max = tier->draft_max > 0 ? tier->draft_max : kDefaultDraftMax;
   std::unique_ptr<GrammarConstraint> constraint;
   if (grammar) {
     if (!model.vocabulary) model.vocabulary = TokenVocabulary::of(engine, model.shown_tokens);  // once per loaded model

@@ -43,6 +43,7 @@ struct JobSpec {
   std::shared_ptr<const Grammar> grammar;
   bool logprobs = false;  // report each generated token's log-probability
   int top_logprobs = 0;   // with logprobs: the most likely alternatives per token, 0..20
+  bool lookup = false;    // speculative decoding with prompt lookup, whatever the tier says (the task asks)
   Clock::time_point received = Clock::now();  // when the request arrived (queue wait, overhead)
 };
 
@@ -50,6 +51,8 @@ struct JobStats {
   int prompt_tokens = 0;
   int cached_tokens = 0;      // prompt tokens resumed from the KV cache (RAM or disk), not evaluated
   int generated_tokens = 0;
+  int draft_tokens = 0;       // speculative decoding: tokens drafted and verified,
+  int accepted_tokens = 0;    // and those of them kept
   double load_ms = 0;         // model load this job waited for (0 when already loaded)
   double queue_wait_ms = 0;   // received -> the executor picked it up
   double prefill_ms = 0;

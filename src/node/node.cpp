@@ -66,9 +66,11 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
   std::vector<TierSpec> tiers;
   for (const TierConfig& t : c.tiers)
     tiers.push_back({t.name, t.model, t.ctx > 0 ? t.ctx : c.ctx, t.threads > 0 ? t.threads : c.threads,
-                     t.chat_template.empty() ? c.chat_template : t.chat_template});
+                     t.chat_template.empty() ? c.chat_template : t.chat_template, t.draft, t.lookup.value_or(c.lookup),
+                     t.draft_max > 0 ? t.draft_max : c.draft_max});
   std::optional<TierSpec> fallback;
-  if (!c.model.empty()) fallback = TierSpec{"default", c.model, c.ctx, c.threads, c.chat_template};
+  if (!c.model.empty())
+    fallback = TierSpec{"default", c.model, c.ctx, c.threads, c.chat_template, c.draft, c.lookup, c.draft_max};
   const uint64_t budget = c.memory_budget_mb > 0 ? c.memory_budget_mb << 20 : default_budget_bytes();
   node->pool_ = std::make_unique<TierPool>(std::move(tiers), std::move(fallback), budget,
                                            KvCacheConfig{.dir = c.kv_dir, .budget_bytes = c.kv_budget_mb << 20});
@@ -145,6 +147,7 @@ Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const 
   spec.sampling.min_p = static_cast<float>(task->min_p);
   spec.sampling.seed = task->seed ? *task->seed : fresh_seed();
   spec.stop = task->stop;
+  spec.lookup = task->lookup;
   spec.received = received;
   return spec;
 }

@@ -296,11 +296,17 @@ Outcome<nlohmann::ordered_json> message_tool_calls(const json& calls, const std:
   return out;
 }
 
+// Speculative decoding's drafts in OpenAI's names for predicted tokens,
+// and in revis's own (docs/protocol.md).
 json usage(const JobStats& s) {
   return {{"prompt_tokens", s.prompt_tokens},
           {"completion_tokens", s.generated_tokens},
           {"total_tokens", s.prompt_tokens + s.generated_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}},
+          {"completion_tokens_details",
+           {{"accepted_prediction_tokens", s.accepted_tokens},
+            {"rejected_prediction_tokens", s.draft_tokens - s.accepted_tokens}}},
+          {"revis", {{"draft_tokens", s.draft_tokens}, {"accepted_tokens", s.accepted_tokens}}}};
 }
 
 }  // namespace

@@ -34,6 +34,8 @@ JobResult result_of(const json& done) {
     r.stats.prompt_tokens = int_at(*stats, "promptTokens");
     r.stats.cached_tokens = int_at(*stats, "cachedTokens");
     r.stats.generated_tokens = int_at(*stats, "generatedTokens");
+    r.stats.draft_tokens = int_at(*stats, "draftTokens");
+    r.stats.accepted_tokens = int_at(*stats, "acceptedTokens");
   }
   return r;
 }

@@ -53,6 +53,7 @@ json stats_json(const JobStats& s) {
   return {
       {"promptTokens", s.prompt_tokens},   {"cachedTokens", s.cached_tokens},
       {"generatedTokens", s.generated_tokens},
+      {"draftTokens", s.draft_tokens},     {"acceptedTokens", s.accepted_tokens},
       {"prefillMs", s.prefill_ms},         {"generateMs", s.generate_ms},
       {"prefillTokPerSec", s.prefill_tok_s}, {"genTokPerSec", s.gen_tok_s},
       {"queueWaitMs", s.queue_wait_ms},    {"loadMs", s.load_ms},

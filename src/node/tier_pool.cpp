@@ -12,7 +12,8 @@ namespace {
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
 bool same_model(const LoadedModel& m, const TierSpec& t) {
-  return m.path == t.model_path && m.ctx == t.ctx && m.threads == t.threads && m.chat_template_path == t.chat_template;
+  return m.path == t.model_path && m.ctx == t.ctx && m.threads == t.threads && m.chat_template_path == t.chat_template &&
+         m.draft_path == t.draft_path;
 }
 
 }  // namespace
@@ -57,8 +58,12 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
       }
   }
   std::error_code ec;
-  const uint64_t file_bytes = std::filesystem::file_size(tier.model_path, ec);
+  uint64_t file_bytes = std::filesystem::file_size(tier.model_path, ec);
   if (ec) return Status::error(tier.model_path + ": " + ec.message());
+  if (!tier.draft_path.empty()) {
+    file_bytes += std::filesystem::file_size(tier.draft_path, ec);
+    if (ec) return Status::error("draft model " + tier.draft_path + ": " + ec.message());
+  }
   unload_lru_until(file_bytes, nullptr);
 
   log_line("info", "loading tier " + tier.name + " from " + tier.model_path);
@@ -72,6 +77,12 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   m->chat_template_path = tier.chat_template;
   m->engine = std::move(*engine);
   const ModelInfo& info = m->engine->info();
+  m->draft_path = tier.draft_path;
+  if (!tier.draft_path.empty()) {
+    auto draft = load_draft_model(*m->engine, tier.draft_path);
+    if (!draft.ok()) return draft.status();
+    m->draft_model = std::move(*draft);
+  }
 
   std::string template_source;
   if (!tier.chat_template.empty()) {
@@ -98,7 +109,8 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   }
 
   const uint64_t kv_bound = 2ull * info.n_layer * static_cast<uint64_t>(info.n_ctx) * info.n_embd * 2;
-  m->footprint_bytes = info.file_bytes + kv_bound * std::max(1, kv_.ram_sessions);
+  // A draft model counts its file; its KV cache is a small model's.
+  m->footprint_bytes = file_bytes + kv_bound * std::max(1, kv_.ram_sessions);
   m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (load_ms) *load_ms = m->load_ms;
   log_line("info", "loaded " + tier.model_path + " (" + info.architecture + ", context " + std::to_string(info.n_ctx) +

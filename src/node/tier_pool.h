@@ -1,7 +1,9 @@
 // Tiers and the models behind them.
 //
 // A tier is a name the catalogue uses ("small", "large") bound to a GGUF
-// file with a context size and a thread count. Models are loaded on demand,
+// file with a context size and a thread count, and how it decodes
+// speculatively (revis/draft.h): with a draft model, loaded beside the
+// model, or with prompt lookup. Models are loaded on demand,
 // when the first job for a tier runs, and kept while they fit a memory
 // budget; when a load would exceed it, the least recently used models are
 // unloaded first. Tiers bound to the same file with the same settings share
@@ -36,6 +38,7 @@
 #include "grammar/grammar_constraint.h"
 #include "kvstore/prefix_cache.h"
 #include "node/chat_template.h"
+#include "revis/draft.h"
 #include "revis/engine.h"
 #include "revis/status.h"
 
@@ -52,6 +55,9 @@ struct TierSpec {
   int ctx = 0;      // 0: the engine's default
   int threads = 0;  // 0: the engine's default
   std::string chat_template;  // a Jinja file replacing the model's template; empty: the model's
+  std::string draft_path;  // a draft model (same vocabulary); takes precedence over lookup
+  bool lookup = false;     // prompt lookup
+  int draft_max = 0;       // tokens per draft; 0: kDefaultDraftMax
 };
 
 // Where a node keeps KV checkpoints (revis serve --kv-dir, --kv-budget).
@@ -66,6 +72,8 @@ struct LoadedModel {
   int ctx = 0, threads = 0;
   std::string chat_template_path;  // TierSpec::chat_template: tiers differing in it load the model apart
   std::unique_ptr<Engine> engine;
+  std::string draft_path;
+  std::unique_ptr<Drafter> draft_model;         // TierSpec::draft_path loaded, on the engine's threads
   std::unique_ptr<kvstore::PrefixCache> cache;  // declared after the engine: destroyed (and flushed) first
   std::vector<std::string> kv_prefixes;         // digests of the aligned prefixes on disk (refresh_kv_prefixes)
   ModelChat chat;

@@ -370,6 +370,55 @@ int32_t Sampler::sample(std::span<const float> logits) {
   return last_positive;
 }
 
+int32_t accept_or_resample(std::span<const TokenProb> p, std::span<const TokenProb> q, int32_t draft, Rng& rng) {
+  auto q_of = [&](int32_t id) -> double {
+    if (q.empty()) return id == draft ? 1.0 : 0.0;
+    for (const TokenProb& t : q)
+      if (t.id == id) return t.prob;
+    return 0.0;
+  };
+  double p_draft = 0.0;
+  for (const TokenProb& t : p)
+    if (t.id == draft) p_draft = t.prob;
+  const double q_draft = q_of(draft);
+  // A draft q could not have drawn is kept only if p allows it at all.
+  const double keep = q_draft > 0.0 ? p_draft / q_draft : (p_draft > 0.0 ? 1.0 : 0.0);
+  if (rng.uniform() < keep) return draft;
+  // The residual max(0, p - q): q as a dense lookup only when it is long.
+  std::vector<double> residual(p.size());
+  double total = 0.0;
+  if (q.size() > 16) {
+    int32_t max_id = 0;
+    for (const TokenProb& t : p) max_id = std::max(max_id, t.id);
+    std::vector<double> dense(static_cast<size_t>(max_id) + 1, 0.0);
+    for (const TokenProb& t : q)
+      if (t.id >= 0 && t.id <= max_id) dense[t.id] = t.prob;
+    for (size_t i = 0; i < p.size(); ++i) total += residual[i] = std::max(0.0, p[i].prob - dense[p[i].id]);
+  } else {
+    for (size_t i = 0; i < p.size(); ++i) total += residual[i] = std::max(0.0, p[i].prob - q_of(p[i].id));
+  }
+  if (!(total > 0.0)) {  // p == q up to rounding: p itself is the residual
+    for (size_t i = 0; i < p.size(); ++i) total += residual[i] = p[i].prob;
+  }
+  const double target = rng.uniform() * total;
+  double cum = 0.0;
+  int32_t last = draft;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (residual[i] <= 0.0) continue;
+    cum += residual[i];
+    last = p[i].id;
+    if (cum > target) return last;
+  }
+  return last;
+}
+
+int32_t Sampler::sample_draft(std::span<const float> logits, int32_t draft, std::span<const TokenProb> q) {
+  if (logits.empty()) return -1;
+  if (!(params_.temperature > 0.0f)) return prepare(logits);
+  const std::vector<TokenProb> p = distribution(logits);
+  return accept_or_resample(p, q, draft, rng_);
+}
+
 std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) {
   std::vector<TokenProb> out;
   if (logits.empty()) return out;

@@ -59,6 +59,16 @@ struct TokenProb {
   float prob;  // normalised over the returned entries
 };
 
+// Speculative decoding's choice at one position (Leviathan et al. 2023;
+// Chen et al. 2023): `draft` was drawn from the drafter's distribution q,
+// p is the target's. Keeps the draft with probability min(1, p/q at it),
+// otherwise draws from max(0, p - q) renormalised; the token returned is
+// then distributed exactly as p, whatever q is. p and q list each token
+// once (absent tokens have probability 0), probabilities summing to 1; an
+// empty q stands for a drafter that chose the draft deterministically (q
+// one-hot at it). Draws one or two uniforms from rng.
+int32_t accept_or_resample(std::span<const TokenProb> p, std::span<const TokenProb> q, int32_t draft, Rng& rng);
+
 class Sampler {
  public:
   // params should pass validate() (create() checks for you). With params
@@ -77,6 +87,12 @@ class Sampler {
   // on, token id order otherwise). Does not touch the RNG or the history.
   // Greedy returns the argmax alone with prob 1.
   std::vector<TokenProb> distribution(std::span<const float> logits);
+
+  // What sample() would return, in distribution, when a drafter proposed
+  // `draft` (drawn from q; empty q: chosen deterministically) for these
+  // logits: accept_or_resample() on distribution(logits). Greedy returns
+  // the argmax, as sample() does, and uses no RNG.
+  int32_t sample_draft(std::span<const float> logits, int32_t draft, std::span<const TokenProb> q = {});
 
   // Applies the logit bias and then the repetition / frequency / presence
   // penalties for the current history to `logits` in place: what sample()

@@ -75,6 +75,28 @@ TEST(RunCommand, JsonReportsCountsAndText) {
   EXPECT_NE(r.err.find("tok/s"), std::string::npos) << "timing goes to stderr";
 }
 
+TEST(RunCommand, SpeculativeFlagsKeepTheTextAndReportDrafts) {
+  const std::string base = "run -m " + shell_quote(model("llama-bpe-Q8_0")) +
+                           " -p 'The cat sat on the mat. The cat sat on the' -n 20 --temp 0 --ignore-eos --json";
+  const auto plain = run_revis(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const nlohmann::json p = nlohmann::json::parse(plain.out);
+  EXPECT_EQ(p["draft_tokens"], 0);
+  for (const std::string& flags : {std::string(" --lookup --draft-max 4"), " --draft " + shell_quote(model("llama-bpe-Q4_0"))}) {
+    const auto r = run_revis(base + flags);
+    ASSERT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["text"], p["text"]) << flags;
+    EXPECT_GT(j["draft_tokens"].get<int>(), 0) << flags;
+    EXPECT_LE(j["accepted_tokens"].get<int>(), j["draft_tokens"].get<int>()) << flags;
+    EXPECT_NE(r.err.find("speculative: drafted"), std::string::npos) << r.err;
+  }
+  const auto refused = run_revis(base + " --draft " + shell_quote(model("llama-spm-Q4_0")));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("vocabulary"), std::string::npos) << refused.err;
+  EXPECT_NE(run_revis(base + " --lookup --draft-max 0").exit_code, 0) << "--draft-max is 1..64";
+}
+
 TEST(RunCommand, SameSeedSameText) {
   const std::string cmd = "run -m " + shell_quote(model("qwen2-Q4_0")) + " -p 'Once upon a time' -n 24 --temp 1 --seed 7 --json";
   const auto a = run_revis(cmd), b = run_revis(cmd);

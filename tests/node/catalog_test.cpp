@@ -75,6 +75,20 @@ enabled = false
   EXPECT_EQ(p->user, "Write a haiku about rain in Japanese.");
 }
 
+TEST(Catalog, ATaskTurnsPromptLookupOn) {
+  Catalog c = Catalog::builtin();
+  EXPECT_TRUE(c.find("summarize")->lookup) << "summaries copy from the prompt";
+  EXPECT_FALSE(c.find("chat")->lookup);
+  const std::string before = c.digest();
+  ASSERT_TRUE(c.apply_toml("[tasks.chat]\nlookup = true\n[tasks.summarize]\nlookup = false\n", "t.toml").ok());
+  EXPECT_TRUE(c.find("chat")->lookup);
+  EXPECT_FALSE(c.find("summarize")->lookup);
+  EXPECT_NE(c.digest(), before);
+  const Status bad = c.apply_toml("[tasks.chat]\nlookup = 1\n", "t.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("lookup"), std::string::npos) << bad.message();
+}
+
 TEST(Catalog, BadFilesAreRefusedWithWhereAndWhy) {
   struct Case {
     const char* toml;

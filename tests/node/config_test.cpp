@@ -88,6 +88,51 @@ TEST(Config, FlagsOverrideTheFile) {
   EXPECT_FALSE(apply_overrides(*c, bad).ok());
 }
 
+TEST(Config, SpeculativeDecodingPerTierAndFromFlags) {
+  auto c = parse_config(R"(model = "m.gguf"
+draft = "d.gguf"
+lookup = true
+draft_max = 5
+[tiers.small]
+model = "s.gguf"
+draft = "sd.gguf"
+draft_max = 3
+[tiers.large]
+model = "l.gguf"
+lookup = false
+)", "n.toml", "/etc/revis");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->draft, "/etc/revis/d.gguf");
+  EXPECT_TRUE(c->lookup);
+  EXPECT_EQ(c->draft_max, 5);
+  ASSERT_EQ(c->tiers.size(), 2u);
+  for (const TierConfig& t : c->tiers) {
+    if (t.name == "small") {
+      EXPECT_EQ(t.draft, "/etc/revis/sd.gguf");
+      EXPECT_FALSE(t.lookup.has_value());
+      EXPECT_EQ(t.draft_max, 3);
+    } else {
+      EXPECT_EQ(t.lookup, std::optional<bool>(false));
+      EXPECT_TRUE(t.draft.empty());
+    }
+  }
+  ConfigOverrides o;
+  o.draft = "other.gguf";
+  o.draft_max = 12;
+  ASSERT_TRUE(apply_overrides(*c, o).ok());
+  EXPECT_EQ(c->draft, "other.gguf");
+  EXPECT_EQ(c->draft_max, 12);
+  EXPECT_TRUE(validate_config(*c).ok());
+  c->draft_max = 65;
+  EXPECT_FALSE(validate_config(*c).ok());
+  for (const char* bad : {"[tiers.x]\nmodel = \"a\"\nlookup = 1", "[tiers.x]\nmodel = \"a\"\ndraft_max = 100",
+                          "draft = 3"})
+    EXPECT_FALSE(parse_config(bad, "n.toml", "").ok()) << bad;
+  auto no_model = parse_config("draft = \"d.gguf\"\n[tiers.x]\nmodel = \"a\"\n", "n.toml", "");
+  ASSERT_TRUE(no_model.ok());
+  EXPECT_FALSE(validate_config(*no_model).ok()) << "a draft model for no model";
+}
+
 TEST(Config, RefusesANonLoopbackBindWithoutAToken) {
   NodeConfig c;
   c.model = "m.gguf";

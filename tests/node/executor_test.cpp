@@ -202,6 +202,37 @@ TEST(Executor, TooLongAndModelUnavailable) {
   f.executor.shutdown(1s);
 }
 
+// Speculative decoding: a tier's draft model, and prompt lookup asked by a
+// job (a catalogue task), give the text plain decoding gives, and the stats
+// count the drafts; a draft of another vocabulary makes the tier unavailable.
+TEST(Executor, SpeculativeTiersKeepTheTextAndReportDrafts) {
+  const std::string target = model_path("llama-bpe-Q8_0");
+  Fixture f(8, {{"plain", target, 512, 2},
+                {"drafted", target, 512, 2, model_path("llama-bpe-Q4_0")},
+                {"wrong", target, 512, 2, model_path("llama-spm-Q4_0")}});
+  Outcomes out;
+  f.executor.start();
+  JobSpec lookup = spec("same", 24, "plain");
+  lookup.lookup = true;
+  ASSERT_TRUE(f.executor.submit(spec("same", 24, "plain"), out.callbacks("plain")).ok());
+  ASSERT_TRUE(f.executor.submit(spec("same", 24, "drafted"), out.callbacks("drafted")).ok());
+  ASSERT_TRUE(f.executor.submit(lookup, out.callbacks("lookup")).ok());
+  ASSERT_TRUE(f.executor.submit(spec("same", 4, "wrong"), out.callbacks("wrong")).ok());
+  ASSERT_TRUE(out.wait(4));
+  ASSERT_TRUE(out.of("plain").ok()) << out.of("plain").error().message;
+  EXPECT_EQ(out.of("plain").value().stats.draft_tokens, 0);
+  for (const char* label : {"drafted", "lookup"}) {
+    const auto& o = out.of(label);
+    ASSERT_TRUE(o.ok()) << label << ": " << o.error().message;
+    EXPECT_EQ(o->text, out.of("plain").value().text) << label;
+    EXPECT_GT(o->stats.draft_tokens, 0) << label;
+    EXPECT_LE(o->stats.accepted_tokens, o->stats.draft_tokens) << label;
+  }
+  EXPECT_EQ(out.of("wrong").error().code, ErrorCode::kModelUnavailable);
+  EXPECT_NE(out.of("wrong").error().message.find("vocabulary"), std::string::npos) << out.of("wrong").error().message;
+  f.executor.shutdown(1s);
+}
+
 TEST(Executor, LoadsTiersOnDemandAndUnloadsLeastRecentlyUsed) {
   // A budget that holds one model at a time.
   Fixture f(8,

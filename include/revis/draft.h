@@ -1,0 +1,47 @@
+// The drafters of speculative decoding (generate.h's Drafter):
+//
+//   auto lookup = revis::prompt_lookup_drafter();
+//   auto model = revis::load_draft_model(*engine, "small.gguf");
+//   options.drafter = lookup.get();  options.draft_max = revis::kDefaultDraftMax;
+//
+// Prompt lookup finds the last few tokens earlier in the context (the
+// prompt and the output so far) and proposes what followed them there: no
+// second model, and right often when the output copies from the prompt
+// (summaries, rewrites, extraction, code edits). A draft model is a
+// smaller model of the same vocabulary (or the same model at fewer bits)
+// run greedily ahead of the target in a session of its own, kept in step
+// with the context it is given.
+//
+// Both draft deterministically, so the rejection sampler takes their
+// distribution as one-hot at the draft. Thread-safety: a drafter is used
+// by one generation at a time, on its thread; a draft model evaluates on
+// the target engine's thread pool, so target and draft never run at once.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "revis/engine.h"
+#include "revis/generate.h"
+
+namespace revis {
+
+// Tokens per draft when a front end is not told: a forward pass over k + 1
+// tokens costs more arithmetic than one over a single token (each token
+// goes through the single-token kernels to keep the output unchanged), so
+// long drafts that are mostly rejected cost more than they save.
+constexpr int kDefaultDraftMax = 8;
+// The longest draft front ends accept.
+constexpr int kMaxDraft = 64;
+
+// Prompt lookup: the longest suffix of the context of max_ngram .. 1
+// tokens that occurred before, at its latest occurrence, proposes the
+// tokens that followed it.
+std::unique_ptr<Drafter> prompt_lookup_drafter(int max_ngram = 3);
+
+// A draft model read from `path` for `target`: its context is the
+// target's, it runs on the target's threads, and its vocabulary must be
+// the target's token for token (an error names the first difference).
+Result<std::unique_ptr<Drafter>> load_draft_model(const Engine& target, const std::string& path);
+
+}  // namespace revis
