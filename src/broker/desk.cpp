@@ -97,21 +97,55 @@ void Desk::run_here(const std::shared_ptr<node::ClientLink>& from, node::Ticket 
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
   const std::string id = ticket.id;
   node::JobCallbacks callbacks;
-  if (ticket.streaming) {
-    auto seq = std::make_shared<uint64_t>(0);
-    callbacks.on_text = [from, id, seq](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
-      from->send(node::token_event(id, (*seq)++, piece, logprobs));
-    };
-  }
-  callbacks.on_finish = [from, id](node::Outcome<node::JobResult> outcome) {
+  if (ticket.streaming) callbacks.on_text = node::stream_tokens_to(from, id);
+  callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
+    {
+      MutexLock lock(mu_);
+      if (auto it = local_.find(from.get()); it != local_.end()) {
+        it->second.erase(id);
+        if (it->second.empty()) local_.erase(it);
+      }
+    }
     from->send(outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
   };
+  MutexLock lock(mu_);  // held over submit: on_finish erases what this records
   auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks));
   if (!admission.ok()) return from->refuse(id, admission.error());
+  local_[from.get()][id] = admission->job_id;
   from->send(node::accepted_event(id, admission->position));
 }
 
-void Desk::on_cancel(const std::shared_ptr<node::ClientLink>& from, const std::string& id) { drop(from.get(), id); }
+bool Desk::following(node::ClientLink* link, const std::string& id) {
+  MutexLock lock(mu_);
+  auto it = follows_.find(link);
+  return it != follows_.end() && it->second.count(id);
+}
+
+void Desk::on_cancel(const std::shared_ptr<node::ClientLink>& from, const std::string& id) {
+  uint64_t job = 0;
+  {
+    MutexLock lock(mu_);
+    if (auto it = local_.find(from.get()); it != local_.end())
+      if (auto j = it->second.find(id); j != it->second.end()) job = j->second;
+  }
+  if (job) {
+    node_.executor().cancel(job, "cancelled by the client");
+    return;
+  }
+  // Cancelling what is not in flight (or not this client's) is ignored: the
+  // client may have lost the race with `done`.
+  if (!following(from.get(), id)) return;
+  auto existing = conn_.last_message(kResultStream, result_subject(id));
+  if (existing.ok() && *existing) return;  // finished: its result is on its way
+  const node::NodeError cancelled{ErrorCode::kCancelled, "cancelled by the client"};
+  conn_.publish_core(cancel_subject(id), "");
+  // The stored result ends the relay of every client following it.
+  if (Status s = conn_.publish(result_subject(id), node::error_event(id, cancelled), id); !s.ok()) {
+    node::log_line("warn", s.message() + "; ticket " + id + " no longer relayed to the client that cancelled it");
+    drop(from.get(), id);
+    from->send(node::error_event(id, cancelled));
+  }
+}
 
 void Desk::on_resume(const std::shared_ptr<node::ClientLink>& from, const node::ResumeRequest& request) {
   if (!conn_.connected())
@@ -132,6 +166,7 @@ void Desk::on_disconnect(const std::shared_ptr<node::ClientLink>& from) {
     gone = std::move(it->second);
     follows_.erase(it);
   }
+  local_.erase(from.get());  // its runs here end unseen
   finished.swap(finished_);
 }
 

@@ -230,12 +230,7 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
     return from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
   const std::string id = ticket.id;
   node::JobCallbacks callbacks;
-  if (ticket.streaming) {
-    auto seq = std::make_shared<uint64_t>(0);
-    callbacks.on_text = [from, id, seq](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
-      from->send(node::token_event(id, (*seq)++, piece, logprobs));
-    };
-  }
+  if (ticket.streaming) callbacks.on_text = node::stream_tokens_to(from, id);
   callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
     if (outcome.ok()) node::log_job_run(id, outcome->stats);
     {
