@@ -95,24 +95,9 @@ void Desk::on_ticket(const std::shared_ptr<node::ClientLink>& from, node::Ticket
 void Desk::run_here(const std::shared_ptr<node::ClientLink>& from, node::Ticket ticket, node::Clock::time_point received) {
   auto spec = node_.admit(ticket, received);
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
-  const std::string id = ticket.id;
-  node::JobCallbacks callbacks;
-  if (ticket.streaming) callbacks.on_text = node::stream_tokens_to(from, id);
-  callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
-    {
-      MutexLock lock(mu_);
-      if (auto it = local_.find(from.get()); it != local_.end()) {
-        it->second.erase(id);
-        if (it->second.empty()) local_.erase(it);
-      }
-    }
-    from->send(outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
-  };
-  MutexLock lock(mu_);  // held over submit: on_finish erases what this records
-  auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks));
-  if (!admission.ok()) return from->refuse(id, admission.error());
-  local_[from.get()][id] = admission->job_id;
-  from->send(node::accepted_event(id, admission->position));
+  auto admission = local_.run(node_.executor(), from, ticket.id, std::move(*spec), ticket.streaming);
+  if (!admission.ok()) return from->refuse(ticket.id, admission.error());
+  from->send(node::accepted_event(ticket.id, admission->position));
 }
 
 bool Desk::following(node::ClientLink* link, const std::string& id) {
@@ -122,13 +107,7 @@ bool Desk::following(node::ClientLink* link, const std::string& id) {
 }
 
 void Desk::on_cancel(const std::shared_ptr<node::ClientLink>& from, const std::string& id) {
-  uint64_t job = 0;
-  {
-    MutexLock lock(mu_);
-    if (auto it = local_.find(from.get()); it != local_.end())
-      if (auto j = it->second.find(id); j != it->second.end()) job = j->second;
-  }
-  if (job) {
+  if (const uint64_t job = local_.job(from.get(), id)) {
     node_.executor().cancel(job, "cancelled by the client");
     return;
   }
@@ -159,6 +138,7 @@ void Desk::on_subscribe(const std::shared_ptr<node::ClientLink>& from, const nod
 }
 
 void Desk::on_disconnect(const std::shared_ptr<node::ClientLink>& from) {
+  local_.take(from.get());  // its runs here go on, unseen
   std::map<std::string, std::shared_ptr<Follow>> gone;  // released after the lock
   std::vector<std::shared_ptr<Follow>> finished;
   MutexLock lock(mu_);
@@ -166,7 +146,6 @@ void Desk::on_disconnect(const std::shared_ptr<node::ClientLink>& from) {
     gone = std::move(it->second);
     follows_.erase(it);
   }
-  local_.erase(from.get());  // its runs here end unseen
   finished.swap(finished_);
 }
 

@@ -30,6 +30,7 @@
 
 #include "broker/connection.h"
 #include "broker/worker.h"
+#include "node/linked_runs.h"
 #include "node/node.h"
 #include "node/ticket_desk.h"
 #include "base/mutex.h"
@@ -67,7 +68,7 @@ class Desk : public node::TicketDesk {
   Mutex mu_;
   std::map<node::ClientLink*, std::map<std::string, std::shared_ptr<Follow>>> follows_ GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Follow>> finished_ GUARDED_BY(mu_);  // released on the I/O thread
-  std::map<node::ClientLink*, std::map<std::string, uint64_t>> local_ GUARDED_BY(mu_);  // run_here: ticketID -> job id
+  node::LinkedRuns local_;  // run_here's jobs
 };
 
 }  // namespace revis::broker

@@ -232,30 +232,16 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
   if (shutting_down_) return from->refuse(ticket.id, {ErrorCode::kCancelled, "the node is shutting down"});
   if (const node::ExecutorSnapshot snap = node_.executor().snapshot(); !snap.ready || snap.current || snap.queue_length > 0)
     return from->refuse(ticket.id, {ErrorCode::kQueueFull, "node " + config_.name + " is busy; a forwarded ticket runs only on an idle node"});
-  auto& mine = pinned_[from.get()];
-  if (mine.count(ticket.id))
-    return from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
   const std::string id = ticket.id;
-  node::JobCallbacks callbacks;
-  if (ticket.streaming) callbacks.on_text = node::stream_tokens_to(from, id);
-  callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
-    if (outcome.ok()) node::log_job_run(id, outcome->stats);
-    {
-      MutexLock lock(mu_);
-      if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
-        it->second.erase(id);
-        if (it->second.empty()) pinned_.erase(it);
-      }
-      if (outcome.ok()) tok_per_s_ = outcome->stats.gen_tok_s;
-    }
-    from->send(outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
-  };
-  auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks));
-  if (!admission.ok()) {
-    if (mine.empty()) pinned_.erase(from.get());
-    return from->refuse(id, admission.error());
-  }
-  mine[id] = admission->job_id;
+  if (pinned_.job(from.get(), id))
+    return from->refuse(id, {ErrorCode::kBadRequest, "ticket " + id + " is already in flight on this connection"});
+  auto admission = pinned_.run(node_.executor(), from, id, std::move(*spec), ticket.streaming, [this, id](const auto& outcome) {
+    if (!outcome.ok()) return;
+    node::log_job_run(id, outcome->stats);
+    MutexLock lock(mu_);
+    tok_per_s_ = outcome->stats.gen_tok_s;
+  });
+  if (!admission.ok()) return from->refuse(id, admission.error());
   from->send(node::accepted_event(id, admission->position));
 }
 
@@ -263,9 +249,7 @@ void Dispatcher::on_cancel(const Link& from, const std::string& id) {
   uint64_t local_job = 0;
   {
     MutexLock lock(mu_);
-    if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
-      if (auto job = it->second.find(id); job != it->second.end()) local_job = job->second;
-    }
+    local_job = pinned_.job(from.get(), id);
     if (!local_job) {
       auto it = records_.find(id);
       // Cancelling what is not in flight (or not this client's) is ignored:
@@ -317,10 +301,7 @@ void Dispatcher::on_disconnect(const Link& from) {
     const bool peer_link = std::find(subscribers_.begin(), subscribers_.end(), from) != subscribers_.end();
     std::erase(subscribers_, from);
     feed_.remove(from);
-    if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
-      for (const auto& [id, job] : it->second) cancel_jobs.push_back(job);
-      pinned_.erase(it);
-    }
+    cancel_jobs = pinned_.take(from.get());
     std::vector<Record*> orphans;
     for (auto& [id, rec] : records_) {
       if (rec->where == Record::Where::kDone) continue;

@@ -61,6 +61,7 @@
 #include "fabric/node_state.h"
 #include "fabric/peer_link.h"
 #include "fabric/placement.h"
+#include "node/linked_runs.h"
 #include "node/node.h"
 #include "node/ticket_desk.h"
 #include "base/mutex.h"
@@ -191,8 +192,7 @@ class Dispatcher : public node::TicketDesk {
   std::vector<Link> subscribers_ GUARDED_BY(mu_);
   ClusterFeed feed_ GUARDED_BY(mu_);
   std::string running_label_ GUARDED_BY(mu_);  // the executor's current job, as last seen
-  // forwarded here: link -> ticketID -> job id
-  std::map<node::ClientLink*, std::map<std::string, uint64_t>> pinned_ GUARDED_BY(mu_);
+  node::LinkedRuns pinned_;  // forwarded here, run for the peer's link (its own lock, taken after mu_)
   std::unique_ptr<Journal> journal_ GUARDED_BY(mu_);
   node::Clock::time_point self_idle_since_ GUARDED_BY(mu_) = node::Clock::now();
   bool self_was_busy_ GUARDED_BY(mu_) = false;
