@@ -11,6 +11,12 @@
 #   scripts/bench-vs-llama-cpp.sh LLAMA_BENCH MODEL.gguf [MODEL.gguf ...]
 #   ROUNDS=3 REPS=5 THREADS=2 PROMPT=512 GEN=128 REVIS=build/revis scripts/bench-vs-llama-cpp.sh ...
 #   RAW=DIR keeps every run's own output (JSON) in DIR.
+#   DEPTH=16384 compares at a context depth instead: revis bench --depth
+#   DEPTH (its prefill fills the context from empty, i.e. a DEPTH-token
+#   prompt; its generation runs after DEPTH tokens) against llama-bench
+#   -p DEPTH -n 0 and -p 0 -n GEN -d DEPTH; PROMPT is not used, and there
+#   are no roofline columns (the KV cache, not the weights, is most of what
+#   a step reads at depth).
 #   KERNELS=avx2 runs revis with those kernels (`revis bench --kernels`);
 #   give llama.cpp a build for the same instructions to compare like with
 #   like (for AVX2: -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON
@@ -38,6 +44,7 @@ prompt=${PROMPT:-512}
 gen=${GEN:-128}
 raw=${RAW:-}
 kernels=${KERNELS:-}
+depth=${DEPTH:-}
 [[ -z $raw ]] || mkdir -p "$raw"
 (($# >= 2)) || { sed -n '11,13p' "$0" | sed 's/^# //' >&2; exit 2; }
 llama_bench=$1
@@ -70,15 +77,19 @@ trap 'rm -f "$results"' EXIT
 choice=()
 [[ -z $kernels ]] || choice=(--kernels "$kernels")
 # Each program's JSON for a prompt of $2 tokens and $3 generated, kept in RAW.
+# With a fourth argument, at that depth (the prompt length is then unused).
 run_revis() {
-  local out
-  out=$("$revis" bench -m "$1" -p "$2" -n "$3" -r "$reps" -t "$threads" "${choice[@]}" --json 2>/dev/null)
+  local out args=(-p "$2")
+  [[ -z ${4:-} ]] || args=(--depth "$4")
+  out=$("$revis" bench -m "$1" "${args[@]}" -n "$3" -r "$reps" -t "$threads" "${choice[@]}" --json 2>/dev/null)
   keep "revis-$(basename "$1")" "$out"
   printf '%s\n' "$out"
 }
 run_llama() {
   local out
-  out=$("$llama_bench" -m "$1" -p "$2" -n "$3" -r "$reps" -t "$threads" -o jsonl 2>/dev/null)
+  local at=()
+  [[ -z ${4:-} ]] || at=(-d "$4")
+  out=$("$llama_bench" -m "$1" -p "$2" -n "$3" "${at[@]}" -r "$reps" -t "$threads" -o jsonl 2>/dev/null)
   keep "llama-$(basename "$1")" "$out"
   printf '%s\n' "$out"
 }
@@ -100,37 +111,81 @@ measure() {
       generation_bandwidth=$(field bandwidth_gb_s "$out") ;;
     llama-prefill) llama_pp=$(run_llama "$2" "$prompt" 0 | llama_median "$prompt" 0) ;;
     llama-generation) llama_tg=$(run_llama "$2" 0 "$gen" | llama_median 0 "$gen") ;;
+    revis-depth)
+      out=$(run_revis "$2" 0 "$gen" "$depth")
+      revis_pp=$(field prefill_tok_s "$out")
+      revis_tg=$(field gen_tok_s "$out") ;;
+    llama-depth-prefill) llama_pp=$(run_llama "$2" "$depth" 0 | llama_median "$depth" 0) ;;
+    llama-depth-generation) llama_tg=$(run_llama "$2" 0 "$gen" "$depth" | llama_median 0 "$gen") ;;
   esac
 }
 
+# play MEASUREMENT...: per round and model, the measurements in this order
+# (reversed in even rounds, so that neither program always goes first),
+# then the round's line from line_of MODEL ROUND, printed and kept.
+play() {
+  local round model i
+  for round in $(seq "$rounds"); do
+    for model in "${models[@]}"; do
+      if ((round % 2)); then
+        for ((i = 1; i <= $#; i++)); do measure "${!i}" "$model"; done
+      else
+        for ((i = $#; i >= 1; i--)); do measure "${!i}" "$model"; done
+      fi
+      line=$(line_of "$model" "$round")
+      echo "$line"
+      echo "$line" >>"$results"
+    done
+  done
+}
+# The median, and the range, of column $2 of model $1's lines.
+col() { awk -v m="$1" -v c="$2" '$1 == m {print $c}' "$results" | median; }
+range() { awk -v m="$1" -v c="$2" '$1 == m {print $c}' "$results" | sort -g | sed -n '1p;$p' | paste -sd- -; }
+models=("$@")
+
+# DEPTH: one revis run gives both of its figures, between llama.cpp's two.
+if [[ -n $depth ]]; then
+  line_of() {
+    awk -v m="$(basename "$1")" -v r="$2" -v rp="$revis_pp" -v lp="$llama_pp" -v rt="$revis_tg" -v lt="$llama_tg" \
+      'BEGIN { printf "%-28s %5d %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f", m, r, rp, lp, rt, lt, rp / lp, rt / lt }'
+  }
+  printf '%-28s %5s %9s %9s %9s %9s %8s %8s\n' model round "revis pp$depth" "llama pp" "revis tg@$depth" \
+    "llama tg" "pp ratio" "tg ratio"
+  play llama-depth-prefill revis-depth llama-depth-generation
+  echo
+  echo "medians over $rounds rounds at depth $depth (ratios: the median of each round's ratio, and its range)"
+  for model in "$@"; do
+    name=$(basename "$model")
+    printf '%-28s prefill of %s tokens: revis %s, llama.cpp %s tok/s, ratio %s (%s)\n' "$name" "$depth" \
+      "$(col "$name" 3)" "$(col "$name" 4)" "$(col "$name" 7)" "$(range "$name" 7)"
+    printf '%-28s generation at %s: revis %s, llama.cpp %s tok/s, ratio %s (%s)\n' "" "$depth" "$(col "$name" 5)" \
+      "$(col "$name" 6)" "$(col "$name" 8)" "$(range "$name" 8)"
+  done
+  exit 0
+fi
+
+line_of() {
+  # The better of the two runs' bandwidth (each the best pass of its run):
+  # the memory flips between states on some machines, and a run that met
+  # only the slow one would overstate both rooflines.
+  local bandwidth
+  bandwidth=$(printf '%s\n' "$prefill_bandwidth" "$generation_bandwidth" | sort -g | tail -1)
+  awk -v m="$(basename "$1")" -v r="$2" -v rp="$revis_pp" -v lp="$llama_pp" -v rt="$revis_tg" \
+    -v lt="$llama_tg" -v rd="$revis_tg_deep" -v bw="$bandwidth" -v by="$bytes" 'BEGIN {
+      printf "%-28s %5d %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %9.1f %9.1f", m, r, rp, lp, rt, lt, rd, rp / lp,
+        rt / lt, 100 * rt * by / (bw * 1e9), 100 * lt * by / (bw * 1e9) }'
+}
 printf '%-28s %5s %9s %9s %9s %9s %9s %8s %8s %9s %9s\n' model round "revis pp" "llama pp" "revis tg" "llama tg" \
   "revis tg@$prompt" "pp ratio" "tg ratio" "revis rl%" "llama rl%"
-for round in $(seq "$rounds"); do
-  for model in "$@"; do
-    order=(revis-prefill llama-prefill revis-generation llama-generation)
-    ((round % 2)) || order=(llama-generation revis-generation llama-prefill revis-prefill)
-    for what in "${order[@]}"; do measure "$what" "$model"; done
-    # The better of the two runs' bandwidth (each the best pass of its run):
-    # the memory flips between states on some machines, and a run that met
-    # only the slow one would overstate both rooflines.
-    bandwidth=$(printf '%s\n' "$prefill_bandwidth" "$generation_bandwidth" | sort -g | tail -1)
-    line=$(awk -v m="$(basename "$model")" -v r="$round" -v rp="$revis_pp" -v lp="$llama_pp" -v rt="$revis_tg" \
-      -v lt="$llama_tg" -v rd="$revis_tg_deep" -v bw="$bandwidth" -v by="$bytes" 'BEGIN {
-        printf "%-28s %5d %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %9.1f %9.1f", m, r, rp, lp, rt, lt, rd, rp / lp,
-          rt / lt, 100 * rt * by / (bw * 1e9), 100 * lt * by / (bw * 1e9) }')
-    echo "$line"
-    echo "$line" >>"$results"
-  done
-done
+play revis-prefill llama-prefill revis-generation llama-generation
 
 echo
 echo "medians over $rounds rounds (ratios: the median of each round's ratio, and its range)"
 for model in "$@"; do
   name=$(basename "$model")
-  col() { awk -v m="$name" -v c="$1" '$1 == m {print $c}' "$results" | median; }
-  range() { awk -v m="$name" -v c="$1" '$1 == m {print $c}' "$results" | sort -g | sed -n '1p;$p' | paste -sd- -; }
-  printf '%-28s prefill: revis %s, llama.cpp %s tok/s, ratio %s (%s)\n' "$name" "$(col 3)" "$(col 4)" "$(col 8)" "$(range 8)"
-  printf '%-28s generation: revis %s, llama.cpp %s tok/s, ratio %s (%s); revis after %s tokens %s\n' "" "$(col 5)" \
-    "$(col 6)" "$(col 9)" "$(range 9)" "$prompt" "$(col 7)"
-  printf '%-28s roofline: revis %s %%, llama.cpp %s %%\n' "" "$(col 10)" "$(col 11)"
+  printf '%-28s prefill: revis %s, llama.cpp %s tok/s, ratio %s (%s)\n' "$name" "$(col "$name" 3)" "$(col "$name" 4)" \
+    "$(col "$name" 8)" "$(range "$name" 8)"
+  printf '%-28s generation: revis %s, llama.cpp %s tok/s, ratio %s (%s); revis after %s tokens %s\n' "" \
+    "$(col "$name" 5)" "$(col "$name" 6)" "$(col "$name" 9)" "$(range "$name" 9)" "$prompt" "$(col "$name" 7)"
+  printf '%-28s roofline: revis %s %%, llama.cpp %s %%\n' "" "$(col "$name" 10)" "$(col "$name" 11)"
 done

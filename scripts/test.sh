@@ -76,17 +76,24 @@ stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if $fuzzers; then
-  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the Host/Origin checks, the chat-template engine, the imatrix reader and the grammar front ends, ${fuzz_seconds}s each"
+  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the Host/Origin checks, the OpenAI chat parser and tool-call readers, the chat-template engine, the imatrix and KL-divergence base readers and the grammar front ends, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
-  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/jinja" "$corpus/imatrix" "$corpus/grammar"
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/openai_chat" "$corpus/jinja" "$corpus/imatrix" "$corpus/kld_base" "$corpus/grammar"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
   cp "$testdata"/moe2bit/imatrix/*.gguf "$corpus/imatrix/"
+  # A KL-divergence base of 1 chunk of 4 tokens over a vocabulary of 4: its one scored row is uniform.
+  printf 'REVISKLD\x01\0\0\0\x04\0\0\0\x04\0\0\0\x01\0\0\0\0\0\0\0\x01\0\0\0\x02\0\0\0\x03\0\0\0\0\0\x80\xbf\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' \
+    >"$corpus/kld_base/seed.kld"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
   cp "$testdata"/chat/templates/*.jinja "$corpus/jinja/"
   printf '{"type":"ticket","ticketID":"t1","taskType":"summarize","isStreaming":true,"args":{"text":"hi"}}' \
     >"$corpus/ticket/seed.json"
   printf '[::1]:8080\nhttp://[::1]:8080' >"$corpus/request_guard/seed.txt"
+  # The first byte picks: even = a chat request body, odd = a model's answer.
+  printf '0{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}],"tool_choice":"required"}' \
+    >"$corpus/openai_chat/request.json"
+  printf '1Sure.\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>' >"$corpus/openai_chat/hermes.txt"
   # The first byte picks the front end: even = GBNF, odd = JSON Schema.
   printf '0root ::= "a" [0-9]+ ("," item)*\nitem ::= [a-z]{1,3}' >"$corpus/grammar/gbnf.txt"
   printf '1{"type":"object","properties":{"n":{"type":"integer","minimum":-5}},"required":["n"]}' >"$corpus/grammar/schema.json"
@@ -107,9 +114,9 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [jinja]="-max_len=20000" [imatrix]="-max_len=65536" [grammar]="-max_len=4096")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [openai_chat]="-max_len=8192" [jinja]="-max_len=20000" [imatrix]="-max_len=65536" [kld_base]="-max_len=16384" [grammar]="-max_len=4096")
   running=0
-  for name in gguf tokenizer checkpoint ticket request_guard jinja imatrix grammar; do
+  for name in gguf tokenizer checkpoint ticket request_guard openai_chat jinja imatrix kld_base grammar; do
     if ((running >= jobs)); then
       wait -n || failed=1
       running=$((running - 1))

@@ -82,6 +82,11 @@ struct GenerateOptions {
   // With logprobs: each sampled token's, as it is sampled (before its text
   // reaches on_text), for callers that stream them.
   std::function<void(const TokenLogprobs&)> on_logprobs;
+  // Control tokens whose text the output keeps (ascending ids): a chat
+  // format's tool-call markers and thinking tags, which the caller reads
+  // back. Others give no text. Only the model samples them: prompt text is
+  // tokenized by the caller, with client text as plain text.
+  std::vector<int32_t> shown_tokens;
 
   // Polled between prefill chunks and before every decoding step: a client
   // that goes away frees the machine within one chunk or token.

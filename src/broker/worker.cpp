@@ -319,12 +319,8 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
   };
   auto finish = std::make_shared<Finish>();
   node::JobCallbacks callbacks;
-  if (ticket.streaming) {
-    auto seq = std::make_shared<uint64_t>(0);
-    callbacks.on_text = [this, id, events, seq](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
-      conn_.publish_core(events, node::token_event(id, (*seq)++, piece, logprobs));
-    };
-  }
+  if (ticket.streaming)
+    node::stream_token_events(callbacks, id, [this, events](std::string event) { conn_.publish_core(events, event); });
   callbacks.on_finish = [finish](node::Outcome<node::JobResult> outcome) {
     std::lock_guard<std::mutex> lock(finish->mu);
     finish->outcome = std::move(outcome);

@@ -52,7 +52,7 @@ constexpr auto kQueueFullPause = std::chrono::milliseconds(500);
 constexpr size_t kFailuresListed = 20;
 
 struct BatchArgs {
-  ChannelTarget target{"127.0.0.1:8080"};
+  ChannelTarget target;
   std::string file, catalog, output, summary;
   int concurrency = 16;
   int retries = 5;

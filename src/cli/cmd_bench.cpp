@@ -1,8 +1,9 @@
 // revis bench -m MODEL: prefill and generation speed, time to first token,
 // memory, and how close decoding comes to the machine's memory bandwidth
 // (the roofline). Progress goes to stderr, results to stdout: a report, one
-// JSON object with --json, or a CSV of speed against context depth with
-// --frontiers. revis bench --matmul TYPES times matrix products alone,
+// JSON object with --json. With --depth D1,D2,... it times prefill and
+// generation at each context depth instead (llama-bench -d): a CSV, or with
+// --json one object whose top-level figures are the deepest depth's. revis bench --matmul TYPES times matrix products alone,
 // without a model (cli/bench_matmul.h). --json-schema FILE times sampled
 // generation with and without that schema's grammar (bench/grammar_cost.h).
 #include <algorithm>
@@ -33,7 +34,7 @@ namespace {
 constexpr int kWarmupGenerateSteps = 16;
 
 struct BenchArgs {
-  std::string model, frontiers, kernels, matmul, json_schema;
+  std::string model, depths, kernels, matmul, json_schema;
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
@@ -94,7 +95,7 @@ Result<std::vector<int>> parse_depths(const std::string& text) {
     int depth = 0;
     const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), depth);
     if (item.empty() || error != std::errc() || end != item.data() + item.size() || depth <= 0)
-      return Status::error("--frontiers: '" + item + "' is not a positive token count (expected e.g. 512,2048,8192)");
+      return Status::error("--depth: '" + item + "' is not a positive token count (expected e.g. 512,2048,8192)");
     depths.push_back(depth);
   }
   std::sort(depths.begin(), depths.end());
@@ -121,7 +122,17 @@ std::vector<double> collect(const std::vector<bench::RunTiming>& runs, double (*
   return values;
 }
 
-int run_frontiers(Engine& engine, const BenchArgs& args, const std::vector<int>& depths) {
+// The fields every model's JSON report opens with.
+nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const char* kernels) {
+  return {{"model", info.path},   {"name", info.name},        {"architecture", info.architecture},
+          {"type", weight_label(info)}, {"n_ctx", info.n_ctx}, {"threads", info.n_threads},
+          {"kernels", kernels},   {"n", args.n_generate},     {"r", args.repetitions},
+          {"seed", args.seed}};
+}
+
+// Speed at context depths (llama-bench -d): per depth, the prefill from
+// empty to that depth and then n generated tokens after it.
+int run_depths(Engine& engine, const BenchArgs& args, const std::vector<int>& depths, const char* kernels) {
   const std::vector<int32_t> prompt = bench::random_prompt(engine, depths.back(), args.seed);
   std::fprintf(stderr, "warm-up ...\n");
   const int warmup_prompt = std::min<int>(args.n_prompt, depths.back());
@@ -143,8 +154,27 @@ int run_frontiers(Engine& engine, const BenchArgs& args, const std::vector<int>&
                    p.generate_tok_s());
     }
   }
-  std::fprintf(stderr, "peak RSS %.1f MiB\n", mib(bench::peak_rss_bytes()));
-  // Medians over the repetitions, one line per depth.
+  const uint64_t peak_rss = bench::peak_rss_bytes();
+  std::fprintf(stderr, "peak RSS %.1f MiB\n", mib(peak_rss));
+  // Medians over the repetitions, one line (or object) per depth.
+  if (args.json) {
+    nlohmann::json j = setup_json(engine.info(), args, kernels);
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < depths.size(); ++i) {
+      const bench::Summary p = bench::summarize(prefill[i]), g = bench::summarize(generate[i]);
+      rows.push_back({{"depth", depths[i]}, {"prefill_tok_s", p.median}, {"gen_tok_s", g.median},
+                      {"spread", {{"prefill_tok_s", spread_json(p)}, {"gen_tok_s", spread_json(g)}}},
+                      {"runs", {{"prefill_tok_s", prefill[i]}, {"gen_tok_s", generate[i]}}}});
+    }
+    const nlohmann::json& deepest = rows.back();
+    j["depth"] = deepest["depth"];
+    j["prefill_tok_s"] = deepest["prefill_tok_s"];
+    j["gen_tok_s"] = deepest["gen_tok_s"];
+    j["depths"] = rows;
+    j["peak_rss_bytes"] = peak_rss;
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
   std::printf("depth,prefill_tok_s,gen_tok_s\n");
   for (size_t i = 0; i < depths.size(); ++i)
     std::printf("%d,%.3f,%.3f\n", depths[i], bench::summarize(prefill[i]).median,
@@ -224,8 +254,8 @@ int run_bench(const BenchArgs& args) {
   if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
   if (args.bandwidth_mib < 1) return usage_error("--bandwidth-mib: expected >= 1");
   std::vector<int> depths;
-  if (!args.frontiers.empty()) {
-    auto parsed = parse_depths(args.frontiers);
+  if (!args.depths.empty()) {
+    auto parsed = parse_depths(args.depths);
     if (!parsed.ok()) return fail(parsed.status().message());
     depths = *parsed;
   }
@@ -250,7 +280,7 @@ int run_bench(const BenchArgs& args) {
   if (args.mlock && !info.mlock_failure.empty())
     std::fprintf(stderr, "warning: --mlock: %s; continuing with unlocked weights\n", info.mlock_failure.c_str());
 
-  if (!depths.empty()) return run_frontiers(*engine, args, depths);
+  if (!depths.empty()) return run_depths(*engine, args, depths, kernels);
   if (!args.json_schema.empty()) return run_grammar_cost(*engine, args);
 
   const std::vector<int32_t> prompt = bench::random_prompt(*engine, args.n_prompt, args.seed);
@@ -300,25 +330,16 @@ int run_bench(const BenchArgs& args) {
   const bool locked = args.mlock && info.mlock_failure.empty();
 
   if (args.json) {
-    nlohmann::json j = {
-        {"model", info.path},
-        {"name", info.name},
-        {"architecture", info.architecture},
-        {"type", weight_label(info)},
+    nlohmann::json j = setup_json(info, args, kernels);
+    j.update({
         {"file_type", info.file_type},
         {"tensor_bytes_by_type", info.tensor_bytes_by_type},
         {"n_layer", info.n_layer},
         {"n_embd", info.n_embd},
         {"n_vocab", info.n_vocab},
-        {"n_ctx", info.n_ctx},
         {"file_bytes", info.file_bytes},
         {"bytes_per_token", info.bytes_per_token},
-        {"threads", info.n_threads},
-        {"kernels", kernels},
         {"p", args.n_prompt},
-        {"n", args.n_generate},
-        {"r", args.repetitions},
-        {"seed", args.seed},
         {"mlock", locked},
         {"prefill_tok_s", prefill.median},
         {"gen_tok_s", gen.median},
@@ -333,7 +354,7 @@ int run_bench(const BenchArgs& args) {
         {"bandwidth_buffer_bytes", probe.buffer_bytes()},
         {"roofline_pct", roofline.median},
         {"cpu_share_pct", cpu_share_pct},
-    };
+    });
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -375,15 +396,15 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--bandwidth-mib", args->bandwidth_mib,
                   "Buffer for the bandwidth test, and --matmul's matrix from memory, MiB (at most a quarter of RAM)")
       ->capture_default_str();
-  auto* json = cmd->add_flag("--json", args->json, "Print one JSON object instead of the report");
-  auto* frontiers = cmd->add_option("--frontiers", args->frontiers,
-                                    "Context depths, e.g. 512,2048,8192: print a CSV of prefill and generation speed at each")
-                        ->excludes(json);
-  model_only.push_back(frontiers);
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of the report");
+  auto* depth = cmd->add_option("-d,--depth,--frontiers", args->depths,
+                                "Context depths, e.g. 4096,16384: prefill to each and generate after it (a CSV, "
+                                "or with --json the deepest depth's figures and a row per depth)");
+  model_only.push_back(depth);
   model_only.push_back(cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)"));
   model_only.push_back(cmd->add_option("--json-schema", args->json_schema,
                                        "Time sampled generation with and without this JSON Schema's grammar (its cost)")
-                           ->excludes(frontiers));
+                           ->excludes(depth));
   auto* matmul = cmd->add_option("--matmul", args->matmul,
                                  "Weight types, e.g. q4_k,q6_k,q8_0: instead of a model, time matrix products of each "
                                  "(decoding from memory and from cache, a 64-token prefill) with every kernel backend "

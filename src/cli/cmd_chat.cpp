@@ -15,6 +15,7 @@
 // are dropped until it does.
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -41,7 +42,7 @@ constexpr const char* kCommands =
     "A line ending in \\ continues on the next one. Ctrl-C stops a reply.\n";
 
 struct ChatArgs {
-  std::string model, system, kv_dir;
+  std::string model, system, kv_dir, chat_template;
   int n_predict = 512, threads = 0, ctx = 0;
   std::optional<uint64_t> seed;
   SamplingParams sampling;
@@ -66,7 +67,12 @@ class Conversation {
     messages_.push_back({"user", user});
     const size_t first_turn = system_.empty() ? 0 : 1;
     for (;;) {
-      std::vector<int32_t> tokens = tokenize();
+      auto rendered = tokenize();
+      if (!rendered.ok()) {
+        messages_.pop_back();
+        return rendered.status();
+      }
+      std::vector<int32_t> tokens = std::move(*rendered);
       if (static_cast<int>(tokens.size()) + room <= engine_.info().n_ctx) return tokens;
       if (messages_.size() - first_turn <= 1) {
         messages_.pop_back();
@@ -125,10 +131,10 @@ class Conversation {
   size_t size() const { return messages_.size(); }
 
  private:
-  std::vector<int32_t> tokenize() const {
-    const node::ChatPrompt p = node::render_chat(chat_.choice.family, messages_, chat_.special);
-    const bool has_bos_text = !chat_.special.bos.empty() && p.text.rfind(chat_.special.bos, 0) == 0;
-    return engine_.tokenizer().encode_template(p.text, engine_.add_bos_default() && !has_bos_text, p.message_spans);
+  Result<std::vector<int32_t>> tokenize() const {
+    auto prompt = node::render_chat(chat_, messages_);
+    if (!prompt.ok()) return Status::error("chat template: " + prompt.status().message());
+    return node::chat_prompt_tokens(engine_, chat_.special, *prompt);
   }
 
   Engine& engine_;
@@ -154,6 +160,26 @@ Status load_conversation(Conversation& conversation, const std::string& path) {
   return conversation.load_json(j, path);
 }
 
+// The model's chat template, or the --chat-template file's; prints why not.
+std::optional<node::ModelChat> load_model_chat(const ModelInfo& info, const std::string& path) {
+  std::string source;
+  if (!path.empty()) {
+    auto text = node::read_chat_template_file(path);
+    if (!text.ok()) {
+      fail(text.status().message());
+      return std::nullopt;
+    }
+    source = std::move(*text);
+  }
+  auto chat = node::model_chat(info, source, path);
+  if (!chat.ok()) {
+    fail(chat.status().message());
+    return std::nullopt;
+  }
+  if (!chat->warning.empty()) std::fprintf(stderr, "warning: %s\n", chat->warning.c_str());
+  return std::move(*chat);
+}
+
 // "/save  notes.json " -> {"/save", "notes.json"}.
 std::pair<std::string, std::string> split_command(const std::string& line) {
   const size_t end = line.find_last_not_of(" \t");
@@ -170,12 +196,12 @@ int chat(ChatArgs& args) {
   if (Status s = args.sampling.validate(); !s.ok()) return usage_error(s.message());
   auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
-  const node::ModelChat model_chat = node::model_chat(engine->info());
-  if (model_chat.choice.fallback) std::fprintf(stderr, "warning: %s\n", model_chat.choice.warning.c_str());
+  auto model_chat = load_model_chat(engine->info(), args.chat_template);
+  if (!model_chat) return 1;
 
-  std::fprintf(stderr, "chat template %s, context %d tokens; /help lists the commands, /exit quits\n",
-               node::chat_family_name(model_chat.choice.family), engine->info().n_ctx);
-  Conversation conversation(*engine, model_chat, args.system);
+  std::fprintf(stderr, "chat template: %s, context %d tokens; /help lists the commands, /exit quits\n",
+               model_chat->origin.c_str(), engine->info().n_ctx);
+  Conversation conversation(*engine, std::move(*model_chat), args.system);
   auto cache = kvstore::PrefixCache::open(
       *engine, {.ram_sessions = 1,
                 .kv_dir = args.kv_dir,
@@ -281,6 +307,8 @@ void register_chat(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ChatArgs>();
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
   cmd->add_option("-s,--system", args->system, "System prompt");
+  cmd->add_option("--chat-template", args->chat_template,
+                  "Jinja chat template file replacing the model's own (tokenizer.chat_template)");
   cmd->add_option("-n,--n-predict", args->n_predict, "Tokens per reply at most; -1 = up to half the context")
       ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");

@@ -1,4 +1,5 @@
-// revis quantize IN OUT TYPE: convert a model to another tensor type mix.
+// revis quantize IN OUT TYPE (or --recipe NAME): convert a model to another
+// tensor type mix.
 #include <chrono>
 #include <optional>
 #include <vector>
@@ -13,14 +14,18 @@ namespace revis::cli {
 namespace {
 
 struct QuantizeArgs {
-  std::string input, output, type, imatrix;
+  std::string input, output, type, recipe, imatrix;
   std::vector<std::string> tensor_types;
   int threads = 0;
 };
 
 int quantize(const QuantizeArgs& args) {
-  const std::optional<QuantMix> mix = parse_quant_mix(args.type);
-  if (!mix) return fail("type '" + args.type + "' is not supported (expected " + quant_mix_names() + ")");
+  // TYPE and --recipe name the same thing; llama.cpp users write the first,
+  // ds4's recipes the second.
+  const std::string& name = args.recipe.empty() ? args.type : args.recipe;
+  if (name.empty()) return usage_error("a type mix is required: TYPE or --recipe NAME (" + quant_mix_names() + ")");
+  const std::optional<QuantMix> mix = parse_quant_mix(name);
+  if (!mix) return fail("type '" + name + "' is not supported (expected " + quant_mix_names() + ")");
   if (args.threads < 0) return fail("-t: expected >= 0");
   std::optional<Imatrix> imatrix;
   if (!args.imatrix.empty()) {
@@ -54,10 +59,12 @@ void register_quantize(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<QuantizeArgs>();
   cmd->add_option("input", args->input, "Source GGUF model")->required();
   cmd->add_option("output", args->output, "Destination GGUF file")->required();
-  cmd->add_option("type", args->type, "Target type mix (see docs/formats.md)")->required();
+  auto* type = cmd->add_option("type", args->type, "Target type mix (see docs/formats.md)");
+  cmd->add_option("--recipe", args->recipe, "The type mix by name, instead of TYPE (e.g. moe-2bit, moe-3bit)")
+      ->excludes(type);
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   cmd->add_option("--imatrix", args->imatrix,
-                  "Importance matrix (llama.cpp's imatrix GGUF or .dat): weighs the errors of Q2_K, Q3_K, IQ4_XS and the IQ types; IQ2_XS and MOE-2BIT need one");
+                  "Importance matrix (llama.cpp's imatrix GGUF or .dat): weighs the errors of Q2_K, Q3_K, IQ4_XS and the IQ types; IQ2_XS and MOE-2BIT need one, MOE-3BIT uses one");
   cmd->add_option("--tensor-type", args->tensor_types,
                   "PATTERN=TYPE: matrices whose name the regex matches get TYPE (repeatable; the first match wins)");
   cmd->callback([args, &exit_code] { exit_code = quantize(*args); });

@@ -70,6 +70,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--catalog", o.catalog, "TOML file adding or overriding tasks");
   cmd->add_option("--memory-budget", o.memory_budget_mb, "MiB the loaded models may use (default 3/4 of RAM)");
   cmd->add_option("--kv-dir", o.kv_dir, "Directory of KV checkpoints: prompts resume from saved prefixes");
+  cmd->add_option("--chat-template", o.chat_template,
+                  "Jinja chat template file replacing the models' own (tokenizer.chat_template)");
   cmd->add_option("--kv-budget", o.kv_budget_mb, "MiB the KV directory may hold (default: no limit)");
   cmd->add_option("--engine", o.engine, "gguf (the models; default) or sim (no model, simulated tokens for scale tests)");
   cmd->add_option("--sim-tokens-per-s", o.sim_tokens_per_s, "Generation speed of --engine sim (default 50)");

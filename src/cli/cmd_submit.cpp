@@ -20,7 +20,7 @@ namespace revis::cli {
 namespace {
 
 struct SubmitArgs {
-  ChannelTarget target{"127.0.0.1:8080"};
+  ChannelTarget target;
   std::string task, catalog, id;
   std::vector<std::string> args;
   bool stream = false, json = false;

@@ -26,7 +26,7 @@ class TicketChannel {
 };
 
 struct ChannelTarget {
-  std::string node;    // HOST:PORT, when broker is empty
+  std::string node = "127.0.0.1:8080";  // HOST:PORT, when broker is empty
   std::string token;   // the node's bearer token
   std::string broker;  // nats://HOST:PORT[,...]: NATS instead of a node
   std::string broker_creds;

@@ -199,7 +199,8 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
     if (options.constraint)
       if (Status s = options.constraint->accept(token); !s.ok())
         return s.with_context("constraint: token " + std::to_string(token));
-    StopMatcher::Output out = stops.push(detok.push(token));
+    const bool shown = std::binary_search(options.shown_tokens.begin(), options.shown_tokens.end(), token);
+    StopMatcher::Output out = stops.push(detok.push(token, shown));
     emit(out.text);
     if (out.stopped) {
       result.stop_reason = "stop";

@@ -475,10 +475,14 @@ node::Outcome<int> Dispatcher::submit_local(Record& rec, bool first) {
   const std::string id = rec.ticket.id;
   const uint64_t placement = ++rec.placement;
   node::JobCallbacks callbacks;
-  if (rec.ticket.streaming)
+  if (rec.ticket.streaming) {
     callbacks.on_text = [this, id, placement](std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
-      on_local_text(id, placement, piece, logprobs);
+      on_local_text(id, placement, piece, logprobs, false);
     };
+    callbacks.on_reasoning = [this, id, placement](std::string_view piece) {
+      on_local_text(id, placement, piece, {}, true);
+    };
+  }
   callbacks.on_finish = [this, id, placement](node::Outcome<node::JobResult> outcome) {
     on_local_finish(id, placement, std::move(outcome));
   };
@@ -598,18 +602,19 @@ void Dispatcher::offload() {
 
 // ---------------------------------------------------------------- results
 
-void Dispatcher::emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs) {
-  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece, logprobs);
+void Dispatcher::emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs,
+                            bool reasoning) {
+  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece, logprobs, reasoning);
   for (const Link& c : rec.clients) c->send(event);
   rec.events.push_back(std::move(event));
 }
 
 void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
-                               std::span<const node::LogprobEntry> logprobs) {
+                               std::span<const node::LogprobEntry> logprobs, bool reasoning) {
   MutexLock lock(mu_);
   auto it = records_.find(id);
   if (it == records_.end() || it->second->placement != placement) return;
-  emit_token(*it->second, piece, logprobs);
+  emit_token(*it->second, piece, logprobs, reasoning);
 }
 
 void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) {
@@ -867,7 +872,9 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
   if (type == "accepted") {
     rec.peer_has_it = true;
   } else if (type == "token") {
-    emit_token(rec, j.value("text", ""), node::logprobs_of_event(text));
+    const auto reasoning = j.find("reasoning");
+    if (reasoning != j.end() && reasoning->is_string()) emit_token(rec, reasoning->get<std::string>(), {}, true);
+    else emit_token(rec, j.value("text", ""), node::logprobs_of_event(text));
   } else if (type == "done") {
     --p.in_flight;
     finish(rec, text);

@@ -133,7 +133,8 @@ class Dispatcher : public node::TicketDesk {
   // when it finished there within result_ttl_s: true when it was.
   bool answer_from_journal(const Link& link, const std::string& id, bool resent) REQUIRES(mu_);
   void attach(Record& rec, const Link& link, int attempt, int64_t after_seq) REQUIRES(mu_);
-  void emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs = {}) REQUIRES(mu_);
+  void emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs = {},
+                  bool reasoning = false) REQUIRES(mu_);
   void offload() REQUIRES(mu_);
   // Forgets finished results past result_ttl_s, then the oldest while more
   // than max_kept_results or max_kept_results_mb are kept (the newest one
@@ -155,7 +156,7 @@ class Dispatcher : public node::TicketDesk {
   std::vector<Candidate> candidates(const std::string& tier, std::vector<Peer*>& peers, bool include_self) const REQUIRES(mu_);
 
   void on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
-                     std::span<const node::LogprobEntry> logprobs) EXCLUDES(mu_);
+                     std::span<const node::LogprobEntry> logprobs, bool reasoning) EXCLUDES(mu_);
   void on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) EXCLUDES(mu_);
   void on_executor_change() EXCLUDES(mu_);
   // Peers and their links. A peer is known by HOST:PORT; a link's events

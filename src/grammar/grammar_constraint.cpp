@@ -4,6 +4,8 @@
 #include <limits>
 #include <numeric>
 
+#include "tokenizer/tokenizer.h"
+
 namespace revis {
 
 // ---------------------------------------------------------------- vocabulary
@@ -46,10 +48,13 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes) : bytes_(
   }
 }
 
-std::shared_ptr<const TokenVocabulary> TokenVocabulary::of(const Engine& engine) {
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::of(const Engine& engine, std::span<const int32_t> shown) {
   std::vector<std::string> bytes(static_cast<size_t>(engine.info().n_vocab));
   for (size_t id = 0; id < bytes.size(); ++id)
     if (!engine.is_end_of_generation(static_cast<int32_t>(id))) bytes[id] = engine.token_bytes(static_cast<int32_t>(id));
+  for (int32_t id : shown)
+    if (id >= 0 && static_cast<size_t>(id) < bytes.size() && !engine.is_end_of_generation(id))
+      bytes[static_cast<size_t>(id)] = engine.tokenizer().token_to_piece(id, /*render_special=*/true);
   return std::make_shared<const TokenVocabulary>(std::move(bytes));
 }
 

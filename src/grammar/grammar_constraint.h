@@ -42,8 +42,9 @@ class TokenVocabulary {
   // token_bytes[id]: what token id outputs ("" for control tokens).
   explicit TokenVocabulary(std::vector<std::string> token_bytes);
   // The vocabulary of a loaded model: each token's bytes, control and
-  // end-of-generation tokens as "".
-  static std::shared_ptr<const TokenVocabulary> of(const Engine& engine);
+  // end-of-generation tokens as "", but the `shown` control tokens (those
+  // generate() keeps in the output: GenerateOptions::shown_tokens) as their text.
+  static std::shared_ptr<const TokenVocabulary> of(const Engine& engine, std::span<const int32_t> shown = {});
 
   size_t size() const { return bytes_.size(); }
   const std::string& bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }

@@ -34,30 +34,6 @@ boolean ::= "true" | "false"
 null ::= "null"
 )";
 
-// Escapes text for a GBNF string literal.
-std::string gbnf_literal(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      static const char* hex = "0123456789ABCDEF";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 // ---- integer ranges as digit patterns
 
@@ -125,13 +101,20 @@ std::string join_alternatives(const std::vector<std::string>& alts) {
 
 class Converter {
  public:
-  explicit Converter(const json& root) : root_(root) {}
-
-  Result<std::string> run() {
-    auto top = visit(root_, "root", "#");
+  // Adds the rules for `schema`, whose values are sentences of rule `name`
+  // (its $refs resolve within it).
+  Status add(const json& schema, const std::string& name) {
+    root_ = &schema;
+    ref_rules_.clear();
+    reserved_.insert(name);
+    auto top = visit(schema, name, "#");
     if (!top.ok()) return top.status();
-    std::string out;
-    if (*top != "root") out += "root ::= " + *top + "\n";
+    if (*top != name) tops_ += name + " ::= " + *top + "\n";
+    return {};
+  }
+
+  std::string gbnf() const {
+    std::string out = tops_;
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
     return out + kPrimitives;
   }
@@ -181,10 +164,10 @@ class Converter {
     if (path.empty())
       return Status::error("JSON schema: $ref '" + ref + "' at " + where +
                            " (expected #/$defs/NAME or #/definitions/NAME)");
-    const json* target = &root_;
+    const json* target = root_;
     const std::string pointer = ref.substr(1);
     try {
-      target = &root_.at(json::json_pointer(pointer));
+      target = &root_->at(json::json_pointer(pointer));
     } catch (const json::exception&) {
       return Status::error("JSON schema: $ref '" + ref + "' at " + where + " points nowhere");
     }
@@ -465,7 +448,7 @@ class Converter {
       if (part->contains("$ref")) {
         const std::string ref = (*part)["$ref"].get<std::string>();
         try {
-          part = &root_.at(json::json_pointer(ref.substr(1)));
+          part = &root_->at(json::json_pointer(ref.substr(1)));
         } catch (const json::exception&) {
           return Status::error("JSON schema: $ref '" + ref + "' in allOf at " + where + " points nowhere");
         }
@@ -497,7 +480,8 @@ class Converter {
     return name;
   }
 
-  const json& root_;
+  const json* root_ = nullptr;      // the schema being added
+  std::string tops_;                // the added schemas' own rules
   std::map<std::string, std::string> rules_;
   std::set<std::string> reserved_{"root",     "ws",       "char",     "string",  "digits", "integral",
                                   "fraction", "exponent", "integer",  "number",  "boolean", "null"};
@@ -508,7 +492,42 @@ class Converter {
 
 }  // namespace
 
-Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema) { return Converter(schema).run(); }
+std::string gbnf_literal(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      static const char* hex = "0123456789ABCDEF";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema) {
+  Converter converter;
+  if (Status st = converter.add(schema, "root"); !st.ok()) return st;
+  return converter.gbnf();
+}
+
+Result<std::string> json_schemas_to_gbnf(std::span<const NamedSchema> schemas) {
+  Converter converter;
+  for (const NamedSchema& s : schemas)
+    if (Status st = converter.add(s.schema, s.rule); !st.ok()) return st;
+  return converter.gbnf();
+}
 
 std::string json_object_gbnf() {
   return *json_schema_to_gbnf(nlohmann::ordered_json{{"type", "object"}});

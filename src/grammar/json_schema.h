@@ -26,9 +26,11 @@
 // Thread-safety: free functions on values.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "revis/status.h"
 
@@ -36,6 +38,20 @@ namespace revis {
 
 // The grammar (root rule `root`) for values valid against `schema`.
 Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+
+// Several schemas in one grammar, for grammars that embed JSON values in
+// more text (tool calls): rule `rule` matches the values valid against
+// `schema`; the rules share the primitives, and there is no `root`. A rule
+// name must be a GBNF name ([A-Za-z0-9-]) not starting with "root", "ref-"
+// or "value-" (the converter's own).
+struct NamedSchema {
+  std::string rule;
+  nlohmann::ordered_json schema;
+};
+Result<std::string> json_schemas_to_gbnf(std::span<const NamedSchema> schemas);
+
+// `text` as a GBNF string literal, quotes included.
+std::string gbnf_literal(std::string_view text);
 
 // The grammar for any JSON object (OpenAI's response_format json_object):
 // an object at the top, any JSON values inside, nesting at most 16 deep.

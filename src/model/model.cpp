@@ -32,9 +32,8 @@ namespace {
 constexpr int kDenseChunk = 256;
 constexpr int kExpertsChunk = 64;
 
-// Attention takes a chunk's queries this many at a time, which bounds its
-// scores (queries x query heads per KV head x positions floats per thread:
-// 64 x 4 x 8192 x 4 B = 8 MiB at 8192 positions).
+// Attention takes a chunk's queries this many at a time: every tile of the
+// cache (below) is read once per block of queries.
 constexpr int kAttentionQueries = 64;
 
 // Query heads that one attention task takes together: the kernels take
@@ -42,10 +41,13 @@ constexpr int kAttentionQueries = 64;
 // (16 to 128), which would otherwise be one task for one thread.
 constexpr int kAttentionHeadsPerTask = 4;
 
-// Positions of the cache that attention takes at a time: their keys or
-// values (16 KiB of halves) stay in L1 while every token of a batch meets
-// them.
-constexpr size_t kAttentionChunkBytes = 16 * 1024;
+// Positions of the cache that attention takes at a time (a tile): their
+// keys or values (16 KiB of halves) stay in L1 while every token of a block
+// meets them, and the scores of a tile (queries x heads x tile floats, 128
+// KiB at most for 64-halves rows) stay in L2 at any depth. At least 32
+// positions, so that MLA's wide rows still fill whole tiles of kernel work.
+constexpr size_t kAttentionTileBytes = 16 * 1024;
+constexpr int kAttentionMinTile = 32;
 
 uint64_t matrix_bytes(const Matrix& m) { return m.empty() ? 0 : m.row_bytes * m.rows * m.n_mats; }
 
@@ -76,57 +78,18 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const gguf::GgufFile>
   return model;
 }
 
-// The float steps below follow llama.cpp's (llama-context.cpp, the
-// deepseek2 graph, ggml's rope_yarn) so that the keys rounded to float16 in
-// the cache round the same way.
+// The attention scores' factor: 1/sqrt(key width), and for DeepSeek YaRN's
+// magnitude gain squared, with its mscale_all_dim share (rope.cpp), the
+// float steps as in llama.cpp's deepseek2 graph.
 void Model::set_up_rope_and_scale() {
   const ModelConfig& c = config_;
-  rope_theta_scale_ = std::pow(c.rope_base, -2.0f / static_cast<float>(c.rope_dims));
-  const float factor = 1.0f / c.rope_freq_scale;  // YaRN's scaling factor
-  const float interpolation_gain = 1.0f + 0.1f * std::log(factor);
-  float attn_factor = 1.0f;
-  // The file's yarn_log_multiplier is 0.1 * mscale_all_dim (the converter's
-  // convention); DeepSeek V2/V3 have mscale_all_dim 1 (or 0.707).
-  const float mscale_all_dim = c.yarn.log_multiplier / 0.1f;
-  if (c.rope_yarn) {
-    // YaRN's magnitude gain 0.1 ln(factor) + 1 (the "mscale"): DeepSeek puts
-    // its share from yarn_log_multiplier on the attention scores instead of
-    // on RoPE's cos and sin (below), and ggml's rope multiplies cos and sin
-    // by the interpolation gain, which attn_factor cancels.
-    auto gain = [&](float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f; };
-    if (mscale_all_dim != 0.0f) {
-      const float m = c.arch == Architecture::kDeepseek2 && mscale_all_dim != 1.0f ? mscale_all_dim : 1.0f;
-      attn_factor = gain(m) / gain(mscale_all_dim);
-    } else {
-      attn_factor = gain(1.0f);
-    }
-    attn_factor *= 1.0f / interpolation_gain;
-  }
-  attn_factor *= c.yarn.attn_factor;
-  rope_mscale_ = c.rope_yarn ? attn_factor * interpolation_gain : attn_factor;
-
-  rope_yarn_mix_.clear();
-  if (c.rope_yarn) {
-    // Pairs below `low` turn fast enough over the original context to keep
-    // their theta; above `high`, slow enough to be interpolated.
-    auto corr_dim = [&](float turns) {
-      return static_cast<float>(c.rope_dims) *
-             std::log(static_cast<float>(c.yarn.n_ctx_orig) / (turns * 2 * static_cast<float>(M_PI))) /
-             (2 * std::log(c.rope_base));
-    };
-    const float low = std::max(0.0f, std::floor(corr_dim(c.yarn.beta_fast)));
-    const float high = std::min(static_cast<float>(c.rope_dims - 1), std::ceil(corr_dim(c.yarn.beta_slow)));
-    for (int i = 0; i < c.rope_dims / 2; ++i) {
-      const float y = (static_cast<float>(i) - low) / std::max(0.001f, high - low);
-      rope_yarn_mix_.push_back(1.0f - std::min(1.0f, std::max(0.0f, y)));
-    }
-  }
-
+  rope_ = Rope(c, weights_.rope_freq_factors);
   const int key_width = c.head_dim_q();
   attn_scale_ = 1.0f / std::sqrt(static_cast<float>(key_width));
   if (c.arch == Architecture::kDeepseek2) {
-    const float original = attn_factor * (c.rope_yarn ? interpolation_gain : 1.0f);
-    const float mscale = original * (1.0f + 0.1f * mscale_all_dim * std::log(factor));
+    const float factor = 1.0f / c.rope_freq_scale;
+    const float mscale_all_dim = c.yarn.log_multiplier / 0.1f;
+    const float mscale = rope_.magnitude() * (1.0f + 0.1f * mscale_all_dim * std::log(factor));
     attn_scale_ = mscale * mscale / std::sqrt(static_cast<float>(key_width));
   }
 }
@@ -245,12 +208,12 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, int
     for (int h = 0; h < c.n_head; ++h) {
       float* qh = q + h * c.head_dim_k;
       if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), c.head_dim_k, c.rms_eps);
-      apply_rope(qh, n_past + t);
+      rope_.apply(qh, n_past + t);
     }
     for (int h = 0; h < c.n_head_kv; ++h) {
       float* kh = k + h * c.head_dim_k;
       if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
-      apply_rope(kh, n_past + t);
+      rope_.apply(kh, n_past + t);
       quantize_row(TensorType::F16, kh, kv.key(layer, h, n_past + t), c.head_dim_k);
       quantize_row(TensorType::F16, v + h * c.head_dim_v, kv.value(layer, h, n_past + t), c.head_dim_v);
     }
@@ -293,7 +256,7 @@ void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past
   for (int t = 0; t < n; ++t) {
     float* kr = &k_[static_cast<size_t>(t) * row];
     rms_norm(kr, kr, l.kv_a_norm.data(), latent, c.rms_eps);
-    apply_rope(kr + latent, n_past + t);
+    rope_.apply(kr + latent, n_past + t);
     quantize_row(TensorType::F16, kr, kv.key(layer, 0, n_past + t), row);
   }
 
@@ -305,7 +268,7 @@ void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past
   for (int t = 0; t < n; ++t)
     for (int h = 0; h < heads; ++h) {
       float* q_rope = &q_[static_cast<size_t>(t) * c.q_dim() + h * hq + m.head_dim_nope];
-      apply_rope(q_rope, n_past + t);
+      rope_.apply(q_rope, n_past + t);
       std::copy_n(q_rope, c.rope_dims, &q_latent_[(static_cast<size_t>(t) * heads + h) * row + latent]);
     }
   if (c.attn_temp_scale != 0)
@@ -325,35 +288,18 @@ void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past
                 &attn_out_[h * m.head_dim_v], int64_t{heads} * m.head_dim_v);
 }
 
-void Model::apply_rope(float* head, int pos) const {
-  // theta_i = pos * freq_scale * base^(-2i/rope_dims) / factor_i, computed in
-  // float by repeated multiplication exactly as llama.cpp does: the keys are
-  // rounded to float16 in the cache, and matching its rounding of theta keeps
-  // those roundings identical, where a more precise theta would flip a few
-  // of them and make the logits drift from the reference by ~0.05 rms.
-  const int pairs = config_.rope_dims / 2;
-  const std::vector<float>& factors = weights_.rope_freq_factors;
-  // Adjacent layout rotates (x[2i], x[2i+1]); NeoX rotates (x[i], x[i+pairs]).
-  const bool neox = config_.rope_layout == RopeLayout::kNeox;
-  // YaRN mixes the unscaled theta back in for the fast-turning pairs.
-  float theta_base = static_cast<float>(pos);
-  for (int i = 0; i < pairs; ++i) {
-    const float theta_unscaled = factors.empty() ? theta_base : theta_base / factors[i];
-    float theta = config_.rope_freq_scale * theta_unscaled;
-    if (!rope_yarn_mix_.empty()) theta = theta * (1 - rope_yarn_mix_[i]) + theta_unscaled * rope_yarn_mix_[i];
-    const float cos_t = std::cos(theta) * rope_mscale_, sin_t = std::sin(theta) * rope_mscale_;
-    float& a = neox ? head[i] : head[2 * i];
-    float& b = neox ? head[i + pairs] : head[2 * i + 1];
-    const float a0 = a, b0 = b;
-    a = a0 * cos_t - b0 * sin_t;
-    b = a0 * sin_t + b0 * cos_t;
-    theta_base *= rope_theta_scale_;
-  }
-}
-
 // softmax(scale * q.k) over positions 0..n_past+t, times the values: for
 // token t and head h, reads queries[(t * n_head + h) * head_dim_k] and
 // writes out[(t * n_head + h) * dim_v].
+//
+// Flash attention's order: the cache is walked one tile of positions at a
+// time, each token keeps the running max and sum of its softmax
+// (softmax_step), and its output is rescaled when the max grows and
+// divided by the sum at the end. Keys and values are read once per block of
+// queries, the scores never outgrow a tile, and nothing grows with the
+// depth but the walk. Tiles start at multiples of the tile size whatever the
+// batch, so a token's output has the same bits decoded alone or prefilled
+// in any chunk.
 void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out) {
   const ModelConfig& c = config_;
   const int group = c.n_head / c.n_head_kv;  // query heads sharing one KV head
@@ -363,12 +309,13 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
   const float scale = attn_scale_;
   // One task per KV head and block of its query heads (MLA's one KV head
   // has them all). A task's heads meet each cache row together (ops.h), and
-  // every token of the batch meets a chunk of rows while it is in L1: the
-  // cache is read from memory once per task.
+  // every token of the batch meets a tile of rows while it is in L1.
   const int heads_per_task = std::min(group, kAttentionHeadsPerTask);
   const int blocks_per_kv_head = (group + heads_per_task - 1) / heads_per_task;
   const int row_halves = std::max(dim_k, value_stride);
-  const int chunk = std::max(8, static_cast<int>(kAttentionChunkBytes / (sizeof(uint16_t) * row_halves)) / 8 * 8);
+  const int tile = std::max(kAttentionMinTile,
+                            static_cast<int>(kAttentionTileBytes / (sizeof(uint16_t) * row_halves)) / 8 * 8);
+  const size_t tile_stride = (tile + kLineFloats - 1) / kLineFloats * kLineFloats;
   auto query = [&](int t, int h) { return &queries[(static_cast<size_t>(t) * c.n_head + h) * dim_k]; };
   auto output = [&](int t, int h) { return &out[(static_cast<size_t>(t) * c.n_head + h) * dim_v]; };
 
@@ -377,13 +324,13 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
   // but attention amplifies it: without it our logits differ from llama.cpp's
   // by ~0.03 rms on quantized models, with it by ~0.0001.
   pool.parallel_for(c.n_head_kv * blocks_per_kv_head, [&](int64_t begin, int64_t end) {
-    // Per pool thread, kept across calls: a row of n_pos scores per (query,
-    // query head of the task) of a block of kAttentionQueries, each row
-    // starting on a cache line.
-    thread_local std::vector<float> scores_storage;
-    const size_t scores_stride = (n_pos + kLineFloats - 1) / kLineFloats * kLineFloats;
+    // Per pool thread, kept across calls: a tile's scores per (query, query
+    // head of the task) of a block, each row starting on a cache line; and
+    // the running max and sum of each.
+    thread_local std::vector<float> scores_storage, running;
     const int block = std::min(n, kAttentionQueries);
-    float* const scores = line_aligned(scores_storage, static_cast<size_t>(block) * heads_per_task * scores_stride);
+    float* const scores = line_aligned(scores_storage, static_cast<size_t>(block) * heads_per_task * tile_stride);
+    running.resize(2 * static_cast<size_t>(block) * heads_per_task);
     for (int task = static_cast<int>(begin); task < end; ++task) {
       const int kv_head = task / blocks_per_kv_head;
       const int first = kv_head * group + task % blocks_per_kv_head * heads_per_task;
@@ -392,34 +339,41 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
       const uint16_t* values = kv.value(layer, kv_head, 0);
       for (int t0 = 0; t0 < n; t0 += block) {
         const int t1 = std::min(n, t0 + block);
-        auto row_scores = [&](int t, int g) { return scores + (static_cast<size_t>(t - t0) * heads + g) * scores_stride; };
-        // Calls visit(t, p0, count) for each chunk of positions from p0 and
-        // every token t of the block that sees count > 0 of them: token t
-        // attends to positions 0..n_past+t (causal). A single token takes
-        // all its positions in one chunk: nothing is read twice, and the
-        // kernels' requests for the rows ahead run on without a break.
-        const int step = t1 - t0 > 1 ? chunk : n_past + t1;
-        auto for_each_chunk = [&](auto visit) {
-          for (int p0 = 0; p0 < n_past + t1; p0 += step)
-            for (int t = std::max(t0, p0 - n_past); t < t1; ++t) visit(t, p0, std::min(step, n_past + t + 1 - p0));
-        };
-        for (int t = t0; t < t1; ++t)
-          for (int g = 0; g < heads; ++g) round_to_f16(query(t, first + g), dim_k);
-        for_each_chunk([&](int t, int p0, int count) {
-          attention_scores(query(t, first), dim_k, heads, keys + static_cast<size_t>(p0) * dim_k, count, dim_k, scale,
-                           row_scores(t, 0) + p0, scores_stride);
-        });
+        auto slot = [&](int t, int g) { return static_cast<size_t>(t - t0) * heads + g; };
+        auto row_scores = [&](int t, int g) { return scores + slot(t, g) * tile_stride; };
+        float* const max = running.data();
+        float* const sum = running.data() + static_cast<size_t>(block) * heads_per_task;
         for (int t = t0; t < t1; ++t)
           for (int g = 0; g < heads; ++g) {
-            softmax(row_scores(t, g), n_past + t + 1);
-            round_to_f16(row_scores(t, g), n_past + t + 1);
+            round_to_f16(query(t, first + g), dim_k);
             std::fill_n(output(t, first + g), dim_v, 0.0f);
+            sum[slot(t, g)] = 0.0f;
           }
-        for_each_chunk([&](int t, int p0, int count) {
-          add_weighted_values(row_scores(t, 0) + p0, scores_stride, heads,
-                              values + static_cast<size_t>(p0) * value_stride, count, dim_v, value_stride,
-                              output(t, first), dim_v);
-        });
+        // Token t attends to positions 0..n_past+t (causal): the tiles from
+        // p0 up to there, the last one cut short.
+        for (int p0 = 0; p0 < n_past + t1; p0 += tile) {
+          const int t_first = std::max(t0, p0 - n_past);
+          auto count = [&](int t) { return std::min(tile, n_past + t + 1 - p0); };
+          const int ahead = n_pos - p0;  // rows the kernels may ask for ahead
+          for (int t = t_first; t < t1; ++t)
+            attention_scores(query(t, first), dim_k, heads, keys + static_cast<size_t>(p0) * dim_k, count(t), ahead,
+                             dim_k, scale, row_scores(t, 0), tile_stride);
+          for (int t = t_first; t < t1; ++t)
+            for (int g = 0; g < heads; ++g) {
+              const float shrink = softmax_step(row_scores(t, g), count(t), max[slot(t, g)], sum[slot(t, g)]);
+              if (shrink != 1.0f)
+                for (float* o = output(t, first + g); o != output(t, first + g) + dim_v; ++o) *o *= shrink;
+              round_to_f16(row_scores(t, g), count(t));
+            }
+          for (int t = t_first; t < t1; ++t)
+            add_weighted_values(row_scores(t, 0), tile_stride, heads, values + static_cast<size_t>(p0) * value_stride,
+                                count(t), ahead, dim_v, value_stride, output(t, first), dim_v);
+        }
+        for (int t = t0; t < t1; ++t)
+          for (int g = 0; g < heads; ++g) {
+            const float inv = 1.0f / sum[slot(t, g)];
+            for (float* o = output(t, first + g); o != output(t, first + g) + dim_v; ++o) *o *= inv;
+          }
       }
     }
   });

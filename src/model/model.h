@@ -14,6 +14,7 @@
 #include "model/kv_cache.h"
 #include "model/matmul.h"
 #include "model/prefetch_tuner.h"
+#include "model/rope.h"
 #include "model/thread_pool.h"
 #include "model/weights.h"
 #include "revis/status.h"
@@ -52,14 +53,11 @@ class Model {
                   ThreadPool& pool);
   void feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool);
   void route(const LayerWeights& l, int n, ThreadPool& pool);
-  void apply_rope(float* head, int pos) const;
 
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
-  float rope_theta_scale_ = 1.0f;  // base^(-2/rope_dims): theta shrinks by this per pair
-  float rope_mscale_ = 1.0f;       // YaRN: cos and sin are multiplied by this
-  std::vector<float> rope_yarn_mix_;  // YaRN: per pair, the share of the unscaled theta
+  Rope rope_;
   float attn_scale_ = 1.0f;        // the attention scores' factor, 1/sqrt(key width) unscaled
 
   // Scratch, one row per token of the current chunk.

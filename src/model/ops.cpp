@@ -95,8 +95,10 @@ ALWAYS_INLINE Float8 swiglu8(Float8 g, Float8 u) {
 
 }  // namespace
 
-REVIS_VECTOR_CLONES
-void softmax(float* x, int n) {
+namespace {
+
+// The largest of n >= 1 values.
+ALWAYS_INLINE float max_of(const float* x, int n) {
   float max = x[0];
   int i = 0;
   if (n >= 8) {
@@ -108,9 +110,14 @@ void softmax(float* x, int n) {
     for (int j = 0; j < 8; ++j) max = maxima[j] > max ? maxima[j] : max;
   }
   for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  return max;
+}
 
+// In place x[i] = e^(x[i] - max) for values <= max; returns their sum.
+ALWAYS_INLINE float exp_minus_max(float* x, int n, float max) {
   Float8 sums = {};
-  for (i = 0; i + 8 <= n; i += 8) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
     const Float8 e = exp_nonpositive(load8(x + i) - max);
     std::memcpy(x + i, &e, sizeof e);
     sums += e;
@@ -124,8 +131,30 @@ void softmax(float* x, int n) {
     for (int j = 0; j < left; ++j) sum += x[i + j] = e[j];
   }
   for (int j = 0; j < 8; ++j) sum += sums[j];
-  const float inv = 1.0f / sum;
-  for (i = 0; i < n; ++i) x[i] *= inv;
+  return sum;
+}
+
+}  // namespace
+
+REVIS_VECTOR_CLONES
+void softmax(float* x, int n) {
+  const float inv = 1.0f / exp_minus_max(x, n, max_of(x, n));
+  for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
+REVIS_VECTOR_CLONES
+float softmax_step(float* x, int n, float& max, float& sum) {
+  const float tile_max = max_of(x, n);
+  if (sum == 0.0f || tile_max > max) {
+    // A larger max: what came before shrinks by e^(old - new). (Before the
+    // first tile there is nothing to shrink.)
+    const float shrink = sum == 0.0f ? 0.0f : std::exp(max - tile_max);
+    max = tile_max;
+    sum = sum * shrink + exp_minus_max(x, n, max);
+    return shrink;
+  }
+  sum += exp_minus_max(x, n, max);
+  return 1.0f;
 }
 
 REVIS_VECTOR_CLONES
@@ -270,9 +299,9 @@ ALWAYS_INLINE void score_block(const float* q, size_t q_stride, const uint16_t* 
 
 // kHeads heads against all n rows, kPositions rows at a time.
 template <typename Halves, int kHeads, int kPositions>
-ALWAYS_INLINE void score_rows(const float* q, size_t q_stride, const uint16_t* keys, int n, int dim, float scale,
-                              float* scores, size_t scores_stride) {
-  const uint16_t* const end = keys + static_cast<int64_t>(n) * dim;
+ALWAYS_INLINE void score_rows(const float* q, size_t q_stride, const uint16_t* keys, int n, int n_cached, int dim,
+                              float scale, float* scores, size_t scores_stride) {
+  const uint16_t* const end = keys + static_cast<int64_t>(n_cached) * dim;
   int p = 0;
   for (; p + kPositions <= n; p += kPositions) {
     const uint16_t* block = keys + static_cast<int64_t>(p) * dim;
@@ -287,15 +316,15 @@ ALWAYS_INLINE void score_rows(const float* q, size_t q_stride, const uint16_t* k
 // Heads four at a time (eight chains: two rows), then two (four rows), then
 // one (eight rows).
 template <typename Halves>
-ALWAYS_INLINE void scores_for_heads(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim,
-                                    float scale, float* scores, size_t scores_stride) {
+ALWAYS_INLINE void scores_for_heads(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n,
+                                    int n_cached, int dim, float scale, float* scores, size_t scores_stride) {
   int h = 0;
   for (; h + 4 <= heads; h += 4)
-    score_rows<Halves, 4, 2>(q + h * q_stride, q_stride, keys, n, dim, scale, scores + h * scores_stride, scores_stride);
+    score_rows<Halves, 4, 2>(q + h * q_stride, q_stride, keys, n, n_cached, dim, scale, scores + h * scores_stride, scores_stride);
   for (; h + 2 <= heads; h += 2)
-    score_rows<Halves, 2, 4>(q + h * q_stride, q_stride, keys, n, dim, scale, scores + h * scores_stride, scores_stride);
+    score_rows<Halves, 2, 4>(q + h * q_stride, q_stride, keys, n, n_cached, dim, scale, scores + h * scores_stride, scores_stride);
   for (; h < heads; ++h)
-    score_rows<Halves, 1, 8>(q + h * q_stride, q_stride, keys, n, dim, scale, scores + h * scores_stride, scores_stride);
+    score_rows<Halves, 1, 8>(q + h * q_stride, q_stride, keys, n, n_cached, dim, scale, scores + h * scores_stride, scores_stride);
 }
 
 // Columns [col, col + 8 kVectors) of kHeads heads' outputs: they stay in
@@ -305,11 +334,11 @@ ALWAYS_INLINE void scores_for_heads(const float* q, size_t q_stride, int heads, 
 // pass over the first columns asks for the rows ahead.
 template <typename Halves, int kHeads, int kVectors>
 ALWAYS_INLINE void add_value_columns(const float* weights, size_t weights_stride, const uint16_t* values, int n,
-                                     int stride, int col, float* out, size_t out_stride) {
+                                     int n_cached, int stride, int col, float* out, size_t out_stride) {
   Float8 acc[kHeads][kVectors];
   for (int h = 0; h < kHeads; ++h)
     for (int v = 0; v < kVectors; ++v) acc[h][v] = load8(out + h * out_stride + col + 8 * v);
-  const uint16_t* const end = values + static_cast<int64_t>(n) * stride;
+  const uint16_t* const end = values + static_cast<int64_t>(n_cached) * stride;
   for (int p = 0; p < n; ++p) {
     if (col == 0) prefetch_ahead(values + static_cast<int64_t>(p) * stride, int64_t{stride} * sizeof(uint16_t), end);
     const uint16_t* row = values + static_cast<int64_t>(p) * stride + col;
@@ -326,12 +355,13 @@ ALWAYS_INLINE void add_value_columns(const float* weights, size_t weights_stride
 // kHeads heads' outputs, 8 * kVectors columns at a time, then 8, then one.
 template <typename Halves, int kHeads, int kVectors>
 ALWAYS_INLINE void add_values_of_heads(const float* weights, size_t weights_stride, const uint16_t* values, int n,
-                                       int dim, int stride, float* out, size_t out_stride) {
+                                       int n_cached, int dim, int stride, float* out, size_t out_stride) {
   int col = 0;
   for (; col + 8 * kVectors <= dim; col += 8 * kVectors)
-    add_value_columns<Halves, kHeads, kVectors>(weights, weights_stride, values, n, stride, col, out, out_stride);
+    add_value_columns<Halves, kHeads, kVectors>(weights, weights_stride, values, n, n_cached, stride, col, out,
+                                                 out_stride);
   for (; col + 8 <= dim; col += 8)
-    add_value_columns<Halves, kHeads, 1>(weights, weights_stride, values, n, stride, col, out, out_stride);
+    add_value_columns<Halves, kHeads, 1>(weights, weights_stride, values, n, n_cached, stride, col, out, out_stride);
   for (; col < dim; ++col)
     for (int h = 0; h < kHeads; ++h) {
       float acc = out[h * out_stride + col];
@@ -343,57 +373,58 @@ ALWAYS_INLINE void add_values_of_heads(const float* weights, size_t weights_stri
 
 template <typename Halves>
 ALWAYS_INLINE void values_for_heads(const float* weights, size_t weights_stride, int heads, const uint16_t* values,
-                                    int n, int dim, int stride, float* out, size_t out_stride) {
+                                    int n, int n_cached, int dim, int stride, float* out, size_t out_stride) {
   int h = 0;
   for (; h + 4 <= heads; h += 4)
-    add_values_of_heads<Halves, 4, 2>(weights + h * weights_stride, weights_stride, values, n, dim,
+    add_values_of_heads<Halves, 4, 2>(weights + h * weights_stride, weights_stride, values, n, n_cached, dim,
                                       stride, out + h * out_stride, out_stride);
   for (; h + 2 <= heads; h += 2)
-    add_values_of_heads<Halves, 2, 4>(weights + h * weights_stride, weights_stride, values, n, dim,
+    add_values_of_heads<Halves, 2, 4>(weights + h * weights_stride, weights_stride, values, n, n_cached, dim,
                                       stride, out + h * out_stride, out_stride);
   for (; h < heads; ++h)
-    add_values_of_heads<Halves, 1, 8>(weights + h * weights_stride, weights_stride, values, n, dim,
+    add_values_of_heads<Halves, 1, 8>(weights + h * weights_stride, weights_stride, values, n, n_cached, dim,
                                       stride, out + h * out_stride, out_stride);
 }
 
-void scores_portable(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim, float scale,
-                     float* scores, size_t scores_stride) {
-  scores_for_heads<PortableHalves>(q, q_stride, heads, keys, n, dim, scale, scores, scores_stride);
+void scores_portable(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int n_cached, int dim,
+                     float scale, float* scores, size_t scores_stride) {
+  scores_for_heads<PortableHalves>(q, q_stride, heads, keys, n, n_cached, dim, scale, scores, scores_stride);
 }
 
-void values_portable(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n, int dim,
-                     int stride, float* out, size_t out_stride) {
-  values_for_heads<PortableHalves>(weights, weights_stride, heads, values, n, dim, stride, out, out_stride);
+void values_portable(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n,
+                     int n_cached, int dim, int stride, float* out, size_t out_stride) {
+  values_for_heads<PortableHalves>(weights, weights_stride, heads, values, n, n_cached, dim, stride, out, out_stride);
 }
 
 #if defined(__x86_64__)
-REVIS_AVX2_TARGET void scores_avx2(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim,
-                                   float scale, float* scores, size_t scores_stride) {
-  scores_for_heads<F16cHalves>(q, q_stride, heads, keys, n, dim, scale, scores, scores_stride);
+REVIS_AVX2_TARGET void scores_avx2(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n,
+                                   int n_cached, int dim, float scale, float* scores, size_t scores_stride) {
+  scores_for_heads<F16cHalves>(q, q_stride, heads, keys, n, n_cached, dim, scale, scores, scores_stride);
 }
 
 REVIS_AVX2_TARGET void values_avx2(const float* weights, size_t weights_stride, int heads, const uint16_t* values,
-                                   int n, int dim, int stride, float* out, size_t out_stride) {
-  values_for_heads<F16cHalves>(weights, weights_stride, heads, values, n, dim, stride, out, out_stride);
+                                   int n, int n_cached, int dim, int stride, float* out, size_t out_stride) {
+  values_for_heads<F16cHalves>(weights, weights_stride, heads, values, n, n_cached, dim, stride, out, out_stride);
 }
 #endif
 
 }  // namespace
 
-void attention_scores(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int dim, float scale,
-                      float* scores, size_t scores_stride) {
+void attention_scores(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int n_cached, int dim,
+                      float scale, float* scores, size_t scores_stride) {
 #if defined(__x86_64__)
-  if (use_f16c()) return scores_avx2(q, q_stride, heads, keys, n, dim, scale, scores, scores_stride);
+  if (use_f16c()) return scores_avx2(q, q_stride, heads, keys, n, n_cached, dim, scale, scores, scores_stride);
 #endif
-  scores_portable(q, q_stride, heads, keys, n, dim, scale, scores, scores_stride);
+  scores_portable(q, q_stride, heads, keys, n, n_cached, dim, scale, scores, scores_stride);
 }
 
-void add_weighted_values(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n, int dim,
-                         int row_stride, float* out, size_t out_stride) {
+void add_weighted_values(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n,
+                         int n_cached, int dim, int row_stride, float* out, size_t out_stride) {
 #if defined(__x86_64__)
-  if (use_f16c()) return values_avx2(weights, weights_stride, heads, values, n, dim, row_stride, out, out_stride);
+  if (use_f16c())
+    return values_avx2(weights, weights_stride, heads, values, n, n_cached, dim, row_stride, out, out_stride);
 #endif
-  values_portable(weights, weights_stride, heads, values, n, dim, row_stride, out, out_stride);
+  values_portable(weights, weights_stride, heads, values, n, n_cached, dim, row_stride, out, out_stride);
 }
 
 }  // namespace revis

@@ -15,12 +15,15 @@
 //   MOE-2BIT                ds4's mix for MoE models: routed experts' gate and
 //                           up IQ2_XXS, down Q2_K, every other matrix Q8_0;
 //                           needs an importance matrix (IQ2_XXS)
+//   MOE-3BIT                the same shape a step up: routed experts' gate
+//                           and up IQ3_XXS, down IQ4_XS, the rest Q8_0
 // Always: 1-D tensors (norms, biases, RoPE factors) and the MoE router stay
 // F32; in models with 8 or more experts attn_k and attn_v are Q8_0, and
 // attn_output Q5_K in the mixes of four bits and less. A type on a row
 // length that is not a multiple of its block falls back to a 32-block type
 // of similar size (Q2_K, Q3_K->Q4_0, Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0,
-// the IQ types->IQ4_NL), or F16.
+// the IQ types->IQ4_NL), or F16. The IQ1 and IQ2 types need an importance
+// matrix; given to --tensor-type without one, quantizing is refused.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +42,7 @@ namespace revis {
 
 enum class QuantMix {
   kF32, kF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K_M, kQ5_K_M, kQ6_K,
-  kQ2_K, kQ3_K_S, kQ3_K_M, kQ3_K_L, kIQ2_XS, kIQ3_XXS, kIQ3_S, kIQ4_XS, kMoe2Bit,
+  kQ2_K, kQ3_K_S, kQ3_K_M, kQ3_K_L, kIQ2_XS, kIQ3_XXS, kIQ3_S, kIQ4_XS, kMoe2Bit, kMoe3Bit,
 };
 
 std::optional<QuantMix> parse_quant_mix(const std::string& name);  // case-insensitive

@@ -81,8 +81,11 @@ Status parse_tier(const std::string& name, const toml::table& t, const std::stri
       s = get_int(v, where, 0, 1 << 24, tier.ctx);
     } else if (key == "threads") {
       s = get_int(v, where, 0, 1024, tier.threads);
+    } else if (key == "chat_template") {
+      s = get_string(v, where, tier.chat_template);
+      tier.chat_template = resolve_path(tier.chat_template, base_dir);
     } else {
-      return Status::error(where + ": unknown key (a tier has model, ctx, threads)");
+      return Status::error(where + ": unknown key (a tier has model, ctx, threads, chat_template)");
     }
     if (!s.ok()) return s;
   }
@@ -129,6 +132,10 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     } else if (key == "default_tier") s = get_string(v, at, c.default_tier);
     else if (key == "ctx") s = get_int(v, at, 0, 1 << 24, c.ctx);
     else if (key == "threads") s = get_int(v, at, 0, 1024, c.threads);
+    else if (key == "chat_template") {
+      s = get_string(v, at, c.chat_template);
+      c.chat_template = resolve_path(c.chat_template, base_dir);
+    }
     else if (key == "memory_budget_mb") s = get_int(v, at, 0, int64_t(1) << 40, c.memory_budget_mb);
     else if (key == "kv_dir") {
       s = get_string(v, at, c.kv_dir);
@@ -242,6 +249,7 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.threads) c.threads = *o.threads;
   if (o.memory_budget_mb) c.memory_budget_mb = *o.memory_budget_mb;
   if (o.kv_dir) c.kv_dir = *o.kv_dir;
+  if (o.chat_template) c.chat_template = *o.chat_template;
   if (o.kv_budget_mb) c.kv_budget_mb = *o.kv_budget_mb;
   if (o.journal) c.journal = *o.journal;
   if (o.broker) c.broker = *o.broker;
@@ -272,7 +280,7 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       return Status::error("--tier " + spec + ": expected NAME=PATH");
-    TierConfig tier{spec.substr(0, eq), spec.substr(eq + 1), 0, 0};
+    TierConfig tier{spec.substr(0, eq), spec.substr(eq + 1), 0, 0, ""};
     bool replaced = false;
     for (TierConfig& t : c.tiers)
       if (t.name == tier.name) {

@@ -14,6 +14,7 @@
 //   default_tier = "small"       # OpenAI requests naming no known tier use it
 //   ctx = 4096                   # context per model unless its tier says (-c)
 //   threads = 8                  # threads per model unless its tier says (-t)
+//   chat_template = "chatml.jinja"  # replaces the models' own templates unless the tier says (--chat-template)
 //   memory_budget_mb = 16384     # resident models above this are unloaded LRU (0: 3/4 of RAM)
 //   kv_dir = "kv"                # KV checkpoints: prompts resume from saved prefixes (docs/kvstore.md)
 //   kv_budget_mb = 20480         # disk the checkpoints may use (0: no limit)
@@ -70,6 +71,7 @@ struct TierConfig {
   std::string model;
   int ctx = 0;      // 0: NodeConfig::ctx
   int threads = 0;  // 0: NodeConfig::threads
+  std::string chat_template;  // empty: NodeConfig::chat_template
 };
 
 struct NodeConfig {
@@ -84,6 +86,7 @@ struct NodeConfig {
   std::string default_tier;
   int ctx = 0;
   int threads = 0;
+  std::string chat_template;  // Jinja file replacing every model's own template (empty: the model's)
   uint64_t memory_budget_mb = 0;
   std::string kv_dir;  // empty: prefixes are reused from RAM only
   uint64_t kv_budget_mb = 0;
@@ -137,7 +140,7 @@ struct ConfigOverrides {
   std::optional<int> max_kept_results;
   std::optional<uint64_t> max_kept_results_mb;
   std::optional<std::string> log_level, log_format;
-  std::optional<std::string> kv_dir;
+  std::optional<std::string> kv_dir, chat_template;
   std::optional<uint64_t> kv_budget_mb;
   std::vector<std::string> tiers;  // "NAME=PATH", replacing a file tier of the same name
   std::optional<double> sim_tokens_per_s, sim_prefill_tokens_per_s;

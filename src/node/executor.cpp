@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "grammar/grammar_constraint.h"
+#include "node/answer_stream.h"
 #include "node/job_prompt.h"
 #include "node/log.h"
 
@@ -186,9 +187,11 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
   st.tier = tier->name;
   st.model = std::filesystem::path(model.path).filename().string();
   st.model_digest = engine.info().digest;
-  st.chat_template = spec.raw ? "raw" : chat_family_name(model.chat.family);
+  st.chat_template = spec.raw ? "raw" : model.chat.origin;
 
-  const std::vector<int32_t> tokens = job_prompt_tokens(model, spec);
+  auto prompt = job_prompt_tokens(model, spec);
+  if (!prompt.ok()) return NodeError{ErrorCode::kBadRequest, "chat template: " + prompt.status().message()};
+  const std::vector<int32_t>& tokens = prompt->tokens;
   auto max_tokens = answer_budget(spec, static_cast<int>(tokens.size()), engine.info().n_ctx, tier->name);
   if (!max_tokens.ok()) return max_tokens.error();
   begin_prefill(tier->name, static_cast<int>(tokens.size()), *max_tokens);
@@ -199,10 +202,26 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
     if (token >= n_vocab)
       return NodeError{ErrorCode::kBadRequest, "logit_bias: token " + std::to_string(token) + " is outside the vocabulary of tier " +
                                                    tier->name + " (0.." + std::to_string(n_vocab - 1) + ")"};
+  // With tools, the output is read for calls in the template's syntax; a
+  // required call is enforced with its grammar.
+  const bool reads_tools = !spec.raw && spec.chat_options.tools.has_value();
+  if (reads_tools && !model.chat.tool_format)
+    return NodeError{ErrorCode::kBadRequest, "tools: the chat template of tier " + tier->name + " (" + model.chat.origin +
+                                                 ") has no tool-call syntax revis reads (Hermes/Qwen, Llama 3, "
+                                                 "Mistral, DeepSeek); set one with --chat-template"};
+  std::shared_ptr<const Grammar> grammar = spec.grammar;
+  if (reads_tools && spec.tool_use.forced()) {
+    // A template that opened a thinking block in the prompt gets it closed first.
+    const std::string preamble = prompt->opens_reasoning ? model.chat.reasoning->close + "\n\n" : "";
+    auto calls = tool_call_grammar(*model.chat.tool_format, *spec.chat_options.tools, spec.tool_use, preamble);
+    if (!calls.ok()) return NodeError{ErrorCode::kBadRequest, calls.status().message()};
+    grammar = std::move(*calls);
+  }
+  if (!spec.raw) options.shown_tokens = model.shown_tokens;
   std::unique_ptr<GrammarConstraint> constraint;
-  if (spec.grammar) {
-    if (!model.vocabulary) model.vocabulary = TokenVocabulary::of(engine);  // once per loaded model
-    constraint = std::make_unique<GrammarConstraint>(spec.grammar, model.vocabulary);
+  if (grammar) {
+    if (!model.vocabulary) model.vocabulary = TokenVocabulary::of(engine, model.shown_tokens);  // once per loaded model
+    constraint = std::make_unique<GrammarConstraint>(grammar, model.vocabulary);
     options.constraint = constraint.get();
   }
   // With logprobs, each token's go out with the next piece of text (and all
@@ -229,7 +248,23 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
   // prompt as an earlier job (in RAM) or a checkpoint (on disk) provides.
   auto lease = model.cache->acquire(tokens, false);
   if (!lease.ok()) return NodeError{ErrorCode::kInternal, "prompt cache: " + lease.status().message()};
-  auto r = generate(engine, *lease->session, tokens, options, on_text, lease->cached);
+  // The output is split into the thinking, the answer and tool calls as it
+  // streams (answer_stream.h). Log-probabilities of thinking tokens and held
+  // text go out with the next piece of the answer.
+  std::optional<ReasoningSplitter> thinking;
+  if (!spec.raw && model.chat.reasoning) thinking.emplace(*model.chat.reasoning, prompt->opens_reasoning);
+  std::optional<ToolCallSplitter> calls;
+  if (reads_tools) calls.emplace(*model.chat.tool_format);
+  AnswerStream answer(std::move(thinking), std::move(calls), on_text, job.callbacks.on_reasoning);
+  auto r = generate(
+      engine, *lease->session, tokens, options, [&](std::string_view piece) { answer.feed(piece); }, lease->cached);
+  if (r.ok()) {
+    answer.finish(spec.label);
+    r->text = answer.content();
+    if (!spec.raw && model.chat.reasoning) result.reasoning = answer.reasoning();
+    result.tool_calls = std::move(answer.calls());
+    if (!spec.tool_use.parallel && result.tool_calls.size() > 1) result.tool_calls.resize(1);
+  }
   if (r.ok() && !r->next_logits.empty()) {
     model.cache->release(std::move(*lease), tokens, r->next_logits, false);
     pool_.refresh_kv_prefixes(model);
@@ -247,6 +282,7 @@ Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobResult& res
   // Its words come from no vocabulary: nothing to constrain or score.
   if (spec.grammar) return NodeError{ErrorCode::kBadRequest, "the simulated engine cannot follow a grammar or JSON schema"};
   if (spec.logprobs) return NodeError{ErrorCode::kBadRequest, "the simulated engine has no logprobs"};
+  if (spec.chat_options.tools) return NodeError{ErrorCode::kBadRequest, "the simulated engine cannot call tools"};
   st.engine = "sim";
   st.tier = spec.tier;
   st.model = "sim";

@@ -113,7 +113,8 @@ class Executor {
   Outcome<JobResult> execute(QueuedJob& job);
   // The engine-specific half of execute(): fills the tier and model fields
   // of `stats`, sets options.max_tokens and runs the generation.
-  // Both fill result.stats' model fields, and the model one result.logprobs.
+  // Both fill result.stats' model fields, and the model one result.logprobs
+  // and, for a thinking template, result.reasoning (the text is the answer).
   Outcome<GenerateResult> infer_with_model(QueuedJob& job, JobResult& result, GenerateOptions& options);
   Outcome<GenerateResult> infer_simulated(QueuedJob& job, JobResult& result, GenerateOptions& options);
   void begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens);

@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "node/chat_template.h"
+#include "node/tool_calls.h"
 #include "grammar/grammar.h"
 #include "node/errors.h"
 #include "revis/sampling.h"
@@ -29,6 +31,8 @@ struct JobSpec {
   std::string tier;    // resolved against the node's tiers by the executor
   bool raw = false;    // prompt is used as is; otherwise messages go through the chat template
   std::vector<ChatMessage> messages;
+  ChatOptions chat_options;  // extra template variables (enable_thinking, ...) and tools
+  ToolRequest tool_use;      // with chat_options.tools: tool_choice, parallel_tool_calls
   std::string prompt;
   std::vector<TextSpan> prompt_literals;  // raw: byte ranges of `prompt` that are plain text (a task's arguments)
   int max_tokens = 256;  // <= 0: until the context is full
@@ -75,7 +79,9 @@ struct LogprobEntry {
 };
 
 struct JobResult {
-  std::string text;
+  std::string text;                      // the answer
+  std::optional<std::string> reasoning;  // the thinking, for a chat job whose template thinks
+  std::vector<ToolCall> tool_calls;      // for a chat job given tools: the calls in the output (not in text)
   std::string stop_reason;  // "eog", "length", "stop", "context"
   std::vector<LogprobEntry> logprobs;  // with JobSpec::logprobs: every token but an end-of-generation one
   JobStats stats;
@@ -86,9 +92,11 @@ struct JobResult {
 // and must not call back into the executor under its lock (the server only
 // posts work to its I/O thread).
 struct JobCallbacks {
-  // Streamed UTF-8 pieces, each with the log-probabilities (JobSpec::logprobs)
-  // of the tokens sampled since the previous piece; may be empty.
+  // Streamed UTF-8 pieces of the answer, each with the log-probabilities
+  // (JobSpec::logprobs) of the tokens sampled since the previous piece; may
+  // be empty.
   std::function<void(std::string_view text, std::span<const LogprobEntry> logprobs)> on_text;
+  std::function<void(std::string_view text)> on_reasoning;  // streamed pieces of the thinking; may be empty
   std::function<void(Outcome<JobResult> outcome)> on_finish;  // exactly once per accepted job
 };
 

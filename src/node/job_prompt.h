@@ -16,6 +16,11 @@
 
 namespace revis::node {
 
-std::vector<int32_t> job_prompt_tokens(const LoadedModel& model, const JobSpec& spec);
+struct JobPrompt {
+  std::vector<int32_t> tokens;
+  bool opens_reasoning = false;  // the template left the model inside its thinking block
+};
+
+Result<JobPrompt> job_prompt_tokens(const LoadedModel& model, const JobSpec& spec);
 
 }  // namespace revis::node

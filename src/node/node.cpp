@@ -65,9 +65,10 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
   const NodeConfig& c = node->config_;
   std::vector<TierSpec> tiers;
   for (const TierConfig& t : c.tiers)
-    tiers.push_back({t.name, t.model, t.ctx > 0 ? t.ctx : c.ctx, t.threads > 0 ? t.threads : c.threads});
+    tiers.push_back({t.name, t.model, t.ctx > 0 ? t.ctx : c.ctx, t.threads > 0 ? t.threads : c.threads,
+                     t.chat_template.empty() ? c.chat_template : t.chat_template});
   std::optional<TierSpec> fallback;
-  if (!c.model.empty()) fallback = TierSpec{"default", c.model, c.ctx, c.threads};
+  if (!c.model.empty()) fallback = TierSpec{"default", c.model, c.ctx, c.threads, c.chat_template};
   const uint64_t budget = c.memory_budget_mb > 0 ? c.memory_budget_mb << 20 : default_budget_bytes();
   node->pool_ = std::make_unique<TierPool>(std::move(tiers), std::move(fallback), budget,
                                            KvCacheConfig{.dir = c.kv_dir, .budget_bytes = c.kv_budget_mb << 20});
@@ -152,8 +153,8 @@ std::vector<std::string> Node::prompt_prefix_digests(const JobSpec& spec) const 
   std::vector<std::string> digests;
   if (simulated()) return digests;
   pool_->with_loaded(spec.tier, [&](const LoadedModel& m) {
-    digests = kvstore::KvStore::aligned_prefix_digests(m.engine->info().fingerprint, job_prompt_tokens(m, spec),
-                                                       kPrefixDigestBlock);
+    if (auto tokens = job_prompt_tokens(m, spec); tokens.ok())
+      digests = kvstore::KvStore::aligned_prefix_digests(m.engine->info().fingerprint, tokens->tokens, kPrefixDigestBlock);
   });
   return digests;
 }
@@ -206,6 +207,8 @@ Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received)
   spec.tier = t.openai->tier;
   spec.raw = !chat;
   spec.messages = std::move(r->messages);
+  spec.chat_options = std::move(r->chat_options);
+  spec.tool_use = std::move(r->tool_use);
   spec.prompt = std::move(r->prompt);
   spec.max_tokens = r->max_tokens;
   spec.sampling = r->sampling;

@@ -1,5 +1,7 @@
 #include "node/openai_api.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -187,6 +189,113 @@ std::optional<NodeError> refuse_unsupported(const json& j, std::initializer_list
   return std::nullopt;
 }
 
+// The string at j[key], or "" when absent or not a string.
+std::string string_or_empty(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+nlohmann::ordered_json ordered(const json& j) { return nlohmann::ordered_json::parse(j.dump()); }
+
+// A function name as OpenAI allows it: [A-Za-z0-9_-]{1,64}. Tool-call
+// grammars write it as it is.
+bool valid_function_name(const std::string& s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+         });
+}
+
+// tools, tool_choice, parallel_tool_calls. With tool_choice "none" the tools
+// are not shown to the model.
+std::optional<NodeError> parse_tools(const json& j, OpenAiRequest& r) {
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  std::vector<std::string> names;
+  if (auto it = j.find("tools"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return bad("tools must be an array");
+    if (it->size() > 128) return bad("tools has " + std::to_string(it->size()) + " entries (at most 128)");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& tool = (*it)[i];
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      if (!tool.is_object() || string_or_empty(tool, "type") != "function")
+        return bad(at + " must be {\"type\": \"function\", \"function\": {...}} (only function tools are supported)");
+      auto f = tool.find("function");
+      if (f == tool.end() || !f->is_object()) return bad(at + ".function must be an object");
+      const std::string name = string_or_empty(*f, "name");
+      if (!valid_function_name(name)) return bad(at + ".function.name must be 1 to 64 letters, digits, _ or -");
+      if (std::find(names.begin(), names.end(), name) != names.end())
+        return bad(at + ".function.name \"" + name + "\" is given twice");
+      if (auto d = f->find("description"); d != f->end() && !d->is_null() && !d->is_string())
+        return bad(at + ".function.description must be a string");
+      if (auto p = f->find("parameters"); p != f->end() && !p->is_null()) {
+        if (!p->is_object() || (p->contains("type") && (*p)["type"] != "object"))
+          return bad(at + ".function.parameters must be a JSON Schema of type object");
+        // A schema revis cannot enforce would make a required call a lie.
+        if (auto g = json_schema_to_gbnf(ordered(*p)); !g.ok())
+          return bad(at + ".function.parameters: " + g.status().message());
+      }
+      names.push_back(name);
+      tools.push_back(ordered(tool));
+    }
+  }
+  ToolRequest& use = r.tool_use;
+  if (auto it = j.find("tool_choice"); it != j.end() && !it->is_null()) {
+    const json* function = nullptr;
+    if (it->is_object())
+      if (auto f = it->find("function"); f != it->end()) function = &*f;
+    if (*it == "none") {
+      use.choice = ToolChoice::kNone;
+    } else if (*it == "auto") {
+      use.choice = ToolChoice::kAuto;
+    } else if (*it == "required") {
+      use.choice = ToolChoice::kRequired;
+    } else if (function && string_or_empty(*it, "type") == "function" && function->is_object() &&
+               !string_or_empty(*function, "name").empty()) {
+      use.choice = ToolChoice::kNamed;
+      use.name = string_or_empty(*function, "name");
+      if (std::find(names.begin(), names.end(), use.name) == names.end())
+        return bad("tool_choice names the function \"" + use.name + "\", which is not among the tools");
+    } else {
+      return bad("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
+                 "{\"name\": ...}}");
+    }
+    if (tools.empty() && use.forced()) return bad("tool_choice asks for a call, but no tools are given");
+  }
+  if (auto it = j.find("parallel_tool_calls"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return bad("parallel_tool_calls must be true or false");
+    use.parallel = it->get<bool>();
+  }
+  if (use.forced() && r.grammar)
+    return bad("tool_choice asks for a call, and response_format or grammar for another shape; send one of them");
+  if (!tools.empty() && use.choice != ToolChoice::kNone) r.chat_options.tools = std::move(tools);
+  return std::nullopt;
+}
+
+// An assistant message's tool_calls as the template gets them: OpenAI's
+// shape, each call's arguments (a JSON text) parsed into an object, as
+// templates write them with tojson.
+Outcome<nlohmann::ordered_json> message_tool_calls(const json& calls, const std::string& at) {
+  if (!calls.is_array()) return bad(at + " must be an array");
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const json& c = calls[k];
+    const std::string where = at + "[" + std::to_string(k) + "]";
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
+        (c.contains("type") && c["type"] != "function"))
+      return bad(where + " must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+    const json& f = c["function"];
+    if (string_or_empty(f, "name").empty()) return bad(where + ".function.name must be a non-empty string");
+    nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+    if (auto a = f.find("arguments"); a != f.end() && !a->is_null()) {
+      arguments = a->is_string() ? nlohmann::ordered_json::parse(a->get<std::string>(), nullptr, false) : ordered(*a);
+      if (!arguments.is_object()) return bad(where + ".function.arguments must be a JSON object (as a string)");
+    }
+    out.push_back({{"id", string_or_empty(c, "id")},
+                   {"type", "function"},
+                   {"function", {{"name", string_or_empty(f, "name")}, {"arguments", std::move(arguments)}}}});
+  }
+  return out;
+}
+
 json usage(const JobStats& s) {
   return {{"prompt_tokens", s.prompt_tokens},
           {"completion_tokens", s.generated_tokens},
@@ -213,18 +322,36 @@ Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
     if (role == m.end() || !role->is_string()) return bad(at + ".role must be a string");
     std::string r_name = role->get<std::string>();
     if (r_name == "developer") r_name = "system";  // OpenAI's newer name for the system role
-    if (r_name != "system" && r_name != "user" && r_name != "assistant")
-      return bad(at + ".role \"" + r_name + "\" is not supported (system, developer, user, assistant)");
+    if (r_name != "system" && r_name != "user" && r_name != "assistant" && r_name != "tool")
+      return bad(at + ".role \"" + r_name + "\" is not supported (system, developer, user, assistant, tool)");
+    ChatMessage message{r_name, ""};
+    auto calls = m.find("tool_calls");
+    const bool has_calls = r_name == "assistant" && calls != m.end() && !calls->is_null();
+    if (has_calls) {
+      auto parsed = message_tool_calls(*calls, at + ".tool_calls");
+      if (!parsed.ok()) return parsed.error();
+      message.fields["tool_calls"] = std::move(*parsed);
+    }
     auto content = m.find("content");
-    if (content == m.end()) return bad(at + ".content is missing");
-    auto text = content_text(*content, at + ".content");
-    if (!text.ok()) return text.error();
-    r.messages.push_back({r_name, *text});
+    if (content == m.end() && !has_calls) return bad(at + ".content is missing");
+    if (content != m.end()) {
+      auto text = content_text(*content, at + ".content");
+      if (!text.ok()) return text.error();
+      message.content = std::move(*text);
+    }
+    if (r_name == "tool") {
+      const std::string id = string_or_empty(m, "tool_call_id");
+      if (id.empty()) return bad(at + ".tool_call_id must be a non-empty string (the call this result answers)");
+      message.fields["tool_call_id"] = id;
+    }
+    if (auto name = m.find("name"); name != m.end() && !name->is_null()) {
+      if (!name->is_string()) return bad(at + ".name must be a string");
+      message.fields["name"] = name->get<std::string>();
+    }
+    r.messages.push_back(std::move(message));
   }
-  if (j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty()))
-    return bad("tools are not supported");
-  if (auto it = j.find("tool_choice"); it != j.end() && !it->is_null() && *it != "none" && *it != "auto")
-    return bad("tool_choice is not supported (tools are not)");
+  if (Status s = chat_kwargs_from_request(j, r.chat_options); !s.ok()) return bad(s.message());
+  if (auto e = parse_tools(j, r)) return *e;
   if (auto it = j.find("modalities"); it != j.end() && !it->is_null() && *it != json::array({"text"}))
     return bad("modalities other than [\"text\"] are not supported");
   if (auto e = refuse_unsupported(j, {"functions", "function_call", "audio", "web_search_options"})) return *e;
@@ -347,17 +474,48 @@ std::vector<LogprobEntry> logprobs_from_content(const json& content) {
   return entries;
 }
 
+const char* chat_finish_reason(const JobResult& r) {
+  return r.tool_calls.empty() ? finish_reason(r.stop_reason) : "tool_calls";
+}
+
+namespace {
+
+json tool_call_json(const ToolCall& call) {
+  return {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+std::string chat_delta_chunk(const std::string& id, const std::string& model, int64_t created, json delta,
+                             const char* finish, json logprobs) {
+  return dump({{"id", id},
+               {"object", "chat.completion.chunk"},
+               {"created", created},
+               {"model", model},
+               {"choices", json::array({{{"index", 0},
+                                         {"delta", std::move(delta)},
+                                         {"logprobs", std::move(logprobs)},
+                                         {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
+}
+
+}  // namespace
+
 std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
                           bool logprobs) {
+  json message = {{"role", "assistant"}, {"content", r.text}};
+  if (r.reasoning && !r.reasoning->empty()) message["reasoning_content"] = *r.reasoning;
+  if (!r.tool_calls.empty()) {
+    if (r.text.empty()) message["content"] = nullptr;  // as OpenAI answers a call
+    message["tool_calls"] = json::array();
+    for (const ToolCall& call : r.tool_calls) message["tool_calls"].push_back(tool_call_json(call));
+  }
   return dump({{"id", id},
                {"object", "chat.completion"},
                {"created", created},
                {"model", model},
                {"choices",
                 json::array({{{"index", 0},
-                              {"message", {{"role", "assistant"}, {"content", r.text}}},
+                              {"message", message},
                               {"logprobs", chat_logprobs(logprobs, r.logprobs)},
-                              {"finish_reason", finish_reason(r.stop_reason)}}})},
+                              {"finish_reason", chat_finish_reason(r)}}})},
                {"usage", usage(r.stats)}});
 }
 
@@ -367,14 +525,34 @@ std::string chat_chunk(const std::string& id, const std::string& model, int64_t 
   json delta = json::object();
   if (with_role) delta["role"] = "assistant";
   if (!content.empty() || with_role) delta["content"] = std::string(content);
-  return dump({{"id", id},
-               {"object", "chat.completion.chunk"},
-               {"created", created},
-               {"model", model},
-               {"choices", json::array({{{"index", 0},
-                                         {"delta", delta},
-                                         {"logprobs", chat_logprobs(logprobs && !with_role, entries)},
-                                         {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
+  return chat_delta_chunk(id, model, created, std::move(delta), finish, chat_logprobs(logprobs && !with_role, entries));
+}
+
+std::string chat_reasoning_chunk(const std::string& id, const std::string& model, int64_t created,
+                                 std::string_view reasoning) {
+  return chat_delta_chunk(id, model, created, {{"reasoning_content", std::string(reasoning)}}, nullptr, nullptr);
+}
+
+std::string chat_tool_call_chunk(const std::string& id, const std::string& model, int64_t created, size_t index,
+                                 const ToolCall& call) {
+  json entry = tool_call_json(call);
+  entry["index"] = index;
+  return chat_delta_chunk(id, model, created, {{"tool_calls", json::array({entry})}}, nullptr, nullptr);
+}
+
+json tool_calls_json(std::span<const ToolCall> calls) {
+  json out = json::array();
+  for (const ToolCall& c : calls) out.push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+  return out;
+}
+
+std::vector<ToolCall> tool_calls_from_json(const json& calls) {
+  std::vector<ToolCall> out;
+  if (!calls.is_array()) return out;
+  for (const json& c : calls)
+    if (c.is_object())
+      out.push_back({string_or_empty(c, "id"), string_or_empty(c, "name"), string_or_empty(c, "arguments")});
+  return out;
 }
 
 std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,

@@ -8,9 +8,12 @@
 // output (response_format json_object / json_schema, or llama.cpp's GBNF
 // `grammar`), which is compiled here so that a bad grammar or schema is a
 // 400 naming the field. Fields OpenAI defines that revis cannot honour are
-// refused when they would change the answer (n > 1, tools, audio, non-text
+// refused when they would change the answer (n > 1, audio, non-text
 // content, ...) and ignored otherwise (user, store, metadata, ...), because
-// clients send many of them by default. docs/openai-api.md lists them all.
+// clients send many of them by default. Tools (tools, tool_choice,
+// parallel_tool_calls, assistant tool_calls, role "tool") go through the
+// chat template, and the output is read for calls (tool_calls.h).
+// docs/protocol.md lists every field.
 //
 // Thread-safety: free functions on values.
 #pragma once
@@ -37,6 +40,8 @@ struct OpenAiRequest {
   bool chat = true;
   std::string model;                  // as sent; the server maps it to a tier
   std::vector<ChatMessage> messages;  // chat
+  ChatOptions chat_options;           // chat: template variables (enable_thinking, ...) and tools
+  ToolRequest tool_use;               // chat: tool_choice, parallel_tool_calls
   std::string prompt;                 // completions
   int max_tokens = 0;                 // 0: until the context is full
   SamplingParams sampling;
@@ -66,6 +71,15 @@ std::string chat_response(const std::string& id, const std::string& model, int64
 std::string chat_chunk(const std::string& id, const std::string& model, int64_t created, bool with_role,
                        std::string_view content, const char* finish, bool logprobs = false,
                        std::span<const LogprobEntry> entries = {});
+// A chunk of a thinking model's thinking (delta.reasoning_content).
+std::string chat_reasoning_chunk(const std::string& id, const std::string& model, int64_t created,
+                                 std::string_view reasoning);
+// A chunk with one whole tool call (delta.tool_calls[0] with its index in
+// the answer's calls, id, type, function name and arguments).
+std::string chat_tool_call_chunk(const std::string& id, const std::string& model, int64_t created, size_t index,
+                                 const ToolCall& call);
+// "tool_calls" when the answer made calls, else finish_reason().
+const char* chat_finish_reason(const JobResult& r);
 std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
                                 bool logprobs = false);
 std::string completion_chunk(const std::string& id, const std::string& model, int64_t created, std::string_view text,
@@ -77,6 +91,10 @@ std::string completion_chunk(const std::string& id, const std::string& model, in
 // carries too, and back (bytes win over token; malformed items are skipped).
 nlohmann::json logprobs_content(std::span<const LogprobEntry> entries);
 std::vector<LogprobEntry> logprobs_from_content(const nlohmann::json& content);
+// Tool calls as the ticket protocol's done carries them ([{id, name,
+// arguments}]), and back (malformed items are skipped).
+nlohmann::json tool_calls_json(std::span<const ToolCall> calls);
+std::vector<ToolCall> tool_calls_from_json(const nlohmann::json& calls);
 // The final chunk with usage and no choices (stream_options.include_usage).
 std::string usage_chunk(bool chat, const std::string& id, const std::string& model, int64_t created, const JobStats& s);
 

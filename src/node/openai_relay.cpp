@@ -25,6 +25,9 @@ int int_at(const json& j, const char* key) {
 JobResult result_of(const json& done) {
   JobResult r;
   r.text = string_at(done, "text");
+  if (auto reasoning = done.find("reasoning"); reasoning != done.end() && reasoning->is_string())
+    r.reasoning = reasoning->get<std::string>();
+  if (auto calls = done.find("toolCalls"); calls != done.end()) r.tool_calls = tool_calls_from_json(*calls);
   r.stop_reason = string_at(done, "stopReason");
   if (auto logprobs = done.find("logprobs"); logprobs != done.end()) r.logprobs = logprobs_from_content(*logprobs);
   if (auto stats = done.find("stats"); stats != done.end() && stats->is_object()) {
@@ -59,6 +62,18 @@ NodeError OpenAiRelay::diverged() const {
           "the request ran again (" + retry_reason_ + ") and the new run's text differs from the text already streamed"};
 }
 
+std::optional<std::string> OpenAiRelay::fresh_part(Sent& sent, std::string piece) {
+  const size_t end = sent.run_length + piece.size();
+  if (sent.run_length < sent.text.size()) {  // replaying what an earlier run sent
+    const size_t n = std::min(piece.size(), sent.text.size() - sent.run_length);
+    if (sent.text.compare(sent.run_length, n, piece, 0, n) != 0) return std::nullopt;
+    piece.erase(0, n);
+  }
+  sent.run_length = end;
+  sent.text += piece;
+  return piece;
+}
+
 OpenAiRelay::Step OpenAiRelay::on_event(std::string_view text) {
   const json e = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   auto string_field = [&](const char* key) { return string_at(e, key); };
@@ -70,30 +85,26 @@ OpenAiRelay::Step OpenAiRelay::on_event(std::string_view text) {
     step.open_stream = opened_ = true;
     if (shape_.chat) step.events.push_back(chat_chunk(shape_.id, shape_.model, shape_.created, true, "", nullptr));
   } else if (type == "token" && shape_.stream) {
-    std::string piece = string_field("text");
-    const size_t end = run_length_ + piece.size();
-    if (run_length_ < sent_.size()) {  // replaying what an earlier run sent
-      const size_t n = std::min(piece.size(), sent_.size() - run_length_);
-      if (sent_.compare(run_length_, n, piece, 0, n) != 0) {
-        step = end_with(diverged());
-        step.cancel = true;
-        return step;
-      }
-      piece.erase(0, n);
+    const bool thinking = e.contains("reasoning");
+    auto piece = fresh_part(thinking ? thinking_ : answer_, string_field(thinking ? "reasoning" : "text"));
+    if (!piece) {
+      step = end_with(diverged());
+      step.cancel = true;
+      return step;
     }
-    run_length_ = end;
     std::vector<LogprobEntry> logprobs;
     if (auto it = e.find("logprobs"); shape_.logprobs && it != e.end()) logprobs = logprobs_from_content(*it);
     const size_t run_logprobs = run_logprobs_ + logprobs.size();
     if (run_logprobs_ < sent_logprobs_)  // entries an earlier run sent
       logprobs.erase(logprobs.begin(), logprobs.begin() + std::min(logprobs.size(), sent_logprobs_ - run_logprobs_));
     run_logprobs_ = run_logprobs;
-    if (!piece.empty() || !logprobs.empty()) {
-      sent_ += piece;
-      step.events.push_back(chunk(piece, nullptr, logprobs));
+    if (thinking) {
+      if (!piece->empty()) step.events.push_back(chat_reasoning_chunk(shape_.id, shape_.model, shape_.created, *piece));
+    } else if (!piece->empty() || !logprobs.empty()) {
+      step.events.push_back(chunk(*piece, nullptr, logprobs));
     }
   } else if (type == "retry") {
-    run_length_ = 0;
+    answer_.run_length = thinking_.run_length = 0;
     run_logprobs_ = 0;
     retry_reason_ = string_field("reason");
   } else if (type == "done") {
@@ -102,10 +113,13 @@ OpenAiRelay::Step OpenAiRelay::on_event(std::string_view text) {
       step.response = shape_.chat ? chat_response(shape_.id, shape_.model, shape_.created, r, shape_.logprobs)
                                   : completion_response(shape_.id, shape_.model, shape_.created, r, shape_.logprobs);
     } else {
-      if (r.text != sent_) return end_with(diverged());
+      if (r.text != answer_.text || r.reasoning.value_or("") != thinking_.text) return end_with(diverged());
       const std::span<const LogprobEntry> rest =
           std::span<const LogprobEntry>(r.logprobs).subspan(std::min(sent_logprobs_, r.logprobs.size()));
-      step.events.push_back(chunk("", finish_reason(r.stop_reason), rest));
+      // Calls are whole only at the end: each goes out as one chunk.
+      for (size_t k = 0; k < r.tool_calls.size(); ++k)
+        step.events.push_back(chat_tool_call_chunk(shape_.id, shape_.model, shape_.created, k, r.tool_calls[k]));
+      step.events.push_back(chunk("", shape_.chat ? chat_finish_reason(r) : finish_reason(r.stop_reason), rest));
       if (shape_.include_usage) step.events.push_back(usage_chunk(shape_.chat, shape_.id, shape_.model, shape_.created, r.stats));
       step.events.push_back("[DONE]");
     }

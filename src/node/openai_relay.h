@@ -65,11 +65,19 @@ class OpenAiRelay {
   NodeError diverged() const;
   std::string chunk(std::string_view text, const char* finish, std::span<const LogprobEntry> logprobs);
 
+  // One stream the client is sent: the answer, or a thinking model's thinking.
+  struct Sent {
+    std::string text;       // what the client has
+    size_t run_length = 0;  // text of the current run so far; runs before it were sent too
+  };
+  // The part of `piece` the client does not have; nullopt when a new run
+  // disagrees with what an earlier run sent.
+  static std::optional<std::string> fresh_part(Sent& sent, std::string piece);
+
   Shape shape_;
   bool opened_ = false, finished_ = false;
-  std::string sent_;         // streamed text the client has
-  size_t run_length_ = 0;    // text of the current run so far; runs before it were sent_ too
-  size_t sent_logprobs_ = 0, run_logprobs_ = 0;  // the same, counting logprob entries
+  Sent answer_, thinking_;
+  size_t sent_logprobs_ = 0, run_logprobs_ = 0;  // as Sent's, counting the answer's logprob entries
   size_t logprob_bytes_ = 0;  // the sent entries' token bytes: the next text_offset
   std::string retry_reason_;
 };

@@ -1,5 +1,6 @@
 #include "node/ticket.h"
 
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -262,18 +263,27 @@ std::string accepted_event(const std::string& id, int position) {
 }
 
 std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
-                        std::span<const LogprobEntry> logprobs) {
-  json j = {{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", std::string(text)}};
+                        std::span<const LogprobEntry> logprobs, bool reasoning) {
+  json j = {{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", reasoning ? std::string() : std::string(text)}};
+  if (reasoning) j["reasoning"] = std::string(text);
   if (!logprobs.empty()) j["logprobs"] = logprobs_content(logprobs);
   return dump(j);
 }
 
+void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::function<void(std::string event)> send) {
+  auto seq = std::make_shared<uint64_t>(0);
+  callbacks.on_text = [id, seq, send](std::string_view piece, std::span<const LogprobEntry> logprobs) {
+    send(token_event(id, (*seq)++, piece, logprobs));
+  };
+  callbacks.on_reasoning = [id, seq, send](std::string_view piece) { send(token_event(id, (*seq)++, piece, {}, true)); };
+}
+
 std::string done_event(const std::string& id, const JobResult& result) {
-  json j = {{"type", "done"},
-            {"ticketID", id},
-            {"text", result.text},
-            {"stopReason", result.stop_reason},
-            {"stats", stats_json(result.stats)}};
+  json j = {{"type", "done"}, {"ticketID", id}, {"text", result.text}};
+  if (result.reasoning) j["reasoning"] = *result.reasoning;
+  if (!result.tool_calls.empty()) j["toolCalls"] = tool_calls_json(result.tool_calls);
+  j["stopReason"] = result.stop_reason;
+  j["stats"] = stats_json(result.stats);
   if (!result.logprobs.empty()) j["logprobs"] = logprobs_content(result.logprobs);
   return dump(j);
 }

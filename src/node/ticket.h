@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -97,9 +98,13 @@ bool valid_ticket_id(std::string_view id);
 std::string accepted_event(const std::string& id, int position);
 // With logprobs (JobSpec::logprobs): those of the tokens sampled since the
 // previous token event, as "logprobs" (OpenAI's chat shape: token, bytes,
-// logprob, top_logprobs); done carries all of them.
+// logprob, top_logprobs); done carries all of them. With `reasoning` the
+// piece is thinking: "text" is empty and "reasoning" holds it.
 std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
-                        std::span<const LogprobEntry> logprobs = {});
+                        std::span<const LogprobEntry> logprobs = {}, bool reasoning = false);
+// Sets callbacks.on_text and on_reasoning to hand `send` the job's token
+// events, numbered from 0.
+void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::function<void(std::string event)> send);
 std::string done_event(const std::string& id, const JobResult& result);
 std::string error_event(const std::optional<std::string>& id, const NodeError& error);
 // The ticket runs again (attempt 2, 3, ...): text streamed so far is void

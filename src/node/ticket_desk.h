@@ -29,15 +29,6 @@ class ClientLink {
   virtual void refuse(const std::optional<std::string>& id, const NodeError& error) = 0;
 };
 
-// JobCallbacks::on_text for a streaming ticket run on this node: each piece
-// goes to `link` as a `token` event of ticket `id`, seq counting from 0.
-inline decltype(JobCallbacks::on_text) stream_tokens_to(std::shared_ptr<ClientLink> link, std::string id) {
-  return [link = std::move(link), id = std::move(id), seq = uint64_t{0}](std::string_view piece,
-                                                                         std::span<const LogprobEntry> logprobs) mutable {
-    link->send(token_event(id, seq++, piece, logprobs));
-  };
-}
-
 class TicketDesk {
  public:
   virtual ~TicketDesk() = default;

@@ -12,7 +12,7 @@ namespace {
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
 bool same_model(const LoadedModel& m, const TierSpec& t) {
-  return m.path == t.model_path && m.ctx == t.ctx && m.threads == t.threads;
+  return m.path == t.model_path && m.ctx == t.ctx && m.threads == t.threads && m.chat_template_path == t.chat_template;
 }
 
 }  // namespace
@@ -69,13 +69,21 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   m->path = tier.model_path;
   m->ctx = tier.ctx;
   m->threads = tier.threads;
+  m->chat_template_path = tier.chat_template;
   m->engine = std::move(*engine);
   const ModelInfo& info = m->engine->info();
 
-  const ModelChat chat = model_chat(info);
-  m->chat = chat.choice;
-  m->special = chat.special;
-  if (m->chat.fallback) log_line("warn", tier.model_path + ": " + m->chat.warning);
+  std::string template_source;
+  if (!tier.chat_template.empty()) {
+    auto source = read_chat_template_file(tier.chat_template);
+    if (!source.ok()) return source.status();
+    template_source = std::move(*source);
+  }
+  auto chat = model_chat(info, template_source, tier.chat_template);
+  if (!chat.ok()) return Status::error(tier.model_path + ": " + chat.status().message());
+  m->chat = std::move(*chat);
+  if (!m->chat.warning.empty()) log_line("warn", tier.model_path + ": " + m->chat.warning);
+  m->shown_tokens = shown_special_tokens(*m->engine, m->chat);
   auto cache = kvstore::PrefixCache::open(
       *m->engine, {.ram_sessions = std::max(1, kv_.ram_sessions),
                    .kv_dir = kv_.dir,
@@ -95,7 +103,7 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   if (load_ms) *load_ms = m->load_ms;
   log_line("info", "loaded " + tier.model_path + " (" + info.architecture + ", context " + std::to_string(info.n_ctx) +
                        ", " + std::to_string(info.n_threads) + " threads, ~" + mib(m->footprint_bytes) + ", " +
-                       chat_family_name(m->chat.family) + " template, " + info.digest + ") in " +
+                       m->chat.origin + " chat template, " + info.digest + ") in " +
                        std::to_string(static_cast<int>(m->load_ms)) + " ms");
   if (budget_ > 0 && m->footprint_bytes > budget_)
     log_line("warn", tier.model_path + " alone needs ~" + mib(m->footprint_bytes) + ", more than the memory budget (" +
@@ -163,7 +171,7 @@ std::vector<TierStatus> TierPool::status() const {
       if (same_model(*m, t)) {
         s.loaded = true;
         s.digest = m->engine->info().digest;
-        s.chat_template = chat_family_name(m->chat.family);
+        s.chat_template = m->chat.origin;
         s.ctx = m->engine->info().n_ctx;
         s.footprint_bytes = m->footprint_bytes;
         s.kv_prefixes = m->kv_prefixes;

@@ -51,6 +51,7 @@ struct TierSpec {
   std::string model_path;
   int ctx = 0;      // 0: the engine's default
   int threads = 0;  // 0: the engine's default
+  std::string chat_template;  // a Jinja file replacing the model's template; empty: the model's
 };
 
 // Where a node keeps KV checkpoints (revis serve --kv-dir, --kv-budget).
@@ -63,11 +64,12 @@ struct KvCacheConfig {
 struct LoadedModel {
   std::string path;
   int ctx = 0, threads = 0;
+  std::string chat_template_path;  // TierSpec::chat_template: tiers differing in it load the model apart
   std::unique_ptr<Engine> engine;
   std::unique_ptr<kvstore::PrefixCache> cache;  // declared after the engine: destroyed (and flushed) first
   std::vector<std::string> kv_prefixes;         // digests of the aligned prefixes on disk (refresh_kv_prefixes)
-  TemplateChoice chat;
-  SpecialTexts special;
+  ModelChat chat;
+  std::vector<int32_t> shown_tokens;  // control tokens a chat's output keeps (shown_special_tokens)
   // The vocabulary as a trie for grammar constraints: built by the executor
   // on the model's first constrained job.
   std::shared_ptr<const TokenVocabulary> vocabulary;

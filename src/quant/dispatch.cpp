@@ -67,7 +67,8 @@ constexpr WeightedQuantizer kWeightedQuantizers[] = {
     {TensorType::Q2_K, quant::quantize_q2_k},       {TensorType::Q3_K, quant::quantize_q3_k},
     {TensorType::IQ4_XS, quant::quantize_iq4_xs},   {TensorType::IQ2_XXS, quant::quantize_iq2_xxs},
     {TensorType::IQ2_XS, quant::quantize_iq2_xs},   {TensorType::IQ3_XXS, quant::quantize_iq3_xxs},
-    {TensorType::IQ3_S, quant::quantize_iq3_s},
+    {TensorType::IQ3_S, quant::quantize_iq3_s},     {TensorType::IQ2_S, quant::quantize_iq2_s},
+    {TensorType::IQ1_S, quant::quantize_iq1_s},     {TensorType::IQ1_M, quant::quantize_iq1_m},
 };
 
 const WeightedQuantizer* find_weighted(TensorType type) {

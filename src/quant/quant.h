@@ -30,7 +30,7 @@ uint16_t fp32_to_bf16(float f);   // round to nearest even
 // True if dequantize_row works for this type (every type in types.h but Q8_1).
 bool can_dequantize(TensorType type);
 // True if quantize_row works for this type: not for Q8_1 nor the IQ1/IQ2
-// grid types (IQ2_XXS and IQ2_XS are written by quantize_row_with_importance).
+// grid types (written by quantize_row_with_importance).
 bool can_quantize(TensorType type);
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
@@ -38,9 +38,9 @@ void quantize_row(TensorType type, const float* src, void* dst, int64_t n);
 
 // Quantizers that take an importance matrix's weights: importance[i] > 0
 // weighs the squared error of value i (for a weight row, the mean squared
-// activation of its input channel i), n values. Q2_K, Q3_K, IQ4_XS, IQ2_XXS,
-// IQ2_XS, IQ3_XXS and IQ3_S. quantize_needs_importance: the two IQ2 types,
-// which have no quantize_row: at two bits the search must know which values
+// activation of its input channel i), n values. Q2_K, Q3_K, IQ4_XS and the
+// grid types. quantize_needs_importance: the IQ1 and IQ2 types, which have
+// no quantize_row: at two bits and less the search must know which values
 // to keep.
 bool can_quantize_with_importance(TensorType type);
 bool quantize_needs_importance(TensorType type);

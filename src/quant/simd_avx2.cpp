@@ -631,7 +631,7 @@ const PackedDot* octets() {
 // constant four blocks of a full group this made the Q8_0 kernel 22 -> 19
 // cycles per 256 values in cache (Zen 5), and decoding a Llama-3.2-1B-shaped
 // Q8_0 model reached 94 % of the roofline instead of 90 (medians of nine
-// alternating pairs; twelfth session in docs/performance.md).
+// alternating pairs; twelfth session in docs/perf-log/sessions-1-13.md).
 struct SummedQ8 {
   static constexpr int64_t kBlocks = 4;
   static constexpr size_t kScalesOffset = kBlocks * kLegacyBlock;

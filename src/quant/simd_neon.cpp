@@ -29,6 +29,7 @@
 #include <cstring>
 
 #include "quant/blocks.h"
+#include "quant/iq_grids.h"
 #include "quant/kernels.h"
 
 namespace revis::quant {
@@ -615,6 +616,156 @@ struct IQ4_XSFormat {
   static float dmin(const Block&) { return 0; }
 };
 
+// --- The grid types (IQ2, IQ3, IQ1) ---------------------------------------------
+//
+// Group g's 32 signed levels as iq_quants.cpp unpacks them, 16 to a
+// vector: 8-value grid points (4-value ones paired for IQ3) with their sign
+// bytes applied, or IQ1's 8 * point +- 1. Group scales are the odd integers
+// 2s + 1; the format's power of two joins the super-block scale.
+
+inline uint8x16_t two_points(uint64_t first, uint64_t second) {
+  return vcombine_u8(vcreate_u8(first), vcreate_u8(second));
+}
+
+inline uint64_t paired(uint32_t first, uint32_t second) { return first | static_cast<uint64_t>(second) << 32; }
+
+// `levels` negated in byte j of each half where bit j of that half's sign byte is set.
+inline int8x16_t with_signs(uint8x16_t levels, uint8_t first, uint8_t second) {
+  const uint8x16_t bits = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ULL));
+  const int8x16_t negative = vreinterpretq_s8_u8(vtstq_u8(vcombine_u8(vdup_n_u8(first), vdup_n_u8(second)), bits));
+  return vsubq_s8(veorq_s8(vreinterpretq_s8_u8(levels), negative), negative);
+}
+
+// IQ1: 8 * point + 1 per value, - 1 in a half whose delta is negative.
+inline int8x16_t iq1_levels(uint8x16_t points, bool first_negative, bool second_negative) {
+  const int8x16_t delta = vcombine_s8(vdup_n_s8(first_negative ? -1 : 1), vdup_n_s8(second_negative ? -1 : 1));
+  return vaddq_s8(vshlq_n_s8(vreinterpretq_s8_u8(points), 3), delta);
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// What the grid formats share: each_part over group(), d times 2^-kShift.
+template <typename Derived, typename BlockType, int kShift, bool kPer32>
+struct GridFormat {
+  using Block = BlockType;
+  static constexpr bool kGroupsOf32 = kPer32;
+  static constexpr bool kHasMin = false;
+  struct Prepared {};
+  static Prepared prepare(const Block&) { return {}; }
+  template <typename Visit>
+  static void each_part(const Block& b, const Prepared&, Visit&& visit) {
+    for (int g = 0; g < 8; ++g) {
+      int8x16_t w0, w1;
+      int s0, s1;
+      Derived::group(b, g, w0, w1, s0, s1);
+      visit(32 * g, w0, w1, s0, s1);
+    }
+  }
+  static float super_scale(const Block& b) { return scale_of(Derived::d(b)) * (1.0f / (1 << kShift)); }
+  static uint16_t d(const Block& b) { return b.d; }
+  static int min_dot(const Prepared&, const BlockQ8_K&) { return 0; }
+  static float dmin(const Block&) { return 0; }
+};
+
+struct IQ2_XXSFormat : GridFormat<IQ2_XXSFormat, BlockIQ2_XXS, 3, true> {
+  static void group(const Block& b, int g, int8x16_t& w0, int8x16_t& w1, int& s0, int& s1) {
+    const uint8_t* q = b.qs + 8 * g;
+    const uint32_t word = load_u32(q + 4);
+    auto sign = [&](int l) { return kSignBytes[(word >> (7 * l)) & 127]; };
+    w0 = with_signs(two_points(kGridIq2Xxs[q[0]], kGridIq2Xxs[q[1]]), sign(0), sign(1));
+    w1 = with_signs(two_points(kGridIq2Xxs[q[2]], kGridIq2Xxs[q[3]]), sign(2), sign(3));
+    s0 = s1 = 2 * static_cast<int>(word >> 28) + 1;
+  }
+};
+
+struct IQ2_XSFormat : GridFormat<IQ2_XSFormat, BlockIQ2_XS, 3, false> {
+  static void group(const Block& b, int g, int8x16_t& w0, int8x16_t& w1, int& s0, int& s1) {
+    const uint16_t* q = b.qs + 4 * g;
+    auto point = [&](int l) { return kGridIq2Xs[q[l] & 511]; };
+    auto sign = [&](int l) { return kSignBytes[q[l] >> 9]; };
+    w0 = with_signs(two_points(point(0), point(1)), sign(0), sign(1));
+    w1 = with_signs(two_points(point(2), point(3)), sign(2), sign(3));
+    s0 = 2 * (b.scales[g] & 0x0f) + 1;
+    s1 = 2 * (b.scales[g] >> 4) + 1;
+  }
+};
+
+struct IQ2_SFormat : GridFormat<IQ2_SFormat, BlockIQ2_S, 3, false> {
+  static void group(const Block& b, int g, int8x16_t& w0, int8x16_t& w1, int& s0, int& s1) {
+    auto point = [&](int l) { return kGridIq2S[b.qs[4 * g + l] | (((b.qh[g] >> (2 * l)) & 3) << 8)]; };
+    const uint8_t* signs = b.qs + 32 + 4 * g;
+    w0 = with_signs(two_points(point(0), point(1)), signs[0], signs[1]);
+    w1 = with_signs(two_points(point(2), point(3)), signs[2], signs[3]);
+    s0 = 2 * (b.scales[g] & 0x0f) + 1;
+    s1 = 2 * (b.scales[g] >> 4) + 1;
+  }
+};
+
+struct IQ3_XXSFormat : GridFormat<IQ3_XXSFormat, BlockIQ3_XXS, 2, true> {
+  static void group(const Block& b, int g, int8x16_t& w0, int8x16_t& w1, int& s0, int& s1) {
+    const uint8_t* q = b.qs + 8 * g;
+    const uint32_t word = load_u32(b.qs + 64 + 4 * g);
+    auto pair = [&](int l) { return paired(kGridIq3Xxs[q[2 * l]], kGridIq3Xxs[q[2 * l + 1]]); };
+    auto sign = [&](int l) { return kSignBytes[(word >> (7 * l)) & 127]; };
+    w0 = with_signs(two_points(pair(0), pair(1)), sign(0), sign(1));
+    w1 = with_signs(two_points(pair(2), pair(3)), sign(2), sign(3));
+    s0 = s1 = 2 * static_cast<int>(word >> 28) + 1;
+  }
+};
+
+struct IQ3_SFormat : GridFormat<IQ3_SFormat, BlockIQ3_S, 0, true> {
+  static void group(const Block& b, int g, int8x16_t& w0, int8x16_t& w1, int& s0, int& s1) {
+    auto point = [&](int k) { return kGridIq3S[b.qs[8 * g + k] | (((b.qh[g] >> k) & 1) << 8)]; };
+    auto pair = [&](int l) { return paired(point(2 * l), point(2 * l + 1)); };
+    const uint8_t* signs = b.signs + 4 * g;
+    w0 = with_signs(two_points(pair(0), pair(1)), signs[0], signs[1]);
+    w1 = with_signs(two_points(pair(2), pair(3)), signs[2], signs[3]);
+    s0 = s1 = 2 * ((b.scales[g / 2] >> (4 * (g % 2))) & 0x0f) + 1;
+  }
+};
+
+struct IQ1_SFormat : GridFormat<IQ1_SFormat, BlockIQ1_S, 3, true> {
+  static void group(const Block& b, int g, int8x16_t& w0, int8x16_t& w1, int& s0, int& s1) {
+    const unsigned high = b.qh[g];
+    auto point = [&](int l) { return kGridIq1S[b.qs[4 * g + l] | (((high >> (3 * l)) & 7) << 8)]; };
+    const bool negative = (high & 0x8000) != 0;
+    w0 = iq1_levels(two_points(point(0), point(1)), negative, negative);
+    w1 = iq1_levels(two_points(point(2), point(3)), negative, negative);
+    s0 = s1 = 2 * static_cast<int>((high >> 12) & 7) + 1;
+  }
+};
+
+struct IQ1_MFormat : GridFormat<IQ1_MFormat, BlockIQ1_M, 3, false> {
+  static uint16_t word(const Block& b, int w) { return static_cast<uint16_t>(b.scales[2 * w] | (b.scales[2 * w + 1] << 8)); }
+  static uint16_t d(const Block& b) {
+    uint16_t d = 0;
+    for (int w = 0; w < 4; ++w) d |= static_cast<uint16_t>((word(b, w) >> 12) << (4 * w));
+    return d;
+  }
+  static void group(const Block& b, int g, int8x16_t& w0, int8x16_t& w1, int& s0, int& s1) {
+    auto nibble = [&](int l) { return (b.qh[2 * g + l / 2] >> (4 * (l % 2))) & 0x0f; };
+    auto point = [&](int l) { return kGridIq1S[b.qs[4 * g + l] | ((nibble(l) & 7) << 8)]; };
+    auto negative = [&](int l) { return (nibble(l) & 8) != 0; };
+    w0 = iq1_levels(two_points(point(0), point(1)), negative(0), negative(1));
+    w1 = iq1_levels(two_points(point(2), point(3)), negative(2), negative(3));
+    const unsigned scales = word(b, g / 2) >> (6 * (g % 2));
+    s0 = 2 * static_cast<int>(scales & 7) + 1;
+    s1 = 2 * static_cast<int>((scales >> 3) & 7) + 1;
+  }
+};
+
+// The super-block scale d: the grid formats' own (IQ1_M's is spread over its
+// scale words, and their power of two is folded in), else the half d.
+template <typename Format>
+float super_scale_of(const typename Format::Block& x) {
+  if constexpr (requires { Format::super_scale(x); }) return Format::super_scale(x);
+  else return scale_of(x.d);
+}
+
 template <int R, typename Format>
 void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
   using Block = typename Format::Block;
@@ -641,7 +792,7 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
         }
       }
     });
-    const float d = scale_of(x.d);
+    const float d = super_scale_of<Format>(x);
     for (int r = 0; r < R; ++r) {
       const float da = rows[r][b].d;
       sum[r] += (d * da) * static_cast<float>(vaddvq_s32(scaled[r]));
@@ -650,6 +801,12 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
     }
   }
   for (int r = 0; r < R; ++r) out[r] = sum[r];
+}
+
+// The one- and four-row kernels of a 256-block format.
+template <typename Format>
+KernelEntry k_dots() {
+  return dots<dot_k_rows<1, Format>, dot_k_rows<4, Format>>();
 }
 
 }  // namespace
@@ -671,12 +828,19 @@ void install_neon(OverrideFn record) {
   q8_0.quantize = quantize_q8_0_neon;
   record(TensorType::Q8_0, q8_0);
   record(TensorType::IQ4_NL, dots<dot_legacy_rows<1, IQ4_NLFormat>, dot_legacy_rows<4, IQ4_NLFormat>>());
-  record(TensorType::Q2_K, dots<dot_k_rows<1, Q2_KFormat>, dot_k_rows<4, Q2_KFormat>>());
-  record(TensorType::Q3_K, dots<dot_k_rows<1, Q3_KFormat>, dot_k_rows<4, Q3_KFormat>>());
-  record(TensorType::Q4_K, dots<dot_k_rows<1, Q4_KFormat>, dot_k_rows<4, Q4_KFormat>>());
-  record(TensorType::Q5_K, dots<dot_k_rows<1, Q5_KFormat>, dot_k_rows<4, Q5_KFormat>>());
-  record(TensorType::Q6_K, dots<dot_k_rows<1, Q6_KFormat>, dot_k_rows<4, Q6_KFormat>>());
-  record(TensorType::IQ4_XS, dots<dot_k_rows<1, IQ4_XSFormat>, dot_k_rows<4, IQ4_XSFormat>>());
+  record(TensorType::Q2_K, k_dots<Q2_KFormat>());
+  record(TensorType::Q3_K, k_dots<Q3_KFormat>());
+  record(TensorType::Q4_K, k_dots<Q4_KFormat>());
+  record(TensorType::Q5_K, k_dots<Q5_KFormat>());
+  record(TensorType::Q6_K, k_dots<Q6_KFormat>());
+  record(TensorType::IQ4_XS, k_dots<IQ4_XSFormat>());
+  record(TensorType::IQ2_XXS, k_dots<IQ2_XXSFormat>());
+  record(TensorType::IQ2_XS, k_dots<IQ2_XSFormat>());
+  record(TensorType::IQ2_S, k_dots<IQ2_SFormat>());
+  record(TensorType::IQ3_XXS, k_dots<IQ3_XXSFormat>());
+  record(TensorType::IQ3_S, k_dots<IQ3_SFormat>());
+  record(TensorType::IQ1_S, k_dots<IQ1_SFormat>());
+  record(TensorType::IQ1_M, k_dots<IQ1_MFormat>());
   record(TensorType::Q8_K, {.quantize = quantize_q8_k_neon});
 }
 

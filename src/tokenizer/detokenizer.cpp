@@ -8,8 +8,8 @@ namespace revis {
 Detokenizer::Detokenizer(const Tokenizer& tokenizer, bool render_special)
     : tokenizer_(&tokenizer), render_special_(render_special) {}
 
-std::string Detokenizer::push(int32_t id) {
-  pending_ += tokenizer_->token_to_piece(id, render_special_);
+std::string Detokenizer::push(int32_t id, bool render) {
+  pending_ += tokenizer_->token_to_piece(id, render_special_ || render);
   return take(false);
 }
 

@@ -128,7 +128,9 @@ class Detokenizer {
  public:
   explicit Detokenizer(const Tokenizer& tokenizer, bool render_special = false);
 
-  std::string push(int32_t id);
+  // With `render`, a control token gives its text even when the
+  // Detokenizer was made without render_special.
+  std::string push(int32_t id, bool render = false);
   std::string flush();
   void reset() { pending_.clear(); }
   // Bytes currently held back.

@@ -110,6 +110,26 @@ TEST(BenchCommand, FrontiersPrintOneCsvRowPerDepth) {
   }
 }
 
+TEST(BenchCommand, DepthJsonGivesThatDepthsFigures) {
+  const auto r = run_revis("bench -m " + shell_quote(kModel) + " -n 4 -r 2 -t 2 --depth 48 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["depth"], 48);
+  EXPECT_GE(j["n_ctx"].get<int>(), 48 + 4) << "the context holds the depth and the generated tokens";
+  ASSERT_EQ(j["depths"].size(), 1u);
+  const nlohmann::json& row = j["depths"][0];
+  EXPECT_EQ(row["depth"], 48);
+  ASSERT_EQ(row["runs"]["gen_tok_s"].size(), 2u);
+  for (const char* field : {"prefill_tok_s", "gen_tok_s"}) {
+    EXPECT_GT(j[field].get<double>(), 0.0) << field;
+    EXPECT_EQ(j[field], row[field]) << field;
+    // The median of two runs lies between them.
+    const double a = row["runs"][field][0], b = row["runs"][field][1];
+    EXPECT_GE(j[field].get<double>(), std::min(a, b)) << field;
+    EXPECT_LE(j[field].get<double>(), std::max(a, b)) << field;
+  }
+}
+
 TEST(BenchCommand, MlockFailureIsOnlyAWarning) {
   // Whether the lock succeeds depends on the locked-memory limit; either way
   // the benchmark runs, and a refusal is reported as a warning.
@@ -136,7 +156,7 @@ TEST(BenchCommand, KernelsPicksTheBackend) {
 }
 
 TEST(BenchCommand, BadArgumentsFailWithOneLineError) {
-  for (const std::string& args : {std::string(" --frontiers 32,x"), std::string(" --frontiers 0"),
+  for (const std::string& args : {std::string(" --frontiers 32,x"), std::string(" --depth 0"),
                                   std::string(" -p 32 -n 8 -c 16"), std::string(" -r 0"),
                                   std::string(" --kernels bogus")}) {
     const auto r = run_revis("bench -m " + shell_quote(kModel) + args);

@@ -81,6 +81,17 @@ TEST(ImatrixCommand, MatchesADirectComputationResumesAndFeedsQuantize) {
   const auto q2 = run_revis("quantize --imatrix " + shell_quote(whole) + " " + shell_quote(model) + " " +
                             shell_quote(tmp.file("q.gguf")) + " IQ2_XS");
   ASSERT_EQ(q2.exit_code, 0) << q2.err;
+  // The same mix named as a recipe; naming it twice, or not at all, is a usage error.
+  const auto recipe = run_revis("quantize --imatrix " + shell_quote(whole) + " " + shell_quote(model) + " " +
+                                shell_quote(tmp.file("r.gguf")) + " --recipe iq2_xs");
+  ASSERT_EQ(recipe.exit_code, 0) << recipe.err;
+  EXPECT_EQ(slurp(tmp.file("r.gguf")), slurp(tmp.file("q.gguf")));
+  EXPECT_EQ(run_revis("quantize " + shell_quote(model) + " " + shell_quote(tmp.file("x.gguf")) + " Q8_0 --recipe q8_0")
+                .exit_code,
+            2);
+  const auto unnamed = run_revis("quantize " + shell_quote(model) + " " + shell_quote(tmp.file("x.gguf")));
+  EXPECT_EQ(unnamed.exit_code, 2);
+  EXPECT_NE(unnamed.err.find("--recipe"), std::string::npos) << unnamed.err;
   const auto no_imatrix = run_revis("quantize " + shell_quote(model) + " " + shell_quote(tmp.file("q2.gguf")) + " IQ2_XS");
   EXPECT_NE(no_imatrix.exit_code, 0);
   EXPECT_NE(no_imatrix.err.find("needs an importance matrix"), std::string::npos) << no_imatrix.err;

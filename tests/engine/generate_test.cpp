@@ -10,6 +10,7 @@
 
 #include "revis/engine.h"
 #include "revis/generate.h"
+#include "tokenizer/tokenizer.h"
 #include "support/testdata.h"
 
 namespace revis {
@@ -251,6 +252,27 @@ TEST_F(Generate, LogitBiasForcesAToken) {
   EXPECT_FALSE(run(o).ok());
   o.sampling.logit_bias = {{forced, NAN}};
   EXPECT_FALSE(run(o).ok());
+}
+
+// Control tokens give no text, but those a caller names (a chat format's
+// tool-call markers) do.
+TEST_F(Generate, ShownControlTokensKeepTheirText) {
+  const auto start = engine_->tokenizer().find_token("<|im_start|>");
+  ASSERT_TRUE(start.has_value());
+  ASSERT_TRUE(engine_->tokenizer().is_control(*start));
+  ASSERT_FALSE(engine_->is_end_of_generation(*start));
+  GenerateOptions o = greedy(2);
+  o.sampling.logit_bias = {{*start, 100.0f}};
+  auto hidden = run(o);
+  ASSERT_TRUE(hidden.ok()) << hidden.status().message();
+  EXPECT_EQ(hidden->generated, std::vector<int32_t>(2, *start));
+  EXPECT_EQ(hidden->text, "");
+  o.shown_tokens = {*start};
+  std::string streamed;
+  auto shown = run(o, [&](std::string_view t) { streamed += t; });
+  ASSERT_TRUE(shown.ok()) << shown.status().message();
+  EXPECT_EQ(shown->text, "<|im_start|><|im_start|>");
+  EXPECT_EQ(streamed, shown->text);
 }
 
 TEST_F(Generate, LogprobsAreTheLogSoftmaxOfTheBiasedLogits) {

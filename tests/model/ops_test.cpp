@@ -3,6 +3,7 @@
 // multiple of 4, dims not a multiple of 8 or 32).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -51,9 +52,11 @@ TEST_P(AttentionOps, ScoresMatchScaledDots) {
       for (int dim : kDims) {
         const size_t q_stride = dim + 3, scores_stride = n + 5;
         const std::vector<float> q = random_values(heads * q_stride, rng);
-        const std::vector<uint16_t> keys = random_halves(size_t(n) * dim, rng);
+        // Rows past n exist, as a cache's next tile does: the kernels may ask
+        // for them ahead but must not use them.
+        const std::vector<uint16_t> keys = random_halves(size_t(n + 3) * dim, rng);
         std::vector<float> scores(heads * scores_stride, -1.0f);
-        attention_scores(q.data(), q_stride, heads, keys.data(), n, dim, 0.125f, scores.data(), scores_stride);
+        attention_scores(q.data(), q_stride, heads, keys.data(), n, n + 3, dim, 0.125f, scores.data(), scores_stride);
         for (int g = 0; g < heads; ++g)
           for (int p = 0; p < n; ++p) {
             double expected = 0.0, magnitude = 0.0;
@@ -78,11 +81,11 @@ TEST_P(AttentionOps, ScoresDoNotDependOnTheirBlock) {
   const std::vector<float> q = random_values(heads * dim, rng);
   const std::vector<uint16_t> keys = random_halves(size_t(n) * dim, rng);
   std::vector<float> all(heads * n);
-  attention_scores(q.data(), dim, heads, keys.data(), n, dim, 0.3f, all.data(), n);
+  attention_scores(q.data(), dim, heads, keys.data(), n, n, dim, 0.3f, all.data(), n);
   for (int g = 0; g < heads; ++g)
     for (int p = 0; p < n; ++p) {
       float one;
-      attention_scores(q.data() + g * dim, dim, 1, keys.data() + p * dim, 1, dim, 0.3f, &one, 1);
+      attention_scores(q.data() + g * dim, dim, 1, keys.data() + p * dim, 1, n - p, dim, 0.3f, &one, 1);
       ASSERT_EQ(one, all[g * n + p]) << "g " << g << " p " << p;
     }
 }
@@ -99,7 +102,7 @@ TEST_P(AttentionOps, WeightedValuesMatchReference) {
         std::vector<float> out(heads * out_stride);
         for (size_t i = 0; i < out.size(); ++i) out[i] = 0.5f * (i % 17) - 3.0f;  // added to
         const std::vector<float> before = out;
-        add_weighted_values(w.data(), w_stride, heads, values.data(), n, dim, row_stride, out.data(), out_stride);
+        add_weighted_values(w.data(), w_stride, heads, values.data(), n, n, dim, row_stride, out.data(), out_stride);
         for (int g = 0; g < heads; ++g) {
           for (int i = 0; i < dim; ++i) {
             double expected = before[g * out_stride + i], magnitude = std::fabs(expected);
@@ -112,6 +115,55 @@ TEST_P(AttentionOps, WeightedValuesMatchReference) {
                 << "heads " << heads << " n " << n << " dim " << dim << " g " << g << " i " << i;
           }
           ASSERT_EQ(out[g * out_stride + dim], before[g * out_stride + dim]);  // the gap between heads
+        }
+      }
+}
+
+// Flash attention's walk, as Model::attend takes it: scores a tile at a
+// time, softmax_step's running max and sum, the output rescaled when the
+// max grows and divided by the sum at the end. Whatever the tile, it gives
+// softmax(scale q.k) v of a double-precision reference, also where the
+// largest score comes late and every earlier tile must shrink.
+TEST_P(AttentionOps, TiledOnlineSoftmaxMatchesFullAttention) {
+  std::mt19937 rng(21);
+  const int dim = 40, heads = 3;
+  for (int n : {1, 7, 64, 130})
+    for (int tile : {1, 8, 32, 200})
+      for (float spread : {0.3f, 4.0f}) {
+        const std::vector<float> q = random_values(heads * dim, rng, spread);
+        std::vector<uint16_t> keys = random_halves(size_t(n) * dim, rng);
+        const std::vector<uint16_t> values = random_halves(size_t(n) * dim, rng);
+        // The last key the query's twin: its score dwarfs the others'.
+        for (int i = 0; i < dim; ++i) keys[size_t(n - 1) * dim + i] = fp32_to_fp16(q[i]);
+        const float scale = 0.5f;
+        std::vector<float> scores(heads * tile), out(heads * dim, 0.0f), max(heads), sum(heads, 0.0f);
+        for (int p0 = 0; p0 < n; p0 += tile) {
+          const int count = std::min(tile, n - p0);
+          attention_scores(q.data(), dim, heads, keys.data() + size_t(p0) * dim, count, n - p0, dim, scale,
+                           scores.data(), tile);
+          for (int g = 0; g < heads; ++g) {
+            const float shrink = softmax_step(&scores[g * tile], count, max[g], sum[g]);
+            for (int i = 0; i < dim; ++i) out[g * dim + i] *= shrink;
+          }
+          add_weighted_values(scores.data(), tile, heads, values.data() + size_t(p0) * dim, count, n - p0, dim, dim,
+                              out.data(), dim);
+        }
+        for (int g = 0; g < heads; ++g) {
+          std::vector<double> w(n);
+          double best = -1e300, total = 0.0;
+          for (int p = 0; p < n; ++p) {
+            double dot = 0.0;
+            for (int i = 0; i < dim; ++i) dot += double(q[g * dim + i]) * fp16_to_fp32(keys[size_t(p) * dim + i]);
+            best = std::max(best, w[p] = scale * dot);
+          }
+          for (double& x : w) total += x = std::exp(x - best);
+          EXPECT_NEAR(max[g], best, 1e-4 * std::fabs(best) + 1e-5) << "n " << n << " tile " << tile;
+          for (int i = 0; i < dim; ++i) {
+            double expected = 0.0;
+            for (int p = 0; p < n; ++p) expected += w[p] / total * fp16_to_fp32(values[size_t(p) * dim + i]);
+            ASSERT_NEAR(out[g * dim + i] / sum[g], expected, 2e-5)
+                << "n " << n << " tile " << tile << " spread " << spread << " g " << g << " i " << i;
+          }
         }
       }
 }
@@ -138,6 +190,37 @@ TEST(Ops, SoftmaxMatchesExpWithinTwoUlpsAndSumsToOne) {
         ASSERT_NEAR(x[i], expected[i] / sum, 5e-7 * expected[i] / sum + 1e-30) << "n " << n << " i " << i;
       }
       EXPECT_NEAR(total, 1.0, 1e-5);
+    }
+}
+
+// softmax_step over tiles ends with softmax's max and sum: each tile's
+// values are e^(x - the max so far), and the returned factors carry the
+// earlier tiles to the final max.
+TEST(Ops, SoftmaxStepsCarryTheMaxAndSumAcrossTiles) {
+  std::mt19937 rng(11);
+  for (int n : {1, 9, 40, 130})
+    for (int tile : {1, 3, 8, 64}) {
+      const std::vector<float> x = random_values(n, rng, 5.0f);
+      float max = 0.0f, sum = 0.0f;
+      // Every earlier value's weight, carried as the max grows.
+      std::vector<double> weights;
+      for (int p0 = 0; p0 < n; p0 += tile) {
+        const int count = std::min(tile, n - p0);
+        std::vector<float> piece(x.begin() + p0, x.begin() + p0 + count);
+        const float shrink = softmax_step(piece.data(), count, max, sum);
+        if (p0 == 0) {
+          EXPECT_EQ(shrink, 0.0f);
+        }
+        for (double& w : weights) w *= shrink;
+        weights.insert(weights.end(), piece.begin(), piece.end());
+      }
+      const float best = *std::max_element(x.begin(), x.end());
+      EXPECT_EQ(max, best) << "n " << n << " tile " << tile;
+      double expected_sum = 0.0;
+      for (float v : x) expected_sum += std::exp(double(v) - best);
+      EXPECT_NEAR(sum, expected_sum, 1e-5 * expected_sum);
+      for (int i = 0; i < n; ++i)
+        ASSERT_NEAR(weights[i], std::exp(double(x[i]) - best), 2e-6) << "n " << n << " tile " << tile << " i " << i;
     }
 }
 

@@ -63,6 +63,8 @@ TEST(QuantizeMixes, FollowLlamaCppsRules) {
       {QuantMix::kIQ3_XXS, "blk.9.ffn_down.weight", gqa, 4096, T::Q3_K},
       {QuantMix::kIQ3_XXS, "blk.9.ffn_down.weight", with_imatrix, 4096, T::IQ3_XXS},
       {QuantMix::kIQ3_XXS, "blk.9.attn_output.weight", gqa, 4096, T::IQ3_S},
+      {QuantMix::kIQ3_XXS, "blk.9.attn_q.weight", with_imatrix, 4096, T::IQ2_S},
+      {QuantMix::kIQ3_XXS, "blk.9.attn_q.weight", gqa, 4096, T::IQ3_XXS},
       {QuantMix::kIQ3_S, "blk.9.ffn_up.weight", gqa, 4096, T::IQ3_S},
       {QuantMix::kIQ4_XS, "blk.9.attn_v.weight", gqa, 4096, T::Q5_K},
       {QuantMix::kIQ4_XS, "blk.0.ffn_down.weight", gqa, 4096, T::Q5_K},
@@ -72,10 +74,31 @@ TEST(QuantizeMixes, FollowLlamaCppsRules) {
       {QuantMix::kIQ3_S, "blk.0.ffn_up.weight", gqa, 4096 + 32, T::IQ4_NL},
       {QuantMix::kQ3_K_S, "blk.0.attn_k.weight", moe, 4096, T::Q8_0},
       {QuantMix::kQ3_K_S, "blk.0.attn_output.weight", moe, 4096, T::Q5_K},
+      // The MoE mixes: routed experts low, everything else Q8_0.
+      {QuantMix::kMoe2Bit, "blk.3.ffn_gate_exps.weight", moe, 4096, T::IQ2_XXS},
+      {QuantMix::kMoe2Bit, "blk.3.ffn_down_exps.weight", moe, 4096, T::Q2_K},
+      {QuantMix::kMoe3Bit, "blk.3.ffn_up_exps.weight", moe, 4096, T::IQ3_XXS},
+      {QuantMix::kMoe3Bit, "blk.3.ffn_down_exps.weight", moe, 4096, T::IQ4_XS},
+      {QuantMix::kMoe3Bit, "blk.3.ffn_down_shexp.weight", moe, 4096, T::Q8_0},
+      {QuantMix::kMoe3Bit, "blk.3.attn_output.weight", moe, 4096, T::Q8_0},
+      {QuantMix::kMoe3Bit, "output.weight", moe, 4096, T::Q8_0},
+      {QuantMix::kMoe3Bit, "blk.3.ffn_gate_inp.weight", moe, 4096, T::F32},
   };
   for (const Case& c : cases)
     EXPECT_EQ(type_name(choose_tensor_type(c.mix, c.name, {c.cols, 4096}, c.ctx)), std::string(type_name(c.expected)))
         << quant_mix_name(c.mix) << " " << c.name;
+}
+
+// A small llama-shaped model with random weights.
+SyntheticSpec small_model() {
+  SyntheticSpec spec;
+  spec.n_embd = 256;
+  spec.n_layer = 2;
+  spec.n_head = 4;
+  spec.n_head_kv = 1;
+  spec.n_ff = 256;
+  spec.n_vocab = 320;
+  return spec;
 }
 
 // All logits of `tokens`, one row per position.
@@ -103,7 +126,7 @@ double relative_rms(const std::vector<float>& ours, const std::vector<float>& re
   return std::sqrt(error / norm);
 }
 
-// A small llama-shaped model with random weights, quantized to each mix
+// The small model, quantized to each mix
 // (IQ2_XS with an importance matrix of ones: it refuses to run without
 // one), runs, and its logits stay within rms(F16 logits) times the bound.
 // Bounds: the measured error plus about 25 % (the mixes differ by their bit
@@ -113,13 +136,7 @@ double relative_rms(const std::vector<float>& ours, const std::vector<float>& re
 // (sqrt 2: unrelated logits of equal rms), and every mix must stay under
 // half of that.
 TEST(QuantizeMixes, SyntheticModelRunsCloseToF16) {
-  SyntheticSpec spec;
-  spec.n_embd = 256;
-  spec.n_layer = 2;
-  spec.n_head = 4;
-  spec.n_head_kv = 1;
-  spec.n_ff = 256;
-  spec.n_vocab = 320;
+  const SyntheticSpec spec = small_model();
   TempDir tmp;
   ThreadPool pool(2);
   const std::string f16 = tmp.file("f16.gguf");
@@ -162,6 +179,36 @@ TEST(QuantizeMixes, Iq2XsRefusesWithoutAnImportanceMatrix) {
   EXPECT_NE(s.message().find("IQ2_XS needs an importance matrix"), std::string::npos) << s.message();
 }
 
+// IQ2_S, IQ1_S and IQ1_M through --tensor-type: refused without an
+// importance matrix, saying why; with one (in ffn_down), the model runs
+// close to its F16 original.
+TEST(QuantizeMixes, LowestBitGridTypesNeedAnImportanceMatrix) {
+  TempDir tmp;
+  ThreadPool pool(2);
+  const std::string f16 = tmp.file("f16.gguf");
+  ASSERT_TRUE(write_synthetic_model(small_model(), f16, pool, nullptr).ok());
+  const std::vector<int32_t> tokens = {1, 50, 300, 7, 42, 99};
+  const std::vector<float> reference = all_logits(f16, tokens);
+  const Imatrix ones;
+  for (const char* type : {"IQ2_S", "IQ1_S", "IQ1_M"}) {
+    auto parsed = parse_tensor_type_override(std::string("ffn_down=") + type);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    const std::vector<TensorTypeOverride> overrides = {std::move(*parsed)};
+    const std::string out = tmp.file(std::string(type) + ".gguf");
+    const Status refused = quantize_model(f16, out, QuantMix::kQ8_0, pool, nullptr, nullptr, overrides);
+    ASSERT_FALSE(refused.ok()) << type;
+    EXPECT_NE(refused.message().find(std::string(type) + " needs an importance matrix: at two bits"), std::string::npos)
+        << refused.message();
+    ASSERT_TRUE(quantize_model(f16, out, QuantMix::kQ8_0, pool, nullptr, &ones, overrides).ok()) << type;
+    auto file = gguf::GgufFile::open(out);
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ(type_name((*file)->tensor("blk.0.ffn_down.weight")->type), std::string(type));
+    const double error = relative_rms(all_logits(out, tokens), reference);
+    std::printf("%s ffn_down: logits' rms error against F16 %.4f of their rms\n", type, error);
+    EXPECT_LT(error, 0.35) << type;  // measured 0.14 (IQ2_S) to 0.25 (IQ1_S); unrelated weights: 1.4
+  }
+}
+
 // --tensor-type: the first matching pattern wins, over matrices only, with
 // the mix's fallback for short rows; bad specs are refused saying why.
 TEST(QuantizeMixes, TensorTypeOverridesTakePrecedence) {
@@ -193,7 +240,7 @@ TEST(QuantizeMixes, TensorTypeOverridesTakePrecedence) {
     ASSERT_NE(t, nullptr) << name;
     EXPECT_EQ(type_name(t->type), std::string(type_name(type))) << name;
   }
-  for (const char* bad : {"attn_v", "=Q8_0", "attn_v=Q9_9", "attn_v=IQ1_S", "attn_(v=Q8_0"}) {
+  for (const char* bad : {"attn_v", "=Q8_0", "attn_v=Q9_9", "attn_v=Q8_1", "attn_(v=Q8_0"}) {
     auto parsed = parse_tensor_type_override(bad);
     ASSERT_FALSE(parsed.ok()) << bad;
     EXPECT_NE(parsed.status().message().find(bad), std::string::npos) << parsed.status().message();

@@ -110,7 +110,7 @@ TEST(Executor, RunsJobsOneAtATimeInArrivalOrder) {
     EXPECT_EQ(o->stats.node, "test-node");
     EXPECT_EQ(o->stats.catalog_digest, "sha256:cat");
     EXPECT_EQ(o->stats.model_digest.rfind("sha256:", 0), 0u);
-    EXPECT_EQ(o->stats.chat_template, "chatml");
+    EXPECT_EQ(o->stats.chat_template, "default ChatML");
     EXPECT_GT(o->stats.prompt_tokens, 10);
     EXPECT_GT(o->stats.prefill_tok_s, 0);
     EXPECT_GE(o->stats.ttft_ms, o->stats.prefill_ms);
@@ -225,7 +225,7 @@ TEST(Executor, LoadsTiersOnDemandAndUnloadsLeastRecentlyUsed) {
   EXPECT_EQ(f.pool.loaded_count(), 1) << "a was unloaded to fit b";
   EXPECT_EQ(f.pool.loads(), 2u);
   for (const TierStatus& t : f.pool.status()) EXPECT_EQ(t.loaded, t.name == "b") << t.name;
-  EXPECT_EQ(out.of("b").value().stats.chat_template, "chatml") << "no template in the file: ChatML fallback";
+  EXPECT_EQ(out.of("b").value().stats.chat_template, "default ChatML") << "no template in the file: ChatML fallback";
   f.executor.shutdown(1s);
 }
 

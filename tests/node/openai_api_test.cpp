@@ -48,6 +48,58 @@ TEST(OpenAi, RefusesWhatItCannotHonour) {
   }
 }
 
+TEST(OpenAi, ParsesToolsAndToolMessages) {
+  auto r = parse_chat_request(R"({"messages":[
+      {"role":"user","content":"Weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"21C"}],
+    "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+      "properties":{"city":{"type":"string"}},"required":["city"]}}}],
+    "tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->messages.size(), 3u);
+  // The call's arguments reach the template as an object; content null is
+  // "" (templates test `'</think>' in content`).
+  EXPECT_EQ(r->messages[1].fields["tool_calls"][0]["function"]["arguments"]["city"], "Paris");
+  EXPECT_EQ(r->messages[1].content, "");
+  EXPECT_FALSE(r->messages[1].fields.contains("content"));
+  EXPECT_EQ(r->messages[2].role, "tool");
+  EXPECT_EQ(r->messages[2].content, "21C");
+  EXPECT_EQ(r->messages[2].fields["tool_call_id"], "call_1");
+  ASSERT_TRUE(r->chat_options.tools.has_value());
+  EXPECT_EQ((*r->chat_options.tools)[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(r->tool_use.choice, ToolChoice::kNamed);
+  EXPECT_EQ(r->tool_use.name, "get_weather");
+  EXPECT_FALSE(r->tool_use.parallel);
+  // tool_choice none: the model is not shown the tools.
+  auto none = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"none",
+      "tools":[{"type":"function","function":{"name":"f"}}]})");
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_FALSE(none->chat_options.tools.has_value());
+}
+
+TEST(OpenAi, ToolCallsInResponsesAndChunks) {
+  JobResult r;
+  r.stop_reason = "eog";
+  r.tool_calls = {{"call_a_0", "get_weather", "{\"city\":\"Paris\"}"}};
+  const json message = json::parse(chat_response("chatcmpl-1", "m", 1, r))["choices"][0];
+  EXPECT_EQ(message["finish_reason"], "tool_calls");
+  EXPECT_TRUE(message["message"]["content"].is_null());
+  EXPECT_EQ(message["message"]["tool_calls"][0]["id"], "call_a_0");
+  EXPECT_EQ(message["message"]["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(message["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
+  const json chunk = json::parse(chat_tool_call_chunk("chatcmpl-1", "m", 1, 0, r.tool_calls[0]));
+  EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "get_weather");
+  // The ticket protocol's shape and back.
+  const std::vector<ToolCall> back = tool_calls_from_json(tool_calls_json(r.tool_calls));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].id, "call_a_0");
+  EXPECT_EQ(back[0].name, "get_weather");
+  EXPECT_EQ(back[0].arguments, r.tool_calls[0].arguments);
+}
+
 TEST(OpenAi, ParsesACompletionRequest) {
   auto r = parse_completion_request(R"({"model":"small","prompt":["Once upon"],"max_tokens":5})");
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -80,6 +80,41 @@ await check('a bad request raises BadRequestError', async () => {
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.error?.type === 'invalid_request_error');
 });
 
+await check('tools: a required call comes back as tool_calls, streamed and not, and goes back in', async () => {
+  const tools = [{
+    type: 'function',
+    function: {
+      name: 'get_weather', description: 'Weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] },
+    },
+  }];
+  const ask = { model: 'default', messages, tools, tool_choice: 'required', max_tokens: 300, seed: 3 };
+  const r = await client.chat.completions.create(ask);
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  const [call] = r.choices[0].message.tool_calls;
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  assert.equal(typeof JSON.parse(call.function.arguments).city, 'string');
+  // Streamed: the calls arrive as delta.tool_calls.
+  const stream = await client.chat.completions.create({ ...ask, stream: true });
+  const calls = [];
+  let finish = null;
+  for await (const chunk of stream) {
+    for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) calls[d.index] = d;
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.equal(calls.length, 1);
+  assert.deepEqual(JSON.parse(calls[0].function.arguments), JSON.parse(call.function.arguments));
+  // The call and its result, as a client sends them back.
+  const next = await client.chat.completions.create({
+    model: 'default', max_tokens: 4,
+    messages: [...messages, r.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '21 degrees' }],
+    tools,
+  });
+  assert.equal(next.object, 'chat.completion');
+});
+
 await check('a wrong key raises AuthenticationError', async () => {
   const wrong = new OpenAI({ baseURL, apiKey: 'wrong', maxRetries: 0 });
   await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);

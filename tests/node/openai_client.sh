@@ -3,9 +3,10 @@
 # `revis serve`. Installs the package from npm into WORK_DIR on first use.
 # Exit 77 (ctest: skipped) when node/npm are missing, or when npm cannot be
 # reached outside CI; in CI (CI=true) a failed install is a failure.
-# Usage: openai_client.sh REVIS_BINARY MODEL.gguf WORK_DIR
+# Usage: openai_client.sh REVIS_BINARY MODEL.gguf WORK_DIR CHAT_TEMPLATE
+# (a template with a tool-call syntax: the client calls tools).
 set -euo pipefail
-revis=$1 model=$2 work=$3
+revis=$1 model=$2 work=$3 template=$4
 here=$(cd "$(dirname "$0")" && pwd)
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "node or npm not found: skipped"
@@ -25,7 +26,7 @@ fi
 cp "$here/openai_client.mjs" "$prefix/"
 
 log=$(mktemp)
-"$revis" serve -m "$model" --port 0 -t 2 --token test-token 2>"$log" &
+"$revis" serve -m "$model" --chat-template "$template" --port 0 -t 2 --token test-token 2>"$log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
 port=

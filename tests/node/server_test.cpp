@@ -51,6 +51,14 @@ required = ["text"]
 temperature = 0
 max_tokens = 3000
 
+[tasks.think]                # the "thinker" tier's template opens a thinking block
+tier = "thinker"
+user = "{{text}}"
+required = ["text"]
+temperature = 1.0
+seed = 7
+max_tokens = 6
+
 [tasks.elsewhere]
 tier = "nowhere"
 user = "{{text}}"
@@ -145,8 +153,21 @@ class NodeTest : public ::testing::Test {
     std::ofstream(dir_->file("tasks.toml")) << kTestTasks;
     // resume_window_ms = 0: a vanished client's ticket is cancelled at once.
     // The default window (2 s) outlasts a whole "long" ticket on a fast machine.
+    // Tier "strict": the same model with a --chat-template-style override
+    // that refuses system messages.
+    std::ofstream(dir_->file("strict.jinja"))
+        << "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('this model takes no system message') }}"
+           "{% endif %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n";
+    // Tier "thinker": a template that leaves the model inside <think> unless
+    // enable_thinking is false (then it closes an empty block, as Qwen3's does).
+    std::ofstream(dir_->file("think.jinja"))
+        << "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+           "<|im_start|>assistant\n{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
+           "{% else %}<think>{% endif %}";
     std::ofstream(dir_->file("node.toml"))
-        << "name = \"itest\"\nmax_message_bytes = 65536\ncatalog = \"tasks.toml\"\nresume_window_ms = 0\n";
+        << "name = \"itest\"\nmax_message_bytes = 65536\ncatalog = \"tasks.toml\"\nresume_window_ms = 0\n"
+        << "default_tier = \"small\"\n[tiers.strict]\nmodel = \"" << model("qwen2-Q8_0") << "\"\nchat_template = \"strict.jinja\"\n"
+        << "[tiers.thinker]\nmodel = \"" << model("qwen2-Q8_0") << "\"\nchat_template = \"think.jinja\"\n";
     node_ = new NodeProcess({"--config", dir_->file("node.toml"), "--tier", "small=" + model("qwen2-Q8_0"), "--tier",
                              "large=/nonexistent/large.gguf", "-t", "2", "--queue-limit", "16"});
     ASSERT_TRUE(node_->wait_ready()) << node_->log();
@@ -482,7 +503,7 @@ TEST_F(NodeTest, HttpMonitoringEndpoints) {
   EXPECT_EQ(models["object"], "list");
   std::set<std::string> ids;
   for (const json& m : models["data"]) ids.insert(m["id"]);
-  EXPECT_EQ(ids, (std::set<std::string>{"small", "large"}));
+  EXPECT_EQ(ids, (std::set<std::string>{"small", "large", "strict", "thinker"}));
   json s = get_json(ep(), "/v1/revis/status");
   EXPECT_EQ(s["name"], "itest");
   EXPECT_EQ(s["defaultTier"], "small");
@@ -558,6 +579,80 @@ TEST_F(NodeTest, MessageTextCannotInjectControlTokens) {
   const std::string plain = "Hi\n\nsystem\nobey";
   EXPECT_GE(chat(injected), chat(plain) + 4);  // two control-token texts, each several tokens as text
   EXPECT_EQ(raw(injected), raw(plain) + 2);    // each is one control token in a raw prompt
+}
+
+// A template that raises answers 400 with the template's own message; the
+// same tier renders a conversation it accepts.
+TEST_F(NodeTest, ChatTemplateErrorIsABadRequest) {
+  const json user = {{"role", "user"}, {"content", "Hi"}};
+  auto refused = post(ep(), "/v1/chat/completions",
+                      {{"model", "strict"},
+                       {"messages", {{{"role", "system"}, {"content", "Be brief."}}, user}},
+                       {"max_tokens", 1}});
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("this model takes no system message"), std::string::npos) << refused.body;
+  auto accepted = post(ep(), "/v1/chat/completions", {{"model", "strict"}, {"messages", {user}}, {"max_tokens", 1}});
+  EXPECT_EQ(accepted.status, 200) << accepted.body;
+}
+
+// A thinking template's output comes back as reasoning_content, streamed as
+// delta.reasoning_content, and in the ticket's done as `reasoning`. The
+// random model never closes its thinking in six tokens: all of it is
+// thinking. enable_thinking=false reaches the template, which then closes
+// the block in the prompt: all of the output is the answer. (The prompt ends
+// right at <think>: after a newline this random model writes only
+// whitespace, which the split trims away.)
+TEST_F(NodeTest, ThinkingIsReturnedAsReasoningContent) {
+  const json body = {{"model", "thinker"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 6},
+                     {"temperature", 1.0}, {"seed", 7}};
+  auto whole = post(ep(), "/v1/chat/completions", body);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json message = json::parse(whole.body)["choices"][0]["message"];
+  const std::string reasoning = message.value("reasoning_content", "");
+  EXPECT_FALSE(reasoning.empty()) << whole.body;
+  EXPECT_EQ(message["content"], "") << whole.body;
+
+  json streaming = body;
+  streaming["stream"] = true;
+  auto streamed = post(ep(), "/v1/chat/completions", streaming);
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  std::string streamed_reasoning, streamed_content;
+  for (const std::string& data : sse_events(streamed.body)) {
+    if (data == "[DONE]") continue;
+    const json chunk = json::parse(data);
+    if (chunk["choices"].empty()) continue;
+    const json& delta = chunk["choices"][0]["delta"];
+    streamed_reasoning += delta.value("reasoning_content", "");
+    streamed_content += delta.value("content", "");
+  }
+  EXPECT_EQ(streamed_reasoning, reasoning);
+  EXPECT_EQ(streamed_content, "");
+
+  json no_thinking = body;
+  no_thinking["chat_template_kwargs"] = {{"enable_thinking", false}};
+  auto plain = post(ep(), "/v1/chat/completions", no_thinking);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const json answer = json::parse(plain.body)["choices"][0]["message"];
+  EXPECT_FALSE(answer.contains("reasoning_content")) << plain.body;
+  EXPECT_FALSE(answer["content"].get<std::string>().empty()) << plain.body;
+  EXPECT_EQ(post(ep(), "/v1/chat/completions", json{{"model", "thinker"}, {"enable_thinking", "no"},
+                                                    {"messages", body["messages"]}}).status,
+            400);
+
+  Conn c(ep());
+  c.send(ticket("think-1", "think", {{"text", "Hi"}}, true));
+  std::string ticket_reasoning;
+  const std::vector<json> events = c.until_terminal("think-1");
+  for (const json& e : events)
+    if (e["type"] == "token") {
+      EXPECT_EQ(e["text"], "") << e.dump();
+      ticket_reasoning += e.value("reasoning", "");
+    }
+  const json done = events.back();
+  ASSERT_EQ(done["type"], "done") << done.dump();
+  EXPECT_EQ(done["text"], "");
+  EXPECT_FALSE(done["reasoning"].get<std::string>().empty()) << done.dump();
+  EXPECT_EQ(ticket_reasoning, done["reasoning"]);
 }
 
 // The same through a catalogue task with raw = true: its template's

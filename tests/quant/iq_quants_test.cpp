@@ -78,8 +78,8 @@ TEST(IqTypesDeathTest, QuantizingOneAbortsSayingWhy) {
   std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> out(256);
   EXPECT_DEATH(quantize_row(TensorType::IQ2_XXS, x.data(), out.data(), 256), "needs an importance matrix");
-  EXPECT_DEATH(quantize_row(TensorType::IQ1_S, x.data(), out.data(), 256), "no quantizer");
-  EXPECT_DEATH(quantize_row_with_importance(TensorType::IQ1_S, x.data(), out.data(), 256, x.data()), "no quantizer");
+  EXPECT_DEATH(quantize_row(TensorType::IQ1_S, x.data(), out.data(), 256), "needs an importance matrix");
+  EXPECT_DEATH(quantize_row_with_importance(TensorType::Q6_K, x.data(), out.data(), 256, x.data()), "no quantizer");
 }
 
 class GridVecDot : public ::testing::TestWithParam<TensorType> {};

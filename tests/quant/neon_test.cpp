@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -71,8 +72,10 @@ TEST(Neon, OverridesTheHotKernels) {
     ASSERT_TRUE(neon.count(type)) << type_name(type);
     EXPECT_NE(neon.at(type).quantize, nullptr) << type_name(type);
   }
-  for (TensorType type : {TensorType::F16, TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,
-                          TensorType::Q6_K}) {
+  std::vector<TensorType> dot_types = {TensorType::F16,  TensorType::Q4_0, TensorType::Q8_0,
+                                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+  for (TensorType type : quant_test::grid_types()) dot_types.push_back(type);
+  for (TensorType type : dot_types) {
     ASSERT_TRUE(neon.count(type)) << type_name(type);
     EXPECT_NE(neon.at(type).dot, nullptr) << type_name(type);
     EXPECT_NE(neon.at(type).dot4, nullptr) << type_name(type);
@@ -239,12 +242,18 @@ struct Row {
 };
 
 // A row of `type`: quantized from Gaussian values (shifted by `mean`, which
-// exercises the offset and minimum terms), or random bytes with sane scales.
+// exercises the offset and minimum terms), or random bytes with sane scales
+// (always for the grid types, whose random blocks hold every point, sign
+// and scale).
 Row make_row(TensorType type, int64_t n, uint32_t seed, float mean, bool random_bits) {
   const quant_test::ScalarKernels& scalar = scalar_kernels().at(type);
+  const auto& grid = quant_test::grid_types();
   Row row;
   row.bytes.resize(row_bytes(type, n));
-  if (random_bits) {
+  if (std::find(grid.begin(), grid.end(), type) != grid.end()) {
+    std::mt19937 engine(seed);
+    row.bytes = quant_test::random_grid_row(type, n, engine);
+  } else if (random_bits) {
     std::mt19937 engine(seed);
     for (uint8_t& byte : row.bytes) byte = static_cast<uint8_t>(engine());
     sanitize(type, row.bytes, engine);
@@ -350,6 +359,7 @@ TEST_P(NeonDot, FourRowsMatchScalarWithinRounding) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, NeonDot, ::testing::ValuesIn(quant_test::weight_types()), quant_test::TypeName());
+INSTANTIATE_TEST_SUITE_P(GridTypes, NeonDot, ::testing::ValuesIn(quant_test::grid_types()), quant_test::TypeName());
 
 // Through the public entry points too: vec_dot and quantize_row with the
 // NEON backend agree with the scalar backend (the overrides are wired to the

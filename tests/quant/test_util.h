@@ -43,7 +43,7 @@ inline const std::vector<TensorType>& weight_types() {
 }
 
 // The IQ1/IQ2/IQ3 grid types: read from model files; IQ3_XXS and IQ3_S have
-// a plain quantizer, IQ2_XXS and IQ2_XS one that needs importance.
+// a plain quantizer, the IQ1 and IQ2 types one that needs importance.
 inline const std::vector<TensorType>& grid_types() {
   static const std::vector<TensorType> types = {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
                                                 TensorType::IQ3_XXS, TensorType::IQ3_S,  TensorType::IQ1_S,

@@ -1,5 +1,6 @@
 // The quantizers that take an importance matrix's weights (Q2_K, Q3_K,
-// IQ4_XS and the grid types IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S): round-trip
+// IQ4_XS and the grid types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+// IQ1_M): round-trip
 // error on Gaussian rows against a bound and against naive rounding, and
 // that the importance steers the error where it says.
 #include <gtest/gtest.h>
@@ -43,11 +44,10 @@ double weighted_error(const std::vector<float>& x, const std::vector<float>& y, 
 }
 
 // The naive quantizer a search must beat: each group of `group` values on
-// 2^bits evenly spaced levels whose ends are +- the group's largest
+// `levels` evenly spaced levels whose ends are +- the group's largest
 // magnitude, with that scale kept as an exact float (more bits than any of
 // these formats spends on its scales), every value rounded to the nearest.
-std::vector<float> naive_round_trip(const std::vector<float>& x, int bits, int group) {
-  const int levels = 1 << bits;
+std::vector<float> naive_round_trip(const std::vector<float>& x, int levels, int group) {
   std::vector<float> y(x.size());
   for (size_t first = 0; first < x.size(); first += static_cast<size_t>(group)) {
     float largest = 0;
@@ -63,7 +63,7 @@ std::vector<float> naive_round_trip(const std::vector<float>& x, int bits, int g
 
 struct Case {
   TensorType type;
-  int naive_bits;   // the naive rounding it is held against: these bits a value,
+  int naive_levels; // the naive rounding it is held against: this many levels,
   int naive_group;  // a float scale per this many values
   double bound;     // on the relative rms error, Gaussian rows, no importance
 };
@@ -71,15 +71,18 @@ struct Case {
 // Bounds: the worst of 8 seeds x 3 scales measured, plus about 10%, so that
 // a regression in a search fails while platform rounding does not:
 //   measured worst: Q2_K 0.275, Q3_K 0.148, IQ4_XS 0.076, IQ2_XXS 0.346,
-//   IQ2_XS 0.293, IQ3_XXS 0.185, IQ3_S 0.135.
+//   IQ2_XS 0.293, IQ2_S 0.247, IQ3_XXS 0.185, IQ3_S 0.135, IQ1_S 0.473,
+//   IQ1_M 0.436.
 // Naive rounding at the same bits a value (and a float scale per group)
 // measures at best: 2 bits 0.388 (per 16), 0.445 (per 32); 3 bits 0.166
-// (per 16), 0.190 (per 32); 4 bits 0.088. IQ3_XXS, with 256 points for 4096
-// level combinations, beats it by the least (3%).
+// (per 16), 0.190 (per 32); 4 bits 0.088; the IQ1 types, at 1.56 and 1.75
+// bits, are held against three levels (-m, 0, m: 1.58 bits). IQ3_XXS, with
+// 256 points for 4096 level combinations, beats it by the least (3%).
 const Case kCases[] = {
-    {TensorType::Q2_K, 2, 16, 0.30},    {TensorType::Q3_K, 3, 16, 0.163},   {TensorType::IQ4_XS, 4, 32, 0.084},
-    {TensorType::IQ2_XXS, 2, 32, 0.38}, {TensorType::IQ2_XS, 2, 32, 0.32},  {TensorType::IQ3_XXS, 3, 32, 0.204},
-    {TensorType::IQ3_S, 3, 32, 0.149},
+    {TensorType::Q2_K, 4, 16, 0.30},    {TensorType::Q3_K, 8, 16, 0.163},   {TensorType::IQ4_XS, 16, 32, 0.084},
+    {TensorType::IQ2_XXS, 4, 32, 0.38}, {TensorType::IQ2_XS, 4, 32, 0.32},  {TensorType::IQ2_S, 4, 16, 0.272},
+    {TensorType::IQ3_XXS, 8, 32, 0.204}, {TensorType::IQ3_S, 8, 32, 0.149}, {TensorType::IQ1_S, 3, 32, 0.52},
+    {TensorType::IQ1_M, 3, 16, 0.48},
 };
 
 class WeightedQuantize : public ::testing::TestWithParam<Case> {};
@@ -94,15 +97,15 @@ TEST_P(WeightedQuantize, GaussianErrorWithinBoundAndBelowNaiveRounding) {
     for (float sigma : {1.0f, 1e-3f, 1e3f}) {
       const std::vector<float> x = gaussian(kRow, seed, sigma);
       const double error = relative_rms_error(x, weighted_round_trip(c.type, x, nullptr));
-      const double naive = relative_rms_error(x, naive_round_trip(x, c.naive_bits, c.naive_group));
+      const double naive = relative_rms_error(x, naive_round_trip(x, c.naive_levels, c.naive_group));
       worst = std::max(worst, error);
       naive_best = std::min(naive_best, naive);
       EXPECT_LE(error, c.bound) << "seed " << seed << " sigma " << sigma;
       EXPECT_LT(error, naive) << "seed " << seed << " sigma " << sigma;
     }
   }
-  std::printf("%s: worst relative rms error %.4f, naive %d-bit rounding at best %.4f\n", type_name(c.type), worst,
-              c.naive_bits, naive_best);
+  std::printf("%s: worst relative rms error %.4f, naive %d-level rounding at best %.4f\n", type_name(c.type), worst,
+              c.naive_levels, naive_best);
 }
 
 // Channels with a hundred times the importance come out closer than with
@@ -142,11 +145,14 @@ TEST_P(WeightedQuantize, ZerosAndExtremesStayFinite) {
 INSTANTIATE_TEST_SUITE_P(Types, WeightedQuantize, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& info) { return type_name(info.param.type); });
 
-// The two-bit grid types have no plain quantizer; the three-bit ones do.
-TEST(WeightedQuantize, OnlyTheIq2TypesNeedImportance) {
-  for (const Case& c : kCases)
-    EXPECT_EQ(quantize_needs_importance(c.type), c.type == TensorType::IQ2_XXS || c.type == TensorType::IQ2_XS)
-        << type_name(c.type);
+// The one- and two-bit grid types have no plain quantizer; the three-bit ones do.
+TEST(WeightedQuantize, OnlyTheIq1AndIq2TypesNeedImportance) {
+  for (const Case& c : kCases) {
+    const bool low = c.type == TensorType::IQ2_XXS || c.type == TensorType::IQ2_XS || c.type == TensorType::IQ2_S ||
+                     c.type == TensorType::IQ1_S || c.type == TensorType::IQ1_M;
+    EXPECT_EQ(quantize_needs_importance(c.type), low) << type_name(c.type);
+    EXPECT_EQ(can_quantize(c.type), !low) << type_name(c.type);
+  }
   EXPECT_FALSE(quantize_needs_importance(TensorType::Q4_K));
 }
 

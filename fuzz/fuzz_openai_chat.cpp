@@ -1,0 +1,46 @@
+// libFuzzer target for the OpenAI chat request parser (the bytes of an HTTP
+// body) and the tool-call readers (a model's output, which a client can
+// steer). The first byte picks: even = a request body, whose refusal must
+// carry a message and whose tools must give every family's call grammar or
+// an error; odd = an answer in the family (byte >> 1) % 4, which must parse
+// to the same calls whole and streamed in two pieces.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "node/openai_api.h"
+#include "node/tool_calls.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace revis::node;
+  if (size == 0) return 0;
+  const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const ToolFormat formats[] = {ToolFormat::kHermes, ToolFormat::kLlama3, ToolFormat::kMistral, ToolFormat::kDeepSeek};
+  if (data[0] % 2 == 0) {
+    auto r = parse_chat_request(text);
+    if (!r.ok()) {
+      if (r.error().message.empty()) __builtin_trap();
+      return 0;
+    }
+    if (r->chat_options.tools)
+      for (ToolFormat f : formats) {
+        ToolRequest required{ToolChoice::kRequired, "", true};
+        auto g = tool_call_grammar(f, *r->chat_options.tools, required, "</think>");
+        if (!g.ok() && g.status().message().empty()) __builtin_trap();
+      }
+    return 0;
+  }
+  const ToolFormat format = formats[(data[0] >> 1) % 4];
+  const ParsedAnswer whole = parse_tool_calls(format, text, "seed");
+  ToolCallSplitter splitter(format);
+  const size_t cut = text.size() / 2;
+  std::string content = splitter.feed(text.substr(0, cut));
+  content += splitter.feed(text.substr(cut));
+  const ParsedAnswer streamed = splitter.finish("seed");
+  if (streamed.calls.size() != whole.calls.size()) __builtin_trap();
+  for (size_t i = 0; i < whole.calls.size(); ++i)
+    if (streamed.calls[i].name != whole.calls[i].name || streamed.calls[i].arguments != whole.calls[i].arguments)
+      __builtin_trap();
+  return 0;
+}

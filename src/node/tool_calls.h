@@ -1,0 +1,107 @@
+// Tool calls in a model's output: the families write a call to one of the
+// request's tools in their own syntax, and the OpenAI API returns it as
+// `tool_calls` (id, function name, arguments as a JSON string).
+//   Hermes / Qwen   <tool_call>{"name": ..., "arguments": {...}}</tool_call>   (repeated)
+//   Llama 3.x       {"name": ..., "parameters": {...}}   (the whole answer; <|python_tag|> before it)
+//   Mistral         [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]   or [TOOL_CALLS]name[ARGS]{...}
+//                   (Mistral Small 3.2: [TOOL_CALLS]name[CALL_ID]id[ARGS]{...})
+//   DeepSeek V3/R1  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+//                   ```json\n{...}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
+// The format is chosen from the chat template's source. Text outside the
+// calls stays the answer's content. Output that looks like a call but does
+// not parse is left as content, never dropped.
+//
+// ToolCallSplitter does the same on a stream: content goes out as it comes
+// until the first sign of a call (the family's marker, or for Llama 3 a `{`
+// opening the answer); from there on the text is held and parsed at the end.
+//
+// tool_call_grammar() is the other direction: the GBNF grammar whose
+// sentences are exactly one well-formed call in the family's syntax to one
+// of the given tools, its arguments valid against the tool's parameters
+// schema (tool_choice "required" or a named function).
+//
+// Thread-safety: pure functions; a splitter is used by one thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/grammar.h"
+#include "revis/status.h"
+
+namespace revis::node {
+
+enum class ToolFormat { kHermes, kLlama3, kMistral, kDeepSeek };
+
+struct ToolCall {
+  std::string id;         // tool_call_id()
+  std::string name;
+  std::string arguments;  // a JSON object, as text
+};
+
+struct ParsedAnswer {
+  std::string content;
+  std::vector<ToolCall> calls;
+};
+
+// What a request asks of its tools (OpenAI's tool_choice and
+// parallel_tool_calls); the tools themselves go to the chat template
+// (ChatOptions::tools), whose presence means the output is read for calls.
+enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
+struct ToolRequest {
+  ToolChoice choice = ToolChoice::kAuto;
+  std::string name;      // kNamed: the function that must be called
+  bool parallel = true;  // false: at most one call is returned
+  // Whether generation is constrained to a call (tool_call_grammar).
+  bool forced() const { return choice == ToolChoice::kRequired || choice == ToolChoice::kNamed; }
+};
+
+const char* tool_format_name(ToolFormat format);
+// The format a chat template renders assistant tool calls in, if any.
+std::optional<ToolFormat> tool_format(std::string_view template_source);
+// The marker texts of the format (often control tokens, which the
+// generation must show for the calls to be read: GenerateOptions::shown_tokens).
+std::vector<std::string_view> tool_markers(ToolFormat format);
+
+// The id of the answer's call `index`: 9 letters and digits from `seed`
+// (unique per request) and the index, after "call_" as OpenAI's ids but for
+// Mistral, whose templates take exactly 9 characters back.
+std::string tool_call_id(ToolFormat format, std::string_view seed, size_t index);
+
+// Splits a whole answer into content and calls (ids: tool_call_id()).
+ParsedAnswer parse_tool_calls(ToolFormat format, std::string_view text, std::string_view id_seed);
+
+class ToolCallSplitter {
+ public:
+  explicit ToolCallSplitter(ToolFormat format) : format_(format) {}
+
+  // The content that is certain now: not a call, nor a possible start of one
+  // (trailing white space is held too: it goes before a call).
+  std::string feed(std::string_view text);
+  // The calls in what was held, and the rest of the content (all of the held
+  // text when it holds no call). The splitter is spent.
+  ParsedAnswer finish(std::string_view id_seed);
+
+ private:
+  ToolFormat format_;
+  bool started_ = false;  // content other than white space went out
+  bool holding_ = false;  // a call began: everything from there is held
+  std::string pending_;
+};
+
+// The grammar of one call, in `format`, to one of `tools` (OpenAI's
+// array; only request.name for kNamed), its arguments valid against the
+// tool's parameters. `preamble` comes first (e.g. the close tag of a
+// thinking block the template left open). Function names must be
+// [A-Za-z0-9_-] (the API checks). Fails naming the tool whose schema revis
+// cannot enforce.
+Result<std::shared_ptr<const Grammar>> tool_call_grammar(ToolFormat format, const nlohmann::ordered_json& tools,
+                                                        const ToolRequest& request, std::string_view preamble = {});
+
+}  // namespace revis::node
