@@ -120,14 +120,17 @@ Status Connection::error(int nats_status, const std::string& what) const {
   return check(static_cast<natsStatus>(nats_status), what.c_str(), server());
 }
 
-Status Connection::publish(const std::string& subject, std::string_view data, const std::string& msg_id) {
+Status Connection::publish(const std::string& subject, std::string_view data, const std::string& msg_id, int timeout_ms) {
   if (!connected()) return Status::error("broker: publishing to " + subject + ": not connected to " + options_.servers);
   natsMsg* msg = nullptr;
   natsStatus ns = natsMsg_Create(&msg, subject.c_str(), nullptr, data.data(), static_cast<int>(data.size()));
   if (ns == NATS_OK) ns = natsMsgHeader_Set(msg, "Nats-Msg-Id", msg_id.c_str());
   jsPubAck* ack = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  if (ns == NATS_OK) ns = js_PublishMsg(&ack, js_, msg, nullptr, &jerr);
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = timeout_ms > 0 ? timeout_ms : options_.timeout_ms;
+  if (ns == NATS_OK) ns = js_PublishMsg(&ack, js_, msg, &po, &jerr);
   natsMsg_Destroy(msg);
   jsPubAck_Destroy(ack);
   return error(ns, "broker: publishing to " + subject);
@@ -158,15 +161,37 @@ Result<std::unique_ptr<Subscription>> Connection::subscribe(const std::string& s
 
 Status Connection::flush() { return error(natsConnection_FlushTimeout(nc_, options_.timeout_ms), "broker: flushing"); }
 
+namespace {
+// The data of a message a direct get returned (NATS_NOT_FOUND: none).
+Result<std::optional<std::string>> stored_data(const Connection& conn, natsStatus ns, natsMsg* msg, const std::string& what) {
+  if (ns == NATS_NOT_FOUND) return std::optional<std::string>();
+  if (ns != NATS_OK) return conn.error(ns, what);
+  std::string data(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
+  natsMsg_Destroy(msg);
+  return std::optional<std::string>(std::move(data));
+}
+}  // namespace
+
 Result<std::optional<std::string>> Connection::last_message(const std::string& stream, const std::string& subject) {
   natsMsg* msg = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus ns = js_GetLastMsg(&msg, js_, stream.c_str(), subject.c_str(), nullptr, &jerr);
-  if (ns == NATS_NOT_FOUND) return std::optional<std::string>();
-  if (ns != NATS_OK) return error(ns, "broker: reading " + subject + " from stream " + stream);
-  std::string data(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
-  natsMsg_Destroy(msg);
-  return std::optional<std::string>(std::move(data));
+  return stored_data(*this, ns, msg, "broker: reading " + subject + " from stream " + stream);
+}
+
+Result<std::optional<std::string>> Connection::message_at(const std::string& stream, uint64_t seq) {
+  natsMsg* msg = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus ns = js_GetMsg(&msg, js_, stream.c_str(), seq, nullptr, &jerr);
+  return stored_data(*this, ns, msg, "broker: reading message " + std::to_string(seq) + " of stream " + stream);
+}
+
+Result<bool> Connection::delete_message(const std::string& stream, uint64_t seq) {
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus ns = js_DeleteMsg(js_, stream.c_str(), seq, nullptr, &jerr);
+  if (ns == NATS_OK) return true;
+  if (ns == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr || jerr == JSStreamMsgDeleteFailed) return false;
+  return error(ns, "broker: deleting message " + std::to_string(seq) + " of stream " + stream);
 }
 
 }  // namespace revis::broker

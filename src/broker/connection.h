@@ -70,7 +70,8 @@ class Connection {
 
   // JetStream publish with the Nats-Msg-Id header; returns once the stream
   // has stored it (or recognized `msg_id` as a duplicate: still ok).
-  Status publish(const std::string& subject, std::string_view data, const std::string& msg_id);
+  // `timeout_ms` 0: the connection's timeout.
+  Status publish(const std::string& subject, std::string_view data, const std::string& msg_id, int timeout_ms = 0);
   // Core NATS publish: not stored, not acknowledged.
   Status publish_core(const std::string& subject, std::string_view data);
   // Core subscription; `on_message` runs on a libnats thread, in order.
@@ -81,6 +82,12 @@ class Connection {
   // The newest message stored under `subject` in `stream`; nullopt when
   // there is none.
   Result<std::optional<std::string>> last_message(const std::string& stream, const std::string& subject);
+  // The message stored at sequence `seq` of `stream`; nullopt when there is
+  // none (never stored, or deleted).
+  Result<std::optional<std::string>> message_at(const std::string& stream, uint64_t seq);
+  // Deletes the message at `seq` from `stream`: true, or false when it was
+  // already gone.
+  Result<bool> delete_message(const std::string& stream, uint64_t seq);
 
   // For the rest of the broker module (streams.cpp, pull.cpp).
   __natsConnection* nc() const { return nc_; }

@@ -95,18 +95,36 @@ void Desk::on_ticket(const std::shared_ptr<node::ClientLink>& from, node::Ticket
 void Desk::run_here(const std::shared_ptr<node::ClientLink>& from, node::Ticket ticket, node::Clock::time_point received) {
   auto spec = node_.admit(ticket, received);
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
-  const std::string id = ticket.id;
-  node::JobCallbacks callbacks;
-  if (ticket.streaming) node::stream_token_events(callbacks, id, [from](std::string event) { from->send(std::move(event)); });
-  callbacks.on_finish = [from, id](node::Outcome<node::JobResult> outcome) {
-    from->send(outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
-  };
-  auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks));
-  if (!admission.ok()) return from->refuse(id, admission.error());
-  from->send(node::accepted_event(id, admission->position));
+  auto admission = local_.run(node_.executor(), from, ticket.id, std::move(*spec), ticket.streaming);
+  if (!admission.ok()) return from->refuse(ticket.id, admission.error());
+  from->send(node::accepted_event(ticket.id, admission->position));
 }
 
-void Desk::on_cancel(const std::shared_ptr<node::ClientLink>& from, const std::string& id) { drop(from.get(), id); }
+bool Desk::following(node::ClientLink* link, const std::string& id) {
+  MutexLock lock(mu_);
+  auto it = follows_.find(link);
+  return it != follows_.end() && it->second.count(id);
+}
+
+void Desk::on_cancel(const std::shared_ptr<node::ClientLink>& from, const std::string& id) {
+  if (const uint64_t job = local_.job(from.get(), id)) {
+    node_.executor().cancel(job, "cancelled by the client");
+    return;
+  }
+  // Cancelling what is not in flight (or not this client's) is ignored: the
+  // client may have lost the race with `done`.
+  if (!following(from.get(), id)) return;
+  auto existing = conn_.last_message(kResultStream, result_subject(id));
+  if (existing.ok() && *existing) return;  // finished: its result is on its way
+  const node::NodeError cancelled{ErrorCode::kCancelled, "cancelled by the client"};
+  conn_.publish_core(cancel_subject(id), "");
+  // The stored result ends the relay of every client following it.
+  if (Status s = conn_.publish(result_subject(id), node::error_event(id, cancelled), id); !s.ok()) {
+    node::log_line("warn", s.message() + "; ticket " + id + " no longer relayed to the client that cancelled it");
+    drop(from.get(), id);
+    from->send(node::error_event(id, cancelled));
+  }
+}
 
 void Desk::on_resume(const std::shared_ptr<node::ClientLink>& from, const node::ResumeRequest& request) {
   if (!conn_.connected())
@@ -120,6 +138,7 @@ void Desk::on_subscribe(const std::shared_ptr<node::ClientLink>& from, const nod
 }
 
 void Desk::on_disconnect(const std::shared_ptr<node::ClientLink>& from) {
+  local_.take(from.get());  // its runs here go on, unseen
   std::map<std::string, std::shared_ptr<Follow>> gone;  // released after the lock
   std::vector<std::shared_ptr<Follow>> finished;
   MutexLock lock(mu_);

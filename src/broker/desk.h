@@ -12,8 +12,12 @@
 //  - `resume` follows a ticket again the same way, without publishing.
 //  - While the broker is unreachable the node serves its clients alone:
 //    the ticket runs in this node's executor.
-//  - `cancel` stops relaying to that client; the run itself is not stopped
-//    (the broker has no way to reach the node running it).
+//  - `cancel` of a ticket the client follows stores an `error`/`cancelled`
+//    result (Nats-Msg-Id: ticketID, unless a result is there already) and
+//    publishes revis.cancel.<ticketID>: the node running it stops the run,
+//    a node that pulls it later finds the result and does not run it, and
+//    every client following it gets the `cancelled` result. A ticket run
+//    here while the broker was unreachable is cancelled in the executor.
 //
 // Thread-safety: the server calls it on its I/O thread; relays run on
 // libnats' threads; one mutex guards the follows.
@@ -26,6 +30,7 @@
 
 #include "broker/connection.h"
 #include "broker/worker.h"
+#include "node/linked_runs.h"
 #include "node/node.h"
 #include "node/ticket_desk.h"
 #include "base/mutex.h"
@@ -53,6 +58,7 @@ class Desk : public node::TicketDesk {
   // client told) when the broker cannot be reached.
   std::shared_ptr<Follow> follow(const std::shared_ptr<node::ClientLink>& from, const std::string& id);
   void drop(node::ClientLink* link, const std::string& id) EXCLUDES(mu_);
+  bool following(node::ClientLink* link, const std::string& id) EXCLUDES(mu_);
   // Without a broker: the ticket runs here.
   void run_here(const std::shared_ptr<node::ClientLink>& from, node::Ticket ticket, node::Clock::time_point received);
 
@@ -62,6 +68,7 @@ class Desk : public node::TicketDesk {
   Mutex mu_;
   std::map<node::ClientLink*, std::map<std::string, std::shared_ptr<Follow>>> follows_ GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Follow>> finished_ GUARDED_BY(mu_);  // released on the I/O thread
+  node::LinkedRuns local_;  // run_here's jobs
 };
 
 }  // namespace revis::broker

@@ -120,6 +120,7 @@ WantedStream results_stream(const StreamSettings& s) {
 std::string ticket_subject(const std::string& task) { return "revis.tickets." + task; }
 std::string result_subject(const std::string& ticket_id) { return "revis.results." + ticket_id; }
 std::string event_subject(const std::string& ticket_id) { return "revis.events." + ticket_id; }
+std::string cancel_subject(const std::string& ticket_id) { return "revis.cancel." + ticket_id; }
 
 std::string consumer_name(const std::string& task) {
   std::string name = task;

@@ -10,6 +10,7 @@
 //   REVIS_RESULTS  revis.results.<ticketID>   limits retention, max age; the
 //                  final `done` or `error` event, Nats-Msg-Id: <ticketID>.
 //   revis.events.<ticketID>                   core NATS: token events.
+//   revis.cancel.<ticketID>                   core NATS: stop that run.
 //
 // A stream or consumer that exists with another configuration is an error
 // that names the field, the value found and the value expected; revis never
@@ -31,6 +32,11 @@ inline constexpr const char* kResultStream = "REVIS_RESULTS";
 std::string ticket_subject(const std::string& task);
 std::string result_subject(const std::string& ticket_id);
 std::string event_subject(const std::string& ticket_id);
+// revis.cancel.<ticketID> (core NATS, empty body): stops that ticket's run.
+std::string cancel_subject(const std::string& ticket_id);
+// The advisory JetStream sends when a ticket reached its consumer's max
+// deliver (any consumer of REVIS_TICKETS).
+inline constexpr const char* kMaxDeliveriesAdvisory = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.REVIS_TICKETS.*";
 // The durable consumer of a task type: its name with '.' as '_'
 // ("chat.completions" -> "chat_completions").
 std::string consumer_name(const std::string& task);

@@ -88,16 +88,7 @@ bool Worker::set_up() {
     }
     pull_.push_back(std::move(*pc));
   }
-  if (refusal.empty() && !doorbell_) {
-    auto bell = conn_.subscribe("revis.tickets.>", [this](const Message&) {
-      {
-        MutexLock lock(mu_);
-        rung_ = true;
-      }
-      wake_.notify_all();
-    });
-    if (bell.ok()) doorbell_ = std::move(*bell);
-  }
+  if (refusal.empty() && subscriptions_.empty()) subscribe();
   bool changed;
   {
     MutexLock lock(mu_);
@@ -111,6 +102,105 @@ bool Worker::set_up() {
   }
   node::log_line("info", "broker: pulling " + std::to_string(pull_.size()) + " task types from " + conn_.server());
   return true;
+}
+
+void Worker::subscribe() {
+  const std::string cancels = cancel_subject("");
+  const std::pair<std::string, std::function<void(const Message&)>> subjects[] = {
+      {"revis.tickets.>",
+       [this](const Message&) {
+         {
+           MutexLock lock(mu_);
+           rung_ = true;
+         }
+         wake_.notify_all();
+       }},
+      {cancels + "*", [this, cancels](const Message& m) { on_cancel(m.subject.substr(cancels.size())); }},
+      {kMaxDeliveriesAdvisory, [this](const Message& m) { on_max_deliveries(m.data); }},
+  };
+  for (const auto& [subject, handler] : subjects) {
+    auto sub = conn_.subscribe(subject, handler);
+    if (!sub.ok()) {
+      node::log_line("warn", sub.status().message());
+      subscriptions_.clear();  // all again at the next set-up
+      return;
+    }
+    subscriptions_.push_back(std::move(*sub));
+  }
+}
+
+void Worker::count(uint64_t Stats::*counter) {
+  MutexLock lock(mu_);
+  ++(stats_.*counter);
+}
+
+void Worker::on_cancel(const std::string& id) {
+  uint64_t job = 0;
+  {
+    MutexLock lock(mu_);
+    if (!running_ || running_->id != id) return;  // not running here
+    running_->cancelled = true;
+    job = running_->job;
+  }
+  node::log_line("info", "broker: ticket " + id + " cancelled by its client");
+  if (job) node_.executor().cancel(job, "cancelled by the client");
+}
+
+namespace {
+// The ticketID of a message of REVIS_TICKETS, when it has one.
+std::optional<std::string> ticket_id_of(const std::variant<node::ClientMessage, node::RejectedMessage>& parsed) {
+  if (const auto* rejected = std::get_if<node::RejectedMessage>(&parsed)) return rejected->ticket_id;
+  if (const auto* ticket = std::get_if<node::Ticket>(&std::get<node::ClientMessage>(parsed))) return ticket->id;
+  return std::nullopt;
+}
+}  // namespace
+
+void Worker::on_max_deliveries(const std::string& advisory) {
+  const json a = json::parse(advisory, nullptr, false);
+  if (a.is_discarded() || !a.contains("stream_seq") || !a["stream_seq"].is_number_unsigned()) return;
+  const uint64_t seq = a["stream_seq"].get<uint64_t>();
+  const std::string deliveries = a.contains("deliveries") ? a["deliveries"].dump() : "max";
+  auto data = conn_.message_at(kTicketStream, seq);
+  if (!data.ok()) return node::log_line("warn", data.status().message());
+  if (!*data) return;  // another node has seen to it
+  const auto id = ticket_id_of(node::parse_client_message(**data, node_.config().max_message_bytes));
+  if (id) {
+    auto existing = conn_.last_message(kResultStream, result_subject(*id));
+    if (!existing.ok()) return node::log_line("warn", existing.status().message());
+    const NodeError error{ErrorCode::kInternal, "ticket " + *id + " was delivered " + deliveries +
+                                                    " times and never finished (the nodes running it died or lost the broker): "
+                                                    "the broker gave up on it (broker_max_deliver)"};
+    if (!*existing)
+      if (Status s = conn_.publish(result_subject(*id), node::error_event(id, error), *id); !s.ok())
+        return node::log_line("warn", s.message());
+  }
+  auto deleted = conn_.delete_message(kTicketStream, seq);
+  if (!deleted.ok()) return node::log_line("warn", deleted.status().message());
+  if (!*deleted) return;
+  node::log_line("warn", "broker: ticket " + id.value_or("(no id)") + " reached max deliver (" + deliveries + "): error result stored");
+  count(&Stats::given_up);
+}
+
+bool Worker::store_result(Delivery& delivery, const std::string& id, const std::string& event) {
+  bool told = false;
+  for (int failed_connected = 0;; told = true) {
+    // After a failure, short tries (the same Nats-Msg-Id: a try that was
+    // stored after all is not stored twice), each with InProgress first.
+    if (told && conn_.connected()) delivery.in_progress();
+    Status s = conn_.publish(result_subject(id), event, id, told ? 250 : 0);
+    if (s.ok()) return true;
+    {
+      MutexLock lock(mu_);
+      if (stop_) break;
+    }
+    if (conn_.connected() && ++failed_connected > 100) break;
+    if (!told) node::log_line("warn", s.message() + "; the result of ticket " + id + " is published once the broker is back");
+    // Publishes again as soon as the connection is back, before the broker
+    // redelivers the ticket to a node that would run it again.
+    wait(std::chrono::milliseconds(10));
+  }
+  node::log_line("warn", "broker: the result of ticket " + id + " was not stored; the ticket will be redelivered");
+  return false;
 }
 
 void Worker::refresh_stats() {
@@ -199,17 +289,27 @@ void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
   const std::string id = ticket->id;
   if (ticket->task != task)
     return poison(*delivery, id, {ErrorCode::kBadRequest, "ticket of taskType " + ticket->task + " published to " + delivery->subject()});
-  // Its first run stored a result and died before the ack: done already.
-  if (auto existing = conn_.last_message(kResultStream, result_subject(id)); existing.ok() && *existing) {
-    if (Status s = delivery->ack(); !s.ok()) node::log_line("warn", s.message());
+  {
     MutexLock lock(mu_);
-    ++stats_.duplicates;
-    return;
+    running_ = Running{id};
   }
-  auto spec = node_.admit(*ticket, received);
-  if (!spec.ok()) return poison(*delivery, id, spec.error());
+  execute(*delivery, std::move(*ticket), received);
+  MutexLock lock(mu_);
+  running_.reset();
+}
+
+void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_point received) {
+  const std::string id = ticket.id;
+  // Its first run stored a result and died before the ack, or a client
+  // cancelled it before it started: done already.
+  if (auto existing = conn_.last_message(kResultStream, result_subject(id)); existing.ok() && *existing) {
+    if (Status s = delivery.ack(); !s.ok()) node::log_line("warn", s.message());
+    return count(&Stats::duplicates);
+  }
+  auto spec = node_.admit(ticket, received);
+  if (!spec.ok()) return poison(delivery, id, spec.error());
   const std::string events = event_subject(id);
-  if (const uint64_t n = delivery->delivery_count(); n > 1 && ticket->streaming)
+  if (const uint64_t n = delivery.delivery_count(); n > 1 && ticket.streaming)
     conn_.publish_core(events, node::retry_event(id, static_cast<int>(n), "the broker redelivered it: an earlier run did not finish"));
 
   struct Finish {
@@ -219,7 +319,7 @@ void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
   };
   auto finish = std::make_shared<Finish>();
   node::JobCallbacks callbacks;
-  if (ticket->streaming)
+  if (ticket.streaming)
     node::stream_token_events(callbacks, id, [this, events](std::string event) { conn_.publish_core(events, event); });
   callbacks.on_finish = [finish](node::Outcome<node::JobResult> outcome) {
     std::lock_guard<std::mutex> lock(finish->mu);
@@ -228,37 +328,39 @@ void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
   };
   auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks));
   if (!admission.ok()) {
-    delivery->nak();
-    MutexLock lock(mu_);
-    ++stats_.given_back;
-    return;
+    delivery.nak();
+    return count(&Stats::given_back);
   }
+  bool cancelled;
+  {
+    MutexLock l(mu_);
+    running_->job = admission->job_id;
+    cancelled = running_->cancelled;  // a cancel came before the job existed
+  }
+  if (cancelled) node_.executor().cancel(admission->job_id, "cancelled by the client");
   const auto beat = std::chrono::milliseconds(std::max<int64_t>(consumers_.ack_wait_ms / 3, 50));
   std::unique_lock<std::mutex> lock(finish->mu);
   while (!finish->cv.wait_for(lock, beat, [&] { return finish->outcome.has_value(); })) {
     lock.unlock();
-    if (Status s = delivery->in_progress(); !s.ok()) node::log_line("warn", s.message());
+    if (Status s = delivery.in_progress(); !s.ok()) node::log_line("warn", s.message());
     refresh_stats();
     lock.lock();
   }
   node::Outcome<node::JobResult> outcome = std::move(*finish->outcome);
   lock.unlock();
-  if (!outcome.ok() && outcome.error().code == ErrorCode::kCancelled) {
-    delivery->nak();  // shutdown: another node runs it
+  if (outcome.ok()) node::log_job_run(id, outcome->stats);  // every finished run, stored or not
+  {
     MutexLock l(mu_);
-    ++stats_.given_back;
-    return;
+    cancelled = running_->cancelled;
+  }
+  if (!outcome.ok() && outcome.error().code == ErrorCode::kCancelled && !cancelled) {
+    delivery.nak();  // shutdown: another node runs it
+    return count(&Stats::given_back);
   }
   const std::string final_event = outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error());
-  if (Status s = conn_.publish(result_subject(id), final_event, id); !s.ok()) {
-    // Not stored: no ack, so the broker redelivers it after the ack wait.
-    node::log_line("warn", s.message() + "; ticket " + id + " will be redelivered");
-    return;
-  }
-  if (Status s = delivery->ack(); !s.ok()) node::log_line("warn", s.message());
-  if (outcome.ok()) node::log_job_run(id, outcome->stats);
-  MutexLock l(mu_);
-  ++(outcome.ok() ? stats_.done : stats_.failed);
+  if (!store_result(delivery, id, final_event)) return;  // no ack: redelivered after the ack wait
+  if (Status s = delivery.ack(); !s.ok()) node::log_line("warn", s.message());
+  count(outcome.ok() ? &Stats::done : outcome.error().code == ErrorCode::kCancelled ? &Stats::cancelled : &Stats::failed);
 }
 
 std::string Worker::status_json() const {
@@ -276,7 +378,9 @@ std::string Worker::status_json() const {
                 {"failed", stats_.failed},
                 {"terminated", stats_.terminated},
                 {"givenBack", stats_.given_back},
-                {"duplicates", stats_.duplicates}}}}
+                {"duplicates", stats_.duplicates},
+                {"cancelled", stats_.cancelled},
+                {"givenUp", stats_.given_up}}}}
       .dump();
 }
 
@@ -305,7 +409,8 @@ std::string Worker::metrics_text() const {
   out += "# TYPE revis_broker_tickets_total counter\n";
   const std::pair<const char*, uint64_t> counters[] = {{"done", stats_.done},           {"failed", stats_.failed},
                                                        {"terminated", stats_.terminated}, {"given_back", stats_.given_back},
-                                                       {"duplicate", stats_.duplicates}};
+                                                       {"duplicate", stats_.duplicates}, {"cancelled", stats_.cancelled},
+                                                       {"given_up", stats_.given_up}};
   for (const auto& [name, n] : counters)
     out += "revis_broker_tickets_total{outcome=\"" + std::string(name) + "\"} " + std::to_string(n) + "\n";
   return out;

@@ -14,7 +14,20 @@
 // catalogue) gets one `error` result and is terminated, never redelivered.
 // A ticket whose result already exists (its first run ended after the
 // result was stored, before the ack) is acked without running again. A
-// job cancelled by shutdown is given back (nak) for another node.
+// job cancelled by shutdown is given back (nak) for another node. A result
+// that cannot be stored because the broker is down is kept and published
+// once it is back, then acked: a finished run is never thrown away.
+//
+// Cancels: a `cancel` published to revis.cancel.<ticketID> (core NATS; a
+// node's Desk sends it for its client) stops the run of that ticket on
+// whichever node runs it; the run ends with an `error`/`cancelled` result
+// and is acked, not redelivered.
+//
+// Max deliver: when JetStream gives up on a ticket (delivered
+// broker_max_deliver times, never acked: its nodes died or lost the broker),
+// it tells every node (the MAX_DELIVERIES advisory); they store one `error`
+// result for it (Nats-Msg-Id: ticketID, so one however many nodes heard it)
+// and delete the ticket from REVIS_TICKETS.
 //
 // A node whose catalogue digest differs from the one REVIS_TICKETS records
 // refuses to pull, and says why in its log and status. While the broker is
@@ -30,6 +43,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,7 +83,13 @@ class Worker {
     bool connected = false;
     std::string server, refusal;
     std::map<std::string, ConsumerStats> consumers;
-    uint64_t pulled = 0, done = 0, failed = 0, terminated = 0, given_back = 0, duplicates = 0;
+    uint64_t pulled = 0, done = 0, failed = 0, terminated = 0, given_back = 0, duplicates = 0, cancelled = 0, given_up = 0;
+  };
+  // The ticket being run: a cancel for it stops its job.
+  struct Running {
+    std::string id;
+    uint64_t job = 0;  // 0: not submitted yet
+    bool cancelled = false;
   };
 
   void loop();
@@ -77,16 +97,27 @@ class Worker {
   void refresh_stats();
   bool idle() const;
   void run(std::unique_ptr<Delivery> delivery, const std::string& task);
+  // The run of a parsed ticket, with running_ set.
+  void execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_point received);
   // An error result, then Term: the ticket can never run.
   void poison(Delivery& delivery, const std::optional<std::string>& id, const node::NodeError& error);
   void wait(std::chrono::milliseconds d);
+  // The core subscriptions: doorbell, cancels, max-deliver advisories.
+  void subscribe();
+  void on_cancel(const std::string& id) EXCLUDES(mu_);
+  void on_max_deliveries(const std::string& advisory);
+  // Publishes a result, waiting out a broker outage; false when the node
+  // stops first (the ticket is then redelivered).
+  bool store_result(Delivery& delivery, const std::string& id, const std::string& event);
+  // Adds one to a counter.
+  void count(uint64_t Stats::*counter) EXCLUDES(mu_);
 
   node::Node& node_;
   Connection& conn_;
   const StreamSettings streams_;
   const ConsumerSettings consumers_;
   std::vector<std::unique_ptr<PullConsumer>> pull_;  // worker thread only
-  std::unique_ptr<Subscription> doorbell_;           // any ticket published: look now
+  std::vector<std::unique_ptr<Subscription>> subscriptions_;  // doorbell (any ticket published: look now), cancels, advisories
   size_t next_ = 0;                                  // round robin over pull_
   std::chrono::steady_clock::time_point stats_at_{};
 
@@ -95,6 +126,7 @@ class Worker {
   bool stop_ GUARDED_BY(mu_) = false;
   bool rung_ GUARDED_BY(mu_) = false;
   Stats stats_ GUARDED_BY(mu_);
+  std::optional<Running> running_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

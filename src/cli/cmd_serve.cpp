@@ -87,6 +87,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--broker-creds", o.broker_creds, "NATS credentials file for --broker");
   cmd->add_option("--broker-ack-wait-ms", o.broker_ack_wait_ms,
                   "A pulled ticket not acknowledged (its node died) is redelivered after this (default 30000)");
+  cmd->add_option("--broker-max-deliver", o.broker_max_deliver,
+                  "Deliveries of one ticket before the broker gives up on it with an error result (default 5)");
   cmd->add_option("--broker-replicas", o.broker_replicas,
                   "Copies of the broker's streams in a NATS cluster (default 1; 3 survives a dead server)");
   cmd->add_option("--max-attempts", o.max_attempts, "Runs of one ticket before it fails, when nodes die (default 3)");

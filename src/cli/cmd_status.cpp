@@ -49,9 +49,11 @@ int print_broker(const json& c) {
       std::printf("%-20s %8lld %11lld %11lld %8lld\n", task.c_str(), n.value("pending", 0LL), n.value("ackPending", 0LL),
                   n.value("redelivered", 0LL), n.value("waiting", 0LL));
   const json counters = b.value("counters", json::object());
-  std::printf("\nthis node: pulled %lld, done %lld, failed %lld, terminated %lld, given back %lld, duplicates %lld\n",
+  std::printf("\nthis node: pulled %lld, done %lld, failed %lld, cancelled %lld, terminated %lld, given back %lld, "
+              "duplicates %lld, given up %lld\n",
               counters.value("pulled", 0LL), counters.value("done", 0LL), counters.value("failed", 0LL),
-              counters.value("terminated", 0LL), counters.value("givenBack", 0LL), counters.value("duplicates", 0LL));
+              counters.value("cancelled", 0LL), counters.value("terminated", 0LL), counters.value("givenBack", 0LL),
+              counters.value("duplicates", 0LL), counters.value("givenUp", 0LL));
   return b.value("connected", false) && !(b.contains("refusal") && b["refusal"].is_string()) ? 0 : 1;
 }
 

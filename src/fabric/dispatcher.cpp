@@ -118,6 +118,7 @@ Dispatcher::Dispatcher(node::Node& node)
 
 Result<std::unique_ptr<Dispatcher>> Dispatcher::create(node::Node& node) {
   std::unique_ptr<Dispatcher> d(new Dispatcher(node));
+  MutexLock lock(d->mu_);  // nothing else holds it yet; taken for the checker
   if (!d->config_.journal.empty()) {
     auto journal = Journal::open(d->config_.journal);
     if (!journal.ok()) return journal.status();
@@ -137,29 +138,35 @@ Result<std::unique_ptr<Dispatcher>> Dispatcher::create(node::Node& node) {
 Dispatcher::~Dispatcher() {
   discovery_.reset();  // no discovery event is posted after this
   {
-    Lock lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [key, peer] : peers_) peer->link->stop();
   }
   io_->stop();
   if (io_thread_.joinable()) io_thread_.join();
+  MutexLock lock(mu_);
   peers_.clear();
 }
 
 void Dispatcher::on_listening(int port) {
   {
-    Lock lock(mu_);
+    MutexLock lock(mu_);
     if (started_) return;
     started_ = true;
     restore_from_journal();
+    for (auto& [key, peer] : peers_) peer->link->start();
   }
-  for (auto& [key, peer] : peers_) peer->link->start();
   net::post(*io_, [this] { heartbeat_tick(); });
   io_thread_ = std::thread([this] {
     auto guard = net::make_work_guard(*io_);
     io_->run();
   });
-  if (!peers_.empty())
-    node::log_line("info", "fabric: " + std::to_string(peers_.size()) + " peer(s), node " + config_.name + " on port " +
+  size_t peers;
+  {
+    MutexLock lock(mu_);
+    peers = peers_.size();
+  }
+  if (peers)
+    node::log_line("info", "fabric: " + std::to_string(peers) + " peer(s), node " + config_.name + " on port " +
                                std::to_string(port) + ", heartbeat " + std::to_string(config_.heartbeat_ms) + " ms");
   if (config_.discover) start_discovery(port);
 }
@@ -168,7 +175,7 @@ void Dispatcher::on_listening(int port) {
 
 void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_point received) {
   if (ticket.forwarded_by) return run_local_pinned(from, std::move(ticket), received);
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   sweep_expired();
   if (auto it = records_.find(ticket.id); it != records_.end()) {
     Record& rec = *it->second;
@@ -214,51 +221,35 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
     // Only a peer's link (it subscribes first, with the node's token where
     // one is set) may pin a ticket here: such a ticket skips dedup and the
     // journal.
-    Lock lock(mu_);
+    MutexLock lock(mu_);
     if (std::find(subscribers_.begin(), subscribers_.end(), from) == subscribers_.end())
       return from->refuse(ticket.id, {ErrorCode::kBadRequest, "forwardedBy is for peers: only a connection that sent "
                                                               "`subscribe` first may send it"});
   }
   auto spec = node_.admit(ticket, received);
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_) return from->refuse(ticket.id, {ErrorCode::kCancelled, "the node is shutting down"});
   if (const node::ExecutorSnapshot snap = node_.executor().snapshot(); !snap.ready || snap.current || snap.queue_length > 0)
     return from->refuse(ticket.id, {ErrorCode::kQueueFull, "node " + config_.name + " is busy; a forwarded ticket runs only on an idle node"});
-  auto& mine = pinned_[from.get()];
-  if (mine.count(ticket.id))
-    return from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
   const std::string id = ticket.id;
-  node::JobCallbacks callbacks;
-  if (ticket.streaming) node::stream_token_events(callbacks, id, [from](std::string event) { from->send(std::move(event)); });
-  callbacks.on_finish = [this, from, id](node::Outcome<node::JobResult> outcome) {
-    if (outcome.ok()) node::log_job_run(id, outcome->stats);
-    {
-      Lock lock(mu_);
-      if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
-        it->second.erase(id);
-        if (it->second.empty()) pinned_.erase(it);
-      }
-      if (outcome.ok()) tok_per_s_ = outcome->stats.gen_tok_s;
-    }
-    from->send(outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
-  };
-  auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks));
-  if (!admission.ok()) {
-    if (mine.empty()) pinned_.erase(from.get());
-    return from->refuse(id, admission.error());
-  }
-  mine[id] = admission->job_id;
+  if (pinned_.job(from.get(), id))
+    return from->refuse(id, {ErrorCode::kBadRequest, "ticket " + id + " is already in flight on this connection"});
+  auto admission = pinned_.run(node_.executor(), from, id, std::move(*spec), ticket.streaming, [this, id](const auto& outcome) {
+    if (!outcome.ok()) return;
+    node::log_job_run(id, outcome->stats);
+    MutexLock lock(mu_);
+    tok_per_s_ = outcome->stats.gen_tok_s;
+  });
+  if (!admission.ok()) return from->refuse(id, admission.error());
   from->send(node::accepted_event(id, admission->position));
 }
 
 void Dispatcher::on_cancel(const Link& from, const std::string& id) {
   uint64_t local_job = 0;
   {
-    Lock lock(mu_);
-    if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
-      if (auto job = it->second.find(id); job != it->second.end()) local_job = job->second;
-    }
+    MutexLock lock(mu_);
+    local_job = pinned_.job(from.get(), id);
     if (!local_job) {
       auto it = records_.find(id);
       // Cancelling what is not in flight (or not this client's) is ignored:
@@ -274,7 +265,7 @@ void Dispatcher::on_cancel(const Link& from, const std::string& id) {
 }
 
 void Dispatcher::on_resume(const Link& from, const node::ResumeRequest& r) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   sweep_expired();
   auto it = records_.find(r.id);
   if (it == records_.end() && answer_from_journal(from, r.id, false)) return;
@@ -285,7 +276,7 @@ void Dispatcher::on_resume(const Link& from, const node::ResumeRequest& r) {
 }
 
 void Dispatcher::on_subscribe(const Link& from, const node::SubscribeRequest& request) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   if (request.cluster) {
     feed_.add(from, node_.catalog().digest(), node_.catalog().canonical_json());
     from->send(ClusterFeed::cluster_event(cluster_view()));
@@ -306,14 +297,11 @@ void Dispatcher::on_subscribe(const Link& from, const node::SubscribeRequest& re
 void Dispatcher::on_disconnect(const Link& from) {
   std::vector<uint64_t> cancel_jobs;
   {
-    Lock lock(mu_);
+    MutexLock lock(mu_);
     const bool peer_link = std::find(subscribers_.begin(), subscribers_.end(), from) != subscribers_.end();
     std::erase(subscribers_, from);
     feed_.remove(from);
-    if (auto it = pinned_.find(from.get()); it != pinned_.end()) {
-      for (const auto& [id, job] : it->second) cancel_jobs.push_back(job);
-      pinned_.erase(it);
-    }
+    cancel_jobs = pinned_.take(from.get());
     std::vector<Record*> orphans;
     for (auto& [id, rec] : records_) {
       if (rec->where == Record::Where::kDone) continue;
@@ -345,7 +333,7 @@ void Dispatcher::watch_orphan(Record& rec) {
     if (ec) return;
     uint64_t local_job = 0;
     {
-      Lock lock(mu_);
+      MutexLock lock(mu_);
       auto it = records_.find(id);
       if (it == records_.end()) return;
       Record& r = *it->second;
@@ -523,7 +511,8 @@ void Dispatcher::forward(Record& rec, Peer& peer, bool pinned) {
 void Dispatcher::hand_off_unstarted() {
   if (!journal_) return;
   std::map<std::string, int> given;  // by peer: the tickets are spread over the live ones
-  auto pick = [&](const std::string& tier) -> Peer* {
+  // The lambdas run under the caller's lock.
+  auto pick = [&](const std::string& tier) REQUIRES(mu_) -> Peer* {
     Peer* best = nullptr;
     for (const auto& [key, p] : peers_) {
       if (!p->up || !p->known || p->is_self || p->state.catalog != node_.catalog().digest() || !p->state.serves(tier)) continue;
@@ -533,7 +522,7 @@ void Dispatcher::hand_off_unstarted() {
   };
   auto movable = [](const Record& rec) { return rec.kept() && rec.travels && !rec.cancel_requested && !rec.orphaned; };
   int handed = 0;
-  auto hand = [&](Record& rec, Peer& peer) {
+  auto hand = [&](Record& rec, Peer& peer) REQUIRES(mu_) {
     // Noted first: should this node stop before the peer has it, the next
     // start sends it there again, and the peer runs it once either way.
     if (Status s = journal_->handed(rec.ticket.id, peer.key); !s.ok()) {
@@ -557,7 +546,7 @@ void Dispatcher::hand_off_unstarted() {
     it = waiting_.erase(it);
     hand(rec, *peer);
   }
-  while (auto job = node_.executor().take_queued([&](const node::JobSpec& spec) {
+  while (auto job = node_.executor().take_queued([&](const node::JobSpec& spec) REQUIRES(mu_) {
            auto it = records_.find(spec.label);
            return it != records_.end() && it->second->where == Record::Where::kLocal && movable(*it->second) &&
                   pick(spec.tier) != nullptr;
@@ -601,7 +590,7 @@ void Dispatcher::offload() {
     auto best = choose_node(cands);
     if (!best) return;
     Peer& peer = *peers[*best];
-    auto job = node_.executor().take_queued([&](const node::JobSpec& spec) {
+    auto job = node_.executor().take_queued([&](const node::JobSpec& spec) REQUIRES(mu_) {  // called under this lock
       if (!peer.state.serves(spec.tier)) return false;
       auto it = records_.find(spec.label);
       return it != records_.end() && it->second->where == Record::Where::kLocal && it->second->travels;
@@ -622,7 +611,7 @@ void Dispatcher::emit_token(Record& rec, std::string_view piece, std::span<const
 
 void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
                                std::span<const node::LogprobEntry> logprobs, bool reasoning) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   auto it = records_.find(id);
   if (it == records_.end() || it->second->placement != placement) return;
   emit_token(*it->second, piece, logprobs, reasoning);
@@ -630,7 +619,7 @@ void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::s
 
 void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) {
   if (outcome.ok()) node::log_job_run(id, outcome->stats);
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   if (outcome.ok()) tok_per_s_ = outcome->stats.gen_tok_s;
   auto it = records_.find(id);
   if (it == records_.end() || it->second->placement != placement) return;
@@ -829,7 +818,7 @@ Dispatcher::Peer* Dispatcher::peer_of(const std::string& key, uint64_t link_id) 
 }
 
 void Dispatcher::on_peer_up(const std::string& key, uint64_t link_id, uint64_t session) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   Peer* peer = peer_of(key, link_id);
   if (!peer) return;
   Peer& p = *peer;
@@ -844,7 +833,7 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) return;
   const std::string type = j["type"].get<std::string>();
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   Peer* peer = peer_of(key, link_id);
   if (!peer) return;
   Peer& p = *peer;
@@ -915,7 +904,7 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
 }
 
 void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t session, const std::string& why) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   Peer* peer = peer_of(key, link_id);
   if (!peer) return;
   Peer& p = *peer;
@@ -948,7 +937,7 @@ void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t
 void Dispatcher::start_discovery(int port) {
   Advertisement self;
   {
-    Lock lock(mu_);
+    MutexLock lock(mu_);
     const NodeState me = local_state();
     self = {me.name, me.instance, me.catalog, me.tiers, config_.host, port};
   }
@@ -966,7 +955,7 @@ void Dispatcher::start_discovery(int port) {
 // node or a peer already (by address, or by instance: the same node under a
 // configured host name, or found before at another address).
 void Dispatcher::on_discovered(const DiscoveredNode& found) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_ || found.instance == instance_) return;
   const std::string key = found.address + ":" + std::to_string(found.port);
   for (auto& [k, p] : peers_)
@@ -985,7 +974,7 @@ void Dispatcher::on_discovered(const DiscoveredNode& found) {
 // daemon restarts): a found peer whose link is up stays until the link
 // fails; one whose link is down is forgotten now.
 void Dispatcher::on_discovery_lost(const std::string& service) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> gone;
   for (auto& [key, p] : peers_) {
     if (p->service != service) continue;
@@ -1046,7 +1035,7 @@ void Dispatcher::broadcast_state() {
 }
 
 void Dispatcher::on_executor_change() {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   const node::ExecutorSnapshot snap = node_.executor().snapshot();
   const bool busy = snap.current.has_value() || snap.queue_length > 0;
   if (self_was_busy_ && !busy) self_idle_since_ = Clock::now();
@@ -1062,7 +1051,7 @@ void Dispatcher::on_executor_change() {
 
 void Dispatcher::heartbeat_tick() {
   {
-    Lock lock(mu_);
+    MutexLock lock(mu_);
     broadcast_state();
     publish_cluster();
   }
@@ -1074,7 +1063,7 @@ void Dispatcher::heartbeat_tick() {
 
 void Dispatcher::on_shutdown() {
   discovery_.reset();  // first: a node shutting down is not one to find
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   shutting_down_ = true;
   hand_off_unstarted();  // before the executor cancels the queued jobs
   waiting_.clear();
@@ -1090,15 +1079,16 @@ void Dispatcher::on_shutdown() {
 }
 
 void Dispatcher::on_stopped() {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   shutting_down_ = true;
   // Tickets handed to peers: until each peer has said it holds them (or its
   // link dropped), so that they run there while this node is down.
-  handed_over_.wait_for(lock, kHandOffWait, [this] {
-    return std::none_of(records_.begin(), records_.end(), [](const auto& r) {
-      return r.second->where == Record::Where::kPeer && !r.second->handed_to.empty() && !r.second->peer_has_it;
-    });
-  });
+  const auto deadline = Clock::now() + kHandOffWait;
+  auto unsettled = [](const auto& r) {
+    return r.second->where == Record::Where::kPeer && !r.second->handed_to.empty() && !r.second->peer_has_it;
+  };
+  while (std::any_of(records_.begin(), records_.end(), unsettled))
+    if (!handed_over_.wait_until(mu_, deadline)) break;
   subscribers_.clear();
   feed_.clear();
   pinned_.clear();
@@ -1106,7 +1096,7 @@ void Dispatcher::on_stopped() {
 }
 
 std::string Dispatcher::cluster_json() {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   return cluster_view().dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -1185,6 +1175,10 @@ TicketView Dispatcher::view_of(const Record& rec) const {
       v.node = it == peers_.end() || it->second->state.name.empty() ? rec.peer : it->second->state.name;
       break;
     }
+    case Record::Where::kHandedOff:  // the peer holds it; its link relays it once up
+      v.state = "queued";
+      v.node = rec.handed_to;
+      break;
     case Record::Where::kDone:
       v.terminal = rec.terminal;  // done or failed: ticket_event reads which
       break;

@@ -36,19 +36,19 @@
 //    (the same ID: it attaches to the one there, or runs it if the peer
 //    never got it) and relays its events, instead of running it twice.
 //
-// Thread-safety: one mutex guards all state. Entry points run on the
+// Thread-safety: one mutex (mu_) guards all state; the members it guards
+// are declared GUARDED_BY it and the helpers that need it REQUIRES it, so
+// clang checks every access (-Wthread-safety). Entry points run on the
 // server's I/O thread, the executor's thread and the dispatcher's own I/O
-// thread (peer links, timers, discovery events). Executor calls that may call back (cancel)
-// are made without the lock held.
+// thread (peer links, timers, discovery events). Executor calls that may
+// call back (cancel) are made without the lock held.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -61,8 +61,10 @@
 #include "fabric/node_state.h"
 #include "fabric/peer_link.h"
 #include "fabric/placement.h"
+#include "node/linked_runs.h"
 #include "node/node.h"
 #include "node/ticket_desk.h"
+#include "base/mutex.h"
 
 namespace boost::asio {
 class io_context;
@@ -91,85 +93,84 @@ class Dispatcher : public node::TicketDesk {
   struct Record;
   struct Peer;
   using Link = std::shared_ptr<node::ClientLink>;
-  using Lock = std::unique_lock<std::mutex>;
 
   explicit Dispatcher(node::Node& node);
 
-  // All below with mu_ held unless said otherwise.
-  node::Outcome<int> place(Record& rec, bool first);
+  // All below REQUIRES(mu_) up to on_local_text.
+  node::Outcome<int> place(Record& rec, bool first) REQUIRES(mu_);
   // The tier a ticket runs on: its task's, or the one its OpenAI call names;
   // null for a task the catalogue does not have.
-  const std::string* tier_of(const node::Ticket& ticket) const;
+  const std::string* tier_of(const node::Ticket& ticket) const REQUIRES(mu_);
   // Sets each idle candidate's cached_tokens from the KV prefixes it
   // publishes for `tier`. The ticket's prompt is tokenized (once) only when
   // one of them publishes any: without KV directories this costs nothing.
   void weigh_cached_prefixes(Record& rec, const std::string& tier, const std::vector<Peer*>& peers,
-                             std::vector<Candidate>& cands);
-  std::optional<node::NodeError> admissible(const node::Ticket& ticket, node::Clock::time_point received) const;
-  void run_local_pinned(const Link& from, node::Ticket ticket, node::Clock::time_point received);
-  node::Outcome<int> submit_local(Record& rec, bool first);
-  // pinned: marked forwardedBy (runs there only while the link lasts);
+                             std::vector<Candidate>& cands) REQUIRES(mu_);
+  std::optional<node::NodeError> admissible(const node::Ticket& ticket, node::Clock::time_point received) const REQUIRES(mu_);
+  void run_local_pinned(const Link& from, node::Ticket ticket, node::Clock::time_point received) EXCLUDES(mu_);
+  node::Outcome<int> submit_local(Record& rec, bool first) REQUIRES(mu_);
+  // pinned: marked forwardedBy (runs there only while the link lasts) REQUIRES(mu_);
   // otherwise a plain ticket that the peer keeps as its own (hand-off).
-  void forward(Record& rec, Peer& peer, bool pinned = true);
+  void forward(Record& rec, Peer& peer, bool pinned = true) REQUIRES(mu_);
   // At shutdown: tickets not started here go to live peers (see Hand-off).
-  void hand_off_unstarted();
+  void hand_off_unstarted() REQUIRES(mu_);
   // Sends the tickets handed to `peer` at an earlier shutdown to it again,
   // now that its link is up, to relay their events.
-  void relay_handed(Peer& peer);
-  void retry(Record& rec, const std::string& reason);
-  void finish(Record& rec, std::string terminal);
+  void relay_handed(Peer& peer) REQUIRES(mu_);
+  void retry(Record& rec, const std::string& reason) REQUIRES(mu_);
+  void finish(Record& rec, std::string terminal) REQUIRES(mu_);
   // During shutdown, with a journal: leaves a kept ticket that no client
   // cancelled unfinished (in the journal too) instead of ending it as
   // cancelled, so the next start runs it. False when it does not apply.
-  bool suspend(Record& rec);
+  bool suspend(Record& rec) REQUIRES(mu_);
   // Notes (in RAM and the journal) the peer a ticket was handed to; "": none.
-  void set_handed_to(Record& rec, const std::string& peer);
-  void drop(const std::string& id);
+  void set_handed_to(Record& rec, const std::string& peer) REQUIRES(mu_);
+  void drop(const std::string& id) REQUIRES(mu_);
   // Counts a finished record among the kept results (after its token events
   // are dropped where the journal holds its result).
-  void keep_result(Record& rec);
+  void keep_result(Record& rec) REQUIRES(mu_);
   // A ticket this node no longer holds in RAM, answered from the journal
   // when it finished there within result_ttl_s: true when it was.
-  bool answer_from_journal(const Link& link, const std::string& id, bool resent);
-  void attach(Record& rec, const Link& link, int attempt, int64_t after_seq);
+  bool answer_from_journal(const Link& link, const std::string& id, bool resent) REQUIRES(mu_);
+  void attach(Record& rec, const Link& link, int attempt, int64_t after_seq) REQUIRES(mu_);
   void emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs = {},
-                  bool reasoning = false);
-  void offload();
+                  bool reasoning = false) REQUIRES(mu_);
+  void offload() REQUIRES(mu_);
   // Forgets finished results past result_ttl_s, then the oldest while more
   // than max_kept_results or max_kept_results_mb are kept (the newest one
   // always stays: a caller may still hold it).
-  void sweep_expired();
-  void restore_from_journal();
-  void watch_orphan(Record& rec);
+  void sweep_expired() REQUIRES(mu_);
+  void restore_from_journal() REQUIRES(mu_);
+  void watch_orphan(Record& rec) REQUIRES(mu_);
   // Cancels a ticket wherever it runs; the job id to cancel locally (after
   // unlocking), or 0.
-  uint64_t cancel_ticket(Record& rec);
-  NodeState local_state() const;
-  void broadcast_state();
+  uint64_t cancel_ticket(Record& rec) REQUIRES(mu_);
+  NodeState local_state() const REQUIRES(mu_);
+  void broadcast_state() REQUIRES(mu_);
   // The cluster feed (fabric/cluster_feed.h): the view, and a ticket's
   // state whenever it changes.
-  nlohmann::json cluster_view() const;
-  void publish_cluster();
-  void publish(const Record& rec);
-  TicketView view_of(const Record& rec) const;
-  std::vector<Candidate> candidates(const std::string& tier, std::vector<Peer*>& peers, bool include_self) const;
+  nlohmann::json cluster_view() const REQUIRES(mu_);
+  void publish_cluster() REQUIRES(mu_);
+  void publish(const Record& rec) REQUIRES(mu_);
+  TicketView view_of(const Record& rec) const REQUIRES(mu_);
+  std::vector<Candidate> candidates(const std::string& tier, std::vector<Peer*>& peers, bool include_self) const REQUIRES(mu_);
 
   void on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
-                     std::span<const node::LogprobEntry> logprobs, bool reasoning);
-  void on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome);
-  void on_executor_change();
+                     std::span<const node::LogprobEntry> logprobs, bool reasoning) EXCLUDES(mu_);
+  void on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) EXCLUDES(mu_);
+  void on_executor_change() EXCLUDES(mu_);
   // Peers and their links. A peer is known by HOST:PORT; a link's events
   // name the link too, so those of a forgotten peer's link are ignored.
-  Peer& add_peer(const node::HostPort& at, const char* found);
-  Peer* peer_of(const std::string& key, uint64_t link_id);
-  void on_peer_up(const std::string& key, uint64_t link_id, uint64_t session);
-  void on_peer_message(const std::string& key, uint64_t link_id, uint64_t session, const std::string& text);
-  void on_peer_down(const std::string& key, uint64_t link_id, uint64_t session, const std::string& why);
-  void start_discovery(int port);
-  void on_discovered(const DiscoveredNode& found);
-  void on_discovery_lost(const std::string& service);
-  void forget_peer(const std::string& key);
-  void heartbeat_tick();
+  Peer& add_peer(const node::HostPort& at, const char* found) REQUIRES(mu_);
+  Peer* peer_of(const std::string& key, uint64_t link_id) REQUIRES(mu_);
+  void on_peer_up(const std::string& key, uint64_t link_id, uint64_t session) EXCLUDES(mu_);
+  void on_peer_message(const std::string& key, uint64_t link_id, uint64_t session, const std::string& text) EXCLUDES(mu_);
+  void on_peer_down(const std::string& key, uint64_t link_id, uint64_t session, const std::string& why) EXCLUDES(mu_);
+  void start_discovery(int port) EXCLUDES(mu_);
+  void on_discovered(const DiscoveredNode& found) EXCLUDES(mu_);
+  void on_discovery_lost(const std::string& service) EXCLUDES(mu_);
+  void forget_peer(const std::string& key) REQUIRES(mu_);
+  void heartbeat_tick() EXCLUDES(mu_);
 
   node::Node& node_;
   const node::NodeConfig& config_;
@@ -177,28 +178,28 @@ class Dispatcher : public node::TicketDesk {
   std::unique_ptr<boost::asio::io_context> io_;
   std::thread io_thread_;
 
-  mutable std::mutex mu_;
-  std::condition_variable handed_over_;  // a peer answered about a ticket, or a link dropped
-  std::map<std::string, std::unique_ptr<Record>> records_;   // by ticketID
-  std::deque<std::pair<node::Clock::time_point, std::string>> finished_order_;  // for expiry
-  size_t kept_results_ = 0;        // finished records in records_
-  size_t kept_result_bytes_ = 0;   // their Record::kept_bytes
-  std::deque<std::string> waiting_;  // tickets for tiers only peers serve, oldest first
-  std::map<std::string, std::unique_ptr<Peer>> peers_;       // by HOST:PORT
-  uint64_t last_link_id_ = 0;
+  mutable Mutex mu_;
+  CondVar handed_over_;  // a peer answered about a ticket, or a link dropped
+  std::map<std::string, std::unique_ptr<Record>> records_ GUARDED_BY(mu_);  // by ticketID
+  std::deque<std::pair<node::Clock::time_point, std::string>> finished_order_ GUARDED_BY(mu_);  // for expiry
+  size_t kept_results_ GUARDED_BY(mu_) = 0;       // finished records in records_
+  size_t kept_result_bytes_ GUARDED_BY(mu_) = 0;  // their Record::kept_bytes
+  std::deque<std::string> waiting_ GUARDED_BY(mu_);  // tickets for tiers only peers serve, oldest first
+  std::map<std::string, std::unique_ptr<Peer>> peers_ GUARDED_BY(mu_);  // by HOST:PORT
+  uint64_t last_link_id_ GUARDED_BY(mu_) = 0;
   // Set and reset on the server's thread (on_listening, on_shutdown) and in
   // the destructor only; its events reach mu_ through io_.
   std::unique_ptr<Discovery> discovery_;
-  std::vector<Link> subscribers_;
-  ClusterFeed feed_;
-  std::string running_label_;  // the executor's current job, as last seen
-  std::map<node::ClientLink*, std::map<std::string, uint64_t>> pinned_;  // forwarded here: link -> ticketID -> job id
-  std::unique_ptr<Journal> journal_;
-  node::Clock::time_point self_idle_since_ = node::Clock::now();
-  bool self_was_busy_ = false;
-  double tok_per_s_ = 0;
-  bool shutting_down_ = false;
-  bool started_ = false;
+  std::vector<Link> subscribers_ GUARDED_BY(mu_);
+  ClusterFeed feed_ GUARDED_BY(mu_);
+  std::string running_label_ GUARDED_BY(mu_);  // the executor's current job, as last seen
+  node::LinkedRuns pinned_;  // forwarded here, run for the peer's link (its own lock, taken after mu_)
+  std::unique_ptr<Journal> journal_ GUARDED_BY(mu_);
+  node::Clock::time_point self_idle_since_ GUARDED_BY(mu_) = node::Clock::now();
+  bool self_was_busy_ GUARDED_BY(mu_) = false;
+  double tok_per_s_ GUARDED_BY(mu_) = 0;
+  bool shutting_down_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace revis::fabric

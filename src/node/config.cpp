@@ -273,6 +273,7 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.broker) c.broker = *o.broker;
   if (o.broker_creds) c.broker_creds = *o.broker_creds;
   if (o.broker_ack_wait_ms) c.broker_ack_wait_ms = *o.broker_ack_wait_ms;
+  if (o.broker_max_deliver) c.broker_max_deliver = *o.broker_max_deliver;
   if (o.broker_replicas) c.broker_replicas = *o.broker_replicas;
   if (o.max_attempts) c.max_attempts = *o.max_attempts;
   if (o.heartbeat_ms) c.heartbeat_ms = *o.heartbeat_ms;
@@ -349,6 +350,7 @@ Status validate_config(NodeConfig& c) {
   if (!c.broker.empty() && (!c.peers.empty() || c.discover))
     return Status::error("broker and peers/discover are two ways of sharing tickets: use one (docs/scale-out.md)");
   if (c.broker_ack_wait_ms < 100) return Status::error("broker_ack_wait_ms must be at least 100");
+  if (c.broker_max_deliver < 1) return Status::error("broker_max_deliver must be at least 1");
   if (!is_loopback_host(c.host) && c.token.empty())
     return Status::error("refusing to listen on " + c.host +
                          " without a token: anyone who can reach it could use this machine. Set --token (or REVIS_TOKEN, "

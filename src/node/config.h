@@ -144,7 +144,7 @@ struct ConfigOverrides {
   std::optional<std::string> journal, broker, broker_creds, draft;
   bool lookup = false;  // --lookup turns it on
   std::optional<int> draft_max;
-  std::optional<int> broker_ack_wait_ms, broker_replicas;
+  std::optional<int> broker_ack_wait_ms, broker_max_deliver, broker_replicas;
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's
   bool discover = false;           // --discover turns it on; off is the default, or the file's

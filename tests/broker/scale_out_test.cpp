@@ -107,19 +107,52 @@ class BrokerCluster : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.message();
   }
 
+  // The results of `ids` stored now (added to `found`).
+  void collect(const std::vector<std::string>& ids, std::map<std::string, json>& found) {
+    for (const std::string& id : ids) {
+      if (found.count(id)) continue;
+      auto r = client_->last_message(kResultStream, result_subject(id));
+      if (r.ok() && *r) found[id] = json::parse(**r);
+    }
+  }
+
   // Every id's result from REVIS_RESULTS, waiting up to `limit` for all.
   std::map<std::string, json> results(const std::vector<std::string>& ids, std::chrono::seconds limit) {
     std::map<std::string, json> found;
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (found.size() < ids.size() && std::chrono::steady_clock::now() < deadline) {
-      for (const std::string& id : ids) {
-        if (found.count(id)) continue;
-        auto r = client_->last_message(kResultStream, result_subject(id));
-        if (r.ok() && *r) found[id] = json::parse(**r);
-      }
+      collect(ids, found);
       if (found.size() < ids.size()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return found;
+  }
+
+  // The node running ticket `id` now, waiting for one (bounded); null if none.
+  NodeProcess* running(const std::string& id) {
+    for (int i = 0; i < 250; ++i) {
+      for (auto& n : nodes_)
+        if (const json current = testing::http_json(n->endpoint(), "/v1/revis/status")["current"];
+            current.is_object() && current.value("label", "") == id)
+          return n.get();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return nullptr;
+  }
+
+  // Kills a node (SIGKILL) and forgets it: a dead node has no status.
+  void kill(NodeProcess* node) {
+    node->signal(SIGKILL);
+    std::erase_if(nodes_, [node](const auto& n) { return n.get() == node; });
+  }
+
+  // Waits (bounded) until the counter `name` of `node` reaches `n`; its value.
+  static uint64_t counter(NodeProcess& node, const std::string& name, uint64_t n) {
+    uint64_t v = 0;
+    for (int i = 0; i < 250 && v < n; ++i) {
+      v = broker_status(node)["counters"][name].get<uint64_t>();
+      if (v < n) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return v;
   }
 
   uint64_t stored(const char* stream) {
@@ -221,13 +254,83 @@ TEST_F(BrokerCluster, BrokerRestartMidBatchLosesNothingAndNodesReconnect) {
   const std::vector<std::string> ids = ticket_ids("r", 40);
   for (const std::string& id : ids) publish(id, "work");
   ASSERT_EQ(results({ids[3]}, std::chrono::seconds(20)).size(), 1u);
+  std::map<std::string, json> before;  // what a client could have read before the restart
+  collect(ids, before);
   ASSERT_TRUE(server_->restart());  // SIGTERM: file storage keeps both streams
   for (int i = 0; i < 400 && !client_->connected(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   auto found = results(ids, std::chrono::seconds(60));
   EXPECT_EQ(found.size(), ids.size());
   for (const auto& [id, event] : found) EXPECT_EQ(event["type"], "done") << event.dump();
   EXPECT_EQ(stored(kResultStream), ids.size());
+  for (const auto& [id, event] : before) EXPECT_EQ(found[id], event) << "the result of " << id << " changed";
+  // Nothing ran twice: the runs the nodes log (every finished run, its
+  // result stored or not; a node keeps a result the stopped broker could
+  // not take and stores it once it is back) are one per ticket, and each
+  // stored result is that run's.
+  std::map<std::string, std::vector<std::string>> ran_on;  // ticketID -> nodes
+  for (const auto& n : nodes_)
+    for (const auto& run : testing::runs_in_log(n->log())) ran_on[run.ticket].push_back(n == nodes_[0] ? "a" : "b");
+  for (const std::string& id : ids) {
+    ASSERT_EQ(ran_on[id].size(), 1u) << id << " ran on " << json(ran_on[id]).dump() << "\n" << nodes_[0]->log() << "\n" << nodes_[1]->log();
+    EXPECT_EQ(found[id]["stats"]["node"], ran_on[id][0]) << id;
+  }
   for (auto& n : nodes_) EXPECT_TRUE(wait_pulling(*n)) << n->log();
+}
+
+TEST_F(BrokerCluster, CancelAtARelayingNodeStopsTheRunOnAnother) {
+  NodeProcess& a = start_node("a", 300);  // "long": 2 s
+  ASSERT_TRUE(wait_pulling(a));
+  // b relays its clients' tickets but runs none: another catalogue.
+  std::ofstream(dir_.file("other.toml")) << kClusterTasks << "\n[tasks.extra]\ntier = \"small\"\nuser = \"{{text}}\"\nrequired = [\"text\"]\n";
+  NodeProcess& b = start_node("b", 300, {"--catalog", dir_.file("other.toml")});
+  auto ws = node::WsClient::connect(b.endpoint(), "/v1/revis/stream", "", 10000);
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  const json t = {{"type", "ticket"}, {"ticketID", "c-1"}, {"taskType", "long"}, {"isStreaming", true}, {"args", {{"text", "hi"}}}};
+  ASSERT_TRUE((*ws)->send(t.dump()).ok());
+  // Tokens arrive: it runs (on a).
+  json event = json::object();
+  for (int i = 0; i < 100 && event.value("type", "") != "token"; ++i) {
+    auto m = (*ws)->receive(10000);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    event = json::parse(*m);
+  }
+  ASSERT_EQ(event["type"], "token") << event.dump();
+  ASSERT_TRUE((*ws)->send(json{{"type", "cancel"}, {"ticketID", "c-1"}}.dump()).ok());
+  for (int i = 0; i < 1000 && event["type"] == "token"; ++i) {
+    auto m = (*ws)->receive(10000);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    event = json::parse(*m);
+  }
+  EXPECT_EQ(event["type"], "error") << event.dump();
+  EXPECT_EQ(event["code"], "cancelled") << event.dump();
+  // The run on a stopped, ended cancelled and acked: not redelivered.
+  EXPECT_EQ(counter(a, "cancelled", 1), 1u) << a.log();
+  EXPECT_EQ(broker_status(a)["counters"]["done"], 0);
+  EXPECT_TRUE(testing::runs_in_log(a.log()).empty()) << a.log();
+  EXPECT_NE(a.log().find("ticket c-1 cancelled by its client"), std::string::npos) << a.log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(kAckWaitMs * 2));  // a redelivery would have come by now
+  EXPECT_EQ(broker_status(a)["counters"]["pulled"], 1);
+  EXPECT_EQ(stored(kTicketStream), 0u);
+  EXPECT_EQ(stored(kResultStream), 1u);
+  EXPECT_EQ(results({"c-1"}, std::chrono::seconds(1))["c-1"]["code"], "cancelled");
+}
+
+TEST_F(BrokerCluster, TicketPastMaxDeliverGetsOneErrorResult) {
+  for (const char* name : {"a", "b"}) ASSERT_TRUE(wait_pulling(start_node(name, 300, {"--broker-max-deliver", "1"})));
+  publish("doomed", "long");  // 2 s
+  NodeProcess* runner = running("doomed");
+  ASSERT_NE(runner, nullptr);
+  kill(runner);  // its one delivery never ends: JetStream gives up after the ack wait
+  NodeProcess& survivor = *nodes_[0];
+  auto found = results({"doomed"}, std::chrono::seconds(20));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found["doomed"]["type"], "error") << found["doomed"].dump();
+  EXPECT_EQ(found["doomed"]["code"], "internal") << found["doomed"].dump();
+  EXPECT_NE(found["doomed"]["message"].get<std::string>().find("max_deliver"), std::string::npos) << found["doomed"].dump();
+  EXPECT_EQ(counter(survivor, "givenUp", 1), 1u) << survivor.log();
+  EXPECT_EQ(broker_status(survivor)["counters"]["pulled"], 0);  // never redelivered
+  EXPECT_EQ(stored(kResultStream), 1u);
+  EXPECT_EQ(stored(kTicketStream), 0u);  // and gone from the work queue
 }
 
 TEST_F(BrokerCluster, NodeWithAnotherCatalogueRefusesToPull) {
