@@ -208,8 +208,10 @@ TEST(Executor, TooLongAndModelUnavailable) {
 TEST(Executor, SpeculativeTiersKeepTheTextAndReportDrafts) {
   const std::string target = model_path("llama-bpe-Q8_0");
   Fixture f(8, {{"plain", target, 512, 2},
-                {"drafted", target, 512, 2, model_path("llama-bpe-Q4_0")},
-                {"wrong", target, 512, 2, model_path("llama-spm-Q4_0")}});
+                {.name = "drafted", .model_path = target, .ctx = 512, .threads = 2,
+                 .draft_path = model_path("llama-bpe-Q4_0")},
+                {.name = "wrong", .model_path = target, .ctx = 512, .threads = 2,
+                 .draft_path = model_path("llama-spm-Q4_0")}});
   Outcomes out;
   f.executor.start();
   JobSpec lookup = spec("same", 24, "plain");
