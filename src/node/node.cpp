@@ -65,12 +65,24 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
   const NodeConfig& c = node->config_;
   std::vector<TierSpec> tiers;
   for (const TierConfig& t : c.tiers)
-    tiers.push_back({t.name, t.model, t.ctx > 0 ? t.ctx : c.ctx, t.threads > 0 ? t.threads : c.threads,
-                     t.chat_template.empty() ? c.chat_template : t.chat_template, t.draft, t.lookup.value_or(c.lookup),
-                     t.draft_max > 0 ? t.draft_max : c.draft_max});
+    tiers.push_back({.name = t.name,
+                     .model_path = t.model,
+                     .ctx = t.ctx > 0 ? t.ctx : c.ctx,
+                     .threads = t.threads > 0 ? t.threads : c.threads,
+                     .chat_template = t.chat_template.empty() ? c.chat_template : t.chat_template,
+                     .draft_path = t.draft,
+                     .lookup = t.lookup.value_or(c.lookup),
+                     .draft_max = t.draft_max > 0 ? t.draft_max : c.draft_max});
   std::optional<TierSpec> fallback;
   if (!c.model.empty())
-    fallback = TierSpec{"default", c.model, c.ctx, c.threads, c.chat_template, c.draft, c.lookup, c.draft_max};
+    fallback = TierSpec{.name = "default",
+                        .model_path = c.model,
+                        .ctx = c.ctx,
+                        .threads = c.threads,
+                        .chat_template = c.chat_template,
+                        .draft_path = c.draft,
+                        .lookup = c.lookup,
+                        .draft_max = c.draft_max};
   const uint64_t budget = c.memory_budget_mb > 0 ? c.memory_budget_mb << 20 : default_budget_bytes();
   node->pool_ = std::make_unique<TierPool>(std::move(tiers), std::move(fallback), budget,
                                            KvCacheConfig{.dir = c.kv_dir, .budget_bytes = c.kv_budget_mb << 20});
