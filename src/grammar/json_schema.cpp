@@ -16,7 +16,6 @@ namespace {
 // Ordered: properties come out in the order the schema declares them.
 using json = nlohmann::ordered_json;
 
-constexpr int kMaxNumberDigits = 15;
 constexpr int64_t kMaxMagnitude = 999'999'999'999'999;  // 15 digits
 constexpr int kMaxObjectDepth = 16;
 

@@ -21,7 +21,7 @@ KvShape shape_of(const ModelInfo& info) {
 }  // namespace
 
 PrefixCache::PrefixCache(Engine& engine, PrefixCacheOptions options)
-    : engine_(engine), options_(std::move(options)), pool_(engine, options_.ram_sessions) {}
+    : options_(std::move(options)), pool_(engine, options_.ram_sessions) {}
 
 // A checkpoint on its way to disk: what it holds, where the rows are read
 // from, and how the write went.

@@ -91,7 +91,6 @@ class PrefixCache {
   void settle(const Session& session, int kept);
   void warn(const std::string& message) const;
 
-  Engine& engine_;
   PrefixCacheOptions options_;
   SessionPool pool_;
   std::unique_ptr<KvStore> store_;

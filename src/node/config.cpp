@@ -298,7 +298,7 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       return Status::error("--tier " + spec + ": expected NAME=PATH");
-    TierConfig tier{spec.substr(0, eq), spec.substr(eq + 1)};
+    TierConfig tier{.name = spec.substr(0, eq), .model = spec.substr(eq + 1)};
     bool replaced = false;
     for (TierConfig& t : c.tiers)
       if (t.name == tier.name) {

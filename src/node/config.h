@@ -75,9 +75,10 @@ struct TierConfig {
   std::string model;
   int ctx = 0;      // 0: NodeConfig::ctx
   int threads = 0;  // 0: NodeConfig::threads
-  std::string chat_template;  // empty: NodeConfig::chat_template
-  std::string draft;            // draft model for speculative decoding (revis/draft.h)
-  std::optional<bool> lookup;   // prompt lookup; absent: NodeConfig::lookup
+  // {} on each field: designated initializers may leave any of them out.
+  std::string chat_template{};  // empty: NodeConfig::chat_template
+  std::string draft{};          // draft model for speculative decoding (revis/draft.h)
+  std::optional<bool> lookup{}; // prompt lookup; absent: NodeConfig::lookup
   int draft_max = 0;            // 0: NodeConfig::draft_max
 };
 

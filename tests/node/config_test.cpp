@@ -288,13 +288,13 @@ TEST(Config, DefaultsAndModelChecks) {
   EXPECT_EQ(m.default_tier, "default");
   EXPECT_FALSE(m.name.empty()) << "the host name by default";
   NodeConfig t;
-  t.tiers = {{"small", "s.gguf", 0, 0, ""}, {"large", "l.gguf", 0, 0, ""}};
+  t.tiers = {{.name = "small", .model = "s.gguf"}, {.name = "large", .model = "l.gguf"}};
   ASSERT_TRUE(validate_config(t).ok());
   EXPECT_EQ(t.default_tier, "small");
   t.default_tier = "huge";
   EXPECT_FALSE(validate_config(t).ok());
   NodeConfig dup;
-  dup.tiers = {{"a", "x.gguf", 0, 0, ""}, {"a", "y.gguf", 0, 0, ""}};
+  dup.tiers = {{.name = "a", .model = "x.gguf"}, {.name = "a", .model = "y.gguf"}};
   EXPECT_FALSE(validate_config(dup).ok());
 }
 

@@ -78,7 +78,7 @@ struct Fixture {
   Metrics metrics;
   TierPool pool;
   Executor executor;
-  explicit Fixture(size_t queue_limit = 8, std::vector<TierSpec> tiers = {{"small", model_path("qwen2-Q8_0"), 512, 2}},
+  explicit Fixture(size_t queue_limit = 8, std::vector<TierSpec> tiers = {{.name = "small", .model_path = model_path("qwen2-Q8_0"), .ctx = 512, .threads = 2}},
                    uint64_t budget = 0)
       : pool(std::move(tiers), std::nullopt, budget),
         executor(pool, metrics, ExecutorOptions{.queue_limit = queue_limit,
@@ -176,7 +176,8 @@ TEST(Executor, QueueBoundAndCancellation) {
 }
 
 TEST(Executor, TooLongAndModelUnavailable) {
-  Fixture f(8, {{"small", model_path("qwen2-Q8_0"), 64, 2}, {"broken", "/nonexistent/model.gguf", 0, 0}});
+  Fixture f(8, {{.name = "small", .model_path = model_path("qwen2-Q8_0"), .ctx = 64, .threads = 2},
+                {.name = "broken", .model_path = "/nonexistent/model.gguf"}});
   Outcomes out;
   f.executor.start();
   JobSpec big = spec("big", 4);
@@ -207,7 +208,7 @@ TEST(Executor, TooLongAndModelUnavailable) {
 // count the drafts; a draft of another vocabulary makes the tier unavailable.
 TEST(Executor, SpeculativeTiersKeepTheTextAndReportDrafts) {
   const std::string target = model_path("llama-bpe-Q8_0");
-  Fixture f(8, {{"plain", target, 512, 2},
+  Fixture f(8, {{.name = "plain", .model_path = target, .ctx = 512, .threads = 2},
                 {.name = "drafted", .model_path = target, .ctx = 512, .threads = 2,
                  .draft_path = model_path("llama-bpe-Q4_0")},
                 {.name = "wrong", .model_path = target, .ctx = 512, .threads = 2,
