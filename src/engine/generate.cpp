@@ -40,6 +40,9 @@ Status check_request(const Engine& engine, const Session& session, std::span<con
                            " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
   if (options.max_tokens < 0) return Status::error("max_tokens: " + std::to_string(options.max_tokens) + " (expected >= 0)");
   if (options.draft_max < 0) return Status::error("draft_max: " + std::to_string(options.draft_max) + " (expected >= 0)");
+  // Decoding looks each token up in them by binary search.
+  if (!std::is_sorted(options.shown_tokens.begin(), options.shown_tokens.end()))
+    return Status::error("shown_tokens: expected ascending token ids");
   if (options.top_logprobs < 0 || options.top_logprobs > kMaxTopLogprobs)
     return Status::error("top_logprobs: " + std::to_string(options.top_logprobs) + " (expected 0.." +
                          std::to_string(kMaxTopLogprobs) + ")");

@@ -273,6 +273,10 @@ TEST_F(Generate, ShownControlTokensKeepTheirText) {
   ASSERT_TRUE(shown.ok()) << shown.status().message();
   EXPECT_EQ(shown->text, "<|im_start|><|im_start|>");
   EXPECT_EQ(streamed, shown->text);
+  o.shown_tokens = {*start, 0};
+  auto unsorted = run(o);
+  ASSERT_FALSE(unsorted.ok());
+  EXPECT_NE(unsorted.status().message().find("shown_tokens"), std::string::npos) << unsorted.status().message();
 }
 
 TEST_F(Generate, LogprobsAreTheLogSoftmaxOfTheBiasedLogits) {
