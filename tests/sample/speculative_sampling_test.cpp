@@ -30,10 +30,9 @@ std::array<double, 5> frequencies(const std::vector<TokenProb>& p, const std::ve
   Rng rng(12345);
   std::array<double, 5> counts{};
   for (int i = 0; i < kDraws; ++i) {
-    const int32_t drafted = draw(q, rng);
-    // One-hot: a deterministic drafter that happened to propose `drafted`;
-    // here it cycles, so each position's q is one-hot at its draft.
-    const int32_t token = one_hot_q ? accept_or_resample(p, {}, i % 5, rng) : accept_or_resample(p, q, drafted, rng);
+    // One-hot: a deterministic drafter whose proposals cycle through the
+    // vocabulary, so each position's q is one-hot at its draft.
+    const int32_t token = one_hot_q ? accept_or_resample(p, {}, i % 5, rng) : accept_or_resample(p, q, draw(q, rng), rng);
     counts[token] += 1.0 / kDraws;
   }
   return counts;
