@@ -11,7 +11,7 @@ namespace {
 
 constexpr int kBarWidth = 24;
 constexpr auto kTerminalPeriod = std::chrono::milliseconds(250);
-constexpr auto kLogPeriod = std::chrono::seconds(10);
+constexpr auto kMeterLogPeriod = std::chrono::seconds(10);
 
 }  // namespace
 
@@ -48,7 +48,7 @@ std::string ProgressMeter::line_locked() const {
 void ProgressMeter::tick() {
   MutexLock lock(mutex_);
   const auto period = tty_ ? std::chrono::duration_cast<std::chrono::milliseconds>(kTerminalPeriod)
-                           : std::chrono::duration_cast<std::chrono::milliseconds>(kLogPeriod);
+                           : std::chrono::duration_cast<std::chrono::milliseconds>(kMeterLogPeriod);
   for (;;) {
     const auto deadline = std::chrono::steady_clock::now() + period;
     while (!stop_ && wake_.wait_until(mutex_, deadline)) {

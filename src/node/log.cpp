@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "base/mutex.h"
+#include "node/json_text.h"
 
 namespace revis::node {
 namespace {
@@ -53,7 +54,7 @@ void log_record(const char* level, const std::string& text, const char* kind, co
     nlohmann::json j = {{"ts", stamp}, {"level", level}, {"msg", kind ? kind : text}};
     if (fields.is_object())
       for (const auto& [key, value] : fields.items()) j[key] = value;
-    line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    line = json_text(j);
   } else {
     char head[64];
     std::snprintf(head, sizeof head, "%s %-5s ", stamp, level);

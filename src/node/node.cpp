@@ -13,6 +13,7 @@
 #include "kvstore/store.h"
 #include "node/build_info.h"
 #include "node/job_prompt.h"
+#include "node/json_text.h"
 #include "node/log.h"
 
 namespace revis::node {
@@ -301,7 +302,7 @@ std::string Node::status_json() const {
                 {"promptTokens", metrics_.prompt_tokens()},
                 {"generatedTokens", metrics_.generated_tokens()}}}};
   if (transport_report_.status_json) doc[transport_report_.key] = json::parse(transport_report_.status_json());
-  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  return json_text(doc);
 }
 
 std::string Node::metrics_text() const {

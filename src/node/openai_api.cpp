@@ -7,13 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/json_schema.h"
+#include "node/json_text.h"
 
 namespace revis::node {
 namespace {
 
 using nlohmann::json;
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 NodeError bad(std::string message) { return NodeError{ErrorCode::kBadRequest, std::move(message)}; }
 
@@ -492,7 +492,7 @@ json tool_call_json(const ToolCall& call) {
 
 std::string chat_delta_chunk(const std::string& id, const std::string& model, int64_t created, json delta,
                              const char* finish, json logprobs) {
-  return dump({{"id", id},
+  return json_text({{"id", id},
                {"object", "chat.completion.chunk"},
                {"created", created},
                {"model", model},
@@ -513,7 +513,7 @@ std::string chat_response(const std::string& id, const std::string& model, int64
     message["tool_calls"] = json::array();
     for (const ToolCall& call : r.tool_calls) message["tool_calls"].push_back(tool_call_json(call));
   }
-  return dump({{"id", id},
+  return json_text({{"id", id},
                {"object", "chat.completion"},
                {"created", created},
                {"model", model},
@@ -563,7 +563,7 @@ std::vector<ToolCall> tool_calls_from_json(const json& calls) {
 
 std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
                                 bool logprobs) {
-  return dump({{"id", id},
+  return json_text({{"id", id},
                {"object", "text_completion"},
                {"created", created},
                {"model", model},
@@ -577,7 +577,7 @@ std::string completion_response(const std::string& id, const std::string& model,
 std::string completion_chunk(const std::string& id, const std::string& model, int64_t created, std::string_view text,
                              const char* finish, bool logprobs, std::span<const LogprobEntry> entries,
                              size_t text_offset) {
-  return dump({{"id", id},
+  return json_text({{"id", id},
                {"object", "text_completion"},
                {"created", created},
                {"model", model},
@@ -588,7 +588,7 @@ std::string completion_chunk(const std::string& id, const std::string& model, in
 }
 
 std::string usage_chunk(bool chat, const std::string& id, const std::string& model, int64_t created, const JobStats& s) {
-  return dump({{"id", id},
+  return json_text({{"id", id},
                {"object", chat ? "chat.completion.chunk" : "text_completion"},
                {"created", created},
                {"model", model},
@@ -597,7 +597,7 @@ std::string usage_chunk(bool chat, const std::string& id, const std::string& mod
 }
 
 std::string openai_error(const std::string& message, const std::string& type, const std::string& code) {
-  return dump({{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}});
+  return json_text({{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}});
 }
 
 int http_status_for(ErrorCode code) {
@@ -628,7 +628,7 @@ std::string models_list(const std::vector<std::string>& ids, int64_t created, co
   json data = json::array();
   for (const std::string& id : ids)
     data.push_back({{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", owner}});
-  return dump({{"object", "list"}, {"data", data}});
+  return json_text({{"object", "list"}, {"data", data}});
 }
 
 }  // namespace revis::node

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node/json_text.h"
 #include "node/openai_api.h"
 
 namespace revis::node {
@@ -67,7 +68,6 @@ json stats_json(const JobStats& s) {
   };
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 Outcome<OpenAiCall> parse_openai_call(const json& j) {
   auto bad = [](std::string message) { return NodeError{ErrorCode::kBadRequest, "openai." + std::move(message)}; };
@@ -256,11 +256,11 @@ std::string ticket_message(const Ticket& t) {
   if (t.catalog) j["catalog"] = *t.catalog;
   if (t.forwarded_by) j["forwardedBy"] = *t.forwarded_by;
   if (t.openai) j["openai"] = {{"body", t.openai->body}, {"tier", t.openai->tier}, {"seed", t.openai->seed}};
-  return dump(j);
+  return json_text(j);
 }
 
 std::string accepted_event(const std::string& id, int position) {
-  return dump({{"type", "accepted"}, {"ticketID", id}, {"position", position}});
+  return json_text({{"type", "accepted"}, {"ticketID", id}, {"position", position}});
 }
 
 std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
@@ -268,7 +268,7 @@ std::string token_event(const std::string& id, uint64_t seq, std::string_view te
   json j = {{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", reasoning ? std::string() : std::string(text)}};
   if (reasoning) j["reasoning"] = std::string(text);
   if (!logprobs.empty()) j["logprobs"] = logprobs_content(logprobs);
-  return dump(j);
+  return json_text(j);
 }
 
 void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::function<void(std::string event)> send) {
@@ -286,7 +286,7 @@ std::string done_event(const std::string& id, const JobResult& result) {
   j["stopReason"] = result.stop_reason;
   j["stats"] = stats_json(result.stats);
   if (!result.logprobs.empty()) j["logprobs"] = logprobs_content(result.logprobs);
-  return dump(j);
+  return json_text(j);
 }
 
 std::vector<LogprobEntry> logprobs_of_event(std::string_view event) {
@@ -296,11 +296,11 @@ std::vector<LogprobEntry> logprobs_of_event(std::string_view event) {
 }
 
 std::string retry_event(const std::string& id, int attempt, const std::string& reason) {
-  return dump({{"type", "retry"}, {"ticketID", id}, {"attempt", attempt}, {"reason", reason}});
+  return json_text({{"type", "retry"}, {"ticketID", id}, {"attempt", attempt}, {"reason", reason}});
 }
 
 std::string error_event(const std::optional<std::string>& id, const NodeError& error) {
-  return dump({{"type", "error"},
+  return json_text({{"type", "error"},
                {"ticketID", id ? json(*id) : json(nullptr)},
                {"code", error_code_name(error.code)},
                {"message", error.message}});

@@ -36,23 +36,11 @@ temperature = 0
 max_tokens = 8
 )";
 
-std::string write(const TempDir& dir, const std::string& name, const std::string& text) {
-  const std::string path = dir.file(name);
-  std::ofstream(path) << text;
-  return path;
-}
-
 std::vector<json> read_jsonl(const std::string& path) {
   std::ifstream in(path);
   std::vector<json> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
   return lines;
-}
-
-json status_of(const NodeProcess& node) {
-  auto r = node::http_request(node.endpoint(), "GET", "/v1/revis/status", "", {}, 5000);
-  if (!r.ok() || r->status != 200) return json::object();
-  return json::parse(r->body);
 }
 
 std::string short_ticket(int i, const std::string& id = "") {
@@ -74,7 +62,7 @@ std::string batch_command(const NodeProcess& node, const std::string& input, con
 
 TEST(Batch, ResultsKeepInputOrderAndFailedTicketsAreListed) {
   TempDir dir;
-  NodeProcess node(sim_args(write(dir, "tasks.toml", kTasks), "sim-a", 400));
+  NodeProcess node(sim_args(dir.write("tasks.toml", kTasks), "sim-a", 400));
   ASSERT_TRUE(node.wait_ready()) << node.log();
   std::string input;
   for (int i = 1; i <= 10; ++i) input += short_ticket(i, i % 3 == 0 ? "mine-" + std::to_string(i) : "");
@@ -83,7 +71,7 @@ TEST(Batch, ResultsKeepInputOrderAndFailedTicketsAreListed) {
   input += R"({"taskType": "nope", "args": {"text": "x"}, "ticketID": "bad-task"})" "\n";  // line 13: refused at once
   const std::string out = dir.file("results.jsonl");
   // Everything in flight at once, so the refusals come back first.
-  auto r = run_revis(batch_command(node, write(dir, "in.jsonl", input), out, "--concurrency 16"));
+  auto r = run_revis(batch_command(node, dir.write("in.jsonl", input), out, "--concurrency 16"));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("line 13 (ticket bad-task): unknown_task"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("line 12 (ticket "), std::string::npos) << r.err;
@@ -113,14 +101,14 @@ TEST(Batch, ResultsKeepInputOrderAndFailedTicketsAreListed) {
   EXPECT_EQ(results[11]["code"], "unknown_task");
   EXPECT_EQ(results[11]["ticketID"], "bad-task");
   // Each done ticket ran exactly once.
-  EXPECT_EQ(status_of(node)["counters"]["byOutcome"]["ticket"]["done"], 10);
+  EXPECT_EQ(node.status()["counters"]["byOutcome"]["ticket"]["done"], 10);
 }
 
 TEST(Batch, EveryTicketDoneExitsZeroWithASummary) {
   TempDir dir;
-  NodeProcess node(sim_args(write(dir, "tasks.toml", kTasks), "sim-b", 1000));
+  NodeProcess node(sim_args(dir.write("tasks.toml", kTasks), "sim-b", 1000));
   ASSERT_TRUE(node.wait_ready()) << node.log();
-  const json status = status_of(node);
+  const json status = node.status();
   EXPECT_EQ(status["engine"], "sim");
   EXPECT_EQ(status["sim"]["tokensPerS"], 1000.0);
   bool small_simulated = false;
@@ -130,7 +118,7 @@ TEST(Batch, EveryTicketDoneExitsZeroWithASummary) {
   std::string input;
   for (int i = 1; i <= 30; ++i) input += short_ticket(i);
   const std::string out = dir.file("results.jsonl"), summary = dir.file("summary.json");
-  auto r = run_revis(batch_command(node, write(dir, "in.jsonl", input), out, "--summary " + shell_quote(summary)));
+  auto r = run_revis(batch_command(node, dir.write("in.jsonl", input), out, "--summary " + shell_quote(summary)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("30/30"), std::string::npos) << r.err;  // the progress line's last state
   EXPECT_NE(r.err.find("overhead"), std::string::npos) << r.err;
@@ -155,7 +143,7 @@ TEST(Batch, EveryTicketDoneExitsZeroWithASummary) {
 
 TEST(Batch, MalformedLinesAreListedAndNothingIsSent) {
   TempDir dir;
-  NodeProcess node(sim_args(write(dir, "tasks.toml", kTasks), "sim-c", 1000));
+  NodeProcess node(sim_args(dir.write("tasks.toml", kTasks), "sim-c", 1000));
   ASSERT_TRUE(node.wait_ready()) << node.log();
   const std::string input = short_ticket(1, "same") +                        // 1
                             "{\"taskType\": \"short\", \"args\": {\n" +      // 2: not JSON
@@ -164,31 +152,31 @@ TEST(Batch, MalformedLinesAreListedAndNothingIsSent) {
                             R"(["short"])" "\n"                              // 5: not an object
                             + short_ticket(6, "same") +                      // 6: duplicate ID
                             R"({"args": {"text": "x"}})" "\n";               // 7: no taskType
-  auto r = run_revis(batch_command(node, write(dir, "in.jsonl", input), dir.file("out.jsonl")));
+  auto r = run_revis(batch_command(node, dir.write("in.jsonl", input), dir.file("out.jsonl")));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   for (int line = 2; line <= 7; ++line)
     EXPECT_NE(r.err.find("in.jsonl:" + std::to_string(line) + ": "), std::string::npos) << line << "\n" << r.err;
   EXPECT_EQ(r.err.find("in.jsonl:1: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("already used on line 1"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("nothing was sent"), std::string::npos) << r.err;
-  EXPECT_EQ(status_of(node)["counters"]["executed"], 0);
+  EXPECT_EQ(node.status()["counters"]["executed"], 0);
 }
 
 TEST(Batch, TicketsInFlightAreSentAgainWhenTheNodeDies) {
   TempDir dir;
-  const std::string tasks = write(dir, "tasks.toml", kTasks);
+  const std::string tasks = dir.write("tasks.toml", kTasks);
   auto first = std::make_unique<NodeProcess>(sim_args(tasks, "first", 40));  // 8 tokens: ~0.2 s a ticket
   ASSERT_TRUE(first->wait_ready()) << first->log();
   const int port = first->port();
   std::string input;
   for (int i = 1; i <= 16; ++i) input += short_ticket(i);
   const std::string out = dir.file("results.jsonl");
-  const std::string command = batch_command(*first, write(dir, "in.jsonl", input), out, "--concurrency 4");
+  const std::string command = batch_command(*first, dir.write("in.jsonl", input), out, "--concurrency 4");
   testing::CommandResult r;
   std::thread batch([&] { r = run_revis(command); });
 
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (status_of(*first).value(json::json_pointer("/counters/executed"), 0) < 3 && std::chrono::steady_clock::now() < deadline)
+  while (first->status().value(json::json_pointer("/counters/executed"), 0) < 3 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(20ms);
   first->signal(SIGKILL);
   first->wait_exit(10s);
@@ -217,12 +205,12 @@ TEST(Batch, TicketsInFlightAreSentAgainWhenTheNodeDies) {
 TEST(Batch, RunsOnARealModel) {
   TempDir dir;
   NodeProcess node({"-m", testing::testdata("models/qwen2-Q8_0.gguf").string(), "-t", "1", "-c", "256", "--catalog",
-                    write(dir, "tasks.toml", kTasks), "--name", "real"});
+                    dir.write("tasks.toml", kTasks), "--name", "real"});
   ASSERT_TRUE(node.wait_ready()) << node.log();
   std::string input;
   for (int i = 1; i <= 6; ++i) input += short_ticket(i);
   const std::string out = dir.file("results.jsonl");
-  auto r = run_revis(batch_command(node, write(dir, "in.jsonl", input), out, "--concurrency 3"));
+  auto r = run_revis(batch_command(node, dir.write("in.jsonl", input), out, "--concurrency 3"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<json> results = read_jsonl(out);
   ASSERT_EQ(results.size(), 6u);
@@ -240,12 +228,12 @@ TEST(Batch, AnUnreachableNodeFailsEveryTicket) {
   // A port nothing listens on: bound by a node that has since stopped.
   int port = 0;
   {
-    NodeProcess gone(sim_args(write(dir, "tasks.toml", kTasks), "gone", 1000));
+    NodeProcess gone(sim_args(dir.write("tasks.toml", kTasks), "gone", 1000));
     ASSERT_TRUE(gone.wait_ready()) << gone.log();
     port = gone.port();
   }
   const std::string input = short_ticket(1) + short_ticket(2);
-  auto r = run_revis("batch " + shell_quote(write(dir, "in.jsonl", input)) + " --node 127.0.0.1:" + std::to_string(port) +
+  auto r = run_revis("batch " + shell_quote(dir.write("in.jsonl", input)) + " --node 127.0.0.1:" + std::to_string(port) +
                      " --retries 1 -o " + shell_quote(dir.file("out.jsonl")));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("line 2 (ticket "), std::string::npos) << r.err;

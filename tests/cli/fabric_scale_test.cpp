@@ -28,11 +28,6 @@ using testing::TempDir;
 constexpr int kPeers = 7;
 constexpr int kTickets = 200;
 
-json status_of(const NodeProcess& node) {
-  auto r = node::http_request(node.endpoint(), "GET", "/v1/revis/status", "", {}, 5000);
-  return r.ok() && r->status == 200 ? json::parse(r->body) : json::object();
-}
-
 std::vector<std::string> sim_node(const std::string& catalog, const std::string& name) {
   return {"--engine", "sim", "--sim-tokens-per-s", "500", "--catalog", catalog, "--name", name, "--queue-limit", "1000"};
 }
@@ -82,7 +77,7 @@ TEST(FabricScale, EveryTicketEndsExactlyOnceAcrossSimulatedNodes) {
   // up to the number of tickets, and each node ran what the results say.
   uint64_t executed = 0;
   for (const auto& node : nodes) {
-    const json s = status_of(*node);
+    const json s = node->status();
     const std::string name = s["name"];
     executed += s["counters"]["executed"].get<uint64_t>();
     EXPECT_EQ(s["counters"]["executed"].get<size_t>(), runs_by_node[name].size()) << name;

@@ -19,21 +19,18 @@
 #include <unistd.h>
 
 #include "fabric/cluster.h"
+#include "support/run_command.h"
 
 namespace revis {
 namespace {
 
 using testing::Cluster;
 using testing::json;
+using testing::run_quiet;
 using testing::NodeProcess;
 using namespace std::chrono_literals;
 
 #ifdef REVIS_HAVE_AVAHI
-
-int sh(const std::string& command) {
-  const int status = std::system(("( " + command + " ) >/dev/null 2>&1").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 constexpr const char* kSystemBus = "/run/dbus/system_bus_socket";
 constexpr const char* kBusPidFile = "/run/dbus/pid";
@@ -61,29 +58,29 @@ class AvahiDaemon {
  public:
   // Empty when a daemon runs, else why there is none.
   std::string ensure() {
-    if (sh("avahi-daemon --check") == 0) return "";
+    if (run_quiet("avahi-daemon --check") == 0) return "";
     if (geteuid() != 0) return "no avahi-daemon is running, and starting one (and the system D-Bus) needs root";
-    if (sh("command -v avahi-daemon && command -v dbus-daemon") != 0)
+    if (run_quiet("command -v avahi-daemon && command -v dbus-daemon") != 0)
       return "avahi-daemon or dbus-daemon is not installed (scripts/install-deps.sh installs both)";
     if (!system_bus_answers()) {
       // A pid file left by a bus that died keeps a new one from starting.
       if (const pid_t old = pid_in(kBusPidFile); old > 0 && kill(old, 0) != 0) unlink(kBusPidFile);
-      if (sh("mkdir -p /run/dbus && dbus-daemon --system --fork") != 0) return "`dbus-daemon --system --fork` failed";
+      if (run_quiet("mkdir -p /run/dbus && dbus-daemon --system --fork") != 0) return "`dbus-daemon --system --fork` failed";
       bus_pid_ = pid_in(kBusPidFile);
     }
     // --no-chroot: the chroot needs files a container may lack.
-    if (sh("avahi-daemon --no-chroot -D") != 0) return "`avahi-daemon --no-chroot -D` failed";
+    if (run_quiet("avahi-daemon --no-chroot -D") != 0) return "`avahi-daemon --no-chroot -D` failed";
     started_daemon_ = true;
-    for (int i = 0; i < 250 && sh("avahi-daemon --check") != 0; ++i) std::this_thread::sleep_for(20ms);
-    return sh("avahi-daemon --check") == 0 ? "" : "avahi-daemon started but does not answer `avahi-daemon --check`";
+    for (int i = 0; i < 250 && run_quiet("avahi-daemon --check") != 0; ++i) std::this_thread::sleep_for(20ms);
+    return run_quiet("avahi-daemon --check") == 0 ? "" : "avahi-daemon started but does not answer `avahi-daemon --check`";
   }
 
   // Waits until what it stops is gone, so that the next test finds
   // neither running.
   ~AvahiDaemon() {
     if (started_daemon_) {
-      sh("avahi-daemon -k");
-      for (int i = 0; i < 250 && sh("avahi-daemon --check") == 0; ++i) std::this_thread::sleep_for(20ms);
+      run_quiet("avahi-daemon -k");
+      for (int i = 0; i < 250 && run_quiet("avahi-daemon --check") == 0; ++i) std::this_thread::sleep_for(20ms);
     }
     if (bus_pid_ > 0) {
       kill(bus_pid_, SIGTERM);

@@ -14,18 +14,15 @@
 #include <unistd.h>
 
 #include "fabric/cluster.h"
+#include "support/run_command.h"
 
 namespace revis {
 namespace {
 
 using testing::json;
+using testing::run_quiet;
 using testing::TicketClient;
 using namespace std::chrono_literals;
-
-int sh(const std::string& command) {
-  const int status = std::system((command + " >/dev/null 2>&1").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 // The namespace, the veth pair and their addresses; removed at the end.
 class VethPair {
@@ -42,7 +39,7 @@ class VethPair {
   // Empty on success, else why not.
   std::string create() {
     if (geteuid() != 0) return "not root: network namespaces need root";
-    if (sh("ip netns add " + ns_) != 0) return "`ip netns add` failed: network namespaces are not permitted here";
+    if (run_quiet("ip netns add " + ns_) != 0) return "`ip netns add` failed: network namespaces are not permitted here";
     created_ = true;
     const std::vector<std::string> steps = {
         "ip link add " + outer_ + " type veth peer name " + inner_,
@@ -54,16 +51,16 @@ class VethPair {
         "ip netns exec " + ns_ + " ip link set lo up",
     };
     for (const std::string& step : steps)
-      if (sh(step) != 0) return "`" + step + "` failed: veth pairs are not permitted here";
+      if (run_quiet(step) != 0) return "`" + step + "` failed: veth pairs are not permitted here";
     return "";
   }
   ~VethPair() {
     if (!created_) return;
-    sh("ip link del " + outer_);
-    sh("ip netns del " + ns_);
+    run_quiet("ip link del " + outer_);
+    run_quiet("ip netns del " + ns_);
   }
   // b's side of the wire, as if its network stopped.
-  bool set_up(bool up) { return sh("ip netns exec " + ns_ + " ip link set " + inner_ + (up ? " up" : " down")) == 0; }
+  bool set_up(bool up) { return run_quiet("ip netns exec " + ns_ + " ip link set " + inner_ + (up ? " up" : " down")) == 0; }
   const std::string& ns() const { return ns_; }
   const std::string& outer_ip() const { return outer_ip_; }
   const std::string& inner_ip() const { return inner_ip_; }

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "node/client.h"
 #include "support/testdata.h"
 
@@ -68,6 +70,11 @@ class NodeProcess {
   }
 
   node::HostPort endpoint() const { return {"127.0.0.1", port_}; }
+  // /v1/revis/status, or an empty object when the node does not answer.
+  nlohmann::json status() const {
+    auto r = node::http_request(endpoint(), "GET", "/v1/revis/status", "", {}, 5000);
+    return r.ok() && r->status == 200 ? nlohmann::json::parse(r->body) : nlohmann::json::object();
+  }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
 

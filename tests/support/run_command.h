@@ -24,6 +24,13 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+// Runs a shell command with its output discarded: its exit status, or -1
+// when it did not exit normally.
+inline int run_quiet(const std::string& command) {
+  const int status = std::system(("( " + command + " ) >/dev/null 2>&1").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // `args` is appended to the binary path as is: quote what needs quoting.
 // `env` ("NAME=value ...") is set for the command.
 inline CommandResult run_revis(const std::string& args, const std::string& env = "") {

@@ -36,6 +36,12 @@ class TempDir {
   ~TempDir() { std::filesystem::remove_all(path_); }
   const std::filesystem::path& path() const { return path_; }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
+  // Writes `text` to the file `name` in it; its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string path = file(name);
+    std::ofstream(path) << text;
+    return path;
+  }
 
  private:
   std::filesystem::path path_;
