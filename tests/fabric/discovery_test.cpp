@@ -12,7 +12,9 @@
 // A build without avahi-client instead checks that --discover is refused.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -52,8 +54,29 @@ pid_t pid_in(const std::string& file) {
   return pid;
 }
 
+// The system D-Bus and avahi-daemon are the machine's, not a test's: tests
+// that start or stop them take turns (ctest runs tests side by side, each
+// in its own process, and so may another build tree's run) by holding an
+// exclusive lock on one file from the start of the test to its end.
+class MachineDaemonsTurn {
+ public:
+  MachineDaemonsTurn() : fd_(open("/tmp/revis-test-machine-daemons.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666)) {
+    if (fd_ >= 0) flock(fd_, LOCK_EX);
+  }
+  ~MachineDaemonsTurn() {
+    if (fd_ >= 0) close(fd_);
+  }
+  MachineDaemonsTurn(const MachineDaemonsTurn&) = delete;
+  MachineDaemonsTurn& operator=(const MachineDaemonsTurn&) = delete;
+
+ private:
+  int fd_;
+};
+
 // The avahi-daemon the test talks to: the running one, or one started here
-// (with the system D-Bus if need be) and stopped at the end.
+// (with the system D-Bus if need be) and stopped at the end. Constructing
+// it waits for the test's turn with the machine's daemons (destroyed last,
+// after the daemons it started are gone).
 class AvahiDaemon {
  public:
   // Empty when a daemon runs, else why there is none.
@@ -90,6 +113,7 @@ class AvahiDaemon {
   }
 
  private:
+  MachineDaemonsTurn turn_;
   bool started_daemon_ = false;
   pid_t bus_pid_ = 0;
 };
@@ -172,6 +196,7 @@ TEST(Discovery, NodesFindEachOtherDispatchAndForget) {
 // discovery is off, and finds its peers once D-Bus and the daemon are up.
 TEST(Discovery, ANodeStartedBeforeDbusDiscoversOnceItRuns) {
   if (geteuid() != 0) GTEST_SKIP() << "starting the system D-Bus and avahi-daemon needs root";
+  AvahiDaemon daemon;  // not started yet: this only waits for the other tests' daemons to stop
   if (system_bus_answers())
     GTEST_SKIP() << "the system D-Bus runs already, and this test stops only what it started";
   Cluster cluster(2, {"--discover"}, testing::Peering::kFound);
@@ -181,7 +206,6 @@ TEST(Discovery, ANodeStartedBeforeDbusDiscoversOnceItRuns) {
   for (int i = 0; i < 200 && !said_off(); ++i) std::this_thread::sleep_for(50ms);
   ASSERT_TRUE(said_off()) << cluster.logs(0);
 
-  AvahiDaemon daemon;
   if (const std::string why = daemon.ensure(); !why.empty()) FAIL() << why;
   ASSERT_TRUE(cluster.start(1)) << cluster.logs(1);
   EXPECT_TRUE(wait_entry(cluster, 0, 1, linked)) << "a never found b\n" << cluster.logs(0);

@@ -239,9 +239,9 @@ TEST(Executor, SpeculativeTiersKeepTheTextAndReportDrafts) {
 TEST(Executor, LoadsTiersOnDemandAndUnloadsLeastRecentlyUsed) {
   // A budget that holds one model at a time.
   Fixture f(8,
-            {{"a", model_path("qwen2-Q8_0"), 256, 2},
-             {"b", model_path("llama-spm-Q8_0"), 256, 2},
-             {"a2", model_path("qwen2-Q8_0"), 256, 2}},
+            {{.name = "a", .model_path = model_path("qwen2-Q8_0"), .ctx = 256, .threads = 2},
+             {.name = "b", .model_path = model_path("llama-spm-Q8_0"), .ctx = 256, .threads = 2},
+             {.name = "a2", .model_path = model_path("qwen2-Q8_0"), .ctx = 256, .threads = 2}},
             /*budget=*/4u << 20);
   Outcomes out;
   f.executor.start();
