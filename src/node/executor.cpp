@@ -266,7 +266,7 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
   std::optional<ReasoningSplitter> thinking;
   if (!spec.raw && model.chat.reasoning) thinking.emplace(*model.chat.reasoning, prompt->opens_reasoning);
   std::optional<ToolCallSplitter> calls;
-  if (reads_tools) calls.emplace(*model.chat.tool_format);
+  if (reads_tools) calls.emplace(*model.chat.tool_format, spec.chat_options.tools.value_or(nlohmann::ordered_json()));
   AnswerStream answer(std::move(thinking), std::move(calls), on_text, job.callbacks.on_reasoning);
   auto r = generate(
       engine, *lease->session, tokens, options, [&](std::string_view piece) { answer.feed(piece); }, lease->cached);

@@ -9,7 +9,8 @@ constexpr std::string_view kSpace = " \t\n\r";
 
 // Tag pairs by preference: a template mentioning several (DeepSeek V3.2
 // writes both <think> and prose about it) takes the first found.
-const std::array<std::pair<std::string_view, std::string_view>, 5> kTags = {{
+const std::array<std::pair<std::string_view, std::string_view>, 6> kTags = {{
+    {"<|START_THINKING|>", "<|END_THINKING|>"},  // Command R7B, Command A
     {"<seed:think>", "</seed:think>"},
     {"<mm:think>", "</mm:think>"},
     {"[THINK]", "[/THINK]"},

@@ -7,6 +7,19 @@
 //                   (Mistral Small 3.2: [TOOL_CALLS]name[CALL_ID]id[ARGS]{...})
 //   DeepSeek V3/R1  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
 //                   ```json\n{...}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
+//   XML function    <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>
+//                   (Qwen3.5, Qwen3-Coder, Nemotron 3, StepFun; Seed-OSS: <seed:tool_call>)
+//   GLM             <tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>
+//                   (GLM 4.5/4.6, Laguna)
+//   Kimi K2         <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>
+//                   {...}<|tool_call_end|><|tool_calls_section_end|>   (ids: functions.NAME:INDEX)
+//   Command R       <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}]<|END_ACTION|>
+//                   (Command R7B, Command A, Cohere 2)
+//   functionary     <function=NAME>{...}</function>   (v3.1)
+// The XML families write strings as they are and other values as JSON: an
+// argument the tool declares as a string (or one of some strings) is text,
+// any other that parses as JSON other than a string is that value.
+// gpt-oss's harmony channels are not read (its templates get no format).
 // The format is chosen from the chat template's source. Text outside the
 // calls stays the answer's content. Output that looks like a call but does
 // not parse is left as content, never dropped.
@@ -28,6 +41,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -37,7 +51,7 @@
 
 namespace revis::node {
 
-enum class ToolFormat { kHermes, kLlama3, kMistral, kDeepSeek };
+enum class ToolFormat { kHermes, kLlama3, kMistral, kDeepSeek, kXmlFunction, kGlm, kKimi, kCommandR, kFunctionary };
 
 struct ToolCall {
   std::string id;         // tool_call_id()
@@ -75,11 +89,15 @@ std::vector<std::string_view> tool_markers(ToolFormat format);
 std::string tool_call_id(ToolFormat format, std::string_view seed, size_t index);
 
 // Splits a whole answer into content and calls (ids: tool_call_id()).
-ParsedAnswer parse_tool_calls(ToolFormat format, std::string_view text, std::string_view id_seed);
+// `tools`, the request's (OpenAI's array), tells the tagged families' text
+// arguments from the others (see above).
+ParsedAnswer parse_tool_calls(ToolFormat format, std::string_view text, std::string_view id_seed,
+                              const nlohmann::ordered_json& tools = nlohmann::ordered_json());
 
 class ToolCallSplitter {
  public:
-  explicit ToolCallSplitter(ToolFormat format) : format_(format) {}
+  explicit ToolCallSplitter(ToolFormat format, nlohmann::ordered_json tools = nlohmann::ordered_json())
+      : format_(format), tools_(std::move(tools)) {}
 
   // The content that is certain now: not a call, nor a possible start of one
   // (trailing white space is held too: it goes before a call).
@@ -90,6 +108,7 @@ class ToolCallSplitter {
 
  private:
   ToolFormat format_;
+  nlohmann::ordered_json tools_;
   bool started_ = false;  // content other than white space went out
   bool holding_ = false;  // a call began: everything from there is held
   std::string pending_;

@@ -24,7 +24,7 @@ namespace {
 using nlohmann::json;
 using testing::NodeProcess;
 
-const char* const kFamilies[] = {"hermes", "llama3", "mistral", "deepseek"};
+const char* const kFamilies[] = {"hermes", "llama3", "mistral", "deepseek", "xml-function", "glm", "kimi", "command-r", "functionary"};
 
 class ToolApi : public ::testing::Test {
  protected:
@@ -39,13 +39,18 @@ class ToolApi : public ::testing::Test {
         {"llama3", "meta-llama-Llama-3.1-8B-Instruct.jinja"},
         {"mistral", "Mistral-Small-3.2-24B-Instruct-2506.jinja"},
         {"deepseek", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"},
+        {"xml-function", "Qwen3.5-4B.jinja"},
+        {"glm", "GLM-4.6.jinja"},
+        {"kimi", "moonshotai-Kimi-K2.jinja"},
+        {"command-r", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja"},
+        {"functionary", "meetkai-functionary-medium-v3.1.jinja"},
     };
     std::ofstream config(*dir_ / "node.toml");
     for (const auto& [name, file] : tiers)
       config << "[tiers." << name << "]\nmodel = " << json(model) << "\nchat_template = " << json(templates + file)
              << "\n";
     config.close();
-    node_ = new NodeProcess({"--config", (*dir_ / "node.toml").string(), "-t", "2", "-c", "2048"});
+    node_ = new NodeProcess({"--config", (*dir_ / "node.toml").string(), "-t", "2", "-c", "4096"});
     ASSERT_TRUE(node_->wait_ready()) << node_->log();
   }
   static void TearDownTestSuite() {
@@ -141,8 +146,12 @@ TEST_F(ToolApi, RequiredAndNamedCallsAreValidInEveryFamily) {
       EXPECT_EQ(finish, "tool_calls") << where << ": " << r.body.substr(0, 600);
       ASSERT_EQ(calls.size(), 1u) << where << ": " << r.body.substr(0, 600);
       expect_valid_call(calls[0], where);
-      if (named) EXPECT_EQ(calls[0]["function"]["name"], "get_weather") << where;
-      if (stream) EXPECT_EQ(calls[0]["index"], 0) << where;
+      if (named) {
+        EXPECT_EQ(calls[0]["function"]["name"], "get_weather") << where;
+      }
+      if (stream) {
+        EXPECT_EQ(calls[0]["index"], 0) << where;
+      }
     }
   }
 }

@@ -100,6 +100,91 @@ TEST(ToolCalls, DeepSeek) {
   expect_call(a.calls[1], "get_time", {{"tz", "CET"}});
 }
 
+TEST(ToolCalls, XmlFunctionWithTypedValuesAndSeedWrapper) {
+  const ParsedAnswer a = parse_tool_calls(
+      ToolFormat::kXmlFunction,
+      "Checking.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"
+      "<parameter=days>\n3\n</parameter>\n<parameter=units>\n{\"temp\": \"C\"}\n</parameter>\n</function>\n</tool_call>\n"
+      "<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+      "c");
+  EXPECT_EQ(a.content, "Checking.");
+  ASSERT_EQ(a.calls.size(), 2u);
+  expect_call(a.calls[0], "get_weather", {{"city", "New York"}, {"days", 3}, {"units", {{"temp", "C"}}}});
+  expect_call(a.calls[1], "get_time", json::object());
+  const ParsedAnswer seed = parse_tool_calls(
+      ToolFormat::kXmlFunction,
+      "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>", "c");
+  ASSERT_EQ(seed.calls.size(), 1u);
+  expect_call(seed.calls[0], "get_weather", {{"city", "Paris"}});
+  // A multi-line string keeps its inner newlines.
+  const ParsedAnswer lines = parse_tool_calls(
+      ToolFormat::kXmlFunction, "<tool_call>\n<function=f>\n<parameter=text>\na\nb\n</parameter>\n</function>\n</tool_call>",
+      "c");
+  ASSERT_EQ(lines.calls.size(), 1u);
+  expect_call(lines.calls[0], "f", {{"text", "a\nb"}});
+  EXPECT_TRUE(parse_tool_calls(ToolFormat::kXmlFunction, "<tool_call>\n<function=f>\n<parameter=x>1", "c").calls.empty());
+  // With the request's tools, a property declared as text stays text.
+  const auto tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "parameters":
+      {"type": "object", "properties": {"zip": {"type": "string"}, "n": {"type": "integer"}}}}}])");
+  const ParsedAnswer typed = parse_tool_calls(
+      ToolFormat::kXmlFunction,
+      "<tool_call>\n<function=f>\n<parameter=zip>\n75001\n</parameter>\n<parameter=n>\n2\n</parameter>\n</function>\n"
+      "</tool_call>",
+      "c", tools);
+  ASSERT_EQ(typed.calls.size(), 1u);
+  expect_call(typed.calls[0], "f", {{"zip", "75001"}, {"n", 2}});
+}
+
+TEST(ToolCalls, GlmKeyValuePairs) {
+  const ParsedAnswer a = parse_tool_calls(
+      ToolFormat::kGlm,
+      "Sure.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n"
+      "<arg_value>2</arg_value>\n</tool_call><tool_call>get_time<arg_key>tz</arg_key><arg_value>CET</arg_value></tool_call>",
+      "c");
+  EXPECT_EQ(a.content, "Sure.");
+  ASSERT_EQ(a.calls.size(), 2u);
+  expect_call(a.calls[0], "get_weather", {{"city", "Paris"}, {"days", 2}});
+  expect_call(a.calls[1], "get_time", {{"tz", "CET"}});
+  EXPECT_TRUE(parse_tool_calls(ToolFormat::kGlm, "<tool_call>f\n<arg_key>x</arg_key>\n</tool_call>", "c").calls.empty());
+}
+
+TEST(ToolCalls, KimiIdsAreTheModelsOwn) {
+  const ParsedAnswer a = parse_tool_calls(
+      ToolFormat::kKimi,
+      "Let me look.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+      "{\"city\": \"Paris\"}<|tool_call_end|><|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}"
+      "<|tool_call_end|><|tool_calls_section_end|>",
+      "c");
+  EXPECT_EQ(a.content, "Let me look.");
+  ASSERT_EQ(a.calls.size(), 2u);
+  expect_call(a.calls[0], "get_weather", {{"city", "Paris"}});
+  expect_call(a.calls[1], "get_time", json::object());
+  EXPECT_EQ(a.calls[0].id, "functions.get_weather:0");
+  EXPECT_EQ(a.calls[1].id, "functions.get_time:1");
+}
+
+TEST(ToolCalls, CommandRActionList) {
+  const ParsedAnswer a = parse_tool_calls(
+      ToolFormat::kCommandR,
+      "<|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": "
+      "\"Paris\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"get_time\", \"parameters\": {}}\n]<|END_ACTION|>",
+      "c");
+  EXPECT_EQ(a.content, "");
+  ASSERT_EQ(a.calls.size(), 2u);
+  expect_call(a.calls[0], "get_weather", {{"city", "Paris"}});
+  expect_call(a.calls[1], "get_time", json::object());
+  EXPECT_TRUE(parse_tool_calls(ToolFormat::kCommandR, "<|START_ACTION|>[{\"tool_name\": 3}]", "c").calls.empty());
+}
+
+TEST(ToolCalls, FunctionaryInline) {
+  const ParsedAnswer a =
+      parse_tool_calls(ToolFormat::kFunctionary, "One moment. <function=get_weather>{\"city\": \"Paris\"}</function>", "c");
+  EXPECT_EQ(a.content, "One moment.");
+  ASSERT_EQ(a.calls.size(), 1u);
+  expect_call(a.calls[0], "get_weather", {{"city", "Paris"}});
+  EXPECT_EQ(parse_tool_calls(ToolFormat::kFunctionary, "<function=f>not json</function>", "c").calls.size(), 0u);
+}
+
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
@@ -116,6 +201,16 @@ TEST(ToolCalls, FormatFromTheSharedTemplates) {
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", ToolFormat::kLlama3},
       {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolFormat::kMistral},
       {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ToolFormat::kDeepSeek},
+      {"Qwen3.5-4B.jinja", ToolFormat::kXmlFunction},
+      {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", ToolFormat::kXmlFunction},
+      {"ByteDance-Seed-OSS.jinja", ToolFormat::kXmlFunction},
+      {"StepFun3.5-Flash.jinja", ToolFormat::kXmlFunction},
+      {"GLM-4.6.jinja", ToolFormat::kGlm},
+      {"poolside-Laguna-S-2.1.jinja", ToolFormat::kGlm},
+      {"moonshotai-Kimi-K2.jinja", ToolFormat::kKimi},
+      {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", ToolFormat::kCommandR},
+      {"Cohere2MoE.jinja", ToolFormat::kCommandR},
+      {"meetkai-functionary-medium-v3.1.jinja", ToolFormat::kFunctionary},
   };
   for (const auto& [file, format] : expected) {
     auto f = tool_format(read(dir + file));
@@ -170,6 +265,17 @@ TEST(ToolCallSplitter, StreamsLikeTheWholeAnswerPerFamily) {
                             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
                             "{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
   expect_streams_like_whole(ToolFormat::kDeepSeek, "Plain ｜ text.");
+  expect_streams_like_whole(ToolFormat::kXmlFunction,
+                            "Hm.\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>");
+  expect_streams_like_whole(ToolFormat::kXmlFunction, "<seed:tool_call><function=f></function></seed:tool_call>");
+  expect_streams_like_whole(ToolFormat::kGlm, "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>x</arg_value>\n</tool_call>");
+  expect_streams_like_whole(ToolFormat::kKimi,
+                            "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}"
+                            "<|tool_call_end|><|tool_calls_section_end|>");
+  expect_streams_like_whole(ToolFormat::kCommandR,
+                            "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"f\", \"parameters\": {}}]<|END_ACTION|>");
+  expect_streams_like_whole(ToolFormat::kFunctionary, "Ok <function=f>{\"a\": 1}</function>");
+  expect_streams_like_whole(ToolFormat::kFunctionary, "a < b, and <function is a word");
 }
 
 TEST(ToolCallSplitter, ContentBeforeACallStreamsAtOnce) {
@@ -229,6 +335,16 @@ TEST(ToolCalls, ReadsWhatTheFamiliesTemplatesWrite) {
       {"unsloth-mistral-Devstral-Small-2507.jinja", ToolFormat::kMistral, "[/INST]", "</s>"},
       {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ToolFormat::kDeepSeek, "<｜Assistant｜>",
        "<｜end▁of▁sentence｜>"},
+      {"Qwen3.5-4B.jinja", ToolFormat::kXmlFunction, "<|im_start|>assistant\n", "<|im_end|>"},
+      {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", ToolFormat::kXmlFunction, "<|im_start|>assistant\n", "<|im_end|>"},
+      {"StepFun3.5-Flash.jinja", ToolFormat::kXmlFunction, "<|im_start|>assistant\n", "<|im_end|>"},
+      {"GLM-4.6.jinja", ToolFormat::kGlm, "<|assistant|>", "<|"},
+      {"poolside-Laguna-S-2.1.jinja", ToolFormat::kGlm, "<assistant></think>", "</assistant>"},  // thinking opened by the prompt
+      {"moonshotai-Kimi-K2.jinja", ToolFormat::kKimi, "<|im_assistant|>assistant<|im_middle|>", "<|im_end|>"},
+      {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", ToolFormat::kCommandR, "<|CHATBOT_TOKEN|>",
+       "<|END_OF_TURN_TOKEN|>"},
+      {"meetkai-functionary-medium-v3.1.jinja", ToolFormat::kFunctionary,
+       "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eom_id|>"},
   };
   for (const TemplateCase& c : cases) {
     SCOPED_TRACE(c.file);
