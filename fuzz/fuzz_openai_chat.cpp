@@ -2,10 +2,11 @@
 // body) and the tool-call readers (a model's output, which a client can
 // steer). The first byte picks: even = a request body, whose refusal must
 // carry a message and whose tools must give every family's call grammar or
-// an error; odd = an answer in the family (byte >> 1) % 4, which must parse
+// an error; odd = an answer in the family (byte >> 1) % 9, which must parse
 // to the same calls whole and streamed in two pieces.
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -16,7 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace revis::node;
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const ToolFormat formats[] = {ToolFormat::kHermes, ToolFormat::kLlama3, ToolFormat::kMistral, ToolFormat::kDeepSeek};
+  const ToolFormat formats[] = {ToolFormat::kHermes, ToolFormat::kLlama3,      ToolFormat::kMistral,
+                                ToolFormat::kDeepSeek, ToolFormat::kXmlFunction, ToolFormat::kGlm,
+                                ToolFormat::kKimi, ToolFormat::kCommandR,    ToolFormat::kFunctionary};
   if (data[0] % 2 == 0) {
     auto r = parse_chat_request(text);
     if (!r.ok()) {
@@ -31,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     return 0;
   }
-  const ToolFormat format = formats[(data[0] >> 1) % 4];
+  const ToolFormat format = formats[(data[0] >> 1) % std::size(formats)];
   const ParsedAnswer whole = parse_tool_calls(format, text, "seed");
   ToolCallSplitter splitter(format);
   const size_t cut = text.size() / 2;

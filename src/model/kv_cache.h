@@ -14,9 +14,10 @@
 // Memory: zeroed pages mapped from the kernel, not written at construction,
 // so a new session costs nothing until its rows are used (a checkpoint read
 // straight into the cache faults its pages in as it lands, instead of after
-// a pass that zero-fills them). Transparent huge pages (MADV_HUGEPAGE) were
-// tried and made that read 2-3x slower on the development machine, whose
-// kernel found no huge pages and compacted memory at each fault.
+// a pass that zero-fills them). The pages are asked to be transparent huge
+// pages (MADV_HUGEPAGE): faulted 2 MiB at a time, a resume's first touch of
+// hundreds of MiB costs a fraction of the 4 KiB faults (docs/kvstore.md has
+// the figures, and the cost in memory and on fragmented machines).
 #pragma once
 
 #include <cstddef>
