@@ -83,10 +83,11 @@ OpenAiRelay::Step OpenAiRelay::on_event(std::string_view text) {
   if (finished_ || !e.is_object() || string_field("ticketID") != shape_.id) return {};
   const std::string type = string_field("type");
   Step step;
-  if (type == "accepted" && shape_.stream && !opened_) {
+  if (shape_.stream && !opened_ && (type == "token" || type == "done")) {
     step.open_stream = opened_ = true;
     if (shape_.chat) step.events.push_back(chat_chunk(shape_.id, shape_.model, shape_.created, true, "", nullptr));
-  } else if (type == "token" && shape_.stream) {
+  }
+  if (type == "token" && shape_.stream) {
     const bool thinking = e.contains("reasoning");
     auto piece = fresh_part(thinking ? thinking_ : answer_, string_field(thinking ? "reasoning" : "text"));
     if (!piece) {

@@ -3,9 +3,12 @@
 // or a peer (docs/fabric.md), and this turns what the ticket reports into
 // OpenAI's response, or its Server-Sent Events.
 //
-// Streaming: the SSE header goes out when the ticket is accepted (the
-// desk's first event for it), each `token` becomes a chunk, `done` the
-// closing chunks. A `retry` (the node
+// Streaming: the SSE header goes out with the first `token` (or `done`),
+// not when the ticket is accepted: a request that fails before generating
+// (a prompt too long for the context, a full queue, an unknown tier) gets
+// its HTTP error status, as a non-streamed one does, never a 200 followed
+// by an error event. Each `token` becomes a chunk, `done` the closing
+// chunks. A `retry` (the node
 // running it was lost) cannot be shown to an SSE client, which keeps what
 // it was sent, so the new run's text is checked against that instead: the
 // part already sent is swallowed and the stream goes on where it stopped.

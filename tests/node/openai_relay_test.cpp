@@ -43,11 +43,14 @@ TEST(OpenAiRelay, StreamsChunksThenFinishUsageAndDone) {
   OpenAiRelay relay(shape(true, true));
   std::vector<OpenAiRelay::Step> steps;
   steps.push_back(relay.on_event(accepted_event("chatcmpl-1", 0)));
-  EXPECT_TRUE(steps.back().open_stream);
-  ASSERT_EQ(steps.back().events.size(), 1u);
-  EXPECT_EQ(json::parse(steps.back().events[0])["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_FALSE(steps.back().open_stream) << "the header waits for the first token";
+  EXPECT_TRUE(steps.back().events.empty());
   steps.push_back(relay.on_event(token_event("chatcmpl-1", 0, "Hel")));
+  EXPECT_TRUE(steps.back().open_stream);
+  ASSERT_EQ(steps.back().events.size(), 2u);
+  EXPECT_EQ(json::parse(steps.back().events[0])["choices"][0]["delta"]["role"], "assistant");
   steps.push_back(relay.on_event(token_event("chatcmpl-1", 1, "lo")));
+  EXPECT_FALSE(steps.back().open_stream);
   steps.push_back(relay.on_event(done_event("chatcmpl-1", result("Hello"))));
   const OpenAiRelay::Step& last = steps.back();
   EXPECT_TRUE(last.finished);
@@ -81,8 +84,18 @@ TEST(OpenAiRelay, ErrorBeforeTheStreamIsAnHttpErrorAfterItAnEvent) {
   EXPECT_EQ(step.error->code, ErrorCode::kQueueFull);
   EXPECT_TRUE(step.events.empty());
 
+  // Accepted, then refused by the node that runs it (the prompt does not
+  // fit its context): still an HTTP error, the stream never opened.
+  OpenAiRelay too_long(shape(true, true));
+  EXPECT_FALSE(too_long.on_event(accepted_event("chatcmpl-1", 0)).open_stream);
+  step = too_long.on_event(error_event("chatcmpl-1", {ErrorCode::kTooLong, "the prompt has 812 tokens"}));
+  ASSERT_TRUE(step.error.has_value());
+  EXPECT_EQ(step.error->code, ErrorCode::kTooLong);
+  EXPECT_FALSE(step.open_stream);
+
   OpenAiRelay failed(shape(true, true));
   failed.on_event(accepted_event("chatcmpl-1", 0));
+  failed.on_event(token_event("chatcmpl-1", 0, "Par"));
   step = failed.on_event(error_event("chatcmpl-1", {ErrorCode::kInternal, "gave up after 3 attempts"}));
   EXPECT_FALSE(step.error.has_value());
   ASSERT_EQ(step.events.size(), 2u);

@@ -720,6 +720,19 @@ TEST_F(NodeTest, OpenAiStreamingChatAndCompletions) {
   EXPECT_EQ(json::parse(cj.body)["usage"]["completion_tokens"], 5);
 }
 
+TEST_F(NodeTest, OpenAiStreamWithATooLongPromptIsRefusedBeforeAnyHeader) {
+  std::string words;
+  for (int i = 0; i < 9000; ++i) words += "x ";  // about 9000 tokens; the tier's context holds 4096
+  for (const bool chat : {true, false}) {
+    const json body = chat ? json{{"messages", {{{"role", "user"}, {"content", words}}}}, {"max_tokens", 4}, {"stream", true}}
+                           : json{{"prompt", words}, {"max_tokens", 4}, {"stream", true}};
+    auto r = post(ep(), chat ? "/v1/chat/completions" : "/v1/completions", body);
+    EXPECT_EQ(r.status, 400) << r.body.substr(0, 300);
+    EXPECT_EQ(r.headers["content-type"], "application/json");
+    EXPECT_EQ(json::parse(r.body)["error"]["code"], "context_length_exceeded") << r.body.substr(0, 300);
+  }
+}
+
 TEST_F(NodeTest, SubmitCommand) {
   TempDir tmp;
   std::ofstream(tmp.file("in.txt")) << "Rivers carry water to the sea.";
