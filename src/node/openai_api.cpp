@@ -624,11 +624,24 @@ std::string openai_error_for(const NodeError& e) {
   return openai_error(e.message, type, code);
 }
 
+namespace {
+
+json model_object(const std::string& id, int64_t created, const std::string& owner) {
+  return {{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", owner}};
+}
+
+}  // namespace
+
 std::string models_list(const std::vector<std::string>& ids, int64_t created, const std::string& owner) {
   json data = json::array();
-  for (const std::string& id : ids)
-    data.push_back({{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", owner}});
+  for (const std::string& id : ids) data.push_back(model_object(id, created, owner));
   return json_text({{"object", "list"}, {"data", data}});
+}
+
+std::optional<std::string> model_entry(const std::vector<std::string>& ids, const std::string& id, int64_t created,
+                                       const std::string& owner) {
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) return std::nullopt;
+  return json_text(model_object(id, created, owner));
 }
 
 }  // namespace revis::node

@@ -105,5 +105,9 @@ int http_status_for(ErrorCode code);
 std::string openai_error_for(const NodeError& e);
 
 std::string models_list(const std::vector<std::string>& ids, int64_t created, const std::string& owner);
+// GET /v1/models/{id}: the model object of `id`, one of `ids`; none when
+// the node serves no model of that name.
+std::optional<std::string> model_entry(const std::vector<std::string>& ids, const std::string& id, int64_t created,
+                                       const std::string& owner);
 
 }  // namespace revis::node

@@ -580,6 +580,14 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
       if (!get) return method_not_allowed();
       return respond_json(http::status::ok, models_list(state_.node.model_ids(), std::time(nullptr), "revis"));
     }
+    if (path.starts_with("/v1/models/")) {
+      if (!get) return method_not_allowed();
+      const std::string id = path.substr(std::string_view("/v1/models/").size());
+      if (auto entry = model_entry(state_.node.model_ids(), id, std::time(nullptr), "revis"))
+        return respond_json(http::status::ok, std::move(*entry));
+      return respond_json(http::status::not_found,
+                          openai_error("the model '" + id + "' does not exist", "invalid_request_error", "model_not_found"));
+    }
     if (path == "/v1/chat/completions" || path == "/v1/completions") {
       if (!post) return method_not_allowed();
       return openai(req.body(), path == "/v1/chat/completions");

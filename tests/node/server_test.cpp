@@ -504,6 +504,13 @@ TEST_F(NodeTest, HttpMonitoringEndpoints) {
   std::set<std::string> ids;
   for (const json& m : models["data"]) ids.insert(m["id"]);
   EXPECT_EQ(ids, (std::set<std::string>{"small", "large", "strict", "thinker"}));
+  const json one = get_json(ep(), "/v1/models/strict");
+  EXPECT_EQ(one["id"], "strict");
+  EXPECT_EQ(one["object"], "model");
+  auto unknown = node::http_request(ep(), "GET", "/v1/models/gpt-4o", "", {}, 10000);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_EQ(json::parse(unknown->body)["error"]["code"], "model_not_found");
   json s = get_json(ep(), "/v1/revis/status");
   EXPECT_EQ(s["name"], "itest");
   EXPECT_EQ(s["defaultTier"], "small");
