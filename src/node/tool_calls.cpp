@@ -187,12 +187,11 @@ ParsedAnswer parse_deepseek(std::string_view text) {
   return out;
 }
 
-// Where the first of `openers` occurs in text (npos: none), and its length.
-std::pair<size_t, size_t> first_of(std::string_view text, std::initializer_list<std::string_view> openers) {
-  std::pair<size_t, size_t> best{std::string_view::npos, 0};
-  for (std::string_view o : openers)
-    if (const size_t at = text.find(o); at < best.first) best = {at, o.size()};
-  return best;
+// Where the first of `openers` occurs in text (npos: none).
+size_t first_of(std::string_view text, std::initializer_list<std::string_view> openers) {
+  size_t first = std::string_view::npos;
+  for (std::string_view o : openers) first = std::min(first, text.find(o));
+  return first;
 }
 
 // Whether a family writing values in tags writes this property's value as
@@ -211,7 +210,7 @@ const ordered_json* property_schema(const ordered_json& tools, std::string_view 
   if (!tools.is_array()) return nullptr;
   for (const ordered_json& tool : tools) {
     const ordered_json* f = tool.is_object() && tool.contains("function") ? &tool["function"] : nullptr;
-    if (!f || !f->is_object() || f->value("name", "") != name) continue;
+    if (!f || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string() || (*f)["name"] != name) continue;
     const auto params = f->find("parameters");
     if (params == f->end() || !params->is_object()) return nullptr;
     const auto props = params->find("properties");
@@ -242,7 +241,7 @@ std::string_view strip_one_newline(std::string_view v) {
 // repeated (Qwen3.5 and Qwen3-Coder, Nemotron 3, StepFun; Seed-OSS wraps
 // the same in <seed:tool_call>).
 ParsedAnswer parse_xml_function(std::string_view text, const ordered_json& tools) {
-  const auto [at, opener_size] = first_of(text, {kToolCallOpen, kSeedToolCallOpen});
+  const size_t at = first_of(text, {kToolCallOpen, kSeedToolCallOpen});
   if (at == std::string_view::npos) return as_content(text);
   ParsedAnswer out;
   size_t pos = at;
