@@ -201,12 +201,13 @@ std::string Node::tier_for_model(const std::string& model) const {
   return config_.default_tier;
 }
 
-Ticket Node::openai_ticket(const OpenAiRequest& r, std::string body, const std::string& id) const {
+Ticket Node::openai_ticket(const OpenAiRequest& r, std::string body, const std::string& id, size_t choice) const {
   Ticket t;
   t.id = id;
   t.task = r.chat ? kOpenAiChatTask : kOpenAiCompletionTask;
   t.streaming = r.stream;
-  t.openai = OpenAiCall{std::move(body), tier_for_model(r.model), r.seed_given ? r.sampling.seed : fresh_seed()};
+  t.openai = OpenAiCall{std::move(body), tier_for_model(r.model),
+                        r.seed_given ? choice_seed(r.sampling.seed, choice) : fresh_seed()};
   return t;
 }
 

@@ -63,8 +63,9 @@ class Node {
   // An OpenAI request (`body`, parsed as `request`) as a ticket for the
   // dispatcher. Its tier (from `model`) and its seed (the client's, or a
   // fresh one) are settled here, once, so that every run of it, here or on a
-  // peer, first or retried, is the same computation.
-  Ticket openai_ticket(const OpenAiRequest& request, std::string body, const std::string& id) const;
+  // peer, first or retried, is the same computation. Choice `choice` of a
+  // request for several runs a seed of its own (choice_seed).
+  Ticket openai_ticket(const OpenAiRequest& request, std::string body, const std::string& id, size_t choice = 0) const;
 
   // Counts a request refused before it reached the executor (malformed,
   // unknown task, queue full, ...), so /metrics and the status page see

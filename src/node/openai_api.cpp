@@ -96,7 +96,9 @@ std::optional<NodeError> parse_common(const json& j, OpenAiRequest& r) {
     std::erase_if(r.stop, [](const std::string& s) { return s.empty(); });
   }
   if (auto it = j.find("n"); it != j.end() && !it->is_null()) {
-    if (!it->is_number_integer() || it->get<int64_t>() != 1) return bad("n must be 1 (one choice per request)");
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxChoices)
+      return bad("n must be an integer in [1, " + std::to_string(kMaxChoices) + "] (choices, run one after another)");
+    r.n = it->get<int>();
   }
   if (auto it = j.find("stream"); it != j.end() && !it->is_null()) {
     if (!it->is_boolean()) return bad("stream must be true or false");
@@ -394,8 +396,9 @@ Outcome<OpenAiRequest> parse_completion_request(std::string_view body) {
   if (r.prompt.empty()) return bad("prompt is empty");
   if (auto e = j.find("echo"); e != j.end() && e->is_boolean() && e->get<bool>()) return bad("echo is not supported");
   if (auto it = j.find("suffix"); it != j.end() && !it->is_null() && *it != "") return bad("suffix is not supported");
-  if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && *it != 1)
-    return bad("best_of must be 1 (one choice per request)");
+  // best_of picks the n best of best_of runs; equal to n, it picks them all.
+  if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && *it != 1 && *it != r.n)
+    return bad("best_of must be 1 or equal to n (revis returns every run it makes)");
   // The legacy endpoint's logprobs is how many alternatives to list per token.
   if (auto it = j.find("logprobs"); it != j.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 20)
@@ -404,6 +407,15 @@ Outcome<OpenAiRequest> parse_completion_request(std::string_view body) {
     r.top_logprobs = it->get<int>();
   }
   return r;
+}
+
+uint64_t choice_seed(uint64_t seed, size_t choice) {
+  if (choice == 0) return seed;
+  // splitmix64's finaliser: neighbouring choices get unrelated seeds.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * choice;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 
 const char* finish_reason(const std::string& stop_reason) {
@@ -490,22 +502,18 @@ json tool_call_json(const ToolCall& call) {
   return {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
-std::string chat_delta_chunk(const std::string& id, const std::string& model, int64_t created, json delta,
-                             const char* finish, json logprobs) {
-  return json_text({{"id", id},
+std::string chat_delta_chunk(const ChunkHead& head, json delta, const char* finish, json logprobs) {
+  return json_text({{"id", head.id},
                {"object", "chat.completion.chunk"},
-               {"created", created},
-               {"model", model},
-               {"choices", json::array({{{"index", 0},
+               {"created", head.created},
+               {"model", head.model},
+               {"choices", json::array({{{"index", head.choice},
                                          {"delta", std::move(delta)},
                                          {"logprobs", std::move(logprobs)},
                                          {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
 }
 
-}  // namespace
-
-std::string chat_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
-                          bool logprobs) {
+json chat_message(const JobResult& r) {
   json message = {{"role", "assistant"}, {"content", r.text}};
   if (r.reasoning && !r.reasoning->empty()) message["reasoning_content"] = *r.reasoning;
   if (!r.tool_calls.empty()) {
@@ -513,37 +521,43 @@ std::string chat_response(const std::string& id, const std::string& model, int64
     message["tool_calls"] = json::array();
     for (const ToolCall& call : r.tool_calls) message["tool_calls"].push_back(tool_call_json(call));
   }
+  return message;
+}
+
+}  // namespace
+
+std::string chat_response(const std::string& id, const std::string& model, int64_t created,
+                          std::span<const JobResult> choices, const JobStats& usage_total, bool logprobs) {
+  json out = json::array();
+  for (size_t i = 0; i < choices.size(); ++i)
+    out.push_back({{"index", i},
+                   {"message", chat_message(choices[i])},
+                   {"logprobs", chat_logprobs(logprobs, choices[i].logprobs)},
+                   {"finish_reason", chat_finish_reason(choices[i])}});
   return json_text({{"id", id},
                {"object", "chat.completion"},
                {"created", created},
                {"model", model},
-               {"choices",
-                json::array({{{"index", 0},
-                              {"message", message},
-                              {"logprobs", chat_logprobs(logprobs, r.logprobs)},
-                              {"finish_reason", chat_finish_reason(r)}}})},
-               {"usage", usage(r.stats)}});
+               {"choices", std::move(out)},
+               {"usage", usage(usage_total)}});
 }
 
-std::string chat_chunk(const std::string& id, const std::string& model, int64_t created, bool with_role,
-                       std::string_view content, const char* finish, bool logprobs,
-                       std::span<const LogprobEntry> entries) {
+std::string chat_chunk(const ChunkHead& head, bool with_role, std::string_view content, const char* finish,
+                       bool logprobs, std::span<const LogprobEntry> entries) {
   json delta = json::object();
   if (with_role) delta["role"] = "assistant";
   if (!content.empty() || with_role) delta["content"] = std::string(content);
-  return chat_delta_chunk(id, model, created, std::move(delta), finish, chat_logprobs(logprobs && !with_role, entries));
+  return chat_delta_chunk(head, std::move(delta), finish, chat_logprobs(logprobs && !with_role, entries));
 }
 
-std::string chat_reasoning_chunk(const std::string& id, const std::string& model, int64_t created,
-                                 std::string_view reasoning) {
-  return chat_delta_chunk(id, model, created, {{"reasoning_content", std::string(reasoning)}}, nullptr, nullptr);
+std::string chat_reasoning_chunk(const ChunkHead& head, std::string_view reasoning) {
+  return chat_delta_chunk(head, {{"reasoning_content", std::string(reasoning)}}, nullptr, nullptr);
 }
 
-std::string chat_tool_call_chunk(const std::string& id, const std::string& model, int64_t created, size_t index,
-                                 const ToolCall& call) {
+std::string chat_tool_call_chunk(const ChunkHead& head, size_t index, const ToolCall& call) {
   json entry = tool_call_json(call);
   entry["index"] = index;
-  return chat_delta_chunk(id, model, created, {{"tool_calls", json::array({entry})}}, nullptr, nullptr);
+  return chat_delta_chunk(head, {{"tool_calls", json::array({entry})}}, nullptr, nullptr);
 }
 
 json tool_calls_json(std::span<const ToolCall> calls) {
@@ -561,30 +575,45 @@ std::vector<ToolCall> tool_calls_from_json(const json& calls) {
   return out;
 }
 
-std::string completion_response(const std::string& id, const std::string& model, int64_t created, const JobResult& r,
-                                bool logprobs) {
+std::string completion_response(const std::string& id, const std::string& model, int64_t created,
+                                std::span<const JobResult> choices, const JobStats& usage_total, bool logprobs) {
+  json out = json::array();
+  for (size_t i = 0; i < choices.size(); ++i)
+    out.push_back({{"index", i},
+                   {"text", choices[i].text},
+                   {"logprobs", completion_logprobs(logprobs, choices[i].logprobs, 0)},
+                   {"finish_reason", finish_reason(choices[i].stop_reason)}});
   return json_text({{"id", id},
                {"object", "text_completion"},
                {"created", created},
                {"model", model},
-               {"choices", json::array({{{"index", 0},
-                                         {"text", r.text},
-                                         {"logprobs", completion_logprobs(logprobs, r.logprobs, 0)},
-                                         {"finish_reason", finish_reason(r.stop_reason)}}})},
-               {"usage", usage(r.stats)}});
+               {"choices", std::move(out)},
+               {"usage", usage(usage_total)}});
 }
 
-std::string completion_chunk(const std::string& id, const std::string& model, int64_t created, std::string_view text,
-                             const char* finish, bool logprobs, std::span<const LogprobEntry> entries,
-                             size_t text_offset) {
-  return json_text({{"id", id},
+std::string completion_chunk(const ChunkHead& head, std::string_view text, const char* finish, bool logprobs,
+                             std::span<const LogprobEntry> entries, size_t text_offset) {
+  return json_text({{"id", head.id},
                {"object", "text_completion"},
-               {"created", created},
-               {"model", model},
-               {"choices", json::array({{{"index", 0},
+               {"created", head.created},
+               {"model", head.model},
+               {"choices", json::array({{{"index", head.choice},
                                          {"text", std::string(text)},
                                          {"logprobs", completion_logprobs(logprobs, entries, text_offset)},
                                          {"finish_reason", finish ? json(finish) : json(nullptr)}}})}});
+}
+
+JobStats usage_of(std::span<const JobResult> choices) {
+  JobStats total;
+  if (choices.empty()) return total;
+  total.prompt_tokens = choices[0].stats.prompt_tokens;
+  total.cached_tokens = choices[0].stats.cached_tokens;
+  for (const JobResult& r : choices) {
+    total.generated_tokens += r.stats.generated_tokens;
+    total.draft_tokens += r.stats.draft_tokens;
+    total.accepted_tokens += r.stats.accepted_tokens;
+  }
+  return total;
 }
 
 std::string usage_chunk(bool chat, const std::string& id, const std::string& model, int64_t created, const JobStats& s) {
@@ -595,6 +624,61 @@ std::string usage_chunk(bool chat, const std::string& id, const std::string& mod
                {"choices", json::array()},
                {"usage", usage(s)}});
 }
+
+namespace {
+
+class OpenAiFormat : public AnswerFormat {
+ public:
+  explicit OpenAiFormat(OpenAiShape shape)
+      : shape_(std::move(shape)), head_{shape_.id, shape_.model, shape_.created, 0} {}
+
+  void begin(size_t choice, Events& out) override {
+    head_.choice = choice;
+    logprob_bytes_ = 0;
+    if (shape_.chat) out.push_back({"", chat_chunk(head_, true, "", nullptr)});
+  }
+  void reasoning(size_t, std::string_view text, Events& out) override {
+    if (!text.empty()) out.push_back({"", chat_reasoning_chunk(head_, text)});
+  }
+  void content(size_t, std::string_view text, std::span<const LogprobEntry> logprobs, Events& out) override {
+    if (!text.empty() || !logprobs.empty()) out.push_back({"", chunk(text, nullptr, logprobs)});
+  }
+  void end(size_t, const JobResult& r, std::span<const LogprobEntry> unsent, Events& out) override {
+    // Calls are whole only at the end: each goes out as one chunk.
+    for (size_t k = 0; k < r.tool_calls.size(); ++k)
+      out.push_back({"", chat_tool_call_chunk(head_, k, r.tool_calls[k])});
+    out.push_back({"", chunk("", shape_.chat ? chat_finish_reason(r) : finish_reason(r.stop_reason), unsent)});
+  }
+  void close(const JobStats& usage, Events& out) override {
+    if (shape_.include_usage) out.push_back({"", usage_chunk(shape_.chat, shape_.id, shape_.model, shape_.created, usage)});
+    out.push_back({"", "[DONE]"});
+  }
+  void failed(const NodeError& error, Events& out) override {
+    out.push_back({"", openai_error_for(error)});
+    out.push_back({"", "[DONE]"});
+  }
+  std::string response(std::span<const JobResult> choices, const JobStats& usage) override {
+    return shape_.chat ? chat_response(shape_.id, shape_.model, shape_.created, choices, usage, shape_.logprobs)
+                       : completion_response(shape_.id, shape_.model, shape_.created, choices, usage, shape_.logprobs);
+  }
+  std::string error_body(const NodeError& error) override { return openai_error_for(error); }
+
+ private:
+  std::string chunk(std::string_view text, const char* finish, std::span<const LogprobEntry> logprobs) {
+    const size_t offset = logprob_bytes_;
+    for (const LogprobEntry& e : logprobs) logprob_bytes_ += e.chosen.token.size();
+    return shape_.chat ? chat_chunk(head_, false, text, finish, shape_.logprobs, logprobs)
+                       : completion_chunk(head_, text, finish, shape_.logprobs, logprobs, offset);
+  }
+
+  const OpenAiShape shape_;
+  ChunkHead head_;
+  size_t logprob_bytes_ = 0;  // the choice's sent entries' token bytes: the next text_offset
+};
+
+}  // namespace
+
+std::unique_ptr<AnswerFormat> openai_format(OpenAiShape shape) { return std::make_unique<OpenAiFormat>(std::move(shape)); }
 
 std::string openai_error(const std::string& message, const std::string& type, const std::string& code) {
   return json_text({{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}});

@@ -42,21 +42,17 @@ JobResult result_of(const json& done) {
 
 }  // namespace
 
-std::string OpenAiRelay::chunk(std::string_view text, const char* finish, std::span<const LogprobEntry> logprobs) {
-  const size_t offset = logprob_bytes_;
-  sent_logprobs_ += logprobs.size();
-  for (const LogprobEntry& e : logprobs) logprob_bytes_ += e.chosen.token.size();
-  return shape_.chat ? chat_chunk(shape_.id, shape_.model, shape_.created, false, text, finish, shape_.logprobs, logprobs)
-                     : completion_chunk(shape_.id, shape_.model, shape_.created, text, finish, shape_.logprobs, logprobs,
-                                        offset);
+OpenAiRelay::OpenAiRelay(Shape shape, std::unique_ptr<AnswerFormat> format)
+    : shape_(std::move(shape)), format_(std::move(format)) {}
+
+std::string OpenAiRelay::ticket_id(size_t choice) const {
+  return shape_.choices == 1 ? shape_.id : shape_.id + "." + std::to_string(choice);
 }
 
-OpenAiRelay::Step OpenAiRelay::end_with(const NodeError& error) {
-  Step step;
+void OpenAiRelay::end_with(const NodeError& error, Step& step) {
   step.finished = finished_ = true;
-  if (opened_) step.events = {openai_error_for(error), "[DONE]"};
+  if (opened_) format_->failed(error, step.events);
   else step.error = error;
-  return step;
 }
 
 NodeError OpenAiRelay::diverged() const {
@@ -76,60 +72,67 @@ std::optional<std::string> OpenAiRelay::fresh_part(Sent& sent, std::string piece
   return piece;
 }
 
+void OpenAiRelay::on_done(const JobResult& r, Step& step) {
+  if (shape_.stream) {
+    if (r.text != answer_.text || r.reasoning.value_or("") != thinking_.text) return end_with(diverged(), step);
+    const std::span<const LogprobEntry> rest =
+        std::span<const LogprobEntry>(r.logprobs).subspan(std::min(sent_logprobs_, r.logprobs.size()));
+    format_->end(choice_, r, rest, step.events);
+  }
+  results_.push_back(r);
+  if (results_.size() < shape_.choices) {
+    // The next choice starts afresh.
+    step.next_choice = choice_ = results_.size();
+    begun_ = false;
+    answer_ = thinking_ = Sent{};
+    sent_logprobs_ = run_logprobs_ = 0;
+    retry_reason_.clear();
+    return;
+  }
+  if (shape_.stream) format_->close(usage_of(results_), step.events);
+  else step.response = format_->response(results_, usage_of(results_));
+  step.finished = finished_ = true;
+}
+
 OpenAiRelay::Step OpenAiRelay::on_event(std::string_view text) {
   const json e = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   auto string_field = [&](const char* key) { return string_at(e, key); };
-  // Another ticket's events come from a request this connection made earlier.
-  if (finished_ || !e.is_object() || string_field("ticketID") != shape_.id) return {};
+  // Other tickets' events come from a request this connection made earlier,
+  // or from an earlier choice.
+  if (finished_ || !e.is_object() || string_field("ticketID") != ticket_id(choice_)) return {};
   const std::string type = string_field("type");
   Step step;
-  if (shape_.stream && !opened_ && (type == "token" || type == "done")) {
-    step.open_stream = opened_ = true;
-    if (shape_.chat) step.events.push_back(chat_chunk(shape_.id, shape_.model, shape_.created, true, "", nullptr));
+  if (shape_.stream && !begun_ && (type == "token" || type == "done")) {
+    step.open_stream = !opened_;
+    opened_ = begun_ = true;
+    format_->begin(choice_, step.events);
   }
   if (type == "token" && shape_.stream) {
     const bool thinking = e.contains("reasoning");
     auto piece = fresh_part(thinking ? thinking_ : answer_, string_field(thinking ? "reasoning" : "text"));
     if (!piece) {
-      step = end_with(diverged());
+      end_with(diverged(), step);
       step.cancel = true;
       return step;
     }
     std::vector<LogprobEntry> logprobs;
-    if (auto it = e.find("logprobs"); shape_.logprobs && it != e.end()) logprobs = logprobs_from_content(*it);
+    if (auto it = e.find("logprobs"); it != e.end()) logprobs = logprobs_from_content(*it);
     const size_t run_logprobs = run_logprobs_ + logprobs.size();
     if (run_logprobs_ < sent_logprobs_)  // entries an earlier run sent
       logprobs.erase(logprobs.begin(), logprobs.begin() + std::min(logprobs.size(), sent_logprobs_ - run_logprobs_));
     run_logprobs_ = run_logprobs;
-    if (thinking) {
-      if (!piece->empty()) step.events.push_back(chat_reasoning_chunk(shape_.id, shape_.model, shape_.created, *piece));
-    } else if (!piece->empty() || !logprobs.empty()) {
-      step.events.push_back(chunk(*piece, nullptr, logprobs));
-    }
+    sent_logprobs_ += logprobs.size();
+    if (thinking) format_->reasoning(choice_, *piece, step.events);
+    else format_->content(choice_, *piece, logprobs, step.events);
   } else if (type == "retry") {
     answer_.run_length = thinking_.run_length = 0;
     run_logprobs_ = 0;
     retry_reason_ = string_field("reason");
   } else if (type == "done") {
-    const JobResult r = result_of(e);
-    if (!shape_.stream) {
-      step.response = shape_.chat ? chat_response(shape_.id, shape_.model, shape_.created, r, shape_.logprobs)
-                                  : completion_response(shape_.id, shape_.model, shape_.created, r, shape_.logprobs);
-    } else {
-      if (r.text != answer_.text || r.reasoning.value_or("") != thinking_.text) return end_with(diverged());
-      const std::span<const LogprobEntry> rest =
-          std::span<const LogprobEntry>(r.logprobs).subspan(std::min(sent_logprobs_, r.logprobs.size()));
-      // Calls are whole only at the end: each goes out as one chunk.
-      for (size_t k = 0; k < r.tool_calls.size(); ++k)
-        step.events.push_back(chat_tool_call_chunk(shape_.id, shape_.model, shape_.created, k, r.tool_calls[k]));
-      step.events.push_back(chunk("", shape_.chat ? chat_finish_reason(r) : finish_reason(r.stop_reason), rest));
-      if (shape_.include_usage) step.events.push_back(usage_chunk(shape_.chat, shape_.id, shape_.model, shape_.created, r.stats));
-      step.events.push_back("[DONE]");
-    }
-    step.finished = finished_ = true;
+    on_done(result_of(e), step);
   } else if (type == "error") {
     const auto code = error_code_from_name(string_field("code")).value_or(ErrorCode::kInternal);
-    return end_with({code, string_field("message")});
+    end_with({code, string_field("message")}, step);
   }
   return step;
 }

@@ -608,27 +608,39 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
 
   // The request becomes a ticket for the desk, which places it like any
   // other (here or on a peer); its events come back through send() and the
-  // relay turns them into the OpenAI response.
+  // relay turns them into the OpenAI response. A request for n choices is
+  // n tickets, each sent when the one before is done.
   void openai(const std::string& body, bool chat) {
     auto request = chat ? parse_chat_request(body) : parse_completion_request(body);
     if (!request.ok()) {
       state_.node.count_refused("openai", request.error().code);
       return respond_error(request.error());
     }
-    Ticket ticket = state_.node.openai_ticket(*request, body, random_id(chat ? "chatcmpl-" : "cmpl-"));
-    request_id_ = ticket.id;
-    relay_.emplace(OpenAiRelay::Shape{.chat = chat,
-                                      .stream = request->stream,
-                                      .include_usage = request->include_usage,
-                                      .logprobs = request->logprobs,
-                                      .id = ticket.id,
-                                      .model = ticket.openai->tier,
-                                      .created = std::time(nullptr)});
+    const std::string id = random_id(chat ? "chatcmpl-" : "cmpl-");
+    relay_.emplace(OpenAiRelay::Shape{.stream = request->stream, .choices = static_cast<size_t>(request->n), .id = id},
+                   openai_format({.chat = chat,
+                                  .id = id,
+                                  .model = state_.node.tier_for_model(request->model),
+                                  .created = std::time(nullptr),
+                                  .include_usage = request->include_usage,
+                                  .logprobs = request->logprobs}));
+    start_api_request(id, std::move(*request), body);
+  }
+
+  void start_api_request(const std::string& id, OpenAiRequest request, const std::string& body) {
+    request_id_ = id;
+    api_request_ = std::move(request);
+    api_body_ = body;
     job_active_ = true;
     ++job_generation_;
     stream_.expires_never();  // a long generation is not an idle connection
     watch_for_disconnect();
-    state_.desk.on_ticket(shared_from_this(), std::move(ticket), received_);
+    send_choice(0, received_);
+  }
+
+  void send_choice(size_t choice, Clock::time_point received) {
+    Ticket ticket = state_.node.openai_ticket(*api_request_, api_body_, relay_->ticket_id(choice), choice);
+    state_.desk.on_ticket(shared_from_this(), std::move(ticket), received);
   }
 
   // On the I/O thread: one event of the request in progress.
@@ -644,18 +656,21 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
           (cors_origin_.empty() ? "" : "Access-Control-Allow-Origin: " + cors_origin_ + "\r\nVary: Origin\r\n") +
           "Transfer-Encoding: chunked\r\nConnection: " + std::string(keep_alive_ ? "keep-alive" : "close") + "\r\n\r\n");
     }
-    for (const std::string& data : step.events) sse_event(data);
-    if (step.cancel) state_.desk.on_cancel(shared_from_this(), request_id_);
+    for (const SseEvent& e : step.events) sse_event(e);
+    if (step.cancel) state_.desk.on_cancel(shared_from_this(), relay_->ticket_id(relay_->current_choice()));
+    if (step.next_choice) send_choice(*step.next_choice, Clock::now());
     if (!step.finished) return;
     job_active_ = false;
+    api_request_.reset();
+    api_body_.clear();
     if (step.response) return respond_json(http::status::ok, std::move(*step.response));
-    if (step.error) return respond_error(*step.error);
+    if (step.error) return respond_error(*step.error, relay_->error_body(*step.error));
     raw_write("0\r\n\r\n");
     sse_finished_ = true;
   }
 
-  void sse_event(const std::string& data) {
-    std::string payload = "data: " + data + "\n\n";
+  void sse_event(const SseEvent& e) {
+    std::string payload = (e.name.empty() ? "" : "event: " + e.name + "\n") + "data: " + e.data + "\n\n";
     char size[20];
     std::snprintf(size, sizeof size, "%zx\r\n", payload.size());
     raw_write(size + payload + "\r\n");
@@ -715,12 +730,15 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     respond_json(status, openai_error(why, "invalid_request_error", code));
   }
 
-  void respond_error(const NodeError& e) {
+  void respond_error(const NodeError& e) { respond_error(e, openai_error_for(e)); }
+
+  // `body`: the error in the request's API's shape.
+  void respond_error(const NodeError& e, std::string body) {
     http::response<http::string_body> res{static_cast<http::status>(http_status_for(e.code)), 11};
     if (e.code == ErrorCode::kQueueFull)
       res.set(http::field::retry_after, std::to_string(state_.node.executor().retry_after_seconds()));
     res.set(http::field::content_type, "application/json");
-    res.body() = openai_error_for(e);
+    res.body() = std::move(body);
     send_response(std::move(res));
   }
 
@@ -829,6 +847,8 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   uint64_t job_generation_ = 0;
   std::string request_id_;
   std::optional<OpenAiRelay> relay_;
+  std::optional<OpenAiRequest> api_request_;  // as parsed, for the tickets of its later choices
+  std::string api_body_;
   std::deque<std::string> outbox_;
   size_t queued_bytes_ = 0;
 };

@@ -261,7 +261,7 @@ TEST_F(ConstrainedApi, BadOrUnsupportedFieldsAre400sNamingTheField) {
       {{{"logprobs", "yes"}}, "logprobs"},
       {{{"top_logprobs", 3}}, "top_logprobs"},
       {{{"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs"},
-      {{{"n", 2}}, "n"},
+      {{{"n", 17}}, "n"},
       {{{"tool_choice", "required"}}, "tool_choice"},
       {{{"functions", json::array({{{"name", "f"}}})}}, "functions"},
       {{{"audio", {{"voice", "alloy"}}}}, "audio"},

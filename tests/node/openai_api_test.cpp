@@ -1,6 +1,8 @@
 // Parsing OpenAI requests and writing OpenAI-shaped responses.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "node/openai_api.h"
@@ -38,7 +40,9 @@ TEST(OpenAi, RefusesWhatItCannotHonour) {
         R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})",
         R"({"messages":[{"role":"user","content":"x"}],"temperature":3})",
         R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})",
-        R"({"messages":[{"role":"user","content":"x"}],"n":2})",
+        R"({"messages":[{"role":"user","content":"x"}],"n":0})",
+        R"({"messages":[{"role":"user","content":"x"}],"n":17})",
+        R"({"messages":[{"role":"user","content":"x"}],"n":1.5})",
         R"({"messages":[{"role":"user","content":"x"}],"stop":[1]})",
         R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})",
         R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})"}) {
@@ -83,13 +87,13 @@ TEST(OpenAi, ToolCallsInResponsesAndChunks) {
   JobResult r;
   r.stop_reason = "eog";
   r.tool_calls = {{"call_a_0", "get_weather", "{\"city\":\"Paris\"}"}};
-  const json message = json::parse(chat_response("chatcmpl-1", "m", 1, r))["choices"][0];
+  const json message = json::parse(chat_response("chatcmpl-1", "m", 1, {&r, 1}, r.stats))["choices"][0];
   EXPECT_EQ(message["finish_reason"], "tool_calls");
   EXPECT_TRUE(message["message"]["content"].is_null());
   EXPECT_EQ(message["message"]["tool_calls"][0]["id"], "call_a_0");
   EXPECT_EQ(message["message"]["tool_calls"][0]["type"], "function");
   EXPECT_EQ(message["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
-  const json chunk = json::parse(chat_tool_call_chunk("chatcmpl-1", "m", 1, 0, r.tool_calls[0]));
+  const json chunk = json::parse(chat_tool_call_chunk({"chatcmpl-1", "m", 1, 0}, 0, r.tool_calls[0]));
   EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
   EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "get_weather");
   // The ticket protocol's shape and back.
@@ -98,6 +102,26 @@ TEST(OpenAi, ToolCallsInResponsesAndChunks) {
   EXPECT_EQ(back[0].id, "call_a_0");
   EXPECT_EQ(back[0].name, "get_weather");
   EXPECT_EQ(back[0].arguments, r.tool_calls[0].arguments);
+}
+
+TEST(OpenAi, ChoicesAndTheirSeeds) {
+  auto r = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"n":3})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->n, 3);
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}]})")->n, 1);
+  auto refused = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"n":17})");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("n must be"), std::string::npos) << refused.error().message;
+  // best_of equal to n returns every run, so it is n; anything else is refused.
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","n":2,"best_of":2})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","n":2,"best_of":3})").ok());
+  // Choice 0 keeps the client's seed; the others get distinct ones.
+  EXPECT_EQ(choice_seed(42, 0), 42u);
+  std::set<uint64_t> seeds;
+  for (size_t k = 0; k < kMaxChoices; ++k) seeds.insert(choice_seed(42, k));
+  EXPECT_EQ(seeds.size(), static_cast<size_t>(kMaxChoices));
+  EXPECT_EQ(choice_seed(42, 3), choice_seed(42, 3));
+  EXPECT_NE(choice_seed(42, 1), choice_seed(43, 1));
 }
 
 TEST(OpenAi, ParsesACompletionRequest) {
@@ -117,18 +141,19 @@ TEST(OpenAi, ResponseShapes) {
   r.stop_reason = "length";
   r.stats.prompt_tokens = 3;
   r.stats.generated_tokens = 2;
-  json c = json::parse(chat_response("chatcmpl-1", "small", 100, r));
+  json c = json::parse(chat_response("chatcmpl-1", "small", 100, {&r, 1}, r.stats));
   EXPECT_EQ(c["object"], "chat.completion");
   EXPECT_EQ(c["choices"][0]["message"]["content"], "Hello");
   EXPECT_EQ(c["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(c["usage"]["total_tokens"], 5);
-  json first = json::parse(chat_chunk("chatcmpl-1", "small", 100, true, "", nullptr));
+  json first = json::parse(chat_chunk({"chatcmpl-1", "small", 100, 0}, true, "", nullptr));
   EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
   EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
-  json last = json::parse(chat_chunk("chatcmpl-1", "small", 100, false, "", "stop"));
+  json last = json::parse(chat_chunk({"chatcmpl-1", "small", 100, 2}, false, "", "stop"));
   EXPECT_TRUE(last["choices"][0]["delta"].empty());
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
-  json t = json::parse(completion_response("cmpl-1", "small", 100, r));
+  EXPECT_EQ(last["choices"][0]["index"], 2);
+  json t = json::parse(completion_response("cmpl-1", "small", 100, {&r, 1}, r.stats));
   EXPECT_EQ(t["object"], "text_completion");
   EXPECT_EQ(t["choices"][0]["text"], "Hello");
   json u = json::parse(usage_chunk(true, "chatcmpl-1", "small", 100, r.stats));

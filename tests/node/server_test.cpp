@@ -727,6 +727,75 @@ TEST_F(NodeTest, OpenAiStreamingChatAndCompletions) {
   EXPECT_EQ(json::parse(cj.body)["usage"]["completion_tokens"], 5);
 }
 
+// n choices run one after another, each with its own seed derived from
+// the request's (choice 0 keeps it), so they differ and each is
+// reproducible; streamed, every chunk names its choice.
+TEST_F(NodeTest, OpenAiChoicesRunInTurnWithTheirOwnSeeds) {
+  const json messages = {{{"role", "user"}, {"content", "Hi"}}};
+  // This random model answers a chat with newlines ("\n", "\n\n") whatever
+  // the seed; without them its choices show their seeds.
+  const json body = {{"messages", messages}, {"max_tokens", 8}, {"temperature", 1.0}, {"seed", 5}, {"n", 3},
+                     {"logit_bias", {{"198", -100}, {"271", -100}}}};
+  auto r = post(ep(), "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  ASSERT_EQ(j["choices"].size(), 3u) << r.body;
+  std::vector<std::string> texts;
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(j["choices"][k]["index"], k);
+    texts.push_back(j["choices"][k]["message"]["content"]);
+  }
+  EXPECT_TRUE(texts[0] != texts[1] || texts[1] != texts[2]) << r.body;
+  EXPECT_GE(j["usage"]["completion_tokens"].get<int>(), 3);
+  EXPECT_LE(j["usage"]["completion_tokens"].get<int>(), 24);
+  // The prompt is counted once: it is the same prompt for every choice.
+  json one = body;
+  one["n"] = 1;
+  auto single = post(ep(), "/v1/chat/completions", one);
+  ASSERT_EQ(single.status, 200) << single.body;
+  const json s = json::parse(single.body);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], s["usage"]["prompt_tokens"]);
+  EXPECT_EQ(s["choices"][0]["message"]["content"], texts[0]) << "choice 0 runs with the request's own seed";
+  EXPECT_EQ(json::parse(post(ep(), "/v1/chat/completions", body).body)["choices"], j["choices"]) << "seeded: the same again";
+
+  // Streamed: one header, chunks in choice order with their index, then [DONE].
+  json streaming = body;
+  streaming["stream"] = true;
+  auto streamed = post(ep(), "/v1/chat/completions", streaming);
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  const std::vector<std::string> events = sse_events(streamed.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::vector<std::string> streamed_texts(3);
+  size_t last_index = 0;
+  int finishes = 0;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json chunk = json::parse(events[i]);
+    ASSERT_EQ(chunk["choices"].size(), 1u) << events[i];
+    const size_t index = chunk["choices"][0]["index"];
+    ASSERT_LT(index, 3u);
+    EXPECT_GE(index, last_index) << "choices stream one after another";
+    last_index = index;
+    streamed_texts[index] += chunk["choices"][0]["delta"].value("content", "");
+    finishes += !chunk["choices"][0]["finish_reason"].is_null();
+  }
+  EXPECT_EQ(finishes, 3);
+  EXPECT_EQ(streamed_texts, texts);
+
+  auto c = post(ep(), "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 1.0},
+                                          {"seed", 9}, {"n", 2}});
+  ASSERT_EQ(c.status, 200) << c.body;
+  const json cj = json::parse(c.body);
+  ASSERT_EQ(cj["choices"].size(), 2u);
+  EXPECT_EQ(cj["choices"][1]["index"], 1);
+  EXPECT_NE(cj["choices"][0]["text"], cj["choices"][1]["text"]) << c.body;
+
+  auto too_many = post(ep(), "/v1/chat/completions", {{"messages", messages}, {"n", 17}});
+  EXPECT_EQ(too_many.status, 400);
+  EXPECT_NE(json::parse(too_many.body)["error"]["message"].get<std::string>().find("n must be"), std::string::npos)
+      << too_many.body;
+}
+
 TEST_F(NodeTest, OpenAiStreamWithATooLongPromptIsRefusedBeforeAnyHeader) {
   std::string words;
   for (int i = 0; i < 9000; ++i) words += "x ";  // about 9000 tokens; the tier's context holds 4096
