@@ -807,6 +807,24 @@ TEST_F(NodeTest, OpenAiStreamWithATooLongPromptIsRefusedBeforeAnyHeader) {
     EXPECT_EQ(r.headers["content-type"], "application/json");
     EXPECT_EQ(json::parse(r.body)["error"]["code"], "context_length_exceeded") << r.body.substr(0, 300);
   }
+  // So is every other failure before the first token: a template that
+  // raises, a tier whose model cannot load.
+  const json user = {{"role", "user"}, {"content", "Hi"}};
+  struct Case {
+    json body;
+    int status;
+    const char* code;
+  };
+  for (const Case& c : {Case{{{"model", "strict"}, {"messages", {{{"role", "system"}, {"content", "x"}}, user}}}, 400, "bad_request"},
+                        Case{{{"model", "large"}, {"messages", {user}}}, 503, "model_unavailable"}}) {
+    json body = c.body;
+    body["stream"] = true;
+    body["max_tokens"] = 2;
+    auto r = post(ep(), "/v1/chat/completions", body);
+    EXPECT_EQ(r.status, c.status) << r.body;
+    EXPECT_EQ(r.headers["content-type"], "application/json");
+    EXPECT_EQ(json::parse(r.body)["error"]["code"], c.code) << r.body;
+  }
 }
 
 TEST_F(NodeTest, SubmitCommand) {
