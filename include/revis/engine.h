@@ -130,6 +130,11 @@ class Session {
   Status eval_stepwise(std::span<const int32_t> tokens);
   std::span<const float> logits(int row = 0) const;
   int n_logit_rows() const;
+  // Appends tokens as eval() does, but instead of logits returns the mean,
+  // over these tokens, of the model's final hidden state (after the output
+  // norm; info().n_embd values): the pooled representation embeddings are
+  // made of. Fails as eval() does; leaves no logits.
+  Result<std::vector<float>> mean_hidden_state(std::span<const int32_t> tokens);
 
   int n_past() const { return static_cast<int>(history_.size()); }
   int n_ctx() const;

@@ -154,6 +154,17 @@ Status Session::run(std::span<const int32_t> tokens, bool all_logits, bool stepw
   return {};
 }
 
+Result<std::vector<float>> Session::mean_hidden_state(std::span<const int32_t> tokens) {
+  Engine::Impl& e = *engine_.impl_;
+  std::vector<float> mean(static_cast<size_t>(e.info.n_embd), 0.0f);
+  Status s = e.model->forward_hidden(tokens, n_past(), state_->kv, *e.pool, mean);
+  if (!s.ok()) return s;
+  state_->rows = 0;
+  history_.insert(history_.end(), tokens.begin(), tokens.end());
+  for (float& v : mean) v /= static_cast<float>(tokens.size());
+  return mean;
+}
+
 std::span<const float> Session::logits(int row) const {
   const size_t n_vocab = engine_.impl_->info.n_vocab;
   if (row < 0 || row >= state_->rows) return {};

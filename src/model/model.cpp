@@ -109,8 +109,7 @@ uint64_t Model::bytes_per_token() const {
   return total;
 }
 
-Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                      std::vector<float>& logits, bool stepwise) {
+Status Model::check_batch(std::span<const int32_t> tokens, int n_past, const KvCache& kv) const {
   const int n = static_cast<int>(tokens.size());
   if (n == 0) return Status::error("forward: no tokens to evaluate");
   if (n_past < 0 || n_past + n > kv.n_ctx())
@@ -120,6 +119,13 @@ Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, 
     if (t < 0 || t >= config_.n_vocab)
       return Status::error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                            std::to_string(config_.n_vocab - 1) + ")");
+  return {};
+}
+
+Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
+                      std::vector<float>& logits, bool stepwise) {
+  if (Status s = check_batch(tokens, n_past, kv); !s.ok()) return s;
+  const int n = static_cast<int>(tokens.size());
   const size_t n_vocab = config_.n_vocab;
   logits.assign((all_logits ? n : 1) * n_vocab, 0.0f);
   // A decoding step (one token): how its products prefetch is tuned by
@@ -143,8 +149,23 @@ Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, 
   return {};
 }
 
+Status Model::forward_hidden(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool,
+                             std::span<float> sum) {
+  if (Status s = check_batch(tokens, n_past, kv); !s.ok()) return s;
+  if (sum.size() != static_cast<size_t>(config_.n_embd))
+    return Status::error("forward_hidden: the sum holds " + std::to_string(sum.size()) + " values, the model's width is " +
+                         std::to_string(config_.n_embd));
+  const int n = static_cast<int>(tokens.size());
+  matmul_.set_stepwise(false);
+  const int max_chunk = config_.n_expert > 0 ? kExpertsChunk : kDenseChunk;
+  for (int start = 0; start < n; start += max_chunk)
+    forward_chunk(tokens.data() + start, std::min(max_chunk, n - start), n_past + start, kv, pool, false, nullptr,
+                  sum.data());
+  return {};
+}
+
 void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                          float* logits) {
+                          float* logits, float* hidden_sum) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   const int attn_width = c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.head_dim_v);
@@ -177,6 +198,14 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
     add(x_.data(), xb_.data(), n * d);
   }
 
+  // Embeddings: every token's norm(x), the final hidden state, summed.
+  if (hidden_sum) {
+    for (int t = 0; t < n; ++t) {
+      rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
+      add(hidden_sum, &xb_[t * d], d);
+    }
+    return;
+  }
   // Output: logits = W_out * norm(x), for every token or only the last.
   if (!logits) return;
   const int first = all_logits ? 0 : n - 1;

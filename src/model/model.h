@@ -39,6 +39,11 @@ class Model {
   // are still read once (attention gives the same bits either way).
   Status forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
                  std::vector<float>& logits, bool stepwise = false);
+  // As forward(), but instead of logits adds every token's final hidden
+  // state (after the output norm: the input of the output projection,
+  // n_embd values) to `sum`, which holds n_embd values: what embeddings pool.
+  Status forward_hidden(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool,
+                        std::span<float> sum);
 
   // Shows the input of every matrix product of later forward calls to
   // `observer` (null: none). For offline tools (revis imatrix); like
@@ -48,8 +53,12 @@ class Model {
  private:
   Model() = default;
   void set_up_rope_and_scale();
+  Status check_batch(std::span<const int32_t> tokens, int n_past, const KvCache& kv) const;
+  // Logits into `logits` (every token's, or the last one's), or with
+  // hidden_sum the tokens' final hidden states added into it; neither: the
+  // KV rows only.
   void forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                     float* logits);
+                     float* logits, float* hidden_sum = nullptr);
   void grouped_query_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
   void latent_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
   void attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out);
