@@ -27,8 +27,7 @@ std::vector<std::string> Worker::tasks() const {
   std::vector<std::string> tasks;
   for (const auto& [name, task] : node_.catalog().tasks())
     if (node_.serves_tier(task.tier)) tasks.push_back(name);
-  tasks.push_back(node::kOpenAiChatTask);
-  tasks.push_back(node::kOpenAiCompletionTask);
+  tasks.insert(tasks.end(), node::kOpenAiTasks.begin(), node::kOpenAiTasks.end());
   return tasks;
 }
 

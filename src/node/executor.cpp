@@ -121,13 +121,14 @@ void Executor::run(QueuedJob& job) {
   finish(job, std::move(outcome));
 }
 
+NodeError Executor::cancellation(const QueuedJob& job) const {
+  MutexLock lock(mutex_);
+  return NodeError{ErrorCode::kCancelled, job.cancel_reason.empty() ? "cancelled" : job.cancel_reason};
+}
+
 Outcome<JobResult> Executor::execute(QueuedJob& job) {
   const JobSpec& spec = job.spec;
   const Clock::time_point started = Clock::now();
-  auto cancelled = [&]() -> NodeError {
-    MutexLock lock(mutex_);
-    return NodeError{ErrorCode::kCancelled, job.cancel_reason.empty() ? "cancelled" : job.cancel_reason};
-  };
   JobResult result;
   JobStats& st = result.stats;
   st.node = options_.node_name;
@@ -139,7 +140,8 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
     MutexLock lock(mutex_);
     st.exec_index = executed_;
   }
-  if (job.cancel.load()) return cancelled();
+  if (job.cancel.load()) return cancellation(job);
+  if (!spec.embed.empty()) return embed(job, std::move(result));
 
   GenerateOptions options;
   options.sampling = spec.sampling;
@@ -153,7 +155,7 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   };
   auto r = options_.sim ? infer_simulated(job, result, options) : infer_with_model(job, result, options);
   if (!r.ok()) return r.error();
-  if (r->stop_reason == "cancelled") return cancelled();
+  if (r->stop_reason == "cancelled") return cancellation(job);
 
   const Clock::time_point finished = Clock::now();
   result.text = std::move(r->text);
@@ -176,19 +178,26 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   return result;
 }
 
-Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& result, GenerateOptions& options) {
-  const JobSpec& spec = job.spec;
-  JobStats& st = result.stats;
+Outcome<Executor::TierModel> Executor::load_model(const JobSpec& spec, JobStats& st) {
   const TierSpec* tier = pool_.resolve(spec.tier);
   if (!tier) return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + spec.tier + "\""};
   auto loaded = pool_.acquire(*tier, &st.load_ms);
   if (!loaded.ok())
     return NodeError{ErrorCode::kModelUnavailable, "tier " + tier->name + ": " + loaded.status().message()};
-  LoadedModel& model = **loaded;
-  Engine& engine = *model.engine;
   st.tier = tier->name;
-  st.model = std::filesystem::path(model.path).filename().string();
-  st.model_digest = engine.info().digest;
+  st.model = std::filesystem::path((*loaded)->path).filename().string();
+  st.model_digest = (*loaded)->engine->info().digest;
+  return TierModel{tier, *loaded};
+}
+
+Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& result, GenerateOptions& options) {
+  const JobSpec& spec = job.spec;
+  JobStats& st = result.stats;
+  auto loaded = load_model(spec, st);
+  if (!loaded.ok()) return loaded.error();
+  const TierSpec* tier = loaded->tier;
+  LoadedModel& model = *loaded->model;
+  Engine& engine = *model.engine;
   st.chat_template = spec.raw ? "raw" : model.chat.origin;
 
   auto prompt = job_prompt_tokens(model, spec);
@@ -311,6 +320,79 @@ Outcome<GenerateResult> Executor::infer_simulated(QueuedJob& job, JobResult& res
   auto r = run_simulated_inference(sim, n_prompt, options, on_text);
   if (!r.ok()) return NodeError{ErrorCode::kInternal, "simulated inference failed: " + r.status().message()};
   return std::move(*r);
+}
+
+Outcome<JobResult> Executor::embed(QueuedJob& job, JobResult result) {
+  const JobSpec& spec = job.spec;
+  JobStats& st = result.stats;
+  if (options_.sim) return NodeError{ErrorCode::kBadRequest, "the simulated engine has no embeddings"};
+  auto loaded = load_model(spec, st);
+  if (!loaded.ok()) return loaded.error();
+  LoadedModel& model = *loaded->model;
+  Engine& engine = *model.engine;
+  const ModelInfo& info = engine.info();
+  st.chat_template = "raw";
+  // Every input is checked before any runs: a bad one fails the request at once.
+  std::vector<std::vector<int32_t>> inputs;
+  int total = 0;
+  for (size_t i = 0; i < spec.embed.size(); ++i) {
+    const std::string at = "input[" + std::to_string(i) + "]";
+    std::vector<int32_t> tokens;
+    if (const auto* text = std::get_if<std::string>(&spec.embed[i])) {
+      tokens = engine.tokenize(*text, engine.add_bos_default(), /*parse_special=*/false);
+    } else {
+      tokens = std::get<std::vector<int32_t>>(spec.embed[i]);
+      for (int32_t t : tokens)
+        if (t < 0 || t >= info.n_vocab)
+          return NodeError{ErrorCode::kBadRequest, at + ": token " + std::to_string(t) + " is outside the vocabulary of tier " +
+                                                       st.tier + " (0.." + std::to_string(info.n_vocab - 1) + ")"};
+    }
+    if (tokens.empty()) return NodeError{ErrorCode::kBadRequest, at + " has no tokens"};
+    if (static_cast<int>(tokens.size()) > info.n_ctx)
+      return NodeError{ErrorCode::kTooLong, at + " has " + std::to_string(tokens.size()) + " tokens but the context of tier " +
+                                                st.tier + " holds " + std::to_string(info.n_ctx)};
+    total += static_cast<int>(tokens.size());
+    inputs.push_back(std::move(tokens));
+  }
+  begin_prefill(st.tier, total, 0);
+  const Clock::time_point start = Clock::now();
+  // A session of the tier's pool, emptied: every input starts from nothing,
+  // and its rows are not worth keeping.
+  auto lease = model.cache->acquire({}, false);
+  if (!lease.ok()) return NodeError{ErrorCode::kInternal, "prompt cache: " + lease.status().message()};
+  int done = 0;
+  for (const std::vector<int32_t>& tokens : inputs) {
+    if (job.cancel.load()) break;
+    lease->session->truncate(0);
+    auto mean = lease->session->mean_hidden_state(tokens);
+    if (!mean.ok()) {
+      model.cache->discard(std::move(*lease));
+      return NodeError{ErrorCode::kInternal, "embedding failed: " + mean.status().message()};
+    }
+    // Scaled to length 1 (llama.cpp's default for its OpenAI endpoint), so
+    // that a dot product is the cosine similarity.
+    double norm = 0;
+    for (float v : *mean) norm += static_cast<double>(v) * v;
+    norm = std::sqrt(norm);
+    if (norm > 0)
+      for (float& v : *mean) v = static_cast<float>(v / norm);
+    result.embeddings.push_back(std::move(*mean));
+    done += static_cast<int>(tokens.size());
+    {
+      MutexLock lock(mutex_);
+      current_.prompt_done = done;
+    }
+  }
+  model.cache->discard(std::move(*lease));
+  if (job.cancel.load()) return cancellation(job);
+  const Clock::time_point finished = Clock::now();
+  result.stop_reason = "eog";
+  st.prompt_tokens = total;
+  st.prefill_ms = ms_between(start, finished);
+  st.prefill_tok_s = st.prefill_ms > 0 ? total * 1000.0 / st.prefill_ms : 0;
+  st.total_ms = ms_between(spec.received, finished);
+  st.finished_ms = ms_between(options_.node_start, finished);
+  return result;
 }
 
 void Executor::begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens) {

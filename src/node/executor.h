@@ -111,11 +111,21 @@ class Executor {
   void loop(std::optional<std::string> preload_tier, std::function<void(const Status&)> on_preloaded);
   void run(QueuedJob& job);
   Outcome<JobResult> execute(QueuedJob& job);
+  // The error of a job whose cancel flag is set.
+  NodeError cancellation(const QueuedJob& job) const EXCLUDES(mutex_);
   // The engine-specific half of execute(): fills the tier and model fields
   // of `stats`, sets options.max_tokens and runs the generation.
   // Both fill result.stats' model fields, and the model one result.logprobs
   // and, for a thinking template, result.reasoning (the text is the answer).
   Outcome<GenerateResult> infer_with_model(QueuedJob& job, JobResult& result, GenerateOptions& options);
+  // The job's tier, loaded; fills the tier and model fields of `stats`.
+  struct TierModel {
+    const TierSpec* tier;
+    LoadedModel* model;
+  };
+  Outcome<TierModel> load_model(const JobSpec& spec, JobStats& stats);
+  // An embeddings job (JobSpec::embed), in place of a generation.
+  Outcome<JobResult> embed(QueuedJob& job, JobResult result);
   Outcome<GenerateResult> infer_simulated(QueuedJob& job, JobResult& result, GenerateOptions& options);
   void begin_prefill(const std::string& tier, int prompt_tokens, int max_tokens);
   void finish(QueuedJob& job, Outcome<JobResult> outcome);

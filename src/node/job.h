@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "node/chat_template.h"
@@ -24,10 +25,14 @@ namespace revis::node {
 
 using Clock = std::chrono::steady_clock;
 
+// One input of an embeddings job: text (tokenized as the model asks, BOS
+// included, control-token texts as plain text), or token ids as they are.
+using EmbeddingInput = std::variant<std::string, std::vector<int32_t>>;
+
 struct JobSpec {
   std::string source;  // "ticket" or "openai" (metrics label)
   std::string label;   // ticketID or request id, for status and logs
-  std::string task;    // task name, or "chat.completions" / "completions"
+  std::string task;    // task name, or "chat.completions" / "completions" / "embeddings"
   std::string tier;    // resolved against the node's tiers by the executor
   bool raw = false;    // prompt is used as is; otherwise messages go through the chat template
   std::vector<ChatMessage> messages;
@@ -44,6 +49,10 @@ struct JobSpec {
   bool logprobs = false;  // report each generated token's log-probability
   int top_logprobs = 0;   // with logprobs: the most likely alternatives per token, 0..20
   bool lookup = false;    // speculative decoding with prompt lookup, whatever the tier says (the task asks)
+  // Not empty: an embeddings job. Nothing is generated; the result holds
+  // each input's embedding (JobResult::embeddings) and the sampling and
+  // prompt fields above are unused.
+  std::vector<EmbeddingInput> embed;
   Clock::time_point received = Clock::now();  // when the request arrived (queue wait, overhead)
 };
 
@@ -87,6 +96,9 @@ struct JobResult {
   std::vector<ToolCall> tool_calls;      // for a chat job given tools: the calls in the output (not in text)
   std::string stop_reason;  // "eog", "length", "stop", "context"
   std::vector<LogprobEntry> logprobs;  // with JobSpec::logprobs: every token but an end-of-generation one
+  // An embeddings job's: per input, the mean over its tokens of the model's
+  // final hidden state, scaled to length 1 (Session::mean_hidden_state).
+  std::vector<std::vector<float>> embeddings;
   JobStats stats;
 };
 

@@ -12,6 +12,7 @@
 #include "base/mutex.h"
 #include "kvstore/store.h"
 #include "node/build_info.h"
+#include "node/embeddings_api.h"
 #include "node/job_prompt.h"
 #include "node/json_text.h"
 #include "node/log.h"
@@ -201,20 +202,11 @@ std::string Node::tier_for_model(const std::string& model) const {
   return config_.default_tier;
 }
 
-Ticket Node::openai_ticket(const OpenAiRequest& r, std::string body, const std::string& id, size_t choice) const {
-  Ticket t;
-  t.id = id;
-  t.task = r.chat ? kOpenAiChatTask : kOpenAiCompletionTask;
-  t.streaming = r.stream;
-  t.openai = OpenAiCall{std::move(body), tier_for_model(r.model),
-                        r.seed_given ? choice_seed(r.sampling.seed, choice) : fresh_seed()};
-  return t;
+OpenAiCall Node::openai_call(const std::string& model, std::string body, std::optional<uint64_t> seed) const {
+  return OpenAiCall{std::move(body), tier_for_model(model), seed ? *seed : fresh_seed()};
 }
 
 Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received) const {
-  const bool chat = t.task == kOpenAiChatTask;
-  auto r = chat ? parse_chat_request(t.openai->body) : parse_completion_request(t.openai->body);
-  if (!r.ok()) return r.error();
   if (!serves_tier(t.openai->tier))
     return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + t.openai->tier + "\""};
   JobSpec spec;
@@ -222,6 +214,16 @@ Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received)
   spec.label = t.id;
   spec.task = t.task;
   spec.tier = t.openai->tier;
+  spec.received = received;
+  if (t.task == kOpenAiEmbeddingsTask) {
+    auto r = parse_embedding_request(t.openai->body);
+    if (!r.ok()) return r.error();
+    spec.embed = std::move(r->inputs);
+    return spec;
+  }
+  const bool chat = t.task == kOpenAiChatTask;
+  auto r = chat ? parse_chat_request(t.openai->body) : parse_completion_request(t.openai->body);
+  if (!r.ok()) return r.error();
   spec.raw = !chat;
   spec.messages = std::move(r->messages);
   spec.chat_options = std::move(r->chat_options);
@@ -234,7 +236,6 @@ Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received)
   spec.grammar = std::move(r->grammar);
   spec.logprobs = r->logprobs;
   spec.top_logprobs = r->top_logprobs;
-  spec.received = received;
   return spec;
 }
 

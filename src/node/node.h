@@ -60,12 +60,11 @@ class Node {
   // A tier name, a tier's model file name (with or without .gguf), or the
   // default tier for anything else ("gpt-4o").
   std::string tier_for_model(const std::string& model) const;
-  // An OpenAI request (`body`, parsed as `request`) as a ticket for the
-  // dispatcher. Its tier (from `model`) and its seed (the client's, or a
-  // fresh one) are settled here, once, so that every run of it, here or on a
-  // peer, first or retried, is the same computation. Choice `choice` of a
-  // request for several runs a seed of its own (choice_seed).
-  Ticket openai_ticket(const OpenAiRequest& request, std::string body, const std::string& id, size_t choice = 0) const;
+  // What an OpenAI request's ticket carries (`body`, as posted): its tier
+  // (from `model`) and its seed (`seed`, the client's, or else a fresh one)
+  // are settled here, once, so that every run of it, here or on a peer,
+  // first or retried, is the same computation.
+  OpenAiCall openai_call(const std::string& model, std::string body, std::optional<uint64_t> seed) const;
 
   // Counts a request refused before it reached the executor (malformed,
   // unknown task, queue full, ...), so /metrics and the status page see

@@ -17,13 +17,6 @@ using nlohmann::json;
 
 NodeError bad(std::string message) { return NodeError{ErrorCode::kBadRequest, std::move(message)}; }
 
-Outcome<json> parse_object(std::string_view body) {
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad("the request body is not valid JSON");
-  if (!j.is_object()) return bad("the request body must be a JSON object");
-  return j;
-}
-
 // A message's content: a string, or an array of {"type":"text","text":...}
 // parts (what newer clients send), concatenated.
 Outcome<std::string> content_text(const json& content, const std::string& at) {
@@ -313,8 +306,15 @@ json usage(const JobStats& s) {
 
 }  // namespace
 
+Outcome<nlohmann::json> parse_request_object(std::string_view body) {
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad("the request body is not valid JSON");
+  if (!j.is_object()) return bad("the request body must be a JSON object");
+  return j;
+}
+
 Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
-  auto parsed = parse_object(body);
+  auto parsed = parse_request_object(body);
   if (!parsed.ok()) return parsed.error();
   const json& j = *parsed;
   OpenAiRequest r;
@@ -377,7 +377,7 @@ Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
 }
 
 Outcome<OpenAiRequest> parse_completion_request(std::string_view body) {
-  auto parsed = parse_object(body);
+  auto parsed = parse_request_object(body);
   if (!parsed.ok()) return parsed.error();
   const json& j = *parsed;
   OpenAiRequest r;

@@ -60,6 +60,9 @@ struct OpenAiRequest {
 // another, so a large n holds the machine for n answers.
 inline constexpr int kMaxChoices = 16;
 
+// A request body that must be one JSON object; bad_request otherwise.
+Outcome<nlohmann::json> parse_request_object(std::string_view body);
+
 // Errors are bad_request with a message naming the field.
 Outcome<OpenAiRequest> parse_chat_request(std::string_view body);
 Outcome<OpenAiRequest> parse_completion_request(std::string_view body);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node/base64.h"
 #include "node/openai_api.h"
 
 namespace revis::node {
@@ -30,6 +31,10 @@ JobResult result_of(const json& done) {
   if (auto calls = done.find("toolCalls"); calls != done.end()) r.tool_calls = tool_calls_from_json(*calls);
   r.stop_reason = string_at(done, "stopReason");
   if (auto logprobs = done.find("logprobs"); logprobs != done.end()) r.logprobs = logprobs_from_content(*logprobs);
+  if (auto embeddings = done.find("embeddings"); embeddings != done.end() && embeddings->is_array())
+    for (const json& e : *embeddings)
+      if (auto values = e.is_string() ? floats_from_base64(e.get_ref<const std::string&>()) : std::nullopt)
+        r.embeddings.push_back(std::move(*values));
   if (auto stats = done.find("stats"); stats != done.end() && stats->is_object()) {
     r.stats.prompt_tokens = int_at(*stats, "promptTokens");
     r.stats.cached_tokens = int_at(*stats, "cachedTokens");

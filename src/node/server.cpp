@@ -24,6 +24,7 @@
 #include "node/access_log.h"
 #include "node/bearer.h"
 #include "node/connection_table.h"
+#include "node/embeddings_api.h"
 #include "node/log.h"
 #include "node/node.h"
 #include "node/openai_relay.h"
@@ -592,6 +593,10 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
       if (!post) return method_not_allowed();
       return openai(req.body(), path == "/v1/chat/completions");
     }
+    if (path == "/v1/embeddings") {
+      if (!post) return method_not_allowed();
+      return embeddings(req.body());
+    }
     if (path == "/v1/revis/stream")
       return respond_json(http::status::upgrade_required, R"({"error":"this endpoint speaks WebSocket only"})");
     respond_json(http::status::not_found, openai_error("no such endpoint: " + path, "invalid_request_error", "not_found"));
@@ -624,13 +629,28 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
                                   .created = std::time(nullptr),
                                   .include_usage = request->include_usage,
                                   .logprobs = request->logprobs}));
-    start_api_request(id, std::move(*request), body);
+    start_api_request(chat ? kOpenAiChatTask : kOpenAiCompletionTask, request->model, request->stream, body,
+                      request->seed_given ? std::optional<uint64_t>(request->sampling.seed) : std::nullopt);
   }
 
-  void start_api_request(const std::string& id, OpenAiRequest request, const std::string& body) {
-    request_id_ = id;
-    api_request_ = std::move(request);
-    api_body_ = body;
+  void embeddings(const std::string& body) {
+    auto request = parse_embedding_request(body);
+    if (!request.ok()) {
+      state_.node.count_refused("openai", request.error().code);
+      return respond_error(request.error());
+    }
+    const std::string id = random_id("embd-");
+    relay_.emplace(OpenAiRelay::Shape{.stream = false, .choices = 1, .id = id},
+                   embeddings_format(state_.node.tier_for_model(request->model), request->base64));
+    start_api_request(kOpenAiEmbeddingsTask, request->model, false, body, std::nullopt);
+  }
+
+  // The first ticket of a request whose relay_ is set. Choice 0 runs with
+  // `seed` (or a fresh one), the others with seeds derived from it.
+  void start_api_request(const std::string& task, const std::string& model, bool stream, std::string body,
+                         std::optional<uint64_t> seed) {
+    request_id_ = relay_->ticket_id(0);
+    api_ticket_ = Ticket{.task = task, .streaming = stream, .openai = state_.node.openai_call(model, std::move(body), seed)};
     job_active_ = true;
     ++job_generation_;
     stream_.expires_never();  // a long generation is not an idle connection
@@ -639,7 +659,9 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   }
 
   void send_choice(size_t choice, Clock::time_point received) {
-    Ticket ticket = state_.node.openai_ticket(*api_request_, api_body_, relay_->ticket_id(choice), choice);
+    Ticket ticket = *api_ticket_;
+    ticket.id = relay_->ticket_id(choice);
+    ticket.openai->seed = choice_seed(api_ticket_->openai->seed, choice);
     state_.desk.on_ticket(shared_from_this(), std::move(ticket), received);
   }
 
@@ -661,8 +683,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     if (step.next_choice) send_choice(*step.next_choice, Clock::now());
     if (!step.finished) return;
     job_active_ = false;
-    api_request_.reset();
-    api_body_.clear();
+    api_ticket_.reset();
     if (step.response) return respond_json(http::status::ok, std::move(*step.response));
     if (step.error) return respond_error(*step.error, relay_->error_body(*step.error));
     raw_write("0\r\n\r\n");
@@ -847,8 +868,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   uint64_t job_generation_ = 0;
   std::string request_id_;
   std::optional<OpenAiRelay> relay_;
-  std::optional<OpenAiRequest> api_request_;  // as parsed, for the tickets of its later choices
-  std::string api_body_;
+  std::optional<Ticket> api_ticket_;  // what the tickets of its choices have in common
   std::deque<std::string> outbox_;
   size_t queued_bytes_ = 0;
 };

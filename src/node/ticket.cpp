@@ -1,11 +1,13 @@
 #include "node/ticket.h"
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "node/base64.h"
 #include "node/json_text.h"
 #include "node/openai_api.h"
 
@@ -244,9 +246,11 @@ std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_vi
   if (!have_task) return reject(ErrorCode::kBadRequest, "missing field \"taskType\"", id);
   if (t.openai && !t.forwarded_by)
     return reject(ErrorCode::kBadRequest, "\"openai\" is sent only by a peer's dispatcher, with forwardedBy", id);
-  if (t.openai && t.task != kOpenAiChatTask && t.task != kOpenAiCompletionTask)
+  if (t.openai && std::find(kOpenAiTasks.begin(), kOpenAiTasks.end(), t.task) == kOpenAiTasks.end())
     return reject(ErrorCode::kBadRequest,
-                  "a ticket with \"openai\" has taskType " + std::string(kOpenAiChatTask) + " or " + kOpenAiCompletionTask, id);
+                  "a ticket with \"openai\" has taskType " + std::string(kOpenAiChatTask) + ", " + kOpenAiCompletionTask +
+                      " or " + kOpenAiEmbeddingsTask,
+                  id);
   if (t.openai && !t.args.empty()) return reject(ErrorCode::kBadRequest, "a ticket with \"openai\" has no args", id);
   return ClientMessage{std::move(t)};
 }
@@ -286,6 +290,10 @@ std::string done_event(const std::string& id, const JobResult& result) {
   j["stopReason"] = result.stop_reason;
   j["stats"] = stats_json(result.stats);
   if (!result.logprobs.empty()) j["logprobs"] = logprobs_content(result.logprobs);
+  if (!result.embeddings.empty()) {
+    j["embeddings"] = json::array();
+    for (const std::vector<float>& e : result.embeddings) j["embeddings"].push_back(floats_base64(e));
+  }
   return json_text(j);
 }
 

@@ -9,6 +9,7 @@
 // Thread-safety: free functions on values.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -28,6 +29,9 @@ namespace revis::node {
 // The taskType of an OpenAI call: the endpoint its body was posted to.
 inline constexpr const char* kOpenAiChatTask = "chat.completions";
 inline constexpr const char* kOpenAiCompletionTask = "completions";
+inline constexpr const char* kOpenAiEmbeddingsTask = "embeddings";
+inline constexpr std::array<const char*, 3> kOpenAiTasks = {kOpenAiChatTask, kOpenAiCompletionTask,
+                                                            kOpenAiEmbeddingsTask};
 
 // An OpenAI API request travelling as a ticket (the fabric places OpenAI
 // requests like tickets; docs/fabric.md). Unlike a ticket's args, it
@@ -105,6 +109,8 @@ std::string token_event(const std::string& id, uint64_t seq, std::string_view te
 // Sets callbacks.on_text and on_reasoning to hand `send` the job's token
 // events, numbered from 0.
 void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::function<void(std::string event)> send);
+// An embeddings job's vectors go as "embeddings": little-endian float32 in
+// base64 (base64.h), exact and a quarter the size of decimal text.
 std::string done_event(const std::string& id, const JobResult& result);
 std::string error_event(const std::optional<std::string>& id, const NodeError& error);
 // The ticket runs again (attempt 2, 3, ...): text streamed so far is void

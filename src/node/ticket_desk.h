@@ -1,6 +1,6 @@
 // Where the server hands the ticket protocol over: tickets, cancels,
 // resumes and peer subscriptions arriving on WebSocket connections, OpenAI
-// API requests as tickets (node/node.h, openai_ticket), and the cluster
+// API requests as tickets (node/node.h, openai_call), and the cluster
 // view. The fabric's dispatcher (src/fabric/dispatcher.h)
 // implements it and decides where each ticket runs, this node's executor or
 // a peer; the server only parses, authenticates and delivers events.

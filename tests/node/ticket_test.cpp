@@ -69,7 +69,7 @@ TEST(Ticket, OpenAiCallRoundTripsAndNeedsForwardedBy) {
   EXPECT_NE(rejected(R"({"type":"ticket","ticketID":"x","taskType":"completions",)" + call + "}").error.message.find("forwardedBy"),
             std::string::npos);
   EXPECT_NE(rejected(R"({"type":"ticket","ticketID":"x","taskType":"chat","forwardedBy":"a",)" + call + "}")
-                .error.message.find("chat.completions or completions"),
+                .error.message.find("chat.completions, completions or embeddings"),
             std::string::npos);
   EXPECT_NE(rejected(R"({"type":"ticket","ticketID":"x","taskType":"completions","forwardedBy":"a",)"
                      R"("openai":{"body":"{}","tier":"small","seed":-1}})")
