@@ -30,6 +30,13 @@ await check('models.list lists the tiers', async () => {
   assert.ok(ids.includes('default'), JSON.stringify(ids));
 });
 
+await check('models.retrieve gives a tier; an unknown name is NotFoundError', async () => {
+  const m = await client.models.retrieve('default');
+  assert.equal(m.id, 'default');
+  assert.equal(m.object, 'model');
+  await assert.rejects(client.models.retrieve('no-such-model'), (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+});
+
 let plain = '';
 await check('chat.completions.create without streaming', async () => {
   const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, max_tokens: 8, temperature: 0 });
@@ -73,6 +80,27 @@ await check('completions.create, plain and streamed', async () => {
   let text = '';
   for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
   assert.equal(text, r.choices[0].text);
+});
+
+await check('n choices come back indexed, streamed and not', async () => {
+  const ask = { model: 'default', messages, max_tokens: 4, temperature: 1, seed: 11, n: 2 };
+  const r = await client.chat.completions.create(ask);
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+  const texts = ['', ''];
+  for await (const chunk of await client.chat.completions.create({ ...ask, stream: true }))
+    for (const c of chunk.choices) texts[c.index] += c.delta.content ?? '';
+  assert.deepEqual(texts, r.choices.map((c) => c.message.content));
+});
+
+await check('embeddings.create: the base64 the client asks for by default decodes to the floats', async () => {
+  const input = ['a river', 'a mountain'];
+  const coded = await client.embeddings.create({ model: 'default', input });
+  const plain = await client.embeddings.create({ model: 'default', input, encoding_format: 'float' });
+  assert.equal(coded.data.length, 2);
+  assert.deepEqual(coded.data.map((d) => d.embedding), plain.data.map((d) => d.embedding));
+  const norm = Math.hypot(...plain.data[1].embedding);
+  assert.ok(Math.abs(norm - 1) < 1e-5, `norm ${norm}`);
+  assert.ok(plain.usage.prompt_tokens > 0);
 });
 
 await check('a bad request raises BadRequestError', async () => {
