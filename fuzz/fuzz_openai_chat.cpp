@@ -1,15 +1,18 @@
-// libFuzzer target for the OpenAI chat request parser (the bytes of an HTTP
-// body) and the tool-call readers (a model's output, which a client can
-// steer). The first byte picks: even = a request body, whose refusal must
-// carry a message and whose tools must give every family's call grammar or
-// an error; odd = an answer in the family (byte >> 1) % 9, which must parse
-// to the same calls whole and streamed in two pieces.
+// libFuzzer target for the OpenAI chat request parser and Anthropic's
+// messages parser (the bytes of an HTTP body), and the tool-call readers (a
+// model's output, which a client can steer). The first byte picks: even =
+// a request body (byte % 4 == 0 a chat request, else an Anthropic one),
+// whose refusal must carry a message and whose tools must give every
+// family's call grammar or an error; odd = an answer in the family
+// (byte >> 1) % 9, which must parse to the same calls whole and streamed in
+// two pieces.
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <string>
 #include <string_view>
 
+#include "node/anthropic_api.h"
 #include "node/openai_api.h"
 #include "node/tool_calls.h"
 
@@ -21,7 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 ToolFormat::kDeepSeek, ToolFormat::kXmlFunction, ToolFormat::kGlm,
                                 ToolFormat::kKimi, ToolFormat::kCommandR,    ToolFormat::kFunctionary};
   if (data[0] % 2 == 0) {
-    auto r = parse_chat_request(text);
+    auto r = data[0] % 4 == 0 ? parse_chat_request(text) : [&]() -> Outcome<OpenAiRequest> {
+      auto m = parse_messages_request(text);
+      if (!m.ok()) return m.error();
+      return std::move(m->chat);
+    }();
     if (!r.ok()) {
       if (r.error().message.empty()) __builtin_trap();
       return 0;

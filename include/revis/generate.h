@@ -139,6 +139,7 @@ struct GenerateResult {
   std::vector<TokenLogprobs> logprobs;  // with options.logprobs: one per generated token
   std::string text;                   // what was streamed
   std::string stop_reason;            // "length", "eog", "stop", "context", "cancelled"
+  std::string stop_sequence;          // with "stop": the stop string that ended it (empty: the constraint did)
   // Speculative decoding: tokens the drafter proposed and the target
   // evaluated, and how many of them the sampler kept.
   int draft_tokens = 0, accepted_tokens = 0;

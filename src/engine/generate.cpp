@@ -223,6 +223,7 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
     emit(out.text);
     if (out.stopped) {
       result.stop_reason = "stop";
+      result.stop_sequence = *stops.matched_stop();
       break;
     }
     if (i + 1 == options.max_tokens) break;  // the last token needs no forward pass

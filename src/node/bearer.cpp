@@ -59,6 +59,10 @@ bool bearer_matches(std::string_view authorization, std::string_view token) {
   return equal_constant_time(credential, token);
 }
 
+bool api_key_matches(std::string_view x_api_key, std::string_view token) {
+  return !x_api_key.empty() && equal_constant_time(x_api_key, token);
+}
+
 std::optional<std::string> token_from_subprotocols(std::string_view header) {
   constexpr std::string_view kPrefix = "revis.token.";
   std::optional<std::string> token;

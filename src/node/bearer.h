@@ -6,6 +6,8 @@
 // bearer_matches() checks a request's Authorization header against it: the
 // scheme name matched without regard to case (RFC 7235 section 2.1), then
 // the credential compared in time that does not depend on where it differs.
+// api_key_matches() does the same for an x-api-key header, which holds the
+// token alone.
 //
 // A browser's WebSocket cannot set Authorization; the dashboard (web/)
 // offers the subprotocols "revis" and "revis.token.HEX" instead, HEX being
@@ -26,6 +28,8 @@ namespace revis::node {
 
 Status valid_token(std::string_view token);
 bool bearer_matches(std::string_view authorization, std::string_view token);
+// Anthropic's clients send the token alone in an x-api-key header.
+bool api_key_matches(std::string_view x_api_key, std::string_view token);
 
 inline constexpr std::string_view kDashboardSubprotocol = "revis";
 // `header`: a Sec-WebSocket-Protocol value (comma-separated names).

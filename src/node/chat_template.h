@@ -47,8 +47,8 @@ struct ChatMessage {
   std::string role;  // "system", "user", "assistant", "tool" (as the API and the catalogue validated it)
   std::string content;
   // More of the message for the template, as the API validated it: an
-  // assistant's tool_calls (arguments as objects), a tool result's
-  // tool_call_id and name.
+  // assistant's tool_calls (arguments as objects) and reasoning_content, a
+  // tool result's tool_call_id and name.
   nlohmann::ordered_json fields = nlohmann::ordered_json::object();
 };
 

@@ -160,6 +160,7 @@ Outcome<JobResult> Executor::execute(QueuedJob& job) {
   const Clock::time_point finished = Clock::now();
   result.text = std::move(r->text);
   result.stop_reason = r->stop_reason;
+  result.stop_sequence = r->stop_sequence;
   const int n_generated = static_cast<int>(r->generated.size());
   st.prompt_tokens = r->n_prompt;
   st.cached_tokens = r->cached_tokens;

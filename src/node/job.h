@@ -95,6 +95,7 @@ struct JobResult {
   std::optional<std::string> reasoning;  // the thinking, for a chat job whose template thinks
   std::vector<ToolCall> tool_calls;      // for a chat job given tools: the calls in the output (not in text)
   std::string stop_reason;  // "eog", "length", "stop", "context"
+  std::string stop_sequence;  // with "stop": the stop string that ended the answer (empty: a grammar did)
   std::vector<LogprobEntry> logprobs;  // with JobSpec::logprobs: every token but an end-of-generation one
   // An embeddings job's: per input, the mean over its tokens of the model's
   // final hidden state, scaled to length 1 (Session::mean_hidden_state).

@@ -356,6 +356,12 @@ Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
       if (!name->is_string()) return bad(at + ".name must be a string");
       message.fields["name"] = name->get<std::string>();
     }
+    // An earlier answer's thinking, as llama-server takes it back: the
+    // template decides whether the model sees it again.
+    if (auto thinking = m.find("reasoning_content"); r_name == "assistant" && thinking != m.end() && !thinking->is_null()) {
+      if (!thinking->is_string()) return bad(at + ".reasoning_content must be a string");
+      message.fields["reasoning_content"] = thinking->get<std::string>();
+    }
     r.messages.push_back(std::move(message));
   }
   if (Status s = chat_kwargs_from_request(j, r.chat_options); !s.ok()) return bad(s.message());

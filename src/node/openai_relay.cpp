@@ -30,6 +30,7 @@ JobResult result_of(const json& done) {
     r.reasoning = reasoning->get<std::string>();
   if (auto calls = done.find("toolCalls"); calls != done.end()) r.tool_calls = tool_calls_from_json(*calls);
   r.stop_reason = string_at(done, "stopReason");
+  r.stop_sequence = string_at(done, "stopSequence");
   if (auto logprobs = done.find("logprobs"); logprobs != done.end()) r.logprobs = logprobs_from_content(*logprobs);
   if (auto embeddings = done.find("embeddings"); embeddings != done.end() && embeddings->is_array())
     for (const json& e : *embeddings)

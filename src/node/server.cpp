@@ -22,6 +22,7 @@
 
 #include "base/mutex.h"
 #include "node/access_log.h"
+#include "node/anthropic_api.h"
 #include "node/bearer.h"
 #include "node/connection_table.h"
 #include "node/embeddings_api.h"
@@ -122,8 +123,9 @@ struct ServerState {
   void poll_connections_closed();
 };
 
-template <class Message>
-std::string_view field_value(const Message& m, http::field f) {
+// `f`: an http::field, or a field's name.
+template <class Message, class Field>
+std::string_view field_value(const Message& m, Field f) {
   auto it = m.find(f);
   return it == m.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
 }
@@ -132,9 +134,8 @@ template <class Request>
 bool authorized(const ServerState& state, const Request& req) {
   const std::string& token = state.node.config().token;
   if (token.empty()) return true;
-  auto it = req.find(http::field::authorization);
-  if (it == req.end()) return false;
-  return bearer_matches(std::string_view(it->value().data(), it->value().size()), token);
+  return bearer_matches(field_value(req, http::field::authorization), token) ||
+         api_key_matches(field_value(req, "x-api-key"), token);
 }
 
 // A browser's WebSocket upgrade: the token as a subprotocol (the dashboard).
@@ -597,6 +598,10 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
       if (!post) return method_not_allowed();
       return embeddings(req.body());
     }
+    if (path == "/v1/messages") {
+      if (!post) return method_not_allowed();
+      return messages(req.body());
+    }
     if (path == "/v1/revis/stream")
       return respond_json(http::status::upgrade_required, R"({"error":"this endpoint speaks WebSocket only"})");
     respond_json(http::status::not_found, openai_error("no such endpoint: " + path, "invalid_request_error", "not_found"));
@@ -631,6 +636,21 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
                                   .logprobs = request->logprobs}));
     start_api_request(chat ? kOpenAiChatTask : kOpenAiCompletionTask, request->model, request->stream, body,
                       request->seed_given ? std::optional<uint64_t>(request->sampling.seed) : std::nullopt);
+  }
+
+  // Anthropic's Messages API: the request as a chat request, the answer
+  // in Anthropic's shapes.
+  void messages(const std::string& body) {
+    auto request = parse_messages_request(body);
+    if (!request.ok()) {
+      state_.node.count_refused("openai", request.error().code);
+      return respond_error(request.error(), anthropic_error_for(request.error()));
+    }
+    const std::string id = random_id("msg_");
+    relay_.emplace(OpenAiRelay::Shape{.stream = request->chat.stream, .choices = 1, .id = id},
+                   anthropic_format(id, state_.node.tier_for_model(request->chat.model)));
+    start_api_request(kOpenAiChatTask, request->chat.model, request->chat.stream, std::move(request->chat_body),
+                      std::nullopt);
   }
 
   void embeddings(const std::string& body) {
@@ -768,13 +788,20 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     http::response<http::string_body> res{http::status::unauthorized, 11};
     res.set(http::field::www_authenticate, "Bearer");
     res.set(http::field::content_type, "application/json");
-    res.body() = openai_error("missing or wrong token (Authorization: Bearer ...)", "invalid_request_error", "invalid_api_key");
+    const std::string why = "missing or wrong token (Authorization: Bearer ..., or x-api-key)";
+    res.body() = anthropic_route() ? anthropic_error("authentication_error", why)
+                                   : openai_error(why, "invalid_request_error", "invalid_api_key");
     send_response(std::move(res));
   }
 
   void method_not_allowed() {
-    respond_json(http::status::method_not_allowed, openai_error("method not allowed", "invalid_request_error", "method_not_allowed"));
+    respond_json(http::status::method_not_allowed,
+                 anthropic_route() ? anthropic_error("invalid_request_error", "method not allowed")
+                                   : openai_error("method not allowed", "invalid_request_error", "method_not_allowed"));
   }
+
+  // Anthropic's clients read errors in Anthropic's shape.
+  bool anthropic_route() const { return route_ == "/v1/messages"; }
 
   void respond_json(http::status status, std::string body) { respond(status, "application/json", std::move(body)); }
 

@@ -288,6 +288,7 @@ std::string done_event(const std::string& id, const JobResult& result) {
   if (result.reasoning) j["reasoning"] = *result.reasoning;
   if (!result.tool_calls.empty()) j["toolCalls"] = tool_calls_json(result.tool_calls);
   j["stopReason"] = result.stop_reason;
+  if (!result.stop_sequence.empty()) j["stopSequence"] = result.stop_sequence;
   j["stats"] = stats_json(result.stats);
   if (!result.logprobs.empty()) j["logprobs"] = logprobs_content(result.logprobs);
   if (!result.embeddings.empty()) {

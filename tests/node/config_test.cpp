@@ -265,6 +265,11 @@ TEST(Bearer, SchemeIsCaseInsensitive) {
     EXPECT_FALSE(bearer_matches(h, "tok")) << h;
 }
 
+TEST(Bearer, AnXApiKeyHoldsTheTokenAlone) {
+  EXPECT_TRUE(api_key_matches("tok", "tok"));
+  for (const char* h : {"", "TOK", "Bearer tok", "tok ", "to"}) EXPECT_FALSE(api_key_matches(h, "tok")) << h;
+}
+
 TEST(Bearer, BrowsersSendTheTokenAsASubprotocolInHex) {
   EXPECT_TRUE(subprotocol_matches("revis, revis.token.733363726574", "s3cret"));
   EXPECT_FALSE(subprotocol_matches("revis, revis.token.733363726575", "s3cret"));
