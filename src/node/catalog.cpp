@@ -5,10 +5,12 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "grammar/json_schema.h"
 #include "hash/sha256.h"
 
 namespace revis::node {
@@ -134,13 +136,20 @@ Status apply_fields(const toml::table& table, Task& task, const std::string& whe
       auto on = v.value_exact<bool>();
       if (!on) return Status::error(at + ": expected true or false");
       task.lookup = *on;
+    } else if (key == "schema") {
+      s = need_string(task.schema);
+      if (s.ok() && task.schema.empty()) s = Status::error(at + ": expected a JSON Schema as JSON text, found \"\"");
+    } else if (key == "grammar") {
+      s = need_string(task.grammar);
+      if (s.ok() && task.grammar.empty()) s = Status::error(at + ": expected a GBNF grammar, found \"\"");
     } else if (key == "seed") {
       int64_t seed = 0;
       s = need_int(0, INT64_MAX, seed);
       task.seed = static_cast<uint64_t>(seed);
     } else {
       return Status::error(at + ": unknown key (expected description, tier, raw, system, user, required, "
-                                "optional, temperature, top_p, top_k, min_p, max_tokens, stop, seed, lookup, enabled)");
+                                "optional, temperature, top_p, top_k, min_p, max_tokens, stop, seed, lookup, schema, grammar, "
+                                "enabled)");
     }
     if (!s.ok()) return s;
   }
@@ -209,6 +218,8 @@ Status validate_task(const Task& t) {
   if (t.max_tokens < 1) return Status::error(at + ": max_tokens must be >= 1");
   for (const std::string& s : t.stop)
     if (s.empty()) return Status::error(at + ": empty stop string");
+  if (!t.schema.empty() && !t.grammar.empty())
+    return Status::error(at + ": schema and grammar both given (the answer has one shape: keep one)");
   std::set<std::string> declared;
   for (const std::string& a : t.required) {
     if (!valid_name(a, 64)) return Status::error(at + ": argument name \"" + a + "\" must match [a-z][a-z0-9_]*");
@@ -226,6 +237,26 @@ Status validate_task(const Task& t) {
       if (!declared.count(n))
         return Status::error(at + ": " + field + " template uses {{" + n + "}} but the task declares no such argument");
   }
+  return {};
+}
+
+Status compile_output(Task& t) {
+  t.output_grammar = nullptr;
+  const std::string at = "task " + t.name;
+  std::string gbnf = t.grammar;
+  if (!t.schema.empty()) {
+    // ordered_json keeps the properties in the order the catalogue wrote them.
+    nlohmann::ordered_json schema = nlohmann::ordered_json::parse(t.schema, nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded() || !(schema.is_object() || schema.is_boolean()))
+      return Status::error(at + ": schema: expected a JSON Schema (a JSON object) as text");
+    auto converted = json_schema_to_gbnf(schema);
+    if (!converted.ok()) return Status::error(at + ": schema: " + converted.status().message());
+    gbnf = *converted;
+  }
+  if (gbnf.empty()) return {};
+  auto compiled = Grammar::parse(gbnf);
+  if (!compiled.ok()) return Status::error(at + ": " + (t.schema.empty() ? "grammar: " : "schema: ") + compiled.status().message());
+  t.output_grammar = std::move(*compiled);
   return {};
 }
 
@@ -248,11 +279,19 @@ Catalog Catalog::builtin() {
                 "and formatting. Output only the translation.",
                 "Translate the following text from {{from}} into {{to}}.\n\n{{text}}", {"text", "to"},
                 {{"from", "its original language"}}, 0.2, 1024));
-  add(make_task("profile", "large", "Extract a structured profile from a text.",
+  Task profile = make_task("profile", "large", "Extract a structured profile from a text.",
                 "You extract structured data. From the text the user gives you, build a profile of the {{subject}} "
                 "it describes as one JSON object with the keys name, role, organization, location, skills (an "
                 "array), contact and summary. Use null for anything the text does not say. Output only the JSON.",
-                "{{text}}", {"text"}, {{"subject", "person or organization"}}, 0.1, 768, true));
+                "{{text}}", {"text"}, {{"subject", "person or organization"}}, 0.1, 768, true);
+  // The answer the system prompt asks for, enforced while sampling.
+  profile.schema = R"({"type": "object", "properties": {)"
+                   R"("name": {"type": ["string", "null"]}, "role": {"type": ["string", "null"]}, )"
+                   R"("organization": {"type": ["string", "null"]}, "location": {"type": ["string", "null"]}, )"
+                   R"("skills": {"type": "array", "items": {"type": "string"}}, )"
+                   R"("contact": {"type": ["string", "null"]}, "summary": {"type": ["string", "null"]}}, )"
+                   R"("required": ["name", "role", "organization", "location", "skills", "contact", "summary"]})";
+  add(std::move(profile));
   add(make_task("think_en", "large", "Reason in English about a question.",
                 "You are a careful thinker. Reason about the user's question step by step in English, weigh the "
                 "alternatives, check your reasoning, and finish with a line that starts with \"Answer:\".",
@@ -263,6 +302,8 @@ Catalog Catalog::builtin() {
                             {"prompt"}, {}, 0.8, 256);
   complete.raw = true;
   add(std::move(complete));
+  for (auto& [name, task] : c.tasks_)
+    if (Status s = compile_output(task); !s.ok()) throw std::logic_error("built-in catalogue: " + s.message());
   c.update_digest();
   return c;
 }
@@ -298,6 +339,7 @@ Status Catalog::apply_toml(std::string_view toml_text, const std::string& origin
       if (!exists && (!table->contains("tier") || !table->contains("user")))
         return Status::error(where + ": a new task needs at least tier and user");
       if (Status s = validate_task(task); !s.ok()) return s.with_context(origin);
+      if (Status s = compile_output(task); !s.ok()) return s.with_context(origin);
       next[name] = std::move(task);
     }
   }
@@ -332,6 +374,9 @@ std::string Catalog::canonical_json() const {
         {"stop", t.stop},                {"seed", t.seed ? nlohmann::json(*t.seed) : nlohmann::json(nullptr)},
         {"lookup", t.lookup},
     };
+    // Only when given, so that catalogues without them keep their digests.
+    if (!t.schema.empty()) tasks[name]["schema"] = t.schema;
+    if (!t.grammar.empty()) tasks[name]["grammar"] = t.grammar;
   }
   // nlohmann's objects are sorted maps and dump() without indent adds no
   // whitespace, so this text is canonical for a given set of values.

@@ -13,6 +13,11 @@
 //   required = ["topic"]
 //   temperature = 0.9
 //
+// A task may promise the shape of its answer: `schema` (a JSON Schema, as
+// JSON text) or `grammar` (GBNF). Every node then constrains generation to
+// it, so each client of the task gets JSON that validates (or a sentence of
+// the grammar), whatever the model.
+//
 // Templates use {{name}} placeholders (spaces inside the braces allowed);
 // every placeholder must name a required or optional argument, and optional
 // arguments have defaults. A task with raw = true has no system template: its
@@ -29,11 +34,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "grammar/grammar.h"
 #include "node/errors.h"
 #include "tokenizer/tokenizer.h"
 #include "revis/status.h"
@@ -59,6 +66,11 @@ struct Task {
   // Speculative decoding with prompt lookup (revis/draft.h): for tasks
   // whose output copies from the prompt (summaries, extraction, reviews).
   bool lookup = false;
+  // The answer's shape (at most one; both empty: free text): a JSON Schema
+  // as JSON text, or GBNF. compile_output() turns it into output_grammar.
+  std::string schema;
+  std::string grammar;
+  std::shared_ptr<const Grammar> output_grammar;  // null: free text
 
   bool accepts(const std::string& arg) const;
 };
@@ -113,5 +125,8 @@ Result<std::string> fill_template(std::string_view tmpl, const std::map<std::str
 Result<std::vector<std::string>> template_placeholders(std::string_view tmpl);
 // Whether every field is in range and every placeholder is declared.
 Status validate_task(const Task& task);
+// Compiles the task's schema or grammar into output_grammar; an error names
+// the task and the field.
+Status compile_output(Task& task);
 
 }  // namespace revis::node

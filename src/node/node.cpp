@@ -162,6 +162,7 @@ Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const 
   spec.sampling.seed = task->seed ? *task->seed : fresh_seed();
   spec.stop = task->stop;
   spec.lookup = task->lookup;
+  spec.grammar = task->output_grammar;
   spec.received = received;
   return spec;
 }

@@ -37,6 +37,55 @@ TEST(Catalog, DigestIsStableAndFollowsContent) {
   EXPECT_NE(a.canonical_json().find("\"format\":\"revis-catalog-1\""), std::string::npos);
 }
 
+TEST(Catalog, ASchemaOrGrammarShapesTheAnswer) {
+  const Catalog builtin = Catalog::builtin();
+  ASSERT_NE(builtin.find("profile")->output_grammar, nullptr) << "profile promises its JSON";
+  EXPECT_EQ(builtin.find("summarize")->output_grammar, nullptr);
+
+  Catalog c = Catalog::builtin();
+  Status applied = c.apply_toml(R"([tasks.rate]
+tier = "small"
+user = "Rate {{text}}"
+required = ["text"]
+schema = '''{"type": "object", "properties": {"stars": {"type": "integer", "minimum": 1, "maximum": 5}},
+           "required": ["stars"]}'''
+[tasks.yes_no]
+tier = "small"
+user = "{{q}}"
+required = ["q"]
+grammar = 'root ::= "yes" | "no"'
+)",
+                                "t.toml");
+  ASSERT_TRUE(applied.ok()) << applied.message();
+  ASSERT_NE(c.find("rate")->output_grammar, nullptr);
+  ASSERT_NE(c.find("yes_no")->output_grammar, nullptr);
+  EXPECT_NE(c.canonical_json().find("\"schema\":"), std::string::npos) << "the shape is part of the digest";
+
+  // A catalogue without shapes keeps the digest it had before they existed.
+  Catalog plain = Catalog::builtin();
+  ASSERT_TRUE(plain.apply_toml("[tasks.profile]\nenabled = false\n", "t.toml").ok());
+  EXPECT_EQ(plain.canonical_json().find("\"schema\""), std::string::npos);
+  EXPECT_EQ(plain.canonical_json().find("\"grammar\""), std::string::npos);
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"schema = '{\"type\": \"object\"'", "schema: expected a JSON Schema"},
+      {"schema = '{\"type\": \"string\", \"pattern\": \"a+\"}'", "pattern"},
+      {"schema = ''", "expected a JSON Schema as JSON text"},
+      {"schema = 3", "expected a string"},
+      {"grammar = 'root ::= answer'", "grammar: "},
+      {"grammar = 'root ::= \"a\"'\nschema = '{}'", "schema and grammar both given"},
+  };
+  for (const auto& [field, expected] : bad) {
+    Catalog d = Catalog::builtin();
+    const std::string toml = std::string("[tasks.shaped]\ntier = \"small\"\nuser = \"x\"\n") + field + "\n";
+    Status s = d.apply_toml(toml, "shapes.toml");
+    ASSERT_FALSE(s.ok()) << field;
+    EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("shaped"), std::string::npos) << "names the task: " << s.message();
+    EXPECT_EQ(d.digest(), builtin.digest()) << "a refused file changes nothing";
+  }
+}
+
 TEST(Catalog, OverridesAndNewTasks) {
   Catalog c = Catalog::builtin();
   const Status s = c.apply_toml(R"(
