@@ -4,7 +4,7 @@
 // a request body (byte % 4 == 0 a chat request, else an Anthropic one),
 // whose refusal must carry a message and whose tools must give every
 // family's call grammar or an error; odd = an answer in the family
-// (byte >> 1) % 9, which must parse to the same calls whole and streamed in
+// (byte >> 1) % 10, which must parse to the same calls whole and streamed in
 // two pieces.
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   const ToolFormat formats[] = {ToolFormat::kHermes, ToolFormat::kLlama3,      ToolFormat::kMistral,
                                 ToolFormat::kDeepSeek, ToolFormat::kXmlFunction, ToolFormat::kGlm,
-                                ToolFormat::kKimi, ToolFormat::kCommandR,    ToolFormat::kFunctionary};
+                                ToolFormat::kKimi, ToolFormat::kCommandR,    ToolFormat::kFunctionary, ToolFormat::kHarmony};
   if (data[0] % 2 == 0) {
     auto r = data[0] % 4 == 0 ? parse_chat_request(text) : [&]() -> Outcome<OpenAiRequest> {
       auto m = parse_messages_request(text);

@@ -9,6 +9,9 @@ AnswerStream::AnswerStream(std::optional<ReasoningSplitter> reasoning, std::opti
       on_content_(std::move(on_content)),
       on_reasoning_(std::move(on_reasoning)) {}
 
+AnswerStream::AnswerStream(HarmonySplitter harmony, Sink on_content, Sink on_reasoning)
+    : harmony_(std::move(harmony)), on_content_(std::move(on_content)), on_reasoning_(std::move(on_reasoning)) {}
+
 void AnswerStream::content_piece(std::string_view text) {
   if (text.empty()) return;
   content_ += text;
@@ -24,10 +27,12 @@ void AnswerStream::answer(const ReasoningDelta& d) {
 }
 
 void AnswerStream::feed(std::string_view text) {
+  if (harmony_) return answer(harmony_->feed(text));
   answer(splitter_ ? splitter_->feed(text) : ReasoningDelta{"", std::string(text)});
 }
 
 void AnswerStream::finish(std::string_view call_id_seed) {
+  if (harmony_) return answer(harmony_->finish(call_id_seed, calls_));
   if (splitter_) answer(splitter_->finish());
   if (!tools_) return;
   ParsedAnswer parsed = tools_->finish(call_id_seed);

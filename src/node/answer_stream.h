@@ -1,6 +1,7 @@
 // A chat job's generated text as the client gets it: split as it streams
 // into the thinking (reasoning_split.h), the answer's content, and tool
-// calls (tool_calls.h), each part optional. Pieces go to the sinks as soon
+// calls (tool_calls.h), each part optional; or, for harmony answers, by
+// the messages' channels (harmony.h). Pieces go to the sinks as soon
 // as they are certain; finish() hands out what was held and the calls.
 //
 // Thread-safety: one generation's state, used by one thread.
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "node/harmony.h"
 #include "node/reasoning_split.h"
 #include "node/tool_calls.h"
 
@@ -22,6 +24,7 @@ class AnswerStream {
   using Sink = std::function<void(std::string_view)>;
   AnswerStream(std::optional<ReasoningSplitter> reasoning, std::optional<ToolCallSplitter> tools, Sink on_content,
                Sink on_reasoning);
+  AnswerStream(HarmonySplitter harmony, Sink on_content, Sink on_reasoning);
 
   void feed(std::string_view text);
   // Ends the stream; tool-call ids come from `call_id_seed` (tool_call_id()).
@@ -37,6 +40,7 @@ class AnswerStream {
 
   std::optional<ReasoningSplitter> splitter_;
   std::optional<ToolCallSplitter> tools_;
+  std::optional<HarmonySplitter> harmony_;
   Sink on_content_, on_reasoning_;
   std::string content_, reasoning_;
   std::vector<ToolCall> calls_;

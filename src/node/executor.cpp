@@ -219,8 +219,8 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
   const bool reads_tools = !spec.raw && spec.chat_options.tools.has_value();
   if (reads_tools && !model.chat.tool_format)
     return NodeError{ErrorCode::kBadRequest, "tools: the chat template of tier " + tier->name + " (" + model.chat.origin +
-                                                 ") has no tool-call syntax revis reads (Hermes/Qwen, Llama 3, "
-                                                 "Mistral, DeepSeek); set one with --chat-template"};
+                                                 ") has no tool-call syntax revis reads (docs/protocol.md lists "
+                                                 "the families); set one with --chat-template"};
   std::shared_ptr<const Grammar> grammar = spec.grammar;
   if (reads_tools && spec.tool_use.forced()) {
     // A template that opened a thinking block in the prompt gets it closed first.
@@ -277,13 +277,15 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
   if (!spec.raw && model.chat.reasoning) thinking.emplace(*model.chat.reasoning, prompt->opens_reasoning);
   std::optional<ToolCallSplitter> calls;
   if (reads_tools) calls.emplace(*model.chat.tool_format, spec.chat_options.tools.value_or(nlohmann::ordered_json()));
-  AnswerStream answer(std::move(thinking), std::move(calls), on_text, job.callbacks.on_reasoning);
+  const bool harmony = !spec.raw && model.chat.tool_format == ToolFormat::kHarmony;
+  AnswerStream answer = harmony ? AnswerStream(HarmonySplitter(reads_tools), on_text, job.callbacks.on_reasoning)
+                                : AnswerStream(std::move(thinking), std::move(calls), on_text, job.callbacks.on_reasoning);
   auto r = generate(
       engine, *lease->session, tokens, options, [&](std::string_view piece) { answer.feed(piece); }, lease->cached);
   if (r.ok()) {
     answer.finish(spec.label);
     r->text = answer.content();
-    if (!spec.raw && model.chat.reasoning) result.reasoning = answer.reasoning();
+    if (!spec.raw && (model.chat.reasoning || harmony)) result.reasoning = answer.reasoning();
     result.tool_calls = std::move(answer.calls());
     if (!spec.tool_use.parallel && result.tool_calls.size() > 1) result.tool_calls.resize(1);
   }

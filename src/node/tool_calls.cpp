@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/json_schema.h"
+#include "node/harmony.h"
 #include "node/reasoning_split.h"
 
 namespace revis::node {
@@ -399,6 +400,16 @@ ParsedAnswer parse_functionary(std::string_view text) {
   return out;
 }
 
+// The answer's thinking is dropped: only its content and calls are asked for.
+ParsedAnswer parse_harmony(std::string_view text) {
+  HarmonySplitter harmony(true);
+  ParsedAnswer out;
+  std::string content = harmony.feed(text).content;
+  content += harmony.finish("", out.calls).content;
+  out.content = std::string(trim(content));
+  return out;
+}
+
 }  // namespace
 
 const char* tool_format_name(ToolFormat format) {
@@ -412,12 +423,14 @@ const char* tool_format_name(ToolFormat format) {
     case ToolFormat::kKimi: return "kimi";
     case ToolFormat::kCommandR: return "command-r";
     case ToolFormat::kFunctionary: return "functionary";
+    case ToolFormat::kHarmony: return "harmony";
   }
   return "hermes";
 }
 
 std::optional<ToolFormat> tool_format(std::string_view source) {
   auto has = [&](std::string_view s) { return source.find(s) != std::string_view::npos; };
+  if (has("<|channel|>") && has("<|message|>")) return ToolFormat::kHarmony;
   if (has("tool▁call▁begin")) return ToolFormat::kDeepSeek;
   if (has("[TOOL_CALLS]")) return ToolFormat::kMistral;
   if (has(kKimiSectionBegin)) return ToolFormat::kKimi;
@@ -456,6 +469,7 @@ ParsedAnswer parse_tool_calls(ToolFormat format, std::string_view text, std::str
     case ToolFormat::kKimi: out = parse_kimi(text); break;
     case ToolFormat::kCommandR: out = parse_command_r(text); break;
     case ToolFormat::kFunctionary: out = parse_functionary(text); break;
+    case ToolFormat::kHarmony: out = parse_harmony(text); break;
   }
   for (size_t i = 0; i < out.calls.size(); ++i)
     out.calls[i].id = format == ToolFormat::kKimi ? "functions." + out.calls[i].name + ":" + std::to_string(i)
@@ -474,6 +488,7 @@ std::vector<std::string_view> tool_markers(ToolFormat format) {
     case ToolFormat::kKimi: return {kKimiSectionBegin, kKimiCallBegin, kKimiArgsBegin, kKimiCallEnd, kKimiSectionEnd};
     case ToolFormat::kCommandR: return {kActionOpen, kActionClose};
     case ToolFormat::kFunctionary: return {kFunctionOpen, kFunctionClose};
+    case ToolFormat::kHarmony: return harmony_markers();
   }
   return {};
 }
@@ -491,6 +506,7 @@ std::vector<std::string_view> call_openers(ToolFormat format) {
     case ToolFormat::kKimi: return {kKimiSectionBegin};
     case ToolFormat::kCommandR: return {kActionOpen};
     case ToolFormat::kFunctionary: return {kFunctionOpen};
+    case ToolFormat::kHarmony: return {"<|start|>", "<|channel|>", "to="};
     case ToolFormat::kHermes:
     case ToolFormat::kGlm:
     case ToolFormat::kLlama3: break;
@@ -673,6 +689,10 @@ Result<std::shared_ptr<const Grammar>> tool_call_grammar(ToolFormat format, cons
         break;
       case ToolFormat::kFunctionary:
         call = gbnf_literal(std::string(kFunctionOpen) + n + ">") + a + gbnf_literal(kFunctionClose);
+        break;
+      case ToolFormat::kHarmony:
+        // Straight to the call, without an analysis message first.
+        call = "\" \"? " + gbnf_literal("to=functions." + n + "<|channel|>commentary json<|message|>") + a;
         break;
     }
     calls += (i ? " | " : "") + ("(" + call + ")");

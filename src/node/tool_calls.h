@@ -16,10 +16,11 @@
 //   Command R       <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}]<|END_ACTION|>
 //                   (Command R7B, Command A, Cohere 2)
 //   functionary     <function=NAME>{...}</function>   (v3.1)
+//   harmony         <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}
+//                   (gpt-oss; its messages also carry the thinking: harmony.h)
 // The XML families write strings as they are and other values as JSON: an
 // argument the tool declares as a string (or one of some strings) is text,
 // any other that parses as JSON other than a string is that value.
-// gpt-oss's harmony channels are not read (its templates get no format).
 // The format is chosen from the chat template's source. Text outside the
 // calls stays the answer's content. Output that looks like a call but does
 // not parse is left as content, never dropped.
@@ -27,6 +28,8 @@
 // ToolCallSplitter does the same on a stream: content goes out as it comes
 // until the first sign of a call (the family's marker, or for Llama 3 a `{`
 // opening the answer); from there on the text is held and parsed at the end.
+// Harmony answers stream through HarmonySplitter (harmony.h), which also
+// splits off the thinking; ToolCallSplitter holds a harmony answer whole.
 //
 // tool_call_grammar() is the other direction: the GBNF grammar whose
 // sentences are exactly one well-formed call in the family's syntax to one
@@ -51,7 +54,9 @@
 
 namespace revis::node {
 
-enum class ToolFormat { kHermes, kLlama3, kMistral, kDeepSeek, kXmlFunction, kGlm, kKimi, kCommandR, kFunctionary };
+enum class ToolFormat {
+  kHermes, kLlama3, kMistral, kDeepSeek, kXmlFunction, kGlm, kKimi, kCommandR, kFunctionary, kHarmony
+};
 
 struct ToolCall {
   std::string id;         // tool_call_id()

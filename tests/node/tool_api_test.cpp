@@ -24,7 +24,8 @@ namespace {
 using nlohmann::json;
 using testing::NodeProcess;
 
-const char* const kFamilies[] = {"hermes", "llama3", "mistral", "deepseek", "xml-function", "glm", "kimi", "command-r", "functionary"};
+const char* const kFamilies[] = {"hermes", "llama3",    "mistral",   "deepseek",    "xml-function",
+                                 "glm",    "kimi",      "command-r", "functionary", "harmony"};
 
 class ToolApi : public ::testing::Test {
  protected:
@@ -44,6 +45,7 @@ class ToolApi : public ::testing::Test {
         {"kimi", "moonshotai-Kimi-K2.jinja"},
         {"command-r", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja"},
         {"functionary", "meetkai-functionary-medium-v3.1.jinja"},
+        {"harmony", "openai-gpt-oss-120b.jinja"},
     };
     std::ofstream config(*dir_ / "node.toml");
     for (const auto& [name, file] : tiers)

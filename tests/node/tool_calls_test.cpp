@@ -211,6 +211,7 @@ TEST(ToolCalls, FormatFromTheSharedTemplates) {
       {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", ToolFormat::kCommandR},
       {"Cohere2MoE.jinja", ToolFormat::kCommandR},
       {"meetkai-functionary-medium-v3.1.jinja", ToolFormat::kFunctionary},
+      {"openai-gpt-oss-120b.jinja", ToolFormat::kHarmony},
   };
   for (const auto& [file, format] : expected) {
     auto f = tool_format(read(dir + file));
@@ -345,6 +346,7 @@ TEST(ToolCalls, ReadsWhatTheFamiliesTemplatesWrite) {
        "<|END_OF_TURN_TOKEN|>"},
       {"meetkai-functionary-medium-v3.1.jinja", ToolFormat::kFunctionary,
        "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eom_id|>"},
+      {"openai-gpt-oss-120b.jinja", ToolFormat::kHarmony, "<|start|>assistant", "<|call|>"},
   };
   for (const TemplateCase& c : cases) {
     SCOPED_TRACE(c.file);
@@ -379,7 +381,8 @@ TEST(ToolCalls, ReadsWhatTheFamiliesTemplatesWrite) {
     ASSERT_TRUE(grammar.ok()) << grammar.status().message();
     const std::string_view body = std::string_view(output).substr(output.find_first_not_of(" \n"));
     const std::string call = std::string(body.substr(0, body.find_last_not_of(" \n") + 1));
-    const size_t call_at = call.find(tool_markers(*chat->tool_format)[0]);
+    // Harmony's call is the whole message: its header names the function.
+    const size_t call_at = c.format == ToolFormat::kHarmony ? 0 : call.find(tool_markers(*chat->tool_format)[0]);
     GrammarMatcher matcher(*grammar);
     const std::string from = call.substr(call_at == std::string::npos ? call.find('{') : call_at);
     EXPECT_TRUE(matcher.accept(from)) << from;
