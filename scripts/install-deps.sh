@@ -34,7 +34,7 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 # Node.js runs the official `openai` npm client against the node in the tests
-# (tests/node/openai_client.sh installs the package itself). A Node.js that
+# (tests/node/npm_client.sh installs the packages itself). A Node.js that
 # is already there (with its own npm) is kept.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive

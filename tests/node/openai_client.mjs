@@ -1,11 +1,12 @@
 // The official `openai` npm package as a client of a running `revis serve`:
 // a real client nobody here wrote, checking that the node's OpenAI API is
-// what such clients expect. Usage: node openai_client.mjs BASE_URL TOKEN
-// (run by openai_client.sh, which installs the package and starts the node).
+// what such clients expect. Usage: node openai_client.mjs NODE_URL TOKEN
+// (run by npm_client.sh, which installs the package and starts the node).
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
-const [baseURL, apiKey] = process.argv.slice(2);
+const [nodeURL, apiKey] = process.argv.slice(2);
+const baseURL = `${nodeURL}/v1`;
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60_000 });
 const messages = [
   { role: 'system', content: 'You are terse.' },
