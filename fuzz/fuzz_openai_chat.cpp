@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "node/anthropic_api.h"
+#include "node/harmony.h"
 #include "node/openai_api.h"
 #include "node/tool_calls.h"
 
@@ -52,5 +53,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < whole.calls.size(); ++i)
     if (streamed.calls[i].name != whole.calls[i].name || streamed.calls[i].arguments != whole.calls[i].arguments)
       __builtin_trap();
+  if (format == ToolFormat::kHarmony) {
+    // Harmony streams through its own splitter: the same thinking, content
+    // and calls in two pieces as whole.
+    auto read = [&](std::initializer_list<std::string_view> pieces) {
+      HarmonySplitter harmony(true);
+      ReasoningDelta all;
+      std::vector<ToolCall> calls;
+      for (std::string_view piece : pieces) {
+        ReasoningDelta d = harmony.feed(piece);
+        all.reasoning += d.reasoning;
+        all.content += d.content;
+      }
+      ReasoningDelta d = harmony.finish("seed", calls);
+      all.reasoning += d.reasoning;
+      all.content += d.content;
+      return std::make_pair(all, calls);
+    };
+    const auto [one, one_calls] = read({text});
+    const auto [two, two_calls] = read({text.substr(0, cut), text.substr(cut)});
+    if (one.reasoning != two.reasoning || one.content != two.content || one_calls.size() != two_calls.size())
+      __builtin_trap();
+  }
   return 0;
 }

@@ -17,16 +17,31 @@ std::string header_word(std::string_view header, std::string_view key) {
   return std::string(rest.substr(0, std::min(rest.find_first_of(kSpace), rest.find("<|"))));
 }
 
-// Whether `text` may still grow into a message header: it starts (after
-// white space) with a marker, or `to=`, or a prefix of one.
-bool may_be_header(std::string_view text) {
+constexpr std::string_view kOpeners[] = {kStart, kChannel, "to="};
+
+std::string_view trim_front(std::string_view text) {
   const size_t b = text.find_first_not_of(kSpace);
-  if (b == std::string_view::npos) return true;
-  text = text.substr(b);
-  for (std::string_view opener : {kStart, kChannel, std::string_view("to=")}) {
-    const size_t n = std::min(text.size(), opener.size());
-    if (text.substr(0, n) == opener.substr(0, n)) return true;
-  }
+  return b == std::string_view::npos ? std::string_view() : text.substr(b);
+}
+
+// Whether the text before a <|message|> is a header: empty, or starting
+// (after white space) with <|start|>, <|channel|> or `to=`.
+bool is_header(std::string_view text) {
+  text = trim_front(text);
+  if (text.empty()) return true;
+  for (std::string_view opener : kOpeners)
+    if (text.starts_with(opener)) return true;
+  return false;
+}
+
+// Whether text not yet followed by <|message|> may still become a header:
+// one already, or a proper prefix of an opener. (A piece of <|message|>
+// at its end does not count: the header may end there.)
+bool may_become_header(std::string_view text) {
+  text = trim_front(text.substr(0, text.size() - partial_tag_suffix(text, kMessage)));
+  if (is_header(text)) return true;
+  for (std::string_view opener : kOpeners)
+    if (opener.starts_with(text)) return true;
   return false;
 }
 
@@ -75,7 +90,7 @@ ReasoningDelta HarmonySplitter::drain(bool final) {
     if (!in_body_) {
       const size_t message = pending_.find(kMessage);
       if (message == std::string::npos) {
-        if (!may_be_header(pending_)) {  // plain text: the rest is content
+        if (!may_become_header(pending_)) {  // plain text: the rest is content
           in_body_ = true;
           body_ = Body::kContent;
           continue;
@@ -83,7 +98,7 @@ ReasoningDelta HarmonySplitter::drain(bool final) {
         return out;
       }
       const std::string_view header = std::string_view(pending_).substr(0, message);
-      if (!may_be_header(header)) {
+      if (!is_header(header)) {
         in_body_ = true;
         body_ = Body::kContent;
         continue;

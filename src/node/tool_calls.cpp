@@ -506,7 +506,7 @@ std::vector<std::string_view> call_openers(ToolFormat format) {
     case ToolFormat::kKimi: return {kKimiSectionBegin};
     case ToolFormat::kCommandR: return {kActionOpen};
     case ToolFormat::kFunctionary: return {kFunctionOpen};
-    case ToolFormat::kHarmony: return {"<|start|>", "<|channel|>", "to="};
+    case ToolFormat::kHarmony: return {};  // held whole (ToolCallSplitter::feed)
     case ToolFormat::kHermes:
     case ToolFormat::kGlm:
     case ToolFormat::kLlama3: break;
@@ -518,6 +518,9 @@ std::vector<std::string_view> call_openers(ToolFormat format) {
 
 std::string ToolCallSplitter::feed(std::string_view text) {
   pending_ += text;
+  // A harmony call's header may begin anywhere before it: HarmonySplitter
+  // streams harmony; here the answer is read whole.
+  if (format_ == ToolFormat::kHarmony) holding_ = true;
   if (holding_) return {};
   if (format_ == ToolFormat::kLlama3) {
     // A call is the whole answer: held when the answer opens with `{` or
