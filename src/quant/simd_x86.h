@@ -26,6 +26,26 @@ inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const
 
 inline float half(uint16_t h) { return _cvtsh_ss(h); }
 
+inline uint32_t load_u32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// A super-block's scale d (a stored half) in float lane 0...
+inline __m128 super_scale(uint16_t d) { return _mm_cvtph_ps(_mm_cvtsi32_si128(d)); }
+
+// ...and for the grid types over 2^kShift, the format's fixed power of two.
+template <int kShift>
+inline __m128 grid_scale(uint16_t d) { return _mm_mul_ps(super_scale(d), _mm_set1_ps(1.0f / (1 << kShift))); }
+
+// What a per-group offset of a 256-value format is scaled by:
+enum class Offsets {
+  kNone,       // x = d * scale * q
+  kSameScale,  // dmin == d: the offset joins the integer sum
+  kOwnScale,   // dmin is a separate float scale
+};
+
 // Q4_K/Q5_K's eight 6-bit scales and mins (layout in k_quants.cpp) as
 // bytes: scales 0..7, then mins 0..7. Scales and mins 0..3 are the low 6
 // bits of bytes 0..3 and 4..7; 4..7 take their low 4 bits from bytes 8..11
