@@ -878,10 +878,8 @@ struct Q2_KFormat {
   static constexpr bool kSigned = false;
   static constexpr bool kScaleBytes = false;
   static KHeader header(const Block& b) {
-    const __m128i s = load128(b.scales);  // scale in the low nibble, min in the high
-    const __m128i nibble = _mm_set1_epi8(0x0f);
-    return {_mm256_cvtepu8_epi16(_mm_and_si128(even_then_odd(s), nibble)),
-            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), nibble)), super_scales(b)};
+    const ScalesAndMins s = q2_k_scales(b.scales);
+    return {_mm256_cvtepu8_epi16(even_then_odd(s.scales)), _mm256_cvtepu8_epi16(s.mins), super_scales(b)};
   }
   template <int kC>
   static __m256i chunk(const Block& b) { return two_bit_chunk<kC>(b.qs); }
@@ -893,19 +891,7 @@ struct Q3_KFormat {
   static constexpr bool kSigned = false;
   static constexpr bool kScaleBytes = false;
   static KHeader header(const Block& b) {
-    // Low nibbles of groups 0..7 / 8..15 in the low / high nibbles of bytes
-    // 0..7, top 2 bits of group g in byte 8 + g % 4 at bit 2 * (g / 4): as
-    // words, group 4i + j takes nibble i / 2 of word i % 2 and bits 2 * i of
-    // word 2, byte j.
-    uint32_t word[3];
-    std::memcpy(word, b.scales, sizeof word);
-    auto group4 = [&](int i) {
-      const uint32_t low = (word[i % 2] >> (4 * (i / 2))) & 0x0f0f0f0f;
-      const uint32_t top = (word[2] >> (2 * i)) & 0x03030303;
-      return static_cast<int>(low | (top << 4));
-    };
-    const __m128i stored = _mm_setr_epi32(group4(0), group4(1), group4(2), group4(3));
-    const __m128i scales = _mm_sub_epi8(stored, _mm_set1_epi8(32));
+    const __m128i scales = q3_k_scales(b.scales);
     // q is stored + 4 (the top bit clear means -4): offset 4 * scale.
     return {_mm256_cvtepi8_epi16(even_then_odd(scales)), _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 2), super_scale(b.d)};
   }

@@ -14,11 +14,11 @@
 // types that make up nearly all of the bytes of the usual model files: Q8_0,
 // Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
 // for Q8_0 and Q4_0 adds packed forms of dot4 and (Q8_0) dot (quant.h's PackedDot).
-// It also overrides the grid types (IQ2_*, IQ3_*, IQ1_*): two groups of
-// grid points to a register, their signs a mask (built with BMI2, which
-// every CPU with AVX-512 has). The integer arithmetic is the scalar
-// kernels', exactly; only the float summation order differs
-// (tests/quant/simd_test.cpp).
+// It also overrides the other K-quants (Q2_K, Q3_K, Q5_K) and the grid types
+// (IQ2_*, IQ3_*, IQ1_*): two groups of grid points to a register, their
+// signs a mask (built with BMI2, which every CPU with AVX-512 has). The
+// integer arithmetic is the scalar kernels', exactly; only the float
+// summation order differs (tests/quant/simd_test.cpp).
 #include "quant/simd.h"
 
 #if defined(__x86_64__)
@@ -211,7 +211,8 @@ KernelEntry signed_kernels() {
 // brings a pair's activations. vpmaddubsw multiplies the unsigned levels
 // with the activations into int16 sums of two, and vpdpwssd multiplies those
 // with the 16-bit group scales and adds them up in int32, in one step.
-// Offsets (Q4_K's minimums, Q6_K's -32) use Q8_K's sums of 16 values.
+// Offsets (Q2_K's and Q4_K's minimums, Q3_K's -4, Q6_K's -32) use Q8_K's
+// sums of 16 values.
 
 // Group scales reach a pair's 32 int16 lanes with one in-lane vpshufb (one
 // uop, where a cross-lane vpermw is two): the format's header keeps int16
@@ -281,40 +282,127 @@ inline __m128 two_halves(const uint16_t* p) {
   return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
 }
 
-// Q4_K: x = d * scale * q - dmin * min per group of 32. Pair p is the low
-// (chunk 2p) and high (chunk 2p + 1) nibbles of qs[32p .. 32p + 31]: the 32
-// bytes go to both halves, the high half shifted down by 4.
-struct Q4_KPairs {
-  using Block = BlockQ4_K;
+// Bit kFrom of every byte at bit kTo, by a 16-bit shift: the bits that
+// cross from the neighbouring byte are for the caller to mask off.
+template <int kFrom, int kTo>
+inline __m512i bit_to(__m512i v) {
+  if constexpr (kFrom > kTo) return _mm512_srli_epi16(v, kFrom - kTo);
+  if constexpr (kFrom < kTo) return _mm512_slli_epi16(v, kTo - kFrom);
+  return v;
+}
+
+// Q3_K's hmask and Q5_K's qh keep one more bit of each value: bit c of
+// byte l for value l of chunk c. That bit of half kH's pairs (chunks 4kH
+// .. 4kH + 3) at bit kTo, the other bits cleared. The high half shifted
+// down by 1 has chunk 4kH + 1's bit where the low half has 4kH's, and 4kH
+// + 3's where it has 4kH + 2's.
+template <int kH, int kTo>
+inline HalfLevels one_more_bit(const uint8_t* bits) {
+  __m512i v = _mm512_broadcast_i64x4(load256(bits));
+  v = _mm512_mask_srli_epi16(v, kHighHalf, v, 1);
+  const __m512i bit = _mm512_set1_epi8(1 << kTo);
+  return {{_mm512_and_si512(bit_to<4 * kH, kTo>(v), bit)}, {_mm512_and_si512(bit_to<4 * kH + 2, kTo>(v), bit)}};
+}
+
+// Q2_K's values and Q3_K's low two bits: chunk c = 4h + k is bits 2k .. 2k
+// + 1 of qs[32h .. 32h + 31], so half kH's four chunks come from the same
+// 32 bytes; shifted down by 2, the high half has chunk 4kH + 1 where the
+// low one has 4kH, and 4kH + 3 where it has 4kH + 2.
+template <int kH>
+inline HalfLevels two_bit_pairs(const uint8_t* qs) {
+  __m512i v = _mm512_broadcast_i64x4(load256(qs + 32 * kH));
+  v = _mm512_mask_srli_epi16(v, kHighHalf, v, 2);
+  const __m512i two_bits = _mm512_set1_epi8(3);
+  return {{_mm512_and_si512(v, two_bits)}, {_mm512_and_si512(_mm512_srli_epi16(v, 4), two_bits)}};
+}
+
+// Q2_K: x = d * scale * q - dmin * min per group of 16, scale and min the
+// low and high nibbles of scales[group].
+struct Q2_KPairs {
+  using Block = BlockQ2_K;
+  using Scales = ScalesOf16;
+  static constexpr Offsets kOffsets = Offsets::kOwnScale;
+  static constexpr bool kSigned = false;
+  static KHeader header(const Block& b) {
+    const ScalesAndMins s = q2_k_scales(b.scales);
+    return {Scales::from(_mm256_cvtepu8_epi16(s.scales)), _mm256_cvtepu8_epi16(s.mins), two_halves(&b.d)};
+  }
+  template <int kH>
+  static HalfLevels levels(const Block& b) { return two_bit_pairs<kH>(b.qs); }
+};
+
+// Q3_K and Q6_K: groups of 16, x = d * scale * (q - offset), q stored
+// unsigned; the offsets are offset * scale, in the integer sum.
+struct FixedOffsetLevels {
+  using Scales = ScalesOf16;
+  static constexpr Offsets kOffsets = Offsets::kSameScale;
+  static constexpr bool kSigned = false;
+};
+
+// Q3_K: offset 4, q's top bit in hmask.
+struct Q3_KPairs : FixedOffsetLevels {
+  using Block = BlockQ3_K;
+  static KHeader header(const Block& b) {
+    const __m256i scales = _mm256_cvtepi8_epi16(q3_k_scales(b.scales));
+    return {Scales::from(scales), _mm256_slli_epi16(scales, 2), super_scale(b.d)};
+  }
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
+    const HalfLevels low = two_bit_pairs<kH>(b.qs), top = one_more_bit<kH, 2>(b.hmask);
+    return {{_mm512_or_si512(low.even.q, top.even.q)}, {_mm512_or_si512(low.odd.q, top.odd.q)}};
+  }
+};
+
+// Q4_K's and Q5_K's header: eight 6-bit scales and mins, d and dmin.
+struct SixBitScales {
   using Scales = ScalesOf32;
   static constexpr Offsets kOffsets = Offsets::kOwnScale;
   static constexpr bool kSigned = false;
+  template <typename Block>
   static KHeader header(const Block& b) {
     const __m128i packed = scales_6bit(b.scales);  // scales 0..7, mins 0..7
     // Each min serves two groups of 16, as Q8_K's sums come.
     return {Scales::from(packed), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(packed, packed)), two_halves(&b.d)};
   }
+};
+
+// Q4_K: x = d * scale * q - dmin * min per group of 32. Pair p is the low
+// (chunk 2p) and high (chunk 2p + 1) nibbles of qs[32p .. 32p + 31]: the 32
+// bytes go to both halves, the high half shifted down by 4.
+template <int kH>
+inline HalfLevels nibble_pairs(const uint8_t* qs) {
+  auto pair = [&](int p) {
+    const __m512i bytes = _mm512_broadcast_i64x4(load256(qs + 32 * p));
+    return _mm512_and_si512(_mm512_mask_srli_epi16(bytes, kHighHalf, bytes, 4), _mm512_set1_epi8(0x0f));
+  };
+  return {{pair(2 * kH)}, {pair(2 * kH + 1)}};
+}
+
+struct Q4_KPairs : SixBitScales {
+  using Block = BlockQ4_K;
+  template <int kH>
+  static HalfLevels levels(const Block& b) { return nibble_pairs<kH>(b.qs); }
+};
+
+// Q5_K: Q4_K's nibbles with a fifth bit each (one_more_bit).
+struct Q5_KPairs : SixBitScales {
+  using Block = BlockQ5_K;
   template <int kH>
   static HalfLevels levels(const Block& b) {
-    auto pair = [&](int p) {
-      const __m512i bytes = _mm512_broadcast_i64x4(load256(b.qs + 32 * p));
-      return _mm512_and_si512(_mm512_mask_srli_epi16(bytes, kHighHalf, bytes, 4), _mm512_set1_epi8(0x0f));
-    };
-    return {{pair(2 * kH)}, {pair(2 * kH + 1)}};
+    const HalfLevels q = nibble_pairs<kH>(b.qs);
+    const HalfLevels top = one_more_bit<kH, 4>(b.qh);
+    return {{_mm512_or_si512(q.even.q, top.even.q)}, {_mm512_or_si512(q.odd.q, top.odd.q)}};
   }
 };
 
-// Q6_K: x = d * scale * (q - 32) per group of 16. Chunk c = 4h + k takes its
+// Q6_K: offset 32. Chunk c = 4h + k takes its
 // low nibble from ql[64h + 32(k % 2) + l] (the high nibble when k >= 2) and
 // its top two bits from qh[32h + l] at bit 2k. Pair p = 2h + k / 2 thus
 // covers ql[64h .. 64h + 63], low nibbles for p even and high for p odd, and
 // bits 4(p % 2) and 4(p % 2) + 2 of qh. Both pairs of a half come from the
 // same qh bytes, shifted once for the two.
-struct Q6_KPairs {
+struct Q6_KPairs : FixedOffsetLevels {
   using Block = BlockQ6_K;
-  using Scales = ScalesOf16;
-  static constexpr Offsets kOffsets = Offsets::kSameScale;  // 32 * scale
-  static constexpr bool kSigned = false;
   static KHeader header(const Block& b) {
     const __m128i bytes = load128(b.scales);
     // As ScalesOf16::from, but the signed bytes are put in place before they
@@ -685,7 +773,10 @@ void install_avx512(OverrideFn record) {
   install_avx2(record);
   record(TensorType::Q8_0, signed_kernels<Q8_0Pair, true>());
   record(TensorType::Q4_0, signed_kernels<Q4_0Pair, false>());
+  record(TensorType::Q2_K, k_kernels<Q2_KPairs>());
+  record(TensorType::Q3_K, k_kernels<Q3_KPairs>());
   record(TensorType::Q4_K, q4_k_kernels());
+  record(TensorType::Q5_K, k_kernels<Q5_KPairs>());
   record(TensorType::Q6_K, k_kernels<Q6_KPairs>());
   record(TensorType::IQ2_XXS, k_kernels<IQ2_XXSPairs>());
   record(TensorType::IQ2_XS, k_kernels<IQ2_XSPairs>());

@@ -71,6 +71,35 @@ inline __m256i scales_6bit_twice(const uint8_t* packed) {
 
 inline __m128i scales_6bit(const uint8_t* packed) { return _mm256_castsi256_si128(scales_6bit_twice(packed)); }
 
+// Q2_K's sixteen 4-bit scales and mins, group order: the low and the high
+// nibbles of its 16 scale bytes.
+struct ScalesAndMins {
+  __m128i scales, mins;
+};
+
+inline ScalesAndMins q2_k_scales(const uint8_t* packed) {
+  const __m128i bytes = load128(packed);
+  const __m128i nibble = _mm_set1_epi8(0x0f);
+  return {_mm_and_si128(bytes, nibble), _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble)};
+}
+
+// Q3_K's sixteen 6-bit scales (layout in blocks.h) as signed bytes in group
+// order, the stored 32 taken off. Low nibbles of groups 0..7 / 8..15 are
+// the low / high nibbles of bytes 0..7, the top 2 bits of group g in byte
+// 8 + g % 4 at bit 2 * (g / 4): as words, group 4i + j takes nibble i / 2
+// of word i % 2 and bits 2 * i of word 2, byte j.
+inline __m128i q3_k_scales(const uint8_t* packed) {
+  uint32_t word[3];
+  std::memcpy(word, packed, sizeof word);
+  auto group4 = [&](int i) {
+    const uint32_t low = (word[i % 2] >> (4 * (i / 2))) & 0x0f0f0f0f;
+    const uint32_t top = (word[2] >> (2 * i)) & 0x03030303;
+    return static_cast<int>(low | (top << 4));
+  };
+  const __m128i stored = _mm_setr_epi32(group4(0), group4(1), group4(2), group4(3));
+  return _mm_sub_epi8(stored, _mm_set1_epi8(32));
+}
+
 // One token's Q8_K activations for a packed one-token Q4_K kernel: each
 // block as Q8_K's, its 256 values moved in 16-byte pieces, packed piece i
 // being stored piece kOrder[i], so that the kernel's activation loads line

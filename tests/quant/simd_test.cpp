@@ -149,7 +149,8 @@ class Avx512 : public ::testing::Test {
 
 // The weight types with an AVX-512 dot and dot4 of their own.
 std::vector<TensorType> avx512_dot_types() {
-  std::vector<TensorType> types = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K};
+  std::vector<TensorType> types = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q2_K, TensorType::Q3_K,
+                                   TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
   for (TensorType type : quant_test::grid_types()) types.push_back(type);
   return types;
 }
