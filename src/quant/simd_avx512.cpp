@@ -448,7 +448,7 @@ struct GridPairs {
 
 // The points of `grid` at index(0), index(1), ...: eight 8-value points or
 // sixteen 4-value ones, loaded one by one with the indices computed in
-// general registers. On Zen 4 that beat both vpgatherdq / vpgatherdd
+// general registers. On Zen 5 that beat both vpgatherdq / vpgatherdd
 // (IQ2_XXS 208 ns a row of 4096 values, against 159) and vector-computed
 // indices stored and read back (IQ2_S 211 ns against 196).
 template <size_t kPoints, typename Index>
