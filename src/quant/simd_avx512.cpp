@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
@@ -463,6 +464,24 @@ inline __m512i points_of_4(const std::array<uint32_t, kPoints>& grid, Index inde
                           p(1), p(0));
 }
 
+// IQ3_XXS's sixteen 4-value points at the indices, looked up in registers:
+// the grid's 1 KiB is 16 registers, each pair of which vpermt2d searches
+// for index bits 0-4, and bits 5-7 then choose among the 8 candidates.
+// Against points_of_4, IQ3_XXS took 183 ns a row of 4096 values instead of
+// 268 on Zen 5; IQ3_S's 2 KiB grid took 569 instead of 415, and loads.
+inline __m512i lookup_iq3_xxs_points(__m512i indices) {
+  constexpr size_t kTables = std::tuple_size_v<std::remove_cvref_t<decltype(kGridIq3Xxs)>> / 32;
+  __m512i candidate[kTables];
+  for (size_t t = 0; t < kTables; ++t)
+    candidate[t] = _mm512_permutex2var_epi32(load512(kGridIq3Xxs.data() + 32 * t), indices,
+                                             load512(kGridIq3Xxs.data() + 32 * t + 16));
+  for (size_t n = kTables, bit = 5; n > 1; n /= 2, ++bit) {
+    const __mmask16 upper = _mm512_test_epi32_mask(indices, _mm512_set1_epi32(1 << bit));
+    for (size_t t = 0; t < n / 2; ++t) candidate[t] = _mm512_mask_blend_epi32(upper, candidate[2 * t], candidate[2 * t + 1]);
+  }
+  return candidate[0];
+}
+
 // 2s + 1 in each byte holding s.
 inline __m128i odd_bytes(__m128i s) { return _mm_add_epi8(_mm_add_epi8(s, s), _mm_set1_epi8(1)); }
 
@@ -555,8 +574,8 @@ struct IQ3_XXSPairs : GridPairs<IQ3_XXSPairs> {
   }
   template <int kP>
   static PairLevels pair(const Block& b) {
-    const uint8_t* q = b.qs + 16 * kP;
-    return {points_of_4(kGridIq3Xxs, [&](int k) { return q[k]; }),
+    const __m512i indices = _mm512_cvtepu8_epi32(load128(b.qs + 16 * kP));
+    return {lookup_iq3_xxs_points(indices),
             sign_fields(load_u32(b.qs + 64 + 8 * kP), load_u32(b.qs + 68 + 8 * kP))};
   }
 };
