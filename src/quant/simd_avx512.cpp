@@ -433,7 +433,7 @@ struct Q6_KPairs : FixedOffsetLevels {
 //
 // Pair p is groups 2p and 2p + 1 of 32 values (iq_quants.cpp's): eight
 // 8-value grid points (IQ2, IQ1) or sixteen 4-value ones (IQ3) in one
-// register. The points are unsigned, and their signs become a 64-bit mask
+// register, loaded or looked up in registers (below). The points are unsigned, and their signs become a 64-bit mask
 // with which one masked subtraction negates the activations they meet,
 // where AVX2 spreads each sign bit to a byte and applies them with three
 // instructions. Group scales are the odd integers 2s + 1; the format's
@@ -447,39 +447,66 @@ struct GridPairs {
   static HalfLevels levels(const Block& b) { return {Self::template pair<2 * kH>(b), Self::template pair<2 * kH + 1>(b)}; }
 };
 
-// The points of `grid` at index(0), index(1), ...: eight 8-value points or
-// sixteen 4-value ones, loaded one by one with the indices computed in
-// general registers. On Zen 5 that beat both vpgatherdq / vpgatherdd
-// (IQ2_XXS 208 ns a row of 4096 values, against 159) and vector-computed
-// indices stored and read back (IQ2_S 211 ns against 196).
+// The eight 8-value points of `grid` at index(0) .. index(7), loaded one by
+// one with the indices computed in general registers. On Zen 5 that beat
+// both vpgatherdq (IQ2_XXS 208 ns a row of 4096 values, against 159) and
+// vector-computed indices stored and read back (IQ2_S 211 ns against 196).
 template <size_t kPoints, typename Index>
 inline __m512i points_of_8(const std::array<uint64_t, kPoints>& grid, Index index) {
   auto p = [&](int k) { return static_cast<int64_t>(grid[index(k)]); };
   return _mm512_set_epi64(p(7), p(6), p(5), p(4), p(3), p(2), p(1), p(0));
 }
-template <size_t kPoints, typename Index>
-inline __m512i points_of_4(const std::array<uint32_t, kPoints>& grid, Index index) {
-  auto p = [&](int k) { return static_cast<int>(grid[index(k)]); };
-  return _mm512_set_epi32(p(15), p(14), p(13), p(12), p(11), p(10), p(9), p(8), p(7), p(6), p(5), p(4), p(3), p(2),
-                          p(1), p(0));
-}
 
-// IQ3_XXS's sixteen 4-value points at the indices, looked up in registers:
-// the grid's 1 KiB is 16 registers, each pair of which vpermt2d searches
-// for index bits 0-4, and bits 5-7 then choose among the 8 candidates.
-// Against points_of_4, IQ3_XXS took 183 ns a row of 4096 values instead of
-// 268 on Zen 5; IQ3_S's 2 KiB grid took 569 instead of 415, and loads.
-inline __m512i lookup_iq3_xxs_points(__m512i indices) {
-  constexpr size_t kTables = std::tuple_size_v<std::remove_cvref_t<decltype(kGridIq3Xxs)>> / 32;
+// The grids of up to 256 points (and IQ3_S's 512) go faster the other way:
+// as 16-bit codes (iq_grids.h) looked up in registers, 32 points at a
+// time, then widened (points_of_codes). Per row of 4096 values on Zen 5,
+// one token: IQ2_XXS 147 ns against 157 loading points, IQ3_XXS 135
+// against 262, IQ3_S 163 against 410; IQ2_XS, 512 points of 8 values, did
+// not gain, and the larger grids of IQ2_S and IQ1 would take 16 and 32
+// searches.
+// The entries of a table of codes at 32 indices (int16 lanes): every 64
+// entries are two registers, which vpermt2w searches for index bits 0-5,
+// and bits 6 and up choose among those candidates.
+template <size_t kEntries>
+inline __m512i lookup_codes(const std::array<uint16_t, kEntries>& table, __m512i indices) {
+  constexpr size_t kTables = kEntries / 64;
   __m512i candidate[kTables];
   for (size_t t = 0; t < kTables; ++t)
-    candidate[t] = _mm512_permutex2var_epi32(load512(kGridIq3Xxs.data() + 32 * t), indices,
-                                             load512(kGridIq3Xxs.data() + 32 * t + 16));
-  for (size_t n = kTables, bit = 5; n > 1; n /= 2, ++bit) {
-    const __mmask16 upper = _mm512_test_epi32_mask(indices, _mm512_set1_epi32(1 << bit));
-    for (size_t t = 0; t < n / 2; ++t) candidate[t] = _mm512_mask_blend_epi32(upper, candidate[2 * t], candidate[2 * t + 1]);
+    candidate[t] = _mm512_permutex2var_epi16(load512(table.data() + 64 * t), indices, load512(table.data() + 64 * t + 32));
+  for (size_t n = kTables, bit = 6; n > 1; n /= 2, ++bit) {
+    const __mmask32 upper = _mm512_test_epi16_mask(indices, _mm512_set1_epi16(static_cast<short>(1 << bit)));
+    for (size_t t = 0; t < n / 2; ++t) candidate[t] = _mm512_mask_blend_epi16(upper, candidate[2 * t], candidate[2 * t + 1]);
   }
   return candidate[0];
+}
+
+// The points of 16-bit codes kFirst, kFirst + 1, ... of `codes` as a pair's
+// 64 levels: 8 values a point with 2-bit level indices (IQ2) or 4 with
+// 3-bit ones (IQ3). Each code is spread to the 16-bit words of its point,
+// word i shifted down to its values 2i and 2i + 1, the odd byte's index
+// moved up into that byte; vpshufb then maps indices to levels.
+template <int kBits, int kFirst, const auto& kLevels>
+inline __m512i points_of_codes(__m512i codes) {
+  constexpr int kWordsPerPoint = kBits == 2 ? 4 : 2;
+  static constexpr auto kLevelBytes = [] {
+    std::array<uint8_t, 16> bytes{};
+    for (size_t i = 0; i < std::size(kLevels); ++i) bytes[i] = kLevels[i];
+    return bytes;
+  }();
+  static constexpr auto kSpread = [] {
+    std::array<int16_t, 32> spread{};
+    for (int e = 0; e < 32; ++e) spread[e] = static_cast<int16_t>(kFirst + e / kWordsPerPoint);
+    return spread;
+  }();
+  static constexpr auto kShift = [] {
+    std::array<int16_t, 32> shift{};
+    for (int e = 0; e < 32; ++e) shift[e] = static_cast<int16_t>(2 * kBits * (e % kWordsPerPoint));
+    return shift;
+  }();
+  const __m512i words = _mm512_srlv_epi16(_mm512_permutexvar_epi16(load512(kSpread.data()), codes), load512(kShift.data()));
+  const __m512i both = _mm512_mask_blend_epi8(0xaaaaaaaaaaaaaaaaULL, words, _mm512_slli_epi16(words, 8 - kBits));
+  return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(load128(kLevelBytes.data())),
+                             _mm512_and_si512(both, _mm512_set1_epi8((1 << kBits) - 1)));
 }
 
 // 2s + 1 in each byte holding s.
@@ -530,18 +557,22 @@ struct IQ2_XXSPairs : GridPairs<IQ2_XXSPairs> {
     const __m128i s = _mm512_cvtepi64_epi8(_mm512_srli_epi64(load512(b.qs), 60));
     return grid_header(Scales::from(odd_bytes(s)), grid_scale<3>(b.d));
   }
-  // Groups 2p and 2p + 1 are the 16 bytes from 16p: four point indices and
-  // a word each.
-  template <int kP>
-  static PairLevels pair(const Block& b) {
-    const uint8_t* q = b.qs + 16 * kP;
-    return {points_of_8(kGridIq2Xxs, [&](int k) { return q[k + 4 * (k / 4)]; }),
-            sign_fields(load_u32(q + 4), load_u32(q + 12))};
+  // Half h is groups 4h .. 4h + 3, the 32 bytes from 32h: four point
+  // indices and a word each.
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
+    const uint8_t* q = b.qs + 32 * kH;
+    const __m128i indices = _mm256_cvtepi64_epi32(load256(q));
+    const __m512i codes = lookup_codes(kGridIq2XxsCodes, _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(indices)));
+    return {{points_of_codes<2, 0, kIq2Levels>(codes), sign_fields(load_u32(q + 4), load_u32(q + 12))},
+            {points_of_codes<2, 8, kIq2Levels>(codes), sign_fields(load_u32(q + 20), load_u32(q + 28))}};
   }
 };
 
 struct IQ2_XSPairs : IQ2NibbleScalePairs<IQ2_XSPairs> {
   using Block = BlockIQ2_XS;
+  // Points loaded one by one: looked up in registers (8 searches, 7
+  // blends), IQ2_XS took 166-174 ns a row of 4096 values against 158-166.
   template <int kP>
   static PairLevels pair(const Block& b) {
     const uint16_t* q = b.qs + 8 * kP;  // index in bits 0-8, seven signs in 9-15
@@ -572,11 +603,12 @@ struct IQ3_XXSPairs : GridPairs<IQ3_XXSPairs> {
     const __m128i s = _mm256_cvtepi32_epi8(_mm256_srli_epi32(load256(b.qs + 64), 28));
     return grid_header(Scales::from(odd_bytes(s)), grid_scale<2>(b.d));
   }
-  template <int kP>
-  static PairLevels pair(const Block& b) {
-    const __m512i indices = _mm512_cvtepu8_epi32(load128(b.qs + 16 * kP));
-    return {lookup_iq3_xxs_points(indices),
-            sign_fields(load_u32(b.qs + 64 + 8 * kP), load_u32(b.qs + 68 + 8 * kP))};
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
+    const __m512i codes = lookup_codes(kGridIq3XxsCodes, _mm512_cvtepu8_epi16(load256(b.qs + 32 * kH)));
+    const uint8_t* words = b.qs + 64 + 16 * kH;
+    return {{points_of_codes<3, 0, kIq3XxsLevels>(codes), sign_fields(load_u32(words), load_u32(words + 4))},
+            {points_of_codes<3, 16, kIq3XxsLevels>(codes), sign_fields(load_u32(words + 8), load_u32(words + 12))}};
   }
 };
 
@@ -587,14 +619,14 @@ struct IQ3_SPairs : GridPairs<IQ3_SPairs> {
     const uint64_t s = _pdep_u64(load_u32(b.scales), 0x0f0f0f0f0f0f0f0fULL);  // nibble g to byte g
     return grid_header(Scales::from(odd_bytes(_mm_cvtsi64_si128(static_cast<int64_t>(s)))), super_scale(b.d));
   }
-  // Index bit 8 of point k is bit k of qh[2p] and qh[2p + 1] together.
-  template <int kP>
-  static PairLevels pair(const Block& b) {
-    uint16_t high;
-    std::memcpy(&high, b.qh + 2 * kP, sizeof high);
-    const uint8_t* q = b.qs + 16 * kP;
-    return {points_of_4(kGridIq3S, [&](int k) { return q[k] | ((high >> k) & 1) << 8; }),
-            full_sign_bytes(b.signs + 8 * kP)};
+  // Index bit 8 of point k of half h is bit k of qh[4h .. 4h + 3] together.
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
+    const __m512i low = _mm512_cvtepu8_epi16(load256(b.qs + 32 * kH));
+    const __m512i codes = lookup_codes(
+        kGridIq3SCodes, _mm512_mask_add_epi16(low, _cvtu32_mask32(load_u32(b.qh + 4 * kH)), low, _mm512_set1_epi16(256)));
+    return {{points_of_codes<3, 0, kIq3SLevels>(codes), full_sign_bytes(b.signs + 16 * kH)},
+            {points_of_codes<3, 16, kIq3SLevels>(codes), full_sign_bytes(b.signs + 16 * kH + 8)}};
   }
 };
 
