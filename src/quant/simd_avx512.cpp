@@ -461,9 +461,10 @@ inline __m512i points_of_8(const std::array<uint64_t, kPoints>& grid, Index inde
 // as 16-bit codes (iq_grids.h) looked up in registers, 32 points at a
 // time, then widened (points_of_codes). Per row of 4096 values on Zen 5,
 // one token: IQ2_XXS 147 ns against 157 loading points, IQ3_XXS 135
-// against 262, IQ3_S 163 against 410; IQ2_XS, 512 points of 8 values, did
-// not gain, and the larger grids of IQ2_S and IQ1 would take 16 and 32
-// searches.
+// against 262, IQ3_S 163 against 410. IQ2_XS, 512 points of 8 values, did
+// not gain, IQ2_S's 1024 took twice as long (394 ns against 195), and
+// IQ1's 2048 would take 32 searches.
+//
 // The entries of a table of codes at 32 indices (int16 lanes): every 64
 // entries are two registers, which vpermt2w searches for index bits 0-5,
 // and bits 6 and up choose among those candidates.
