@@ -63,7 +63,7 @@ struct MatMulSpeed::State {
 
 Result<std::unique_ptr<MatMulSpeed>> MatMulSpeed::create(ThreadPool& pool, const MatMulSpeedOptions& options) {
   const TensorType type = options.type;
-  if (type == TensorType::Q8_K || type == TensorType::Q8_1 || !can_quantize(type))
+  if (type == TensorType::Q8_K || type == TensorType::Q8_1 || !(can_quantize(type) || can_quantize_with_importance(type)))
     return Status::error(std::string(type_name(type)) + " is not a weight type (it only holds activations)");
   const int64_t block = type_traits(type).block_size;
   if (options.cols <= 0 || options.cols % block != 0)
@@ -78,9 +78,14 @@ Result<std::unique_ptr<MatMulSpeed>> MatMulSpeed::create(ThreadPool& pool, const
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> values(static_cast<size_t>(options.cols));
+  // The grid types have only the quantizer that weighs values; here all weigh the same.
+  const std::vector<float> equal_importance(values.size(), 1.0f);
   for (int64_t r = 0; r < kDistinctRows; ++r) {
     for (float& v : values) v = normal(rng);
-    quantize_row(type, values.data(), distinct.data() + r * row, options.cols);
+    if (quantize_needs_importance(type))
+      quantize_row_with_importance(type, values.data(), distinct.data() + r * row, options.cols, equal_importance.data());
+    else
+      quantize_row(type, values.data(), distinct.data() + r * row, options.cols);
   }
   state->memory = repeated_matrix(distinct, type, options.cols, rows_for(capped_buffer_bytes(options.memory_bytes), row));
   state->cache = repeated_matrix(distinct, type, options.cols, rows_for(kCacheMatrixBytes, row));

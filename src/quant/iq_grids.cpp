@@ -10,9 +10,6 @@
 namespace revis::quant {
 namespace {
 
-constexpr uint8_t kIq2Levels[] = {8, 25, 43};
-constexpr uint8_t kIq3XxsLevels[] = {4, 12, 20, 28, 36, 44, 52, 62};
-constexpr uint8_t kIq3SLevels[] = {1, 3, 5, 7, 9, 11, 13, 15};
 constexpr uint8_t kIq1Levels[] = {0xff, 0x00, 0x01};  // -1, 0, 1 as int8
 
 constexpr uint16_t kIq2XxsPoints[256] = {
@@ -441,5 +438,9 @@ extern constexpr std::array<uint64_t, 1024> kGridIq2S = expand<uint64_t>(kIq2SPo
 extern constexpr std::array<uint32_t, 256> kGridIq3Xxs = expand<uint32_t>(kIq3XxsPoints, kIq3XxsLevels);
 extern constexpr std::array<uint32_t, 512> kGridIq3S = expand<uint32_t>(kIq3SPoints, kIq3SLevels);
 extern constexpr std::array<uint64_t, 2048> kGridIq1S = expand<uint64_t>(kIq1SPoints, kIq1Levels);
+
+extern constexpr std::array<uint16_t, 256> kGridIq2XxsCodes = std::to_array(kIq2XxsPoints);
+extern constexpr std::array<uint16_t, 256> kGridIq3XxsCodes = std::to_array(kIq3XxsPoints);
+extern constexpr std::array<uint16_t, 512> kGridIq3SCodes = std::to_array(kIq3SPoints);
 
 }  // namespace revis::quant

@@ -20,6 +20,16 @@ extern const std::array<uint32_t, 256> kGridIq3Xxs;   // values 4, 12, .., 52, 6
 extern const std::array<uint32_t, 512> kGridIq3S;     // values 1, 3, .., 15
 extern const std::array<uint64_t, 2048> kGridIq1S;    // int8 values -1, 0, 1
 
+// The levels a grid's values take, and the grids as 16-bit codes of level
+// indices (value k's at bits 2k..2k+1, for IQ3 3k..3k+2), for kernels that
+// look points up in registers.
+inline constexpr uint8_t kIq2Levels[] = {8, 25, 43};
+inline constexpr uint8_t kIq3XxsLevels[] = {4, 12, 20, 28, 36, 44, 52, 62};
+inline constexpr uint8_t kIq3SLevels[] = {1, 3, 5, 7, 9, 11, 13, 15};
+extern const std::array<uint16_t, 256> kGridIq2XxsCodes;
+extern const std::array<uint16_t, 256> kGridIq3XxsCodes;
+extern const std::array<uint16_t, 512> kGridIq3SCodes;
+
 // The 8 sign bits a 7-bit sign field stands for: bit j set = value j is
 // negative; bit 7 makes the number of negative values even.
 inline constexpr uint8_t sign_bits(unsigned seven) {

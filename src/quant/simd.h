@@ -57,7 +57,7 @@ bool avx2_supported();
 void install_avx2(OverrideFn record);
 
 // simd_avx512.cpp (x86-64, compiled with -mavx512f -mavx512bw -mavx512vl
-// -mavx512vnni besides AVX2's flags): install_avx2()'s kernels with the
+// -mavx512vnni -mbmi2 besides AVX2's flags): install_avx2()'s kernels with the
 // heaviest types overridden.
 bool avx512_supported();
 void install_avx512(OverrideFn record);

@@ -807,10 +807,9 @@ struct KHeader {
   __m128 super_scales;   // d, -dmin (0 where the format has none), 0, 0
 };
 
-// Super-block scales from one stored half d...
-inline __m128 super_scale(uint16_t d) { return _mm_cvtph_ps(_mm_cvtsi32_si128(d)); }
 
-// ...or from d and dmin stored next to each other, converted together.
+// Super-block scales from d and dmin stored next to each other, converted
+// together (super_scale in simd_x86.h converts a lone d).
 template <typename Block>
 inline __m128 super_scales(const Block& b) {
   static_assert(offsetof(Block, dmin) == offsetof(Block, d) + sizeof b.d, "d and dmin must be adjacent");
@@ -818,12 +817,6 @@ inline __m128 super_scales(const Block& b) {
   std::memcpy(&both, &b.d, sizeof both);
   return _mm_xor_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both))), _mm_setr_ps(0.0f, -0.0f, 0.0f, 0.0f));
 }
-
-enum class Offsets {
-  kNone,       // x = d * scale * q
-  kSameScale,  // dmin == d: the offset joins the integer sum
-  kOwnScale,   // dmin is a separate float scale
-};
 
 // Group order -> even groups then odd groups, for 16 bytes.
 inline __m128i even_then_odd(__m128i bytes) {
@@ -885,10 +878,8 @@ struct Q2_KFormat {
   static constexpr bool kSigned = false;
   static constexpr bool kScaleBytes = false;
   static KHeader header(const Block& b) {
-    const __m128i s = load128(b.scales);  // scale in the low nibble, min in the high
-    const __m128i nibble = _mm_set1_epi8(0x0f);
-    return {_mm256_cvtepu8_epi16(_mm_and_si128(even_then_odd(s), nibble)),
-            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), nibble)), super_scales(b)};
+    const ScalesAndMins s = q2_k_scales(b.scales);
+    return {_mm256_cvtepu8_epi16(even_then_odd(s.scales)), _mm256_cvtepu8_epi16(s.mins), super_scales(b)};
   }
   template <int kC>
   static __m256i chunk(const Block& b) { return two_bit_chunk<kC>(b.qs); }
@@ -900,19 +891,7 @@ struct Q3_KFormat {
   static constexpr bool kSigned = false;
   static constexpr bool kScaleBytes = false;
   static KHeader header(const Block& b) {
-    // Low nibbles of groups 0..7 / 8..15 in the low / high nibbles of bytes
-    // 0..7, top 2 bits of group g in byte 8 + g % 4 at bit 2 * (g / 4): as
-    // words, group 4i + j takes nibble i / 2 of word i % 2 and bits 2 * i of
-    // word 2, byte j.
-    uint32_t word[3];
-    std::memcpy(word, b.scales, sizeof word);
-    auto group4 = [&](int i) {
-      const uint32_t low = (word[i % 2] >> (4 * (i / 2))) & 0x0f0f0f0f;
-      const uint32_t top = (word[2] >> (2 * i)) & 0x03030303;
-      return static_cast<int>(low | (top << 4));
-    };
-    const __m128i stored = _mm_setr_epi32(group4(0), group4(1), group4(2), group4(3));
-    const __m128i scales = _mm_sub_epi8(stored, _mm_set1_epi8(32));
+    const __m128i scales = q3_k_scales(b.scales);
     // q is stored + 4 (the top bit clear means -4): offset 4 * scale.
     return {_mm256_cvtepi8_epi16(even_then_odd(scales)), _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 2), super_scale(b.d)};
   }
@@ -1024,12 +1003,6 @@ inline uint32_t sign_fields(uint32_t word) {
          static_cast<uint32_t>(kSignBytes[(word >> 21) & 127]) << 24;
 }
 
-inline uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 // 2s + 1 in each int16 lane holding s.
 inline __m256i odd(__m256i s) { return _mm256_add_epi16(_mm256_add_epi16(s, s), _mm256_set1_epi16(1)); }
 
@@ -1047,10 +1020,6 @@ inline __m256i odd_scales_16_nibbles(const uint8_t* nibbles) {
   const __m128i high = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0f));
   return odd(_mm256_cvtepu8_epi16(_mm_unpacklo_epi64(low, high)));
 }
-
-// d over 2^kShift, the format's fixed power of two.
-template <int kShift>
-inline __m128 grid_scale(uint16_t d) { return _mm_mul_ps(super_scale(d), _mm_set1_ps(1.0f / (1 << kShift))); }
 
 inline KHeader grid_header(__m256i scales, __m128 d) { return {scales, _mm256_setzero_si256(), d}; }
 

@@ -1,4 +1,4 @@
-// AVX-512 kernels (x86-64 with AVX-512 F, BW, VL and VNNI: Intel Ice Lake
+// AVX-512 kernels (x86-64 with AVX-512 F, BW, VL, VNNI and BMI2: Intel Ice Lake
 // and later servers, AMD Zen 4 and later). This file alone is compiled with
 // those flags; dispatch.cpp calls in only when the CPU has them.
 //
@@ -13,7 +13,10 @@
 // The backend starts from install_avx2()'s table and overrides the weight
 // types that make up nearly all of the bytes of the usual model files: Q8_0,
 // Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
-// for Q8_0 and Q4_0 adds packed forms of dot4 and (Q8_0) dot (quant.h's PackedDot). The
+// for Q8_0 and Q4_0 adds packed forms of dot4 and (Q8_0) dot (quant.h's PackedDot).
+// It also overrides the other K-quants (Q2_K, Q3_K, Q5_K) and the grid types
+// (IQ2_*, IQ3_*, IQ1_*): two groups of grid points to a register, their
+// signs a mask (built with BMI2, which every CPU with AVX-512 has). The
 // integer arithmetic is the scalar kernels', exactly; only the float
 // summation order differs (tests/quant/simd_test.cpp).
 #include "quant/simd.h"
@@ -32,8 +35,10 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/iq_grids.h"
 #include "quant/kernels.h"
 #include "quant/packed_q8_0.h"
 #include "quant/simd_x86.h"
@@ -207,7 +212,8 @@ KernelEntry signed_kernels() {
 // brings a pair's activations. vpmaddubsw multiplies the unsigned levels
 // with the activations into int16 sums of two, and vpdpwssd multiplies those
 // with the 16-bit group scales and adds them up in int32, in one step.
-// Offsets (Q4_K's minimums, Q6_K's -32) use Q8_K's sums of 16 values.
+// Offsets (Q2_K's and Q4_K's minimums, Q3_K's -4, Q6_K's -32) use Q8_K's
+// sums of 16 values.
 
 // Group scales reach a pair's 32 int16 lanes with one in-lane vpshufb (one
 // uop, where a cross-lane vpermw is two): the format's header keeps int16
@@ -224,19 +230,50 @@ inline __m512i spread_slots(__m512i scales) {
   return _mm512_shuffle_epi8(scales, control);
 }
 
+// Where a block's group scales sit (a format's Scales), and which each
+// 128-bit lane of pair p, that is group of 16 values 4p + i in lane i, takes.
+// Eight scales of 32 values each: all eight in slots 0-7 of every lane.
+struct ScalesOf32 {
+  static __m512i from(__m128i bytes) { return _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(bytes)); }  // bytes 0-7
+  template <int kP>
+  static __m512i pair(__m512i scales) { return spread_slots<2 * kP, 2 * kP, 2 * kP + 1, 2 * kP + 1>(scales); }
+};
+
+// Sixteen scales of 16 values each: lane i holds those of groups i, i + 4,
+// i + 8 and i + 12 in slots 0-3.
+struct ScalesOf16 {
+  static __m512i from(__m256i words) {  // int16, group order
+    static constexpr auto kIndex = [] {
+      std::array<int16_t, 32> index{};
+      for (int e = 0; e < 32; ++e) index[e] = static_cast<int16_t>(e / 8 + 4 * (e % 4));
+      return index;
+    }();
+    return _mm512_permutexvar_epi16(load512(kIndex.data()), _mm512_castsi256_si512(words));
+  }
+  template <int kP>
+  static __m512i pair(__m512i scales) { return spread_slots<kP, kP, kP, kP>(scales); }
+};
+
 // What a format gives the kernel for one block: its group scales as int16
-// in each 128-bit lane (Format::pair_scales picks a pair's), the offsets that
-// multiply Q8_K's 16 group sums, and the float scales d and dmin in lanes 0
-// and 1 (converted by one instruction, not two).
+// (laid out as its Scales says), the offsets that multiply Q8_K's 16 group
+// sums, and the float scales d and dmin in lanes 0 and 1 (converted by one
+// instruction, not two).
 struct KHeader {
   __m512i scales;
   __m256i offsets;
   __m128 d_dmin;
 };
 
-// The unsigned levels of half kH of a block: pairs 2kH (even) and 2kH + 1 (odd).
+// A pair's 64 levels, unsigned; for a signed format (kSigned) the values
+// whose sign is minus are the set bits of `negative`, bit j for value j.
+struct PairLevels {
+  __m512i q;
+  __mmask64 negative = 0;
+};
+
+// Half kH of a block: pairs 2kH (even) and 2kH + 1 (odd).
 struct HalfLevels {
-  __m512i even, odd;
+  PairLevels even, odd;
 };
 
 // The float16 at p and the one after it, as floats in lanes 0 and 1.
@@ -246,51 +283,136 @@ inline __m128 two_halves(const uint16_t* p) {
   return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
 }
 
-// Q4_K: x = d * scale * q - dmin * min per group of 32. Pair p is the low
-// (chunk 2p) and high (chunk 2p + 1) nibbles of qs[32p .. 32p + 31]: the 32
-// bytes go to both halves, the high half shifted down by 4.
-struct Q4_KPairs {
-  using Block = BlockQ4_K;
-  static constexpr bool kOwnOffsetScale = true;  // the offsets scale by dmin
+// Bit kFrom of every byte at bit kTo, by a 16-bit shift: the bits that
+// cross from the neighbouring byte are for the caller to mask off.
+template <int kFrom, int kTo>
+inline __m512i bit_to(__m512i v) {
+  if constexpr (kFrom > kTo) return _mm512_srli_epi16(v, kFrom - kTo);
+  if constexpr (kFrom < kTo) return _mm512_slli_epi16(v, kTo - kFrom);
+  return v;
+}
+
+// Q3_K's hmask and Q5_K's qh keep one more bit of each value: bit c of
+// byte l for value l of chunk c. That bit of half kH's pairs (chunks 4kH
+// .. 4kH + 3) at bit kTo, the other bits cleared. The high half shifted
+// down by 1 has chunk 4kH + 1's bit where the low half has 4kH's, and 4kH
+// + 3's where it has 4kH + 2's.
+template <int kH, int kTo>
+inline HalfLevels one_more_bit(const uint8_t* bits) {
+  __m512i v = _mm512_broadcast_i64x4(load256(bits));
+  v = _mm512_mask_srli_epi16(v, kHighHalf, v, 1);
+  const __m512i bit = _mm512_set1_epi8(1 << kTo);
+  return {{_mm512_and_si512(bit_to<4 * kH, kTo>(v), bit)}, {_mm512_and_si512(bit_to<4 * kH + 2, kTo>(v), bit)}};
+}
+
+// Q2_K's values and Q3_K's low two bits: chunk c = 4h + k is bits 2k .. 2k
+// + 1 of qs[32h .. 32h + 31], so half kH's four chunks come from the same
+// 32 bytes; shifted down by 2, the high half has chunk 4kH + 1 where the
+// low one has 4kH, and 4kH + 3 where it has 4kH + 2.
+template <int kH>
+inline HalfLevels two_bit_pairs(const uint8_t* qs) {
+  __m512i v = _mm512_broadcast_i64x4(load256(qs + 32 * kH));
+  v = _mm512_mask_srli_epi16(v, kHighHalf, v, 2);
+  const __m512i two_bits = _mm512_set1_epi8(3);
+  return {{_mm512_and_si512(v, two_bits)}, {_mm512_and_si512(_mm512_srli_epi16(v, 4), two_bits)}};
+}
+
+// Q2_K: x = d * scale * q - dmin * min per group of 16, scale and min the
+// low and high nibbles of scales[group].
+struct Q2_KPairs {
+  using Block = BlockQ2_K;
+  using Scales = ScalesOf16;
+  static constexpr Offsets kOffsets = Offsets::kOwnScale;
+  static constexpr bool kSigned = false;
   static KHeader header(const Block& b) {
-    const __m128i packed = scales_6bit(b.scales);  // scales 0..7, mins 0..7
-    // Each min serves two groups of 16, as Q8_K's sums come.
-    return {_mm512_broadcast_i32x4(_mm_cvtepu8_epi16(packed)), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(packed, packed)),
-            two_halves(&b.d)};
+    const ScalesAndMins s = q2_k_scales(b.scales);
+    return {Scales::from(_mm256_cvtepu8_epi16(s.scales)), _mm256_cvtepu8_epi16(s.mins), two_halves(&b.d)};
   }
-  // Lanes 0-15 take group 2p's scale, lanes 16-31 group 2p + 1's.
-  template <int kP>
-  static __m512i pair_scales(__m512i scales) { return spread_slots<2 * kP, 2 * kP, 2 * kP + 1, 2 * kP + 1>(scales); }
+  template <int kH>
+  static HalfLevels levels(const Block& b) { return two_bit_pairs<kH>(b.qs); }
+};
+
+// Q3_K and Q6_K: groups of 16, x = d * scale * (q - offset), q stored
+// unsigned; the offsets are offset * scale, in the integer sum.
+struct FixedOffsetLevels {
+  using Scales = ScalesOf16;
+  static constexpr Offsets kOffsets = Offsets::kSameScale;
+  static constexpr bool kSigned = false;
+};
+
+// Q3_K: offset 4, q's top bit in hmask.
+struct Q3_KPairs : FixedOffsetLevels {
+  using Block = BlockQ3_K;
+  static KHeader header(const Block& b) {
+    const __m256i scales = _mm256_cvtepi8_epi16(q3_k_scales(b.scales));
+    return {Scales::from(scales), _mm256_slli_epi16(scales, 2), super_scale(b.d)};
+  }
   template <int kH>
   static HalfLevels levels(const Block& b) {
-    auto pair = [&](int p) {
-      const __m512i bytes = _mm512_broadcast_i64x4(load256(b.qs + 32 * p));
-      return _mm512_and_si512(_mm512_mask_srli_epi16(bytes, kHighHalf, bytes, 4), _mm512_set1_epi8(0x0f));
-    };
-    return {pair(2 * kH), pair(2 * kH + 1)};
+    const HalfLevels low = two_bit_pairs<kH>(b.qs), top = one_more_bit<kH, 2>(b.hmask);
+    return {{_mm512_or_si512(low.even.q, top.even.q)}, {_mm512_or_si512(low.odd.q, top.odd.q)}};
   }
 };
 
-// Q6_K: x = d * scale * (q - 32) per group of 16. Chunk c = 4h + k takes its
+// Q4_K's and Q5_K's header: eight 6-bit scales and mins, d and dmin.
+struct SixBitScales {
+  using Scales = ScalesOf32;
+  static constexpr Offsets kOffsets = Offsets::kOwnScale;
+  static constexpr bool kSigned = false;
+  template <typename Block>
+  static KHeader header(const Block& b) {
+    const __m128i packed = scales_6bit(b.scales);  // scales 0..7, mins 0..7
+    // Each min serves two groups of 16, as Q8_K's sums come.
+    return {Scales::from(packed), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(packed, packed)), two_halves(&b.d)};
+  }
+};
+
+// Q4_K: x = d * scale * q - dmin * min per group of 32. Pair p is the low
+// (chunk 2p) and high (chunk 2p + 1) nibbles of qs[32p .. 32p + 31]: the 32
+// bytes go to both halves, the high half shifted down by 4.
+template <int kH>
+inline HalfLevels nibble_pairs(const uint8_t* qs) {
+  auto pair = [&](int p) {
+    const __m512i bytes = _mm512_broadcast_i64x4(load256(qs + 32 * p));
+    return _mm512_and_si512(_mm512_mask_srli_epi16(bytes, kHighHalf, bytes, 4), _mm512_set1_epi8(0x0f));
+  };
+  return {{pair(2 * kH)}, {pair(2 * kH + 1)}};
+}
+
+struct Q4_KPairs : SixBitScales {
+  using Block = BlockQ4_K;
+  template <int kH>
+  static HalfLevels levels(const Block& b) { return nibble_pairs<kH>(b.qs); }
+};
+
+// Q5_K: Q4_K's nibbles with a fifth bit each (one_more_bit).
+struct Q5_KPairs : SixBitScales {
+  using Block = BlockQ5_K;
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
+    const HalfLevels q = nibble_pairs<kH>(b.qs);
+    const HalfLevels top = one_more_bit<kH, 4>(b.qh);
+    return {{_mm512_or_si512(q.even.q, top.even.q)}, {_mm512_or_si512(q.odd.q, top.odd.q)}};
+  }
+};
+
+// Q6_K: offset 32. Chunk c = 4h + k takes its
 // low nibble from ql[64h + 32(k % 2) + l] (the high nibble when k >= 2) and
 // its top two bits from qh[32h + l] at bit 2k. Pair p = 2h + k / 2 thus
 // covers ql[64h .. 64h + 63], low nibbles for p even and high for p odd, and
 // bits 4(p % 2) and 4(p % 2) + 2 of qh. Both pairs of a half come from the
 // same qh bytes, shifted once for the two.
-struct Q6_KPairs {
+struct Q6_KPairs : FixedOffsetLevels {
   using Block = BlockQ6_K;
-  static constexpr bool kOwnOffsetScale = false;  // the offsets (32 * scale) share d
   static KHeader header(const Block& b) {
     const __m128i bytes = load128(b.scales);
-    // 128-bit lane i holds scales i, i + 4, i + 8, i + 12 in its first slots.
+    // As ScalesOf16::from, but the signed bytes are put in place before they
+    // are widened, which needs no cross-lane word permute.
     const __m128i by_lane = _mm_shuffle_epi8(bytes, _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
     const __m512i lanes = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 0, 1, 1, 2, 2, 3, 3),
                                                    _mm512_castsi256_si512(_mm256_cvtepi8_epi16(by_lane)));
     return {lanes, _mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 5), _mm_cvtph_ps(_mm_cvtsi32_si128(b.d))};
   }
-  // Lanes 8i .. 8i + 7 take group 4p + i's scale.
-  template <int kP>
-  static __m512i pair_scales(__m512i scales) { return spread_slots<kP, kP, kP, kP>(scales); }
   template <int kH>
   static HalfLevels levels(const Block& b) {
     const __m512i ql = load512(b.ql + 64 * kH);
@@ -303,7 +425,278 @@ struct Q6_KPairs {
     // low | (top & 0x30), the top bits moved to bits 4-5 first.
     const __m512i even = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, nibble), _mm512_slli_epi16(qh, 4), top_bits, 0xf8);
     const __m512i odd = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble), qh, top_bits, 0xf8);
-    return {even, odd};
+    return {{even}, {odd}};
+  }
+};
+
+// --- The grid types (IQ2, IQ3, IQ1) ------------------------------------------------
+//
+// Pair p is groups 2p and 2p + 1 of 32 values (iq_quants.cpp's): eight
+// 8-value grid points (IQ2, IQ1) or sixteen 4-value ones (IQ3) in one
+// register, loaded or looked up in registers (below). The points are unsigned, and their signs become a 64-bit mask
+// with which one masked subtraction negates the activations they meet,
+// where AVX2 spreads each sign bit to a byte and applies them with three
+// instructions. Group scales are the odd integers 2s + 1; the format's
+// power of two joins d.
+
+template <typename Self>
+struct GridPairs {
+  static constexpr Offsets kOffsets = Offsets::kNone;
+  static constexpr bool kSigned = true;
+  template <int kH, typename Block>
+  static HalfLevels levels(const Block& b) { return {Self::template pair<2 * kH>(b), Self::template pair<2 * kH + 1>(b)}; }
+};
+
+// The eight 8-value points of `grid` at index(0) .. index(7), loaded one by
+// one with the indices computed in general registers. On Zen 5 that beat
+// both vpgatherdq (IQ2_XXS 208 ns a row of 4096 values, against 159) and
+// vector-computed indices stored and read back (IQ2_S 211 ns against 196).
+template <size_t kPoints, typename Index>
+inline __m512i points_of_8(const std::array<uint64_t, kPoints>& grid, Index index) {
+  auto p = [&](int k) { return static_cast<int64_t>(grid[index(k)]); };
+  return _mm512_set_epi64(p(7), p(6), p(5), p(4), p(3), p(2), p(1), p(0));
+}
+
+// The grids of up to 256 points (and IQ3_S's 512) go faster the other way:
+// as 16-bit codes (iq_grids.h) looked up in registers, 32 points at a
+// time, then widened (points_of_codes). Per row of 4096 values on Zen 5,
+// one token: IQ2_XXS 147 ns against 157 loading points, IQ3_XXS 135
+// against 262, IQ3_S 163 against 410. IQ2_XS, 512 points of 8 values, did
+// not gain, IQ2_S's 1024 took twice as long (394 ns against 195), and
+// IQ1's 2048 would take 32 searches.
+//
+// The entries of a table of codes at 32 indices (int16 lanes): every 64
+// entries are two registers, which vpermt2w searches for index bits 0-5,
+// and bits 6 and up choose among those candidates.
+template <size_t kEntries>
+inline __m512i lookup_codes(const std::array<uint16_t, kEntries>& table, __m512i indices) {
+  constexpr size_t kTables = kEntries / 64;
+  __m512i candidate[kTables];
+  for (size_t t = 0; t < kTables; ++t)
+    candidate[t] = _mm512_permutex2var_epi16(load512(table.data() + 64 * t), indices, load512(table.data() + 64 * t + 32));
+  for (size_t n = kTables, bit = 6; n > 1; n /= 2, ++bit) {
+    const __mmask32 upper = _mm512_test_epi16_mask(indices, _mm512_set1_epi16(static_cast<short>(1 << bit)));
+    for (size_t t = 0; t < n / 2; ++t) candidate[t] = _mm512_mask_blend_epi16(upper, candidate[2 * t], candidate[2 * t + 1]);
+  }
+  return candidate[0];
+}
+
+// The points of 16-bit codes kFirst, kFirst + 1, ... of `codes` as a pair's
+// 64 levels: 8 values a point with 2-bit level indices (IQ2) or 4 with
+// 3-bit ones (IQ3). Each code is spread to the 16-bit words of its point,
+// word i shifted down to its values 2i and 2i + 1, the odd byte's index
+// moved up into that byte; vpshufb then maps indices to levels.
+template <int kBits, int kFirst, const auto& kLevels>
+inline __m512i points_of_codes(__m512i codes) {
+  constexpr int kWordsPerPoint = kBits == 2 ? 4 : 2;
+  static constexpr auto kLevelBytes = [] {
+    std::array<uint8_t, 16> bytes{};
+    for (size_t i = 0; i < std::size(kLevels); ++i) bytes[i] = kLevels[i];
+    return bytes;
+  }();
+  static constexpr auto kSpread = [] {
+    std::array<int16_t, 32> spread{};
+    for (int e = 0; e < 32; ++e) spread[e] = static_cast<int16_t>(kFirst + e / kWordsPerPoint);
+    return spread;
+  }();
+  static constexpr auto kShift = [] {
+    std::array<int16_t, 32> shift{};
+    for (int e = 0; e < 32; ++e) shift[e] = static_cast<int16_t>(2 * kBits * (e % kWordsPerPoint));
+    return shift;
+  }();
+  const __m512i words = _mm512_srlv_epi16(_mm512_permutexvar_epi16(load512(kSpread.data()), codes), load512(kShift.data()));
+  const __m512i both = _mm512_mask_blend_epi8(0xaaaaaaaaaaaaaaaaULL, words, _mm512_slli_epi16(words, 8 - kBits));
+  return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(load128(kLevelBytes.data())),
+                             _mm512_and_si512(both, _mm512_set1_epi8((1 << kBits) - 1)));
+}
+
+// 2s + 1 in each byte holding s.
+inline __m128i odd_bytes(__m128i s) { return _mm_add_epi8(_mm_add_epi8(s, s), _mm_set1_epi8(1)); }
+
+inline KHeader grid_header(__m512i scales, __m128 d) { return {scales, _mm256_setzero_si256(), d}; }
+
+// IQ2_XS and IQ2_S: sixteen 4-bit scales, two to a byte (the even group's
+// in the low nibble), and d / 8.
+template <typename Self>
+struct IQ2NibbleScalePairs : GridPairs<Self> {
+  using Scales = ScalesOf16;
+  template <typename Block>
+  static KHeader header(const Block& b) {
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i s = _mm_and_si128(_mm_unpacklo_epi8(v, _mm_srli_epi16(v, 4)), _mm_set1_epi8(0x0f));
+    return grid_header(Scales::from(_mm256_cvtepu8_epi16(odd_bytes(s))), grid_scale<3>(b.d));
+  }
+};
+
+// Eight bytes of seven sign bits each (bit 7 clear), each completed with
+// the eighth that makes its count of ones even (kSignBytes, eight at once).
+inline __mmask64 sign_bytes(uint64_t seven) {
+  uint64_t parity = seven ^ (seven >> 4);  // within each byte: bits 4..6 have nowhere to come from
+  parity ^= parity >> 2;
+  parity ^= parity >> 1;
+  return _cvtu64_mask64(seven | (parity & 0x0101010101010101ULL) << 7);
+}
+
+// IQ2_XXS and IQ3_XXS: the signs of two groups, from the four 7-bit fields
+// in bits 0-27 of each group's word.
+inline __mmask64 sign_fields(uint32_t first, uint32_t second) {
+  const uint64_t fields = (first & 0x0fffffffu) | static_cast<uint64_t>(second & 0x0fffffffu) << 28;
+  return sign_bytes(_pdep_u64(fields, 0x7f7f7f7f7f7f7f7fULL));
+}
+
+inline __mmask64 full_sign_bytes(const uint8_t* p) {
+  uint64_t signs;
+  std::memcpy(&signs, p, sizeof signs);
+  return _cvtu64_mask64(signs);
+}
+
+struct IQ2_XXSPairs : GridPairs<IQ2_XXSPairs> {
+  using Block = BlockIQ2_XXS;
+  using Scales = ScalesOf32;
+  // Group g's scale: the top nibble of its word, bytes 8g + 4 .. 8g + 7.
+  static KHeader header(const Block& b) {
+    const __m128i s = _mm512_cvtepi64_epi8(_mm512_srli_epi64(load512(b.qs), 60));
+    return grid_header(Scales::from(odd_bytes(s)), grid_scale<3>(b.d));
+  }
+  // Half h is groups 4h .. 4h + 3, the 32 bytes from 32h: four point
+  // indices and a word each.
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
+    const uint8_t* q = b.qs + 32 * kH;
+    const __m128i indices = _mm256_cvtepi64_epi32(load256(q));
+    const __m512i codes = lookup_codes(kGridIq2XxsCodes, _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(indices)));
+    return {{points_of_codes<2, 0, kIq2Levels>(codes), sign_fields(load_u32(q + 4), load_u32(q + 12))},
+            {points_of_codes<2, 8, kIq2Levels>(codes), sign_fields(load_u32(q + 20), load_u32(q + 28))}};
+  }
+};
+
+struct IQ2_XSPairs : IQ2NibbleScalePairs<IQ2_XSPairs> {
+  using Block = BlockIQ2_XS;
+  // Points loaded one by one: looked up in registers (8 searches, 7
+  // blends), IQ2_XS took 166-174 ns a row of 4096 values against 158-166.
+  template <int kP>
+  static PairLevels pair(const Block& b) {
+    const uint16_t* q = b.qs + 8 * kP;  // index in bits 0-8, seven signs in 9-15
+    const __m128i signs = _mm_packus_epi16(_mm_srli_epi16(load128(q), 9), _mm_setzero_si128());
+    return {points_of_8(kGridIq2Xs, [&](int k) { return q[k] & 511; }),
+            sign_bytes(static_cast<uint64_t>(_mm_cvtsi128_si64(signs)))};
+  }
+};
+
+struct IQ2_SPairs : IQ2NibbleScalePairs<IQ2_SPairs> {
+  using Block = BlockIQ2_S;
+  // Index bits 8-9 of point j are bits 2j of qh[2p] and qh[2p + 1] together.
+  template <int kP>
+  static PairLevels pair(const Block& b) {
+    uint16_t high;
+    std::memcpy(&high, b.qh + 2 * kP, sizeof high);
+    const uint8_t* q = b.qs + 8 * kP;
+    return {points_of_8(kGridIq2S, [&](int k) { return q[k] | ((high >> (2 * k)) & 3) << 8; }),
+            full_sign_bytes(b.qs + 32 + 8 * kP)};
+  }
+};
+
+struct IQ3_XXSPairs : GridPairs<IQ3_XXSPairs> {
+  using Block = BlockIQ3_XXS;
+  using Scales = ScalesOf32;
+  // Group g's scale: the top nibble of its word at qs[64 + 4g].
+  static KHeader header(const Block& b) {
+    const __m128i s = _mm256_cvtepi32_epi8(_mm256_srli_epi32(load256(b.qs + 64), 28));
+    return grid_header(Scales::from(odd_bytes(s)), grid_scale<2>(b.d));
+  }
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
+    const __m512i codes = lookup_codes(kGridIq3XxsCodes, _mm512_cvtepu8_epi16(load256(b.qs + 32 * kH)));
+    const uint8_t* words = b.qs + 64 + 16 * kH;
+    return {{points_of_codes<3, 0, kIq3XxsLevels>(codes), sign_fields(load_u32(words), load_u32(words + 4))},
+            {points_of_codes<3, 16, kIq3XxsLevels>(codes), sign_fields(load_u32(words + 8), load_u32(words + 12))}};
+  }
+};
+
+struct IQ3_SPairs : GridPairs<IQ3_SPairs> {
+  using Block = BlockIQ3_S;
+  using Scales = ScalesOf32;
+  static KHeader header(const Block& b) {
+    const uint64_t s = _pdep_u64(load_u32(b.scales), 0x0f0f0f0f0f0f0f0fULL);  // nibble g to byte g
+    return grid_header(Scales::from(odd_bytes(_mm_cvtsi64_si128(static_cast<int64_t>(s)))), super_scale(b.d));
+  }
+  // Index bit 8 of point k of half h is bit k of qh[4h .. 4h + 3] together.
+  template <int kH>
+  static HalfLevels levels(const Block& b) {
+    const __m512i low = _mm512_cvtepu8_epi16(load256(b.qs + 32 * kH));
+    const __m512i codes = lookup_codes(
+        kGridIq3SCodes, _mm512_mask_add_epi16(low, _cvtu32_mask32(load_u32(b.qh + 4 * kH)), low, _mm512_set1_epi16(256)));
+    return {{points_of_codes<3, 0, kIq3SLevels>(codes), full_sign_bytes(b.signs + 16 * kH)},
+            {points_of_codes<3, 16, kIq3SLevels>(codes), full_sign_bytes(b.signs + 16 * kH + 8)}};
+  }
+};
+
+// IQ1's levels 8 * point +- 1 (-9 .. 9) are taken plus 9, unsigned, and the
+// 9 * scale this adds per group comes back out through Q8_K's sums.
+template <typename Self>
+struct IQ1Pairs : GridPairs<Self> {
+  static constexpr Offsets kOffsets = Offsets::kSameScale;
+  static constexpr bool kSigned = false;
+};
+
+// The odd scales of sixteen groups of 16, as bytes in group order, and
+// their header.
+inline KHeader iq1_header(__m128i odd_scales, __m512i scales, __m128 d) {
+  return {scales, _mm256_mullo_epi16(_mm256_cvtepu8_epi16(odd_scales), _mm256_set1_epi16(9)), d};
+}
+
+// 8 * point + 10, or + 8 where the value's delta is negative: the points
+// are int8 -1, 0, 1, and the 16-bit shift's carries from the byte below
+// land in bits the mask clears.
+inline __m512i iq1_levels(__m512i points, __mmask64 negative_delta) {
+  const __m512i eight_times = _mm512_and_si512(_mm512_slli_epi16(points, 3), _mm512_set1_epi8(static_cast<char>(0xf8)));
+  return _mm512_add_epi8(eight_times, _mm512_mask_blend_epi8(negative_delta, _mm512_set1_epi8(10), _mm512_set1_epi8(8)));
+}
+
+struct IQ1_SPairs : IQ1Pairs<IQ1_SPairs> {
+  using Block = BlockIQ1_S;
+  using Scales = ScalesOf32;
+  static KHeader header(const Block& b) {
+    const __m128i words = _mm_and_si128(_mm_srli_epi16(load128(b.qh), 12), _mm_set1_epi16(7));
+    const __m128i s = odd_bytes(_mm_packus_epi16(words, _mm_setzero_si128()));
+    return iq1_header(_mm_unpacklo_epi8(s, s), Scales::from(s), grid_scale<3>(b.d));
+  }
+  // Point l of group g: index bits 8-10 are bits 3l of qh[g]; bit 15 is
+  // the group's delta sign.
+  template <int kP>
+  static PairLevels pair(const Block& b) {
+    const uint32_t high = load_u32(b.qh + 2 * kP);
+    const uint8_t* q = b.qs + 8 * kP;
+    auto index = [&](int k) { return q[k] | ((high >> (3 * k + 4 * (k / 4))) & 7) << 8; };
+    const uint64_t negative = ((high >> 15) & 1 ? 0xffffffffULL : 0) | ((high >> 31) ? 0xffffffff00000000ULL : 0);
+    return {iq1_levels(points_of_8(kGridIq1S, index), _cvtu64_mask64(negative))};
+  }
+};
+
+struct IQ1_MPairs : IQ1Pairs<IQ1_MPairs> {
+  using Block = BlockIQ1_M;
+  using Scales = ScalesOf16;
+  // Group j of 16 takes bits 3(j % 4) .. of word j / 4, and the words' top
+  // nibbles are d.
+  static KHeader header(const Block& b) {
+    uint64_t words;
+    std::memcpy(&words, b.scales, sizeof words);
+    const uint64_t fields = _pext_u64(words, 0x0fff0fff0fff0fffULL);
+    const uint64_t spread = 0x0707070707070707ULL;
+    const __m128i s = odd_bytes(_mm_set_epi64x(static_cast<int64_t>(_pdep_u64(fields >> 24, spread)),
+                                               static_cast<int64_t>(_pdep_u64(fields, spread))));
+    const auto d = static_cast<uint16_t>(_pext_u64(words, 0xf000f000f000f000ULL));
+    return iq1_header(s, ScalesOf16::from(_mm256_cvtepu8_epi16(s)), grid_scale<3>(d));
+  }
+  // Point j of the pair: nibble j of the word at qh[4p], its bits 0-2 the
+  // index's bits 8-10, bit 3 the delta's sign.
+  template <int kP>
+  static PairLevels pair(const Block& b) {
+    const uint32_t nibbles = load_u32(b.qh + 4 * kP);
+    const uint8_t* q = b.qs + 8 * kP;
+    auto index = [&](int k) { return q[k] | ((nibbles >> (4 * k)) & 7) << 8; };
+    const uint64_t negative = _pdep_u64(_pext_u32(nibbles, 0x88888888u), 0x0101010101010101ULL) * 0xff;
+    return {iq1_levels(points_of_8(kGridIq1S, index), _cvtu64_mask64(negative))};
   }
 };
 
@@ -313,12 +706,14 @@ struct Q6_KPairs {
 template <typename Format>
 inline void add_k_block(const KHeader& h, const BlockQ8_K& a, __m512i sums, __m512& acc, __m256& acc_offsets) {
   const __m128 scaled = _mm_mul_ps(h.d_dmin, _mm_set1_ps(a.d));  // d x da, dmin x da
-  const __m256i offsets = _mm256_madd_epi16(load256(a.bsums), h.offsets);
-  if constexpr (Format::kOwnOffsetScale)
-    acc_offsets = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets),
-                                   _mm256_permutexvar_ps(_mm256_set1_epi32(1), _mm256_castps128_ps256(scaled)), acc_offsets);
-  else
-    sums = _mm512_sub_epi32(sums, _mm512_zextsi256_si512(offsets));
+  if constexpr (Format::kOffsets != Offsets::kNone) {
+    const __m256i offsets = _mm256_madd_epi16(load256(a.bsums), h.offsets);
+    if constexpr (Format::kOffsets == Offsets::kOwnScale)
+      acc_offsets = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets),
+                                     _mm256_permutexvar_ps(_mm256_set1_epi32(1), _mm256_castps128_ps256(scaled)), acc_offsets);
+    else
+      sums = _mm512_sub_epi32(sums, _mm512_zextsi256_si512(offsets));
+  }
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_broadcastss_ps(scaled), acc);
 }
 
@@ -335,10 +730,12 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
     const KHeader h = Format::header(x);
     __m512i sums[T];
     for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
-    auto add_pair = [&]<int kP>(__m512i q) {
-      const __m512i scale = Format::template pair_scales<kP>(h.scales);
+    auto add_pair = [&]<int kP>(const PairLevels& q) {
+      const __m512i scale = Format::Scales::template pair<kP>(h.scales);
       for (int t = 0; t < T; ++t) {
-        const __m512i products = _mm512_maddubs_epi16(q, load512(ab[t][b].qs + 64 * kP));
+        __m512i y = load512(ab[t][b].qs + 64 * kP);
+        if constexpr (Format::kSigned) y = _mm512_mask_sub_epi8(y, q.negative, _mm512_setzero_si512(), y);
+        const __m512i products = _mm512_maddubs_epi16(q.q, y);
         sums[t] = _mm512_dpwssd_epi32(sums[t], products, scale);
       }
     };
@@ -392,9 +789,14 @@ void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
   *out = _mm512_reduce_add_ps(_mm512_add_ps(acc, _mm512_zextps256_ps512(acc_offsets)));
 }
 
+template <typename Format>
+KernelEntry k_kernels() {
+  return dots<dot_k_rows<1, Format>, dot_k_rows<4, Format>>();
+}
+
 KernelEntry q4_k_kernels() {
   static const PackedDot one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
-  KernelEntry entry = dots<dot_k_rows<1, Q4_KPairs>, dot_k_rows<4, Q4_KPairs>>();
+  KernelEntry entry = k_kernels<Q4_KPairs>();
   entry.packed1 = &one;
   return entry;
 }
@@ -416,15 +818,25 @@ void dequantize_f16_avx512(const void* src, float* dst, int64_t n) {
 bool avx512_supported() {
   // __builtin_cpu_supports also checks that the OS saves the 512-bit state.
   return avx2_supported() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2");
 }
 
 void install_avx512(OverrideFn record) {
   install_avx2(record);
   record(TensorType::Q8_0, signed_kernels<Q8_0Pair, true>());
   record(TensorType::Q4_0, signed_kernels<Q4_0Pair, false>());
+  record(TensorType::Q2_K, k_kernels<Q2_KPairs>());
+  record(TensorType::Q3_K, k_kernels<Q3_KPairs>());
   record(TensorType::Q4_K, q4_k_kernels());
-  record(TensorType::Q6_K, dots<dot_k_rows<1, Q6_KPairs>, dot_k_rows<4, Q6_KPairs>>());
+  record(TensorType::Q5_K, k_kernels<Q5_KPairs>());
+  record(TensorType::Q6_K, k_kernels<Q6_KPairs>());
+  record(TensorType::IQ2_XXS, k_kernels<IQ2_XXSPairs>());
+  record(TensorType::IQ2_XS, k_kernels<IQ2_XSPairs>());
+  record(TensorType::IQ2_S, k_kernels<IQ2_SPairs>());
+  record(TensorType::IQ3_XXS, k_kernels<IQ3_XXSPairs>());
+  record(TensorType::IQ3_S, k_kernels<IQ3_SPairs>());
+  record(TensorType::IQ1_S, k_kernels<IQ1_SPairs>());
+  record(TensorType::IQ1_M, k_kernels<IQ1_MPairs>());
   record(TensorType::F16, {.dequantize = dequantize_f16_avx512});
 }
 

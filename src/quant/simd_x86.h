@@ -26,6 +26,26 @@ inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const
 
 inline float half(uint16_t h) { return _cvtsh_ss(h); }
 
+inline uint32_t load_u32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// A super-block's scale d (a stored half) in float lane 0...
+inline __m128 super_scale(uint16_t d) { return _mm_cvtph_ps(_mm_cvtsi32_si128(d)); }
+
+// ...and for the grid types over 2^kShift, the format's fixed power of two.
+template <int kShift>
+inline __m128 grid_scale(uint16_t d) { return _mm_mul_ps(super_scale(d), _mm_set1_ps(1.0f / (1 << kShift))); }
+
+// What a per-group offset of a 256-value format is scaled by:
+enum class Offsets {
+  kNone,       // x = d * scale * q
+  kSameScale,  // dmin == d: the offset joins the integer sum
+  kOwnScale,   // dmin is a separate float scale
+};
+
 // Q4_K/Q5_K's eight 6-bit scales and mins (layout in k_quants.cpp) as
 // bytes: scales 0..7, then mins 0..7. Scales and mins 0..3 are the low 6
 // bits of bytes 0..3 and 4..7; 4..7 take their low 4 bits from bytes 8..11
@@ -50,6 +70,35 @@ inline __m256i scales_6bit_twice(const uint8_t* packed) {
 }
 
 inline __m128i scales_6bit(const uint8_t* packed) { return _mm256_castsi256_si128(scales_6bit_twice(packed)); }
+
+// Q2_K's sixteen 4-bit scales and mins, group order: the low and the high
+// nibbles of its 16 scale bytes.
+struct ScalesAndMins {
+  __m128i scales, mins;
+};
+
+inline ScalesAndMins q2_k_scales(const uint8_t* packed) {
+  const __m128i bytes = load128(packed);
+  const __m128i nibble = _mm_set1_epi8(0x0f);
+  return {_mm_and_si128(bytes, nibble), _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble)};
+}
+
+// Q3_K's sixteen 6-bit scales (layout in blocks.h) as signed bytes in group
+// order, the stored 32 taken off. Low nibbles of groups 0..7 / 8..15 are
+// the low / high nibbles of bytes 0..7, the top 2 bits of group g in byte
+// 8 + g % 4 at bit 2 * (g / 4): as words, group 4i + j takes nibble i / 2
+// of word i % 2 and bits 2 * i of word 2, byte j.
+inline __m128i q3_k_scales(const uint8_t* packed) {
+  uint32_t word[3];
+  std::memcpy(word, packed, sizeof word);
+  auto group4 = [&](int i) {
+    const uint32_t low = (word[i % 2] >> (4 * (i / 2))) & 0x0f0f0f0f;
+    const uint32_t top = (word[2] >> (2 * i)) & 0x03030303;
+    return static_cast<int>(low | (top << 4));
+  };
+  const __m128i stored = _mm_setr_epi32(group4(0), group4(1), group4(2), group4(3));
+  return _mm_sub_epi8(stored, _mm_set1_epi8(32));
+}
 
 // One token's Q8_K activations for a packed one-token Q4_K kernel: each
 // block as Q8_K's, its 256 values moved in 16-byte pieces, packed piece i

@@ -147,10 +147,18 @@ class Avx512 : public ::testing::Test {
   }
 };
 
+// The weight types with an AVX-512 dot and dot4 of their own.
+std::vector<TensorType> avx512_dot_types() {
+  std::vector<TensorType> types = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q2_K, TensorType::Q3_K,
+                                   TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+  for (TensorType type : quant_test::grid_types()) types.push_back(type);
+  return types;
+}
+
 // AVX-512 starts from AVX2's table and replaces the heaviest dot products.
 TEST_F(Avx512, ExtendsTheAvx2Table) {
   EXPECT_EQ(avx512_kernels().size(), avx2_kernels().size());
-  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+  for (TensorType type : avx512_dot_types()) {
     EXPECT_NE(avx512_kernels().at(type).dot, avx2_kernels().at(type).dot) << type_name(type);
     EXPECT_NE(avx512_kernels().at(type).dot4, avx2_kernels().at(type).dot4) << type_name(type);
   }
@@ -475,9 +483,7 @@ INSTANTIATE_TEST_SUITE_P(Avx2, SimdDot,
                          ::testing::Combine(::testing::Values(KernelBackend::kAvx2), ::testing::ValuesIn(avx2_dot_types())),
                          backend_and_type);
 INSTANTIATE_TEST_SUITE_P(Avx512, SimdDot,
-                         ::testing::Combine(::testing::Values(KernelBackend::kAvx512),
-                                            ::testing::Values(TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K,
-                                                              TensorType::Q6_K)),
+                         ::testing::Combine(::testing::Values(KernelBackend::kAvx512), ::testing::ValuesIn(avx512_dot_types())),
                          backend_and_type);
 
 // vec_dot4 through the dispatch table against four vec_dot calls: equal on
