@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "quant/quant.h"
 
 namespace revis {
 namespace {
@@ -307,7 +309,12 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
         });
       };
     }
-    auto produce = quantized_rows_producer(type, rows, cols, std::move(source), pool);
+    // Random weights see no activations to weigh: the types that need an
+    // importance matrix (IQ1, IQ2) get every channel counted the same.
+    RowImportance importance;
+    if (quantize_needs_importance(type))
+      importance = [equal = std::make_shared<std::vector<float>>(cols, 1.0f)](int64_t) { return equal->data(); };
+    auto produce = quantized_rows_producer(type, rows, cols, std::move(source), pool, std::move(importance));
     auto with_progress = [i, n = tensors.size(), name = name, &progress, produce](const gguf::GgufWriter::Sink& sink) {
       if (progress) progress(i, n, name);
       return produce(sink);

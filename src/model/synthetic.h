@@ -1,6 +1,8 @@
 // Synthetic models: GGUF files with random weights and the exact layout of a
 // real architecture, for demos, tests and benchmarks without downloads.
-// The same spec and seed always give the same file.
+// The same spec and seed always give the same file. Types that need an
+// importance matrix (the IQ1 and IQ2 mixes, MOE-2BIT) weigh every channel
+// the same: random weights have no activations to weigh.
 #pragma once
 
 #include <cstdint>

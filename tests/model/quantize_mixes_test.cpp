@@ -179,6 +179,23 @@ TEST(QuantizeMixes, Iq2XsRefusesWithoutAnImportanceMatrix) {
   EXPECT_NE(s.message().find("IQ2_XS needs an importance matrix"), std::string::npos) << s.message();
 }
 
+// Synthetic files in a mix whose types need an importance matrix are
+// written without one (random weights have no activations to weigh), and
+// run as close to their F16 twin as a quantized file of that mix.
+TEST(QuantizeMixes, SyntheticFilesTakeTheImportanceMixesDirectly) {
+  TempDir tmp;
+  ThreadPool pool(2);
+  SyntheticSpec spec = small_model();
+  ASSERT_TRUE(write_synthetic_model(spec, tmp.file("f16.gguf"), pool, nullptr).ok());
+  spec.mix = QuantMix::kIQ2_XS;
+  Status s = write_synthetic_model(spec, tmp.file("iq2.gguf"), pool, nullptr);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::vector<int32_t> tokens = {1, 50, 300, 7};
+  const double error = relative_rms(all_logits(tmp.file("iq2.gguf"), tokens), all_logits(tmp.file("f16.gguf"), tokens));
+  std::printf("synthetic IQ2_XS: logits' rms error against F16 %.4f of their rms\n", error);
+  EXPECT_LE(error, 0.67) << "the bound of a quantized IQ2_XS file (SyntheticModelRunsCloseToF16)";
+}
+
 // IQ2_S, IQ1_S and IQ1_M through --tensor-type: refused without an
 // importance matrix, saying why; with one (in ffn_down), the model runs
 // close to its F16 original.
