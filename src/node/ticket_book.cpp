@@ -73,12 +73,16 @@ void TicketBook::detach_all() {
 }
 
 void TicketBook::emit(TicketEntry& entry, std::string event) {
-  for (const Link& c : entry.clients) c->send(event);
+  pass(entry, event);
   entry.events.push_back(std::move(event));
 }
 
-void TicketBook::restart(TicketEntry& entry, const std::string& reason) {
-  ++entry.attempt;
+void TicketBook::pass(TicketEntry& entry, const std::string& event) {
+  for (const Link& c : entry.clients) c->send(event);
+}
+
+void TicketBook::restart(TicketEntry& entry, const std::string& reason, int attempt) {
+  entry.attempt = attempt > 0 ? attempt : entry.attempt + 1;
   entry.events.clear();
   for (const Link& c : entry.clients) c->send(retry_event(entry.id, entry.attempt, reason));
 }
@@ -94,7 +98,8 @@ void TicketBook::finish(TicketEntry& entry, std::string terminal, const BeforeSe
   if (before_send) before_send(entry);
   for (const Link& c : entry.clients) c->send(entry.terminal);
   if (!entry.kept) {
-    entries_.erase(entry.id);
+    const std::string id = entry.id;  // not a reference into what erase destroys
+    entries_.erase(id);
     return;
   }
   entry.clients.clear();

@@ -112,9 +112,14 @@ class TicketBook {
   // next_seq(entry).
   void emit(TicketEntry& entry, std::string event) REQUIRES(mu);
   uint64_t next_seq(const TicketEntry& entry) const REQUIRES(mu) { return entry.events.size(); }
-  // The ticket runs again: attempt + 1, its token events restart at seq 0,
-  // and every client gets a `retry` event saying why.
-  void restart(TicketEntry& entry, const std::string& reason) REQUIRES(mu);
+  // Sends a token event to the clients without keeping it: one whose
+  // earlier events the book never saw (the desk began following the ticket
+  // in the middle of a run), so that it cannot be event seq of the entry.
+  void pass(TicketEntry& entry, const std::string& event) REQUIRES(mu);
+  // The ticket runs again: its token events restart at seq 0, and every
+  // client gets a `retry` event saying why. `attempt` is the new attempt's
+  // number where the transport counts them; 0: the next one.
+  void restart(TicketEntry& entry, const std::string& reason, int attempt = 0) REQUIRES(mu);
   // The run ended without a result and the desk keeps the ticket to run
   // later: its clients and token events are dropped, nothing is sent.
   void suspend(TicketEntry& entry) REQUIRES(mu);

@@ -36,13 +36,20 @@ void emit_tokens(TicketBook& book, TicketEntry& entry, int n) REQUIRES(book.mu) 
     book.emit(entry, token_event(entry.id, book.next_seq(entry), "t" + std::to_string(i), {}, false));
 }
 
+// A new ticket `id` that `client` follows, `tokens` token events into its run.
+TicketEntry& followed_ticket(TicketBook& book, const std::string& id, const std::shared_ptr<BookClient>& client, int tokens)
+    REQUIRES(book.mu) {
+  TicketEntry& e = book.add(book_entry(id));
+  EXPECT_TRUE(book.attach(e, client, 0, -1));
+  emit_tokens(book, e, tokens);
+  return e;
+}
+
 TEST(TicketBook, TwoClientsOfOneTicketGetEveryEventAndTheResultOnce) {
   TicketBook book(roomy_limits());
   auto a = std::make_shared<BookClient>(), b = std::make_shared<BookClient>();
   MutexLock lock(book.mu);
-  TicketEntry& e = book.add(book_entry("t1"));
-  EXPECT_TRUE(book.attach(e, a, 0, -1));
-  emit_tokens(book, e, 2);
+  TicketEntry& e = followed_ticket(book, "t1", a, 2);
   // The same ticketID from a second connection: it attaches, and catches up.
   EXPECT_EQ(book.find("t1"), &e);
   EXPECT_TRUE(book.attach(e, b, 0, -1));
@@ -61,9 +68,7 @@ TEST(TicketBook, ResumeReplaysTheTokensAfterTheSeqItNames) {
   TicketBook book(roomy_limits());
   auto first = std::make_shared<BookClient>(), back = std::make_shared<BookClient>();
   MutexLock lock(book.mu);
-  TicketEntry& e = book.add(book_entry("t2"));
-  book.attach(e, first, 0, -1);
-  emit_tokens(book, e, 5);
+  TicketEntry& e = followed_ticket(book, "t2", first, 5);
   book.detach(e, first);
   book.attach(e, back, 1, 2);  // it saw seq 0..2
   ASSERT_EQ(back->types(), (std::vector<std::string>{"token", "token"}));
@@ -78,9 +83,7 @@ TEST(TicketBook, AResumeOfAnEarlierAttemptGetsARetryAndTheWholeText) {
   TicketBook book(roomy_limits());
   auto a = std::make_shared<BookClient>(), late = std::make_shared<BookClient>();
   MutexLock lock(book.mu);
-  TicketEntry& e = book.add(book_entry("t3"));
-  book.attach(e, a, 0, -1);
-  emit_tokens(book, e, 3);
+  TicketEntry& e = followed_ticket(book, "t3", a, 3);
   book.restart(e, "the node was lost");
   EXPECT_EQ(e.attempt, 2);
   emit_tokens(book, e, 2);
@@ -89,6 +92,24 @@ TEST(TicketBook, AResumeOfAnEarlierAttemptGetsARetryAndTheWholeText) {
   book.attach(e, late, 1, 2);
   ASSERT_EQ(late->types(), (std::vector<std::string>{"retry", "token", "token"}));
   EXPECT_EQ(late->events[0].value("attempt", 0), 2);
+}
+
+TEST(TicketBook, EventsItCannotNumberReachTheClientsButAreNotReplayed) {
+  TicketBook book(roomy_limits());
+  auto a = std::make_shared<BookClient>(), late = std::make_shared<BookClient>();
+  MutexLock lock(book.mu);
+  TicketEntry& e = followed_ticket(book, "t6", a, 0);
+  // Followed from the middle of a run: seq 7 is not the book's seq 0.
+  book.pass(e, token_event("t6", 7, "x", {}, false));
+  EXPECT_EQ(a->events.size(), 1u);
+  EXPECT_EQ(book.next_seq(e), 0u);
+  // The transport names the attempt of a run that starts again.
+  book.restart(e, "redelivered", 3);
+  EXPECT_EQ(e.attempt, 3);
+  EXPECT_EQ(a->events.back().value("attempt", 0), 3);
+  emit_tokens(book, e, 1);
+  book.attach(e, late, 3, -1);
+  EXPECT_EQ(late->types(), (std::vector<std::string>{"token"}));
 }
 
 TEST(TicketBook, AFinishedTicketAnswersALateClientWithItsResult) {
@@ -164,9 +185,7 @@ TEST(TicketBook, ASuspendedTicketForgetsItsClientsAndTokensSilently) {
   TicketBook book(roomy_limits());
   auto a = std::make_shared<BookClient>();
   MutexLock lock(book.mu);
-  TicketEntry& e = book.add(book_entry("s1"));
-  book.attach(e, a, 0, -1);
-  emit_tokens(book, e, 2);
+  TicketEntry& e = followed_ticket(book, "s1", a, 2);
   book.suspend(e);
   EXPECT_EQ(a->events.size(), 2u);
   EXPECT_TRUE(e.clients.empty());
