@@ -17,10 +17,16 @@ struct Desk::Relay : node::TicketEntry {
 
 namespace {
 
+// The `type` of an event from the broker; "" when it has none.
+std::string event_type(const nlohmann::json& event) {
+  const auto type = event.find("type");
+  return type != event.end() && type->is_string() ? type->get<std::string>() : "";
+}
+
 // A token event's seq; -1 for any other event.
 int64_t token_seq(const nlohmann::json& event) {
-  const auto type = event.find("type"), seq = event.find("seq");
-  if (type == event.end() || *type != "token" || seq == event.end() || !seq->is_number_unsigned()) return -1;
+  const auto seq = event.find("seq");
+  if (event_type(event) != "token" || seq == event.end() || !seq->is_number_unsigned()) return -1;
   return seq->get<int64_t>();
 }
 
@@ -84,7 +90,7 @@ void Desk::on_relayed(const std::string& id, uint64_t serial, const Message& m) 
   if (result) return finish(*relay, m.data);
   // The running node's token events keep their seq; a redelivered ticket
   // starts again with a `retry` event.
-  if (event.is_object() && event.value("type", nlohmann::json()) == "retry") {
+  if (event_type(event) == "retry") {
     const auto attempt = event.find("attempt");
     const auto reason = event.find("reason");
     return book_.restart(*relay, reason != event.end() && reason->is_string() ? reason->get<std::string>() : "",

@@ -133,7 +133,6 @@ class TicketBook {
   void sweep() REQUIRES(mu);
   size_t kept_results() const REQUIRES(mu) { return kept_results_; }
   size_t kept_result_bytes() const REQUIRES(mu) { return kept_result_bytes_; }
-  const TicketBookLimits& limits() const { return limits_; }
 
  private:
   void keep(TicketEntry& entry) REQUIRES(mu);
