@@ -551,9 +551,8 @@ void Dispatcher::hand_off_unstarted() {
 
 void Dispatcher::relay_handed(Peer& peer) {
   if (shutting_down_) return;
-  for (auto& [id, entry] : book_.entries())
-    if (auto* rec = static_cast<Record*>(entry.get()); rec->where == Record::Where::kHandedOff && rec->handed_to == peer.key)
-      forward(*rec, peer, false);
+  for (Record* rec : all_records())
+    if (rec->where == Record::Where::kHandedOff && rec->handed_to == peer.key) forward(*rec, peer, false);
 }
 
 // Moves waiting tickets to idle peers, best peer first, until no peer is
