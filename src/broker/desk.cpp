@@ -1,7 +1,5 @@
 #include "broker/desk.h"
 
-#include <atomic>
-
 #include <nlohmann/json.hpp>
 
 #include "broker/streams.h"
@@ -11,63 +9,112 @@ namespace revis::broker {
 
 using node::ErrorCode;
 
-struct Desk::Follow {
-  std::shared_ptr<node::ClientLink> client;
+// A ticket in the book, relayed from the broker while `sub` lasts.
+struct Desk::Relay : node::TicketEntry {
+  uint64_t serial = 0;  // tells this relay's events from those of an earlier one of the same ticketID
   std::unique_ptr<Subscription> sub;
-  std::atomic<bool> done{false};
-  // Sends a final event once, however it arrived (live, or read back).
-  bool finish(const std::string& event) {
-    if (done.exchange(true)) return false;
-    client->send(event);
-    return true;
-  }
 };
 
-Desk::Desk(node::Node& node, Connection& conn, Worker& worker) : node_(node), conn_(conn), worker_(worker) {}
+namespace {
+
+// The `type` of an event from the broker; "" when it has none.
+std::string event_type(const nlohmann::json& event) {
+  const auto type = event.find("type");
+  return type != event.end() && type->is_string() ? type->get<std::string>() : "";
+}
+
+// A token event's seq; -1 for any other event.
+int64_t token_seq(const nlohmann::json& event) {
+  const auto seq = event.find("seq");
+  if (event_type(event) != "token" || seq == event.end() || !seq->is_number_unsigned()) return -1;
+  return seq->get<int64_t>();
+}
+
+}  // namespace
+
+// REVIS_RESULTS holds each result: a resume of a finished ticket gets its
+// final event, not its token events.
+Desk::Desk(node::Node& node, Connection& conn, Worker& worker)
+    : node_(node),
+      conn_(conn),
+      worker_(worker),
+      book_({std::chrono::seconds(node.config().result_ttl_s), size_t(node.config().max_kept_results),
+             size_t(node.config().max_kept_results_mb) << 20, false}) {}
 
 Desk::~Desk() { on_stopped(); }
 
-std::shared_ptr<Desk::Follow> Desk::follow(const std::shared_ptr<node::ClientLink>& from, const std::string& id) {
-  auto f = std::make_shared<Follow>();
-  f->client = from;
-  node::ClientLink* link = from.get();
-  const std::string results = result_subject(id);
-  std::weak_ptr<Follow> weak = f;
+Desk::Relay* Desk::relay_of(const std::string& id) { return static_cast<Relay*>(book_.find(id)); }
+
+Desk::Followed Desk::follow(const std::shared_ptr<node::ClientLink>& from, const std::string& id, bool kept) {
+  uint64_t serial = 0;
+  {
+    MutexLock lock(book_.mu);
+    auto relay = std::make_unique<Relay>();
+    relay->id = id;
+    relay->kept = kept;
+    relay->serial = serial = ++last_relay_;
+    book_.attach(book_.add(std::move(relay)), from, 0, -1);
+  }
   // One subscription for events and result, so they arrive in the order
   // the running node published them.
-  auto sub = conn_.subscribe("revis.*." + id, [this, weak, link, id, results](const Message& m) {
-    auto raw = weak.lock();
-    if (!raw) return;  // the client is gone
-    if (m.subject == results) {
-      if (raw->finish(m.data)) drop(link, id);
-    } else if (m.subject == event_subject(id) && !raw->done) {
-      raw->client->send(m.data);
-    }
-  });
-  if (!sub.ok() || !conn_.flush().ok()) return nullptr;
-  f->sub = std::move(*sub);
-  std::vector<std::shared_ptr<Follow>> finished;
+  auto sub = conn_.subscribe("revis.*." + id, [this, id, serial](const Message& m) { on_relayed(id, serial, m); });
+  const bool subscribed = sub.ok() && conn_.flush().ok();
+  std::vector<std::unique_ptr<Subscription>> unused;  // released after the lock
   {
-    MutexLock lock(mu_);
-    follows_[link][id] = f;
-    finished.swap(finished_);
+    MutexLock lock(book_.mu);
+    Relay* relay = relay_of(id);
+    const bool ours = relay && relay->serial == serial;
+    if (sub.ok()) unused.push_back(std::move(*sub));
+    if (!subscribed) {
+      if (ours && !relay->finished()) book_.erase(id);
+      return Followed::kUnreachable;
+    }
+    if (!ours || relay->finished()) return Followed::kFinished;  // its result came already
+    relay->sub = std::move(unused.back());
   }
   // The result may be there already: a duplicate ticketID, or a resume.
-  if (auto existing = conn_.last_message(kResultStream, results); existing.ok() && *existing)
-    if (f->finish(**existing)) drop(link, id);
-  return f;
+  auto existing = conn_.last_message(kResultStream, result_subject(id));
+  if (!existing.ok() || !*existing) return Followed::kFollowing;
+  MutexLock lock(book_.mu);
+  if (Relay* relay = relay_of(id); relay && relay->serial == serial && !relay->finished()) finish(*relay, **existing);
+  return Followed::kFinished;
 }
 
-void Desk::drop(node::ClientLink* link, const std::string& id) {
-  MutexLock lock(mu_);
-  auto it = follows_.find(link);
-  if (it == follows_.end()) return;
-  if (auto f = it->second.find(id); f != it->second.end()) {
-    // Not destroyed here: this may run on the subscription's own thread.
-    finished_.push_back(std::move(f->second));
-    it->second.erase(f);
+void Desk::on_relayed(const std::string& id, uint64_t serial, const Message& m) {
+  const bool result = m.subject == result_subject(id);
+  if (!result && m.subject != event_subject(id)) return;
+  const nlohmann::json event = result ? nlohmann::json() : nlohmann::json::parse(m.data, nullptr, false);
+  MutexLock lock(book_.mu);
+  Relay* relay = relay_of(id);
+  if (!relay || relay->serial != serial || relay->finished()) return;
+  if (result) return finish(*relay, m.data);
+  // The running node's token events keep their seq; a redelivered ticket
+  // starts again with a `retry` event.
+  if (event_type(event) == "retry") {
+    const auto attempt = event.find("attempt");
+    const auto reason = event.find("reason");
+    return book_.restart(*relay, reason != event.end() && reason->is_string() ? reason->get<std::string>() : "",
+                         attempt != event.end() && attempt->is_number_integer() ? attempt->get<int>() : 0);
   }
-  if (it->second.empty()) follows_.erase(it);
+  if (token_seq(event) == static_cast<int64_t>(book_.next_seq(*relay))) return book_.emit(*relay, m.data);
+  book_.pass(*relay, m.data);
+}
+
+void Desk::finish(Relay& relay, std::string terminal) {
+  if (relay.sub) ended_.push_back(std::move(relay.sub));
+  book_.finish(relay, std::move(terminal));
+}
+
+void Desk::forget(Relay& relay) {
+  if (relay.sub) ended_.push_back(std::move(relay.sub));
+  const std::string id = relay.id;
+  book_.erase(id);
+}
+
+std::vector<std::unique_ptr<Subscription>> Desk::take_ended() {
+  std::vector<std::unique_ptr<Subscription>> ended;
+  ended.swap(ended_);
+  return ended;
 }
 
 void Desk::on_ticket(const std::shared_ptr<node::ClientLink>& from, node::Ticket ticket, node::Clock::time_point received) {
@@ -80,14 +127,38 @@ void Desk::on_ticket(const std::shared_ptr<node::ClientLink>& from, node::Ticket
   if (!valid_task_name(ticket.task))
     return from->refuse(ticket.id, {ErrorCode::kBadRequest, "taskType \"" + ticket.task + "\" cannot travel through the broker"});
   if (ticket.openai) ticket.forwarded_by = node_.config().name;  // the pulling node takes the call's own settings
+  {
+    std::vector<std::unique_ptr<Subscription>> ended;  // released after the lock
+    MutexLock lock(book_.mu);
+    ended = take_ended();
+    book_.sweep();
+    if (Relay* relay = relay_of(ticket.id)) {
+      if (book_.follows(*relay, from) && !relay->finished())
+        return from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
+      // The same ticketID again (another client, or one retrying after a
+      // lost connection): the one relay, not a second run.
+      from->send(node::accepted_event(ticket.id, 0));
+      book_.attach(*relay, from, 0, -1);
+      return;
+    }
+  }
   if (!conn_.connected()) return run_here(from, std::move(ticket), received);
-  auto f = follow(from, ticket.id);
-  if (!f) return run_here(from, std::move(ticket), received);
-  if (f->done) return;  // its result existed: sent
+  switch (follow(from, ticket.id, !ticket.openai)) {
+    case Followed::kUnreachable: return run_here(from, std::move(ticket), received);
+    case Followed::kFinished: return;  // its result existed: sent
+    case Followed::kFollowing: break;
+  }
   from->send(node::accepted_event(ticket.id, 0));
   if (Status s = conn_.publish(ticket_subject(ticket.task), node::ticket_message(ticket), ticket.id); !s.ok()) {
     node::log_line("warn", s.message() + "; ticket " + ticket.id + " runs on this node");
-    drop(from.get(), ticket.id);
+    std::vector<std::unique_ptr<Subscription>> ended;  // released after the lock
+    {
+      MutexLock lock(book_.mu);
+      Relay* relay = relay_of(ticket.id);
+      if (relay && relay->finished()) return;  // a result came after all
+      if (relay) forget(*relay);
+      ended = take_ended();
+    }
     return run_here(from, std::move(ticket), received);
   }
 }
@@ -100,36 +171,50 @@ void Desk::run_here(const std::shared_ptr<node::ClientLink>& from, node::Ticket 
   from->send(node::accepted_event(ticket.id, admission->position));
 }
 
-bool Desk::following(node::ClientLink* link, const std::string& id) {
-  MutexLock lock(mu_);
-  auto it = follows_.find(link);
-  return it != follows_.end() && it->second.count(id);
-}
-
 void Desk::on_cancel(const std::shared_ptr<node::ClientLink>& from, const std::string& id) {
   if (const uint64_t job = local_.job(from.get(), id)) {
     node_.executor().cancel(job, "cancelled by the client");
     return;
   }
-  // Cancelling what is not in flight (or not this client's) is ignored: the
-  // client may have lost the race with `done`.
-  if (!following(from.get(), id)) return;
+  {
+    MutexLock lock(book_.mu);
+    // Cancelling what is not in flight (or not this client's) is ignored:
+    // the client may have lost the race with `done`.
+    const Relay* relay = relay_of(id);
+    if (!relay || relay->finished() || !book_.follows(*relay, from)) return;
+  }
   auto existing = conn_.last_message(kResultStream, result_subject(id));
   if (existing.ok() && *existing) return;  // finished: its result is on its way
   const node::NodeError cancelled{ErrorCode::kCancelled, "cancelled by the client"};
   conn_.publish_core(cancel_subject(id), "");
-  // The stored result ends the relay of every client following it.
+  // The stored result ends the relay to every client following it.
   if (Status s = conn_.publish(result_subject(id), node::error_event(id, cancelled), id); !s.ok()) {
     node::log_line("warn", s.message() + "; ticket " + id + " no longer relayed to the client that cancelled it");
-    drop(from.get(), id);
+    {
+      MutexLock lock(book_.mu);
+      if (Relay* relay = relay_of(id); relay && !relay->finished()) {
+        book_.detach(*relay, from);
+        if (relay->clients.empty()) forget(*relay);
+      }
+    }
     from->send(node::error_event(id, cancelled));
   }
 }
 
 void Desk::on_resume(const std::shared_ptr<node::ClientLink>& from, const node::ResumeRequest& request) {
+  {
+    std::vector<std::unique_ptr<Subscription>> ended;  // released after the lock
+    MutexLock lock(book_.mu);
+    ended = take_ended();
+    book_.sweep();
+    if (Relay* relay = relay_of(request.id)) {
+      book_.attach(*relay, from, request.attempt, request.after_seq);
+      return;
+    }
+  }
   if (!conn_.connected())
     return from->refuse(request.id, {ErrorCode::kUnknownTicket, "the broker is unreachable: ticket " + request.id + " cannot be followed now"});
-  if (!follow(from, request.id))
+  if (follow(from, request.id, true) == Followed::kUnreachable)
     from->refuse(request.id, {ErrorCode::kInternal, "the broker is unreachable: ticket " + request.id + " cannot be followed now"});
 }
 
@@ -139,14 +224,12 @@ void Desk::on_subscribe(const std::shared_ptr<node::ClientLink>& from, const nod
 
 void Desk::on_disconnect(const std::shared_ptr<node::ClientLink>& from) {
   local_.take(from.get());  // its runs here go on, unseen
-  std::map<std::string, std::shared_ptr<Follow>> gone;  // released after the lock
-  std::vector<std::shared_ptr<Follow>> finished;
-  MutexLock lock(mu_);
-  if (auto it = follows_.find(from.get()); it != follows_.end()) {
-    gone = std::move(it->second);
-    follows_.erase(it);
-  }
-  finished.swap(finished_);
+  std::vector<std::unique_ptr<Subscription>> ended;  // released after the lock
+  MutexLock lock(book_.mu);
+  // A relay nobody follows ends; the ticket runs on, and a resume follows
+  // it again.
+  for (node::TicketEntry* orphan : book_.detach_everywhere(from)) forget(static_cast<Relay&>(*orphan));
+  ended = take_ended();
 }
 
 std::string Desk::cluster_json() {
@@ -157,11 +240,14 @@ std::string Desk::cluster_json() {
 void Desk::on_shutdown() { worker_.request_stop(); }
 
 void Desk::on_stopped() {
-  std::map<node::ClientLink*, std::map<std::string, std::shared_ptr<Follow>>> gone;  // released after the lock
-  std::vector<std::shared_ptr<Follow>> finished;
-  MutexLock lock(mu_);
-  gone.swap(follows_);
-  finished.swap(finished_);
+  std::vector<std::unique_ptr<Subscription>> ended;  // released after the lock
+  MutexLock lock(book_.mu);
+  std::vector<Relay*> relaying;
+  for (const auto& [id, entry] : book_.entries())
+    if (!entry->finished()) relaying.push_back(static_cast<Relay*>(entry.get()));
+  for (Relay* relay : relaying) forget(*relay);
+  book_.detach_all();
+  ended = take_ended();
 }
 
 }  // namespace revis::broker

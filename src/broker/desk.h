@@ -5,11 +5,19 @@
 //
 //  - A ticket the node can already tell is wrong (malformed arguments,
 //    unknown task) is refused at once, as without a broker.
-//  - Otherwise the desk subscribes to revis.*.<ticketID> (token events and
-//    the result, in order), answers `accepted`, publishes the ticket with
-//    Nats-Msg-Id: <ticketID>, and relays what comes back. A ticketID that
+//  - Otherwise the desk keeps the ticket in its ticket book
+//    (node/ticket_book.h, as the peer path's dispatcher does), subscribes to
+//    revis.*.<ticketID> (token events and the result, in order), answers
+//    `accepted`, publishes the ticket with Nats-Msg-Id: <ticketID>, and
+//    relays what comes back to every client attached to it. A ticketID that
 //    already has a result in REVIS_RESULTS gets that result, not a new run.
-//  - `resume` follows a ticket again the same way, without publishing.
+//  - The same ticketID from another client of this node, and a `resume`
+//    (with `after_seq`: the token events it missed are replayed), attach to
+//    the one relay; a finished ticket's result is kept result_ttl_s.
+//    A `resume` of a ticket this node does not hold follows it again from
+//    the broker, without publishing.
+//  - A relay ends with its result, or when its last client leaves (the
+//    ticket runs on; a `resume` follows it again).
 //  - While the broker is unreachable the node serves its clients alone:
 //    the ticket runs in this node's executor.
 //  - `cancel` of a ticket the client follows stores an `error`/`cancelled`
@@ -20,10 +28,11 @@
 //    here while the broker was unreachable is cancelled in the executor.
 //
 // Thread-safety: the server calls it on its I/O thread; relays run on
-// libnats' threads; one mutex guards the follows.
+// libnats' threads. The book's mutex guards the book and the relays'
+// subscriptions (GUARDED_BY(book_.mu)); none is subscribed, flushed or
+// destroyed under it.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +41,7 @@
 #include "broker/worker.h"
 #include "node/linked_runs.h"
 #include "node/node.h"
+#include "node/ticket_book.h"
 #include "node/ticket_desk.h"
 #include "base/mutex.h"
 
@@ -53,21 +63,30 @@ class Desk : public node::TicketDesk {
   void on_stopped() override;
 
  private:
-  struct Follow;
-  // Subscribes `from` to the ticket's events and result; false (and the
-  // client told) when the broker cannot be reached.
-  std::shared_ptr<Follow> follow(const std::shared_ptr<node::ClientLink>& from, const std::string& id);
-  void drop(node::ClientLink* link, const std::string& id) EXCLUDES(mu_);
-  bool following(node::ClientLink* link, const std::string& id) EXCLUDES(mu_);
+  struct Relay;
+  enum class Followed { kFollowing, kFinished, kUnreachable };
+  Relay* relay_of(const std::string& id) REQUIRES(book_.mu);
+  // Keeps ticket `id` in the book with `from` attached and relays its
+  // events and result from the broker: kFinished when its result was
+  // there already (and sent), kUnreachable when the broker cannot be
+  // reached (the book no longer holds it then).
+  Followed follow(const std::shared_ptr<node::ClientLink>& from, const std::string& id, bool kept) EXCLUDES(book_.mu);
+  void on_relayed(const std::string& id, uint64_t relay, const Message& m) EXCLUDES(book_.mu);
+  void finish(Relay& relay, std::string terminal) REQUIRES(book_.mu);
+  // Stops relaying and forgets the ticket (it may run on elsewhere).
+  void forget(Relay& relay) REQUIRES(book_.mu);
+  // The subscriptions of ended relays, to release after the lock, on the
+  // I/O thread (a relay ends on the subscription's own thread).
+  std::vector<std::unique_ptr<Subscription>> take_ended() REQUIRES(book_.mu);
   // Without a broker: the ticket runs here.
   void run_here(const std::shared_ptr<node::ClientLink>& from, node::Ticket ticket, node::Clock::time_point received);
 
   node::Node& node_;
   Connection& conn_;
   Worker& worker_;
-  Mutex mu_;
-  std::map<node::ClientLink*, std::map<std::string, std::shared_ptr<Follow>>> follows_ GUARDED_BY(mu_);
-  std::vector<std::shared_ptr<Follow>> finished_ GUARDED_BY(mu_);  // released on the I/O thread
+  node::TicketBook book_;  // the tickets relayed, each a Relay; its mutex guards the state below
+  std::vector<std::unique_ptr<Subscription>> ended_ GUARDED_BY(book_.mu);
+  uint64_t last_relay_ GUARDED_BY(book_.mu) = 0;
   node::LinkedRuns local_;  // run_here's jobs
 };
 

@@ -60,7 +60,21 @@ constexpr const char* kFoundByMdns = "mdns";      // --discover
 
 }  // namespace
 
-struct Dispatcher::Record {
+// A ticket in the book, and where it runs.
+struct Dispatcher::Record : node::TicketEntry {
+  explicit Record(node::Ticket t) : ticket(std::move(t)) {
+    id = ticket.id;
+    // A ticket is journaled and its result kept for clients that resend or
+    // resume it; an OpenAI request is neither, its HTTP client cannot come
+    // back for it.
+    kept = !ticket.openai;
+  }
+  size_t ticket_bytes() const override {
+    size_t bytes = sizeof(Record) - sizeof(node::TicketEntry) + ticket.task.size();
+    for (const auto& [name, value] : ticket.args) bytes += name.size() + value.size();
+    return bytes;
+  }
+
   node::Ticket ticket;
   Clock::time_point received;
   int64_t received_unix_ms = unix_ms_now();
@@ -69,7 +83,6 @@ struct Dispatcher::Record {
   // The prompt's prefix digests (Node::prompt_prefix_digests), computed the
   // first time a candidate node publishes KV prefixes for its tier.
   std::optional<std::vector<std::string>> prompt_digests;
-  int attempt = 1;
   uint64_t placement = 0;  // bumped at every placement; callbacks of an earlier one are ignored
   // kWaiting: in waiting_, for a peer (this node does not serve its tier).
   // kSuspended: the node is shutting down before it ran; the journal keeps
@@ -80,21 +93,11 @@ struct Dispatcher::Record {
   uint64_t job_id = 0;     // kLocal: the executor's job
   std::string peer;        // kPeer: which peer, on which link session
   uint64_t session = 0;
-  std::vector<std::string> events;  // token events of the current attempt; event i has seq i
-  std::string terminal;
-  Clock::time_point finished;
-  size_t kept_bytes = 0;  // kDone: what it holds, as counted against max_kept_results_mb
-  std::vector<Link> clients;
   bool cancel_requested = false;
   bool orphaned = false;    // cancelled because no client came back: not kept as a result
   uint64_t orphan_watch = 0;
   std::string handed_to;    // the peer it was handed to at a shutdown; it runs nowhere else
   bool peer_has_it = false;  // kPeer: the peer answered `accepted`
-
-  // A ticket is journaled and its result kept for clients that resend or
-  // resume it; an OpenAI request is neither, its HTTP client cannot come
-  // back for it.
-  bool kept() const { return !ticket.openai; }
 };
 
 struct Dispatcher::Peer {
@@ -113,17 +116,26 @@ struct Dispatcher::Peer {
   std::string last_error;
 };
 
-Dispatcher::Dispatcher(node::Node& node)
-    : node_(node), config_(node.config()), instance_(random_instance()), io_(std::make_unique<net::io_context>()) {}
+// The journal holds each result: a resume of a finished ticket gets its
+// final event, not its token events.
+Dispatcher::Dispatcher(node::Node& node, std::unique_ptr<Journal> journal)
+    : node_(node),
+      config_(node.config()),
+      instance_(random_instance()),
+      io_(std::make_unique<net::io_context>()),
+      book_({std::chrono::seconds(config_.result_ttl_s), size_t(config_.max_kept_results),
+             size_t(config_.max_kept_results_mb) << 20, journal == nullptr}),
+      journal_(std::move(journal)) {}
 
 Result<std::unique_ptr<Dispatcher>> Dispatcher::create(node::Node& node) {
-  std::unique_ptr<Dispatcher> d(new Dispatcher(node));
-  MutexLock lock(d->mu_);  // nothing else holds it yet; taken for the checker
-  if (!d->config_.journal.empty()) {
-    auto journal = Journal::open(d->config_.journal);
-    if (!journal.ok()) return journal.status();
-    d->journal_ = std::move(*journal);
+  std::unique_ptr<Journal> journal;
+  if (!node.config().journal.empty()) {
+    auto opened = Journal::open(node.config().journal);
+    if (!opened.ok()) return opened.status();
+    journal = std::move(*opened);
   }
+  std::unique_ptr<Dispatcher> d(new Dispatcher(node, std::move(journal)));
+  MutexLock lock(d->book_.mu);  // nothing else holds it yet; taken for the checker
   for (const std::string& text : d->config_.peers) {
     auto hp = node::parse_host_port(text, 8080);
     if (!hp.ok()) return hp.status().with_context("--peer");
@@ -138,18 +150,18 @@ Result<std::unique_ptr<Dispatcher>> Dispatcher::create(node::Node& node) {
 Dispatcher::~Dispatcher() {
   discovery_.reset();  // no discovery event is posted after this
   {
-    MutexLock lock(mu_);
+    MutexLock lock(book_.mu);
     for (auto& [key, peer] : peers_) peer->link->stop();
   }
   io_->stop();
   if (io_thread_.joinable()) io_thread_.join();
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   peers_.clear();
 }
 
 void Dispatcher::on_listening(int port) {
   {
-    MutexLock lock(mu_);
+    MutexLock lock(book_.mu);
     if (started_) return;
     started_ = true;
     restore_from_journal();
@@ -162,7 +174,7 @@ void Dispatcher::on_listening(int port) {
   });
   size_t peers;
   {
-    MutexLock lock(mu_);
+    MutexLock lock(book_.mu);
     peers = peers_.size();
   }
   if (peers)
@@ -175,12 +187,11 @@ void Dispatcher::on_listening(int port) {
 
 void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_point received) {
   if (ticket.forwarded_by) return run_local_pinned(from, std::move(ticket), received);
-  MutexLock lock(mu_);
-  sweep_expired();
-  if (auto it = records_.find(ticket.id); it != records_.end()) {
-    Record& rec = *it->second;
-    const bool here = std::find(rec.clients.begin(), rec.clients.end(), from) != rec.clients.end();
-    if (here && rec.where != Record::Where::kDone) {
+  MutexLock lock(book_.mu);
+  book_.sweep();
+  if (Record* found = record(ticket.id)) {
+    Record& rec = *found;
+    if (book_.follows(rec, from) && rec.where != Record::Where::kDone) {
       from->refuse(ticket.id, {ErrorCode::kBadRequest, "ticket " + ticket.id + " is already in flight on this connection"});
       return;
     }
@@ -192,20 +203,19 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
   }
   if (answer_from_journal(from, ticket.id, true)) return;
   if (auto refused = admissible(ticket, received)) return from->refuse(ticket.id, *refused);
-  auto owned = std::make_unique<Record>();
+  auto owned = std::make_unique<Record>(std::move(ticket));
   Record& rec = *owned;
-  rec.ticket = std::move(ticket);
   rec.received = received;
   rec.travels = forwarded_message(rec.ticket, node_.catalog().digest(), config_.name).size() <= config_.max_message_bytes;
-  rec.clients.push_back(from);
   const std::string id = rec.ticket.id;
-  records_.emplace(id, std::move(owned));
+  book_.add(std::move(owned));
+  book_.attach(rec, from, 0, -1);
   auto position = place(rec, false);
   if (!position.ok()) {
-    records_.erase(id);
+    book_.erase(id);
     return from->refuse(id, position.error());
   }
-  if (journal_ && rec.kept())
+  if (journal_ && rec.kept)
     if (Status s = journal_->accepted(id, node::ticket_message(rec.ticket)); !s.ok()) node::log_line("warn", s.message());
   from->send(node::accepted_event(id, *position));
 }
@@ -221,14 +231,14 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
     // Only a peer's link (it subscribes first, with the node's token where
     // one is set) may pin a ticket here: such a ticket skips dedup and the
     // journal.
-    MutexLock lock(mu_);
+    MutexLock lock(book_.mu);
     if (std::find(subscribers_.begin(), subscribers_.end(), from) == subscribers_.end())
       return from->refuse(ticket.id, {ErrorCode::kBadRequest, "forwardedBy is for peers: only a connection that sent "
                                                               "`subscribe` first may send it"});
   }
   auto spec = node_.admit(ticket, received);
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   if (shutting_down_) return from->refuse(ticket.id, {ErrorCode::kCancelled, "the node is shutting down"});
   if (const node::ExecutorSnapshot snap = node_.executor().snapshot(); !snap.ready || snap.current || snap.queue_length > 0)
     return from->refuse(ticket.id, {ErrorCode::kQueueFull, "node " + config_.name + " is busy; a forwarded ticket runs only on an idle node"});
@@ -238,7 +248,7 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
   auto admission = pinned_.run(node_.executor(), from, id, std::move(*spec), ticket.streaming, [this, id](const auto& outcome) {
     if (!outcome.ok()) return;
     node::log_job_run(id, outcome->stats);
-    MutexLock lock(mu_);
+    MutexLock lock(book_.mu);
     tok_per_s_ = outcome->stats.gen_tok_s;
   });
   if (!admission.ok()) return from->refuse(id, admission.error());
@@ -248,40 +258,37 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
 void Dispatcher::on_cancel(const Link& from, const std::string& id) {
   uint64_t local_job = 0;
   {
-    MutexLock lock(mu_);
+    MutexLock lock(book_.mu);
     local_job = pinned_.job(from.get(), id);
     if (!local_job) {
-      auto it = records_.find(id);
+      Record* rec = record(id);
       // Cancelling what is not in flight (or not this client's) is ignored:
       // the client may have lost the race with `done`.
-      if (it == records_.end() || it->second->where == Record::Where::kDone) return;
-      Record& rec = *it->second;
-      if (std::find(rec.clients.begin(), rec.clients.end(), from) == rec.clients.end()) return;
-      rec.cancel_requested = true;
-      local_job = cancel_ticket(rec);
+      if (!rec || rec->where == Record::Where::kDone || !book_.follows(*rec, from)) return;
+      rec->cancel_requested = true;
+      local_job = cancel_ticket(*rec);
     }
   }
   if (local_job) node_.executor().cancel(local_job, "cancelled by the client");
 }
 
 void Dispatcher::on_resume(const Link& from, const node::ResumeRequest& r) {
-  MutexLock lock(mu_);
-  sweep_expired();
-  auto it = records_.find(r.id);
-  if (it == records_.end() && answer_from_journal(from, r.id, false)) return;
-  if (it == records_.end())
+  MutexLock lock(book_.mu);
+  book_.sweep();
+  Record* rec = record(r.id);
+  if (!rec && answer_from_journal(from, r.id, false)) return;
+  if (!rec)
     return from->refuse(r.id, {ErrorCode::kUnknownTicket, "no ticket " + r.id + " here: never accepted, or its result expired (results are kept " +
                                                               std::to_string(config_.result_ttl_s) + " s); send it again"});
-  attach(*it->second, from, r.attempt, r.after_seq);
+  attach(*rec, from, r.attempt, r.after_seq);
 }
 
 void Dispatcher::on_subscribe(const Link& from, const node::SubscribeRequest& request) {
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   if (request.cluster) {
     feed_.add(from, node_.catalog().digest(), node_.catalog().canonical_json());
     from->send(ClusterFeed::cluster_event(cluster_view()));
-    std::vector<const Record*> kept;
-    for (const auto& [id, rec] : records_) kept.push_back(rec.get());
+    std::vector<Record*> kept = all_records();
     std::sort(kept.begin(), kept.end(), [](const Record* a, const Record* b) { return a->received_unix_ms < b->received_unix_ms; });
     constexpr size_t kMostRecent = 200;
     if (kept.size() > kMostRecent) kept.erase(kept.begin(), kept.end() - kMostRecent);
@@ -297,20 +304,14 @@ void Dispatcher::on_subscribe(const Link& from, const node::SubscribeRequest& re
 void Dispatcher::on_disconnect(const Link& from) {
   std::vector<uint64_t> cancel_jobs;
   {
-    MutexLock lock(mu_);
+    MutexLock lock(book_.mu);
     const bool peer_link = std::find(subscribers_.begin(), subscribers_.end(), from) != subscribers_.end();
     std::erase(subscribers_, from);
     feed_.remove(from);
     cancel_jobs = pinned_.take(from.get());
-    std::vector<Record*> orphans;
-    for (auto& [id, rec] : records_) {
-      if (rec->where == Record::Where::kDone) continue;
-      const size_t before = rec->clients.size();
-      std::erase(rec->clients, from);
-      if (before > 0 && rec->clients.empty()) orphans.push_back(rec.get());
-    }
-    for (Record* rec : orphans) {
-      if (rec->kept()) {
+    for (node::TicketEntry* orphan : book_.detach_everywhere(from)) {
+      auto* rec = static_cast<Record*>(orphan);
+      if (rec->kept) {
         // A peer that handed its ticket over at its shutdown counts on this
         // node to see it through; it asks for the result when it is back.
         if (!peer_link) watch_orphan(*rec);
@@ -333,13 +334,11 @@ void Dispatcher::watch_orphan(Record& rec) {
     if (ec) return;
     uint64_t local_job = 0;
     {
-      MutexLock lock(mu_);
-      auto it = records_.find(id);
-      if (it == records_.end()) return;
-      Record& r = *it->second;
-      if (r.where == Record::Where::kDone || !r.clients.empty() || r.orphan_watch != watch) return;
-      r.orphaned = true;
-      local_job = cancel_ticket(r);
+      MutexLock lock(book_.mu);
+      Record* r = record(id);
+      if (!r || r->where == Record::Where::kDone || !r->clients.empty() || r->orphan_watch != watch) return;
+      r->orphaned = true;
+      local_job = cancel_ticket(*r);
     }
     if (local_job) node_.executor().cancel(local_job, "the client disconnected");
   });
@@ -361,19 +360,15 @@ uint64_t Dispatcher::cancel_ticket(Record& rec) {
 }
 
 void Dispatcher::attach(Record& rec, const Link& link, int attempt, int64_t after_seq) {
-  size_t from = 0;
-  if (attempt == rec.attempt) {
-    from = static_cast<size_t>(after_seq + 1);
-  } else if (attempt != 0 || rec.attempt > 1) {
-    link->send(node::retry_event(rec.ticket.id, rec.attempt, "the ticket ran again; its text restarts"));
-  }
-  for (size_t i = from; i < rec.events.size(); ++i) link->send(rec.events[i]);
-  if (rec.where == Record::Where::kDone) {
-    link->send(rec.terminal);
-    return;
-  }
-  if (std::find(rec.clients.begin(), rec.clients.end(), link) == rec.clients.end()) rec.clients.push_back(link);
-  ++rec.orphan_watch;
+  if (book_.attach(rec, link, attempt, after_seq)) ++rec.orphan_watch;  // a client is back: no orphan
+}
+
+Dispatcher::Record* Dispatcher::record(const std::string& id) { return static_cast<Record*>(book_.find(id)); }
+
+std::vector<Dispatcher::Record*> Dispatcher::all_records() const {
+  std::vector<Record*> out;
+  for (const auto& [id, entry] : book_.entries()) out.push_back(static_cast<Record*>(entry.get()));
+  return out;
 }
 
 // ---------------------------------------------------------------- placement
@@ -512,7 +507,7 @@ void Dispatcher::hand_off_unstarted() {
   if (!journal_) return;
   std::map<std::string, int> given;  // by peer: the tickets are spread over the live ones
   // The lambdas run under the caller's lock.
-  auto pick = [&](const std::string& tier) REQUIRES(mu_) -> Peer* {
+  auto pick = [&](const std::string& tier) REQUIRES(book_.mu) -> Peer* {
     Peer* best = nullptr;
     for (const auto& [key, p] : peers_) {
       if (!p->up || !p->known || p->is_self || p->state.catalog != node_.catalog().digest() || !p->state.serves(tier)) continue;
@@ -520,9 +515,9 @@ void Dispatcher::hand_off_unstarted() {
     }
     return best;
   };
-  auto movable = [](const Record& rec) { return rec.kept() && rec.travels && !rec.cancel_requested && !rec.orphaned; };
+  auto movable = [](const Record& rec) { return rec.kept && rec.travels && !rec.cancel_requested && !rec.orphaned; };
   int handed = 0;
-  auto hand = [&](Record& rec, Peer& peer) REQUIRES(mu_) {
+  auto hand = [&](Record& rec, Peer& peer) REQUIRES(book_.mu) {
     // Noted first: should this node stop before the peer has it, the next
     // start sends it there again, and the peer runs it once either way.
     if (Status s = journal_->handed(rec.ticket.id, peer.key); !s.ok()) {
@@ -536,7 +531,7 @@ void Dispatcher::hand_off_unstarted() {
     forward(rec, peer, false);
   };
   for (auto it = waiting_.begin(); it != waiting_.end();) {
-    Record& rec = *records_.at(*it);
+    Record& rec = *record(*it);
     const std::string* tier = tier_of(rec.ticket);
     Peer* peer = tier && movable(rec) ? pick(*tier) : nullptr;
     if (!peer) {
@@ -546,18 +541,17 @@ void Dispatcher::hand_off_unstarted() {
     it = waiting_.erase(it);
     hand(rec, *peer);
   }
-  while (auto job = node_.executor().take_queued([&](const node::JobSpec& spec) REQUIRES(mu_) {
-           auto it = records_.find(spec.label);
-           return it != records_.end() && it->second->where == Record::Where::kLocal && movable(*it->second) &&
-                  pick(spec.tier) != nullptr;
+  while (auto job = node_.executor().take_queued([&](const node::JobSpec& spec) REQUIRES(book_.mu) {
+           const Record* rec = record(spec.label);
+           return rec && rec->where == Record::Where::kLocal && movable(*rec) && pick(spec.tier) != nullptr;
          }))
-    hand(*records_.at(job->spec.label), *pick(job->spec.tier));
+    hand(*record(job->spec.label), *pick(job->spec.tier));
   if (handed) node::log_line("info", "shutdown: " + std::to_string(handed) + " unstarted ticket(s) handed to peers");
 }
 
 void Dispatcher::relay_handed(Peer& peer) {
   if (shutting_down_) return;
-  for (auto& [id, rec] : records_)
+  for (Record* rec : all_records())
     if (rec->where == Record::Where::kHandedOff && rec->handed_to == peer.key) forward(*rec, peer, false);
 }
 
@@ -567,7 +561,7 @@ void Dispatcher::offload() {
   if (shutting_down_) return;
   std::vector<Peer*> peers;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
-    Record& rec = *records_.at(*it);
+    Record& rec = *record(*it);
     const std::string* tier = tier_of(rec.ticket);
     std::optional<size_t> best;
     if (tier) {
@@ -590,13 +584,13 @@ void Dispatcher::offload() {
     auto best = choose_node(cands);
     if (!best) return;
     Peer& peer = *peers[*best];
-    auto job = node_.executor().take_queued([&](const node::JobSpec& spec) REQUIRES(mu_) {  // called under this lock
+    auto job = node_.executor().take_queued([&](const node::JobSpec& spec) REQUIRES(book_.mu) {  // called under this lock
       if (!peer.state.serves(spec.tier)) return false;
-      auto it = records_.find(spec.label);
-      return it != records_.end() && it->second->where == Record::Where::kLocal && it->second->travels;
+      const Record* rec = record(spec.label);
+      return rec && rec->where == Record::Where::kLocal && rec->travels;
     });
     if (!job) return;
-    forward(*records_.at(job->spec.label), peer);
+    forward(*record(job->spec.label), peer);
   }
 }
 
@@ -604,26 +598,24 @@ void Dispatcher::offload() {
 
 void Dispatcher::emit_token(Record& rec, std::string_view piece, std::span<const node::LogprobEntry> logprobs,
                             bool reasoning) {
-  std::string event = node::token_event(rec.ticket.id, rec.events.size(), piece, logprobs, reasoning);
-  for (const Link& c : rec.clients) c->send(event);
-  rec.events.push_back(std::move(event));
+  book_.emit(rec, node::token_event(rec.ticket.id, book_.next_seq(rec), piece, logprobs, reasoning));
 }
 
 void Dispatcher::on_local_text(const std::string& id, uint64_t placement, std::string_view piece,
                                std::span<const node::LogprobEntry> logprobs, bool reasoning) {
-  MutexLock lock(mu_);
-  auto it = records_.find(id);
-  if (it == records_.end() || it->second->placement != placement) return;
-  emit_token(*it->second, piece, logprobs, reasoning);
+  MutexLock lock(book_.mu);
+  Record* rec = record(id);
+  if (!rec || rec->placement != placement) return;
+  emit_token(*rec, piece, logprobs, reasoning);
 }
 
 void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node::Outcome<node::JobResult> outcome) {
   if (outcome.ok()) node::log_job_run(id, outcome->stats);
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   if (outcome.ok()) tok_per_s_ = outcome->stats.gen_tok_s;
-  auto it = records_.find(id);
-  if (it == records_.end() || it->second->placement != placement) return;
-  Record& rec = *it->second;
+  Record* found = record(id);
+  if (!found || found->placement != placement) return;
+  Record& rec = *found;
   if (!outcome.ok() && rec.orphaned) return drop(id);
   if (!outcome.ok() && outcome.error().code == ErrorCode::kCancelled && suspend(rec)) return;
   finish(rec, outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
@@ -631,35 +623,13 @@ void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node
 
 void Dispatcher::finish(Record& rec, std::string terminal) {
   rec.where = Record::Where::kDone;
-  rec.terminal = std::move(terminal);
-  publish(rec);
-  if (!rec.kept()) {
-    for (const Link& c : rec.clients) c->send(rec.terminal);
-    records_.erase(rec.ticket.id);
-    return;
-  }
-  rec.finished = Clock::now();
-  // Journaled before anyone hears it: a client never holds a result that a
-  // restarted node would not know.
-  if (journal_)
-    if (Status s = journal_->finished(rec.ticket.id, rec.terminal, unix_ms_now()); !s.ok()) node::log_line("warn", s.message());
-  for (const Link& c : rec.clients) c->send(rec.terminal);
-  rec.clients.clear();
-  keep_result(rec);
-  finished_order_.emplace_back(rec.finished, rec.ticket.id);
-  sweep_expired();
-}
-
-void Dispatcher::keep_result(Record& rec) {
-  // The journal has the result: a resume gets the terminal event (which
-  // holds the whole text) without the token events, which were most of it.
-  if (journal_) std::vector<std::string>().swap(rec.events);
-  size_t bytes = sizeof(Record) + rec.ticket.id.size() + rec.ticket.task.size() + rec.terminal.size();
-  for (const auto& [name, value] : rec.ticket.args) bytes += name.size() + value.size();
-  for (const std::string& e : rec.events) bytes += e.size();
-  rec.kept_bytes = bytes;
-  ++kept_results_;
-  kept_result_bytes_ += bytes;
+  book_.finish(rec, std::move(terminal), [this](const node::TicketEntry& entry) REQUIRES(book_.mu) {
+    publish(static_cast<const Record&>(entry));
+    // Journaled before anyone hears it: a client never holds a result that
+    // a restarted node would not know.
+    if (journal_ && entry.kept)
+      if (Status s = journal_->finished(entry.id, entry.terminal, unix_ms_now()); !s.ok()) node::log_line("warn", s.message());
+  });
 }
 
 bool Dispatcher::answer_from_journal(const Link& link, const std::string& id, bool resent) {
@@ -673,9 +643,9 @@ bool Dispatcher::answer_from_journal(const Link& link, const std::string& id, bo
 }
 
 void Dispatcher::drop(const std::string& id) {
-  auto it = records_.find(id);
-  const bool journaled = journal_ && it != records_.end() && it->second->kept();
-  records_.erase(id);
+  const node::TicketEntry* entry = book_.find(id);
+  const bool journaled = journal_ && entry && entry->kept;
+  book_.erase(id);
   if (journaled)
     if (Status s = journal_->forget(id); !s.ok()) node::log_line("warn", s.message());
 }
@@ -689,25 +659,22 @@ void Dispatcher::retry(Record& rec, const std::string& reason) {
   if (rec.attempt >= config_.max_attempts)
     return finish(rec, node::error_event(id, {ErrorCode::kInternal, "gave up after " + std::to_string(rec.attempt) +
                                                                       " attempts; the last: " + reason}));
-  ++rec.attempt;
-  rec.events.clear();
+  book_.restart(rec, reason);
   node::log_line("warn", "ticket " + id + ": " + reason + "; attempt " + std::to_string(rec.attempt));
-  for (const Link& c : rec.clients) c->send(node::retry_event(id, rec.attempt, reason));
-  if (journal_ && rec.kept())
+  if (journal_ && rec.kept)
     if (Status s = journal_->attempt(id, rec.attempt); !s.ok()) node::log_line("warn", s.message());
   auto placed = place(rec, true);
   if (!placed.ok() && !suspend(rec)) finish(rec, node::error_event(id, placed.error()));
 }
 
 bool Dispatcher::suspend(Record& rec) {
-  if (!shutting_down_ || !journal_ || !rec.kept() || rec.cancel_requested || rec.orphaned) return false;
+  if (!shutting_down_ || !journal_ || !rec.kept || rec.cancel_requested || rec.orphaned) return false;
   std::erase(waiting_, rec.ticket.id);
   rec.where = Record::Where::kSuspended;
-  rec.events.clear();
   ++rec.placement;  // a late callback of the run it had is ignored
   // No terminal event: the client's connection closes with the node, and a
   // resend or resume after the restart reaches the ticket again.
-  rec.clients.clear();
+  book_.suspend(rec);
   return true;
 }
 
@@ -715,25 +682,6 @@ void Dispatcher::set_handed_to(Record& rec, const std::string& peer) {
   rec.handed_to = peer;
   if (journal_)
     if (Status s = journal_->handed(rec.ticket.id, peer); !s.ok()) node::log_line("warn", s.message());
-}
-
-void Dispatcher::sweep_expired() {
-  const auto ttl = std::chrono::seconds(config_.result_ttl_s);
-  const size_t max_bytes = size_t(config_.max_kept_results_mb) << 20;
-  while (!finished_order_.empty()) {
-    const bool expired = Clock::now() - finished_order_.front().first > ttl;
-    const bool over = finished_order_.size() > 1 &&
-                      (kept_results_ > size_t(config_.max_kept_results) || kept_result_bytes_ > max_bytes);
-    if (!expired && !over) break;
-    auto it = records_.find(finished_order_.front().second);
-    if (it != records_.end() && it->second->where == Record::Where::kDone &&
-        it->second->finished == finished_order_.front().first) {
-      --kept_results_;
-      kept_result_bytes_ -= it->second->kept_bytes;
-      records_.erase(it);
-    }
-    finished_order_.pop_front();
-  }
 }
 
 void Dispatcher::restore_from_journal() {
@@ -755,17 +703,16 @@ void Dispatcher::restore_from_journal() {
       (void)journal_->forget(e.id);
       continue;
     }
-    auto rec = std::make_unique<Record>();
-    rec->ticket = std::move(*ticket);
+    auto rec = std::make_unique<Record>(std::move(*ticket));
+    rec->id = e.id;
     rec->received = Clock::now();
     rec->attempt = e.attempt;
     if (!e.result.empty()) {
       rec->where = Record::Where::kDone;
-      rec->terminal = e.result;
-      rec->finished = Clock::now() - std::chrono::milliseconds(std::max<int64_t>(0, now_ms - e.finished_unix_ms));
-      finished_order_.emplace_back(rec->finished, e.id);
-      keep_result(*rec);
+      const auto finished = Clock::now() - std::chrono::milliseconds(std::max<int64_t>(0, now_ms - e.finished_unix_ms));
+      book_.add_finished(std::move(rec), e.result, finished);
       ++kept;
+      continue;
     } else if (!e.handed_to.empty() && peers_.count(e.handed_to)) {
       rec->where = Record::Where::kHandedOff;  // relayed once that peer's link is up
       rec->handed_to = e.handed_to;
@@ -776,10 +723,9 @@ void Dispatcher::restore_from_journal() {
                                    ", no longer a peer of this node; it runs here");
       to_run.push_back(rec.get());
     }
-    records_[e.id] = std::move(rec);
+    book_.add(std::move(rec));
   }
-  std::sort(finished_order_.begin(), finished_order_.end());
-  sweep_expired();  // beyond the caps, the oldest stay in the journal only
+  book_.sweep();  // beyond the caps, the oldest stay in the journal only
   // Put at the head of the queue (the limit does not apply to accepted
   // tickets), newest first, so that they run oldest first.
   for (auto it = to_run.rbegin(); it != to_run.rend(); ++it) {
@@ -818,7 +764,7 @@ Dispatcher::Peer* Dispatcher::peer_of(const std::string& key, uint64_t link_id) 
 }
 
 void Dispatcher::on_peer_up(const std::string& key, uint64_t link_id, uint64_t session) {
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   Peer* peer = peer_of(key, link_id);
   if (!peer) return;
   Peer& p = *peer;
@@ -833,7 +779,7 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) return;
   const std::string type = j["type"].get<std::string>();
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   Peer* peer = peer_of(key, link_id);
   if (!peer) return;
   Peer& p = *peer;
@@ -864,9 +810,9 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
     return;
   }
   const std::string id = j["ticketID"].get<std::string>();
-  auto it = records_.find(id);
-  if (it == records_.end()) return;
-  Record& rec = *it->second;
+  Record* found = record(id);
+  if (!found) return;
+  Record& rec = *found;
   if (rec.where != Record::Where::kPeer || rec.peer != key || rec.session != session) return;
   handed_over_.notify_all();  // whatever it says, a handed ticket is settled with the peer
   if (type == "accepted") {
@@ -904,7 +850,7 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
 }
 
 void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t session, const std::string& why) {
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   Peer* peer = peer_of(key, link_id);
   if (!peer) return;
   Peer& p = *peer;
@@ -917,8 +863,8 @@ void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t
     publish_cluster();
   }
   std::vector<Record*> lost;
-  for (auto& [id, rec] : records_)
-    if (rec->where == Record::Where::kPeer && rec->peer == key && rec->session == session) lost.push_back(rec.get());
+  for (Record* rec : all_records())
+    if (rec->where == Record::Where::kPeer && rec->peer == key && rec->session == session) lost.push_back(rec);
   for (Record* rec : lost) {
     if (!rec->handed_to.empty()) {
       // Only that peer may run it: it waits for the link to come back.
@@ -937,12 +883,12 @@ void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t
 void Dispatcher::start_discovery(int port) {
   Advertisement self;
   {
-    MutexLock lock(mu_);
+    MutexLock lock(book_.mu);
     const NodeState me = local_state();
     self = {me.name, me.instance, me.catalog, me.tiers, config_.host, port};
   }
   // Avahi's thread hands each event to the dispatcher's thread, so that it
-  // never waits for mu_.
+  // never waits for book_.mu.
   DiscoveryEvents events;
   events.on_found = [this](const DiscoveredNode& found) { net::post(*io_, [this, found] { on_discovered(found); }); };
   events.on_lost = [this](const std::string& service) { net::post(*io_, [this, service] { on_discovery_lost(service); }); };
@@ -955,7 +901,7 @@ void Dispatcher::start_discovery(int port) {
 // node or a peer already (by address, or by instance: the same node under a
 // configured host name, or found before at another address).
 void Dispatcher::on_discovered(const DiscoveredNode& found) {
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   if (shutting_down_ || found.instance == instance_) return;
   const std::string key = found.address + ":" + std::to_string(found.port);
   for (auto& [k, p] : peers_)
@@ -974,7 +920,7 @@ void Dispatcher::on_discovered(const DiscoveredNode& found) {
 // daemon restarts): a found peer whose link is up stays until the link
 // fails; one whose link is down is forgotten now.
 void Dispatcher::on_discovery_lost(const std::string& service) {
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   std::vector<std::string> gone;
   for (auto& [key, p] : peers_) {
     if (p->service != service) continue;
@@ -1035,7 +981,7 @@ void Dispatcher::broadcast_state() {
 }
 
 void Dispatcher::on_executor_change() {
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   const node::ExecutorSnapshot snap = node_.executor().snapshot();
   const bool busy = snap.current.has_value() || snap.queue_length > 0;
   if (self_was_busy_ && !busy) self_idle_since_ = Clock::now();
@@ -1044,14 +990,14 @@ void Dispatcher::on_executor_change() {
   const std::string running = snap.current ? snap.current->label : "";
   if (running != running_label_) {
     running_label_ = running;
-    if (auto it = records_.find(running); it != records_.end() && it->second->where == Record::Where::kLocal) publish(*it->second);
+    if (const Record* rec = record(running); rec && rec->where == Record::Where::kLocal) publish(*rec);
   }
   publish_cluster();
 }
 
 void Dispatcher::heartbeat_tick() {
   {
-    MutexLock lock(mu_);
+    MutexLock lock(book_.mu);
     broadcast_state();
     publish_cluster();
   }
@@ -1063,15 +1009,15 @@ void Dispatcher::heartbeat_tick() {
 
 void Dispatcher::on_shutdown() {
   discovery_.reset();  // first: a node shutting down is not one to find
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   shutting_down_ = true;
   hand_off_unstarted();  // before the executor cancels the queued jobs
   waiting_.clear();
   std::vector<Record*> elsewhere;  // collected first: finishing an OpenAI request forgets it
   // A handed ticket is the peer's now: it is neither cancelled nor ended here.
-  for (auto& [id, rec] : records_)
+  for (Record* rec : all_records())
     if ((rec->where == Record::Where::kPeer && rec->handed_to.empty()) || rec->where == Record::Where::kWaiting)
-      elsewhere.push_back(rec.get());
+      elsewhere.push_back(rec);
   for (Record* rec : elsewhere) {
     if (rec->where == Record::Where::kPeer) cancel_ticket(*rec);
     if (!suspend(*rec)) finish(*rec, node::error_event(rec->ticket.id, {ErrorCode::kCancelled, "the node is shutting down"}));
@@ -1079,24 +1025,24 @@ void Dispatcher::on_shutdown() {
 }
 
 void Dispatcher::on_stopped() {
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   shutting_down_ = true;
   // Tickets handed to peers: until each peer has said it holds them (or its
   // link dropped), so that they run there while this node is down.
   const auto deadline = Clock::now() + kHandOffWait;
-  auto unsettled = [](const auto& r) {
-    return r.second->where == Record::Where::kPeer && !r.second->handed_to.empty() && !r.second->peer_has_it;
+  auto unsettled = [](const Record* r) {
+    return r->where == Record::Where::kPeer && !r->handed_to.empty() && !r->peer_has_it;
   };
-  while (std::any_of(records_.begin(), records_.end(), unsettled))
-    if (!handed_over_.wait_until(mu_, deadline)) break;
+  while (std::ranges::any_of(all_records(), unsettled))
+    if (!handed_over_.wait_until(book_.mu, deadline)) break;
   subscribers_.clear();
   feed_.clear();
   pinned_.clear();
-  for (auto& [id, rec] : records_) rec->clients.clear();
+  book_.detach_all();
 }
 
 std::string Dispatcher::cluster_json() {
-  MutexLock lock(mu_);
+  MutexLock lock(book_.mu);
   return cluster_view().dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -1129,7 +1075,7 @@ json Dispatcher::cluster_view() const {
     }
   }
   int here_local = 0, here_forwarded = 0, finished = 0;
-  for (const auto& [id, rec] : records_) {
+  for (const Record* rec : all_records()) {
     if (rec->where == Record::Where::kLocal) ++here_local;
     else if (rec->where == Record::Where::kPeer || rec->where == Record::Where::kWaiting ||
              rec->where == Record::Where::kHandedOff)
@@ -1143,8 +1089,8 @@ json Dispatcher::cluster_view() const {
                 {"running", running},
                 {"acceptedHere", {{"local", here_local}, {"forwarded", here_forwarded}, {"finishedKept", finished}}},
                 {"keptResults",
-                 {{"count", kept_results_},
-                  {"bytes", kept_result_bytes_},
+                 {{"count", book_.kept_results()},
+                  {"bytes", book_.kept_result_bytes()},
                   {"maxCount", config_.max_kept_results},
                   {"maxBytes", config_.max_kept_results_mb << 20}}}}}};
 }
@@ -1159,7 +1105,7 @@ TicketView Dispatcher::view_of(const Record& rec) const {
   v.task = rec.ticket.task;
   v.attempt = rec.attempt;
   v.received_unix_ms = rec.received_unix_ms;
-  v.openai = !rec.kept();
+  v.openai = !rec.kept;
   switch (rec.where) {
     case Record::Where::kWaiting:
     case Record::Where::kSuspended:  // runs at the next start

@@ -1,9 +1,12 @@
 // Where the server hands the ticket protocol over: tickets, cancels,
 // resumes and peer subscriptions arriving on WebSocket connections, OpenAI
 // API requests as tickets (node/node.h, openai_call), and the cluster
-// view. The fabric's dispatcher (src/fabric/dispatcher.h)
-// implements it and decides where each ticket runs, this node's executor or
-// a peer; the server only parses, authenticates and delivers events.
+// view. The fabric's dispatcher (src/fabric/dispatcher.h) implements it
+// and decides where each ticket runs, this node's executor or a peer; with
+// --broker the broker's desk (src/broker/desk.h) does, relaying tickets
+// through the broker. Both keep their tickets in a ticket book
+// (node/ticket_book.h). The server only parses, authenticates and delivers
+// events.
 //
 // Thread-safety: the server calls every method on its I/O thread;
 // ClientLink::send may be called from any thread.

@@ -388,6 +388,73 @@ TEST_F(BrokerCluster, NodeRelaysItsClientsTicketsThroughTheBroker) {
   EXPECT_NE(r.out.find("done 2"), std::string::npos) << r.out;
 }
 
+// Events of one ticket as a client reads them, up to its final event.
+std::vector<json> events_until_final(node::WsClient& ws) {
+  std::vector<json> events;
+  while (events.empty() || events.back()["type"] == "token" || events.back()["type"] == "accepted") {
+    auto m = ws.receive(10000);
+    if (!m.ok()) {
+      ADD_FAILURE() << m.status().message();
+      break;
+    }
+    events.push_back(json::parse(*m));
+  }
+  return events;
+}
+
+// The token texts of `events`, checking that their seq runs on from `first`.
+std::string token_text(const std::vector<json>& events, int64_t first) {
+  std::string text;
+  for (const json& e : events) {
+    if (e["type"] != "token") continue;
+    EXPECT_EQ(e["seq"], first++) << e.dump();
+    text += e["text"].get<std::string>();
+  }
+  return text;
+}
+
+TEST_F(BrokerCluster, ClientsOfOneNodeSendingOneTicketIdShareOneRun) {
+  NodeProcess& a = start_node("a", 200);  // "long": 3 s
+  ASSERT_TRUE(wait_pulling(a));
+  std::vector<std::unique_ptr<node::WsClient>> ws;
+  for (int i = 0; i < 3; ++i) {
+    auto c = node::WsClient::connect(a.endpoint(), "/v1/revis/stream", "", 10000);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    ws.push_back(std::move(*c));
+  }
+  const json t = {{"type", "ticket"}, {"ticketID", "twin"}, {"taskType", "long"}, {"isStreaming", true}, {"args", {{"text", "hi"}}}};
+  ASSERT_TRUE(ws[0]->send(t.dump()).ok());
+  std::vector<json> first;  // until a few tokens have come: it runs
+  while (std::count_if(first.begin(), first.end(), [](const json& e) { return e["type"] == "token"; }) < 5) {
+    auto m = ws[0]->receive(10000);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    first.push_back(json::parse(*m));
+  }
+  // The same ticket from a second client, and a resume from a third that
+  // saw its tokens up to seq 2.
+  ASSERT_TRUE(ws[1]->send(t.dump()).ok());
+  ASSERT_TRUE(ws[2]->send(json{{"type", "resume"}, {"ticketID", "twin"}, {"attempt", 1}, {"afterSeq", 2}}.dump()).ok());
+  for (const json& e : events_until_final(*ws[0])) first.push_back(e);
+  const std::vector<json> second = events_until_final(*ws[1]);
+  const std::vector<json> third = events_until_final(*ws[2]);
+  ASSERT_EQ(first.back()["type"], "done") << first.back().dump();
+  ASSERT_EQ(second.back()["type"], "done") << second.back().dump();
+  ASSERT_EQ(third.back()["type"], "done") << third.back().dump();
+  EXPECT_EQ(second.front()["type"], "accepted");
+  // Each client has every token once, in order, and the one result.
+  const std::string text = first.back()["text"];
+  EXPECT_EQ(token_text(first, 0), text);
+  EXPECT_EQ(token_text(second, 0), text);
+  const std::string resumed = token_text(third, 3);
+  EXPECT_EQ(text.substr(text.size() - resumed.size()), resumed);
+  EXPECT_EQ(second.back(), first.back());
+  EXPECT_EQ(third.back(), first.back());
+  // One run: pulled and done once, one stored result.
+  EXPECT_EQ(total_done(1), 1u);
+  EXPECT_EQ(broker_status(a)["counters"]["pulled"], 1);
+  EXPECT_EQ(stored(kResultStream), 1u);
+}
+
 TEST_F(BrokerCluster, BatchThroughTheBrokerInInputOrderAndARerunCollects) {
   for (const char* name : {"a", "b"}) ASSERT_TRUE(wait_pulling(start_node(name, 4000)));
   std::ofstream in(dir_.file("in.jsonl"));
