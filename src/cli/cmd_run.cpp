@@ -2,7 +2,8 @@
 // timing on stderr; --json for one machine-readable object, --logits-out to
 // dump logits in the shape of the llama.cpp golden files; --kv-dir to resume
 // the prompt from a checkpoint and leave one behind (docs/kvstore.md);
-// --draft/--lookup for speculative decoding.
+// --draft/--lookup for speculative decoding; --grammar/--json-schema to
+// hold the output to a GBNF grammar or a JSON Schema, as llama-cli does.
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +19,8 @@
 #include "cli/common.h"
 #include "cli/draft_flags.h"
 #include "cli/progress_line.h"
+#include "grammar/grammar_constraint.h"
+#include "grammar/json_schema.h"
 #include "kvstore/prefix_cache.h"
 #include "revis/generate.h"
 
@@ -34,7 +37,43 @@ struct RunArgs {
   SamplingParams sampling;
   std::vector<std::string> stop;
   DraftFlags draft;
+  // What the output must be (at most one): GBNF text or file, JSON Schema text or file.
+  std::string grammar, grammar_file, json_schema, json_schema_file;
 };
+
+// The grammar the output is held to, null for free text. Errors name the flag.
+Result<std::shared_ptr<const Grammar>> output_grammar(const RunArgs& args) {
+  const std::pair<const char*, const std::string*> given[] = {{"--grammar", &args.grammar},
+                                                               {"--grammar-file", &args.grammar_file},
+                                                               {"--json-schema", &args.json_schema},
+                                                               {"--json-schema-file", &args.json_schema_file}};
+  const char* flag = nullptr;
+  std::string text;
+  for (const auto& [name, value] : given) {
+    if (value->empty()) continue;
+    if (flag) return Status::error(std::string(flag) + " and " + name + " both given (the output has one shape)");
+    flag = name;
+    text = *value;
+  }
+  if (!flag) return std::shared_ptr<const Grammar>();
+  const std::string which = flag;
+  if (which.ends_with("-file")) {
+    auto content = read_file(text);
+    if (!content.ok()) return Status::error(which + ": " + content.status().message());
+    text = *content;
+  }
+  if (which.starts_with("--json-schema")) {
+    // ordered_json keeps the properties in the order the schema writes them.
+    const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) return Status::error(which + ": not JSON");
+    auto gbnf = json_schema_to_gbnf(schema);
+    if (!gbnf.ok()) return Status::error(which + ": " + gbnf.status().message());
+    text = *gbnf;
+  }
+  auto grammar = Grammar::parse(text);
+  if (!grammar.ok()) return Status::error(which + ": " + grammar.status().message());
+  return *grammar;
+}
 
 // Rows of n_vocab floats as a JSON array of arrays; "%.9g" round-trips float32.
 void write_rows(std::ofstream& out, const std::vector<float>& values, size_t n_vocab) {
@@ -84,6 +123,10 @@ int run(RunArgs& args) {
     return usage_error("-n: " + std::to_string(args.n_predict) + " (expected >= 0, or -1 for no limit)");
   args.sampling.seed = args.seed ? *args.seed : std::random_device{}();
   if (Status s = args.sampling.validate(); !s.ok()) return usage_error(s.message());
+  auto grammar = output_grammar(args);
+  if (!grammar.ok()) return usage_error(grammar.status().message());
+  if (*grammar && (args.ignore_eos || !args.logits_out.empty()))
+    return usage_error("--ignore-eos and --logits-out cannot go with a grammar: the grammar decides where the output ends");
 
   auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
@@ -105,6 +148,11 @@ int run(RunArgs& args) {
   options.record_logits = !args.logits_out.empty();
   options.drafter = drafter->get();
   options.draft_max = args.draft.max;
+  std::unique_ptr<GrammarConstraint> constraint;
+  if (*grammar) {
+    constraint = std::make_unique<GrammarConstraint>(*grammar, TokenVocabulary::of(*engine));
+    options.constraint = constraint.get();
+  }
 
   // Without --kv-dir the cache is RAM only, and one run reuses nothing.
   auto cache = kvstore::PrefixCache::open(
@@ -198,6 +246,10 @@ void register_run(CLI::App& app, int& exit_code) {
                   "Directory of KV checkpoints: resume the prompt's longest saved prefix, save the prompt after");
   cmd->add_option("--kv-budget", args->kv_budget_mib, "MiB the KV directory may hold (0 = no limit)")
       ->capture_default_str();
+  cmd->add_option("--grammar", args->grammar, "Hold the output to this GBNF grammar (root rule: root)");
+  cmd->add_option("--grammar-file", args->grammar_file, "Hold the output to the GBNF grammar in this file");
+  cmd->add_option("-j,--json-schema", args->json_schema, "Hold the output to JSON valid against this JSON Schema");
+  cmd->add_option("--json-schema-file", args->json_schema_file, "Hold the output to the JSON Schema in this file");
   add_sampling_options(*cmd, args->sampling);
   add_draft_options(*cmd, args->draft);
   cmd->callback([args, p, &exit_code] {

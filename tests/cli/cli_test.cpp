@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -95,6 +96,39 @@ TEST(RunCommand, SpeculativeFlagsKeepTheTextAndReportDrafts) {
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("vocabulary"), std::string::npos) << refused.err;
   EXPECT_NE(run_revis(base + " --lookup --draft-max 0").exit_code, 0) << "--draft-max is 1..64";
+}
+
+// --grammar and --json-schema hold a random-weight model's sampled output
+// to them; a grammar that does not compile is a usage error naming the flag.
+TEST(RunCommand, GrammarAndJsonSchemaHoldTheOutput) {
+  const std::string base = "run -m " + shell_quote(model("qwen2-Q8_0")) + " -p 'Answer:' -n 200 --temp 1 --json";
+  for (int seed = 1; seed <= 3; ++seed) {
+    const auto r = run_revis(base + " --seed " + std::to_string(seed) + " --grammar " +
+                             shell_quote("root ::= (\"yes\" | \"no\") \".\""));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string text = nlohmann::json::parse(r.out)["text"];
+    EXPECT_TRUE(text == "yes." || text == "no.") << text;
+  }
+  TempDir tmp;
+  const std::string schema = R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3, "maximum": 9},
+    "tag": {"enum": ["a", "b"]}}, "required": ["n", "tag"]})";
+  std::ofstream(tmp.file("schema.json")) << schema;
+  for (const std::string& flag : {"-j " + shell_quote(schema), "--json-schema-file " + shell_quote(tmp.file("schema.json"))}) {
+    const auto r = run_revis(base + " --seed 5 " + flag);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto answer = nlohmann::json::parse(nlohmann::json::parse(r.out)["text"].get<std::string>());
+    EXPECT_GE(answer["n"].get<int>(), 3) << answer;
+    EXPECT_LE(answer["n"].get<int>(), 9) << answer;
+    EXPECT_TRUE(answer["tag"] == "a" || answer["tag"] == "b") << answer;
+  }
+  const auto bad = run_revis(base + " --grammar 'root ::= missing'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--grammar: "), std::string::npos) << bad.err;
+  const auto both = run_revis(base + " --grammar 'root ::= \"x\"' -j '{}'");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("both given"), std::string::npos) << both.err;
+  const auto ignoring = run_revis(base + " --ignore-eos --grammar 'root ::= \"x\"'");
+  EXPECT_EQ(ignoring.exit_code, 2) << ignoring.err;
 }
 
 TEST(RunCommand, SameSeedSameText) {
