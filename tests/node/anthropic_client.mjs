@@ -4,6 +4,7 @@
 // npm_client.sh, which installs the package and starts the node).
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
+import { check, finish } from './checks.mjs';
 
 const [baseURL, apiKey] = process.argv.slice(2);
 const client = new Anthropic({ baseURL, apiKey, maxRetries: 0, timeout: 60_000 });
@@ -11,18 +12,6 @@ const ask = {
   model: 'default', max_tokens: 8, temperature: 0, system: 'You are terse.',
   messages: [{ role: 'user', content: 'Name a river.' }],
 };
-let passed = 0, failed = 0;
-
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok - ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`not ok - ${name}: ${e.stack || e}`);
-  }
-}
 
 let plain = '';
 await check('messages.create without streaming', async () => {
@@ -81,5 +70,4 @@ await check('a wrong key raises AuthenticationError', async () => {
   await assert.rejects(wrong.messages.create(ask), (e) => e instanceof Anthropic.AuthenticationError && e.status === 401);
 });
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+finish();

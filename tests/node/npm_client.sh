@@ -26,7 +26,7 @@ if [ ! -d "$prefix/node_modules/$name" ]; then
   fi
 fi
 # ES modules resolve packages next to the importing file, so the script runs from there.
-cp "$here/$script" "$prefix/"
+cp "$here/$script" "$here/checks.mjs" "$prefix/"
 
 log=$(mktemp)
 "$revis" serve -m "$model" --chat-template "$template" --port 0 -t 2 --token test-token 2>"$log" &

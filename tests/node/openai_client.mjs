@@ -4,6 +4,7 @@
 // (run by npm_client.sh, which installs the package and starts the node).
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { check, finish } from './checks.mjs';
 
 const [nodeURL, apiKey] = process.argv.slice(2);
 const baseURL = `${nodeURL}/v1`;
@@ -12,18 +13,6 @@ const messages = [
   { role: 'system', content: 'You are terse.' },
   { role: 'user', content: 'Name a river.' },
 ];
-let passed = 0, failed = 0;
-
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok - ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`not ok - ${name}: ${e.stack || e}`);
-  }
-}
 
 await check('models.list lists the tiers', async () => {
   const ids = [];
@@ -149,5 +138,4 @@ await check('a wrong key raises AuthenticationError', async () => {
   await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
 });
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+finish();
