@@ -7,20 +7,20 @@ namespace {
 
 constexpr std::string_view kStart = "<|start|>", kChannel = "<|channel|>", kMessage = "<|message|>", kEnd = "<|end|>",
                            kConstrain = "<|constrain|>";
-constexpr std::string_view kSpace = " \t\n\r";
+constexpr std::string_view kWhiteSpace = " \t\n\r";
 
 // The word after `key` in a header (up to a space or the next marker).
 std::string header_word(std::string_view header, std::string_view key) {
   const size_t at = header.find(key);
   if (at == std::string_view::npos) return {};
   std::string_view rest = header.substr(at + key.size());
-  return std::string(rest.substr(0, std::min(rest.find_first_of(kSpace), rest.find("<|"))));
+  return std::string(rest.substr(0, std::min(rest.find_first_of(kWhiteSpace), rest.find("<|"))));
 }
 
 constexpr std::string_view kOpeners[] = {kStart, kChannel, "to="};
 
 std::string_view trim_front(std::string_view text) {
-  const size_t b = text.find_first_not_of(kSpace);
+  const size_t b = text.find_first_not_of(kWhiteSpace);
   return b == std::string_view::npos ? std::string_view() : text.substr(b);
 }
 
