@@ -136,12 +136,13 @@ Status apply_fields(const toml::table& table, Task& task, const std::string& whe
       auto on = v.value_exact<bool>();
       if (!on) return Status::error(at + ": expected true or false");
       task.lookup = *on;
-    } else if (key == "schema") {
-      s = need_string(task.schema);
-      if (s.ok() && task.schema.empty()) s = Status::error(at + ": expected a JSON Schema as JSON text, found \"\"");
-    } else if (key == "grammar") {
-      s = need_string(task.grammar);
-      if (s.ok() && task.grammar.empty()) s = Status::error(at + ": expected a GBNF grammar, found \"\"");
+    } else if (key == "schema" || key == "grammar") {
+      // One shape with two spellings: either replaces the other ("" = none).
+      if (table.contains("schema") && table.contains("grammar"))
+        return Status::error(where + ": schema and grammar both given (the answer has one shape: keep one)");
+      task.schema.clear();
+      task.grammar.clear();
+      s = need_string(key == "schema" ? task.schema : task.grammar);
     } else if (key == "seed") {
       int64_t seed = 0;
       s = need_int(0, INT64_MAX, seed);

@@ -67,7 +67,8 @@ struct Task {
   // whose output copies from the prompt (summaries, extraction, reviews).
   bool lookup = false;
   // The answer's shape (at most one; both empty: free text): a JSON Schema
-  // as JSON text, or GBNF. compile_output() turns it into output_grammar.
+  // as JSON text, or GBNF; in TOML either key replaces the other.
+  // compile_output() turns it into output_grammar.
   std::string schema;
   std::string grammar;
   std::shared_ptr<const Grammar> output_grammar;  // null: free text

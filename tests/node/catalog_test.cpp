@@ -67,10 +67,18 @@ grammar = 'root ::= "yes" | "no"'
   EXPECT_EQ(plain.canonical_json().find("\"schema\""), std::string::npos);
   EXPECT_EQ(plain.canonical_json().find("\"grammar\""), std::string::npos);
 
+  // Either spelling replaces the shape a task had; "" leaves it free text.
+  Catalog reshaped = Catalog::builtin();
+  ASSERT_TRUE(reshaped.apply_toml("[tasks.profile]\ngrammar = 'root ::= \"{}\"'\n[tasks.audit]\nschema = '{}'\n", "t.toml").ok());
+  EXPECT_TRUE(reshaped.find("profile")->schema.empty());
+  EXPECT_NE(reshaped.find("profile")->output_grammar, nullptr);
+  ASSERT_TRUE(reshaped.apply_toml("[tasks.profile]\nschema = ''\n", "t.toml").ok());
+  EXPECT_EQ(reshaped.find("profile")->output_grammar, nullptr);
+  EXPECT_NE(reshaped.find("audit")->output_grammar, nullptr);
+
   const std::pair<const char*, const char*> bad[] = {
       {"schema = '{\"type\": \"object\"'", "schema: expected a JSON Schema"},
       {"schema = '{\"type\": \"string\", \"pattern\": \"a+\"}'", "pattern"},
-      {"schema = ''", "expected a JSON Schema as JSON text"},
       {"schema = 3", "expected a string"},
       {"grammar = 'root ::= answer'", "grammar: "},
       {"grammar = 'root ::= \"a\"'\nschema = '{}'", "schema and grammar both given"},
