@@ -93,6 +93,37 @@ await check('embeddings.create: the base64 the client asks for by default decode
   assert.ok(plain.usage.prompt_tokens > 0);
 });
 
+await check('chat.completions.parse with a JSON schema gives the parsed object', async () => {
+  const schema = {
+    type: 'object', additionalProperties: false, required: ['river', 'km'],
+    properties: { river: { type: 'string', maxLength: 16 }, km: { type: 'integer', minimum: 1, maximum: 9999 } },
+  };
+  // openai@4 keeps parse() under beta; later majors have it on chat.completions.
+  const completions = client.chat.completions.parse ? client.chat.completions : client.beta.chat.completions;
+  const r = await completions.parse({
+    model: 'default', messages, max_tokens: 200, seed: 4,
+    response_format: { type: 'json_schema', json_schema: { name: 'river', schema, strict: true } },
+  });
+  const parsed = r.choices[0].message.parsed;
+  assert.equal(typeof parsed.river, 'string', JSON.stringify(parsed));
+  assert.ok(parsed.river.length <= 16, JSON.stringify(parsed));
+  assert.ok(Number.isInteger(parsed.km) && parsed.km >= 1 && parsed.km <= 9999, JSON.stringify(parsed));
+});
+
+await check('logprobs and top_logprobs come back per token', async () => {
+  const r = await client.chat.completions.create({
+    model: 'default', messages, max_tokens: 4, temperature: 0, logprobs: true, top_logprobs: 2,
+  });
+  const content = r.choices[0].logprobs.content;
+  assert.ok(content.length >= 1 && content.length <= 4, `${content.length} entries`);
+  for (const t of content) {
+    assert.equal(typeof t.token, 'string');
+    assert.ok(t.logprob <= 0, `${t.logprob}`);
+    assert.equal(t.top_logprobs.length, 2);
+    assert.ok(t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob);
+  }
+});
+
 await check('a bad request raises BadRequestError', async () => {
   await assert.rejects(client.chat.completions.create({ model: 'default', messages: [] }),
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.error?.type === 'invalid_request_error');
