@@ -6,7 +6,7 @@ namespace revis {
 
 int resumable_prefix(int common, int n_prompt, int n_cached, bool logits_usable) {
   if (common == n_prompt && n_cached == n_prompt && logits_usable) return n_prompt;
-  const int shared = std::min(common, n_prompt - 1);
+  const int shared = std::min(common, n_prompt - 2);
   return shared > 0 ? shared / kResumeAlignment * kResumeAlignment : 0;
 }
 

@@ -4,14 +4,16 @@
 //
 // Which rows may be reused: a resumed session must give bit-identical logits
 // to a cold prefill of the same prompt. The forward pass evaluates a prompt
-// in chunks from wherever the eval starts (64 tokens for a mixture of
-// experts, 256 otherwise: model.cpp), and its batched kernels sum in an
-// order that depends on how the tokens group inside a chunk: four at a
-// time from its start, and by expert. So rows are reused only up to a
-// multiple of kResumeAlignment (every later token then groups as in a cold
-// prefill), only rows a prompt prefill computed (rows decoded one token at
-// a time differ in their last bits), and a whole prompt only together with
-// its next-token logits computed in the same logits mode.
+// in chunks of 256 tokens from wherever the eval starts (model.cpp), and its
+// batched kernels sum in an order that depends on how the tokens group
+// inside a chunk: four at a time from its start. So rows are reused only up
+// to a multiple of kResumeAlignment (every later token then groups as in a
+// cold prefill), leaving at least two tokens to evaluate (a one-token eval
+// is a decoding step, whose kernels differ from a prompt's: the experts of
+// a mixture take the single-token kernel then), only rows a prompt prefill
+// computed (rows decoded one token at a time differ in their last bits), and
+// a whole prompt only together with its next-token logits computed in the
+// same logits mode.
 // resumable_prefix() is that rule; the disk store (src/kvstore) applies it
 // too.
 //
@@ -28,15 +30,17 @@
 
 namespace revis {
 
-// The forward pass's prompt chunk for a mixture of experts, and a multiple
-// of the four tokens its matrix kernels take at a time (model.cpp).
+// Where a resumed prompt may restart: a multiple of the four tokens the
+// matrix kernels take at a time (model.cpp), and the block of prompt digests
+// and disk checkpoints.
 constexpr int kResumeAlignment = 64;
 
 // Tokens of a prompt of n_prompt tokens that may be taken from a cached
 // prompt of n_cached tokens sharing `common` tokens with it: all of them when
 // the prompts are equal and the cached next-token logits fit
-// (logits_usable), otherwise the shared part, short of the last prompt token
-// (whose logits must be computed), rounded down to kResumeAlignment.
+// (logits_usable), otherwise the shared part, short of the last two prompt
+// tokens (the last one's logits must be computed, and not by a one-token
+// eval), rounded down to kResumeAlignment.
 int resumable_prefix(int common, int n_prompt, int n_cached, bool logits_usable);
 
 // What a pooled session remembers of the prompt that filled it.

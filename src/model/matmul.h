@@ -26,6 +26,13 @@
 //    there the rows ahead are prefetched as set_prefetch() says, a slice
 //    of a long row at a time, and near the end of a claim from the
 //    thread's next, claimed early.
+//    With padded groups (set_padded_groups), the tokens left over go
+//    through vec_dot4's kernel too, their group filled up with copies of
+//    the last token: every token then meets the same kernel whatever the
+//    number of tokens in the call, and as the kernels compute each of the
+//    four rows alike, its products are bit-identical in any call that
+//    includes it (the experts of a mixture, which group a prompt's tokens
+//    by what the router chose).
 //    Stepwise (set_stepwise), every token takes vec_dot's kernel, as a
 //    call with that token alone would, so that its row is bit-identical to
 //    such a call's; the rows are still read once, a tile at a time, while
@@ -68,6 +75,10 @@ class MatMul {
   // off until set.
   void set_stepwise(bool stepwise) { stepwise_ = stepwise; }
 
+  // Whether the tokens left over after the groups of four take vec_dot4's
+  // kernel in a padded group (step 3); off until set. Stepwise wins.
+  void set_padded_groups(bool padded) { padded_groups_ = padded; }
+
   // Shows every product's input to `observer` (null: none, the default).
   void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
@@ -84,6 +95,7 @@ class MatMul {
   std::vector<Slice> group_slices_, single_slices_;
   Prefetch prefetch_ = Prefetch::kIntoL2;
   bool stepwise_ = false;
+  bool padded_groups_ = false;
   MatmulObserver* observer_ = nullptr;
 };
 

@@ -78,6 +78,7 @@ class Model {
   std::vector<float> q_a_, q_latent_, latent_out_;              // latent attention
   std::vector<std::vector<std::pair<int, float>>> routed_;      // expert -> (token, weight)
   MatMul matmul_;
+  bool prompt_ = false;           // the forward call evaluates several tokens, not one decoding step
   PrefetchTuner prefetch_tuner_;  // times the single-token steps
 };
 

@@ -109,7 +109,8 @@ TEST(ResumablePrefix, AlignsAndKeepsTheLastTokenUnlessItsLogitsFit) {
   EXPECT_EQ(resumable_prefix(150, 150, 150, false), 128);
   EXPECT_EQ(resumable_prefix(140, 170, 150, true), 128);
   EXPECT_EQ(resumable_prefix(128, 128, 200, true), 64) << "the last prompt token must be evaluated";
-  EXPECT_EQ(resumable_prefix(129, 129, 200, true), 128);
+  EXPECT_EQ(resumable_prefix(129, 129, 200, true), 64) << "a one-token eval is a decoding step";
+  EXPECT_EQ(resumable_prefix(130, 130, 200, true), 128);
   EXPECT_EQ(resumable_prefix(63, 100, 100, true), 0);
   EXPECT_EQ(resumable_prefix(0, 10, 10, true), 0);
 }
@@ -217,10 +218,12 @@ INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume,
                            return model + (std::get<1>(info.param) ? "_AllLogits" : "_LastLogits");
                          });
 
-// Prompts longer than the forward pass's chunk (256 tokens for dense
-// models, 64 for mixtures of experts), resumed where the cold prefill's
-// chunks do not start: bit-identical still, on every kernel backend the
-// CPU has (each groups tokens, and picks its kernels, in its own way).
+// Prompts longer than the forward pass's chunk (256 tokens), resumed where
+// the cold prefill's chunks do not start: bit-identical still, on every
+// kernel backend the CPU has (each groups tokens, and picks its kernels, in
+// its own way). A mixture's experts meet other tokens beside each one
+// there. A prompt one token past an aligned prefix resumes from the
+// alignment before, as a one-token eval would decode.
 TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
   for (KernelBackend backend : testing::supported_kernel_backends()) {
     const testing::ScopedKernelBackend scoped(backend);
@@ -232,13 +235,17 @@ TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
       const Tokens prompt = prompt_tokens(*engine, 300, 4);
       Tokens other(prompt.begin(), prompt.begin() + 200);
       for (int32_t t : prompt_tokens(*engine, 90, 5)) other.push_back(t);
-      auto cache = PrefixCache::open(*engine, {.ram_sessions = 1});
-      ASSERT_TRUE(cache.ok());
-      through(**cache, *engine, prompt, true);
-      const Cached resumed = through(**cache, *engine, other, true);
-      EXPECT_EQ(resumed.source, "ram");
-      EXPECT_EQ(resumed.result.cached_tokens, 192);
-      expect_equivalent(resumed.result, cold(*engine, other, true), engine->info().n_vocab);
+      Tokens one_past(prompt.begin(), prompt.begin() + 192);
+      one_past.push_back(prompt_tokens(*engine, 1, 6)[0]);
+      for (const auto& [next, cached] : {std::pair{other, 192}, std::pair{one_past, 128}}) {
+        auto cache = PrefixCache::open(*engine, {.ram_sessions = 1});
+        ASSERT_TRUE(cache.ok());
+        through(**cache, *engine, prompt, true);
+        const Cached resumed = through(**cache, *engine, next, true);
+        EXPECT_EQ(resumed.source, "ram");
+        EXPECT_EQ(resumed.result.cached_tokens, cached);
+        expect_equivalent(resumed.result, cold(*engine, next, true), engine->info().n_vocab);
+      }
     }
   }
 }

@@ -1,7 +1,6 @@
-// A prompt longer than the forward pass's chunk (256 tokens for dense
-// models, 64 for mixtures of experts) and than attention's block of
-// queries (64) against the same tokens fed in small pieces, on every
-// kernel backend the CPU has.
+// A prompt longer than the forward pass's chunk (256 tokens) and than
+// attention's block of queries (64) against the same tokens fed in small
+// pieces, on every kernel backend the CPU has.
 // Where the pass cuts a prompt changes nothing but the order of float sums
 // (four-token kernels against one-token ones): F16 models, whose kernels
 // sum alike for one token and four, must agree to rounding; quantized ones

@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "quant/quant.h"
+#include "quant/test_util.h"
 #include "support/kernel_backends.h"
 
 namespace revis {
@@ -122,6 +124,77 @@ TEST(MatMul, EqualsRowByRowVecDotOnEveryBackend) {
                             TensorType::Q5_1})
       for (int64_t cols : {2080, 8192})
         for (int n_tokens : {10, 18}) expect_matmul_equals_vec_dots(type, 45, cols, n_tokens, 2);
+  }
+}
+
+// A matrix of `type` holding random weights: quantized Gaussian rows, or
+// for the types whose quantizer needs importance, random grid blocks.
+struct RandomMatrix {
+  Matrix w;
+  std::vector<uint8_t> data;
+  RandomMatrix(TensorType type, int64_t rows, int64_t cols) {
+    w.type = type;
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = row_bytes(type, cols);
+    std::mt19937 rng(3);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<uint8_t> row(w.row_bytes);
+      if (can_quantize(type))
+        quantize_row(type, quant_test::gaussian(static_cast<size_t>(cols), static_cast<uint32_t>(r)).data(), row.data(),
+                     cols);
+      else
+        row = quant_test::random_grid_row(type, cols, rng);
+      data.insert(data.end(), row.begin(), row.end());
+    }
+    w.data = data.data();
+  }
+};
+
+// Padded groups: a token's products carry the same bits alone, among other
+// tokens, at any place in a group of four: the property that lets a mixture
+// of experts group a prompt's tokens by expert however the prompt was cut
+// (model.cpp). Each kernel must compute its four rows alike for this to
+// hold, on every backend. 2 tokens alone, 9 in order and reversed; the
+// padded results also equal vec_dot's within rounding.
+TEST(MatMul, PaddedGroupsGiveEveryTokenTheSameBitsInAnyCall) {
+  std::vector<TensorType> types = quant_test::weight_types();
+  types.insert(types.end(), quant_test::grid_types().begin(), quant_test::grid_types().end());
+  constexpr int64_t kRows = 37, kCols = 1024;
+  constexpr int kTokens = 9;
+  const std::vector<float> x = random_floats(static_cast<size_t>(kTokens * kCols), 5);
+  std::vector<float> reversed(x.size());
+  for (int t = 0; t < kTokens; ++t) std::copy_n(&x[t * kCols], kCols, &reversed[(kTokens - 1 - t) * kCols]);
+  ThreadPool pool(2);
+  for (KernelBackend backend : testing::supported_kernel_backends()) {
+    const testing::ScopedKernelBackend scoped(backend);
+    ASSERT_TRUE(scoped.ok());
+    for (TensorType type : types) {
+      SCOPED_TRACE(std::string(kernel_backend_name(backend)) + " " + type_name(type));
+      const RandomMatrix m(type, kRows, kCols);
+      MatMul matmul;
+      matmul.set_padded_groups(true);
+      std::vector<float> all(kTokens * kRows), backwards(kTokens * kRows), pair(2 * kRows);
+      matmul.run(pool, m.w, x.data(), kTokens, kCols, all.data(), kRows);
+      matmul.run(pool, m.w, reversed.data(), kTokens, kCols, backwards.data(), kRows);
+      for (int t = 0; t < kTokens; ++t) {
+        const float* expected = &all[t * kRows];
+        ASSERT_EQ(std::memcmp(&backwards[(kTokens - 1 - t) * kRows], expected, kRows * sizeof(float)), 0)
+            << "token " << t << " reversed";
+        matmul.run(pool, m.w, &x[t * kCols], 1, kCols, pair.data(), kRows);
+        ASSERT_EQ(std::memcmp(pair.data(), expected, kRows * sizeof(float)), 0) << "token " << t << " alone";
+      }
+      matmul.run(pool, m.w, &x[7 * kCols], 2, kCols, pair.data(), kRows);
+      ASSERT_EQ(std::memcmp(pair.data(), &all[7 * kRows], 2 * kRows * sizeof(float)), 0) << "tokens 7 and 8";
+
+      const TensorType act_type = activation_type(type);
+      std::vector<uint8_t> act(row_bytes(act_type, kCols));
+      quantize_row(act_type, &x[8 * kCols], act.data(), kCols);
+      for (int64_t r = 0; r < kRows; ++r) {
+        const float expected = vec_dot(type, m.w.row(r), act.data(), kCols);
+        ASSERT_NEAR(all[8 * kRows + r], expected, 1e-4 * (std::fabs(expected) + 1.0f)) << "row " << r;
+      }
+    }
   }
 }
 
