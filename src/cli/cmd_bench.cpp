@@ -190,11 +190,7 @@ int run_depths(Engine& engine, const BenchArgs& args, const std::vector<int>& de
 int run_grammar_cost(Engine& engine, const BenchArgs& args) {
   auto text = read_file(args.json_schema);
   if (!text.ok()) return fail(text.status().message());
-  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(*text, nullptr, false);
-  if (schema.is_discarded()) return fail(args.json_schema + ": not JSON");
-  auto gbnf = json_schema_to_gbnf(schema);
-  if (!gbnf.ok()) return fail(args.json_schema + ": " + gbnf.status().message());
-  auto grammar = Grammar::parse(*gbnf);
+  auto grammar = compile_json_schema_text(*text);
   if (!grammar.ok()) return fail(args.json_schema + ": " + grammar.status().message());
   const std::vector<int32_t> prompt = bench::random_prompt(engine, args.n_prompt, args.seed);
   std::fprintf(stderr, "warm-up ...\n");

@@ -62,15 +62,7 @@ Result<std::shared_ptr<const Grammar>> output_grammar(const RunArgs& args) {
     if (!content.ok()) return Status::error(which + ": " + content.status().message());
     text = *content;
   }
-  if (which.starts_with("--json-schema")) {
-    // ordered_json keeps the properties in the order the schema writes them.
-    const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (schema.is_discarded()) return Status::error(which + ": not JSON");
-    auto gbnf = json_schema_to_gbnf(schema);
-    if (!gbnf.ok()) return Status::error(which + ": " + gbnf.status().message());
-    text = *gbnf;
-  }
-  auto grammar = Grammar::parse(text);
+  auto grammar = which.starts_with("--json-schema") ? compile_json_schema_text(text) : Grammar::parse(text);
   if (!grammar.ok()) return Status::error(which + ": " + grammar.status().message());
   return *grammar;
 }

@@ -528,6 +528,19 @@ Result<std::string> json_schemas_to_gbnf(std::span<const NamedSchema> schemas) {
   return converter.gbnf();
 }
 
+Result<std::shared_ptr<const Grammar>> compile_json_schema(const nlohmann::ordered_json& schema) {
+  if (!schema.is_object() && !schema.is_boolean()) return Status::error("expected a JSON Schema (a JSON object)");
+  auto gbnf = json_schema_to_gbnf(schema);
+  if (!gbnf.ok()) return gbnf.status();
+  return Grammar::parse(*gbnf);
+}
+
+Result<std::shared_ptr<const Grammar>> compile_json_schema_text(std::string_view text) {
+  const auto schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) return Status::error("expected a JSON Schema (a JSON object), got text that is not JSON");
+  return compile_json_schema(schema);
+}
+
 std::string json_object_gbnf() {
   return *json_schema_to_gbnf(nlohmann::ordered_json{{"type", "object"}});
 }

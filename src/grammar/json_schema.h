@@ -26,18 +26,27 @@
 // Thread-safety: free functions on values.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "grammar/grammar.h"
 #include "revis/status.h"
 
 namespace revis {
 
 // The grammar (root rule `root`) for values valid against `schema`.
 Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+
+// The compiled grammar for a schema: given parsed (its properties in the
+// order written), or as JSON text (_text). Errors: "expected a JSON Schema (a JSON
+// object)", or what the converter or the grammar refused; callers prefix
+// where the schema came from.
+Result<std::shared_ptr<const Grammar>> compile_json_schema(const nlohmann::ordered_json& schema);
+Result<std::shared_ptr<const Grammar>> compile_json_schema_text(std::string_view text);
 
 // Several schemas in one grammar, for grammars that embed JSON values in
 // more text (tool calls): rule `rule` matches the values valid against

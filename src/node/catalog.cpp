@@ -244,18 +244,8 @@ Status validate_task(const Task& t) {
 Status compile_output(Task& t) {
   t.output_grammar = nullptr;
   const std::string at = "task " + t.name;
-  std::string gbnf = t.grammar;
-  if (!t.schema.empty()) {
-    // ordered_json keeps the properties in the order the catalogue wrote them.
-    nlohmann::ordered_json schema = nlohmann::ordered_json::parse(t.schema, nullptr, /*allow_exceptions=*/false);
-    if (schema.is_discarded() || !(schema.is_object() || schema.is_boolean()))
-      return Status::error(at + ": schema: expected a JSON Schema (a JSON object) as text");
-    auto converted = json_schema_to_gbnf(schema);
-    if (!converted.ok()) return Status::error(at + ": schema: " + converted.status().message());
-    gbnf = *converted;
-  }
-  if (gbnf.empty()) return {};
-  auto compiled = Grammar::parse(gbnf);
+  if (t.schema.empty() && t.grammar.empty()) return {};
+  auto compiled = t.schema.empty() ? Grammar::parse(t.grammar) : compile_json_schema_text(t.schema);
   if (!compiled.ok()) return Status::error(at + ": " + (t.schema.empty() ? "grammar: " : "schema: ") + compiled.status().message());
   t.output_grammar = std::move(*compiled);
   return {};

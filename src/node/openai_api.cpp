@@ -133,11 +133,11 @@ std::optional<NodeError> compile_grammar(const std::string& gbnf, const std::str
 }
 
 std::optional<NodeError> compile_schema(const json& schema, const std::string& field, OpenAiRequest& r) {
-  if (!schema.is_object() && !schema.is_boolean()) return bad(field + " must be a JSON Schema (an object)");
   // ordered_json keeps the properties in the order the client wrote them.
-  auto gbnf = json_schema_to_gbnf(nlohmann::ordered_json::parse(schema.dump()));
-  if (!gbnf.ok()) return bad(field + ": " + gbnf.status().message());
-  return compile_grammar(*gbnf, field, r);
+  auto g = compile_json_schema(nlohmann::ordered_json::parse(schema.dump()));
+  if (!g.ok()) return bad(field + ": " + g.status().message());
+  r.grammar = std::move(*g);
+  return std::nullopt;
 }
 
 // response_format (OpenAI) and grammar (llama.cpp): what the output must be.

@@ -92,5 +92,20 @@ TEST(JsonSchema, UnsupportedKeywordsAreRefusedByName) {
   EXPECT_FALSE(json_schema_to_gbnf(json::parse(R"({"type":"object","required":["x"]})")).ok());
 }
 
+TEST(JsonSchema, CompilesFromTextOrSaysWhyNot) {
+  auto g = compile_json_schema_text(R"({"type":"object","properties":{"b":{"type":"boolean"},"a":{"const":1}}})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(sentence(*g, R"({"b":true,"a":1})")) << "properties in the order written";
+  EXPECT_FALSE(sentence(*g, R"({"a":1,"b":true})"));
+  for (const char* text : {R"({"type":"object")", "[1]", "\"a\"", ""}) {
+    auto r = compile_json_schema_text(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find("expected a JSON Schema"), std::string::npos) << r.status().message();
+  }
+  auto refused = compile_json_schema_text(R"({"type":"string","pattern":"a"})");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("pattern"), std::string::npos) << refused.status().message();
+}
+
 }  // namespace
 }  // namespace revis

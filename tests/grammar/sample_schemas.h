@@ -15,11 +15,8 @@
 namespace revis::testing {
 
 inline std::shared_ptr<const Grammar> schema_grammar(const nlohmann::ordered_json& schema) {
-  auto gbnf = json_schema_to_gbnf(schema);
-  EXPECT_TRUE(gbnf.ok()) << gbnf.status().message();
-  if (!gbnf.ok()) return nullptr;
-  auto g = Grammar::parse(*gbnf);
-  EXPECT_TRUE(g.ok()) << g.status().message() << "\n" << *gbnf;
+  auto g = compile_json_schema(schema);
+  EXPECT_TRUE(g.ok()) << g.status().message();
   return g.ok() ? *g : nullptr;
 }
 
