@@ -13,7 +13,9 @@
 // The backend starts from install_avx2()'s table and overrides the weight
 // types that make up nearly all of the bytes of the usual model files: Q8_0,
 // Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
-// for Q8_0 and Q4_0 adds packed forms of dot4 and (Q8_0) dot (quant.h's PackedDot).
+// for Q8_0, Q4_0 and Q5_0 (the K-quant mixes' type for rows that are not
+// whole super-blocks) adds packed forms of dot4 and (Q8_0) dot (quant.h's
+// PackedDot).
 // It also overrides the other K-quants (Q2_K, Q3_K, Q5_K) and the grid types
 // (IQ2_*, IQ3_*, IQ1_*): two groups of grid points to a register, their
 // signs a mask (built with BMI2, which every CPU with AVX-512 has). The
@@ -82,6 +84,21 @@ struct Q4_0Pair {
     const __m128i packed = load128(b.qs);
     const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
     return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+  }
+  static __m512i weights(const Block* b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(weights(b[0])), weights(b[1]), 1);
+  }
+};
+
+struct Q5_0Pair {
+  using Block = BlockQ5_0;
+  // Q4_0's nibbles with a fifth bit each, bit j of qh for value j; minus
+  // 16: values whose bit is clear drop by 16, the others are their nibble.
+  static __m256i weights(const Block& b) {
+    const __m128i packed = load128(b.qs);
+    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
+    const __mmask32 clear = _knot_mask32(_cvtu32_mask32(load_u32(b.qh)));
+    return _mm256_mask_sub_epi8(q, clear, q, _mm256_set1_epi8(16));
   }
   static __m512i weights(const Block* b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(weights(b[0])), weights(b[1]), 1);
@@ -825,6 +842,7 @@ void install_avx512(OverrideFn record) {
   install_avx2(record);
   record(TensorType::Q8_0, signed_kernels<Q8_0Pair, true>());
   record(TensorType::Q4_0, signed_kernels<Q4_0Pair, false>());
+  record(TensorType::Q5_0, signed_kernels<Q5_0Pair, false>());
   record(TensorType::Q2_K, k_kernels<Q2_KPairs>());
   record(TensorType::Q3_K, k_kernels<Q3_KPairs>());
   record(TensorType::Q4_K, q4_k_kernels());

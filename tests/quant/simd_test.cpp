@@ -149,8 +149,8 @@ class Avx512 : public ::testing::Test {
 
 // The weight types with an AVX-512 dot and dot4 of their own.
 std::vector<TensorType> avx512_dot_types() {
-  std::vector<TensorType> types = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q2_K, TensorType::Q3_K,
-                                   TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+  std::vector<TensorType> types = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q2_K,
+                                   TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
   for (TensorType type : quant_test::grid_types()) types.push_back(type);
   return types;
 }
@@ -163,11 +163,12 @@ TEST_F(Avx512, ExtendsTheAvx2Table) {
     EXPECT_NE(avx512_kernels().at(type).dot4, avx2_kernels().at(type).dot4) << type_name(type);
   }
   EXPECT_EQ(avx512_kernels().at(TensorType::Q8_K).quantize, avx2_kernels().at(TensorType::Q8_K).quantize);
-  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0})
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0})
     EXPECT_NE(avx512_kernels().at(type).packed4, avx2_kernels().at(type).packed4) << type_name(type);
   EXPECT_NE(avx512_kernels().at(TensorType::Q8_0).packed1, nullptr);
-  // Q4_0's one token: AVX2's form with activation sums is the faster one.
-  EXPECT_EQ(avx512_kernels().at(TensorType::Q4_0).packed1, avx2_kernels().at(TensorType::Q4_0).packed1);
+  // Q4_0's and Q5_0's one token: AVX2's form with activation sums.
+  for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0})
+    EXPECT_EQ(avx512_kernels().at(type).packed1, avx2_kernels().at(type).packed1) << type_name(type);
   ASSERT_TRUE(use_kernel_backend(KernelBackend::kAvx512).ok());
   EXPECT_EQ(dot_kernels(TensorType::Q6_K, 256).dot, avx512_kernels().at(TensorType::Q6_K).dot);
 }
