@@ -53,6 +53,23 @@ ALWAYS_INLINE Float8 load8(const float* p) {
   return v;
 }
 
+// Sixteen floats, for the AVX-512 attention kernels only.
+using Float16 = float __attribute__((vector_size(64)));
+
+template <typename Vec>
+ALWAYS_INLINE Vec load_vec(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// A vector's lanes folded to eight: lane j + lane j + 8.
+ALWAYS_INLINE Float8 fold8(Float8 v) { return v; }
+ALWAYS_INLINE Float8 fold8(Float16 v) {
+  return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+         __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
 // The totals of eight vectors, total k = the sum of lanes[k]'s lanes, as one
 // vector: three rounds of pairwise shuffles and adds, 14 shuffles for all
 // eight where summing each vector alone costs 7 apiece.
@@ -198,9 +215,10 @@ void axpy(float* out, float scale, const float* x, int n) {
 // Converting the cache's halves is part of the inner loops, so these two are
 // not left to the compiler's clones: the AVX2 build converts eight halves
 // with one F16C instruction, which no baseline clone can contain. They are
-// written once, over a Halves policy that loads eight halves as floats, and
-// compiled for AVX2+FMA+F16C and for the baseline; the kernel backend in use
-// (quant.h) picks one, so `--kernels scalar` runs the portable code.
+// written once, over a Halves policy that loads a vector's worth of halves
+// as floats (eight, or sixteen for AVX-512), and compiled for AVX-512, for
+// AVX2+FMA+F16C and for the baseline; the kernel backend in use (quant.h)
+// picks one, so `--kernels scalar` runs the portable code.
 
 namespace {
 
@@ -208,6 +226,8 @@ namespace {
 // not returned: a vector passed by value between functions built for
 // different targets would change the ABI, which clang rejects.)
 struct PortableHalves {
+  using Vec = Float8;
+  static constexpr int kLanes = 8;
   ALWAYS_INLINE static void load(const uint16_t* p, Float8& out) {
 #if defined(__aarch64__)
     using Half8 = __fp16 __attribute__((vector_size(16)));
@@ -227,17 +247,27 @@ struct PortableHalves {
 #define REVIS_AVX2_TARGET __attribute__((target("avx2,fma,f16c"), flatten))
 // ...or with one vcvtph2ps.
 struct F16cHalves {
+  using Vec = Float8;
+  static constexpr int kLanes = 8;
   __attribute__((target("avx2,fma,f16c"))) static void load(const uint16_t* p, Float8& out) {
     const __m256 floats = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     std::memcpy(&out, &floats, sizeof out);
   }
 };
 
-// The AVX2 versions wherever the kernel backend in use has AVX2 and F16C.
-bool use_f16c() {
-  const KernelBackend backend = active_kernel_backend();
-  return backend == KernelBackend::kAvx2 || backend == KernelBackend::kAvx512;
-}
+// AVX-512: sixteen halves, and sixteen lanes to every vector of the kernels
+// below, which halves their instructions per value.
+#define REVIS_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"), flatten))
+struct Avx512Halves {
+  using Vec = Float16;
+  static constexpr int kLanes = 16;
+  __attribute__((target("avx512f,avx2,fma,f16c"))) static void load(const uint16_t* p, Float16& out) {
+    // The zero-masked form: GCC 12's plain one starts from an undefined
+    // register, which its -Wmaybe-uninitialized reports.
+    const __m512 floats = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    std::memcpy(&out, &floats, sizeof out);
+  }
+};
 #endif
 
 // How far ahead of the rows they multiply the kernels ask for the cache's
@@ -261,30 +291,34 @@ ALWAYS_INLINE void prefetch_ahead(const uint16_t* row, int64_t bytes, const uint
 ALWAYS_INLINE float sum_tree(Float8 v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
 
 // Scores of kHeads heads against kPositions rows. Lane j of each (head, row)
-// vector sums the products of elements j, j + 8, ...; the kHeads * kPositions
-// vectors are independent chains (hiding the adds' latency), eight of them
-// when the block is full, summed across lanes together.
+// vector sums the products of elements j, j + L, ... (L lanes: Halves's);
+// the kHeads * kPositions vectors are independent chains (hiding the adds'
+// latency), eight of them when the block is full, folded to eight lanes
+// and summed across lanes together.
 template <typename Halves, int kHeads, int kPositions>
 ALWAYS_INLINE void score_block(const float* q, size_t q_stride, const uint16_t* keys, int dim, float scale,
                                float* scores, size_t scores_stride) {
-  constexpr int kChains = kHeads * kPositions;
-  Float8 lanes[kChains] = {};
+  using Vec = typename Halves::Vec;
+  constexpr int kChains = kHeads * kPositions, kLanes = Halves::kLanes;
+  Vec lanes[kChains] = {};
   int i = 0;
-  for (; i + 8 <= dim; i += 8) {
-    Float8 key[kPositions];
+  for (; i + kLanes <= dim; i += kLanes) {
+    Vec key[kPositions];
     for (int p = 0; p < kPositions; ++p) Halves::load(keys + static_cast<int64_t>(p) * dim + i, key[p]);
     for (int h = 0; h < kHeads; ++h) {
-      const Float8 qv = load8(q + h * q_stride + i);
+      const Vec qv = load_vec<Vec>(q + h * q_stride + i);
       for (int p = 0; p < kPositions; ++p) lanes[h * kPositions + p] += qv * key[p];
     }
   }
+  Float8 folded[kChains];
+  for (int c = 0; c < kChains; ++c) folded[c] = fold8(lanes[c]);
   Float8 totals = {};  // chain c's total in lane c
   if constexpr (kChains == 8) {
-    totals = sum_lanes(lanes);
+    totals = sum_lanes(folded);
   } else {
-    for (int c = 0; c < kChains; ++c) totals[c] = sum_tree(lanes[c]);
+    for (int c = 0; c < kChains; ++c) totals[c] = sum_tree(folded[c]);
   }
-  if (i < dim)  // dims past the last multiple of 8
+  if (i < dim)  // dims past the last multiple of L
     for (int h = 0; h < kHeads; ++h)
       for (int p = 0; p < kPositions; ++p) {
         float tail = 0.0f;
@@ -335,15 +369,17 @@ ALWAYS_INLINE void scores_for_heads(const float* q, size_t q_stride, int heads, 
 template <typename Halves, int kHeads, int kVectors>
 ALWAYS_INLINE void add_value_columns(const float* weights, size_t weights_stride, const uint16_t* values, int n,
                                      int n_cached, int stride, int col, float* out, size_t out_stride) {
-  Float8 acc[kHeads][kVectors];
+  using Vec = typename Halves::Vec;
+  constexpr int kLanes = Halves::kLanes;
+  Vec acc[kHeads][kVectors];
   for (int h = 0; h < kHeads; ++h)
-    for (int v = 0; v < kVectors; ++v) acc[h][v] = load8(out + h * out_stride + col + 8 * v);
+    for (int v = 0; v < kVectors; ++v) acc[h][v] = load_vec<Vec>(out + h * out_stride + col + kLanes * v);
   const uint16_t* const end = values + static_cast<int64_t>(n_cached) * stride;
   for (int p = 0; p < n; ++p) {
     if (col == 0) prefetch_ahead(values + static_cast<int64_t>(p) * stride, int64_t{stride} * sizeof(uint16_t), end);
     const uint16_t* row = values + static_cast<int64_t>(p) * stride + col;
-    Float8 value[kVectors];
-    for (int v = 0; v < kVectors; ++v) Halves::load(row + 8 * v, value[v]);
+    Vec value[kVectors];
+    for (int v = 0; v < kVectors; ++v) Halves::load(row + kLanes * v, value[v]);
     for (int h = 0; h < kHeads; ++h) {
       const float w = weights[h * weights_stride + p];
       for (int v = 0; v < kVectors; ++v) acc[h][v] += w * value[v];
@@ -352,15 +388,18 @@ ALWAYS_INLINE void add_value_columns(const float* weights, size_t weights_stride
   for (int h = 0; h < kHeads; ++h) std::memcpy(out + h * out_stride + col, acc[h], sizeof acc[h]);
 }
 
-// kHeads heads' outputs, 8 * kVectors columns at a time, then 8, then one.
+// kHeads heads' outputs, L * kVectors columns at a time (L lanes:
+// Halves's), then L, then one. Each column sums its rows in order, so the
+// lanes give the same bits.
 template <typename Halves, int kHeads, int kVectors>
 ALWAYS_INLINE void add_values_of_heads(const float* weights, size_t weights_stride, const uint16_t* values, int n,
                                        int n_cached, int dim, int stride, float* out, size_t out_stride) {
+  constexpr int kLanes = Halves::kLanes;
   int col = 0;
-  for (; col + 8 * kVectors <= dim; col += 8 * kVectors)
+  for (; col + kLanes * kVectors <= dim; col += kLanes * kVectors)
     add_value_columns<Halves, kHeads, kVectors>(weights, weights_stride, values, n, n_cached, stride, col, out,
                                                  out_stride);
-  for (; col + 8 <= dim; col += 8)
+  for (; col + kLanes <= dim; col += kLanes)
     add_value_columns<Halves, kHeads, 1>(weights, weights_stride, values, n, n_cached, stride, col, out, out_stride);
   for (; col < dim; ++col)
     for (int h = 0; h < kHeads; ++h) {
@@ -406,6 +445,17 @@ REVIS_AVX2_TARGET void values_avx2(const float* weights, size_t weights_stride, 
                                    int n, int n_cached, int dim, int stride, float* out, size_t out_stride) {
   values_for_heads<F16cHalves>(weights, weights_stride, heads, values, n, n_cached, dim, stride, out, out_stride);
 }
+
+REVIS_AVX512_TARGET void scores_avx512(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n,
+                                       int n_cached, int dim, float scale, float* scores, size_t scores_stride) {
+  scores_for_heads<Avx512Halves>(q, q_stride, heads, keys, n, n_cached, dim, scale, scores, scores_stride);
+}
+
+REVIS_AVX512_TARGET void values_avx512(const float* weights, size_t weights_stride, int heads,
+                                       const uint16_t* values, int n, int n_cached, int dim, int stride, float* out,
+                                       size_t out_stride) {
+  values_for_heads<Avx512Halves>(weights, weights_stride, heads, values, n, n_cached, dim, stride, out, out_stride);
+}
 #endif
 
 }  // namespace
@@ -413,7 +463,14 @@ REVIS_AVX2_TARGET void values_avx2(const float* weights, size_t weights_stride, 
 void attention_scores(const float* q, size_t q_stride, int heads, const uint16_t* keys, int n, int n_cached, int dim,
                       float scale, float* scores, size_t scores_stride) {
 #if defined(__x86_64__)
-  if (use_f16c()) return scores_avx2(q, q_stride, heads, keys, n, n_cached, dim, scale, scores, scores_stride);
+  switch (active_kernel_backend()) {
+    case KernelBackend::kAvx512:
+      return scores_avx512(q, q_stride, heads, keys, n, n_cached, dim, scale, scores, scores_stride);
+    case KernelBackend::kAvx2:
+      return scores_avx2(q, q_stride, heads, keys, n, n_cached, dim, scale, scores, scores_stride);
+    default:
+      break;
+  }
 #endif
   scores_portable(q, q_stride, heads, keys, n, n_cached, dim, scale, scores, scores_stride);
 }
@@ -421,8 +478,14 @@ void attention_scores(const float* q, size_t q_stride, int heads, const uint16_t
 void add_weighted_values(const float* weights, size_t weights_stride, int heads, const uint16_t* values, int n,
                          int n_cached, int dim, int row_stride, float* out, size_t out_stride) {
 #if defined(__x86_64__)
-  if (use_f16c())
-    return values_avx2(weights, weights_stride, heads, values, n, n_cached, dim, row_stride, out, out_stride);
+  switch (active_kernel_backend()) {
+    case KernelBackend::kAvx512:
+      return values_avx512(weights, weights_stride, heads, values, n, n_cached, dim, row_stride, out, out_stride);
+    case KernelBackend::kAvx2:
+      return values_avx2(weights, weights_stride, heads, values, n, n_cached, dim, row_stride, out, out_stride);
+    default:
+      break;
+  }
 #endif
   values_portable(weights, weights_stride, heads, values, n, n_cached, dim, row_stride, out, out_stride);
 }
