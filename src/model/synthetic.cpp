@@ -211,7 +211,9 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
     out.set_u32(a + "attention.key_length_mla", head_dim + spec.rope_dim);
     out.set_u32(a + "attention.value_length_mla", spec.head_dim_v);
     out.set_u32(a + "rope.dimension_count", spec.rope_dim);
-    if (spec.q_lora_rank > 0) out.set_u32(a + "attention.q_lora_rank", spec.q_lora_rank);
+    // 0 without a low-rank query, as DeepSeek-V2-Lite's files say (llama.cpp
+    // requires the key).
+    out.set_u32(a + "attention.q_lora_rank", spec.q_lora_rank);
     out.set_u32(a + "attention.kv_lora_rank", spec.kv_lora_rank);
     out.set_u32(a + "leading_dense_block_count", spec.n_layer_dense_lead);
     out.set_u32(a + "expert_shared_count", spec.n_expert_shared);

@@ -263,5 +263,34 @@ TEST(Deepseek2Synthetic, ActiveBytesCountTheUsedExperts) {
   for (float v : session->logits(0)) ASSERT_TRUE(std::isfinite(v));
 }
 
+// mkmodel's V2-Lite shape, shrunk: a query without a bottleneck, which the
+// file says with q_lora_rank = 0 as DeepSeek-V2-Lite's files do (llama.cpp
+// refuses a deepseek2 file without the key).
+TEST(Deepseek2Synthetic, TheLiteShapeHasAQueryWithoutABottleneck) {
+  SyntheticSpec spec = *synthetic_preset("deepseek-v2-lite");
+  spec.n_embd = 256;
+  spec.n_layer = 2;
+  spec.n_ff = 512;
+  spec.n_expert = 8;
+  spec.n_ff_expert = 256;
+  spec.n_vocab = 512;
+  spec.mix = QuantMix::kQ8_0;
+  TempDir tmp;
+  ThreadPool pool(2);
+  ASSERT_TRUE(write_synthetic_model(spec, tmp.file("m.gguf"), pool, nullptr).ok());
+  auto file = gguf::GgufFile::open(tmp.file("m.gguf"));
+  ASSERT_TRUE(file.ok());
+  ASSERT_NE((*file)->find("deepseek2.attention.q_lora_rank"), nullptr);
+  EXPECT_EQ(*(*file)->get_int("deepseek2.attention.q_lora_rank", -1), 0);
+  EXPECT_NE((*file)->tensor("blk.0.attn_q.weight"), nullptr);
+  EXPECT_EQ((*file)->tensor("blk.0.attn_q_a.weight"), nullptr);
+
+  auto engine = Engine::load({.model_path = tmp.file("m.gguf"), .n_ctx = 64, .n_threads = 2});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto session = (*engine)->new_session();
+  ASSERT_TRUE(session->eval(std::vector<int32_t>{1, 50, 300, 7}, false).ok());
+  for (float v : session->logits(0)) ASSERT_TRUE(std::isfinite(v));
+}
+
 }  // namespace
 }  // namespace revis
