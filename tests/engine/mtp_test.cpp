@@ -21,11 +21,14 @@
 #include "revis/draft.h"
 #include "revis/engine.h"
 #include "revis/generate.h"
+#include "support/greedy_identity.h"
 #include "support/testdata.h"
 
 namespace revis {
 namespace {
 
+using testing::expect_same_greedy_output;
+using testing::greedy;
 using testing::TempDir;
 
 // A small DeepSeek-V3-like shape with one MTP block.
@@ -64,44 +67,13 @@ std::unique_ptr<Engine> load(const std::string& path, int threads) {
   return engine.ok() ? std::move(*engine) : nullptr;
 }
 
-const char* const kPrompts[] = {
-    "The cat sat on the mat. The cat sat on the mat because the mat was warm.",
-    "def add(a, b):\n    return a + b\n",
-    "Once upon a time",
-};
-
-GenerateOptions greedy(int max_tokens) {
-  GenerateOptions o;
-  o.max_tokens = max_tokens;
-  o.sampling.temperature = 0;
-  o.ignore_eog = true;
-  return o;
-}
-
-// Generates every prompt with and without the MTP drafter in one session;
-// the outputs must be equal. Returns the drafted and accepted totals.
-std::pair<int, int> expect_same_greedy_output(Engine& engine, int max_tokens) {
+// Greedy output with the MTP drafter equals greedy output without it;
+// the drafted and accepted totals.
+std::pair<int, int> mtp_keeps_greedy_output(Engine& engine, int max_tokens) {
   auto drafter = mtp_drafter(engine);
   EXPECT_TRUE(drafter.ok()) << drafter.status().message();
   if (!drafter.ok()) return {};
-  int drafted = 0, accepted = 0;
-  auto session = engine.new_session();
-  for (const char* text : kPrompts) {
-    const std::vector<int32_t> prompt = engine.tokenize(text, false, false);
-    auto plain = generate(engine, *session, prompt, greedy(max_tokens), nullptr);
-    EXPECT_TRUE(plain.ok()) << plain.status().message();
-    GenerateOptions o = greedy(max_tokens);
-    o.drafter = drafter->get();
-    o.draft_max = 4;
-    auto fast = generate(engine, *session, prompt, o, nullptr);
-    EXPECT_TRUE(fast.ok()) << fast.status().message();
-    if (!plain.ok() || !fast.ok()) break;
-    EXPECT_EQ(fast->generated, plain->generated) << text;
-    EXPECT_LE(fast->accepted_tokens, fast->draft_tokens);
-    drafted += fast->draft_tokens;
-    accepted += fast->accepted_tokens;
-  }
-  return {drafted, accepted};
+  return expect_same_greedy_output(engine, **drafter, greedy(max_tokens));
 }
 
 TEST(MtpModel, LoadsTheBlockAndSaysSo) {
@@ -153,7 +125,7 @@ TEST(MtpDrafter, KeepsGreedyOutput) {
   for (int threads : {1, 2}) {
     auto engine = load(path, threads);
     ASSERT_TRUE(engine);
-    const auto [drafted, accepted] = expect_same_greedy_output(*engine, 24);
+    const auto [drafted, accepted] = mtp_keeps_greedy_output(*engine, 24);
     std::printf("mtp (random weights) %d threads: drafted %d accepted %d\n", threads, drafted, accepted);
     EXPECT_GT(drafted, 0) << threads << " threads";
   }
@@ -212,7 +184,7 @@ TEST(MtpDrafter, ACopyOfTheModelDraftsWhatTheModelGenerates) {
   TempDir tmp;
   auto engine = load(write_self_copy(tmp), 2);
   ASSERT_TRUE(engine);
-  const auto [drafted, accepted] = expect_same_greedy_output(*engine, 32);
+  const auto [drafted, accepted] = mtp_keeps_greedy_output(*engine, 32);
   std::printf("mtp (a copy of the model) : drafted %d accepted %d\n", drafted, accepted);
   ASSERT_GT(drafted, 0);
   // Random MTP weights keep about 1 draft in n_vocab; the copy nearly all
