@@ -13,9 +13,9 @@
 namespace revis {
 namespace {
 
-// Tokens per pass through the block: the bound on scratch memory, and where
-// a mixture of experts batches its tokens, as in forward() (model.cpp).
-constexpr int kNextnChunk = 64;
+// Tokens per pass through the block: the bound on scratch memory, as
+// forward()'s chunks (model.cpp).
+constexpr int kNextnChunk = 256;
 
 }  // namespace
 
@@ -30,6 +30,7 @@ Status Model::forward_nextn(std::span<const int32_t> tokens, std::span<const flo
     return Status::error("forward_nextn: " + std::to_string(hidden.size()) + " hidden values for " +
                          std::to_string(n_all) + " tokens of width " + std::to_string(d));
   matmul_.set_stepwise(false);
+  prompt_ = n_all > 1;
   std::vector<float> embedding(d);
   for (int start = 0; start < n_all; start += kNextnChunk) {
     const int n = std::min(kNextnChunk, n_all - start);
