@@ -5,7 +5,9 @@
 // prompts, 1 and 2 threads) and the drafts are counted; and an oracle of
 // its own: a one-layer model whose MTP block is a copy of that layer, fed
 // only the (unit-RMS) embedding, guesses exactly what the model itself
-// generates, so nearly every draft is accepted.
+// generates, so nearly every draft is accepted; and one with silent layers,
+// whose block is fed only the hidden state, drafts what a plain
+// computation from the token before the last says.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -131,14 +133,16 @@ TEST(MtpDrafter, KeepsGreedyOutput) {
   }
 }
 
-// The oracle: one layer, no leading dense layer (so the MTP block is an
-// expert layer like it), embeddings scaled to unit RMS (so enorm, all ones,
-// gives them back), eh_proj = [I | 0] (the block sees the embedding and
-// ignores the hidden state), and the block's layer a copy of layer 0. The
-// block then computes what the model computes, with its own KV rows of the
-// same tokens at the same positions: each draft is the model's greedy next
-// token, up to float rounding.
-std::string write_self_copy(const TempDir& tmp) {
+// The oracles' files: one layer, no leading dense layer (so the MTP block
+// is an expert layer like it), embeddings scaled to unit RMS (so the norms,
+// all ones, give them back), and eh_proj passing one half of its input
+// through: the embedding's (kEmbedding) or the hidden state's (kHidden).
+// With `copy`, the block's layer is a copy of layer 0; with `silent`, every
+// layer's attention output and FFN down projections are zero, so a layer
+// adds nothing to its input.
+enum class Passes { kEmbedding, kHidden };
+
+std::string write_oracle_model(const TempDir& tmp, Passes passes, bool copy, bool silent) {
   SyntheticSpec spec = mtp_spec(1);
   spec.n_layer_dense_lead = 0;
   const std::string source = write_model(spec, tmp, "source.gguf");
@@ -148,6 +152,9 @@ std::string write_self_copy(const TempDir& tmp) {
   gguf::GgufWriter out;
   out.copy_metadata(**in);
   const int64_t d = spec.n_embd;
+  auto is_layer_output = [](const std::string& name) {
+    return name.find("attn_output.") != std::string::npos || name.find("ffn_down_") != std::string::npos;
+  };
   for (const gguf::TensorInfo& t : (*in)->tensors()) {
     if (t.name == "token_embd.weight") {
       std::vector<float> rows(t.dims[0] * t.dims[1]);
@@ -161,11 +168,14 @@ std::string write_self_copy(const TempDir& tmp) {
       }
       EXPECT_TRUE(out.add_tensor(t.name, TensorType::F32, t.dims, rows.data(), rows.size() * sizeof(float)).ok());
     } else if (t.name == "blk.1.nextn.eh_proj.weight") {
-      std::vector<float> identity(2 * d * d, 0.0f);
-      for (int64_t r = 0; r < d; ++r) identity[r * 2 * d + r] = 1.0f;
-      EXPECT_TRUE(
-          out.add_tensor(t.name, TensorType::F32, t.dims, identity.data(), identity.size() * sizeof(float)).ok());
-    } else if (t.name.rfind("blk.1.", 0) == 0 && t.name.find(".nextn.") == std::string::npos) {
+      std::vector<float> pass(2 * d * d, 0.0f);
+      const int64_t half = passes == Passes::kEmbedding ? 0 : d;
+      for (int64_t r = 0; r < d; ++r) pass[r * 2 * d + half + r] = 1.0f;
+      EXPECT_TRUE(out.add_tensor(t.name, TensorType::F32, t.dims, pass.data(), pass.size() * sizeof(float)).ok());
+    } else if (silent && is_layer_output(t.name)) {
+      const std::vector<uint8_t> zeros(t.n_bytes, 0);  // zero in every float and block type
+      EXPECT_TRUE(out.add_tensor(t.name, t.type, t.dims, zeros.data(), zeros.size()).ok());
+    } else if (copy && t.name.rfind("blk.1.", 0) == 0 && t.name.find(".nextn.") == std::string::npos) {
       const gguf::TensorInfo* same = (*in)->tensor("blk.0." + t.name.substr(6));
       EXPECT_TRUE(same) << t.name;
       if (same) {
@@ -175,14 +185,18 @@ std::string write_self_copy(const TempDir& tmp) {
       EXPECT_TRUE(out.add_tensor(t.name, t.type, t.dims, t.data, t.n_bytes).ok());
     }
   }
-  const std::string path = tmp.file("self-copy.gguf");
+  const std::string path = tmp.file("oracle.gguf");
   EXPECT_TRUE(out.write(path).ok());
   return path;
 }
 
+// The block a copy of the model's layer, fed the embedding: it computes
+// what the model computes, with its own KV rows of the same tokens at the
+// same positions, so each draft is the model's greedy next token up to
+// float rounding.
 TEST(MtpDrafter, ACopyOfTheModelDraftsWhatTheModelGenerates) {
   TempDir tmp;
-  auto engine = load(write_self_copy(tmp), 2);
+  auto engine = load(write_oracle_model(tmp, Passes::kEmbedding, /*copy=*/true, /*silent=*/false), 2);
   ASSERT_TRUE(engine);
   const auto [drafted, accepted] = mtp_keeps_greedy_output(*engine, 32);
   std::printf("mtp (a copy of the model) : drafted %d accepted %d\n", drafted, accepted);
@@ -190,6 +204,58 @@ TEST(MtpDrafter, ACopyOfTheModelDraftsWhatTheModelGenerates) {
   // Random MTP weights keep about 1 draft in n_vocab; the copy nearly all
   // (a near tie may round the other way).
   EXPECT_GE(accepted, drafted * 9 / 10);
+}
+
+// Silent layers, the block fed the hidden state: the model's final state
+// at p is its embedding of token p, so the block's row p + 1 computes the
+// output projection of token p's embedding, and so does every chained row
+// (its own output is that embedding again). Every draft is then
+// argmax(output . embedding(token before the last)), computed here plainly.
+TEST(MtpDrafter, HiddenStateComesFromThePositionBefore) {
+  TempDir tmp;
+  const std::string path = write_oracle_model(tmp, Passes::kHidden, /*copy=*/false, /*silent=*/true);
+  auto engine = load(path, 2);
+  ASSERT_TRUE(engine);
+  auto file = gguf::GgufFile::open(path);
+  ASSERT_TRUE(file.ok());
+  const gguf::TensorInfo* embd = (*file)->tensor("token_embd.weight");
+  const gguf::TensorInfo* output = (*file)->tensor("output.weight");
+  ASSERT_TRUE(embd && output);
+  const int64_t d = embd->dims[0], n_vocab = embd->dims[1];
+  auto row = [&](const gguf::TensorInfo* t, int64_t r) {
+    std::vector<float> v(d);
+    dequantize_row(t->type, t->data + r * (t->n_bytes / t->dims[1]), v.data(), d);
+    return v;
+  };
+  auto projected_argmax = [&](int32_t token) {
+    const std::vector<float> e = row(embd, token);
+    int32_t best = 0;
+    double best_logit = -INFINITY;
+    for (int64_t v = 0; v < n_vocab; ++v) {
+      const std::vector<float> w = row(output, v);
+      double logit = 0;
+      for (int64_t i = 0; i < d; ++i) logit += double{w[i]} * e[i];
+      if (logit > best_logit) best_logit = logit, best = static_cast<int32_t>(v);
+    }
+    return best;
+  };
+
+  auto drafter = mtp_drafter(*engine);
+  ASSERT_TRUE(drafter.ok());
+  auto session = engine->new_session();
+  (*drafter)->attach(*session);
+  // The target holds all of the context but its last token, as in generate().
+  std::vector<int32_t> context = {40, 97, 98, 300};
+  ASSERT_TRUE(session->eval(std::span(context).first(context.size() - 1)).ok());
+  for (int32_t next : {7, 12, 450, 33}) {
+    auto drafts = (*drafter)->draft(context, 3);
+    ASSERT_TRUE(drafts.ok()) << drafts.status().message();
+    ASSERT_EQ(drafts->size(), 3u);
+    const int32_t expected = projected_argmax(context[context.size() - 2]);
+    for (int32_t token : *drafts) EXPECT_EQ(token, expected) << "context of " << context.size();
+    ASSERT_TRUE(session->eval({&context.back(), 1}).ok());
+    context.push_back(next);
+  }
 }
 
 }  // namespace
