@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Speculative decoding's speed: greedy generation with no drafter, with
-# prompt lookup (--lookup) and with a draft model (--draft), on the same
+# prompt lookup (--lookup) and with a draft model (--draft; `mtp`: the
+# target's own multi-token-prediction head), on the same
 # prompt, in alternating rounds; per mode the median generation speed and
 # the drafts' acceptance. A benchmark: it asserts nothing (the outputs are
 # equal by construction, and tests/engine/speculative_test.cpp checks it).
 #
-#   scripts/bench-speculative.sh TARGET.gguf [DRAFT.gguf]
+#   scripts/bench-speculative.sh TARGET.gguf [DRAFT.gguf | mtp]
 #   ROUNDS=3 THREADS=2 GEN=128 DRAFT_MAX=8 PROMPT_FILE=f.txt REVIS=build/revis scripts/bench-speculative.sh ...
 #
 # Without PROMPT_FILE the prompt is a summarize/rewrite-like one: a
@@ -23,7 +24,7 @@ draft_max=${DRAFT_MAX:-8}
 target=$1
 draft=${2:-}
 [[ -x $revis ]] || { echo "error: $revis not found (build first, or set REVIS)" >&2; exit 1; }
-for f in "$target" $draft; do [[ -f $f ]] || { echo "error: $f not found" >&2; exit 1; }; done
+for f in "$target" $draft; do [[ -f $f || $f == mtp ]] || { echo "error: $f not found" >&2; exit 1; }; done
 prompt_file=${PROMPT_FILE:-}
 if [[ -z $prompt_file ]]; then
   prompt_file=$(mktemp)

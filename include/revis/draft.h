@@ -2,6 +2,7 @@
 //
 //   auto lookup = revis::prompt_lookup_drafter();
 //   auto model = revis::load_draft_model(*engine, "small.gguf");
+//   auto mtp = revis::mtp_drafter(*engine);
 //   options.drafter = lookup.get();  options.draft_max = revis::kDefaultDraftMax;
 //
 // Prompt lookup finds the last few tokens earlier in the context (the
@@ -12,7 +13,12 @@
 // run greedily ahead of the target in a session of its own, kept in step
 // with the context it is given.
 //
-// Both draft deterministically, so the rejection sampler takes their
+// A multi-token-prediction head (DeepSeek's nextn block, inside the target's
+// own file) guesses the token after next from the target's final hidden
+// state and the next token's embedding, and chains on its own output: no
+// second model, one layer's work per draft token (docs/architecture.md).
+//
+// All draft deterministically, so the rejection sampler takes their
 // distribution as one-hot at the draft. Thread-safety: a drafter is used
 // by one generation at a time, on its thread; a draft model evaluates on
 // the target engine's thread pool, so target and draft never run at once.
@@ -43,5 +49,17 @@ std::unique_ptr<Drafter> prompt_lookup_drafter(int max_ngram = 3);
 // target's, it runs on the target's threads, and its vocabulary must be
 // the target's token for token (an error names the first difference).
 Result<std::unique_ptr<Drafter>> load_draft_model(const Engine& target, const std::string& path);
+
+// The target's multi-token-prediction block as a drafter; an error when the
+// model has none (ModelInfo::has_mtp). It reads the hidden states of the
+// session generate() evaluates in (Drafter::attach turns on
+// Session::keep_hidden_states), and keeps one layer's KV cache of n_ctx
+// positions of its own. Runs on the target's threads.
+Result<std::unique_ptr<Drafter>> mtp_drafter(const Engine& target);
+
+// What front ends' --draft names: kMtpDraft for mtp_drafter, otherwise a
+// draft model's path (a file named "mtp" is "./mtp").
+constexpr const char* kMtpDraft = "mtp";
+Result<std::unique_ptr<Drafter>> load_drafter(const Engine& target, const std::string& draft);
 
 }  // namespace revis

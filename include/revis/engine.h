@@ -29,6 +29,7 @@ namespace revis {
 class Tokenizer;
 class Session;
 class Engine;
+class Drafter;
 
 // Rows of the KV cache in memory: `positions` positions of
 // `bytes_per_position` bytes each, contiguous from `data` (Session::kv_runs).
@@ -72,6 +73,7 @@ struct ModelInfo {
   int n_layer = 0;
   int n_embd = 0;
   int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
+  bool has_mtp = false;      // a multi-token-prediction block (deepseek2 nextn; revis/draft.h's mtp_drafter)
   int n_threads = 0;
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token
@@ -109,6 +111,7 @@ class Engine {
 
  private:
   friend class Session;
+  friend Result<std::unique_ptr<Drafter>> mtp_drafter(const Engine& target);  // runs the model's nextn block
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
@@ -135,6 +138,15 @@ class Session {
   // norm; info().n_embd values): the pooled representation embeddings are
   // made of. Fails as eval() does; leaves no logits.
   Result<std::vector<float>> mean_hidden_state(std::span<const int32_t> tokens);
+
+  // From now on every eval also keeps each token's final hidden state
+  // (after the output norm; info().n_embd values), by position: what a
+  // multi-token-prediction drafter reads. Costs n_ctx() x n_embd floats.
+  void keep_hidden_states();
+  // The kept hidden state of the token at `pos` (< n_past()); empty when
+  // not kept, or when the row came from a checkpoint (adopt_kv) or from
+  // mean_hidden_state rather than an eval.
+  std::span<const float> hidden_state(int pos) const;
 
   int n_past() const { return static_cast<int>(history_.size()); }
   int n_ctx() const;

@@ -91,6 +91,10 @@ class Drafter {
   // the output so far; each call's context extends an earlier one's or
   // starts a new generation); fewer or none when it has no guess.
   virtual Result<std::vector<int32_t>> draft(std::span<const int32_t> context, int max) = 0;
+  // Called by generate() before it evaluates anything, with the session
+  // the target evaluates the context in: a drafter that reads the target's
+  // own state (mtp_drafter: its hidden states) keeps it. Others ignore it.
+  virtual void attach(Session& target) { (void)target; }
 };
 
 struct GenerateOptions {

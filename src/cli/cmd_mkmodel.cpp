@@ -32,6 +32,7 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     if (given("--head-dim")) merged.head_dim = spec.head_dim;
     if (given("--ff")) merged.n_ff = spec.n_ff;
     if (given("--vocab")) merged.n_vocab = spec.n_vocab;
+    if (given("--nextn")) merged.n_nextn_layer = spec.n_nextn_layer;
     merged.vocab_from = spec.vocab_from;
     merged.seed = spec.seed;
     spec = merged;
@@ -73,6 +74,7 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("--vocab", s.n_vocab, "Pad the built-in byte vocabulary to this size");
   cmd->add_option("--vocab-from", s.vocab_from, "Copy the tokenizer from this GGUF");
   cmd->add_flag("--tied", s.tied_output, "Use token_embd as the output matrix");
+  cmd->add_option("--nextn", s.n_nextn_layer, "Multi-token-prediction blocks after the layers (deepseek2)");
   cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();
   cmd->callback([args, cmd, &exit_code] { exit_code = mkmodel(*args, *cmd); });
 }

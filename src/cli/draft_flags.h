@@ -1,5 +1,5 @@
 // The speculative decoding flags of the commands that generate (run, chat,
-// serve): --draft FILE, --lookup, --draft-max N, and the drafter they ask
+// serve): --draft FILE|mtp, --lookup, --draft-max N, and the drafter they ask
 // for (revis/draft.h).
 #pragma once
 
@@ -15,7 +15,7 @@ class App;
 namespace revis::cli {
 
 struct DraftFlags {
-  std::string model;  // --draft: a draft model of the target's vocabulary
+  std::string model;  // --draft: a draft model of the target's vocabulary, or kMtpDraft
   bool lookup = false;
   int max = kDefaultDraftMax;
 };

@@ -68,4 +68,9 @@ Result<std::unique_ptr<Drafter>> load_draft_model(const Engine& target, const st
   return std::unique_ptr<Drafter>(new DraftModel(std::move(*engine)));
 }
 
+Result<std::unique_ptr<Drafter>> load_drafter(const Engine& target, const std::string& draft) {
+  if (draft == kMtpDraft) return mtp_drafter(target);
+  return load_draft_model(target, draft);
+}
+
 }  // namespace revis

@@ -7,25 +7,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/engine_impl.h"
 #include "engine/model_digest.h"
-#include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace revis {
-
-struct Engine::Impl {
-  ModelInfo info;
-  std::shared_ptr<const gguf::GgufFile> file;
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::shared_ptr<ThreadPool> pool;  // shared with a draft model's engine (EngineOptions::share_threads)
-};
-
-struct Session::State {
-  KvCache kv;
-  std::vector<float> logits;
-  int rows = 0;
-};
 
 namespace {
 
@@ -110,6 +96,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.n_head_kv = c.n_head_kv;
   info.head_dim_k = c.head_dim_k;
   info.head_dim_v = c.head_dim_v;
+  info.has_mtp = impl->model->has_nextn();
   if (options.share_threads) impl->pool = options.share_threads->impl_->pool;
   info.n_threads = impl->pool                 ? impl->pool->size()
                    : options.n_threads > 0 ? options.n_threads
@@ -136,7 +123,7 @@ std::unique_ptr<Session> Engine::new_session() { return std::unique_ptr<Session>
 
 Session::Session(Engine& engine)
     : engine_(engine),
-      state_(new State{KvCache(engine.impl_->model->config(), engine.impl_->info.n_ctx), {}, 0}) {}
+      state_(new State{KvCache(engine.impl_->model->config(), engine.impl_->info.n_ctx), {}, 0, {}, {}}) {}
 Session::~Session() = default;
 
 int Session::n_ctx() const { return state_->kv.n_ctx(); }
@@ -147,11 +134,28 @@ Status Session::eval_stepwise(std::span<const int32_t> tokens) { return run(toke
 
 Status Session::run(std::span<const int32_t> tokens, bool all_logits, bool stepwise) {
   Engine::Impl& e = *engine_.impl_;
-  Status s = e.model->forward(tokens, n_past(), state_->kv, *e.pool, all_logits, state_->logits, stepwise);
+  State& st = *state_;
+  const bool record = !st.hidden.empty();
+  if (record) e.model->set_hidden_rows(st.hidden.data());
+  Status s = e.model->forward(tokens, n_past(), st.kv, *e.pool, all_logits, st.logits, stepwise);
+  if (record) e.model->set_hidden_rows(nullptr);
   if (!s.ok()) return s;
-  state_->rows = all_logits ? static_cast<int>(tokens.size()) : 1;
+  st.rows = all_logits ? static_cast<int>(tokens.size()) : 1;
+  if (record) std::fill_n(st.hidden_known.begin() + n_past(), tokens.size(), true);
   history_.insert(history_.end(), tokens.begin(), tokens.end());
   return {};
+}
+
+void Session::keep_hidden_states() {
+  if (!state_->hidden.empty()) return;
+  state_->hidden.assign(static_cast<size_t>(n_ctx()) * engine_.impl_->info.n_embd, 0.0f);
+  state_->hidden_known.assign(n_ctx(), false);
+}
+
+std::span<const float> Session::hidden_state(int pos) const {
+  const size_t n_embd = engine_.impl_->info.n_embd;
+  if (pos < 0 || pos >= n_past() || state_->hidden.empty() || !state_->hidden_known[pos]) return {};
+  return std::span<const float>(state_->hidden).subspan(pos * n_embd, n_embd);
 }
 
 Result<std::vector<float>> Session::mean_hidden_state(std::span<const int32_t> tokens) {
@@ -160,6 +164,7 @@ Result<std::vector<float>> Session::mean_hidden_state(std::span<const int32_t> t
   Status s = e.model->forward_hidden(tokens, n_past(), state_->kv, *e.pool, mean);
   if (!s.ok()) return s;
   state_->rows = 0;
+  if (!state_->hidden.empty()) std::fill_n(state_->hidden_known.begin() + n_past(), tokens.size(), false);
   history_.insert(history_.end(), tokens.begin(), tokens.end());
   for (float& v : mean) v /= static_cast<float>(tokens.size());
   return mean;
@@ -211,6 +216,7 @@ Status Session::adopt_kv(std::span<const int32_t> tokens) {
                            std::to_string(n_vocab - 1) + ")");
   history_.assign(tokens.begin(), tokens.end());
   state_->rows = 0;
+  std::fill(state_->hidden_known.begin(), state_->hidden_known.end(), false);
   return {};
 }
 

@@ -118,6 +118,7 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
   const int n_prompt = static_cast<int>(prompt.size());
   const int n_cached = cached.cached_tokens;
   if (n_cached == 0) session.truncate(0);  // without a cache, start from an empty session
+  if (options.drafter && options.draft_max > 0) options.drafter->attach(session);
   GenerateResult result;
   result.n_prompt = n_prompt;
   result.cached_tokens = n_cached;

@@ -90,7 +90,8 @@ struct ModelConfig {
   float attn_temp_scale = 0.0f;
   int attn_temp_length = 0;
   // The multi-token-prediction blocks after the n_layer of the model
-  // (deepseek2.nextn_predict_layers); loaded, not evaluated.
+  // (deepseek2.nextn_predict_layers); the first drafts (weights.h's
+  // NextnWeights, Model::forward_nextn).
   int n_nextn_layer = 0;
 
   bool has_qkv_bias = false;

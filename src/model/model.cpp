@@ -170,35 +170,21 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
                           float* logits, float* hidden_sum) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
-  const int attn_width = c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.head_dim_v);
   x_.resize(static_cast<size_t>(n) * d);
   xb_.resize(static_cast<size_t>(n) * d);
-  attn_out_.resize(static_cast<size_t>(n) * attn_width);
 
   // Token embeddings.
   const Matrix& embd = weights_.token_embd;
   for (int t = 0; t < n; ++t) dequantize_row(embd.type, embd.row(tokens[t]), &x_[t * d], d);
 
-  for (int layer = 0; layer < c.n_layer; ++layer) {
-    const LayerWeights& l = weights_.layers[layer];
+  for (int layer = 0; layer < c.n_layer; ++layer)
+    transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, n_past, kv, pool);
 
-    // Attention block: x += Wo * attention(norm(x)).
-    for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.attn_norm.data(), d, c.rms_eps);
-    if (c.is_mla())
-      latent_attention(l, layer, n, n_past, kv, pool);
-    else
-      grouped_query_attention(l, layer, n, n_past, kv, pool);
-    matmul_.run(pool, l.wo, attn_out_.data(), n, attn_width, xb_.data(), d);
-    add(x_.data(), xb_.data(), n * d);
-
-    // Feed-forward block: x += ffn(norm(x)); the result lands in xb_.
-    for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.ffn_norm.data(), d, c.rms_eps);
-    if (c.is_moe_layer(layer))
-      feed_forward_moe(l, n, pool);
-    else
-      swiglu_ffn(l.w_gate, l.w_up, l.w_down, xb_.data(), n, xb_.data(), pool);
-    add(x_.data(), xb_.data(), n * d);
-  }
+  // What a multi-token-prediction drafter reads: every token's norm(x).
+  if (hidden_rows_)
+    for (int t = 0; t < n; ++t)
+      rms_norm(&hidden_rows_[static_cast<size_t>(n_past + t) * d], &x_[t * d], weights_.output_norm.data(), d,
+               c.rms_eps);
 
   // Embeddings: every token's norm(x), the final hidden state, summed.
   if (hidden_sum) {
@@ -214,6 +200,33 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   const int rows = n - first;
   for (int t = first; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
   matmul_.run(pool, weights_.output, &xb_[first * d], rows, d, logits, c.n_vocab);
+}
+
+// One transformer block over the chunk's rows x_: x += Wo attention(norm(x)),
+// then x += ffn(norm(x)), the FFN of routed experts where `moe`. The block
+// keeps its keys and values in the cache's layer kv_layer.
+void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, int n_past, KvCache& kv,
+                              ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int d = c.n_embd;
+  const int attn_width = c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.head_dim_v);
+  attn_out_.resize(static_cast<size_t>(n) * attn_width);
+
+  for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.attn_norm.data(), d, c.rms_eps);
+  if (c.is_mla())
+    latent_attention(l, kv_layer, n, n_past, kv, pool);
+  else
+    grouped_query_attention(l, kv_layer, n, n_past, kv, pool);
+  matmul_.run(pool, l.wo, attn_out_.data(), n, attn_width, xb_.data(), d);
+  add(x_.data(), xb_.data(), n * d);
+
+  // The feed-forward result lands in xb_.
+  for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.ffn_norm.data(), d, c.rms_eps);
+  if (moe)
+    feed_forward_moe(l, n, pool);
+  else
+    swiglu_ffn(l.w_gate, l.w_up, l.w_down, xb_.data(), n, xb_.data(), pool);
+  add(x_.data(), xb_.data(), n * d);
 }
 
 // Llama/Qwen attention: every query head meets the keys and values of its

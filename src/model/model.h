@@ -45,6 +45,21 @@ class Model {
   Status forward_hidden(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool,
                         std::span<float> sum);
 
+  // Multi-token prediction (docs/architecture.md): whether the file has a
+  // nextn block, and its forward pass. Runs tokens[0..n) at positions
+  // n_past.. of `kv`, a cache of one layer (the block's own), token i
+  // paired with hidden[i] (n_embd values: the model's final hidden state
+  // at the position before it, or the block's own output when chaining).
+  // Gives the last token's logits (the guess for the token after it) and
+  // its output hidden state, both after the block's head norm.
+  bool has_nextn() const { return !weights_.nextn.empty(); }
+  Status forward_nextn(std::span<const int32_t> tokens, std::span<const float> hidden, int n_past, KvCache& kv,
+                       ThreadPool& pool, std::vector<float>& logits, std::vector<float>& out_hidden);
+  // Later forward calls also write every token's final hidden state (after
+  // the output norm) to rows[position * n_embd], until set back to null.
+  // For one caller at a time, as forward itself.
+  void set_hidden_rows(float* rows) { hidden_rows_ = rows; }
+
   // Shows the input of every matrix product of later forward calls to
   // `observer` (null: none). For offline tools (revis imatrix); like
   // forward, not to be called while a forward call runs.
@@ -59,6 +74,8 @@ class Model {
   // KV rows only.
   void forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
                      float* logits, float* hidden_sum = nullptr);
+  void transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, int n_past, KvCache& kv,
+                         ThreadPool& pool);
   void grouped_query_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
   void latent_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
   void attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out);
@@ -77,6 +94,8 @@ class Model {
   std::vector<float> x_, xb_, q_, k_, v_, attn_out_, ffn_gate_, ffn_up_, moe_in_, moe_out_;
   std::vector<float> q_a_, q_latent_, latent_out_;              // latent attention
   std::vector<std::vector<std::pair<int, float>>> routed_;      // expert -> (token, weight)
+  std::vector<float> nextn_in_;                                 // multi-token prediction's [e ; h] rows
+  float* hidden_rows_ = nullptr;                                 // set_hidden_rows
   MatMul matmul_;
   bool prompt_ = false;           // the forward call evaluates several tokens, not one decoding step
   PrefetchTuner prefetch_tuner_;  // times the single-token steps

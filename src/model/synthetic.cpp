@@ -191,6 +191,9 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   if (deepseek && (spec.kv_lora_rank <= 0 || spec.rope_dim <= 0 || spec.rope_dim % 2 != 0 || spec.head_dim_v <= 0 ||
                    spec.q_lora_rank < 0 || spec.n_layer_dense_lead < 0 || spec.n_layer_dense_lead > spec.n_layer))
     return Status::error("deepseek2 needs a kv-lora rank, an even rope dim, a value dim and at most layers dense layers");
+  if (spec.n_nextn_layer < 0 || (spec.n_nextn_layer > 0 && !deepseek))
+    return Status::error("nextn layers: only deepseek2 has multi-token-prediction blocks");
+  const int n_blocks = spec.n_layer + spec.n_nextn_layer;
 
   gguf::GgufWriter out;
   const std::string a = spec.arch + ".";
@@ -198,7 +201,7 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   out.set_string("general.name", spec.name);
   out.set_u32(a + "context_length", spec.n_ctx);
   out.set_u32(a + "embedding_length", spec.n_embd);
-  out.set_u32(a + "block_count", spec.n_layer);
+  out.set_u32(a + "block_count", n_blocks);
   out.set_u32(a + "feed_forward_length", moe && !deepseek ? spec.n_ff_expert : spec.n_ff);
   out.set_u32(a + "attention.head_count", spec.n_head);
   out.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
@@ -216,6 +219,7 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
     out.set_u32(a + "attention.q_lora_rank", spec.q_lora_rank);
     out.set_u32(a + "attention.kv_lora_rank", spec.kv_lora_rank);
     out.set_u32(a + "leading_dense_block_count", spec.n_layer_dense_lead);
+    if (spec.n_nextn_layer > 0) out.set_u32(a + "nextn_predict_layers", spec.n_nextn_layer);
     out.set_u32(a + "expert_shared_count", spec.n_expert_shared);
     out.set_f32(a + "expert_weights_scale", spec.expert_weights_scale);
     out.set_bool(a + "expert_weights_norm", spec.sigmoid_gating);
@@ -245,8 +249,14 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   tensors.push_back({"token_embd.weight", {d, n_vocab}});
   tensors.push_back({"output_norm.weight", {d}});
   if (!spec.tied_output) tensors.push_back({"output.weight", {d, n_vocab}});
-  for (int i = 0; i < spec.n_layer; ++i) {
+  for (int i = 0; i < n_blocks; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
+    if (i >= spec.n_layer) {
+      tensors.push_back({p + "nextn.eh_proj.weight", {2 * d, d}});
+      tensors.push_back({p + "nextn.enorm.weight", {d}});
+      tensors.push_back({p + "nextn.hnorm.weight", {d}});
+      tensors.push_back({p + "nextn.shared_head_norm.weight", {d}});
+    }
     tensors.push_back({p + "attn_norm.weight", {d}});
     if (deepseek) {
       add_latent_attention(spec, p, head_dim, tensors);
@@ -286,7 +296,7 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   }
 
   // Weights are generated while the file is written, one slice at a time.
-  const TensorContext ctx{spec.n_layer, spec.n_expert, spec.tied_output, spec.n_head / std::max(1, spec.n_head_kv)};
+  const TensorContext ctx{n_blocks, spec.n_expert, spec.tied_output, spec.n_head / std::max(1, spec.n_head_kv)};
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& [name, dims] = tensors[i];
     const int64_t cols = dims[0];

@@ -33,6 +33,10 @@ struct SyntheticSpec {
   int n_layer_dense_lead = 1, n_expert_shared = 0, n_expert_groups = 0, n_expert_groups_used = 0;
   bool sigmoid_gating = false;
   float expert_weights_scale = 1.0f;
+  // deepseek2: multi-token-prediction blocks after the n_layer (block
+  // n_layer + i, with its nextn.eh_proj, enorm, hnorm and shared_head_norm;
+  // the embedding and the head are the model's).
+  int n_nextn_layer = 0;
   int n_ctx = 4096;
   float rope_base = 10000.0f;
   bool tied_output = false;

@@ -1,5 +1,7 @@
 #include "model/weights.h"
 
+#include <algorithm>
+
 #include "quant/quant.h"
 
 namespace revis {
@@ -107,6 +109,79 @@ Status bind_mla(Binder& bind, const std::string& p, const ModelConfig& c, ModelW
   return bind.matrix(p + "attn_output.weight", {heads * m.head_dim_v, d}, l.wo);
 }
 
+// Block i's tensors (blk.i.*): attention, then a dense or an expert FFN as
+// the config says of layer i.
+Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, LayerWeights& l) {
+  const std::string p = "blk." + std::to_string(i) + ".";
+  const int64_t d = c.n_embd;
+  Status s;
+  const int64_t q = c.q_dim(), kvk = c.kv_dim_k(), kvv = c.kv_dim_v();
+  if (!(s = bind.vector(p + "attn_norm.weight", d, l.attn_norm)).ok()) return s;
+  if (c.is_mla()) {
+    if (!(s = bind_mla(bind, p, c, w, l)).ok()) return s;
+  } else {
+    if (!(s = bind.matrix(p + "attn_q.weight", {d, q}, l.wq)).ok()) return s;
+    if (!(s = bind.matrix(p + "attn_k.weight", {d, kvk}, l.wk)).ok()) return s;
+    if (!(s = bind.matrix(p + "attn_v.weight", {d, kvv}, l.wv)).ok()) return s;
+    if (!(s = bind.matrix(p + "attn_output.weight", {c.n_head * int64_t{c.head_dim_v}, d}, l.wo)).ok()) return s;
+  }
+  if (c.has_qkv_bias) {
+    if (!(s = bind.vector(p + "attn_q.bias", q, l.bq)).ok()) return s;
+    if (!(s = bind.vector(p + "attn_k.bias", kvk, l.bk)).ok()) return s;
+    if (!(s = bind.vector(p + "attn_v.bias", kvv, l.bv)).ok()) return s;
+  }
+  if (c.has_qk_norm) {
+    if (!(s = bind.vector(p + "attn_q_norm.weight", c.head_dim_k, l.q_norm)).ok()) return s;
+    if (!(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
+  }
+  if (!(s = bind.vector(p + "ffn_norm.weight", d, l.ffn_norm)).ok()) return s;
+  if (c.is_moe_layer(i)) {
+    const int64_t e = c.n_expert, f = c.n_ff_expert;
+    if (!(s = bind.matrix(p + "ffn_gate_inp.weight", {d, e}, l.router)).ok()) return s;
+    if (!(s = bind.vector(p + "exp_probs_b.bias", e, l.expert_bias, /*optional=*/true)).ok()) return s;
+    if (!(s = bind.matrix(p + "ffn_gate_exps.weight", {d, f, e}, l.gate_exps)).ok()) return s;
+    if (!(s = bind.matrix(p + "ffn_up_exps.weight", {d, f, e}, l.up_exps)).ok()) return s;
+    if (!(s = bind.matrix(p + "ffn_down_exps.weight", {f, d, e}, l.down_exps)).ok()) return s;
+    if (c.n_expert_shared > 0) {
+      const int64_t fs = f * c.n_expert_shared;
+      if (!(s = bind.matrix(p + "ffn_gate_shexp.weight", {d, fs}, l.gate_shexp)).ok()) return s;
+      if (!(s = bind.matrix(p + "ffn_up_shexp.weight", {d, fs}, l.up_shexp)).ok()) return s;
+      if (!(s = bind.matrix(p + "ffn_down_shexp.weight", {fs, d}, l.down_shexp)).ok()) return s;
+    }
+  } else {
+    const int64_t f = c.n_ff;
+    if (!(s = bind.matrix(p + "ffn_gate.weight", {d, f}, l.w_gate)).ok()) return s;
+    if (!(s = bind.matrix(p + "ffn_up.weight", {d, f}, l.w_up)).ok()) return s;
+    if (!(s = bind.matrix(p + "ffn_down.weight", {f, d}, l.w_down)).ok()) return s;
+  }
+  return {};
+}
+
+// The multi-token-prediction block after the model's n_layer (blk.{n_layer}):
+// absent when the file has no tensor of that block (files converted without
+// it), else every required tensor must be there.
+Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c, ModelWeights& w) {
+  const std::string p = "blk." + std::to_string(c.n_layer) + ".";
+  const bool present = std::any_of(file.tensors().begin(), file.tensors().end(),
+                                   [&](const gguf::TensorInfo& t) { return t.name.rfind(p, 0) == 0; });
+  if (c.n_nextn_layer == 0 || !present) return {};
+  const int64_t d = c.n_embd, v = c.n_vocab;
+  NextnWeights n;
+  Status s;
+  if (!(s = bind_layer(bind, c, c.n_layer, w, n.layer)).ok()) return s;
+  if (!(s = bind.matrix(p + "nextn.eh_proj.weight", {2 * d, d}, n.eh_proj)).ok()) return s;
+  if (!(s = bind.vector(p + "nextn.enorm.weight", d, n.enorm)).ok()) return s;
+  if (!(s = bind.vector(p + "nextn.hnorm.weight", d, n.hnorm)).ok()) return s;
+  if (!(s = bind.matrix(p + "nextn.embed_tokens.weight", {d, v}, n.embed, /*optional=*/true)).ok()) return s;
+  if (!(s = bind.matrix(p + "nextn.shared_head_head.weight", {d, v}, n.head, /*optional=*/true)).ok()) return s;
+  if (!(s = bind.vector(p + "nextn.shared_head_norm.weight", d, n.head_norm, /*optional=*/true)).ok()) return s;
+  if (n.embed.empty()) n.embed = w.token_embd;
+  if (n.head.empty()) n.head = w.output;
+  if (n.head_norm.empty()) n.head_norm = w.output_norm;
+  w.nextn.push_back(std::move(n));
+  return {};
+}
+
 }  // namespace
 
 Matrix Matrix::slice(int64_t mat) const {
@@ -133,49 +208,9 @@ Result<ModelWeights> load_model_weights(const gguf::GgufFile& file, ModelConfig&
   if (!(s = bind.vector("rope_freqs.weight", c.rope_dims / 2, w.rope_freq_factors, true)).ok()) return s;
 
   w.layers.resize(c.n_layer);
-  for (int i = 0; i < c.n_layer; ++i) {
-    LayerWeights& l = w.layers[i];
-    const std::string p = "blk." + std::to_string(i) + ".";
-    const int64_t q = c.q_dim(), kvk = c.kv_dim_k(), kvv = c.kv_dim_v();
-    if (!(s = bind.vector(p + "attn_norm.weight", d, l.attn_norm)).ok()) return s;
-    if (c.is_mla()) {
-      if (!(s = bind_mla(bind, p, c, w, l)).ok()) return s;
-    } else {
-      if (!(s = bind.matrix(p + "attn_q.weight", {d, q}, l.wq)).ok()) return s;
-      if (!(s = bind.matrix(p + "attn_k.weight", {d, kvk}, l.wk)).ok()) return s;
-      if (!(s = bind.matrix(p + "attn_v.weight", {d, kvv}, l.wv)).ok()) return s;
-      if (!(s = bind.matrix(p + "attn_output.weight", {c.n_head * int64_t{c.head_dim_v}, d}, l.wo)).ok()) return s;
-    }
-    if (c.has_qkv_bias) {
-      if (!(s = bind.vector(p + "attn_q.bias", q, l.bq)).ok()) return s;
-      if (!(s = bind.vector(p + "attn_k.bias", kvk, l.bk)).ok()) return s;
-      if (!(s = bind.vector(p + "attn_v.bias", kvv, l.bv)).ok()) return s;
-    }
-    if (c.has_qk_norm) {
-      if (!(s = bind.vector(p + "attn_q_norm.weight", c.head_dim_k, l.q_norm)).ok()) return s;
-      if (!(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
-    }
-    if (!(s = bind.vector(p + "ffn_norm.weight", d, l.ffn_norm)).ok()) return s;
-    if (c.is_moe_layer(i)) {
-      const int64_t e = c.n_expert, f = c.n_ff_expert;
-      if (!(s = bind.matrix(p + "ffn_gate_inp.weight", {d, e}, l.router)).ok()) return s;
-      if (!(s = bind.vector(p + "exp_probs_b.bias", e, l.expert_bias, /*optional=*/true)).ok()) return s;
-      if (!(s = bind.matrix(p + "ffn_gate_exps.weight", {d, f, e}, l.gate_exps)).ok()) return s;
-      if (!(s = bind.matrix(p + "ffn_up_exps.weight", {d, f, e}, l.up_exps)).ok()) return s;
-      if (!(s = bind.matrix(p + "ffn_down_exps.weight", {f, d, e}, l.down_exps)).ok()) return s;
-      if (c.n_expert_shared > 0) {
-        const int64_t fs = f * c.n_expert_shared;
-        if (!(s = bind.matrix(p + "ffn_gate_shexp.weight", {d, fs}, l.gate_shexp)).ok()) return s;
-        if (!(s = bind.matrix(p + "ffn_up_shexp.weight", {d, fs}, l.up_shexp)).ok()) return s;
-        if (!(s = bind.matrix(p + "ffn_down_shexp.weight", {fs, d}, l.down_shexp)).ok()) return s;
-      }
-    } else {
-      const int64_t f = c.n_ff;
-      if (!(s = bind.matrix(p + "ffn_gate.weight", {d, f}, l.w_gate)).ok()) return s;
-      if (!(s = bind.matrix(p + "ffn_up.weight", {d, f}, l.w_up)).ok()) return s;
-      if (!(s = bind.matrix(p + "ffn_down.weight", {f, d}, l.w_down)).ok()) return s;
-    }
-  }
+  for (int i = 0; i < c.n_layer; ++i)
+    if (!(s = bind_layer(bind, c, i, w, w.layers[i])).ok()) return s;
+  if (!(s = bind_nextn(bind, file, c, w)).ok()) return s;
   return w;
 }
 

@@ -49,12 +49,28 @@ struct LayerWeights {
   Matrix gate_shexp, up_shexp, down_shexp;  // deepseek2's shared experts, as one FFN
 };
 
+// A multi-token-prediction block (deepseek2's nextn, docs/architecture.md):
+// a transformer layer whose input mixes a token's embedding with the
+// model's hidden state, and its own output head. The optional tensors fall
+// back to the model's: embed (token_embd), head (output), head_norm
+// (output_norm).
+struct NextnWeights {
+  LayerWeights layer;
+  Matrix eh_proj;                         // [enorm(embedding) ; hnorm(hidden)] -> n_embd
+  std::vector<float> enorm, hnorm;
+  Matrix embed, head;
+  std::vector<float> head_norm;
+};
+
 struct ModelWeights {
   Matrix token_embd;
   std::vector<float> output_norm;
   Matrix output;                          // token_embd when the output is tied
   std::vector<float> rope_freq_factors;   // Llama 3.1-style; empty when absent
   std::vector<LayerWeights> layers;
+  // The first multi-token-prediction block, when the file has one
+  // (config.n_nextn_layer > 0 and tensors blk.{n_layer}.*); else empty.
+  std::vector<NextnWeights> nextn;
   // Matrices made at load rather than mapped: deepseek2's attn_k_b and
   // attn_v_b, from the fused attn_kv_b of older files.
   std::vector<std::vector<float>> derived;

@@ -23,6 +23,11 @@ std::string resolve_path(const std::string& path, const std::string& base_dir) {
   return (fs::path(base_dir) / path).lexically_normal().string();
 }
 
+// A draft is a file, resolved as paths are, or kMtpDraft, the model's own head.
+std::string resolve_draft(const std::string& draft, const std::string& base_dir) {
+  return draft == kMtpDraft ? draft : resolve_path(draft, base_dir);
+}
+
 Status get_string(const toml::node& v, const std::string& at, std::string& out) {
   auto s = v.value_exact<std::string>();
   if (!s) return Status::error(at + ": expected a string");
@@ -87,7 +92,7 @@ Status parse_tier(const std::string& name, const toml::table& t, const std::stri
       tier.chat_template = resolve_path(tier.chat_template, base_dir);
     } else if (key == "draft") {
       s = get_string(v, where, tier.draft);
-      tier.draft = resolve_path(tier.draft, base_dir);
+      tier.draft = resolve_draft(tier.draft, base_dir);
     } else if (key == "lookup") {
       bool on = false;
       s = get_bool(v, where, on);
@@ -148,7 +153,7 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     }
     else if (key == "draft") {
       s = get_string(v, at, c.draft);
-      c.draft = resolve_path(c.draft, base_dir);
+      c.draft = resolve_draft(c.draft, base_dir);
     } else if (key == "lookup") s = get_bool(v, at, c.lookup);
     else if (key == "draft_max") s = get_int(v, at, 0, kMaxDraft, c.draft_max);
     else if (key == "memory_budget_mb") s = get_int(v, at, 0, int64_t(1) << 40, c.memory_budget_mb);

@@ -15,7 +15,7 @@
 //   ctx = 4096                   # context per model unless its tier says (-c)
 //   threads = 8                  # threads per model unless its tier says (-t)
 //   chat_template = "chatml.jinja"  # replaces the models' own templates unless the tier says (--chat-template)
-//   draft = "/models/m-q4_0.gguf"  # speculative decoding for `model` with this draft model (--draft)
+//   draft = "/models/m-q4_0.gguf"  # speculative decoding for `model` with this draft model, or "mtp": its own head (--draft)
 //   lookup = false               # speculative decoding with prompt lookup, every tier unless it says (--lookup)
 //   draft_max = 8                # tokens per draft unless a tier says (--draft-max)
 //   memory_budget_mb = 16384     # resident models above this are unloaded LRU (0: 3/4 of RAM)

@@ -60,7 +60,7 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   std::error_code ec;
   uint64_t file_bytes = std::filesystem::file_size(tier.model_path, ec);
   if (ec) return Status::error(tier.model_path + ": " + ec.message());
-  if (!tier.draft_path.empty()) {
+  if (!tier.draft_path.empty() && tier.draft_path != kMtpDraft) {  // the MTP head is inside the model's file
     file_bytes += std::filesystem::file_size(tier.draft_path, ec);
     if (ec) return Status::error("draft model " + tier.draft_path + ": " + ec.message());
   }
@@ -79,7 +79,7 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   const ModelInfo& info = m->engine->info();
   m->draft_path = tier.draft_path;
   if (!tier.draft_path.empty()) {
-    auto draft = load_draft_model(*m->engine, tier.draft_path);
+    auto draft = load_drafter(*m->engine, tier.draft_path);
     if (!draft.ok()) return draft.status();
     m->draft_model = std::move(*draft);
   }

@@ -98,6 +98,27 @@ TEST(RunCommand, SpeculativeFlagsKeepTheTextAndReportDrafts) {
   EXPECT_NE(run_revis(base + " --lookup --draft-max 0").exit_code, 0) << "--draft-max is 1..64";
 }
 
+// --draft mtp: a deepseek2 file from mkmodel --nextn 1 drafts with its own
+// head and keeps the text; a model without one is refused by saying so.
+TEST(RunCommand, DraftMtpUsesTheModelsOwnHead) {
+  TempDir tmp;
+  const std::string path = tmp.file("v3.gguf");
+  const auto mk = run_revis("mkmodel --like deepseek-v3-small --embd 128 --layers 2 --vocab 512 --nextn 1 -o " +
+                            shell_quote(path));
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  const std::string base = "run -m " + shell_quote(path) + " -p 'The cat sat on the mat.' -n 16 --temp 0 --ignore-eos --json";
+  const auto plain = run_revis(base);
+  const auto mtp = run_revis(base + " --draft mtp --draft-max 3");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(mtp.exit_code, 0) << mtp.err;
+  const nlohmann::json p = nlohmann::json::parse(plain.out), j = nlohmann::json::parse(mtp.out);
+  EXPECT_EQ(j["text"], p["text"]);
+  EXPECT_GT(j["draft_tokens"].get<int>(), 0);
+  const auto refused = run_revis("run -m " + shell_quote(model("llama-bpe-Q8_0")) + " -p 'Hi' -n 2 --draft mtp");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("no multi-token-prediction block"), std::string::npos) << refused.err;
+}
+
 // --grammar and --json-schema hold a random-weight model's sampled output
 // to them; a grammar that does not compile is a usage error naming the flag.
 TEST(RunCommand, GrammarAndJsonSchemaHoldTheOutput) {

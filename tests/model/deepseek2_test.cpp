@@ -1,7 +1,7 @@
 // DeepSeek's files (deepseek2) beyond the golden cases: the loader names the
 // latent-attention tensor or key that is missing or misshapen, the fused
 // attn_kv_b of older files gives the logits the split tensors give,
-// multi-token-prediction blocks are passed over, query temperature starts
+// multi-token-prediction blocks load (or are refused by name), query temperature starts
 // where the file says, and the synthetic shapes
 // load and count the weights a token reads.
 #include <gtest/gtest.h>
@@ -159,20 +159,25 @@ TEST(Deepseek2Loader, FusedKvBMatchesTheSplitTensors) {
     EXPECT_LE(testing::logit_error(b->logits(k).data(), a->logits(k).data(), g.n_vocab), 0.02) << "position " << k;
 }
 
-// A file with a multi-token-prediction block (nextn_predict_layers 1: one
-// more block after the model's, with its nextn.* tensors) loads, and the
-// model's own logits are those of the file without it.
-TEST(Deepseek2Loader, IgnoresMultiTokenPredictionBlocks) {
-  TempDir tmp;
+// A copy of the shared file with a multi-token-prediction block
+// (nextn_predict_layers 1: the last block again as blk.3, with its nextn
+// norms) and an eh_proj of these dims, none when empty.
+void write_mtp_copy(const std::string& path, const std::vector<int64_t>& eh_proj_dims) {
   write_copy(
-      tmp.file("mtp.gguf"),
-      [](const gguf::TensorInfo& t, auto&, auto& bytes, gguf::GgufWriter& out) {
-        if (t.name.rfind("blk.2.", 0) == 0) {  // the last block, again as blk.3
+      path,
+      [&](const gguf::TensorInfo& t, auto&, auto& bytes, gguf::GgufWriter& out) {
+        if (t.name.rfind("blk.2.", 0) == 0) {
           EXPECT_TRUE(out.add_tensor("blk.3." + t.name.substr(6), t.type, t.dims, bytes.data(), bytes.size()).ok());
           if (t.name == "blk.2.attn_norm.weight") {
             for (const char* norm : {"blk.3.nextn.enorm.weight", "blk.3.nextn.hnorm.weight"})
               EXPECT_TRUE(out.add_tensor(norm, t.type, t.dims, bytes.data(), bytes.size()).ok());
           }
+        }
+        if (t.name == "token_embd.weight" && !eh_proj_dims.empty()) {
+          const std::vector<float> zeros(eh_proj_dims[0] * eh_proj_dims[1], 0.0f);
+          EXPECT_TRUE(out.add_tensor("blk.3.nextn.eh_proj.weight", TensorType::F32, eh_proj_dims, zeros.data(),
+                                     zeros.size() * sizeof(float))
+                          .ok());
         }
         return true;
       },
@@ -180,10 +185,22 @@ TEST(Deepseek2Loader, IgnoresMultiTokenPredictionBlocks) {
         out.set_u32("deepseek2.block_count", 4);
         out.set_u32("deepseek2.nextn_predict_layers", 1);
       });
+}
+
+// The block loads beside the model, whose own logits are those of the file
+// without it.
+TEST(Deepseek2Loader, LoadsMultiTokenPredictionBlocks) {
+  TempDir tmp;
+  auto in = gguf::GgufFile::open(kModel);
+  ASSERT_TRUE(in.ok());
+  const int64_t d = (*in)->tensor("token_embd.weight")->dims[0];
+  write_mtp_copy(tmp.file("mtp.gguf"), {2 * d, d});
   auto plain = Engine::load({.model_path = kModel, .n_ctx = 64, .n_threads = 2});
   auto mtp = Engine::load({.model_path = tmp.file("mtp.gguf"), .n_ctx = 64, .n_threads = 2});
   ASSERT_TRUE(plain.ok() && mtp.ok()) << (mtp.ok() ? "" : mtp.status().message());
   EXPECT_EQ((*mtp)->info().n_layer, 3);
+  EXPECT_TRUE((*mtp)->info().has_mtp);
+  EXPECT_FALSE((*plain)->info().has_mtp);
   const std::vector<int32_t> tokens = {11, 549, 445, 772, 270};
   auto a = (*plain)->new_session();
   auto b = (*mtp)->new_session();
@@ -191,6 +208,16 @@ TEST(Deepseek2Loader, IgnoresMultiTokenPredictionBlocks) {
   ASSERT_TRUE(b->eval(tokens, true).ok());
   for (int k = 0; k < static_cast<int>(tokens.size()); ++k)
     EXPECT_TRUE(std::equal(a->logits(k).begin(), a->logits(k).end(), b->logits(k).begin())) << "position " << k;
+}
+
+// A block without its eh_proj, or with one of the wrong shape, is refused
+// by name.
+TEST(Deepseek2Loader, RefusesAnIncompleteMultiTokenPredictionBlock) {
+  TempDir tmp;
+  write_mtp_copy(tmp.file("missing.gguf"), {});
+  expect_error(load_error(tmp.file("missing.gguf")), {"blk.3.nextn.eh_proj.weight", "missing"});
+  write_mtp_copy(tmp.file("misshapen.gguf"), {7, 5});
+  expect_error(load_error(tmp.file("misshapen.gguf")), {"blk.3.nextn.eh_proj.weight", "[7, 5]", "expected"});
 }
 
 // The query temperature keys (Mistral Large 3 as deepseek2): queries before

@@ -100,17 +100,22 @@ draft_max = 3
 [tiers.large]
 model = "l.gguf"
 lookup = false
+[tiers.deep]
+model = "v3.gguf"
+draft = "mtp"
 )", "n.toml", "/etc/revis");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->draft, "/etc/revis/d.gguf");
   EXPECT_TRUE(c->lookup);
   EXPECT_EQ(c->draft_max, 5);
-  ASSERT_EQ(c->tiers.size(), 2u);
+  ASSERT_EQ(c->tiers.size(), 3u);
   for (const TierConfig& t : c->tiers) {
     if (t.name == "small") {
       EXPECT_EQ(t.draft, "/etc/revis/sd.gguf");
       EXPECT_FALSE(t.lookup.has_value());
       EXPECT_EQ(t.draft_max, 3);
+    } else if (t.name == "deep") {
+      EXPECT_EQ(t.draft, "mtp") << "the model's own head, not a file beside the config";
     } else {
       EXPECT_EQ(t.lookup, std::optional<bool>(false));
       EXPECT_TRUE(t.draft.empty());

@@ -1,0 +1,33 @@
+// The insides of Engine and Session (revis/engine.h), shared by the engine's
+// own files: engine.cpp, and the drafters that run the engine's model
+// directly (mtp_drafter.cpp).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/model.h"
+#include "revis/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace revis {
+
+struct Engine::Impl {
+  ModelInfo info;
+  std::shared_ptr<const gguf::GgufFile> file;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::shared_ptr<ThreadPool> pool;  // shared with a draft model's engine (EngineOptions::share_threads)
+};
+
+struct Session::State {
+  KvCache kv;
+  std::vector<float> logits;
+  int rows = 0;
+  // keep_hidden_states: n_ctx rows of n_embd, by position, and which rows
+  // an eval wrote (rows restored from a checkpoint have none).
+  std::vector<float> hidden;
+  std::vector<bool> hidden_known;
+};
+
+}  // namespace revis
