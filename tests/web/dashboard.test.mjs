@@ -111,8 +111,14 @@ try {
   await page.locator('#pg-state', { hasText: 'cancelled' }).waitFor({ timeout: 5000 });
   check(await page.isEnabled('#pg-submit'), 'Stop cancels the playground ticket');
 
-  // Its detail: result and provenance, by keyboard.
+  // Its detail: result and provenance, by keyboard. The focus stays on its
+  // row while another ticket's arrival redraws the table.
   await page.locator('tr[data-ticket="other-client-1"] button').focus();
+  await new Promise((resolve, reject) => execFile(revis, ['submit', '--node', `127.0.0.1:${pa}`, '--task', 'summarize',
+    '--arg', 'text=while the focus waits', '--id', 'other-client-2'], (err) => (err ? reject(err) : resolve())));
+  await page.locator('tr[data-ticket="other-client-2"][data-state="done"]').waitFor({ timeout: 10000 });
+  const focusedRow = await page.evaluate(() => document.activeElement?.closest('tr')?.dataset.ticket);
+  check(focusedRow === 'other-client-1', `the focus stays on its row while the table redraws (${focusedRow})`);
   await page.keyboard.press('Enter');
   await page.locator('#detail-provenance dd', { hasText: /^sha256/ }).first().waitFor({ timeout: 5000 });
   check((await page.textContent('#detail-result')).length > 0, 'the ticket detail shows its result and provenance');

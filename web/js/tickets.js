@@ -42,8 +42,12 @@ export class Tickets {
         h('td', { class: 'n' }, ms(t.durationMs)),
         h('td', { class: 'n' }, num(t.tokens)),
         h('td', { class: 'n' }, num(t.tokPerSec, 1))));
+    // The rows are new elements: a keyboard user's focus on a row's button
+    // moves to that row's new button instead of being lost.
+    const focused = document.activeElement?.closest?.('#tickets tr[data-ticket]')?.dataset.ticket;
     $('tickets').tBodies[0].replaceChildren(...rows);
     $('tickets-empty').hidden = rows.length > 0;
+    if (focused !== undefined) rows.find((row) => row.dataset.ticket === focused)?.querySelector('button')?.focus();
   }
 
   open(id) {
