@@ -123,6 +123,8 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   const PackedDot* packed = n_groups > 0 ? kernels.packed4 : nullptr;
   const bool repack = packed && packed->repack_weights;
   const size_t repacked_row_bytes = repack ? packed->weight_bytes(w.cols) : 0;
+  // Rows the packed dot4 takes at once: a stripe (quant.h), or one row.
+  const int stripe_rows = repack ? packed->weight_rows : 1;
   const size_t packed_bytes = packed ? packed->bytes(w.cols) : 0;
   const int n_single = n_rows - n_groups * kGroup;
   const PackedDot* packed_one = kernels.packed1;
@@ -159,7 +161,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
     slices.clear();
     for (int64_t col = 0; col < w.cols; col += width) {
       const int64_t n = std::min(width, w.cols - col);
-      slices.push_back({n, weight_bytes(col, repacked), weight_bytes(n, repacked),
+      slices.push_back({n, (repacked ? stripe_rows : 1) * weight_bytes(col, repacked), weight_bytes(n, repacked),
                         packed_form ? packed_form->bytes(col) : row_bytes(act_type, col)});
     }
   };
@@ -168,7 +170,9 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   // A tile is kTileBytes of one slice of its rows (of whole rows when the
   // rows are not sliced), as the kernel reads them.
   const size_t slice_row_bytes = std::max<size_t>(weight_bytes(slice, repack), 1);
-  const int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / slice_row_bytes));
+  // Whole stripes: every claim but a matrix's last then starts one.
+  const int64_t tile_rows =
+      std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / slice_row_bytes) / stripe_rows) * stripe_rows;
   // Token groups re-read a piece once per group, and stepwise tokens once
   // per token: keep every piece a tile.
   const int64_t max_rows = grouped || (stepwise_ && n_tokens > 1) ? tile_rows : std::max(w.rows, tile_rows);
@@ -205,7 +209,8 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
       // last bits from a cold one.
       thread_local std::vector<uint8_t> repacked_storage;
       if (repack) {
-        repacked_storage.resize(static_cast<size_t>(end - begin) * repacked_row_bytes);
+        const int64_t stripes = (end - begin + stripe_rows - 1) / stripe_rows;
+        repacked_storage.resize(static_cast<size_t>(stripes * stripe_rows) * repacked_row_bytes);
         packed->repack_weights(w.row(begin), w.row_bytes, end - begin, w.cols, repacked_storage.data());
       }
       auto group_row = [&](int64_t r) {
@@ -218,16 +223,18 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
           prefetch_ahead(t / kGroup);
           bool first = true;
           for (const Slice& s : group_slices_) {
-            for (int64_t r = begin; r < end; ++r) {
-              float dots[kGroup];
+            for (int64_t r = begin; r < end; r += stripe_rows) {
+              float dots[kGroup * kMaxStripeRows];
               if (packed)
                 packed->dot(group_row(r) + s.w_offset, packed_group + s.act_offset, s.n, dots);
               else
                 kernels.dot4(w.row(r) + s.w_offset, group + s.act_offset, act_row, s.n, dots);
-              for (int k = 0; k < kGroup && t + k < n_tokens; ++k) {
-                float& o = out[(t + k) * out_stride + r];
-                o = first ? dots[k] : o + dots[k];
-              }
+              const int64_t rows_here = std::min<int64_t>(stripe_rows, end - r);
+              for (int k = 0; k < kGroup && t + k < n_tokens; ++k)
+                for (int64_t i = 0; i < rows_here; ++i) {
+                  float& o = out[(t + k) * out_stride + r + i];
+                  o = first ? dots[k * stripe_rows + i] : o + dots[k * stripe_rows + i];
+                }
             }
             first = false;
           }

@@ -16,7 +16,8 @@
 //    where the backend has one: each group is then packed once per call,
 //    and where that form takes weights in a layout of its own too, each
 //    thread rewrites a tile's rows into it once, before the groups meet
-//    them).
+//    them; a form that takes stripes of rows, as AVX-512's Q4_K does
+//    sixteen at a time, has tiles of whole stripes).
 //    Rows too long for a group's activations to stay in L1 go in slices of
 //    columns, each slice's dots added to the last. The tile's rows
 //    stay in L2 while the token groups pass over them, and a group's four

@@ -75,21 +75,6 @@ void pack_top_bits(const int* q, int bit_value, uint8_t* mask) {
     for (int l = 0; l < 32; ++l) mask[l] |= static_cast<uint8_t>(((q[32 * k + l] / bit_value) & 1) << k);
 }
 
-// Q4_K/Q5_K: eight 6-bit scales and eight 6-bit mins in 12 bytes. Groups
-// 0..3 keep scale and min whole in bytes 0..3 and 4..7; groups 4..7 keep
-// their low nibbles in bytes 8..11 and park their top 2 bits in the unused
-// top bits of bytes 0..3 (scales) and 4..7 (mins).
-void unpack_scales_6bit(const uint8_t* s, int* scale, int* min) {
-  for (int g = 0; g < 4; ++g) {
-    scale[g] = s[g] & 63;
-    min[g] = s[g + 4] & 63;
-  }
-  for (int g = 4; g < 8; ++g) {
-    scale[g] = (s[g + 4] & 0x0f) | ((s[g - 4] >> 6) << 4);
-    min[g] = (s[g + 4] >> 4) | ((s[g] >> 6) << 4);
-  }
-}
-
 void pack_scales_6bit(const uint8_t* scale, const uint8_t* min, uint8_t* s) {
   for (int g = 0; g < 4; ++g) {
     s[g] = scale[g] & 63;
@@ -238,6 +223,21 @@ float dot_blocks(const void* w, const void* a, int64_t n, Geometry geometry) {
 }
 
 }  // namespace
+
+// Q4_K/Q5_K: eight 6-bit scales and eight 6-bit mins in 12 bytes. Groups
+// 0..3 keep scale and min whole in bytes 0..3 and 4..7; groups 4..7 keep
+// their low nibbles in bytes 8..11 and park their top 2 bits in the unused
+// top bits of bytes 0..3 (scales) and 4..7 (mins).
+void unpack_scales_6bit(const uint8_t* s, int* scale, int* min) {
+  for (int g = 0; g < 4; ++g) {
+    scale[g] = s[g] & 63;
+    min[g] = s[g + 4] & 63;
+  }
+  for (int g = 4; g < 8; ++g) {
+    scale[g] = (s[g + 4] & 0x0f) | ((s[g - 4] >> 6) << 4);
+    min[g] = (s[g + 4] >> 4) | ((s[g] >> 6) << 4);
+  }
+}
 
 // --- Q2_K ------------------------------------------------------------------
 

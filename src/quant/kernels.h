@@ -129,6 +129,8 @@ float dot_q6_k(const void* w, const void* a, int64_t n);
 void dequantize_q8_k(const void* src, float* dst, int64_t n);
 void quantize_q8_k(const float* src, void* dst, int64_t n);
 float dot_q8_k(const void* w, const void* a, int64_t n);
+// Q4_K's and Q5_K's eight 6-bit scales and minimums from their 12 bytes.
+void unpack_scales_6bit(const uint8_t* s, int* scale, int* min);
 
 // iq4.cpp: the non-uniform 4-bit codebook types.
 void dequantize_iq4_nl(const void* src, float* dst, int64_t n);

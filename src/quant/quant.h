@@ -75,13 +75,22 @@ void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, 
 // again the layout of values k.. starts at weight_bytes(k). It pays where
 // a tile of rows meets many packed groups (MatMul repacks each tile once
 // per matrix product).
+//
+// With weight_rows > 1 the repacked rows go in stripes of weight_rows rows
+// interleaved (the last stripe filled up with zero rows), and dot() takes
+// a whole stripe: out[k * weight_rows + r] is row r's product with
+// activation row k. A stripe holds weight_rows x weight_bytes(n) bytes,
+// its values k.. starting at weight_rows x weight_bytes(k).
 struct PackedDot {
   size_t (*bytes)(int64_t n);
   void (*pack)(const void* a, size_t a_stride, int64_t n, void* packed);
   void (*dot)(const void* w, const void* packed, int64_t n, float* out);
   size_t (*weight_bytes)(int64_t n) = nullptr;
   void (*repack_weights)(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) = nullptr;
+  int weight_rows = 1;
 };
+// The most weight_rows of any packed form.
+inline constexpr int kMaxStripeRows = 16;
 
 // vec_dot's and vec_dot4's kernels for weight type w_type and rows of n
 // values, looked up and checked once, for loops over many rows. dot4 is

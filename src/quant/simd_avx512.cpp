@@ -15,7 +15,8 @@
 // Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
 // for Q8_0, Q4_0 and Q5_0 (the K-quant mixes' type for rows that are not
 // whole super-blocks) adds packed forms of dot4 and (Q8_0) dot (quant.h's
-// PackedDot).
+// PackedDot); Q4_K's packed dot4 takes sixteen rows at once
+// (q4_k_stripes.h).
 // It also overrides the other K-quants (Q2_K, Q3_K, Q5_K) and the grid types
 // (IQ2_*, IQ3_*, IQ1_*): two groups of grid points to a register, their
 // signs a mask (built with BMI2, which every CPU with AVX-512 has). The
@@ -43,6 +44,7 @@
 #include "quant/iq_grids.h"
 #include "quant/kernels.h"
 #include "quant/packed_q8_0.h"
+#include "quant/q4_k_stripes.h"
 #include "quant/simd_x86.h"
 
 namespace revis::quant {
@@ -844,10 +846,63 @@ KernelEntry k_kernels() {
   return dots<dot_k_rows<1, Format>, dot_k_rows<4, Format>>();
 }
 
+// Sixteen Q4_K rows against four tokens (q4_k_stripes.h): out[16t + r].
+// Per group of 32 values and token, eight vpdpbusd sum a row's products in
+// its lane; the group's scale multiplies that sum (at most 32 x 15 x 128,
+// times 63: eight groups stay inside int32), and vpdpwssd adds the
+// minimums times the token's group sums, two groups at a time.
+void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  using Layout = Q4_KStripes;
+  const auto* stripe = static_cast<const uint8_t*>(w);
+  const auto* act = static_cast<const uint8_t*>(packed);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
+  __m512 acc[4];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
+    __m512i sums[4], min_sums[4];
+    for (int t = 0; t < 4; ++t) sums[t] = min_sums[t] = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {
+      __m512i low_sums[4], high_sums[4];  // groups 2p and 2p + 1
+      for (int t = 0; t < 4; ++t) low_sums[t] = high_sums[t] = _mm512_setzero_si512();
+      for (int s = 0; s < 8; ++s) {
+        const __m512i bytes = load512(stripe + 64 * (8 * p + s));
+        const __m512i low = _mm512_and_si512(bytes, low_nibbles);
+        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
+        for (int t = 0; t < 4; ++t) {
+          const uint8_t* values = act + kSuperBlock * t + 64 * p + 4 * s;
+          low_sums[t] = _mm512_dpbusd_epi32(low_sums[t], low, _mm512_set1_epi32(static_cast<int>(load_u32(values))));
+          high_sums[t] = _mm512_dpbusd_epi32(high_sums[t], high, _mm512_set1_epi32(static_cast<int>(load_u32(values + 32))));
+        }
+      }
+      const __m512i low_scale = _mm512_cvtepu8_epi32(load128(stripe + Layout::kScalesOffset + 32 * p));
+      const __m512i high_scale = _mm512_cvtepu8_epi32(load128(stripe + Layout::kScalesOffset + 32 * p + 16));
+      const __m512i mins = _mm512_cvtepu8_epi16(load256(stripe + Layout::kMinsOffset + 32 * p));
+      for (int t = 0; t < 4; ++t) {
+        sums[t] = _mm512_add_epi32(sums[t], _mm512_add_epi32(_mm512_mullo_epi32(low_sums[t], low_scale),
+                                                             _mm512_mullo_epi32(high_sums[t], high_scale)));
+        const uint8_t* group_sums = act + Layout::kSumsOffset + sizeof(int16_t) * (8 * t + 2 * p);
+        min_sums[t] = _mm512_dpwssd_epi32(min_sums[t], mins, _mm512_set1_epi32(static_cast<int>(load_u32(group_sums))));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(load256(stripe + Layout::kDOffset));
+    const __m512 dmin = _mm512_cvtph_ps(load256(stripe + Layout::kDminOffset));
+    const auto* token_d = reinterpret_cast<const float*>(act + Layout::kActivationScalesOffset);
+    for (int t = 0; t < 4; ++t) {
+      const __m512 da = _mm512_set1_ps(token_d[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_mul_ps(d, da), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_sums[t]), _mm512_mul_ps(dmin, da), acc[t]);
+    }
+  }
+  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + Q4_KStripes::kRows * t, acc[t]);
+}
+
 KernelEntry q4_k_kernels() {
   static const PackedDot one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
+  static const PackedDot four{Q4_KStripes::bytes, Q4_KStripes::pack, dot_q4_k_stripe, Q4_KStripes::weight_bytes,
+                              Q4_KStripes::repack, Q4_KStripes::kRows};
   KernelEntry entry = k_kernels<Q4_KPairs>();
   entry.packed1 = &one;
+  entry.packed4 = &four;
   return entry;
 }
 

@@ -388,10 +388,21 @@ void expect_dots_match(KernelBackend backend, TensorType type, const DotCase& c)
       return dots;
     }
     // The weight row in the kernel's own layout, then guarded the same way.
-    std::vector<uint8_t> repacked(form->weight_bytes(c.n) + 64, 0x5a);
-    form->repack_weights(c.w.data(), c.w.size(), 1, c.n, repacked.data());
+    // A form that takes stripes of rows gets a stripe one row short of
+    // full, every row this one: each must come out with the same bits, and
+    // the filled-up row as zero.
+    const int stripe = form->weight_rows, copies = std::max(1, stripe - 1);
+    std::vector<uint8_t> repacked(stripe * form->weight_bytes(c.n) + 64, 0x5a);
+    form->repack_weights(c.w.data(), 0, copies, c.n, repacked.data());
     EXPECT_TRUE(std::all_of(repacked.end() - 64, repacked.end(), [](uint8_t b) { return b == 0x5a; }));
-    form->dot(repacked.data(), packed_rows.data(), c.n, dots.data());
+    std::vector<float> stripe_dots(static_cast<size_t>(rows * stripe));
+    form->dot(repacked.data(), packed_rows.data(), c.n, stripe_dots.data());
+    for (int k = 0; k < rows; ++k) {
+      dots[k] = stripe_dots[k * stripe];
+      for (int r = 1; r < stripe; ++r)
+        EXPECT_EQ(std::bit_cast<uint32_t>(stripe_dots[k * stripe + r]), std::bit_cast<uint32_t>(r < copies ? dots[k] : 0.0f))
+            << type_name(type) << ", " << c.what << ", stripe row " << r << ", activation row " << k;
+    }
     return dots;
   };
   const std::vector<float> packed_four = packed_dots(simd.packed4, 4, 0);
