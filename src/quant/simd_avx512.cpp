@@ -15,8 +15,8 @@
 // Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
 // for Q8_0, Q4_0 and Q5_0 (the K-quant mixes' type for rows that are not
 // whole super-blocks) adds packed forms of dot4 and (Q8_0) dot (quant.h's
-// PackedDot); Q4_K's packed dot4 takes sixteen rows at once
-// (q4_k_stripes.h).
+// PackedDot); Q4_K's and Q6_K's packed dot4 take sixteen rows at once
+// (k_stripes.h).
 // It also overrides the other K-quants (Q2_K, Q3_K, Q5_K) and the grid types
 // (IQ2_*, IQ3_*, IQ1_*): two groups of grid points to a register, their
 // signs a mask (built with BMI2, which every CPU with AVX-512 has). The
@@ -44,7 +44,7 @@
 #include "quant/iq_grids.h"
 #include "quant/kernels.h"
 #include "quant/packed_q8_0.h"
-#include "quant/q4_k_stripes.h"
+#include "quant/k_stripes.h"
 #include "quant/simd_x86.h"
 
 namespace revis::quant {
@@ -846,7 +846,7 @@ KernelEntry k_kernels() {
   return dots<dot_k_rows<1, Format>, dot_k_rows<4, Format>>();
 }
 
-// Sixteen Q4_K rows against four tokens (q4_k_stripes.h): out[16t + r].
+// Sixteen Q4_K rows against four tokens (k_stripes.h): out[16t + r].
 // Per group of 32 values and token, eight vpdpbusd sum a row's products in
 // its lane; the group's scale multiplies that sum (at most 32 x 15 x 128,
 // times 63: eight groups stay inside int32), and vpdpwssd adds the
@@ -893,18 +893,90 @@ void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
       acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_sums[t]), _mm512_mul_ps(dmin, da), acc[t]);
     }
   }
-  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + Q4_KStripes::kRows * t, acc[t]);
+  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + kStripeRows * t, acc[t]);
+}
+
+// Sixteen Q6_K rows against four tokens (k_stripes.h): out[16t + r]. As
+// Q4_K's, with groups of 16 values and signed scales; the offset 32 meets
+// Q8_K's group sums through vpdpwssd with the scales times -32, two groups
+// at a time, in the same integer sum (at most 16 x 128 x 16 x 63 x 128 in
+// products and 32 x 128 x 16 x 2032 in offsets: inside int32).
+void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  using Layout = Q6_KStripes;
+  const auto* stripe = static_cast<const uint8_t*>(w);
+  const auto* act = static_cast<const uint8_t*>(packed);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0f), top_bits = _mm512_set1_epi8(0x30);
+  __m512 acc[4];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
+    __m512i sums[4];
+    for (__m512i& s : sums) s = _mm512_setzero_si512();
+    // Chunk c's two groups: their products with the scales, and the offsets.
+    auto add_groups = [&](int c, const __m512i (&group_sums)[4], bool second) {
+      const __m512i scale_pair = _mm512_cvtepi8_epi16(load256(stripe + Layout::kScalesOffset + 32 * c));
+      const __m512i scale = second ? _mm512_srai_epi32(scale_pair, 16) : _mm512_srai_epi32(_mm512_slli_epi32(scale_pair, 16), 16);
+      for (int t = 0; t < 4; ++t) sums[t] = _mm512_add_epi32(sums[t], _mm512_mullo_epi32(group_sums[t], scale));
+      if (!second) return;
+      const __m512i offsets = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(scale_pair, 5));
+      for (int t = 0; t < 4; ++t) {
+        const uint8_t* pair_sums = act + Layout::kSumsOffset + sizeof(int16_t) * (16 * t + 2 * c);
+        sums[t] = _mm512_dpwssd_epi32(sums[t], offsets, _mm512_set1_epi32(static_cast<int>(load_u32(pair_sums))));
+      }
+    };
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 2; ++j) {
+        const int low_chunk = 4 * h + j, high_chunk = low_chunk + 2;
+        __m512i low_sums[4], high_sums[4];
+        for (int s = 0; s < 8; ++s) {
+          if (s % 4 == 0)
+            for (int t = 0; t < 4; ++t) low_sums[t] = high_sums[t] = _mm512_setzero_si512();
+          const __m512i ql = load512(stripe + 64 * (16 * h + 8 * j + s));
+          const __m512i qh = load512(stripe + Layout::kHighOffset + 64 * (8 * h + s));
+          // Chunk 4h + k's top bits are bits 2k of qh: moved to bits 4-5.
+          const __m512i low_top = j == 0 ? _mm512_slli_epi16(qh, 4) : _mm512_slli_epi16(qh, 2);
+          const __m512i high_top = j == 0 ? qh : _mm512_srli_epi16(qh, 2);
+          const __m512i low = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, low_nibbles), low_top, top_bits, 0xf8);
+          const __m512i high = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibbles), high_top,
+                                                         top_bits, 0xf8);
+          for (int t = 0; t < 4; ++t) {
+            const uint8_t* values = act + kSuperBlock * t + 4 * s;
+            low_sums[t] = _mm512_dpbusd_epi32(low_sums[t], low,
+                                              _mm512_set1_epi32(static_cast<int>(load_u32(values + 32 * low_chunk))));
+            high_sums[t] = _mm512_dpbusd_epi32(high_sums[t], high,
+                                               _mm512_set1_epi32(static_cast<int>(load_u32(values + 32 * high_chunk))));
+          }
+          if (s % 4 == 3) {
+            add_groups(low_chunk, low_sums, s == 7);
+            add_groups(high_chunk, high_sums, s == 7);
+          }
+        }
+      }
+    const __m512 d = _mm512_cvtph_ps(load256(stripe + Layout::kDOffset));
+    const auto* token_d = reinterpret_cast<const float*>(act + Layout::kActivationScalesOffset);
+    for (int t = 0; t < 4; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_mul_ps(d, _mm512_set1_ps(token_d[t])), acc[t]);
+  }
+  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + kStripeRows * t, acc[t]);
 }
 
 KernelEntry q4_k_kernels() {
   static const PackedDot one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
   static const PackedDot four{Q4_KStripes::bytes, Q4_KStripes::pack, dot_q4_k_stripe, Q4_KStripes::weight_bytes,
-                              Q4_KStripes::repack, Q4_KStripes::kRows};
+                              Q4_KStripes::repack, kStripeRows};
   KernelEntry entry = k_kernels<Q4_KPairs>();
   entry.packed1 = &one;
   entry.packed4 = &four;
   return entry;
 }
+
+KernelEntry q6_k_kernels() {
+  static const PackedDot four{Q6_KStripes::bytes, Q6_KStripes::pack, dot_q6_k_stripe, Q6_KStripes::weight_bytes,
+                              Q6_KStripes::repack, kStripeRows};
+  KernelEntry entry = k_kernels<Q6_KPairs>();
+  entry.packed4 = &four;
+  return entry;
+}
+static_assert(kStripeRows <= kMaxStripeRows);
 
 // --- Float16 to float ------------------------------------------------------------
 //
@@ -935,7 +1007,7 @@ void install_avx512(OverrideFn record) {
   record(TensorType::Q3_K, k_kernels<Q3_KPairs>());
   record(TensorType::Q4_K, q4_k_kernels());
   record(TensorType::Q5_K, k_kernels<Q5_KPairs>());
-  record(TensorType::Q6_K, k_kernels<Q6_KPairs>());
+  record(TensorType::Q6_K, q6_k_kernels());
   record(TensorType::IQ2_XXS, k_kernels<IQ2_XXSPairs>());
   record(TensorType::IQ2_XS, k_kernels<IQ2_XSPairs>());
   record(TensorType::IQ2_S, k_kernels<IQ2_SPairs>());

@@ -110,8 +110,8 @@ TEST(MatMul, LongRowsGoInSlices) {
 // Every backend the CPU has, with several token groups meeting each tile,
 // for the packed forms that take weights in a layout of their own (AVX2's
 // octets for the Q8_0-activation types: each tile is repacked once for
-// all its groups; AVX-512's stripes of sixteen Q4_K rows, 45 rows making
-// two whole stripes and one of 13), and the one-token forms the tokens left over take
+// all its groups; AVX-512's stripes of sixteen Q4_K or Q6_K rows, 45 rows
+// making two whole stripes and one of 13), and the one-token forms the tokens left over take
 // (AVX2's activations with block sums and float scales for all six, in
 // groups of four blocks). 10 tokens are two groups and two left over, 18 four and two.
 // 2080 values end in a block past the last eight (and a group of four);
@@ -125,8 +125,9 @@ TEST(MatMul, EqualsRowByRowVecDotOnEveryBackend) {
                             TensorType::Q5_1})
       for (int64_t cols : {2080, 8192})
         for (int n_tokens : {10, 18}) expect_matmul_equals_vec_dots(type, 45, cols, n_tokens, 2);
-    for (int64_t cols : {2048, 8192})
-      for (int n_tokens : {10, 18}) expect_matmul_equals_vec_dots(TensorType::Q4_K, 45, cols, n_tokens, 2);
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K})
+      for (int64_t cols : {2048, 8192})
+        for (int n_tokens : {10, 18}) expect_matmul_equals_vec_dots(type, 45, cols, n_tokens, 2);
   }
 }
 

@@ -1,0 +1,92 @@
+#include "quant/k_stripes.h"
+
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+
+namespace revis::quant {
+namespace {
+
+// Four Q8_K rows as both layouts keep them: per block the values, then
+// kSums group sums per row (Q8_K's sixteen, or eight of 32 values each),
+// then the d.
+template <int kSums, size_t kBlockBytes>
+void pack_four_rows(const void* a, size_t a_stride, int64_t n, void* packed) {
+  constexpr size_t kSumsOffset = 4 * kSuperBlock, kScalesOffset = kSumsOffset + 4 * kSums * sizeof(int16_t);
+  static_assert(kBlockBytes == kScalesOffset + 4 * sizeof(float));
+  auto* out = static_cast<uint8_t*>(packed);
+  for (int64_t b = 0; b < n / kSuperBlock; ++b, out += kBlockBytes)
+    for (int t = 0; t < 4; ++t) {
+      const BlockQ8_K& block = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride)[b];
+      std::memcpy(out + kSuperBlock * t, block.qs, kSuperBlock);
+      for (int g = 0; g < kSums; ++g) {
+        constexpr int kPer = 16 / kSums;
+        int16_t sum = 0;
+        for (int i = 0; i < kPer; ++i) sum = static_cast<int16_t>(sum + block.bsums[kPer * g + i]);
+        std::memcpy(out + kSumsOffset + sizeof(int16_t) * (kSums * t + g), &sum, sizeof sum);
+      }
+      std::memcpy(out + kScalesOffset + sizeof(float) * t, &block.d, sizeof(float));
+    }
+}
+
+// The stripes of `rows` rows: move_row(block, r, out) puts row r's block
+// into the stripe's block at out.
+template <typename Block, size_t kBlockBytes, typename MoveRow>
+void repack_rows(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out, MoveRow move_row) {
+  auto* o = static_cast<uint8_t*>(out);
+  for (int64_t first = 0; first < rows; first += kStripeRows)
+    for (int64_t b = 0; b < n / kSuperBlock; ++b, o += kBlockBytes) {
+      if (first + kStripeRows > rows) std::memset(o, 0, kBlockBytes);
+      for (int r = 0; r < kStripeRows && first + r < rows; ++r)
+        move_row(reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + (first + r) * w_stride)[b], r, o);
+    }
+}
+
+// Dwords i = 0 .. count - 1 of `from` into lane r of the vectors at `to`.
+void to_lane(const uint8_t* from, int count, int r, uint8_t* to) {
+  for (int i = 0; i < count; ++i) std::memcpy(to + 64 * i + 4 * r, from + 4 * i, 4);
+}
+
+}  // namespace
+
+size_t Q4_KStripes::bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * kActivationBytes; }
+
+void Q4_KStripes::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
+  pack_four_rows<8, kActivationBytes>(a, a_stride, n, packed);
+}
+
+size_t Q4_KStripes::weight_bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * (kBlockBytes / kStripeRows); }
+
+void Q4_KStripes::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+  repack_rows<BlockQ4_K, kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ4_K& x, int r, uint8_t* o) {
+    to_lane(x.qs, 32, r, o);
+    int scale[8], min[8];
+    unpack_scales_6bit(x.scales, scale, min);
+    for (int g = 0; g < 8; ++g) {
+      o[kScalesOffset + kStripeRows * g + r] = static_cast<uint8_t>(scale[g]);
+      o[kMinsOffset + 2 * kStripeRows * (g / 2) + 2 * r + g % 2] = static_cast<uint8_t>(min[g]);
+    }
+    std::memcpy(o + kDOffset + sizeof(uint16_t) * r, &x.d, sizeof x.d);
+    std::memcpy(o + kDminOffset + sizeof(uint16_t) * r, &x.dmin, sizeof x.dmin);
+  });
+}
+
+size_t Q6_KStripes::bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * kActivationBytes; }
+
+void Q6_KStripes::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
+  pack_four_rows<16, kActivationBytes>(a, a_stride, n, packed);
+}
+
+size_t Q6_KStripes::weight_bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * (kBlockBytes / kStripeRows); }
+
+void Q6_KStripes::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+  repack_rows<BlockQ6_K, kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ6_K& x, int r, uint8_t* o) {
+    to_lane(x.ql, 32, r, o);
+    to_lane(x.qh, 16, r, o + kHighOffset);
+    for (int c = 0; c < 8; ++c) std::memcpy(o + kScalesOffset + 2 * kStripeRows * c + 2 * r, x.scales + 2 * c, 2);
+    std::memcpy(o + kDOffset + sizeof(uint16_t) * r, &x.d, sizeof x.d);
+  });
+}
+
+}  // namespace revis::quant
