@@ -30,63 +30,85 @@ void pack_four_rows(const void* a, size_t a_stride, int64_t n, void* packed) {
     }
 }
 
-// The stripes of `rows` rows: move_row(block, r, out) puts row r's block
+// The stripes of kRows rows: move_row(block, r, out) puts row r's block
 // into the stripe's block at out.
-template <typename Block, size_t kBlockBytes, typename MoveRow>
+template <int kRows, typename Block, size_t kBlockBytes, typename MoveRow>
 void repack_rows(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out, MoveRow move_row) {
   auto* o = static_cast<uint8_t*>(out);
-  for (int64_t first = 0; first < rows; first += kStripeRows)
+  for (int64_t first = 0; first < rows; first += kRows)
     for (int64_t b = 0; b < n / kSuperBlock; ++b, o += kBlockBytes) {
-      if (first + kStripeRows > rows) std::memset(o, 0, kBlockBytes);
-      for (int r = 0; r < kStripeRows && first + r < rows; ++r)
+      if (first + kRows > rows) std::memset(o, 0, kBlockBytes);
+      for (int r = 0; r < kRows && first + r < rows; ++r)
         move_row(reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + (first + r) * w_stride)[b], r, o);
     }
 }
 
-// Dwords i = 0 .. count - 1 of `from` into lane r of the vectors at `to`.
+// Dwords i = 0 .. count - 1 of `from` into lane r of the vectors of kRows
+// lanes at `to`.
+template <int kRows>
 void to_lane(const uint8_t* from, int count, int r, uint8_t* to) {
-  for (int i = 0; i < count; ++i) std::memcpy(to + 64 * i + 4 * r, from + 4 * i, 4);
+  for (int i = 0; i < count; ++i) std::memcpy(to + 4 * kRows * i + 4 * r, from + 4 * i, 4);
 }
 
 }  // namespace
 
-size_t Q4_KStripes::bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * kActivationBytes; }
+template <int kRows>
+size_t Q4_KStripes<kRows>::bytes(int64_t n) {
+  return static_cast<size_t>(n / kSuperBlock) * kActivationBytes;
+}
 
-void Q4_KStripes::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
+template <int kRows>
+void Q4_KStripes<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
   pack_four_rows<8, kActivationBytes>(a, a_stride, n, packed);
 }
 
-size_t Q4_KStripes::weight_bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * (kBlockBytes / kStripeRows); }
+template <int kRows>
+size_t Q4_KStripes<kRows>::weight_bytes(int64_t n) {
+  return static_cast<size_t>(n / kSuperBlock) * (kBlockBytes / kRows);
+}
 
-void Q4_KStripes::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
-  repack_rows<BlockQ4_K, kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ4_K& x, int r, uint8_t* o) {
-    to_lane(x.qs, 32, r, o);
+template <int kRows>
+void Q4_KStripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+  repack_rows<kRows, BlockQ4_K, kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ4_K& x, int r, uint8_t* o) {
+    to_lane<kRows>(x.qs, 32, r, o);
     int scale[8], min[8];
     unpack_scales_6bit(x.scales, scale, min);
     for (int g = 0; g < 8; ++g) {
-      o[kScalesOffset + kStripeRows * g + r] = static_cast<uint8_t>(scale[g]);
-      o[kMinsOffset + 2 * kStripeRows * (g / 2) + 2 * r + g % 2] = static_cast<uint8_t>(min[g]);
+      o[kScalesOffset + kRows * g + r] = static_cast<uint8_t>(scale[g]);
+      o[kMinsOffset + 2 * kRows * (g / 2) + 2 * r + g % 2] = static_cast<uint8_t>(min[g]);
     }
     std::memcpy(o + kDOffset + sizeof(uint16_t) * r, &x.d, sizeof x.d);
     std::memcpy(o + kDminOffset + sizeof(uint16_t) * r, &x.dmin, sizeof x.dmin);
   });
 }
 
-size_t Q6_KStripes::bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * kActivationBytes; }
+template <int kRows>
+size_t Q6_KStripes<kRows>::bytes(int64_t n) {
+  return static_cast<size_t>(n / kSuperBlock) * kActivationBytes;
+}
 
-void Q6_KStripes::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
+template <int kRows>
+void Q6_KStripes<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
   pack_four_rows<16, kActivationBytes>(a, a_stride, n, packed);
 }
 
-size_t Q6_KStripes::weight_bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * (kBlockBytes / kStripeRows); }
+template <int kRows>
+size_t Q6_KStripes<kRows>::weight_bytes(int64_t n) {
+  return static_cast<size_t>(n / kSuperBlock) * (kBlockBytes / kRows);
+}
 
-void Q6_KStripes::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
-  repack_rows<BlockQ6_K, kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ6_K& x, int r, uint8_t* o) {
-    to_lane(x.ql, 32, r, o);
-    to_lane(x.qh, 16, r, o + kHighOffset);
-    for (int c = 0; c < 8; ++c) std::memcpy(o + kScalesOffset + 2 * kStripeRows * c + 2 * r, x.scales + 2 * c, 2);
+template <int kRows>
+void Q6_KStripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+  repack_rows<kRows, BlockQ6_K, kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ6_K& x, int r, uint8_t* o) {
+    to_lane<kRows>(x.ql, 32, r, o);
+    to_lane<kRows>(x.qh, 16, r, o + kHighOffset);
+    for (int c = 0; c < 8; ++c) std::memcpy(o + kScalesOffset + 2 * kRows * c + 2 * r, x.scales + 2 * c, 2);
     std::memcpy(o + kDOffset + sizeof(uint16_t) * r, &x.d, sizeof x.d);
   });
 }
+
+template struct Q4_KStripes<8>;
+template struct Q4_KStripes<16>;
+template struct Q6_KStripes<16>;
 
 }  // namespace revis::quant

@@ -1,25 +1,29 @@
-// Q4_K and Q6_K in stripes of sixteen rows: the packed forms of dot4
-// (quant.h's PackedDot) that the AVX-512 backend uses for the two types of
-// Q4_K_M files, weights and activations both in a layout of their own.
+// Q4_K and Q6_K in stripes of rows: the packed forms of dot4 (quant.h's
+// PackedDot) for the two types of Q4_K_M files, weights and activations
+// both in a layout of their own. AVX-512 takes both in stripes of sixteen
+// rows, AVX2 Q4_K in stripes of eight.
 //
 // Why: one weight row against four tokens must sum each token's products
 // across a register's lanes, spread each group's scale to the lanes it
 // covers and apply the block's floats per token, and all of that is more
-// instructions than the multiplications themselves. With sixteen rows in
-// a register's sixteen dword lanes, a lane is one row: vpdpbusd multiplies
-// four of that row's levels with four of a token's values, which one
-// broadcast load brings to every lane, and the scales, the minimums and
-// the floats are vectors over the rows, applied once per group or block
-// for sixteen rows. Nothing is ever summed across lanes.
+// instructions than the multiplications themselves. With a stripe of rows
+// in a register's dword lanes (sixteen on AVX-512, eight on AVX2), a lane
+// is one row: vpdpbusd (or vpmaddubsw) multiplies four of that row's
+// levels with four of a token's values, which one broadcast load brings to
+// every lane, and the scales, the minimums and the floats are vectors over
+// the rows, applied once per group or block for the whole stripe. Nothing
+// is ever summed across lanes.
 //
-// Each layout below is per super-block of a stripe. "Lane r holds dword
-// x" means bytes 4r .. 4r + 3 of a 64-byte vector are bytes x .. x + 3 of
-// row r's block: the rows' level bytes are moved, never unpacked, so a
-// repack is a transposition of dwords. A stripe whose rows run out is
+// Each layout below is per super-block of a stripe of R rows, the sizes
+// given for R = 16. A vector is 4R bytes; "lane r holds dword x" means
+// bytes 4r .. 4r + 3 of a vector are bytes x .. x + 3 of row r's block:
+// the rows' level bytes are moved, never unpacked, so a repack is a
+// transposition of dwords. Per-row bytes are laid out likewise, with R
+// (or 2R) where 16 (32) stands below. A stripe whose rows run out is
 // filled with zero rows (d = 0), whose products are zero. For k a multiple
-// of 256 a stripe's values k.. start at byte 16 x weight_bytes(k).
+// of 256 a stripe's values k.. start at byte R x weight_bytes(k).
 //
-// Q4_K (kBlockBytes = 16 x 148):
+// Q4_K (kBlockBytes = R x 148):
 //   qs      for pair p = 0..3 and step s = 0..7, a vector whose lane r holds
 //           dword 32p + 4s of row r's qs: low nibbles values 4s .. 4s + 3
 //           of group 2p, high nibbles those of group 2p + 1 (2048 bytes);
@@ -31,7 +35,7 @@
 // then each row's sums of its eight groups of 32 values as int16; then the
 // four rows' d as floats.
 //
-// Q6_K (kBlockBytes = 16 x 210):
+// Q6_K (kBlockBytes = R x 210):
 //   ql      for half h = 0..1, part j = 0..1 and step s = 0..7, a vector
 //           whose lane r holds dword 64h + 32j + 4s of row r's ql: low
 //           nibbles values 4s .. 4s + 3 of chunk 4h + j (32 values), high
@@ -53,15 +57,17 @@
 
 namespace revis::quant {
 
-inline constexpr int kStripeRows = 16;
-
+// The stripe of each backend: a 512-bit register's sixteen dword lanes
+// (AVX-512), or a 256-bit register's eight (AVX2).
+template <int kRows>
 struct Q4_KStripes {
-  static constexpr size_t kScalesOffset = 2048;
-  static constexpr size_t kMinsOffset = kScalesOffset + 128;
-  static constexpr size_t kDOffset = kMinsOffset + 128;
-  static constexpr size_t kDminOffset = kDOffset + 32;
-  static constexpr size_t kBlockBytes = kDminOffset + 32;
-  static_assert(kBlockBytes == kStripeRows * 148);
+  static constexpr size_t kVectorBytes = 4 * kRows;
+  static constexpr size_t kScalesOffset = 32 * kVectorBytes;
+  static constexpr size_t kMinsOffset = kScalesOffset + 8 * kRows;
+  static constexpr size_t kDOffset = kMinsOffset + 8 * kRows;
+  static constexpr size_t kDminOffset = kDOffset + 2 * kRows;
+  static constexpr size_t kBlockBytes = kDminOffset + 2 * kRows;
+  static_assert(kBlockBytes == kRows * 148);
 
   static constexpr size_t kSumsOffset = 4 * 256;
   static constexpr size_t kActivationScalesOffset = kSumsOffset + 4 * 8 * sizeof(int16_t);
@@ -74,12 +80,14 @@ struct Q4_KStripes {
   static void repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out);
 };
 
+template <int kRows>
 struct Q6_KStripes {
-  static constexpr size_t kHighOffset = 2048;
-  static constexpr size_t kScalesOffset = kHighOffset + 1024;
-  static constexpr size_t kDOffset = kScalesOffset + 256;
-  static constexpr size_t kBlockBytes = kDOffset + 32;
-  static_assert(kBlockBytes == kStripeRows * 210);
+  static constexpr size_t kVectorBytes = 4 * kRows;
+  static constexpr size_t kHighOffset = 32 * kVectorBytes;
+  static constexpr size_t kScalesOffset = kHighOffset + 16 * kVectorBytes;
+  static constexpr size_t kDOffset = kScalesOffset + 16 * kRows;
+  static constexpr size_t kBlockBytes = kDOffset + 2 * kRows;
+  static_assert(kBlockBytes == kRows * 210);
 
   static constexpr size_t kSumsOffset = 4 * 256;
   static constexpr size_t kActivationScalesOffset = kSumsOffset + 4 * 16 * sizeof(int16_t);

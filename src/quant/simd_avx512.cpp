@@ -852,7 +852,7 @@ KernelEntry k_kernels() {
 // times 63: eight groups stay inside int32), and vpdpwssd adds the
 // minimums times the token's group sums, two groups at a time.
 void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
-  using Layout = Q4_KStripes;
+  using Layout = Q4_KStripes<16>;
   const auto* stripe = static_cast<const uint8_t*>(w);
   const auto* act = static_cast<const uint8_t*>(packed);
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
@@ -893,7 +893,7 @@ void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
       acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_sums[t]), _mm512_mul_ps(dmin, da), acc[t]);
     }
   }
-  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + kStripeRows * t, acc[t]);
+  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
 }
 
 // Sixteen Q6_K rows against four tokens (k_stripes.h): out[16t + r]. As
@@ -902,7 +902,7 @@ void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
 // at a time, in the same integer sum (at most 16 x 128 x 16 x 63 x 128 in
 // products and 32 x 128 x 16 x 2032 in offsets: inside int32).
 void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
-  using Layout = Q6_KStripes;
+  using Layout = Q6_KStripes<16>;
   const auto* stripe = static_cast<const uint8_t*>(w);
   const auto* act = static_cast<const uint8_t*>(packed);
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f), top_bits = _mm512_set1_epi8(0x30);
@@ -956,13 +956,13 @@ void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
     for (int t = 0; t < 4; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_mul_ps(d, _mm512_set1_ps(token_d[t])), acc[t]);
   }
-  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + kStripeRows * t, acc[t]);
+  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
 }
 
 KernelEntry q4_k_kernels() {
   static const PackedDot one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
-  static const PackedDot four{Q4_KStripes::bytes, Q4_KStripes::pack, dot_q4_k_stripe, Q4_KStripes::weight_bytes,
-                              Q4_KStripes::repack, kStripeRows};
+  using Layout = Q4_KStripes<16>;
+  static const PackedDot four{Layout::bytes, Layout::pack, dot_q4_k_stripe, Layout::weight_bytes, Layout::repack, 16};
   KernelEntry entry = k_kernels<Q4_KPairs>();
   entry.packed1 = &one;
   entry.packed4 = &four;
@@ -970,13 +970,12 @@ KernelEntry q4_k_kernels() {
 }
 
 KernelEntry q6_k_kernels() {
-  static const PackedDot four{Q6_KStripes::bytes, Q6_KStripes::pack, dot_q6_k_stripe, Q6_KStripes::weight_bytes,
-                              Q6_KStripes::repack, kStripeRows};
+  using Layout = Q6_KStripes<16>;
+  static const PackedDot four{Layout::bytes, Layout::pack, dot_q6_k_stripe, Layout::weight_bytes, Layout::repack, 16};
   KernelEntry entry = k_kernels<Q6_KPairs>();
   entry.packed4 = &four;
   return entry;
 }
-static_assert(kStripeRows <= kMaxStripeRows);
 
 // --- Float16 to float ------------------------------------------------------------
 //

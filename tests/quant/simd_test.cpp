@@ -126,6 +126,9 @@ TEST_F(Avx2, OverridesTheListedKernels) {
     EXPECT_NE(avx2.at(type).packed1, nullptr) << type_name(type);
   // Q4_K's one token: Q8_K activations reordered to meet a chunk pair per vector.
   EXPECT_NE(avx2.at(TensorType::Q4_K).packed1, nullptr);
+  // Q4_K's four tokens: stripes of eight rows.
+  ASSERT_NE(avx2.at(TensorType::Q4_K).packed4, nullptr);
+  EXPECT_EQ(avx2.at(TensorType::Q4_K).packed4->weight_rows, 8);
 }
 
 TEST_F(Avx2, DispatchUsesTheOverrides) {
@@ -165,6 +168,10 @@ TEST_F(Avx512, ExtendsTheAvx2Table) {
   EXPECT_EQ(avx512_kernels().at(TensorType::Q8_K).quantize, avx2_kernels().at(TensorType::Q8_K).quantize);
   for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0})
     EXPECT_NE(avx512_kernels().at(type).packed4, avx2_kernels().at(type).packed4) << type_name(type);
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K}) {
+    ASSERT_NE(avx512_kernels().at(type).packed4, nullptr) << type_name(type);
+    EXPECT_EQ(avx512_kernels().at(type).packed4->weight_rows, 16) << type_name(type);
+  }
   for (TensorType type : {TensorType::Q8_0, TensorType::Q5_0})
     EXPECT_NE(avx512_kernels().at(type).packed1, avx2_kernels().at(type).packed1) << type_name(type);
   // Q4_0's one token: AVX2's form with activation sums is the faster one.
