@@ -25,14 +25,13 @@ namespace {
 // A mixture of experts gains more: each expert meets a chunk's tokens that
 // chose it, 16 on average for 8 of 128 experts.
 //
-// A resumed prompt (engine/session_pool.h) restarts at a multiple of 64
-// tokens and must give the bits a cold prefill gives. Tokens meet the
-// kernels four at a time from the chunk's start, so any chunk that is a
-// multiple of four gives every token the same grouping. Experts group a
-// prompt's tokens by the router's choice instead, so their products take
+// Model::kChunk: a resumed prompt (engine/session_pool.h) restarts at a
+// multiple of 64 tokens and must give the bits a cold prefill gives. Tokens
+// meet the kernels four at a time from the chunk's start, so any chunk that
+// is a multiple of four gives every token the same grouping. Experts group
+// a prompt's tokens by the router's choice instead, so their products take
 // padded groups (matmul.h), in which a token's bits do not depend on the
 // tokens beside it.
-constexpr int kChunk = 256;
 
 // Attention takes a chunk's queries this many at a time: every tile of the
 // cache (below) is read once per block of queries.
@@ -180,26 +179,21 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   for (int layer = 0; layer < c.n_layer; ++layer)
     transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, n_past, kv, pool);
 
-  // What a multi-token-prediction drafter reads: every token's norm(x).
-  if (hidden_rows_)
-    for (int t = 0; t < n; ++t)
-      rms_norm(&hidden_rows_[static_cast<size_t>(n_past + t) * d], &x_[t * d], weights_.output_norm.data(), d,
-               c.rms_eps);
-
-  // Embeddings: every token's norm(x), the final hidden state, summed.
+  // The final hidden states norm(x): of every token where a
+  // multi-token-prediction drafter reads them or the embeddings sum them,
+  // else of the tokens whose logits are asked for.
+  if (!hidden_rows_ && !hidden_sum && !logits) return;
+  const int first = hidden_rows_ || hidden_sum || all_logits ? 0 : n - 1;
+  for (int t = first; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
+  if (hidden_rows_) std::copy_n(xb_.data(), static_cast<size_t>(n) * d, &hidden_rows_[static_cast<size_t>(n_past) * d]);
   if (hidden_sum) {
-    for (int t = 0; t < n; ++t) {
-      rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
-      add(hidden_sum, &xb_[t * d], d);
-    }
+    for (int t = 0; t < n; ++t) add(hidden_sum, &xb_[t * d], d);
     return;
   }
   // Output: logits = W_out * norm(x), for every token or only the last.
   if (!logits) return;
-  const int first = all_logits ? 0 : n - 1;
-  const int rows = n - first;
-  for (int t = first; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
-  matmul_.run(pool, weights_.output, &xb_[first * d], rows, d, logits, c.n_vocab);
+  const int from = all_logits ? 0 : n - 1;
+  matmul_.run(pool, weights_.output, &xb_[from * d], n - from, d, logits, c.n_vocab);
 }
 
 // One transformer block over the chunk's rows x_: x += Wo attention(norm(x)),

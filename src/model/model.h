@@ -66,6 +66,10 @@ class Model {
   void set_matmul_observer(MatmulObserver* observer) { matmul_.set_observer(observer); }
 
  private:
+  // Tokens per pass through the layers in a forward call: what bounds the
+  // scratch rows below (model.cpp says why 256).
+  static constexpr int kChunk = 256;
+
   Model() = default;
   void set_up_rope_and_scale();
   Status check_batch(std::span<const int32_t> tokens, int n_past, const KvCache& kv) const;

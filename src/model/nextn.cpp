@@ -11,13 +11,6 @@
 #include "quant/quant.h"
 
 namespace revis {
-namespace {
-
-// Tokens per pass through the block: the bound on scratch memory, as
-// forward()'s chunks (model.cpp).
-constexpr int kNextnChunk = 256;
-
-}  // namespace
 
 Status Model::forward_nextn(std::span<const int32_t> tokens, std::span<const float> hidden, int n_past, KvCache& kv,
                             ThreadPool& pool, std::vector<float>& logits, std::vector<float>& out_hidden) {
@@ -31,22 +24,22 @@ Status Model::forward_nextn(std::span<const int32_t> tokens, std::span<const flo
                          std::to_string(n_all) + " tokens of width " + std::to_string(d));
   matmul_.set_stepwise(false);
   prompt_ = n_all > 1;
-  std::vector<float> embedding(d);
-  for (int start = 0; start < n_all; start += kNextnChunk) {
-    const int n = std::min(kNextnChunk, n_all - start);
+  for (int start = 0; start < n_all; start += kChunk) {
+    const int n = std::min(kChunk, n_all - start);
     x_.resize(static_cast<size_t>(n) * d);
     xb_.resize(static_cast<size_t>(n) * d);
     nextn_in_.resize(static_cast<size_t>(n) * 2 * d);
     for (int t = 0; t < n; ++t) {
       float* row = &nextn_in_[static_cast<size_t>(t) * 2 * d];
-      dequantize_row(w.embed.type, w.embed.row(tokens[start + t]), embedding.data(), d);
-      rms_norm(row, embedding.data(), w.enorm.data(), d, c.rms_eps);
+      float* embedding = &xb_[static_cast<size_t>(t) * d];  // free until the block runs
+      dequantize_row(w.embed.type, w.embed.row(tokens[start + t]), embedding, d);
+      rms_norm(row, embedding, w.enorm.data(), d, c.rms_eps);
       rms_norm(row + d, &hidden[static_cast<size_t>(start + t) * d], w.hnorm.data(), d, c.rms_eps);
     }
     matmul_.run(pool, w.eh_proj, nextn_in_.data(), n, 2 * d, x_.data(), d);
     transformer_block(w.layer, c.is_moe_layer(c.n_layer), 0, n, n_past + start, kv, pool);
   }
-  const int last = (n_all - 1) % kNextnChunk;
+  const int last = (n_all - 1) % kChunk;
   out_hidden.resize(d);
   rms_norm(out_hidden.data(), &x_[static_cast<size_t>(last) * d], w.head_norm.data(), d, c.rms_eps);
   logits.resize(c.n_vocab);

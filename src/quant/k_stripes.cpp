@@ -8,28 +8,6 @@
 namespace revis::quant {
 namespace {
 
-// Four Q8_K rows as both layouts keep them: per block the values, then
-// kSums group sums per row (Q8_K's sixteen, or eight of 32 values each),
-// then the d.
-template <int kSums, size_t kBlockBytes>
-void pack_four_rows(const void* a, size_t a_stride, int64_t n, void* packed) {
-  constexpr size_t kSumsOffset = 4 * kSuperBlock, kScalesOffset = kSumsOffset + 4 * kSums * sizeof(int16_t);
-  static_assert(kBlockBytes == kScalesOffset + 4 * sizeof(float));
-  auto* out = static_cast<uint8_t*>(packed);
-  for (int64_t b = 0; b < n / kSuperBlock; ++b, out += kBlockBytes)
-    for (int t = 0; t < 4; ++t) {
-      const BlockQ8_K& block = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride)[b];
-      std::memcpy(out + kSuperBlock * t, block.qs, kSuperBlock);
-      for (int g = 0; g < kSums; ++g) {
-        constexpr int kPer = 16 / kSums;
-        int16_t sum = 0;
-        for (int i = 0; i < kPer; ++i) sum = static_cast<int16_t>(sum + block.bsums[kPer * g + i]);
-        std::memcpy(out + kSumsOffset + sizeof(int16_t) * (kSums * t + g), &sum, sizeof sum);
-      }
-      std::memcpy(out + kScalesOffset + sizeof(float) * t, &block.d, sizeof(float));
-    }
-}
-
 // The stripes of kRows rows: move_row(block, r, out) puts row r's block
 // into the stripe's block at out.
 template <int kRows, typename Block, size_t kBlockBytes, typename MoveRow>
@@ -52,24 +30,27 @@ void to_lane(const uint8_t* from, int count, int r, uint8_t* to) {
 
 }  // namespace
 
-template <int kRows>
-size_t Q4_KStripes<kRows>::bytes(int64_t n) {
-  return static_cast<size_t>(n / kSuperBlock) * kActivationBytes;
-}
-
-template <int kRows>
-void Q4_KStripes<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
-  pack_four_rows<8, kActivationBytes>(a, a_stride, n, packed);
-}
-
-template <int kRows>
-size_t Q4_KStripes<kRows>::weight_bytes(int64_t n) {
-  return static_cast<size_t>(n / kSuperBlock) * (kBlockBytes / kRows);
+template <int kRows, size_t kRowBytes, int kSums>
+void StripeLayout<kRows, kRowBytes, kSums>::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
+  auto* out = static_cast<uint8_t*>(packed);
+  for (int64_t b = 0; b < n / kSuperBlock; ++b, out += kActivationBytes)
+    for (int t = 0; t < 4; ++t) {
+      const BlockQ8_K& block = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride)[b];
+      std::memcpy(out + kSuperBlock * t, block.qs, kSuperBlock);
+      // Q8_K's sums are of 16 values: kSums of 256 / kSums values each.
+      constexpr int kPer = 16 / kSums;
+      for (int g = 0; g < kSums; ++g) {
+        int16_t sum = 0;
+        for (int i = 0; i < kPer; ++i) sum = static_cast<int16_t>(sum + block.bsums[kPer * g + i]);
+        std::memcpy(out + kSumsOffset + sizeof(int16_t) * (kSums * t + g), &sum, sizeof sum);
+      }
+      std::memcpy(out + kActivationScalesOffset + sizeof(float) * t, &block.d, sizeof(float));
+    }
 }
 
 template <int kRows>
 void Q4_KStripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
-  repack_rows<kRows, BlockQ4_K, kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ4_K& x, int r, uint8_t* o) {
+  repack_rows<kRows, BlockQ4_K, Base::kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ4_K& x, int r, uint8_t* o) {
     to_lane<kRows>(x.qs, 32, r, o);
     int scale[8], min[8];
     unpack_scales_6bit(x.scales, scale, min);
@@ -83,23 +64,8 @@ void Q4_KStripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, in
 }
 
 template <int kRows>
-size_t Q6_KStripes<kRows>::bytes(int64_t n) {
-  return static_cast<size_t>(n / kSuperBlock) * kActivationBytes;
-}
-
-template <int kRows>
-void Q6_KStripes<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
-  pack_four_rows<16, kActivationBytes>(a, a_stride, n, packed);
-}
-
-template <int kRows>
-size_t Q6_KStripes<kRows>::weight_bytes(int64_t n) {
-  return static_cast<size_t>(n / kSuperBlock) * (kBlockBytes / kRows);
-}
-
-template <int kRows>
 void Q6_KStripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
-  repack_rows<kRows, BlockQ6_K, kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ6_K& x, int r, uint8_t* o) {
+  repack_rows<kRows, BlockQ6_K, Base::kBlockBytes>(w, w_stride, rows, n, out, [](const BlockQ6_K& x, int r, uint8_t* o) {
     to_lane<kRows>(x.ql, 32, r, o);
     to_lane<kRows>(x.qh, 16, r, o + kHighOffset);
     for (int c = 0; c < 8; ++c) std::memcpy(o + kScalesOffset + 2 * kRows * c + 2 * r, x.scales + 2 * c, 2);
@@ -107,6 +73,9 @@ void Q6_KStripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, in
   });
 }
 
+template struct StripeLayout<8, 148, 8>;
+template struct StripeLayout<16, 148, 8>;
+template struct StripeLayout<16, 210, 16>;
 template struct Q4_KStripes<8>;
 template struct Q4_KStripes<16>;
 template struct Q6_KStripes<16>;

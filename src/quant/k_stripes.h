@@ -55,47 +55,49 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "quant/blocks.h"
+
 namespace revis::quant {
 
-// The stripe of each backend: a 512-bit register's sixteen dword lanes
-// (AVX-512), or a 256-bit register's eight (AVX2).
-template <int kRows>
-struct Q4_KStripes {
+// What both layouts share, for stripes of kRows rows (a 512-bit
+// register's sixteen dword lanes on AVX-512, a 256-bit one's eight on
+// AVX2) of kRowBytes bytes per row and super-block: the activations, with
+// kSums group sums per row, and the sizes PackedDot asks for.
+template <int kRows, size_t kRowBytes, int kSums>
+struct StripeLayout {
   static constexpr size_t kVectorBytes = 4 * kRows;
-  static constexpr size_t kScalesOffset = 32 * kVectorBytes;
+  static constexpr size_t kBlockBytes = kRows * kRowBytes;
+
+  static constexpr size_t kSumsOffset = 4 * kSuperBlock;
+  static constexpr size_t kActivationScalesOffset = kSumsOffset + 4 * kSums * sizeof(int16_t);
+  static constexpr size_t kActivationBytes = kActivationScalesOffset + 4 * sizeof(float);
+
+  // PackedDot's functions but repack_weights.
+  static size_t bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * kActivationBytes; }
+  static void pack(const void* a, size_t a_stride, int64_t n, void* packed);
+  static size_t weight_bytes(int64_t n) { return static_cast<size_t>(n / kSuperBlock) * kRowBytes; }
+};
+
+template <int kRows>
+struct Q4_KStripes : StripeLayout<kRows, 148, 8> {
+  using Base = StripeLayout<kRows, 148, 8>;
+  static constexpr size_t kScalesOffset = 32 * Base::kVectorBytes;
   static constexpr size_t kMinsOffset = kScalesOffset + 8 * kRows;
   static constexpr size_t kDOffset = kMinsOffset + 8 * kRows;
   static constexpr size_t kDminOffset = kDOffset + 2 * kRows;
-  static constexpr size_t kBlockBytes = kDminOffset + 2 * kRows;
-  static_assert(kBlockBytes == kRows * 148);
+  static_assert(kDminOffset + 2 * kRows == Base::kBlockBytes);
 
-  static constexpr size_t kSumsOffset = 4 * 256;
-  static constexpr size_t kActivationScalesOffset = kSumsOffset + 4 * 8 * sizeof(int16_t);
-  static constexpr size_t kActivationBytes = kActivationScalesOffset + 4 * sizeof(float);
-
-  // PackedDot's functions: activations, then weights.
-  static size_t bytes(int64_t n);
-  static void pack(const void* a, size_t a_stride, int64_t n, void* packed);
-  static size_t weight_bytes(int64_t n);
   static void repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out);
 };
 
 template <int kRows>
-struct Q6_KStripes {
-  static constexpr size_t kVectorBytes = 4 * kRows;
-  static constexpr size_t kHighOffset = 32 * kVectorBytes;
-  static constexpr size_t kScalesOffset = kHighOffset + 16 * kVectorBytes;
+struct Q6_KStripes : StripeLayout<kRows, 210, 16> {
+  using Base = StripeLayout<kRows, 210, 16>;
+  static constexpr size_t kHighOffset = 32 * Base::kVectorBytes;
+  static constexpr size_t kScalesOffset = kHighOffset + 16 * Base::kVectorBytes;
   static constexpr size_t kDOffset = kScalesOffset + 16 * kRows;
-  static constexpr size_t kBlockBytes = kDOffset + 2 * kRows;
-  static_assert(kBlockBytes == kRows * 210);
+  static_assert(kDOffset + 2 * kRows == Base::kBlockBytes);
 
-  static constexpr size_t kSumsOffset = 4 * 256;
-  static constexpr size_t kActivationScalesOffset = kSumsOffset + 4 * 16 * sizeof(int16_t);
-  static constexpr size_t kActivationBytes = kActivationScalesOffset + 4 * sizeof(float);
-
-  static size_t bytes(int64_t n);
-  static void pack(const void* a, size_t a_stride, int64_t n, void* packed);
-  static size_t weight_bytes(int64_t n);
   static void repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out);
 };
 
