@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "bench/bandwidth.h"
+#include "bench/stats.h"
 #include "model/matmul.h"
 #include "model/weights.h"
 #include "quant/quant.h"
@@ -137,6 +139,40 @@ double MatMulSpeed::prefill_gops() {
   s.matmul.run(*s.pool, w, s.activations.data(), tokens, w.cols, s.out.data(), w.rows);
   return static_cast<double>(tokens) * static_cast<double>(w.rows) * static_cast<double>(w.cols) /
          seconds_since(start) / 1e9;
+}
+
+Result<ArithmeticCeiling> arithmetic_ceiling(ThreadPool& pool, const std::map<std::string, uint64_t>& bytes_by_type,
+                                             uint64_t bytes_per_token, int64_t cols, int samples) {
+  uint64_t total = 0;
+  for (const auto& [name, bytes] : bytes_by_type) total += bytes;
+  ArithmeticCeiling ceiling;
+  double gen_seconds = 0, prefill_seconds = 0;
+  for (const auto& [name, bytes] : bytes_by_type) {
+    const std::optional<TensorType> type = type_from_name(name);
+    if (!type || bytes == 0) continue;
+    // Only the in-cache and prefill matrices are used: the one from memory
+    // is kept to its least. A prompt meets the weights in chunks of 256
+    // tokens (model.cpp).
+    auto speed = MatMulSpeed::create(pool, {.type = *type, .cols = cols, .memory_bytes = 1, .prefill_tokens = 256});
+    if (!speed.ok()) continue;
+    std::vector<double> cache, prefill;
+    for (int i = 0; i < samples; ++i) {
+      cache.push_back((*speed)->decode_cache_gb_s());
+      prefill.push_back((*speed)->prefill_gops());
+    }
+    TypeSpeed& t = ceiling.by_type[name];
+    t.token_bytes = static_cast<double>(bytes_per_token) * static_cast<double>(bytes) / static_cast<double>(total);
+    t.cache_gb_s = summarize(cache).median;
+    t.prefill_gops = summarize(prefill).median;
+    const TypeTraits& traits = type_traits(*type);
+    const double weights = t.token_bytes * static_cast<double>(traits.block_size) / static_cast<double>(traits.block_bytes);
+    gen_seconds += t.token_bytes / (t.cache_gb_s * 1e9);
+    prefill_seconds += weights / (t.prefill_gops * 1e9);
+  }
+  if (ceiling.by_type.empty()) return Status::error("no weight type of the model could be timed in rows of " + std::to_string(cols));
+  ceiling.gen_tok_s = 1 / gen_seconds;
+  ceiling.prefill_tok_s = 1 / prefill_seconds;
+  return ceiling;
 }
 
 }  // namespace revis::bench

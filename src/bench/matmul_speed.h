@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "model/prefetch_tuner.h"
 #include "model/thread_pool.h"
@@ -54,5 +56,30 @@ class MatMulSpeed {
   explicit MatMulSpeed(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
+
+// The arithmetic ceilings of a model's speed, beside the memory roofline:
+// how fast its matrix products would run were every weight already in
+// cache, from each weight type's kernel speed (MatMulSpeed's decode from
+// cache and prefill) weighed by the type's share of what a token reads.
+// Where this is close to the roofline the two take turns and a step runs
+// below both; where it is lower, the arithmetic binds.
+struct TypeSpeed {
+  double token_bytes = 0;   // of the type, read per token
+  double cache_gb_s = 0;    // one token, weights in cache (median of the samples)
+  double prefill_gops = 0;  // a batch, G weight products per second (median)
+};
+struct ArithmeticCeiling {
+  std::map<std::string, TypeSpeed> by_type;
+  double gen_tok_s = 0;      // 1 / sum of token_bytes / cache speed
+  double prefill_tok_s = 0;  // 1 / sum of the type's weights per token / prefill speed
+};
+// bytes_by_type: a file's tensor bytes per type name; a token reads
+// bytes_per_token of them in those proportions (exact where every matrix
+// is read once per token; for a mixture of experts, where the experts'
+// types are read in proportion). The matrices' rows are `cols` wide (the
+// model's width); types whose blocks do not divide it, or that cannot be
+// weights, are left out.
+Result<ArithmeticCeiling> arithmetic_ceiling(ThreadPool& pool, const std::map<std::string, uint64_t>& bytes_by_type,
+                                             uint64_t bytes_per_token, int64_t cols, int samples);
 
 }  // namespace revis::bench

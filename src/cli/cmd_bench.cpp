@@ -18,11 +18,13 @@
 #include "bench/bandwidth.h"
 #include "bench/grammar_cost.h"
 #include "bench/inference.h"
+#include "bench/matmul_speed.h"
 #include "bench/stats.h"
 #include "cli/bench_matmul.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "grammar/json_schema.h"
+#include "model/thread_pool.h"
 #include "quant/quant.h"
 
 namespace revis::cli {
@@ -32,6 +34,9 @@ namespace {
 // prompt's size; a few decoding steps are enough for the decode path, and
 // keep the untimed run short on slow machines.
 constexpr int kWarmupGenerateSteps = 16;
+
+// Timings per weight type for the arithmetic ceiling, whose median counts.
+constexpr int kArithmeticSamples = 3;
 
 struct BenchArgs {
   std::string model, depths, kernels, matmul, json_schema;
@@ -110,6 +115,13 @@ double mib(uint64_t bytes) { return bytes / 1048576.0; }
 // can be streamed.
 double roofline_pct(double gen_tok_s, uint64_t bytes_per_token, double bandwidth_gb_s) {
   return bandwidth_gb_s > 0 ? 100.0 * gen_tok_s * static_cast<double>(bytes_per_token) / (bandwidth_gb_s * 1e9) : 0;
+}
+
+nlohmann::json arithmetic_json(const bench::ArithmeticCeiling& a) {
+  nlohmann::json by_type = nlohmann::json::object();
+  for (const auto& [name, t] : a.by_type)
+    by_type[name] = {{"token_bytes", t.token_bytes}, {"cache_gb_s", t.cache_gb_s}, {"prefill_gops", t.prefill_gops}};
+  return {{"gen_tok_s", a.gen_tok_s}, {"prefill_tok_s", a.prefill_tok_s}, {"by_type", by_type}};
 }
 
 nlohmann::json spread_json(const bench::Summary& s) {
@@ -324,6 +336,13 @@ int run_bench(const BenchArgs& args) {
                        ttft = bench::summarize(ttft_ms), bandwidth = bench::summarize(pass_gb_s),
                        roofline = bench::summarize(run_roofline);
   const bool locked = args.mlock && info.mlock_failure.empty();
+  // The arithmetic ceilings beside the roofline (matmul_speed.h), timed
+  // after the runs so as not to warm their caches.
+  std::fprintf(stderr, "timing the kernels with the weights in cache ...\n");
+  ThreadPool kernel_pool(info.n_threads);
+  auto arithmetic = bench::arithmetic_ceiling(kernel_pool, info.tensor_bytes_by_type, info.bytes_per_token,
+                                              info.n_embd, kArithmeticSamples);
+  if (!arithmetic.ok()) return fail(arithmetic.status().message());
 
   if (args.json) {
     nlohmann::json j = setup_json(info, args, kernels);
@@ -350,6 +369,7 @@ int run_bench(const BenchArgs& args) {
         {"bandwidth_buffer_bytes", probe.buffer_bytes()},
         {"roofline_pct", roofline.median},
         {"cpu_share_pct", cpu_share_pct},
+        {"arithmetic", arithmetic_json(*arithmetic)},
     });
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
@@ -371,6 +391,11 @@ int run_bench(const BenchArgs& args) {
               roofline.median, roofline.min, roofline.max);
   std::printf("CPU share    %8.1f %%       (CPU time of the timed runs / (wall time x %d threads))\n",
               cpu_share_pct, info.n_threads);
+  std::string per_type;
+  for (const auto& [name, t] : arithmetic->by_type)
+    per_type += (per_type.empty() ? "" : ", ") + name + " " + std::to_string(static_cast<int>(t.cache_gb_s + 0.5)) + " GB/s";
+  std::printf("arithmetic   %8.2f tok/s   (generation with every weight in cache: %s; prefill %.2f tok/s)\n",
+              arithmetic->gen_tok_s, per_type.c_str(), arithmetic->prefill_tok_s);
   return 0;
 }
 

@@ -66,6 +66,24 @@ TEST(BenchCommand, JsonFiguresArePositiveAndConsistent) {
   }
   EXPECT_NEAR(j["roofline_pct"].get<double>(), (rooflines[0] + rooflines[1]) / 2, 1e-6 * rooflines[0]);
 
+  // The arithmetic ceiling: every type of the file timed, their shares of
+  // a token's bytes adding up to bytes_per_token, and the ceiling what
+  // those bytes take at each type's in-cache speed.
+  const nlohmann::json& arithmetic = j["arithmetic"];
+  ASSERT_TRUE(arithmetic.is_object()) << j.dump();
+  EXPECT_EQ(arithmetic["by_type"].size(), j["tensor_bytes_by_type"].size()) << arithmetic.dump();
+  double token_bytes = 0, seconds = 0;
+  for (const auto& [name, t] : arithmetic["by_type"].items()) {
+    EXPECT_TRUE(j["tensor_bytes_by_type"].contains(name)) << name;
+    EXPECT_GT(t["cache_gb_s"].get<double>(), 0.0) << name;
+    EXPECT_GT(t["prefill_gops"].get<double>(), 0.0) << name;
+    token_bytes += t["token_bytes"].get<double>();
+    seconds += t["token_bytes"].get<double>() / (t["cache_gb_s"].get<double>() * 1e9);
+  }
+  EXPECT_NEAR(token_bytes, j["bytes_per_token"].get<double>(), 1e-6 * token_bytes);
+  EXPECT_NEAR(arithmetic["gen_tok_s"].get<double>(), 1 / seconds, 1e-6 / seconds);
+  EXPECT_GT(arithmetic["prefill_tok_s"].get<double>(), 0.0);
+
   // One entry per run, and each median lies within its runs' range.
   for (const char* key : {"prefill_tok_s", "gen_tok_s", "ttft_ms"}) {
     const std::vector<double> runs = j["runs"][key].get<std::vector<double>>();
@@ -89,7 +107,8 @@ TEST(BenchCommand, JsonFiguresArePositiveAndConsistent) {
 TEST(BenchCommand, ReportNamesEveryFigure) {
   const auto r = run_revis("bench -m " + shell_quote(kModel) + " -p 16 -n 4 -r 1 -t 2 --bandwidth-mib 256");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* label : {"prefill", "generation", "TTFT", "peak RSS", "bytes/token", "bandwidth", "roofline", "CPU share"})
+  for (const char* label :
+       {"prefill", "generation", "TTFT", "peak RSS", "bytes/token", "bandwidth", "roofline", "CPU share", "arithmetic"})
     EXPECT_NE(r.out.find(label), std::string::npos) << label << " missing from:\n" << r.out;
 }
 
