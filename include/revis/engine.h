@@ -39,8 +39,20 @@ struct KvRun {
   size_t positions = 0;
 };
 
+// How an engine holds the model's weights.
+//   kMap:  maps the file (read as used; shared with the page cache; a model
+//          larger than RAM still runs, from disk).
+//   kCopy: reads the file into memory of its own at load, in 2 MiB huge
+//          pages on Linux: decoding and prefill run faster than through a
+//          mapping's 4 KiB pages (docs/performance.md).
+//   kAuto: kCopy on Linux where the file takes at most 60 % of the memory
+//          available at load (MemAvailable), so that the KV cache and the
+//          rest of the system keep room; kMap otherwise.
+enum class WeightMemory { kAuto, kMap, kCopy };
+
 struct EngineOptions {
   std::string model_path;
+  WeightMemory weights = WeightMemory::kAuto;
   int n_ctx = 0;      // context length in tokens; 0 = min(model's training context, 4096)
   int n_threads = 0;  // 0 = number of physical cores
   // Lock the weights in RAM so that the kernel cannot evict them under memory
@@ -77,6 +89,7 @@ struct ModelInfo {
   int n_threads = 0;
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token
+  bool weights_copied = false;   // the weights were read into memory of their own (EngineOptions::weights)
   std::string mlock_failure;     // with EngineOptions::mlock: why locking failed; empty when locked
   // The file's identity (src/engine/model_digest.h): "sha256:<hex>" (the
   // plain SHA-256 of files up to 32 MiB) or "sha256-sampled:<hex>". The node

@@ -39,6 +39,7 @@ constexpr int kWarmupGenerateSteps = 16;
 constexpr int kArithmeticSamples = 3;
 
 struct BenchArgs {
+  WeightMemory weights = WeightMemory::kAuto;
   std::string model, depths, kernels, matmul, json_schema;
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
   uint64_t seed = 1;
@@ -141,7 +142,7 @@ nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const ch
   return {{"model", info.path},   {"name", info.name},        {"architecture", info.architecture},
           {"type", weight_label(info)}, {"n_ctx", info.n_ctx}, {"threads", info.n_threads},
           {"kernels", kernels},   {"n", args.n_generate},     {"r", args.repetitions},
-          {"seed", args.seed}};
+          {"seed", args.seed},    {"weights", info.weights_copied ? "copied" : "mapped"}};
 }
 
 // Speed at context depths (llama-bench -d): per depth, the prefill from
@@ -282,6 +283,7 @@ int run_bench(const BenchArgs& args) {
     return fail("-c " + std::to_string(args.ctx) + " is too small: the benchmark fills " +
                 std::to_string(needed_ctx) + " positions (leave -c out to size it automatically)");
   auto engine = load_engine({.model_path = args.model,
+                             .weights = args.weights,
                              .n_ctx = args.ctx > 0 ? args.ctx : needed_ctx,
                              .n_threads = args.threads,
                              .mlock = args.mlock});
@@ -378,9 +380,9 @@ int run_bench(const BenchArgs& args) {
   }
   std::printf("model        %s (%s, %s, %d layers, %.1f MiB file)\n", info.path.c_str(), info.architecture.c_str(),
               weight_label(info).c_str(), info.n_layer, mib(info.file_bytes));
-  std::printf("setup        %d threads, %s kernels, prompt %d, generate %d, %d runs after a warm-up%s\n",
+  std::printf("setup        %d threads, %s kernels, prompt %d, generate %d, %d runs after a warm-up, weights %s%s\n",
               info.n_threads, kernels, args.n_prompt, args.n_generate, args.repetitions,
-              locked ? ", weights locked" : "");
+              info.weights_copied ? "read into memory" : "mapped", locked ? " and locked" : "");
   std::printf("prefill      %8.2f tok/s   (min %.2f, max %.2f)\n", prefill.median, prefill.min, prefill.max);
   std::printf("generation   %8.2f tok/s   (min %.2f, max %.2f)\n", gen.median, gen.min, gen.max);
   std::printf("TTFT         %8.1f ms      (min %.1f, max %.1f)\n", ttft.median, ttft.min, ttft.max);
@@ -426,6 +428,7 @@ void register_bench(CLI::App& app, int& exit_code) {
                                 "or with --json the deepest depth's figures and a row per depth)");
   model_only.push_back(depth);
   model_only.push_back(cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)"));
+  for (CLI::Option* option : add_weight_memory_options(*cmd, args->weights)) model_only.push_back(option);
   model_only.push_back(cmd->add_option("--json-schema", args->json_schema,
                                        "Time sampled generation with and without this JSON Schema's grammar (its cost)")
                            ->excludes(depth));

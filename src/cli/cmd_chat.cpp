@@ -43,6 +43,7 @@ constexpr const char* kCommands =
     "A line ending in \\ continues on the next one. Ctrl-C stops a reply.\n";
 
 struct ChatArgs {
+  WeightMemory weights = WeightMemory::kAuto;
   std::string model, system, kv_dir, chat_template;
   int n_predict = 512, threads = 0, ctx = 0;
   std::optional<uint64_t> seed;
@@ -196,7 +197,8 @@ int chat(ChatArgs& args) {
     return usage_error("-n: " + std::to_string(args.n_predict) + " (expected >= 1, or -1 for no limit)");
   args.sampling.seed = args.seed ? *args.seed : std::random_device{}();
   if (Status s = args.sampling.validate(); !s.ok()) return usage_error(s.message());
-  auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
+  auto engine = load_engine(
+      {.model_path = args.model, .weights = args.weights, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
   auto model_chat = load_model_chat(engine->info(), args.chat_template);
   if (!model_chat) return 1;
@@ -321,6 +323,7 @@ void register_chat(CLI::App& app, int& exit_code) {
   cmd->add_option("-n,--n-predict", args->n_predict, "Tokens per reply at most; -1 = up to half the context")
       ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
+  add_weight_memory_options(*cmd, args->weights);
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
   cmd->add_option("--seed", args->seed, "RNG seed (default: random)");
   cmd->add_option("--kv-dir", args->kv_dir,

@@ -32,6 +32,7 @@ namespace revis::cli {
 namespace {
 
 struct PerplexityArgs {
+  WeightMemory weights = WeightMemory::kAuto;
   std::string model, text;
   int n_ctx = 512;
   bool n_ctx_given = false;
@@ -118,7 +119,8 @@ int perplexity(const PerplexityArgs& args) {
     base = std::move(*opened);
     n_ctx = base->header().n_ctx;
   }
-  auto engine = load_engine({.model_path = args.model, .n_ctx = n_ctx, .n_threads = args.threads});
+  auto engine = load_engine(
+      {.model_path = args.model, .weights = args.weights, .n_ctx = n_ctx, .n_threads = args.threads});
   if (!engine) return kExitRuntimeError;
 
   std::optional<std::vector<std::vector<int32_t>>> text_tokens;
@@ -196,6 +198,7 @@ void register_perplexity(CLI::App& app, int& exit_code) {
                               "Tokens a chunk; the second half of each is scored (default 512)");
   cmd->add_option("--chunk,--chunks", args->chunks, "Score at most this many chunks (default: all the text holds)");
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
+  add_weight_memory_options(*cmd, args->weights);
   cmd->add_option("--kl-divergence-base", args->kld_base,
                   "Save the scored positions' log-probabilities to FILE (with --kl-divergence: read them from FILE)");
   cmd->add_flag("--kl-divergence", args->kld,

@@ -28,6 +28,7 @@ namespace revis::cli {
 namespace {
 
 struct RunArgs {
+  WeightMemory weights = WeightMemory::kAuto;
   std::string model, prompt, prompt_file, logits_out, kv_dir;
   int n_predict = 256, threads = 0, ctx = 0;
   double kv_budget_mib = 0;
@@ -120,7 +121,8 @@ int run(RunArgs& args) {
   if (*grammar && (args.ignore_eos || !args.logits_out.empty()))
     return usage_error("--ignore-eos and --logits-out cannot go with a grammar: the grammar decides where the output ends");
 
-  auto engine = load_engine({.model_path = args.model, .n_ctx = args.ctx, .n_threads = args.threads});
+  auto engine = load_engine(
+      {.model_path = args.model, .weights = args.weights, .n_ctx = args.ctx, .n_threads = args.threads});
   if (!engine) return 1;
   auto drafter = make_drafter(*engine, args.draft);
   if (!drafter.ok()) return fail(drafter.status().message());
@@ -227,6 +229,7 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most; -1 = until the end or a full context")
       ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
+  add_weight_memory_options(*cmd, args->weights);
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
   cmd->add_option("--seed", args->seed, "RNG seed (default: random, printed at the end)");
   cmd->add_option("--stop", args->stop, "Stop when this text is generated (repeatable)");

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <CLI/CLI.hpp>
+
 namespace revis::cli {
 
 std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet) {
@@ -19,15 +21,26 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const ModelInfo& info = (*engine)->info();
   if (!quiet)
-    std::fprintf(stderr, "loaded %s (%s, %d layers, vocab %d, %.1f MiB) in %.0f ms; context %d, %d threads\n",
+    std::fprintf(stderr, "loaded %s (%s, %d layers, vocab %d, %.1f MiB, %s) in %.0f ms; context %d, %d threads\n",
                  info.name.c_str(), info.architecture.c_str(), info.n_layer, info.n_vocab,
-                 info.file_bytes / 1048576.0, ms, info.n_ctx, info.n_threads);
+                 info.file_bytes / 1048576.0, info.weights_copied ? "read into memory" : "mapped", ms, info.n_ctx,
+                 info.n_threads);
   // Positions past the trained ones are unlike anything the model saw:
   // without RoPE scaling the text degrades there.
   if (info.n_ctx > info.n_ctx_train && info.rope_freq_scale == 1)
     std::fprintf(stderr, "warning: -c %d is above the %d tokens this model was trained on, and it has no RoPE "
                  "scaling: expect poor text past %d tokens\n", info.n_ctx, info.n_ctx_train, info.n_ctx_train);
   return std::move(*engine);
+}
+
+std::vector<CLI::Option*> add_weight_memory_options(CLI::App& cmd, WeightMemory& weights) {
+  auto* map = cmd.add_flag_callback("--mmap", [&weights] { weights = WeightMemory::kMap; },
+                                    "Map the model file instead of reading it into memory (default: read it where "
+                                    "it takes at most 60% of the available memory; mapped weights decode slower)");
+  auto* copy = cmd.add_flag_callback("--no-mmap", [&weights] { weights = WeightMemory::kCopy; },
+                                     "Read the model into memory even where it takes most of it");
+  map->excludes(copy);
+  return {map, copy};
 }
 
 int fail(const std::string& message) {

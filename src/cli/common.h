@@ -11,6 +11,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace revis::cli {
@@ -32,6 +33,11 @@ int usage_error(const std::string& message);
 // The sampling flags (--temp, --top-k, --top-p, ...) of the commands that
 // generate; defined with `revis run`'s flags in cmd_run.cpp.
 void add_sampling_options(CLI::App& cmd, SamplingParams& sampling);
+
+// --mmap and --no-mmap (llama.cpp's names), which set `weights`
+// (EngineOptions::weights; kAuto when neither is given). Returns the two
+// options.
+std::vector<CLI::Option*> add_weight_memory_options(CLI::App& cmd, WeightMemory& weights);
 
 // The items of a comma-separated flag value ("512,2048"), empty ones kept so
 // that the caller can reject them ("512,,2048", "512,").

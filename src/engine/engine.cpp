@@ -1,11 +1,13 @@
 #include "revis/engine.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "engine/engine_impl.h"
 #include "engine/model_digest.h"
@@ -14,6 +16,19 @@
 namespace revis {
 
 namespace {
+
+#ifdef MADV_HUGEPAGE
+// MemAvailable from /proc/meminfo, in bytes; 0 where it cannot be read.
+uint64_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib << 10;
+  return 0;
+}
+#endif
 
 // Locks the span of the mapping that holds tensor data (the header is read
 // once at load and need not stay resident). Returns why it failed, or "".
@@ -38,6 +53,22 @@ std::string lock_tensor_data(const gguf::GgufFile& file) {
     return why;
   }
   return {};
+}
+
+// Where Engine::load puts the weights (EngineOptions::weights).
+gguf::Placement choose_placement(const std::string& path, WeightMemory weights) {
+  if (weights == WeightMemory::kMap) return gguf::Placement::kMap;
+  if (weights == WeightMemory::kCopy) return gguf::Placement::kCopy;
+#ifdef MADV_HUGEPAGE
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return gguf::Placement::kMap;  // open() reports why
+  const uint64_t available = available_memory_bytes();
+  return available > 0 && static_cast<uint64_t>(st.st_size) <= available / 10 * 6 ? gguf::Placement::kCopy
+                                                                                 : gguf::Placement::kMap;
+#else
+  (void)path;
+  return gguf::Placement::kMap;  // no huge pages to gain from a copy
+#endif
 }
 
 // The ModelInfo fields read from the file and the tokenizer rather than the
@@ -67,7 +98,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   if (options.n_ctx < 0) return Status::error("context size: " + std::to_string(options.n_ctx) + " (expected >= 0)");
   if (options.n_threads < 0 || options.n_threads > 1024)
     return Status::error("threads: " + std::to_string(options.n_threads) + " (expected 0..1024)");
-  auto file = gguf::GgufFile::open(options.model_path);
+  auto file = gguf::GgufFile::open(options.model_path, choose_placement(options.model_path, options.weights));
   if (!file.ok()) return file.status();
   auto impl = std::make_unique<Impl>();
   impl->file = std::shared_ptr<const gguf::GgufFile>(std::move(*file));
@@ -102,6 +133,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
                    : options.n_threads > 0 ? options.n_threads
                                            : ThreadPool::default_threads();
   info.file_bytes = impl->file->file_size();
+  info.weights_copied = impl->file->placement() == gguf::Placement::kCopy;
   info.bytes_per_token = impl->model->bytes_per_token();
   describe_file(*impl->file, *impl->tokenizer, info);
   if (options.mlock) info.mlock_failure = lock_tensor_data(*impl->file);

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -223,7 +225,51 @@ std::string TensorInfo::shape_string() const {
   return s + "]";
 }
 
-Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
+namespace {
+
+constexpr uint64_t kHugePage = uint64_t{2} << 20;
+
+// Anonymous memory of at least `size` bytes starting on a huge-page
+// boundary (transparent huge pages back only aligned 2 MiB ranges), asked
+// to be backed by huge pages; *region_bytes is its length, to unmap.
+void* map_anonymous(uint64_t size, uint64_t* region_bytes) {
+  const uint64_t rounded = (size + kHugePage - 1) & ~(kHugePage - 1);
+  void* raw = ::mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  // Trim the unaligned head and the tail beyond `rounded`.
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
+  if (aligned > start) ::munmap(raw, aligned - start);
+  const uintptr_t tail = start + rounded + kHugePage - (aligned + rounded);
+  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + rounded), tail);
+#ifdef MADV_HUGEPAGE
+  ::madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE);
+#endif
+  // Fault the pages in before reading into them: faults taken inside
+  // read() cost three times as much (1.1 s against 0.36 s for 800 MB).
+  for (uint64_t offset = 0; offset < rounded; offset += 4096) reinterpret_cast<volatile uint8_t*>(aligned)[offset] = 0;
+  *region_bytes = rounded;
+  return reinterpret_cast<void*>(aligned);
+}
+
+// Reads all `size` bytes of fd into dst; an error if the file ends early.
+Status read_fully(int fd, uint8_t* dst, uint64_t size) {
+  constexpr uint64_t kChunk = uint64_t{64} << 20;
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = ::pread(fd, dst + done, std::min(kChunk, size - done), static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::error(std::string("read failed: ") + std::strerror(errno));
+    if (n == 0)
+      return Status::error("the file ended at byte " + std::to_string(done) + " while reading it (expected " +
+                           std::to_string(size) + " bytes; did it change?)");
+    done += static_cast<uint64_t>(n);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path, Placement placement) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
@@ -234,7 +280,7 @@ Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
   file->size_ = static_cast<uint64_t>(st.st_size);
-  if (file->size_ > 0) {
+  if (file->size_ > 0 && placement == Placement::kMap) {
     void* map = ::mmap(nullptr, file->size_, PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) {
       ::close(fd);
@@ -242,8 +288,21 @@ Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
     }
     file->base_ = static_cast<const uint8_t*>(map);
     file->mapped_ = true;
+  } else if (file->size_ > 0) {
+    void* memory = map_anonymous(file->size_, &file->region_bytes_);
+    if (!memory) {
+      ::close(fd);
+      return Status::error(path + ": cannot allocate " + std::to_string(file->size_ >> 20) +
+                           " MiB to read the file into: " + std::strerror(errno));
+    }
+    file->base_ = static_cast<const uint8_t*>(memory);
+    file->mapped_ = true;
+    if (Status s = read_fully(fd, static_cast<uint8_t*>(memory), file->size_); !s.ok()) {
+      ::close(fd);
+      return s.with_context(path);
+    }
   }
-  ::close(fd);  // the mapping keeps the file alive
+  ::close(fd);  // a mapping of the file keeps it alive
   if (Status s = file->parse_all(); !s.ok()) return s.with_context(path);
   return file;
 }
@@ -259,7 +318,7 @@ Result<std::unique_ptr<GgufFile>> GgufFile::parse(const uint8_t* bytes, size_t s
 }
 
 GgufFile::~GgufFile() {
-  if (mapped_) ::munmap(const_cast<uint8_t*>(base_), size_);
+  if (mapped_) ::munmap(const_cast<uint8_t*>(base_), region_bytes_ > 0 ? region_bytes_ : size_);
 }
 
 Status GgufFile::parse_all() {

@@ -1,12 +1,12 @@
 // Reading GGUF files (versions 2 and 3, little-endian).
 //
-// GgufFile::open maps a file read-only and parses its header, metadata and
-// tensor table. Every count, length, offset and dimension is checked against
-// the bytes actually present before it is used, so a truncated or hostile
-// file yields an error naming the field and what was expected, never a crash
-// or a huge allocation. Tensor data is not copied: TensorInfo::data points
-// into the mapping, which lives as long as the GgufFile. A GgufFile is
-// immutable after open and safe to share between threads.
+// GgufFile::open maps a file read-only, or reads it into memory of its own,
+// and parses its header, metadata and tensor table. Every count, length,
+// offset and dimension is checked against the bytes actually present before
+// it is used, so a truncated or hostile file yields an error naming the field
+// and what was expected, never a crash or a huge allocation. TensorInfo::data
+// points into the mapping or the copy, which lives as long as the GgufFile.
+// A GgufFile is immutable after open and safe to share between threads.
 #pragma once
 
 #include <cstdint>
@@ -67,10 +67,22 @@ struct TensorInfo {
   std::string shape_string() const;  // "[2048, 128256]"
 };
 
+// Where open() puts the file's bytes.
+//   kMap:  a read-only mapping of the file: nothing is read until used, the
+//          page cache's copy is shared with other processes, and a file
+//          larger than RAM still runs, paged in from disk as it is read.
+//   kCopy: anonymous memory, in 2 MiB huge pages where the system has them
+//          (Linux's transparent huge pages), read in full at open. A mapped
+//          file sits in 4 KiB pages, and streaming a model's weights once
+//          per token through them costs a TLB miss every 4 KiB and stops
+//          the hardware prefetchers at each page's end: in huge pages
+//          decoding runs faster (docs/performance.md).
+enum class Placement { kMap, kCopy };
+
 class GgufFile {
  public:
-  // Maps and parses `path`. Errors name the path and the offending field.
-  static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
+  // Opens and parses `path`. Errors name the path and the offending field.
+  static Result<std::unique_ptr<GgufFile>> open(const std::string& path, Placement placement = Placement::kMap);
   // Parses a copy of an in-memory image (used by the fuzzer and tests).
   static Result<std::unique_ptr<GgufFile>> parse(const uint8_t* bytes, size_t size,
                                                 std::string name = "<memory>");
@@ -83,8 +95,10 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return size_; }
-  // The whole file as mapped (or parsed from memory).
+  // The whole file as mapped, copied or parsed from memory.
   std::span<const uint8_t> bytes() const { return {base_, size_}; }
+  // kCopy for a file opened so (or parsed from memory), else kMap.
+  Placement placement() const { return region_bytes_ > 0 || !owned_.empty() ? Placement::kCopy : Placement::kMap; }
 
   const std::vector<KeyValue>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
@@ -110,8 +124,9 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
-  bool mapped_ = false;          // base_ is an mmap, else owned_ holds the bytes
-  std::vector<uint8_t> owned_;
+  bool mapped_ = false;          // base_ is an mmap (of the file, or anonymous: region_bytes_ > 0)
+  uint64_t region_bytes_ = 0;    // an anonymous mapping's length, which may exceed size_
+  std::vector<uint8_t> owned_;   // the bytes parse() was given
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;

@@ -169,6 +169,17 @@ TEST(BenchCommand, MlockFailureIsOnlyAWarning) {
   }
 }
 
+TEST(BenchCommand, MmapFlagsChooseWhereTheWeightsLive) {
+  for (const auto& [flag, expected] : {std::pair{" --mmap", "mapped"}, std::pair{" --no-mmap", "copied"}}) {
+    const auto r = run_revis("bench -m " + shell_quote(kModel) + " -p 8 -n 2 -r 1 -t 2 --bandwidth-mib 64 --json" + flag);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["weights"], expected) << flag;
+  }
+  const auto both = run_revis("bench -m " + shell_quote(kModel) + " --mmap --no-mmap");
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
+}
+
 TEST(BenchCommand, KernelsPicksTheBackend) {
   const auto scalar = run_revis("bench -m " + shell_quote(kModel) + kSmallRun + " --json --kernels scalar");
   ASSERT_EQ(scalar.exit_code, 0) << scalar.err;

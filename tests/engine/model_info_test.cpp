@@ -1,8 +1,10 @@
 // What Engine::load derives from the file: the identity hash (digest and
-// fingerprint), the chat template, the special tokens, the weight types.
+// fingerprint), the chat template, the special tokens, the weight types;
+// and where it holds the weights.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "engine/model_digest.h"
@@ -20,6 +22,35 @@ std::unique_ptr<Engine> load(const std::string& path) {
   EXPECT_TRUE(engine.ok()) << engine.status().message();
   return engine.ok() ? std::move(*engine) : nullptr;
 }
+
+// Mapped or read into memory, the weights are the same bytes: every logit of
+// a prompt comes out with the same bits.
+TEST(ModelInfo, WeightsMappedOrCopiedGiveTheSameLogits) {
+  const std::string path = testing::testdata("models/llama-spm-Q4_K_M.gguf").string();
+  std::vector<std::vector<float>> logits;
+  for (WeightMemory weights : {WeightMemory::kMap, WeightMemory::kCopy}) {
+    auto engine = Engine::load({.model_path = path, .weights = weights, .n_ctx = 64, .n_threads = 2});
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    EXPECT_EQ((*engine)->info().weights_copied, weights == WeightMemory::kCopy);
+    auto session = (*engine)->new_session();
+    const std::vector<int32_t> prompt = (*engine)->tokenize("The weights are the same bytes", true, false);
+    ASSERT_TRUE(session->eval(prompt, true).ok());
+    std::vector<float> all;
+    for (size_t i = 0; i < prompt.size(); ++i) all.insert(all.end(), session->logits(i).begin(), session->logits(i).end());
+    logits.push_back(std::move(all));
+  }
+  ASSERT_FALSE(logits[0].empty());
+  EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0);
+}
+
+#ifdef __linux__
+// A file far smaller than the memory available is read into memory.
+TEST(ModelInfo, AutomaticPlacementCopiesASmallModel) {
+  auto engine = load(testing::testdata("models/qwen2-Q8_0.gguf").string());
+  ASSERT_TRUE(engine);
+  EXPECT_TRUE(engine->info().weights_copied);
+}
+#endif
 
 TEST(ModelInfo, TheDigestOfASmallFileIsItsPlainSha256AndTheFingerprintItsHead) {
   const auto path = testing::testdata("models/qwen2-Q8_0.gguf");

@@ -295,6 +295,31 @@ TEST(GgufReader, ParseOfTheBytesAgreesWithOpenOfTheFile) {
   }
 }
 
+// Read into memory of its own, a file shows the same bytes as mapped, from
+// a huge-page boundary; the errors for files that are not GGUF are the same.
+TEST(GgufReader, ACopiedFileIsTheFileFromAHugePageBoundary) {
+  for (const auto& path : gguf_files_in("models")) {
+    Result<std::unique_ptr<GgufFile>> copied = GgufFile::open(path.string(), Placement::kCopy);
+    ASSERT_TRUE(copied.ok()) << copied.status().message();
+    const GgufFile& file = **copied;
+    EXPECT_EQ(file.placement(), Placement::kCopy);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(file.bytes().data()) % (2u << 20), 0u) << path;
+    expect_consistent_with_disk(file, path);
+    const auto mapped = open_or_fail(path);
+    ASSERT_TRUE(mapped);
+    EXPECT_EQ(mapped->placement(), Placement::kMap);
+    ASSERT_EQ(mapped->tensors().size(), file.tensors().size());
+  }
+  TempDir dir;
+  std::ofstream(dir.file("empty.gguf")).close();
+  Result<std::unique_ptr<GgufFile>> empty = GgufFile::open(dir.file("empty.gguf"), Placement::kCopy);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("magic"), std::string::npos) << empty.status().message();
+  Result<std::unique_ptr<GgufFile>> missing = GgufFile::open(dir.file("absent.gguf"), Placement::kCopy);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("cannot open"), std::string::npos);
+}
+
 TEST(GgufReader, OpenReportsPathsThatAreNotGgufFiles) {
   TempDir dir;
   Result<std::unique_ptr<GgufFile>> missing = GgufFile::open(dir.file("absent.gguf"));
