@@ -93,4 +93,42 @@ void Quads<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* packed)
 template struct Quads<1>;
 template struct Quads<4>;
 
+template <int kRows>
+void Q8_0Stripes<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* packed) {
+  auto* out = static_cast<uint8_t*>(packed);
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b, out += kActivationBytes)
+    for (int t = 0; t < 4; ++t) {
+      const BlockQ8_0& block = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + t * a_stride)[b];
+      std::memcpy(out + 32 * t, block.qs, kLegacyBlock);
+      int32_t sum = 0;
+      for (int8_t q : block.qs) sum += q;
+      const int32_t start = -128 * sum;
+      std::memcpy(out + kSumsOffset + sizeof(int32_t) * t, &start, sizeof start);
+      const float d = half_to_float(block.d);
+      std::memcpy(out + kScalesOffset + sizeof(float) * t, &d, sizeof d);
+    }
+}
+
+template <int kRows>
+void Q8_0Stripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+  auto* o = static_cast<uint8_t*>(out);
+  for (int64_t first = 0; first < rows; first += kRows)
+    for (int64_t b = 0; b < n / kLegacyBlock; ++b, o += kBlockBytes) {
+      // Filled-up rows: levels 0 (128 biased), d = 0.
+      if (first + kRows > rows) {
+        std::memset(o, 0x80, kDOffset);
+        std::memset(o + kDOffset, 0, kBlockBytes - kDOffset);
+      }
+      for (int r = 0; r < kRows && first + r < rows; ++r) {
+        const BlockQ8_0& block =
+            reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w) + (first + r) * w_stride)[b];
+        for (int s = 0; s < 8; ++s)
+          for (int i = 0; i < 4; ++i) o[4 * kRows * s + 4 * r + i] = static_cast<uint8_t>(block.qs[4 * s + i] ^ 0x80);
+        std::memcpy(o + kDOffset + sizeof(uint16_t) * r, &block.d, sizeof block.d);
+      }
+    }
+}
+
+template struct Q8_0Stripes<16>;
+
 }  // namespace revis::quant

@@ -45,6 +45,20 @@
 // 32 KiB L1 the weights streaming through evicted them; the FFN's down
 // projection ran 20-25% slower per byte than the other matrices.)
 //
+// Q8_0Stripes (the AVX-512 kernel of Q8_0 weights, four tokens): k_stripes.h's
+// idea for the 32-value blocks of Q8_0: stripes of kRows weight rows, one
+// row per dword lane, so that vpdpbusd with one token's dword broadcast
+// takes four products of every row at once, and the scales are a vector
+// over the rows. Weights, for each block of a stripe: eight vectors, lane
+// r of vector s holding dword s of row r's values, each value plus 128
+// (xor 0x80: vpdpbusd's unsigned side); then the rows' d as halves (34
+// bytes per row, as Q8_0's). Activations, for each block: the four rows'
+// 32 values, row after row; then per row -128 x the sum of its values as
+// an int32, each row's sum's starting value, which takes the 128 x values
+// the bias added back out exactly; then the four d as floats (160 bytes).
+// A stripe whose rows run out is filled with zero rows (d = 0). For k a
+// multiple of 32 a stripe's values k.. start at byte kRows x 34 x k / 32.
+//
 // Internal to src/quant.
 #pragma once
 
@@ -94,6 +108,22 @@ struct Quads {
 
   static size_t bytes(int64_t n);
   static void pack(const void* a, size_t a_stride, int64_t n, void* packed);
+};
+
+// Q8_0Stripes: see above.
+template <int kRows>
+struct Q8_0Stripes {
+  static constexpr size_t kRowBytes = 34;  // per block
+  static constexpr size_t kDOffset = 32 * kRows;
+  static constexpr size_t kBlockBytes = kRows * kRowBytes;
+  static constexpr size_t kSumsOffset = 4 * 32;
+  static constexpr size_t kScalesOffset = kSumsOffset + 4 * sizeof(int32_t);
+  static constexpr size_t kActivationBytes = kScalesOffset + 4 * sizeof(float);
+
+  static size_t bytes(int64_t n) { return static_cast<size_t>(n / 32) * kActivationBytes; }
+  static void pack(const void* a, size_t a_stride, int64_t n, void* packed);
+  static size_t weight_bytes(int64_t n) { return static_cast<size_t>(n / 32) * kRowBytes; }
+  static void repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out);
 };
 
 }  // namespace revis::quant

@@ -15,8 +15,8 @@
 // Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
 // for Q8_0, Q4_0 and Q5_0 (the K-quant mixes' type for rows that are not
 // whole super-blocks) adds packed forms of dot4 and (Q8_0) dot (quant.h's
-// PackedDot); Q4_K's and Q6_K's packed dot4 take sixteen rows at once
-// (k_stripes.h).
+// PackedDot); Q4_K's, Q6_K's and Q8_0's packed dot4 take sixteen rows at
+// once (k_stripes.h, packed_q8_0.h).
 // It also overrides the other K-quants (Q2_K, Q3_K, Q5_K) and the grid types
 // (IQ2_*, IQ3_*, IQ1_*): two groups of grid points to a register, their
 // signs a mask (built with BMI2, which every CPU with AVX-512 has). The
@@ -208,6 +208,40 @@ void dot_quads(const void* w, const void* packed, int64_t n, float* out) {
   }
 }
 
+// Sixteen Q8_0 rows against four tokens (packed_q8_0.h's Q8_0Stripes):
+// out[16t + r]. Per block and token, eight vpdpbusd add a row's 32
+// products in its lane to the token's starting sum, which takes the
+// weights' bias of 128 back out; one multiply-add applies the sixteen rows'
+// scales times the token's. Two sums per token, of the even and the odd
+// steps, halve the chains of dependent vpdpbusd.
+void dot_q8_0_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  using Layout = Q8_0Stripes<16>;
+  const auto* stripe = static_cast<const uint8_t*>(w);
+  const auto* act = static_cast<const uint8_t*>(packed);
+  __m512 acc[4];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
+    __m512i even[4], odd[4];
+    for (int t = 0; t < 4; ++t) {
+      even[t] = _mm512_set1_epi32(static_cast<int>(load_u32(act + Layout::kSumsOffset + sizeof(int32_t) * t)));
+      odd[t] = _mm512_setzero_si512();
+    }
+    for (int s = 0; s < 8; s += 2) {
+      const __m512i q0 = load512(stripe + 64 * s), q1 = load512(stripe + 64 * (s + 1));
+      for (int t = 0; t < 4; ++t) {
+        even[t] = _mm512_dpbusd_epi32(even[t], q0, _mm512_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s))));
+        odd[t] = _mm512_dpbusd_epi32(odd[t], q1, _mm512_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s + 4))));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(load256(stripe + Layout::kDOffset));
+    const auto* token_d = reinterpret_cast<const float*>(act + Layout::kScalesOffset);
+    for (int t = 0; t < 4; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(even[t], odd[t])),
+                               _mm512_mul_ps(d, _mm512_set1_ps(token_d[t])), acc[t]);
+  }
+  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
+}
+
 // kOneToken: whether the packed form of dot is this file's quads. Q4_0
 // keeps AVX2's instead (activations with block sums, which multiplies its
 // stored levels as they are): in MatMul from a matrix in cache it decoded
@@ -222,6 +256,15 @@ KernelEntry signed_kernels() {
     static const PackedDot one{Quads<1>::bytes, Quads<1>::pack, dot_quads<1, Format>};
     entry.packed1 = &one;
   }
+  entry.packed4 = &four;
+  return entry;
+}
+
+// Q8_0: the quads for one token, stripes of sixteen rows for four.
+KernelEntry q8_0_kernels() {
+  KernelEntry entry = signed_kernels<Q8_0Pair, true>();
+  using Layout = Q8_0Stripes<16>;
+  static const PackedDot four{Layout::bytes, Layout::pack, dot_q8_0_stripe, Layout::weight_bytes, Layout::repack, 16};
   entry.packed4 = &four;
   return entry;
 }
@@ -999,7 +1042,7 @@ bool avx512_supported() {
 
 void install_avx512(OverrideFn record) {
   install_avx2(record);
-  record(TensorType::Q8_0, signed_kernels<Q8_0Pair, true>());
+  record(TensorType::Q8_0, q8_0_kernels());
   record(TensorType::Q4_0, signed_kernels<Q4_0Pair, false>());
   record(TensorType::Q5_0, signed_kernels<Q5_0Pair, true>());
   record(TensorType::Q2_K, k_kernels<Q2_KPairs>());

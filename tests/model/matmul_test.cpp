@@ -110,7 +110,7 @@ TEST(MatMul, LongRowsGoInSlices) {
 // Every backend the CPU has, with several token groups meeting each tile,
 // for the packed forms that take weights in a layout of their own (AVX2's
 // octets for the Q8_0-activation types: each tile is repacked once for
-// all its groups; AVX-512's stripes of sixteen Q4_K or Q6_K rows, 45 rows
+// all its groups; AVX-512's stripes of sixteen Q4_K, Q6_K or Q8_0 rows, 45 rows
 // making two whole stripes and one of 13), and the one-token forms the tokens left over take
 // (AVX2's activations with block sums and float scales for all six, in
 // groups of four blocks). 10 tokens are two groups and two left over, 18 four and two.

@@ -168,7 +168,7 @@ TEST_F(Avx512, ExtendsTheAvx2Table) {
   EXPECT_EQ(avx512_kernels().at(TensorType::Q8_K).quantize, avx2_kernels().at(TensorType::Q8_K).quantize);
   for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0})
     EXPECT_NE(avx512_kernels().at(type).packed4, avx2_kernels().at(type).packed4) << type_name(type);
-  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K}) {
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0}) {
     ASSERT_NE(avx512_kernels().at(type).packed4, nullptr) << type_name(type);
     EXPECT_EQ(avx512_kernels().at(type).packed4->weight_rows, 16) << type_name(type);
   }
