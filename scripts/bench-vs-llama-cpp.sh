@@ -17,6 +17,9 @@
 #   -p DEPTH -n 0 and -p 0 -n GEN -d DEPTH; PROMPT is not used, and there
 #   are no roofline columns (the KV cache, not the weights, is most of what
 #   a step reads at depth).
+#   LLAMA_ARGS="-mmp 0" passes more options to every llama-bench run (split
+#   on spaces): -mmp 0 has it read the weights into memory rather than map
+#   them, as revis does by default.
 #   KERNELS=avx2 runs revis with those kernels (`revis bench --kernels`);
 #   give llama.cpp a build for the same instructions to compare like with
 #   like (for AVX2: -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON
@@ -44,6 +47,7 @@ prompt=${PROMPT:-512}
 gen=${GEN:-128}
 raw=${RAW:-}
 kernels=${KERNELS:-}
+read -r -a llama_args <<<"${LLAMA_ARGS:-}"
 depth=${DEPTH:-}
 [[ -z $raw ]] || mkdir -p "$raw"
 (($# >= 2)) || { sed -n '11,13p' "$0" | sed 's/^# //' >&2; exit 2; }
@@ -89,7 +93,7 @@ run_llama() {
   local out
   local at=()
   [[ -z ${4:-} ]] || at=(-d "$4")
-  out=$("$llama_bench" -m "$1" -p "$2" -n "$3" "${at[@]}" -r "$reps" -t "$threads" -o jsonl 2>/dev/null)
+  out=$("$llama_bench" -m "$1" -p "$2" -n "$3" "${at[@]}" "${llama_args[@]}" -r "$reps" -t "$threads" -o jsonl 2>/dev/null)
   keep "llama-$(basename "$1")" "$out"
   printf '%s\n' "$out"
 }
