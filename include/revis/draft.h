@@ -42,7 +42,8 @@ constexpr int kMaxDraft = 64;
 
 // Prompt lookup: the longest suffix of the context of max_ngram .. 1
 // tokens that occurred before, at its latest occurrence, proposes the
-// tokens that followed it.
+// tokens that followed it, read on into the draft itself where they reach
+// the end of the context (so a loop drafts the full `max`).
 std::unique_ptr<Drafter> prompt_lookup_drafter(int max_ngram = 3);
 
 // A draft model read from `path` for `target`: its context is the

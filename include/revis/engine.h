@@ -44,7 +44,10 @@ struct KvRun {
 //          larger than RAM still runs, from disk).
 //   kCopy: reads the file into memory of its own at load, in 2 MiB huge
 //          pages on Linux: decoding and prefill run faster than through a
-//          mapping's 4 KiB pages (docs/performance.md).
+//          mapping's 4 KiB pages (docs/performance.md). The matrices that
+//          the kernels have a stripe form for are then rewritten into it
+//          (src/model/striped_weights.h), which decodes faster still and
+//          makes a token's logits the same bits alone or in a batch.
 //   kAuto: kCopy on Linux where the file takes at most 60 % of the memory
 //          available at load (MemAvailable), so that the KV cache and the
 //          rest of the system keep room; kMap otherwise.
@@ -90,6 +93,7 @@ struct ModelInfo {
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token
   bool weights_copied = false;   // the weights were read into memory of their own (EngineOptions::weights)
+  uint64_t striped_matrices = 0; // of them, matrices kept in stripes of rows (kCopy's note above)
   std::string mlock_failure;     // with EngineOptions::mlock: why locking failed; empty when locked
   // The file's identity (src/engine/model_digest.h): "sha256:<hex>" (the
   // plain SHA-256 of files up to 32 MiB) or "sha256-sampled:<hex>". The node

@@ -9,6 +9,7 @@
 #include "bench/bandwidth.h"
 #include "bench/stats.h"
 #include "model/matmul.h"
+#include "model/striped_weights.h"
 #include "model/weights.h"
 #include "quant/quant.h"
 
@@ -30,20 +31,39 @@ constexpr size_t kPrefillMatrixBytes = 8 << 20;
 // a sample is not one clock tick.
 constexpr double kMinCacheSampleSeconds = 0.02;
 
-// A matrix of `rows` rows whose bytes repeat the first kDistinctRows.
+// A matrix of `rows` rows whose bytes repeat the first kDistinctRows;
+// with `striped`, also kept in stripes for the kernel backend that was
+// active when matrix() last looked.
 struct OwnedMatrix {
   std::vector<uint8_t> bytes;
-  Matrix matrix;
+  Matrix stored;
+  bool striped = false;
+  StripedWeights stripes;
+  KernelBackend stripes_backend = KernelBackend::kScalar;
+  ModelWeights holder;  // stripe_weights' view of it
+
+  const Matrix& matrix() {
+    if (!striped) return stored;
+    if (holder.output.empty() || stripes_backend != active_kernel_backend()) {
+      holder.output = stored;
+      auto made = stripe_weights(holder);
+      if (made.ok()) stripes = std::move(*made);  // else (no memory) the stored rows
+      stripes_backend = active_kernel_backend();
+    }
+    return holder.output;
+  }
 };
 
-OwnedMatrix repeated_matrix(const std::vector<uint8_t>& distinct, TensorType type, int64_t cols, int64_t rows) {
+OwnedMatrix repeated_matrix(const std::vector<uint8_t>& distinct, TensorType type, int64_t cols, int64_t rows,
+                            bool striped) {
   OwnedMatrix m;
   const size_t row = row_bytes(type, cols);
   m.bytes.resize(row * static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r)
     std::copy_n(distinct.begin() + static_cast<ptrdiff_t>((r % kDistinctRows) * row), row,
                 m.bytes.begin() + static_cast<ptrdiff_t>(r * row));
-  m.matrix = {.type = type, .cols = cols, .rows = rows, .row_bytes = row, .data = m.bytes.data()};
+  m.stored = {.type = type, .cols = cols, .rows = rows, .row_bytes = row, .data = m.bytes.data()};
+  m.striped = striped;
   return m;
 }
 
@@ -89,14 +109,15 @@ Result<std::unique_ptr<MatMulSpeed>> MatMulSpeed::create(ThreadPool& pool, const
     else
       quantize_row(type, values.data(), distinct.data() + r * row, options.cols);
   }
-  state->memory = repeated_matrix(distinct, type, options.cols, rows_for(capped_buffer_bytes(options.memory_bytes), row));
-  state->cache = repeated_matrix(distinct, type, options.cols, rows_for(kCacheMatrixBytes, row));
-  state->prefill = repeated_matrix(distinct, type, options.cols, rows_for(kPrefillMatrixBytes, row));
+  const int64_t cols = options.cols;
+  state->memory = repeated_matrix(distinct, type, cols, rows_for(capped_buffer_bytes(options.memory_bytes), row), options.striped);
+  state->cache = repeated_matrix(distinct, type, cols, rows_for(kCacheMatrixBytes, row), options.striped);
+  state->prefill = repeated_matrix(distinct, type, cols, rows_for(kPrefillMatrixBytes, row), options.striped);
   state->activations.resize(static_cast<size_t>(options.prefill_tokens * options.cols));
   for (float& v : state->activations) v = normal(rng);
   // One output row per weight row and token, for whichever pass is the largest.
-  state->out.resize(static_cast<size_t>(std::max({state->memory.matrix.rows, state->cache.matrix.rows,
-                                                  options.prefill_tokens * state->prefill.matrix.rows})));
+  state->out.resize(static_cast<size_t>(std::max({state->memory.stored.rows, state->cache.stored.rows,
+                                                  options.prefill_tokens * state->prefill.stored.rows})));
   state->options = options;
   return std::unique_ptr<MatMulSpeed>(new MatMulSpeed(std::move(state)));
 }
@@ -108,7 +129,7 @@ size_t MatMulSpeed::memory_matrix_bytes() const { return state_->memory.bytes.si
 
 double MatMulSpeed::decode_memory_gb_s(Prefetch how) {
   State& s = *state_;
-  const Matrix& w = s.memory.matrix;
+  const Matrix& w = s.memory.matrix();
   s.matmul.set_prefetch(how);
   const auto start = std::chrono::steady_clock::now();
   s.matmul.run(*s.pool, w, s.activations.data(), 1, w.cols, s.out.data(), w.rows);
@@ -117,7 +138,7 @@ double MatMulSpeed::decode_memory_gb_s(Prefetch how) {
 
 double MatMulSpeed::decode_cache_gb_s() {
   State& s = *state_;
-  const Matrix& w = s.cache.matrix;
+  const Matrix& w = s.cache.matrix();
   s.matmul.set_prefetch(Prefetch::kIntoL2);
   s.matmul.run(*s.pool, w, s.activations.data(), 1, w.cols, s.out.data(), w.rows);  // into the caches
   int passes = 0;
@@ -133,7 +154,7 @@ double MatMulSpeed::decode_cache_gb_s() {
 
 double MatMulSpeed::prefill_gops() {
   State& s = *state_;
-  const Matrix& w = s.prefill.matrix;
+  const Matrix& w = s.prefill.matrix();
   const int tokens = s.options.prefill_tokens;
   const auto start = std::chrono::steady_clock::now();
   s.matmul.run(*s.pool, w, s.activations.data(), tokens, w.cols, s.out.data(), w.rows);
@@ -142,7 +163,7 @@ double MatMulSpeed::prefill_gops() {
 }
 
 Result<ArithmeticCeiling> arithmetic_ceiling(ThreadPool& pool, const std::map<std::string, uint64_t>& bytes_by_type,
-                                             uint64_t bytes_per_token, int64_t cols, int samples) {
+                                             uint64_t bytes_per_token, int64_t cols, int samples, bool striped) {
   uint64_t total = 0;
   for (const auto& [name, bytes] : bytes_by_type) total += bytes;
   ArithmeticCeiling ceiling;
@@ -153,7 +174,8 @@ Result<ArithmeticCeiling> arithmetic_ceiling(ThreadPool& pool, const std::map<st
     // Only the in-cache and prefill matrices are used: the one from memory
     // is kept to its least. A prompt meets the weights in chunks of 256
     // tokens (model.cpp).
-    auto speed = MatMulSpeed::create(pool, {.type = *type, .cols = cols, .memory_bytes = 1, .prefill_tokens = 256});
+    auto speed = MatMulSpeed::create(
+        pool, {.type = *type, .cols = cols, .memory_bytes = 1, .prefill_tokens = 256, .striped = striped});
     if (!speed.ok()) continue;
     std::vector<double> cache, prefill;
     for (int i = 0; i < samples; ++i) {

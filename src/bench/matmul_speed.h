@@ -31,6 +31,10 @@ struct MatMulSpeedOptions {
   int64_t cols = 2048;                  // values per row (Llama-3.2-1B's width)
   size_t memory_bytes = size_t{1} << 30;  // the from-memory matrix, capped at a quarter of RAM
   int prefill_tokens = 64;
+  // Each matrix kept in stripes of rows, as a model read into memory keeps
+  // it (model/striped_weights.h), where the active backend has a stripe
+  // form of the type; stored rows otherwise.
+  bool striped = false;
 };
 
 // The matrices and activations, built once (untimed): a few rows of random
@@ -79,7 +83,9 @@ struct ArithmeticCeiling {
 // types are read in proportion). The matrices' rows are `cols` wide (the
 // model's width); types whose blocks do not divide it, or that cannot be
 // weights, are left out.
+// striped: as MatMulSpeedOptions::striped, for a model that keeps its
+// matrices so.
 Result<ArithmeticCeiling> arithmetic_ceiling(ThreadPool& pool, const std::map<std::string, uint64_t>& bytes_by_type,
-                                             uint64_t bytes_per_token, int64_t cols, int samples);
+                                             uint64_t bytes_per_token, int64_t cols, int samples, bool striped);
 
 }  // namespace revis::bench

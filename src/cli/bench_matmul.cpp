@@ -126,7 +126,11 @@ int run_bench_matmul(const MatMulBenchArgs& args) {
   for (TensorType type : *types) {
     std::fprintf(stderr, "%s: building the matrices ...\n", type_name(type));
     auto speed = bench::MatMulSpeed::create(
-        pool, {.type = type, .cols = kCols, .memory_bytes = args.memory_mib << 20, .prefill_tokens = kPrefillTokens});
+        pool, {.type = type,
+               .cols = kCols,
+               .memory_bytes = args.memory_mib << 20,
+               .prefill_tokens = kPrefillTokens,
+               .striped = args.striped});
     if (!speed.ok()) return fail("--matmul: " + speed.status().message());
     bench::MatMulSpeed& s = **speed;
     memory_bytes = s.memory_matrix_bytes();

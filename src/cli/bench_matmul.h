@@ -16,6 +16,7 @@ struct MatMulBenchArgs {
   int threads = 0;      // 0: physical cores
   size_t memory_mib = 1024;
   bool json = false;
+  bool striped = false;  // the matrices in stripes (bench/matmul_speed.h)
 };
 
 int run_bench_matmul(const MatMulBenchArgs& args);

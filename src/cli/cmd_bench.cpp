@@ -44,7 +44,7 @@ struct BenchArgs {
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
-  bool json = false, mlock = false;
+  bool json = false, mlock = false, striped = false;
 };
 
 // llama.cpp's LLAMA_FTYPE numbering, for the mixes of the types revis reads.
@@ -142,7 +142,8 @@ nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const ch
   return {{"model", info.path},   {"name", info.name},        {"architecture", info.architecture},
           {"type", weight_label(info)}, {"n_ctx", info.n_ctx}, {"threads", info.n_threads},
           {"kernels", kernels},   {"n", args.n_generate},     {"r", args.repetitions},
-          {"seed", args.seed},    {"weights", info.weights_copied ? "copied" : "mapped"}};
+          {"seed", args.seed},    {"weights", info.weights_copied ? "copied" : "mapped"},
+          {"striped_matrices", info.striped_matrices}};
 }
 
 // Speed at context depths (llama-bench -d): per depth, the prefill from
@@ -258,7 +259,8 @@ int run_bench(const BenchArgs& args) {
                              .repetitions = args.repetitions,
                              .threads = args.threads,
                              .memory_mib = args.bandwidth_mib,
-                             .json = args.json});
+                             .json = args.json,
+                             .striped = args.striped});
   if (args.model.empty()) return usage_error("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
   if (args.n_prompt < 1) return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
   if (args.n_generate < 1) return usage_error("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
@@ -345,7 +347,7 @@ int run_bench(const BenchArgs& args) {
   std::fprintf(stderr, "timing the kernels with the weights in cache ...\n");
   ThreadPool kernel_pool(info.n_threads);
   auto arithmetic = bench::arithmetic_ceiling(kernel_pool, info.tensor_bytes_by_type, info.bytes_per_token,
-                                              info.n_embd, kArithmeticSamples);
+                                              info.n_embd, kArithmeticSamples, info.striped_matrices > 0);
   if (!arithmetic.ok()) std::fprintf(stderr, "warning: no arithmetic ceiling: %s\n", arithmetic.status().message().c_str());
 
   if (args.json) {
@@ -382,7 +384,7 @@ int run_bench(const BenchArgs& args) {
               weight_label(info).c_str(), info.n_layer, mib(info.file_bytes));
   std::printf("setup        %d threads, %s kernels, prompt %d, generate %d, %d runs after a warm-up, weights %s%s\n",
               info.n_threads, kernels, args.n_prompt, args.n_generate, args.repetitions,
-              info.weights_copied ? "read into memory" : "mapped", locked ? " and locked" : "");
+              weights_place(info).c_str(), locked ? " and locked" : "");
   std::printf("prefill      %8.2f tok/s   (min %.2f, max %.2f)\n", prefill.median, prefill.min, prefill.max);
   std::printf("generation   %8.2f tok/s   (min %.2f, max %.2f)\n", gen.median, gen.min, gen.max);
   std::printf("TTFT         %8.1f ms      (min %.1f, max %.1f)\n", ttft.median, ttft.min, ttft.max);
@@ -437,6 +439,10 @@ void register_bench(CLI::App& app, int& exit_code) {
                                  "(decoding from memory and from cache, a 64-token prefill) with every kernel backend "
                                  "this CPU has");
   for (CLI::Option* option : model_only) matmul->excludes(option);
+  cmd->add_flag("--stripes", args->striped,
+                "With --matmul: keep each matrix in stripes of rows where the kernels have a stripe form, as a "
+                "model read into memory does")
+      ->needs(matmul);
   cmd->add_option("--kernels", args->kernels,
                   "Kernel backend: scalar, avx2, avx512 or neon (default: the best this CPU has), to compare them");
   cmd->callback([args, &exit_code] { exit_code = run_bench(*args); });

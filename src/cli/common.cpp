@@ -23,7 +23,7 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet) {
   if (!quiet)
     std::fprintf(stderr, "loaded %s (%s, %d layers, vocab %d, %.1f MiB, %s) in %.0f ms; context %d, %d threads\n",
                  info.name.c_str(), info.architecture.c_str(), info.n_layer, info.n_vocab,
-                 info.file_bytes / 1048576.0, info.weights_copied ? "read into memory" : "mapped", ms, info.n_ctx,
+                 info.file_bytes / 1048576.0, weights_place(info).c_str(), ms, info.n_ctx,
                  info.n_threads);
   // Positions past the trained ones are unlike anything the model saw:
   // without RoPE scaling the text degrades there.
@@ -31,6 +31,12 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet) {
     std::fprintf(stderr, "warning: -c %d is above the %d tokens this model was trained on, and it has no RoPE "
                  "scaling: expect poor text past %d tokens\n", info.n_ctx, info.n_ctx_train, info.n_ctx_train);
   return std::move(*engine);
+}
+
+std::string weights_place(const ModelInfo& info) {
+  if (!info.weights_copied) return "mapped";
+  if (info.striped_matrices == 0) return "read into memory";
+  return "read into memory, " + std::to_string(info.striped_matrices) + " matrices in stripes";
 }
 
 std::vector<CLI::Option*> add_weight_memory_options(CLI::App& cmd, WeightMemory& weights) {

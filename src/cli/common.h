@@ -38,6 +38,9 @@ void add_sampling_options(CLI::App& cmd, SamplingParams& sampling);
 // (EngineOptions::weights; kAuto when neither is given). Returns the two
 // options.
 std::vector<CLI::Option*> add_weight_memory_options(CLI::App& cmd, WeightMemory& weights);
+// Where a loaded engine holds its weights, for progress lines and reports:
+// "mapped", "read into memory" or "read into memory, 113 matrices in stripes".
+std::string weights_place(const ModelInfo& info);
 
 // The items of a comma-separated flag value ("512,2048"), empty ones kept so
 // that the caller can reject them ("512,,2048", "512,").

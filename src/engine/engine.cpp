@@ -30,27 +30,29 @@ uint64_t available_memory_bytes() {
 }
 #endif
 
-// Locks the span of the mapping that holds tensor data (the header is read
-// once at load and need not stay resident). Returns why it failed, or "".
-// The lock lasts until the file is unmapped.
-std::string lock_tensor_data(const gguf::GgufFile& file) {
-  const uint8_t* begin = nullptr;
-  const uint8_t* end = nullptr;
-  for (const gguf::TensorInfo& t : file.tensors()) {
-    if (t.n_bytes == 0) continue;
-    if (!begin || t.data < begin) begin = t.data;
-    if (!end || t.data + t.n_bytes > end) end = t.data + t.n_bytes;
-  }
-  if (!begin) return {};
+// Locks what the model reads its weights from: the file's tensor data
+// (but for the tensors given back for stripes; the header is read once at
+// load and need not stay resident) and the stripes. Returns why it failed,
+// or "". The lock lasts until the memory is unmapped.
+std::string lock_weights(const Model& model) {
+  std::vector<std::pair<const uint8_t*, size_t>> spans;
+  for (const gguf::TensorInfo& t : model.file().tensors())
+    if (t.n_bytes > 0 && !model.reads_in_stripes(t)) spans.emplace_back(t.data, t.n_bytes);
+  const HugePageMemory& stripes = model.striped_memory();
+  if (!stripes.empty()) spans.emplace_back(stripes.data(), stripes.size());
   // mlock wants page-aligned addresses on some systems; round outwards.
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~(page - 1);
-  const uintptr_t last = reinterpret_cast<uintptr_t>(end);
-  if (::mlock(reinterpret_cast<const void*>(first), last - first) != 0) {
-    const int err = errno;
-    std::string why = "mlock of " + std::to_string((last - first) >> 20) + " MiB failed: " + std::strerror(err);
-    if (err == ENOMEM || err == EPERM) why += " (raise the locked-memory limit: ulimit -l)";
-    return why;
+  size_t locked = 0;
+  for (const auto& [begin, bytes] : spans) {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~(page - 1);
+    const uintptr_t last = reinterpret_cast<uintptr_t>(begin) + bytes;
+    if (::mlock(reinterpret_cast<const void*>(first), last - first) != 0) {
+      const int err = errno;
+      std::string why = "mlock of " + std::to_string((locked + bytes) >> 20) + " MiB failed: " + std::strerror(err);
+      if (err == ENOMEM || err == EPERM) why += " (raise the locked-memory limit: ulimit -l)";
+      return why;
+    }
+    locked += bytes;
   }
   return {};
 }
@@ -136,7 +138,14 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.weights_copied = impl->file->placement() == gguf::Placement::kCopy;
   info.bytes_per_token = impl->model->bytes_per_token();
   describe_file(*impl->file, *impl->tokenizer, info);
-  if (options.mlock) info.mlock_failure = lock_tensor_data(*impl->file);
+  if (info.weights_copied) {
+    // After describe_file: the model digest reads the file's copy, whose
+    // striped matrices are given back here.
+    auto striped = impl->model->keep_weights_in_stripes();
+    if (!striped.ok()) return striped.status();
+    info.striped_matrices = *striped;
+  }
+  if (options.mlock) info.mlock_failure = lock_weights(*impl->model);
   if (!impl->pool) impl->pool = std::make_shared<ThreadPool>(info.n_threads);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }

@@ -227,28 +227,6 @@ std::string TensorInfo::shape_string() const {
 
 namespace {
 
-constexpr uint64_t kHugePage = uint64_t{2} << 20;
-
-// Anonymous memory of at least `size` bytes starting on a huge-page
-// boundary (transparent huge pages back only aligned 2 MiB ranges), asked
-// to be backed by huge pages; *region_bytes is its length, to unmap.
-void* map_anonymous(uint64_t size, uint64_t* region_bytes) {
-  const uint64_t rounded = (size + kHugePage - 1) & ~(kHugePage - 1);
-  void* raw = ::mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  // Trim the unaligned head and the tail beyond `rounded`.
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
-  if (aligned > start) ::munmap(raw, aligned - start);
-  const uintptr_t tail = start + rounded + kHugePage - (aligned + rounded);
-  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + rounded), tail);
-#ifdef MADV_HUGEPAGE
-  ::madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE);
-#endif
-  *region_bytes = rounded;
-  return reinterpret_cast<void*>(aligned);
-}
-
 // Reads all `size` bytes of fd into dst; an error if the file ends early.
 Status read_fully(int fd, uint8_t* dst, uint64_t size) {
   constexpr uint64_t kChunk = uint64_t{64} << 20;
@@ -286,15 +264,14 @@ Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path, Placem
     file->base_ = static_cast<const uint8_t*>(map);
     file->mapped_ = true;
   } else if (file->size_ > 0) {
-    void* memory = map_anonymous(file->size_, &file->region_bytes_);
-    if (!memory) {
+    auto memory = HugePageMemory::allocate(file->size_, "reading the file into");
+    if (!memory.ok()) {
       ::close(fd);
-      return Status::error(path + ": cannot allocate " + std::to_string(file->size_ >> 20) +
-                           " MiB to read the file into: " + std::strerror(errno));
+      return memory.status().with_context(path);
     }
-    file->base_ = static_cast<const uint8_t*>(memory);
-    file->mapped_ = true;
-    if (Status s = read_fully(fd, static_cast<uint8_t*>(memory), file->size_); !s.ok()) {
+    file->copy_ = std::move(*memory);
+    file->base_ = file->copy_.data();
+    if (Status s = read_fully(fd, file->copy_.data(), file->size_); !s.ok()) {
       ::close(fd);
       return s.with_context(path);
     }
@@ -314,8 +291,10 @@ Result<std::unique_ptr<GgufFile>> GgufFile::parse(const uint8_t* bytes, size_t s
   return file;
 }
 
+void GgufFile::release(const TensorInfo& t) const { copy_.release(t.data, t.n_bytes); }
+
 GgufFile::~GgufFile() {
-  if (mapped_) ::munmap(const_cast<uint8_t*>(base_), region_bytes_ > 0 ? region_bytes_ : size_);
+  if (mapped_) ::munmap(const_cast<uint8_t*>(base_), size_);
 }
 
 Status GgufFile::parse_all() {

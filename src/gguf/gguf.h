@@ -6,7 +6,8 @@
 // it is used, so a truncated or hostile file yields an error naming the field
 // and what was expected, never a crash or a huge allocation. TensorInfo::data
 // points into the mapping or the copy, which lives as long as the GgufFile.
-// A GgufFile is immutable after open and safe to share between threads.
+// A GgufFile is immutable after open (but for release(), which a model
+// calls at load) and safe to share between threads.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "gguf/huge_page_memory.h"
 #include "quant/types.h"
 #include "revis/status.h"
 
@@ -98,7 +100,11 @@ class GgufFile {
   // The whole file as mapped, copied or parsed from memory.
   std::span<const uint8_t> bytes() const { return {base_, size_}; }
   // kCopy for a file opened so (or parsed from memory), else kMap.
-  Placement placement() const { return region_bytes_ > 0 || !owned_.empty() ? Placement::kCopy : Placement::kMap; }
+  Placement placement() const { return !copy_.empty() || !owned_.empty() ? Placement::kCopy : Placement::kMap; }
+  // For a file read into memory by open(kCopy): gives the pages that hold
+  // only tensor t's bytes back to the system, for a model that keeps t in
+  // a layout of its own; they read as zeros afterwards. Nothing otherwise.
+  void release(const TensorInfo& t) const;
 
   const std::vector<KeyValue>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
@@ -124,8 +130,8 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
-  bool mapped_ = false;          // base_ is an mmap (of the file, or anonymous: region_bytes_ > 0)
-  uint64_t region_bytes_ = 0;    // an anonymous mapping's length, which may exceed size_
+  bool mapped_ = false;          // base_ is a mapping of the file
+  HugePageMemory copy_;          // the bytes open(kCopy) read
   std::vector<uint8_t> owned_;   // the bytes parse() was given
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

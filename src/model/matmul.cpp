@@ -57,6 +57,10 @@ constexpr size_t kPrefetchBytes = 16 * 1024;
 // most this many weight bytes stream like the short rows do.
 constexpr size_t kPrefetchSliceBytes = 2560;
 
+// How many stripes ahead of the one being multiplied a single token asks
+// for, in a matrix kept in stripes.
+constexpr int64_t kStripesAhead = 1;
+
 // One cache line at p, into L2 or as non-temporal data. In asm: GCC drops
 // loops of __builtin_prefetch that it inlines under a test of which hint
 // to use (it takes them for loops without effects), and it had dropped the
@@ -107,6 +111,7 @@ bool claim(std::atomic<int64_t>& next, int64_t rows, int64_t min_rows, int64_t m
 void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens, int64_t x_stride, float* out,
                  int64_t out_stride) {
   if (observer_ != nullptr) observer_->on_matmul(w, x, n_tokens, x_stride);
+  if (w.stripes) return run_striped(pool, w, x, n_tokens, x_stride, out, out_stride);
   const TensorType act_type = activation_type(w.type);
   const size_t act_row = row_bytes(act_type, w.cols);
   const DotKernels kernels = dot_kernels(w.type, w.cols);
@@ -283,6 +288,104 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
         end = ahead_end;
       } else {
         claimed = claim_rows(begin, end);
+      }
+    }
+  });
+}
+
+void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens, int64_t x_stride,
+                         float* out, int64_t out_stride) {
+  const PackedDot& form = *w.stripes;
+  const int stripe_rows = form.weight_rows;
+  const TensorType act_type = activation_type(w.type);
+  const size_t act_row = row_bytes(act_type, w.cols);
+  // Groups of four tokens, the last filled up with copies of the last
+  // token; a group of one real token takes dot_one, which gives the same
+  // bits as dot's first row at a fraction of the work.
+  const int n_groups = (n_tokens + kGroup - 1) / kGroup;
+  const size_t packed_bytes = form.bytes(w.cols);
+  activations_.resize(act_row * n_groups * kGroup);
+  packed_activations_.resize(packed_bytes * n_groups);
+  auto convert = [&](int64_t first_group, int64_t last_group) {
+    for (int64_t g = first_group; g < last_group; ++g) {
+      uint8_t* group = activations_.data() + g * kGroup * act_row;
+      for (int64_t k = 0; k < kGroup; ++k) {
+        if (g * kGroup + k < n_tokens)
+          quantize_row(act_type, x + (g * kGroup + k) * x_stride, group + k * act_row, w.cols);
+        else
+          std::copy_n(group + (k - 1) * act_row, act_row, group + k * act_row);
+      }
+      form.pack(group, act_row, w.cols, packed_activations_.data() + g * packed_bytes);
+    }
+  };
+  if (n_tokens >= kParallelConversionTokens)
+    pool.parallel_for(n_groups, convert);
+  else
+    convert(0, n_groups);
+
+  // The same slices of columns for every token, so that a row's sum over
+  // them is the same bits whichever kernel took the token.
+  const int64_t slice = slice_cols(w.cols, packed_bytes, kGroupSliceBytes);
+  group_slices_.clear();
+  for (int64_t col = 0; col < w.cols; col += slice) {
+    const int64_t n = std::min(slice, w.cols - col);
+    group_slices_.push_back({n, stripe_rows * form.weight_bytes(col), stripe_rows * form.weight_bytes(n), form.bytes(col)});
+  }
+  // Threads claim whole stripes: one group takes long runs of them, which
+  // stream from memory best (the hardware prefetchers follow each thread's
+  // run; asking ahead in software only slowed it), several groups a tile
+  // of them each, re-read from L2 by every group.
+  const size_t stripe_bytes = stripe_rows * w.row_bytes;
+  const int64_t stripes = w.stored_rows() / stripe_rows;
+  const int64_t tile_stripes = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / stripe_bytes));
+  const int64_t max_stripes = n_groups == 1 ? stripes : tile_stripes;
+  const int threads = pool.size();
+  std::atomic<int64_t> next_stripe{0};
+  pool.parallel_for(std::min<int64_t>(threads, (stripes + tile_stripes - 1) / tile_stripes), [&](int64_t, int64_t) {
+    int64_t begin, end, ahead_begin = 0, ahead_end = 0;
+    auto claim_stripes = [&](int64_t& first, int64_t& last) {
+      return claim(next_stripe, stripes, tile_stripes, max_stripes, threads, first, last);
+    };
+    bool claimed = claim_stripes(begin, end);
+    while (claimed) {
+      // With several groups the next tile is claimed now and its stripes
+      // asked for a share per group, as in run().
+      const bool ahead = n_groups > 1 && claim_stripes(ahead_begin, ahead_end);
+      const size_t ahead_bytes = ahead ? static_cast<size_t>(ahead_end - ahead_begin) * stripe_bytes : 0;
+      for (int g = 0; g < n_groups; ++g) {
+        if (ahead) {
+          const size_t from = (ahead_bytes * g / n_groups) & ~size_t{63}, to = ahead_bytes * (g + 1) / n_groups;
+          prefetch(w.data + ahead_begin * stripe_bytes + from, to - from, Prefetch::kIntoL2);
+        }
+        const uint8_t* packed_group = packed_activations_.data() + g * packed_bytes;
+        const int tokens_here = std::min(kGroup, n_tokens - g * kGroup);
+        for (int64_t stripe = begin; stripe < end; ++stripe) {
+          if (n_groups == 1 && stripe + kStripesAhead < stripes)
+            prefetch(w.data + (stripe + kStripesAhead) * stripe_bytes, stripe_bytes, prefetch_);
+          float sums[kGroup * kMaxStripeRows], dots[kGroup * kMaxStripeRows];
+          const int values = kGroup * stripe_rows;
+          for (size_t k = 0; k < group_slices_.size(); ++k) {
+            const Slice& s = group_slices_[k];
+            const uint8_t* weights = w.data + stripe * stripe_bytes + s.w_offset;
+            float* into = k == 0 ? sums : dots;
+            if (tokens_here == 1)
+              form.dot_one(weights, packed_group + s.act_offset, s.n, into);
+            else
+              form.dot(weights, packed_group + s.act_offset, s.n, into);
+            if (k > 0)
+              for (int i = 0; i < values; ++i) sums[i] += dots[i];
+          }
+          const int64_t r0 = stripe * stripe_rows;
+          const int64_t rows_here = std::min<int64_t>(stripe_rows, w.rows - r0);
+          for (int t = 0; t < tokens_here; ++t)
+            std::copy_n(&sums[t * stripe_rows], rows_here, &out[(g * kGroup + t) * out_stride + r0]);
+        }
+      }
+      if (ahead) {
+        begin = ahead_begin;
+        end = ahead_end;
+      } else {
+        claimed = claim_stripes(begin, end);
       }
     }
   });

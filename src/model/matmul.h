@@ -84,6 +84,11 @@ class MatMul {
   void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
  private:
+  // run() for a matrix kept in stripes (weights.h): every token through
+  // the stripe form's kernels, four at a time or one by one alike.
+  void run_striped(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens, int64_t x_stride, float* out,
+                   int64_t out_stride);
+
   // One slice of the columns: n values at byte w_offset of a weight row
   // (w_bytes of it), met by the activations from byte act_offset.
   struct Slice {

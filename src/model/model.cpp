@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "model/ops.h"
+#include "model/striped_weights.h"
 #include "quant/quant.h"
 
 namespace revis {
@@ -77,6 +78,28 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const gguf::GgufFile>
 
   model->set_up_rope_and_scale();
   return model;
+}
+
+Result<uint64_t> Model::keep_weights_in_stripes() {
+  auto striped = stripe_weights(weights_);
+  if (!striped.ok()) return striped.status().with_context(file_->path());
+  // The embeddings are still looked up in the file's copy (and a tied
+  // output's stored rows are theirs).
+  std::vector<const uint8_t*> kept = {weights_.token_embd.data};
+  for (const NextnWeights& n : weights_.nextn) kept.push_back(n.embed.data);
+  for (const gguf::TensorInfo& t : file_->tensors())
+    if (std::find(striped->replaced.begin(), striped->replaced.end(), t.data) != striped->replaced.end() &&
+        std::find(kept.begin(), kept.end(), t.data) == kept.end()) {
+      file_->release(t);
+      released_.push_back(t.data);
+    }
+  std::sort(released_.begin(), released_.end());
+  striped_memory_ = std::move(striped->memory);
+  return striped->matrices;
+}
+
+bool Model::reads_in_stripes(const gguf::TensorInfo& t) const {
+  return std::binary_search(released_.begin(), released_.end(), t.data);
 }
 
 // The attention scores' factor: 1/sqrt(key width), and for DeepSeek YaRN's

@@ -65,6 +65,17 @@ class Model {
   // forward, not to be called while a forward call runs.
   void set_matmul_observer(MatmulObserver* observer) { matmul_.set_observer(observer); }
 
+  // Keeps every matrix that the active kernel backend has a stripe form
+  // for in stripes, in memory of the model's own (striped_weights.h), and
+  // gives the file's copy of them back (GgufFile::release). Returns how
+  // many matrices; 0 where the backend has no stripe forms. Called once,
+  // at load, before any forward call.
+  Result<uint64_t> keep_weights_in_stripes();
+  // The striped matrices' memory (empty before or without).
+  const HugePageMemory& striped_memory() const { return striped_memory_; }
+  // Whether tensor t of the file was given back, read from the stripes instead.
+  bool reads_in_stripes(const gguf::TensorInfo& t) const;
+
  private:
   // Tokens per pass through the layers in a forward call: what bounds the
   // scratch rows below (model.cpp says why 256).
@@ -91,6 +102,8 @@ class Model {
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
+  HugePageMemory striped_memory_;
+  std::vector<const uint8_t*> released_;  // the data of the tensors given back, sorted
   Rope rope_;
   float attn_scale_ = 1.0f;        // the attention scores' factor, 1/sqrt(key width) unscaled
 

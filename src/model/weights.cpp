@@ -184,10 +184,16 @@ Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c
 
 }  // namespace
 
+int64_t Matrix::stored_rows() const {
+  if (!stripes) return rows;
+  const int64_t r = stripes->weight_rows;
+  return (rows + r - 1) / r * r;
+}
+
 Matrix Matrix::slice(int64_t mat) const {
   Matrix m = *this;
   m.n_mats = 1;
-  m.data = data + static_cast<size_t>(mat) * rows * row_bytes;
+  m.data = data + static_cast<size_t>(mat) * stored_rows() * row_bytes;
   return m;
 }
 

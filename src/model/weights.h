@@ -14,8 +14,15 @@
 
 namespace revis {
 
+struct PackedDot;
+
 // A row-major matrix of `rows` rows, each `cols` values of `type`; for expert
 // tensors a stack of `n_mats` such matrices.
+//
+// Or, where `stripes` is set, the same matrix kept in that packed form's
+// stripes of rows (quant.h's PackedDot, weight_rows > 1; striped_weights.h):
+// row_bytes is then a row's share of a stripe, each matrix of a stack
+// starts on a whole stripe, and row() means nothing: only MatMul reads it.
 struct Matrix {
   TensorType type = TensorType::F32;
   int64_t cols = 0;
@@ -23,9 +30,12 @@ struct Matrix {
   int64_t n_mats = 1;
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
+  const PackedDot* stripes = nullptr;
 
   bool empty() const { return data == nullptr; }
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+  // Rows one matrix of a stack takes: `rows`, or in stripes whole stripes.
+  int64_t stored_rows() const;
   Matrix slice(int64_t mat) const;  // one matrix of a stack
 };
 

@@ -81,6 +81,13 @@ void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, 
 // a whole stripe: out[k * weight_rows + r] is row r's product with
 // activation row k. A stripe holds weight_rows x weight_bytes(n) bytes,
 // its values k.. starting at weight_rows x weight_bytes(k).
+//
+// A stripe form may also have dot_one: a whole stripe against the first
+// activation row of a packed group only, out[r] for r < weight_rows, the
+// same bits as dot's out[r] (each row's and token's float steps are the
+// same, so a token's products do not depend on whether it went alone or in
+// a group). That is what lets a model keep such matrices in stripes for
+// good (MatMul's single tokens then take dot_one).
 struct PackedDot {
   size_t (*bytes)(int64_t n);
   void (*pack)(const void* a, size_t a_stride, int64_t n, void* packed);
@@ -88,6 +95,7 @@ struct PackedDot {
   size_t (*weight_bytes)(int64_t n) = nullptr;
   void (*repack_weights)(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) = nullptr;
   int weight_rows = 1;
+  void (*dot_one)(const void* w, const void* packed, int64_t n, float* out) = nullptr;
 };
 // The most weight_rows of any packed form.
 inline constexpr int kMaxStripeRows = 16;

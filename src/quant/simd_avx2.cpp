@@ -1256,39 +1256,42 @@ void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
 // The int16 pair (v, v) in each dword lane holding v (0 <= v < 2^15).
 inline __m256i twice16(__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); }
 
-// Eight Q4_K rows against four tokens: out[8t + r]. A group's eight steps
-// add up in int16 before its scale applies (at most 8 x 2 x 15 x 128).
+// Eight Q4_K rows against the first kTokens tokens of a packed group of
+// four: out[8t + r], each token's bits the same for any kTokens (one token
+// alone is dot_one). A group's eight steps add up in int16 before its
+// scale applies (at most 8 x 2 x 15 x 128).
 // bench --matmul q4_k, a 64-token prefill, 2 threads: 148 G products/s
 // against dot_k_rows's 128.
+template <int kTokens>
 void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
   using Layout = Q4_KStripes<8>;
   const auto* stripe = static_cast<const uint8_t*>(w);
   const auto* act = static_cast<const uint8_t*>(packed);
   const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
-  __m256 acc[4];
+  __m256 acc[kTokens];
   for (__m256& a : acc) a = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kSuperBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
-    __m256i sums[4];
+    __m256i sums[kTokens];
     for (__m256i& s : sums) s = _mm256_setzero_si256();
     for (int g = 0; g < 8; ++g) {
-      __m256i group_sums[4];
+      __m256i group_sums[kTokens];
       for (__m256i& s : group_sums) s = _mm256_setzero_si256();
       for (int s = 0; s < 8; ++s) {
         const __m256i bytes = load256(stripe + 32 * (8 * (g / 2) + s));
         const __m256i levels = _mm256_and_si256(g % 2 == 0 ? bytes : _mm256_srli_epi16(bytes, 4), low_nibbles);
-        for (int t = 0; t < 4; ++t) {
+        for (int t = 0; t < kTokens; ++t) {
           const __m256i values = _mm256_set1_epi32(static_cast<int>(load_u32(act + kSuperBlock * t + 32 * g + 4 * s)));
           group_sums[t] = _mm256_add_epi16(group_sums[t], _mm256_maddubs_epi16(levels, values));
         }
       }
       const __m256i scale = twice16(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
           reinterpret_cast<const __m128i*>(stripe + Layout::kScalesOffset + 8 * g))));
-      for (int t = 0; t < 4; ++t) sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(group_sums[t], scale));
+      for (int t = 0; t < kTokens; ++t) sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(group_sums[t], scale));
     }
     const __m256 d = _mm256_cvtph_ps(load128(stripe + Layout::kDOffset));
     const __m256 dmin = _mm256_cvtph_ps(load128(stripe + Layout::kDminOffset));
     const auto* token_d = reinterpret_cast<const float*>(act + Layout::kActivationScalesOffset);
-    for (int t = 0; t < 4; ++t) {
+    for (int t = 0; t < kTokens; ++t) {
       __m256i min_sums = _mm256_setzero_si256();
       for (int p = 0; p < 4; ++p) {
         const __m256i mins = _mm256_cvtepu8_epi16(load128(stripe + Layout::kMinsOffset + 16 * p));
@@ -1300,7 +1303,7 @@ void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
       acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_sums), _mm256_mul_ps(dmin, da), acc[t]);
     }
   }
-  for (int t = 0; t < 4; ++t) _mm256_storeu_ps(out + 8 * t, acc[t]);
+  for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(out + 8 * t, acc[t]);
 }
 
 }  // namespace
@@ -1334,8 +1337,8 @@ void install_avx2(OverrideFn record) {
   record(TensorType::Q3_K, dots<dot_k_rows<1, Q3_KFormat>, dot_k_rows<4, Q3_KFormat>>());
   static const PackedDot q4_k_one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
   using Q4_KLayout = Q4_KStripes<8>;
-  static const PackedDot q4_k_four{Q4_KLayout::bytes, Q4_KLayout::pack, dot_q4_k_stripe, Q4_KLayout::weight_bytes,
-                                   Q4_KLayout::repack, 8};
+  static const PackedDot q4_k_four{Q4_KLayout::bytes,  Q4_KLayout::pack, dot_q4_k_stripe<4>, Q4_KLayout::weight_bytes,
+                                   Q4_KLayout::repack, 8,                dot_q4_k_stripe<1>};
   KernelEntry q4_k = dots<dot_k_rows<1, Q4_KFormat>, dot_k_rows<4, Q4_KFormat>>();
   q4_k.packed1 = &q4_k_one;
   q4_k.packed4 = &q4_k_four;

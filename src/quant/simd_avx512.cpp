@@ -16,7 +16,7 @@
 // for Q8_0, Q4_0 and Q5_0 (the K-quant mixes' type for rows that are not
 // whole super-blocks) adds packed forms of dot4 and (Q8_0) dot (quant.h's
 // PackedDot); Q4_K's, Q6_K's and Q8_0's packed dot4 take sixteen rows at
-// once (k_stripes.h, packed_q8_0.h).
+// once (k_stripes.h, packed_q8_0.h), and so do their dot_one for one token.
 // It also overrides the other K-quants (Q2_K, Q3_K, Q5_K) and the grid types
 // (IQ2_*, IQ3_*, IQ1_*): two groups of grid points to a register, their
 // signs a mask (built with BMI2, which every CPU with AVX-512 has). The
@@ -208,38 +208,61 @@ void dot_quads(const void* w, const void* packed, int64_t n, float* out) {
   }
 }
 
-// Sixteen Q8_0 rows against four tokens (packed_q8_0.h's Q8_0Stripes):
-// out[16t + r]. Per block and token, eight vpdpbusd add a row's 32
+// A vpdpbusd sum kept in kChains registers, step k adding to chain
+// k % kChains, and added up at the end: one token alone would otherwise
+// wait on each vpdpbusd's latency before the next. Integer sums are exact
+// (and wrap alike in any order), so the chains change no bit of a result:
+// a one-token kernel may use more of them than its four-token twin.
+template <int kChains>
+struct DpbusdSum {
+  __m512i chain[kChains];
+  explicit DpbusdSum(__m512i start = _mm512_setzero_si512()) {
+    chain[0] = start;
+    for (int k = 1; k < kChains; ++k) chain[k] = _mm512_setzero_si512();
+  }
+  void add(int step, __m512i u8, __m512i s8) {
+    __m512i& c = chain[step % kChains];
+    c = _mm512_dpbusd_epi32(c, u8, s8);
+  }
+  __m512i total() const {
+    __m512i sum = chain[0];
+    for (int k = 1; k < kChains; ++k) sum = _mm512_add_epi32(sum, chain[k]);
+    return sum;
+  }
+};
+
+// Sixteen Q8_0 rows against the first kTokens tokens of a packed group of
+// four (packed_q8_0.h's Q8_0Stripes): out[16t + r]. Each token's steps are
+// the same for any kTokens, so one token alone (dot_one) gets the bits it
+// gets among four. Per block and token, eight vpdpbusd add a row's 32
 // products in its lane to the token's starting sum, which takes the
 // weights' bias of 128 back out; one multiply-add applies the sixteen rows'
-// scales times the token's. Two sums per token, of the even and the odd
-// steps, halve the chains of dependent vpdpbusd.
+// scales times the token's. Each token's sum goes in two chains, one
+// token's alone in four (DpbusdSum).
+template <int kTokens>
 void dot_q8_0_stripe(const void* w, const void* packed, int64_t n, float* out) {
   using Layout = Q8_0Stripes<16>;
+  constexpr int kChains = kTokens == 1 ? 4 : 2;
   const auto* stripe = static_cast<const uint8_t*>(w);
   const auto* act = static_cast<const uint8_t*>(packed);
-  __m512 acc[4];
+  __m512 acc[kTokens];
   for (__m512& a : acc) a = _mm512_setzero_ps();
   for (int64_t b = 0; b < n / kLegacyBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
-    __m512i even[4], odd[4];
-    for (int t = 0; t < 4; ++t) {
-      even[t] = _mm512_set1_epi32(static_cast<int>(load_u32(act + Layout::kSumsOffset + sizeof(int32_t) * t)));
-      odd[t] = _mm512_setzero_si512();
-    }
-    for (int s = 0; s < 8; s += 2) {
-      const __m512i q0 = load512(stripe + 64 * s), q1 = load512(stripe + 64 * (s + 1));
-      for (int t = 0; t < 4; ++t) {
-        even[t] = _mm512_dpbusd_epi32(even[t], q0, _mm512_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s))));
-        odd[t] = _mm512_dpbusd_epi32(odd[t], q1, _mm512_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s + 4))));
-      }
+    DpbusdSum<kChains> sums[kTokens];
+    for (int t = 0; t < kTokens; ++t)
+      sums[t] = DpbusdSum<kChains>(
+          _mm512_set1_epi32(static_cast<int>(load_u32(act + Layout::kSumsOffset + sizeof(int32_t) * t))));
+    for (int s = 0; s < 8; ++s) {
+      const __m512i q = load512(stripe + 64 * s);
+      for (int t = 0; t < kTokens; ++t)
+        sums[t].add(s, q, _mm512_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s))));
     }
     const __m512 d = _mm512_cvtph_ps(load256(stripe + Layout::kDOffset));
     const auto* token_d = reinterpret_cast<const float*>(act + Layout::kScalesOffset);
-    for (int t = 0; t < 4; ++t)
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(even[t], odd[t])),
-                               _mm512_mul_ps(d, _mm512_set1_ps(token_d[t])), acc[t]);
+    for (int t = 0; t < kTokens; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t].total()), _mm512_mul_ps(d, _mm512_set1_ps(token_d[t])), acc[t]);
   }
-  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
+  for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
 }
 
 // kOneToken: whether the packed form of dot is this file's quads. Q4_0
@@ -264,7 +287,8 @@ KernelEntry signed_kernels() {
 KernelEntry q8_0_kernels() {
   KernelEntry entry = signed_kernels<Q8_0Pair, true>();
   using Layout = Q8_0Stripes<16>;
-  static const PackedDot four{Layout::bytes, Layout::pack, dot_q8_0_stripe, Layout::weight_bytes, Layout::repack, 16};
+  static const PackedDot four{Layout::bytes,  Layout::pack,   dot_q8_0_stripe<4>, Layout::weight_bytes,
+                              Layout::repack, 16, dot_q8_0_stripe<1>};
   entry.packed4 = &four;
   return entry;
 }
@@ -889,40 +913,43 @@ KernelEntry k_kernels() {
   return dots<dot_k_rows<1, Format>, dot_k_rows<4, Format>>();
 }
 
-// Sixteen Q4_K rows against four tokens (k_stripes.h): out[16t + r].
-// Per group of 32 values and token, eight vpdpbusd sum a row's products in
-// its lane; the group's scale multiplies that sum (at most 32 x 15 x 128,
-// times 63: eight groups stay inside int32), and vpdpwssd adds the
-// minimums times the token's group sums, two groups at a time.
+// Sixteen Q4_K rows against the first kTokens tokens of a packed group of
+// four (k_stripes.h): out[16t + r], each token's bits the same for any
+// kTokens, as Q8_0's. Per group of 32 values and token, eight vpdpbusd sum
+// a row's products in its lane (one token's in four chains, DpbusdSum);
+// the group's scale multiplies that sum (at most 32 x 15 x 128, times 63:
+// eight groups stay inside int32), and vpdpwssd adds the minimums times
+// the token's group sums, two groups at a time.
+template <int kTokens>
 void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
   using Layout = Q4_KStripes<16>;
+  constexpr int kChains = kTokens == 1 ? 4 : 1;
   const auto* stripe = static_cast<const uint8_t*>(w);
   const auto* act = static_cast<const uint8_t*>(packed);
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
-  __m512 acc[4];
+  __m512 acc[kTokens];
   for (__m512& a : acc) a = _mm512_setzero_ps();
   for (int64_t b = 0; b < n / kSuperBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
-    __m512i sums[4], min_sums[4];
-    for (int t = 0; t < 4; ++t) sums[t] = min_sums[t] = _mm512_setzero_si512();
+    __m512i sums[kTokens], min_sums[kTokens];
+    for (int t = 0; t < kTokens; ++t) sums[t] = min_sums[t] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
-      __m512i low_sums[4], high_sums[4];  // groups 2p and 2p + 1
-      for (int t = 0; t < 4; ++t) low_sums[t] = high_sums[t] = _mm512_setzero_si512();
+      DpbusdSum<kChains> low_sums[kTokens], high_sums[kTokens];  // groups 2p and 2p + 1
       for (int s = 0; s < 8; ++s) {
         const __m512i bytes = load512(stripe + 64 * (8 * p + s));
         const __m512i low = _mm512_and_si512(bytes, low_nibbles);
         const __m512i high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
-        for (int t = 0; t < 4; ++t) {
+        for (int t = 0; t < kTokens; ++t) {
           const uint8_t* values = act + kSuperBlock * t + 64 * p + 4 * s;
-          low_sums[t] = _mm512_dpbusd_epi32(low_sums[t], low, _mm512_set1_epi32(static_cast<int>(load_u32(values))));
-          high_sums[t] = _mm512_dpbusd_epi32(high_sums[t], high, _mm512_set1_epi32(static_cast<int>(load_u32(values + 32))));
+          low_sums[t].add(s, low, _mm512_set1_epi32(static_cast<int>(load_u32(values))));
+          high_sums[t].add(s, high, _mm512_set1_epi32(static_cast<int>(load_u32(values + 32))));
         }
       }
       const __m512i low_scale = _mm512_cvtepu8_epi32(load128(stripe + Layout::kScalesOffset + 32 * p));
       const __m512i high_scale = _mm512_cvtepu8_epi32(load128(stripe + Layout::kScalesOffset + 32 * p + 16));
       const __m512i mins = _mm512_cvtepu8_epi16(load256(stripe + Layout::kMinsOffset + 32 * p));
-      for (int t = 0; t < 4; ++t) {
-        sums[t] = _mm512_add_epi32(sums[t], _mm512_add_epi32(_mm512_mullo_epi32(low_sums[t], low_scale),
-                                                             _mm512_mullo_epi32(high_sums[t], high_scale)));
+      for (int t = 0; t < kTokens; ++t) {
+        sums[t] = _mm512_add_epi32(sums[t], _mm512_add_epi32(_mm512_mullo_epi32(low_sums[t].total(), low_scale),
+                                                             _mm512_mullo_epi32(high_sums[t].total(), high_scale)));
         const uint8_t* group_sums = act + Layout::kSumsOffset + sizeof(int16_t) * (8 * t + 2 * p);
         min_sums[t] = _mm512_dpwssd_epi32(min_sums[t], mins, _mm512_set1_epi32(static_cast<int>(load_u32(group_sums))));
       }
@@ -930,49 +957,59 @@ void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
     const __m512 d = _mm512_cvtph_ps(load256(stripe + Layout::kDOffset));
     const __m512 dmin = _mm512_cvtph_ps(load256(stripe + Layout::kDminOffset));
     const auto* token_d = reinterpret_cast<const float*>(act + Layout::kActivationScalesOffset);
-    for (int t = 0; t < 4; ++t) {
+    for (int t = 0; t < kTokens; ++t) {
       const __m512 da = _mm512_set1_ps(token_d[t]);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_mul_ps(d, da), acc[t]);
       acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_sums[t]), _mm512_mul_ps(dmin, da), acc[t]);
     }
   }
-  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
+  for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
 }
 
-// Sixteen Q6_K rows against four tokens (k_stripes.h): out[16t + r]. As
-// Q4_K's, with groups of 16 values and signed scales; the offset 32 meets
-// Q8_K's group sums through vpdpwssd with the scales times -32, two groups
-// at a time, in the same integer sum (at most 16 x 128 x 16 x 63 x 128 in
-// products and 32 x 128 x 16 x 2032 in offsets: inside int32).
+// Sixteen Q6_K rows against the first kTokens tokens of a packed group of
+// four (k_stripes.h): out[16t + r], each token's bits the same for any
+// kTokens. As Q4_K's, with groups of 16 values and signed scales (one
+// token's sums in two chains); the offset 32 meets Q8_K's group sums
+// through vpdpwssd with the scales times -32, two groups at a time, in the
+// same integer sum (at most 16 x 128 x 16 x 63 x 128 in products and
+// 32 x 128 x 16 x 2032 in offsets: inside int32).
+template <int kTokens>
 void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
   using Layout = Q6_KStripes<16>;
+  constexpr int kChains = kTokens == 1 ? 2 : 1;  // a group is four steps
   const auto* stripe = static_cast<const uint8_t*>(w);
   const auto* act = static_cast<const uint8_t*>(packed);
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f), top_bits = _mm512_set1_epi8(0x30);
-  __m512 acc[4];
+  __m512 acc[kTokens];
   for (__m512& a : acc) a = _mm512_setzero_ps();
   for (int64_t b = 0; b < n / kSuperBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
-    __m512i sums[4];
+    __m512i sums[kTokens];
     for (__m512i& s : sums) s = _mm512_setzero_si512();
     // Chunk c's two groups: their products with the scales, and the offsets.
-    auto add_groups = [&](int c, const __m512i (&group_sums)[4], bool second) {
+    auto add_groups = [&](int c, const DpbusdSum<kChains> (&group_sums)[kTokens], bool second) {
       const __m512i scale_pair = _mm512_cvtepi8_epi16(load256(stripe + Layout::kScalesOffset + 32 * c));
       const __m512i scale = second ? _mm512_srai_epi32(scale_pair, 16) : _mm512_srai_epi32(_mm512_slli_epi32(scale_pair, 16), 16);
-      for (int t = 0; t < 4; ++t) sums[t] = _mm512_add_epi32(sums[t], _mm512_mullo_epi32(group_sums[t], scale));
+      for (int t = 0; t < kTokens; ++t)
+        sums[t] = _mm512_add_epi32(sums[t], _mm512_mullo_epi32(group_sums[t].total(), scale));
       if (!second) return;
       const __m512i offsets = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(scale_pair, 5));
-      for (int t = 0; t < 4; ++t) {
+      for (int t = 0; t < kTokens; ++t) {
         const uint8_t* pair_sums = act + Layout::kSumsOffset + sizeof(int16_t) * (16 * t + 2 * c);
         sums[t] = _mm512_dpwssd_epi32(sums[t], offsets, _mm512_set1_epi32(static_cast<int>(load_u32(pair_sums))));
       }
     };
+    // Unrolled, so that every step's chain (DpbusdSum) is a register:
+    // GCC left these loops rolled, the chains on the stack.
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
       for (int j = 0; j < 2; ++j) {
         const int low_chunk = 4 * h + j, high_chunk = low_chunk + 2;
-        __m512i low_sums[4], high_sums[4];
+        DpbusdSum<kChains> low_sums[kTokens], high_sums[kTokens];
+#pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
           if (s % 4 == 0)
-            for (int t = 0; t < 4; ++t) low_sums[t] = high_sums[t] = _mm512_setzero_si512();
+            for (int t = 0; t < kTokens; ++t) low_sums[t] = high_sums[t] = DpbusdSum<kChains>();
           const __m512i ql = load512(stripe + 64 * (16 * h + 8 * j + s));
           const __m512i qh = load512(stripe + Layout::kHighOffset + 64 * (8 * h + s));
           // Chunk 4h + k's top bits are bits 2k of qh: moved to bits 4-5.
@@ -981,12 +1018,10 @@ void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
           const __m512i low = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, low_nibbles), low_top, top_bits, 0xf8);
           const __m512i high = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibbles), high_top,
                                                          top_bits, 0xf8);
-          for (int t = 0; t < 4; ++t) {
+          for (int t = 0; t < kTokens; ++t) {
             const uint8_t* values = act + kSuperBlock * t + 4 * s;
-            low_sums[t] = _mm512_dpbusd_epi32(low_sums[t], low,
-                                              _mm512_set1_epi32(static_cast<int>(load_u32(values + 32 * low_chunk))));
-            high_sums[t] = _mm512_dpbusd_epi32(high_sums[t], high,
-                                               _mm512_set1_epi32(static_cast<int>(load_u32(values + 32 * high_chunk))));
+            low_sums[t].add(s, low, _mm512_set1_epi32(static_cast<int>(load_u32(values + 32 * low_chunk))));
+            high_sums[t].add(s, high, _mm512_set1_epi32(static_cast<int>(load_u32(values + 32 * high_chunk))));
           }
           if (s % 4 == 3) {
             add_groups(low_chunk, low_sums, s == 7);
@@ -996,16 +1031,17 @@ void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
       }
     const __m512 d = _mm512_cvtph_ps(load256(stripe + Layout::kDOffset));
     const auto* token_d = reinterpret_cast<const float*>(act + Layout::kActivationScalesOffset);
-    for (int t = 0; t < 4; ++t)
+    for (int t = 0; t < kTokens; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_mul_ps(d, _mm512_set1_ps(token_d[t])), acc[t]);
   }
-  for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
+  for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
 }
 
 KernelEntry q4_k_kernels() {
   static const PackedDot one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
   using Layout = Q4_KStripes<16>;
-  static const PackedDot four{Layout::bytes, Layout::pack, dot_q4_k_stripe, Layout::weight_bytes, Layout::repack, 16};
+  static const PackedDot four{Layout::bytes,  Layout::pack,   dot_q4_k_stripe<4>, Layout::weight_bytes,
+                              Layout::repack, 16, dot_q4_k_stripe<1>};
   KernelEntry entry = k_kernels<Q4_KPairs>();
   entry.packed1 = &one;
   entry.packed4 = &four;
@@ -1014,7 +1050,8 @@ KernelEntry q4_k_kernels() {
 
 KernelEntry q6_k_kernels() {
   using Layout = Q6_KStripes<16>;
-  static const PackedDot four{Layout::bytes, Layout::pack, dot_q6_k_stripe, Layout::weight_bytes, Layout::repack, 16};
+  static const PackedDot four{Layout::bytes,  Layout::pack,   dot_q6_k_stripe<4>, Layout::weight_bytes,
+                              Layout::repack, 16, dot_q6_k_stripe<1>};
   KernelEntry entry = k_kernels<Q6_KPairs>();
   entry.packed4 = &four;
   return entry;

@@ -181,8 +181,45 @@ TEST(Speculative, PromptLookupProposesWhatFollowedTheLatestMatch) {
   EXPECT_EQ(*d, (std::vector<int32_t>{7, 8, 5}));  // the latest "1 2 3" before the end
   d = lookup->draft(std::vector<int32_t>{4, 5, 6, 4}, 4);
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(*d, (std::vector<int32_t>{5, 6, 4}));  // down to one token, cut at the end
+  EXPECT_EQ(*d, (std::vector<int32_t>{5, 6, 4, 5}));  // down to one token, copied on into the draft
   d = lookup->draft(std::vector<int32_t>{4, 5, 6}, 4);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->empty());
+}
+
+TEST(Speculative, PromptLookupFollowsAPeriodPastTheEndOfTheContext) {
+  auto lookup = prompt_lookup_drafter(3);
+  // "A B C A B C A B": the latest "C A B" is one period back.
+  auto d = lookup->draft(std::vector<int32_t>{10, 11, 12, 10, 11, 12, 10, 11}, 8);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, (std::vector<int32_t>{12, 10, 11, 12, 10, 11, 12, 10}));
+  // A period of one: the same token repeated.
+  d = lookup->draft(std::vector<int32_t>{3, 7, 7, 7, 7}, 6);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, (std::vector<int32_t>(6, 7)));
+  d = lookup->draft(std::vector<int32_t>{7, 7}, 5);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, (std::vector<int32_t>(5, 7)));
+}
+
+TEST(Speculative, PromptLookupCopiesAFarMatchBoundedByMax) {
+  auto lookup = prompt_lookup_drafter(3);
+  // The match is far back and what followed it stays inside the context.
+  const std::vector<int32_t> context = {1, 2, 3, 20, 21, 22, 23, 24, 25, 9, 8, 7, 6, 1, 2, 3};
+  auto d = lookup->draft(context, 4);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, (std::vector<int32_t>{20, 21, 22, 23}));
+  d = lookup->draft(context, 8);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, (std::vector<int32_t>{20, 21, 22, 23, 24, 25, 9, 8}));
+}
+
+TEST(Speculative, PromptLookupDraftsNothingFromAnEmptyOrOneTokenContext) {
+  auto lookup = prompt_lookup_drafter(3);
+  auto d = lookup->draft(std::vector<int32_t>{}, 8);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->empty());
+  d = lookup->draft(std::vector<int32_t>{5}, 8);
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->empty());
 }

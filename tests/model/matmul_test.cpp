@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "model/striped_weights.h"
 #include "quant/quant.h"
 #include "quant/test_util.h"
 #include "support/kernel_backends.h"
@@ -200,6 +201,80 @@ TEST(MatMul, PaddedGroupsGiveEveryTokenTheSameBitsInAnyCall) {
       }
     }
   }
+}
+
+// Matrices kept in stripes (striped_weights.h), on every backend with
+// stripe forms: a stack of three matrices of 45 rows (two whole stripes of
+// sixteen and one of 13, or five of eight and one of five) whose middle one
+// is taken. Every token's products must carry the same bits alone, in
+// pairs, among nine in order and reversed, and stepwise (what lets
+// speculative decoding verify drafts in groups and a resumed prompt equal a
+// cold one), and equal vec_dot of the stored rows within rounding. 8192
+// values go in slices of columns.
+TEST(MatMul, StripedMatricesGiveEveryTokenTheSameBitsInAnyCall) {
+  constexpr int64_t kRows = 45;
+  constexpr int kTokens = 9, kMats = 3;
+  ThreadPool pool(2);
+  int striped_types = 0;
+  for (KernelBackend backend : testing::supported_kernel_backends()) {
+    const testing::ScopedKernelBackend scoped(backend);
+    ASSERT_TRUE(scoped.ok());
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0})
+      for (int64_t cols : {2048, 8192}) {
+        SCOPED_TRACE(std::string(kernel_backend_name(backend)) + " " + type_name(type) + " " + std::to_string(cols));
+        const RandomMatrix stack(type, kRows * kMats, cols);
+        ModelWeights weights;
+        weights.output = stack.w;
+        weights.output.rows = kRows;
+        weights.output.n_mats = kMats;
+        auto striped = stripe_weights(weights);
+        ASSERT_TRUE(striped.ok()) << striped.status().message();
+        const PackedDot* form = dot_kernels(type, cols).packed4;
+        if (!form || form->weight_rows == 1) {
+          EXPECT_EQ(striped->matrices, 0u);
+          EXPECT_EQ(weights.output.stripes, nullptr);
+          continue;
+        }
+        ASSERT_EQ(striped->matrices, 1u);
+        ASSERT_EQ(weights.output.stripes, form);
+        ++striped_types;
+        const Matrix w = weights.output.slice(1);
+
+        const std::vector<float> x = random_floats(static_cast<size_t>(kTokens * cols), 7);
+        std::vector<float> reversed(x.size());
+        for (int t = 0; t < kTokens; ++t) std::copy_n(&x[t * cols], cols, &reversed[(kTokens - 1 - t) * cols]);
+        MatMul matmul;
+        std::vector<float> all(kTokens * kRows), backwards(kTokens * kRows), stepwise(kTokens * kRows), pair(2 * kRows);
+        matmul.run(pool, w, x.data(), kTokens, cols, all.data(), kRows);
+        matmul.run(pool, w, reversed.data(), kTokens, cols, backwards.data(), kRows);
+        matmul.set_stepwise(true);
+        matmul.run(pool, w, x.data(), kTokens, cols, stepwise.data(), kRows);
+        matmul.set_stepwise(false);
+        ASSERT_EQ(std::memcmp(stepwise.data(), all.data(), all.size() * sizeof(float)), 0) << "stepwise";
+        for (int t = 0; t < kTokens; ++t) {
+          const float* expected = &all[t * kRows];
+          ASSERT_EQ(std::memcmp(&backwards[(kTokens - 1 - t) * kRows], expected, kRows * sizeof(float)), 0)
+              << "token " << t << " reversed";
+          matmul.run(pool, w, &x[t * cols], 1, cols, pair.data(), kRows);
+          ASSERT_EQ(std::memcmp(pair.data(), expected, kRows * sizeof(float)), 0) << "token " << t << " alone";
+        }
+        matmul.run(pool, w, &x[6 * cols], 2, cols, pair.data(), kRows);
+        ASSERT_EQ(std::memcmp(pair.data(), &all[6 * kRows], 2 * kRows * sizeof(float)), 0) << "tokens 6 and 7";
+
+        const TensorType act_type = activation_type(type);
+        std::vector<uint8_t> act(row_bytes(act_type, cols));
+        for (int t : {0, 8}) {
+          quantize_row(act_type, &x[t * cols], act.data(), cols);
+          for (int64_t r = 0; r < kRows; ++r) {
+            const float expected = vec_dot(type, stack.w.row(kRows + r), act.data(), cols);
+            ASSERT_NEAR(all[t * kRows + r], expected, 1e-4 * (std::fabs(expected) + 1.0f)) << "token " << t << " row " << r;
+          }
+        }
+      }
+  }
+#if defined(__x86_64__)
+  if (kernel_backend_supported(KernelBackend::kAvx2)) EXPECT_GT(striped_types, 0);
+#endif
 }
 
 }  // namespace

@@ -410,6 +410,31 @@ void expect_dots_match(KernelBackend backend, TensorType type, const DotCase& c)
         EXPECT_EQ(std::bit_cast<uint32_t>(stripe_dots[k * stripe + r]), std::bit_cast<uint32_t>(r < copies ? dots[k] : 0.0f))
             << type_name(type) << ", " << c.what << ", stripe row " << r << ", activation row " << k;
     }
+    if (stripe > 1) {
+      // dot_one, the same stripe against the group's first row alone: the
+      // same bits as dot's for every stripe row, zero rows too; and again
+      // from a group whose other rows are random bytes (it reads row 0 only).
+      EXPECT_NE(form->dot_one, nullptr) << type_name(type) << ": a stripe form without dot_one";
+      if (!form->dot_one) return dots;
+      std::vector<uint8_t> garbage(packed.begin() + first * stride, packed.end());
+      std::mt19937 rng(static_cast<uint32_t>(c.n));
+      for (int k = 1; k < rows; ++k)
+        std::generate_n(garbage.begin() + k * stride, a_bytes, [&] { return static_cast<uint8_t>(rng()); });
+      std::vector<uint8_t> garbage_rows(form->bytes(c.n));
+      form->pack(garbage.data(), stride, c.n, garbage_rows.data());
+      for (const uint8_t* group : {packed_rows.data(), garbage_rows.data()}) {
+        const float unwritten = std::bit_cast<float>(0x7fc0beefu);  // a NaN dot_one must leave past its stripe
+        std::vector<float> one(static_cast<size_t>(stripe + 16), unwritten);
+        form->dot_one(repacked.data(), group, c.n, one.data());
+        const char* what = group == packed_rows.data() ? "" : ", other rows random";
+        for (int r = 0; r < stripe; ++r)
+          EXPECT_EQ(std::bit_cast<uint32_t>(one[r]), std::bit_cast<uint32_t>(stripe_dots[r]))
+              << type_name(type) << ", " << c.what << what << ", dot_one stripe row " << r;
+        for (int r = stripe; r < stripe + 16; ++r)
+          EXPECT_EQ(std::bit_cast<uint32_t>(one[r]), std::bit_cast<uint32_t>(unwritten))
+              << type_name(type) << ", " << c.what << what << ", dot_one wrote past its stripe at " << r;
+      }
+    }
     return dots;
   };
   const std::vector<float> packed_four = packed_dots(simd.packed4, 4, 0);

@@ -1,0 +1,39 @@
+// Keeping a model's matrices in stripes of rows for good.
+//
+// Where the active kernel backend has a stripe form of a weight type
+// (quant.h's PackedDot with weight_rows > 1 and dot_one: AVX-512's Q4_K,
+// Q6_K and Q8_0, AVX2's Q4_K), MatMul otherwise rewrites each tile of rows
+// into stripes at every prompt chunk, and a generated token multiplies the
+// stored rows with a one-row kernel that does several times the
+// instructions per product. Rewritten once at load:
+//   - a generated token takes the stripe kernel too (dot_one), so decoding
+//     is bound by memory rather than by arithmetic;
+//   - a token's products are the same bits whether it goes alone or with
+//     others, so speculative decoding verifies its drafts four tokens at a
+//     time instead of one by one, and a resumed prompt equals a cold one;
+//   - prompt chunks skip the rewrite.
+// The token embeddings stay as stored (a prompt looks rows up in them); a
+// tied output matrix gets a striped copy of its own.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gguf/huge_page_memory.h"
+#include "model/weights.h"
+#include "revis/status.h"
+
+namespace revis {
+
+struct StripedWeights {
+  HugePageMemory memory;                  // every striped matrix, one after another
+  std::vector<const uint8_t*> replaced;   // the stored data of each matrix now read from `memory`
+  uint64_t matrices = 0;                  // how many were striped (aliases counted once)
+};
+
+// Rewrites every matrix of `weights` (but the embeddings) whose type has a
+// stripe form on the active backend, and points it at the stripes. Nothing
+// for a backend without stripe forms.
+Result<StripedWeights> stripe_weights(ModelWeights& weights);
+
+}  // namespace revis
