@@ -38,6 +38,12 @@
 //    call with that token alone would, so that its row is bit-identical to
 //    such a call's; the rows are still read once, a tile at a time, while
 //    each token meets the tile in turn (speculative decoding's verification).
+// A matrix kept in stripes (weights.h's Matrix::stripes) skips all that
+// choosing: every group of four tokens, the last filled up with copies,
+// meets whole stripes through the stripe form's dot, and a group of one
+// through its dot_one, which gives the same bits; so stepwise and padded
+// groups change nothing there. One group claims long runs of stripes, to
+// stream them; several claim a tile of stripes each, as above.
 // A matrix is thus read from memory once per call whatever the number of
 // tokens: once per generated token, once per prompt chunk.
 #pragma once

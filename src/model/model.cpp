@@ -81,18 +81,20 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const gguf::GgufFile>
 }
 
 Result<uint64_t> Model::keep_weights_in_stripes() {
-  auto striped = stripe_weights(weights_);
-  if (!striped.ok()) return striped.status().with_context(file_->path());
   // The embeddings are still looked up in the file's copy (and a tied
   // output's stored rows are theirs).
   std::vector<const uint8_t*> kept = {weights_.token_embd.data};
   for (const NextnWeights& n : weights_.nextn) kept.push_back(n.embed.data);
-  for (const gguf::TensorInfo& t : file_->tensors())
-    if (std::find(striped->replaced.begin(), striped->replaced.end(), t.data) != striped->replaced.end() &&
-        std::find(kept.begin(), kept.end(), t.data) == kept.end()) {
-      file_->release(t);
-      released_.push_back(t.data);
-    }
+  auto give_back = [&](const uint8_t* data) {
+    if (std::find(kept.begin(), kept.end(), data) != kept.end()) return;
+    for (const gguf::TensorInfo& t : file_->tensors())
+      if (t.data == data) {
+        file_->release(t);
+        released_.push_back(data);
+      }
+  };
+  auto striped = stripe_weights(weights_, give_back);
+  if (!striped.ok()) return striped.status().with_context(file_->path());
   std::sort(released_.begin(), released_.end());
   striped_memory_ = std::move(striped->memory);
   return striped->matrices;

@@ -25,7 +25,8 @@ constexpr uint64_t kAlignment = 64;
 
 }  // namespace
 
-Result<StripedWeights> stripe_weights(ModelWeights& weights) {
+Result<StripedWeights> stripe_weights(ModelWeights& weights,
+                                      const std::function<void(const uint8_t*)>& replaced) {
   // The matrices to stripe, aliases (a tied output and the MTP block's
   // head, which fall back to other matrices) grouped by the data they share.
   std::map<const uint8_t*, std::vector<Matrix*>> by_data;
@@ -68,8 +69,8 @@ Result<StripedWeights> stripe_weights(ModelWeights& weights) {
                            out + mat * stored_bytes);
     out += (stored_bytes * m.n_mats + kAlignment - 1) / kAlignment * kAlignment;
     for (Matrix* alias : aliases) *alias = s;
-    striped.replaced.push_back(data);
     ++striped.matrices;
+    if (replaced) replaced(data);
   }
   return striped;
 }

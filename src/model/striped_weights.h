@@ -17,7 +17,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <functional>
 
 #include "gguf/huge_page_memory.h"
 #include "model/weights.h"
@@ -27,13 +27,16 @@ namespace revis {
 
 struct StripedWeights {
   HugePageMemory memory;                  // every striped matrix, one after another
-  std::vector<const uint8_t*> replaced;   // the stored data of each matrix now read from `memory`
   uint64_t matrices = 0;                  // how many were striped (aliases counted once)
 };
 
 // Rewrites every matrix of `weights` (but the embeddings) whose type has a
 // stripe form on the active backend, and points it at the stripes. Nothing
-// for a backend without stripe forms.
-Result<StripedWeights> stripe_weights(ModelWeights& weights);
+// for a backend without stripe forms. `replaced` (when set) hears of each
+// matrix's stored data as soon as it is rewritten, so that the caller can
+// give it back before the next: a model in memory then never holds much
+// more than itself, not its stored and striped copies both.
+Result<StripedWeights> stripe_weights(ModelWeights& weights,
+                                      const std::function<void(const uint8_t*)>& replaced = {});
 
 }  // namespace revis
