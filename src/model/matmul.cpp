@@ -57,10 +57,6 @@ constexpr size_t kPrefetchBytes = 16 * 1024;
 // most this many weight bytes stream like the short rows do.
 constexpr size_t kPrefetchSliceBytes = 2560;
 
-// How many stripes ahead of the one being multiplied a single token asks
-// for, in a matrix kept in stripes.
-constexpr int64_t kStripesAhead = 1;
-
 // One cache line at p, into L2 or as non-temporal data. In asm: GCC drops
 // loops of __builtin_prefetch that it inlines under a test of which hint
 // to use (it takes them for loops without effects), and it had dropped the
@@ -332,9 +328,9 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const float* x, int 
     group_slices_.push_back({n, stripe_rows * form.weight_bytes(col), stripe_rows * form.weight_bytes(n), form.bytes(col)});
   }
   // Threads claim whole stripes: one group takes long runs of them, which
-  // stream from memory best (the hardware prefetchers follow each thread's
-  // run; asking ahead in software only slowed it), several groups a tile
-  // of them each, re-read from L2 by every group.
+  // stream from memory best (the one-token kernels ask for the bytes ahead
+  // of them as they go), several groups a tile of them each, re-read from
+  // L2 by every group.
   const size_t stripe_bytes = stripe_rows * w.row_bytes;
   const int64_t stripes = w.stored_rows() / stripe_rows;
   const int64_t tile_stripes = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / stripe_bytes));
@@ -360,8 +356,6 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const float* x, int 
         const uint8_t* packed_group = packed_activations_.data() + g * packed_bytes;
         const int tokens_here = std::min(kGroup, n_tokens - g * kGroup);
         for (int64_t stripe = begin; stripe < end; ++stripe) {
-          if (n_groups == 1 && stripe + kStripesAhead < stripes)
-            prefetch(w.data + (stripe + kStripesAhead) * stripe_bytes, stripe_bytes, prefetch_);
           float sums[kGroup * kMaxStripeRows], dots[kGroup * kMaxStripeRows];
           const int values = kGroup * stripe_rows;
           for (size_t k = 0; k < group_slices_.size(); ++k) {

@@ -1270,10 +1270,13 @@ void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
   const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
   __m256 acc[kTokens];
   for (__m256& a : acc) a = _mm256_setzero_ps();
+  const size_t call_bytes = static_cast<size_t>(n / kSuperBlock) * Layout::kBlockBytes;
   for (int64_t b = 0; b < n / kSuperBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
     __m256i sums[kTokens];
     for (__m256i& s : sums) s = _mm256_setzero_si256();
     for (int g = 0; g < 8; ++g) {
+      if constexpr (kTokens == 1)
+        stream_ahead(stripe + g * Layout::kBlockBytes / 8, Layout::kBlockBytes / 8, call_bytes);
       __m256i group_sums[kTokens];
       for (__m256i& s : group_sums) s = _mm256_setzero_si256();
       for (int s = 0; s < 8; ++s) {

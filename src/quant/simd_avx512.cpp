@@ -929,10 +929,13 @@ void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
   __m512 acc[kTokens];
   for (__m512& a : acc) a = _mm512_setzero_ps();
+  const size_t call_bytes = static_cast<size_t>(n / kSuperBlock) * Layout::kBlockBytes;
   for (int64_t b = 0; b < n / kSuperBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
     __m512i sums[kTokens], min_sums[kTokens];
     for (int t = 0; t < kTokens; ++t) sums[t] = min_sums[t] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
+      if constexpr (kTokens == 1)
+        stream_ahead(stripe + p * Layout::kBlockBytes / 4, Layout::kBlockBytes / 4, call_bytes);
       DpbusdSum<kChains> low_sums[kTokens], high_sums[kTokens];  // groups 2p and 2p + 1
       for (int s = 0; s < 8; ++s) {
         const __m512i bytes = load512(stripe + 64 * (8 * p + s));
@@ -982,6 +985,7 @@ void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f), top_bits = _mm512_set1_epi8(0x30);
   __m512 acc[kTokens];
   for (__m512& a : acc) a = _mm512_setzero_ps();
+  const size_t call_bytes = static_cast<size_t>(n / kSuperBlock) * Layout::kBlockBytes;
   for (int64_t b = 0; b < n / kSuperBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
     __m512i sums[kTokens];
     for (__m512i& s : sums) s = _mm512_setzero_si512();
@@ -1004,6 +1008,10 @@ void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
     for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 2
       for (int j = 0; j < 2; ++j) {
+        if constexpr (kTokens == 1) {
+          const int quarter = 2 * h + j;
+          stream_ahead(stripe + quarter * Layout::kBlockBytes / 4, Layout::kBlockBytes / 4, call_bytes);
+        }
         const int low_chunk = 4 * h + j, high_chunk = low_chunk + 2;
         DpbusdSum<kChains> low_sums[kTokens], high_sums[kTokens];
 #pragma GCC unroll 8

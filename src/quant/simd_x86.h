@@ -26,6 +26,20 @@ inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const
 
 inline float half(uint16_t h) { return _cvtsh_ss(h); }
 
+// What a one-token K-quant stripe kernel asks for ahead of itself: the
+// bytes `ahead` past [p, p + bytes), a few lines at a time between its
+// arithmetic. A matrix kept in stripes is streamed a call's width at a
+// time, the next stripe right after this one, and one token's K-quant
+// arithmetic is slow enough that the hardware prefetchers alone left its
+// loads waiting on memory, while a whole stripe asked for before the call
+// filled the queue of misses (Llama-3.2-1B Q4_K_M, AVX-512: 40-44 tok/s
+// either way, 60-61 with this). Q8_0's lighter arithmetic streams as fast
+// without it. Bits are not affected.
+inline void stream_ahead(const uint8_t* p, size_t bytes, size_t ahead) {
+  for (size_t offset = 0; offset < bytes; offset += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + ahead + offset), _MM_HINT_NTA);
+}
+
 inline uint32_t load_u32(const void* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof v);
