@@ -357,7 +357,7 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const float* x, int 
         const int tokens_here = std::min(kGroup, n_tokens - g * kGroup);
         for (int64_t stripe = begin; stripe < end; ++stripe) {
           float sums[kGroup * kMaxStripeRows], dots[kGroup * kMaxStripeRows];
-          const int values = kGroup * stripe_rows;
+          const int values = tokens_here * stripe_rows;  // dot_one writes one token's
           for (size_t k = 0; k < group_slices_.size(); ++k) {
             const Slice& s = group_slices_[k];
             const uint8_t* weights = w.data + stripe * stripe_bytes + s.w_offset;
