@@ -16,6 +16,10 @@ namespace {
 // (redelivered tickets do not ring it).
 constexpr auto kPollInterval = std::chrono::milliseconds(250);
 constexpr auto kStatsInterval = std::chrono::seconds(1);
+// A lookup of an earlier result fails while the broker is away or still
+// recovering its streams: it is tried this often before the ticket is given back.
+constexpr int kResultLookupAttempts = 10;
+constexpr auto kResultLookupPause = std::chrono::milliseconds(200);
 }  // namespace
 
 Worker::Worker(node::Node& node, Connection& conn, StreamSettings streams, ConsumerSettings consumers)
@@ -180,13 +184,37 @@ void Worker::on_max_deliveries(const std::string& advisory) {
   count(&Stats::given_up);
 }
 
+std::chrono::milliseconds Worker::heartbeat() const {
+  return std::chrono::milliseconds(std::max<int64_t>(consumers_.ack_wait_ms / 3, 50));
+}
+
+std::optional<bool> Worker::earlier_result(Delivery& delivery, const std::string& id) {
+  Status failure = Status::error("not tried");
+  for (int attempt = 0; attempt < kResultLookupAttempts; ++attempt) {
+    if (attempt > 0) {
+      wait(kResultLookupPause);
+      if (conn_.connected()) delivery.in_progress();
+    }
+    auto existing = conn_.last_message(kResultStream, result_subject(id));
+    if (existing.ok()) return existing->has_value();
+    failure = existing.status();
+    MutexLock lock(mu_);
+    if (stop_) break;
+  }
+  node::log_line("warn", failure.message() + "; ticket " + id + " is given back, not run: it may have a result already");
+  return std::nullopt;
+}
+
 bool Worker::store_result(Delivery& delivery, const std::string& id, const std::string& event) {
   bool told = false;
   for (int failed_connected = 0;; told = true) {
-    // After a failure, short tries (the same Nats-Msg-Id: a try that was
-    // stored after all is not stored twice), each with InProgress first.
+    // Tries no longer than a heartbeat, each with InProgress first: a
+    // publish lost to a broker restart must not outwait the ack wait, or
+    // the ticket goes to another node while this one still holds its
+    // result. A retry has the same Nats-Msg-Id: a try that was stored
+    // after all is not stored twice.
     if (told && conn_.connected()) delivery.in_progress();
-    Status s = conn_.publish(result_subject(id), event, id, told ? 250 : 0);
+    Status s = conn_.publish(result_subject(id), event, id, static_cast<int>(heartbeat().count()));
     if (s.ok()) return true;
     {
       MutexLock lock(mu_);
@@ -300,8 +328,15 @@ void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
 void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_point received) {
   const std::string id = ticket.id;
   // Its first run stored a result and died before the ack, or a client
-  // cancelled it before it started: done already.
-  if (auto existing = conn_.last_message(kResultStream, result_subject(id)); existing.ok() && *existing) {
+  // cancelled it before it started: done already. Not knowing is not "no":
+  // a lookup that fails (a restarted broker still recovering its streams)
+  // gives the ticket back rather than run it a second time.
+  const std::optional<bool> earlier = earlier_result(delivery, id);
+  if (!earlier) {
+    delivery.nak();
+    return count(&Stats::given_back);
+  }
+  if (*earlier) {
     if (Status s = delivery.ack(); !s.ok()) node::log_line("warn", s.message());
     return count(&Stats::duplicates);
   }
@@ -337,9 +372,8 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
     cancelled = running_->cancelled;  // a cancel came before the job existed
   }
   if (cancelled) node_.executor().cancel(admission->job_id, "cancelled by the client");
-  const auto beat = std::chrono::milliseconds(std::max<int64_t>(consumers_.ack_wait_ms / 3, 50));
   std::unique_lock<std::mutex> lock(finish->mu);
-  while (!finish->cv.wait_for(lock, beat, [&] { return finish->outcome.has_value(); })) {
+  while (!finish->cv.wait_for(lock, heartbeat(), [&] { return finish->outcome.has_value(); })) {
     lock.unlock();
     if (Status s = delivery.in_progress(); !s.ok()) node::log_line("warn", s.message());
     refresh_stats();

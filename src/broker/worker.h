@@ -13,7 +13,8 @@
 // ticket that can never run (malformed, unknown task, bad args, another
 // catalogue) gets one `error` result and is terminated, never redelivered.
 // A ticket whose result already exists (its first run ended after the
-// result was stored, before the ack) is acked without running again. A
+// result was stored, before the ack) is acked without running again; one
+// whose result the broker cannot look up yet is given back, not run. A
 // job cancelled by shutdown is given back (nak) for another node. A result
 // that cannot be stored because the broker is down is kept and published
 // once it is back, then acked: a finished run is never thrown away.
@@ -106,6 +107,12 @@ class Worker {
   void subscribe();
   void on_cancel(const std::string& id) EXCLUDES(mu_);
   void on_max_deliveries(const std::string& advisory);
+  // How often a held ticket is marked InProgress: a third of the ack wait.
+  std::chrono::milliseconds heartbeat() const;
+  // Whether ticket `id` has a stored result, asking a few times over a
+  // couple of seconds (InProgress between tries); nullopt when the broker
+  // could not say.
+  std::optional<bool> earlier_result(Delivery& delivery, const std::string& id);
   // Publishes a result, waiting out a broker outage; false when the node
   // stops first (the ticket is then redelivered).
   bool store_result(Delivery& delivery, const std::string& id, const std::string& event);
