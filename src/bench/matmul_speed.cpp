@@ -38,19 +38,22 @@ struct OwnedMatrix {
   std::vector<uint8_t> bytes;
   Matrix stored;
   bool striped = false;
+  std::optional<KernelBackend> stripes_backend;  // of `in_stripes`, once made
+  Matrix in_stripes;
   StripedWeights stripes;
-  KernelBackend stripes_backend = KernelBackend::kScalar;
-  ModelWeights holder;  // stripe_weights' view of it
 
   const Matrix& matrix() {
     if (!striped) return stored;
-    if (holder.output.empty() || stripes_backend != active_kernel_backend()) {
-      holder.output = stored;
-      auto made = stripe_weights(holder);
-      if (made.ok()) stripes = std::move(*made);  // else (no memory) the stored rows
+    if (stripes_backend != active_kernel_backend()) {
+      in_stripes = stored;
+      auto made = stripe_matrix(in_stripes);
+      if (made.ok())
+        stripes = std::move(*made);
+      else
+        in_stripes = stored;  // no memory: the stored rows
       stripes_backend = active_kernel_backend();
     }
-    return holder.output;
+    return in_stripes;
   }
 };
 

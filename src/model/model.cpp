@@ -85,13 +85,14 @@ Result<uint64_t> Model::keep_weights_in_stripes() {
   // output's stored rows are theirs).
   std::vector<const uint8_t*> kept = {weights_.token_embd.data};
   for (const NextnWeights& n : weights_.nextn) kept.push_back(n.embed.data);
+  std::unordered_map<const uint8_t*, const gguf::TensorInfo*> tensor_at;
+  for (const gguf::TensorInfo& t : file_->tensors()) tensor_at.emplace(t.data, &t);
   auto give_back = [&](const uint8_t* data) {
     if (std::find(kept.begin(), kept.end(), data) != kept.end()) return;
-    for (const gguf::TensorInfo& t : file_->tensors())
-      if (t.data == data) {
-        file_->release(t);
-        released_.push_back(data);
-      }
+    if (auto it = tensor_at.find(data); it != tensor_at.end()) {
+      file_->release(*it->second);
+      released_.push_back(data);
+    }
   };
   auto striped = stripe_weights(weights_, give_back);
   if (!striped.ok()) return striped.status().with_context(file_->path());
@@ -123,15 +124,11 @@ void Model::set_up_rope_and_scale() {
 uint64_t Model::bytes_per_token() const {
   const ModelConfig& c = config_;
   uint64_t total = matrix_bytes(weights_.output) + weights_.token_embd.row_bytes;
-  for (const LayerWeights& l : weights_.layers) {
-    for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wk_b, &l.wv_b, &l.w_gate,
-                            &l.w_up, &l.w_down, &l.router, &l.gate_shexp, &l.up_shexp, &l.down_shexp})
-      total += matrix_bytes(*m);
-    if (c.n_expert > 0) {
-      const uint64_t experts = matrix_bytes(l.gate_exps) + matrix_bytes(l.up_exps) + matrix_bytes(l.down_exps);
-      total += experts / c.n_expert * c.n_expert_used;
-    }
-  }
+  for (const LayerWeights& l : weights_.layers)
+    for (const Matrix* m : l.matrices())
+      // A token reads n_expert_used of a stack's n_expert matrices.
+      total += l.is_expert_stack(*m) ? (c.n_expert > 0 ? matrix_bytes(*m) / c.n_expert * c.n_expert_used : 0)
+                                     : matrix_bytes(*m);
   return total;
 }
 

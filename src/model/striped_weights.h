@@ -2,10 +2,11 @@
 //
 // Where the active kernel backend has a stripe form of a weight type
 // (quant.h's PackedDot with weight_rows > 1 and dot_one: AVX-512's Q4_K,
-// Q6_K and Q8_0, AVX2's Q4_K), MatMul otherwise rewrites each tile of rows
-// into stripes at every prompt chunk, and a generated token multiplies the
-// stored rows with a one-row kernel that does several times the
-// instructions per product. Rewritten once at load:
+// Q6_K and Q8_0, AVX2's Q4_K, and AVX2's Q8_0 where AVX-VNNI is), MatMul
+// otherwise rewrites each tile of rows into stripes at every prompt chunk,
+// and a generated token multiplies the stored rows with a one-row kernel
+// that does several times the instructions per product. Rewritten once at
+// load:
 //   - a generated token takes the stripe kernel too (dot_one), so decoding
 //     is bound by memory rather than by arithmetic;
 //   - a token's products are the same bits whether it goes alone or with
@@ -38,5 +39,9 @@ struct StripedWeights {
 // more than itself, not its stored and striped copies both.
 Result<StripedWeights> stripe_weights(ModelWeights& weights,
                                       const std::function<void(const uint8_t*)>& replaced = {});
+
+// The same for one matrix (a benchmark's): m points at the stripes
+// afterwards, unless its type has no stripe form here.
+Result<StripedWeights> stripe_matrix(Matrix& m);
 
 }  // namespace revis

@@ -184,6 +184,18 @@ Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c
 
 }  // namespace
 
+namespace {
+template <class Layer>
+auto all_matrices(Layer& l) {
+  return std::array{&l.wq,      &l.wk,        &l.wv,         &l.wo,       &l.wq_a,       &l.wq_b,     &l.wkv_a,
+                    &l.wk_b,    &l.wv_b,      &l.w_gate,     &l.w_up,     &l.w_down,     &l.router,   &l.gate_exps,
+                    &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp};
+}
+}  // namespace
+
+std::array<Matrix*, LayerWeights::kMatrices> LayerWeights::matrices() { return all_matrices(*this); }
+std::array<const Matrix*, LayerWeights::kMatrices> LayerWeights::matrices() const { return all_matrices(*this); }
+
 int64_t Matrix::stored_rows() const {
   if (!stripes) return rows;
   const int64_t r = stripes->weight_rows;

@@ -4,6 +4,7 @@
 // and are converted to float32 vectors once.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -57,6 +58,12 @@ struct LayerWeights {
   std::vector<float> expert_bias;         // deepseek2 (exp_probs_b): added for the choice only
   Matrix gate_exps, up_exps, down_exps;   // stacks of n_expert matrices
   Matrix gate_shexp, up_shexp, down_shexp;  // deepseek2's shared experts, as one FFN
+
+  // Every matrix (the absent ones empty), for code that treats them alike.
+  static constexpr size_t kMatrices = 19;
+  std::array<Matrix*, kMatrices> matrices();
+  std::array<const Matrix*, kMatrices> matrices() const;
+  bool is_expert_stack(const Matrix& m) const { return &m == &gate_exps || &m == &up_exps || &m == &down_exps; }
 };
 
 // A multi-token-prediction block (deepseek2's nextn, docs/architecture.md):
