@@ -129,6 +129,7 @@ void Q8_0Stripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, in
     }
 }
 
+template struct Q8_0Stripes<8>;
 template struct Q8_0Stripes<16>;
 
 }  // namespace revis::quant

@@ -45,7 +45,8 @@
 // 32 KiB L1 the weights streaming through evicted them; the FFN's down
 // projection ran 20-25% slower per byte than the other matrices.)
 //
-// Q8_0Stripes (the AVX-512 kernel of Q8_0 weights, four tokens): k_stripes.h's
+// Q8_0Stripes (the Q8_0 kernels for four tokens of AVX-512, sixteen rows, and
+// of AVX2 with AVX-VNNI, eight rows): k_stripes.h's
 // idea for the 32-value blocks of Q8_0: stripes of kRows weight rows, one
 // row per dword lane, so that vpdpbusd with one token's dword broadcast
 // takes four products of every row at once, and the scales are a vector

@@ -1309,7 +1309,59 @@ void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
   for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(out + 8 * t, acc[t]);
 }
 
+// --- Q8_0 in stripes of eight rows, with AVX-VNNI (packed_q8_0.h) ----------
+//
+// AVX-VNNI (Intel from Alder Lake, AMD from Zen 5) brings vpdpbusd to
+// 256-bit registers without AVX-512. Q8_0 then takes AVX-512's stripe form
+// at half the width: one vpdpbusd adds four products of each of eight rows
+// for a token, where the octets spend a sign, a vpmaddubsw, a vpmaddwd and
+// an add. Without AVX-VNNI the octets stay: vpmaddubsw on the biased
+// weights would saturate.
+
+// Eight Q8_0 rows against the first kTokens tokens of a packed group of
+// four: out[8t + r], each token's bits the same for any kTokens (one token
+// alone is dot_one); a token's integer sum goes in two chains, one token's
+// alone in four, which changes no bit (integer sums are exact).
+template <int kTokens>
+__attribute__((target("avxvnni"))) void dot_q8_0_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  using Layout = Q8_0Stripes<8>;
+  constexpr int kChains = kTokens == 1 ? 4 : 2;
+  const auto* stripe = static_cast<const uint8_t*>(w);
+  const auto* act = static_cast<const uint8_t*>(packed);
+  __m256 acc[kTokens];
+  for (__m256& a : acc) a = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
+    __m256i sums[kTokens][kChains];
+    for (int t = 0; t < kTokens; ++t) {
+      sums[t][0] = _mm256_set1_epi32(static_cast<int>(load_u32(act + Layout::kSumsOffset + sizeof(int32_t) * t)));
+      for (int k = 1; k < kChains; ++k) sums[t][k] = _mm256_setzero_si256();
+    }
+    for (int s = 0; s < 8; ++s) {
+      const __m256i q = load256(stripe + 32 * s);
+      for (int t = 0; t < kTokens; ++t) {
+        __m256i& chain = sums[t][s % kChains];
+        chain = _mm256_dpbusd_avx_epi32(chain, q, _mm256_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s))));
+      }
+    }
+    const __m256 d = _mm256_cvtph_ps(load128(stripe + Layout::kDOffset));
+    const auto* token_d = reinterpret_cast<const float*>(act + Layout::kScalesOffset);
+    for (int t = 0; t < kTokens; ++t) {
+      __m256i total = sums[t][0];
+      for (int k = 1; k < kChains; ++k) total = _mm256_add_epi32(total, sums[t][k]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(d, _mm256_set1_ps(token_d[t])), acc[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(out + 8 * t, acc[t]);
+}
+
 }  // namespace
+
+bool avx_vnni_supported() {
+  // CPUID leaf 7, subleaf 1, EAX bit 4 (clang 14's __builtin_cpu_supports
+  // does not know "avxvnni"). The YMM state is AVX2's, checked with it.
+  unsigned eax, ebx, ecx, edx;
+  return avx2_supported() && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+}
 
 bool avx2_supported() {
   // Not every compiler's __builtin_cpu_supports knows "f16c" (clang 14
@@ -1329,6 +1381,12 @@ void install_avx2(OverrideFn record) {
   record(TensorType::BF16, dots<dot_float_rows<1, BF16Format>, dot_float_rows<4, BF16Format>>());
   KernelEntry q8_0 = signed_kernels<Q8_0Format>();
   q8_0.quantize = quantize_q8_0_avx2;
+  if (avx_vnni_supported()) {
+    using Q8_0Layout = Q8_0Stripes<8>;
+    static const PackedDot q8_0_four{Q8_0Layout::bytes,  Q8_0Layout::pack, dot_q8_0_stripe<4>, Q8_0Layout::weight_bytes,
+                                     Q8_0Layout::repack, 8,                dot_q8_0_stripe<1>};
+    q8_0.packed4 = &q8_0_four;
+  }
   record(TensorType::Q8_0, q8_0);
   record(TensorType::Q8_K, {.quantize = quantize_q8_k_avx2});
   record(TensorType::Q4_0, signed_kernels<Q4_0Format>());

@@ -129,6 +129,8 @@ TEST_F(Avx2, OverridesTheListedKernels) {
   // Q4_K's four tokens: stripes of eight rows.
   ASSERT_NE(avx2.at(TensorType::Q4_K).packed4, nullptr);
   EXPECT_EQ(avx2.at(TensorType::Q4_K).packed4->weight_rows, 8);
+  // Q8_0's four tokens: stripes of eight rows where AVX-VNNI is, else octets.
+  EXPECT_EQ(avx2.at(TensorType::Q8_0).packed4->weight_rows, quant::avx_vnni_supported() ? 8 : 1);
 }
 
 TEST_F(Avx2, DispatchUsesTheOverrides) {
