@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_reader.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_constraint.h"
 #include "grammar/json_schema.h"
@@ -28,9 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   std::string gbnf(text);
   if (data[0] & 1) {
-    const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(text, nullptr, false);
-    if (schema.is_discarded()) return 0;
-    auto converted = json_schema_to_gbnf(schema);
+    // As compile_json_schema_text reads it: a schema level is two of JSON.
+    auto schema = read_ordered_json(text, 512);
+    if (!schema.ok()) return 0;
+    auto converted = json_schema_to_gbnf(*schema);
     if (!converted.ok()) return 0;
     gbnf = *converted;
   }

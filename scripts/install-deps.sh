@@ -10,6 +10,7 @@ packages=(
   libedit-dev                                 # revis chat: line editing and history (optional)
   libsystemd-dev systemd dpkg-dev             # sd_notify; systemd-analyze and cpack -G DEB for the package stage
   libgtest-dev libgmock-dev                   # tests
+  curl                                        # scripts/hostile-requests.sh (a node test) speaks HTTP through it
   libavahi-client-dev avahi-daemon dbus       # revis serve --discover (mDNS), and the daemon its test talks to
   libnats-dev nats-server                     # revis serve --broker (NATS JetStream), and the server its tests start
   clang libclang-rt-14-dev                    # fuzzers (libFuzzer) and sanitizer runtimes

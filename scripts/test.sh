@@ -104,6 +104,14 @@ if $fuzzers; then
   # The first byte picks the front end: even = GBNF, odd = JSON Schema.
   printf '0root ::= "a" [0-9]+ ("," item)*\nitem ::= [a-z]{1,3}' >"$corpus/grammar/gbnf.txt"
   printf '1{"type":"object","properties":{"n":{"type":"integer","minimum":-5}},"required":["n"]}' >"$corpus/grammar/schema.json"
+  # Deep seeds, past the depth limits (scripts/hostile-requests.sh): the
+  # fuzzers start from inputs that reach the limits instead of having to
+  # grow them.
+  deep() { local out; printf -v out "%.0s$1" $(seq "$2"); printf '%s' "$out"; }
+  printf '0root ::= %s"a"%s' "$(deep '(' 2000)" "$(deep ')' 2000)" >"$corpus/grammar/deep.txt"
+  printf '1%s{}%s' "$(deep '{"type":"object","properties":{"a":' 300)" "$(deep '}}' 300)" >"$corpus/grammar/deep.json"
+  printf '0{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":%s{}%s}}}' \
+    "$(deep '{"type":"object","properties":{"a":' 40)" "$(deep '}}' 40)" >"$corpus/openai_chat/deep.json"
   # Each fuzzer is one single-threaded process: they run side by side, at
   # most $jobs at a time, so each still gets its ${fuzz_seconds}s of a core.
   # Each one's output goes to its own log; its last lines are printed when it
@@ -121,7 +129,7 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [openai_chat]="-max_len=8192" [jinja]="-max_len=20000" [imatrix]="-max_len=65536" [kld_base]="-max_len=16384" [grammar]="-max_len=4096")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [openai_chat]="-max_len=65536" [jinja]="-max_len=20000" [imatrix]="-max_len=65536" [kld_base]="-max_len=16384" [grammar]="-max_len=65536")
   running=0
   for name in gguf tokenizer checkpoint ticket request_guard openai_chat jinja imatrix kld_base grammar; do
     if ((running >= jobs)); then

@@ -86,7 +86,7 @@ bool Grammar::Element::matches_any(uint32_t lo, uint32_t hi) const {
 
 class GrammarParser {
  public:
-  explicit GrammarParser(std::string_view text) : text_(text) {}
+  GrammarParser(std::string_view text, const Grammar::Limits& limits) : text_(text), limits_(limits) {}
 
   Result<std::shared_ptr<const Grammar>> parse(std::string_view root_name) {
     skip_space();
@@ -260,9 +260,15 @@ class GrammarParser {
       return {};
     }
     if (c == '(') {
+      // Groups are parsed by recursion: their depth is bounded so that no
+      // grammar can run the parser off its thread's stack.
+      if (nesting_ == limits_.max_nesting)
+        return fail("groups nested at most " + std::to_string(limits_.max_nesting) + " deep");
       ++pos_;
+      ++nesting_;
       std::vector<uint32_t> alts;
       if (Status s = parse_alternatives(rule_name, &alts); !s.ok()) return s;
+      --nesting_;
       skip_space();
       if (peek() != ')') return fail("')' to close the group");
       ++pos_;
@@ -323,6 +329,13 @@ class GrammarParser {
     }
     // One element stands for the item (a multi-element literal gets a rule).
     Element unit = item.size() == 1 ? item[0] : ref(new_rule(rule_name, {item}));
+    // A repetition is written out: {m,n} becomes about 2n elements. Their
+    // total is what a grammar costs in memory, so it is bounded.
+    const size_t copies = static_cast<size_t>(min) + (max < 0 ? 1 : 2 * static_cast<size_t>(max - min));
+    expanded_ += copies * (1 + unit.ranges.size());
+    if (expanded_ > limits_.max_elements)
+      return fail("repetitions that expand to at most " + std::to_string(limits_.max_elements) +
+                  " elements in all (this grammar's are larger)");
     for (int i = 0; i < min; ++i) out->push_back(unit);
     if (max < 0) {
       // star ::= unit star | (empty)
@@ -426,31 +439,48 @@ class GrammarParser {
           leftmost[r].push_back(e.rule);
           if (!nullable[e.rule]) break;
         }
-    for (size_t start = 0; start < n; ++start) {
-      std::vector<bool> seen(n, false);
-      std::vector<uint32_t> todo = leftmost[start];
-      while (!todo.empty()) {
-        const uint32_t r = todo.back();
-        todo.pop_back();
-        if (r == start) return Status::error("grammar: rule '" + g.names_[start] + "' is left-recursive (it can " +
-                                             "reach itself before matching a character); rewrite it with repetition");
-        if (seen[r]) continue;
-        seen[r] = true;
-        todo.insert(todo.end(), leftmost[r].begin(), leftmost[r].end());
+    // A cycle in `leftmost` is left recursion. One depth-first walk with an
+    // explicit stack finds it in time linear in the grammar (walking again
+    // from every rule was quadratic in a long chain of rules).
+    enum : uint8_t { kNew, kOnPath, kDone };
+    std::vector<uint8_t> state(n, kNew);
+    std::vector<std::pair<uint32_t, size_t>> path;  // a rule, and its next edge to follow
+    for (uint32_t start = 0; start < n; ++start) {
+      if (state[start] != kNew) continue;
+      state[start] = kOnPath;
+      path.push_back({start, 0});
+      while (!path.empty()) {
+        auto& [r, edge] = path.back();
+        if (edge == leftmost[r].size()) {
+          state[r] = kDone;
+          path.pop_back();
+          continue;
+        }
+        const uint32_t next = leftmost[r][edge++];
+        if (state[next] == kOnPath)
+          return Status::error("grammar: rule '" + g.names_[next] + "' is left-recursive (it can " +
+                               "reach itself before matching a character); rewrite it with repetition");
+        if (state[next] == kNew) {
+          state[next] = kOnPath;
+          path.push_back({next, 0});
+        }
       }
     }
     return {};
   }
 
   std::string_view text_;
+  const Grammar::Limits limits_;
   size_t pos_ = 0;
+  int nesting_ = 0;       // groups open at pos_
+  size_t expanded_ = 0;   // elements written out for repetitions so far
   std::unique_ptr<Grammar> g_ = std::make_unique<Grammar>();
   std::map<std::string, uint32_t> ids_;
   std::set<uint32_t> defined_, generated_;
 };
 
-Result<std::shared_ptr<const Grammar>> Grammar::parse(std::string_view gbnf, std::string_view root) {
-  return GrammarParser(gbnf).parse(root);
+Result<std::shared_ptr<const Grammar>> Grammar::parse(std::string_view gbnf, std::string_view root, const Limits& limits) {
+  return GrammarParser(gbnf, limits).parse(root);
 }
 
 // ---------------------------------------------------------------- matcher
@@ -462,29 +492,42 @@ using Stack = GrammarMatcher::Stack;
 // A bound on the ways a text can be parsed at once: ambiguous grammars can
 // multiply them, and each costs work per character.
 constexpr size_t kMaxStacks = 4096;
+// How deep the rules that are open at one point of the text may nest.
+constexpr size_t kMaxStackDepth = 4096;
 
 // Follows rule references at the top of `stack` until a character class is
 // on top (or the stack is empty: the text may end here), adding each result.
+// A work list, not recursion: a chain of rules as long as the grammar must
+// not run off the thread's stack. Stacks deeper than kMaxStackDepth are
+// dropped: output may not nest deeper than that.
 void expand(const Grammar& g, Stack stack, std::vector<Stack>* out) {
-  if (stack.empty()) {
-    out->push_back(std::move(stack));
-    return;
-  }
-  const GrammarMatcher::Position top = stack.back();
-  const Grammar::Sequence& seq = g.sequence(top.sequence);
-  const Grammar::Element& e = seq[top.index];
-  if (!e.is_rule) {
-    out->push_back(std::move(stack));
-    return;
-  }
-  stack.pop_back();
-  if (top.index + 1 < seq.size()) stack.push_back({top.sequence, top.index + 1});
-  // No left recursion (checked at parse time), so this ends.
-  for (uint32_t alt : g.alternatives(e.rule)) {
-    if (out->size() >= kMaxStacks) return;
-    Stack next = stack;
-    if (!g.sequence(alt).empty()) next.push_back({alt, 0});
-    expand(g, std::move(next), out);
+  std::vector<Stack> todo;
+  todo.push_back(std::move(stack));
+  while (!todo.empty() && out->size() < kMaxStacks) {
+    Stack s = std::move(todo.back());
+    todo.pop_back();
+    if (s.empty()) {
+      out->push_back(std::move(s));
+      continue;
+    }
+    const GrammarMatcher::Position top = s.back();
+    const Grammar::Sequence& seq = g.sequence(top.sequence);
+    const Grammar::Element& e = seq[top.index];
+    if (!e.is_rule) {
+      out->push_back(std::move(s));
+      continue;
+    }
+    s.pop_back();
+    if (top.index + 1 < seq.size()) s.push_back({top.sequence, top.index + 1});
+    if (s.size() >= kMaxStackDepth) continue;
+    // No left recursion (checked at parse time), so this ends. Pushed in
+    // reverse, so the first alternative is expanded first.
+    const std::vector<uint32_t>& alts = g.alternatives(e.rule);
+    for (auto alt = alts.rbegin(); alt != alts.rend(); ++alt) {
+      Stack next = s;
+      if (!g.sequence(*alt).empty()) next.push_back({*alt, 0});
+      todo.push_back(std::move(next));
+    }
   }
 }
 

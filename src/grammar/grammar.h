@@ -8,7 +8,8 @@
 //   repetitions * + ? {m} {m,} {m,n}, and `#` comments. The rule named
 //   `root` (or the one the caller names) is where output starts. Undefined
 //   rules, left recursion (which would loop without consuming input) and
-//   repetition counts above kMaxRepetition are errors that name the rule.
+//   repetition counts above kMaxRepetition are errors that name the rule;
+//   so are groups nested and repetitions expanded past Grammar::Limits.
 //
 //   A GrammarMatcher holds the parse state of one output: the set of ways
 //   the text so far can continue (a set of stacks of grammar positions, the
@@ -16,6 +17,8 @@
 //   advances it by bytes, which may end inside a UTF-8 character (tokens
 //   split characters); can_end() says whether the text so far is a complete
 //   sentence of the grammar; allows() whether some bytes could come next.
+//   Rules open at one point of the text nest at most 4096 deep: a way on
+//   that would nest deeper is not taken.
 //
 // Thread-safety
 //   A Grammar is immutable after parse() and may be shared between threads.
@@ -32,11 +35,22 @@
 
 namespace revis {
 
+// What one grammar may cost: groups `( )` nested at most max_nesting deep
+// (the parser recurses on them), and repetitions written out into at most
+// max_elements elements (and character ranges) in all. Past either,
+// Grammar::parse() fails naming the limit; its time is linear in the text.
+struct GrammarLimits {
+  int max_nesting = 256;
+  size_t max_elements = 1'000'000;
+};
+
 class Grammar {
  public:
   static constexpr int kMaxRepetition = 10000;
+  using Limits = GrammarLimits;
 
-  static Result<std::shared_ptr<const Grammar>> parse(std::string_view gbnf, std::string_view root = "root");
+  static Result<std::shared_ptr<const Grammar>> parse(std::string_view gbnf, std::string_view root = "root",
+                                                      const Limits& limits = {});
 
   // One element of a sequence: a character class or a reference to a rule.
   struct Element {

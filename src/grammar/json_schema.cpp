@@ -8,6 +8,8 @@
 #include <tuple>
 #include <vector>
 
+#include "base/json_reader.h"
+
 #include <nlohmann/json.hpp>
 
 namespace revis {
@@ -18,6 +20,8 @@ using json = nlohmann::ordered_json;
 
 constexpr int64_t kMaxMagnitude = 999'999'999'999'999;  // 15 digits
 constexpr int kMaxObjectDepth = 16;
+// Schemas nest at most this deep; the converter recurses on them.
+constexpr int kMaxSchemaDepth = 256;
 
 // The shared building blocks, emitted once per grammar.
 const char* const kPrimitives = R"(ws ::= | [ \t] | "\n" [ \t]{0,20}
@@ -105,6 +109,7 @@ class Converter {
   Status add(const json& schema, const std::string& name) {
     root_ = &schema;
     ref_rules_.clear();
+    definitions_.clear();
     reserved_.insert(name);
     auto top = visit(schema, name, "#");
     if (!top.ok()) return top.status();
@@ -154,6 +159,25 @@ class Converter {
     return {};
   }
 
+  // What `ref` (#/$defs/... or #/definitions/...) points to, or null. A
+  // definition by name is found in an index: an ordered object finds a key
+  // by scanning, and a schema with thousands of $refs to thousands of
+  // definitions would make that quadratic.
+  const json* definition(const std::string& ref) {
+    if (definitions_.empty())
+      for (const char* section : {"$defs", "definitions"})
+        if (auto it = root_->find(section); it != root_->end() && it->is_object())
+          for (const auto& [name, schema] : it->items())
+            if (name.find_first_of("~/") == std::string::npos)  // else escaped in a pointer: found below
+              definitions_.try_emplace("#/" + std::string(section) + "/" + name, &schema);
+    if (auto it = definitions_.find(ref); it != definitions_.end()) return it->second;
+    try {
+      return &root_->at(json::json_pointer(ref.substr(1)));
+    } catch (const json::exception&) {
+      return nullptr;
+    }
+  }
+
   Result<std::string> resolve_ref(const std::string& ref, const std::string& where) {
     auto known = ref_rules_.find(ref);
     if (known != ref_rules_.end()) return known->second;
@@ -163,13 +187,8 @@ class Converter {
     if (path.empty())
       return Status::error("JSON schema: $ref '" + ref + "' at " + where +
                            " (expected #/$defs/NAME or #/definitions/NAME)");
-    const json* target = root_;
-    const std::string pointer = ref.substr(1);
-    try {
-      target = &root_->at(json::json_pointer(pointer));
-    } catch (const json::exception&) {
-      return Status::error("JSON schema: $ref '" + ref + "' at " + where + " points nowhere");
-    }
+    const json* target = definition(ref);
+    if (!target) return Status::error("JSON schema: $ref '" + ref + "' at " + where + " points nowhere");
     // Named before the visit, so a recursive schema refers to itself.
     const std::string name = name_for("ref-" + ref.substr(ref.rfind('/') + 1));
     ref_rules_[ref] = name;
@@ -180,7 +199,8 @@ class Converter {
   }
 
   Result<std::string> visit(const json& schema, const std::string& hint, const std::string& where) {
-    if (++depth_ > 256) return Status::error("JSON schema: nested deeper than 256 at " + where);
+    if (++depth_ > kMaxSchemaDepth)
+      return Status::error("JSON schema: nested deeper than " + std::to_string(kMaxSchemaDepth) + " at " + where);
     auto result = visit_inner(schema, hint, where);
     --depth_;
     return result;
@@ -387,12 +407,15 @@ class Converter {
     const json empty = json::object();
     const json& props = s.contains("properties") ? s["properties"] : empty;
     if (!props.is_object()) return Status::error("JSON schema: 'properties' at " + where + " must be an object");
-    std::set<std::string> required;
+    // A set, not props.contains(): an ordered object finds a key by
+    // scanning, and a long `required` list would make that quadratic.
+    std::set<std::string> declared, required;
+    for (const auto& [key, sub] : props.items()) declared.insert(key);
     if (s.contains("required")) {
       if (!s["required"].is_array()) return Status::error("JSON schema: 'required' at " + where + " must be an array");
       for (const json& r : s["required"]) {
         if (!r.is_string()) return Status::error("JSON schema: 'required' at " + where + " must hold strings");
-        if (!props.contains(r.get<std::string>()))
+        if (!declared.count(r.get<std::string>()))
           return Status::error("JSON schema: required property '" + r.get<std::string>() + "' at " + where +
                                " is not among its properties");
         required.insert(r.get<std::string>());
@@ -442,20 +465,26 @@ class Converter {
   Result<std::string> merge_all_of(const json& s, const std::string& hint, const std::string& where) {
     if (!s["allOf"].is_array()) return Status::error("JSON schema: 'allOf' at " + where + " must be an array");
     json merged = {{"type", "object"}, {"properties", json::object()}, {"required", json::array()}};
+    // Where each property is in merged["properties"], whose own lookup
+    // scans: a later part's property replaces an earlier one's.
+    std::map<std::string, size_t> position;
     for (size_t i = 0; i < s["allOf"].size(); ++i) {
       const json* part = &s["allOf"][i];
       if (part->contains("$ref")) {
+        if (!(*part)["$ref"].is_string()) return Status::error("JSON schema: $ref in allOf at " + where + " is not a string");
         const std::string ref = (*part)["$ref"].get<std::string>();
-        try {
-          part = &root_->at(json::json_pointer(ref.substr(1)));
-        } catch (const json::exception&) {
-          return Status::error("JSON schema: $ref '" + ref + "' in allOf at " + where + " points nowhere");
-        }
+        part = ref.starts_with("#") ? definition(ref) : nullptr;
+        if (!part) return Status::error("JSON schema: $ref '" + ref + "' in allOf at " + where + " points nowhere");
       }
       if (!part->is_object() || (part->contains("type") && (*part)["type"] != "object") ||
           !part->contains("properties"))
         return unsupported("allOf of non-object schemas", where);
-      for (const auto& [k, v] : (*part)["properties"].items()) merged["properties"][k] = v;
+      json& properties = merged["properties"];
+      for (const auto& [k, v] : (*part)["properties"].items()) {
+        auto [at, fresh] = position.try_emplace(k, properties.size());
+        if (fresh) append_member(properties, k, v);
+        else (properties.begin() + static_cast<std::ptrdiff_t>(at->second)).value() = v;
+      }
       if (part->contains("required"))
         for (const json& r : (*part)["required"]) merged["required"].push_back(r);
     }
@@ -487,6 +516,7 @@ class Converter {
   std::map<std::string, std::string> ref_rules_;
   int counter_ = 0;
   int depth_ = 0;
+  std::map<std::string, const json*> definitions_;  // of root_, by $ref
 };
 
 }  // namespace
@@ -528,17 +558,19 @@ Result<std::string> json_schemas_to_gbnf(std::span<const NamedSchema> schemas) {
   return converter.gbnf();
 }
 
-Result<std::shared_ptr<const Grammar>> compile_json_schema(const nlohmann::ordered_json& schema) {
+Result<std::shared_ptr<const Grammar>> compile_json_schema(const nlohmann::ordered_json& schema,
+                                                           const Grammar::Limits& limits) {
   if (!schema.is_object() && !schema.is_boolean()) return Status::error("expected a JSON Schema (a JSON object)");
   auto gbnf = json_schema_to_gbnf(schema);
   if (!gbnf.ok()) return gbnf.status();
-  return Grammar::parse(*gbnf);
+  return Grammar::parse(*gbnf, "root", limits);
 }
 
-Result<std::shared_ptr<const Grammar>> compile_json_schema_text(std::string_view text) {
-  const auto schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (schema.is_discarded()) return Status::error("expected a JSON Schema (a JSON object), got text that is not JSON");
-  return compile_json_schema(schema);
+Result<std::shared_ptr<const Grammar>> compile_json_schema_text(std::string_view text, const Grammar::Limits& limits) {
+  // Each level of a schema is two of JSON (the schema, its `properties`).
+  auto schema = read_ordered_json(text, 2 * kMaxSchemaDepth);
+  if (!schema.ok()) return Status::error("expected a JSON Schema (a JSON object): " + schema.status().message());
+  return compile_json_schema(*schema, limits);
 }
 
 std::string json_object_gbnf() {

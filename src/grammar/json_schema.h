@@ -15,6 +15,9 @@
 // constrain the value (pattern, multipleOf, uniqueItems, ...) is an error
 // naming it and where it is, never silently dropped.
 //
+// Schemas nest at most 256 deep (an error naming where, past that); the
+// conversion's time is linear in the schema.
+//
 // Bounds that keep every output finite on any model: numbers have at most
 // 15 integer digits, 15 fraction digits and a 2-digit exponent (so every
 // number fits a double: 3 digits let 1e345 through, which parsers refuse);
@@ -45,8 +48,11 @@ Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 // order written), or as JSON text (_text). Errors: "expected a JSON Schema (a JSON
 // object)", or what the converter or the grammar refused; callers prefix
 // where the schema came from.
-Result<std::shared_ptr<const Grammar>> compile_json_schema(const nlohmann::ordered_json& schema);
-Result<std::shared_ptr<const Grammar>> compile_json_schema_text(std::string_view text);
+// `limits` bound the compiled grammar (Grammar::Limits).
+Result<std::shared_ptr<const Grammar>> compile_json_schema(const nlohmann::ordered_json& schema,
+                                                           const Grammar::Limits& limits = {});
+Result<std::shared_ptr<const Grammar>> compile_json_schema_text(std::string_view text,
+                                                                const Grammar::Limits& limits = {});
 
 // Several schemas in one grammar, for grammars that embed JSON values in
 // more text (tool calls): rule `rule` matches the values valid against

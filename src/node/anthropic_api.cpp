@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_reader.h"
+
 #include "node/json_text.h"
 
 namespace revis::node {
@@ -146,7 +148,7 @@ Outcome<ordered> chat_tools(const json& tools) {
     auto schema = tool.find("input_schema");
     if (schema == tool.end() || !schema->is_object()) return bad(at + ".input_schema must be a JSON Schema object");
     ordered function = {{"name", tool.value("name", json()).is_string() ? tool["name"] : json("")},
-                        {"parameters", ordered::parse(schema->dump())}};
+                        {"parameters", to_ordered_json(*schema)}};
     if (auto d = tool.find("description"); d != tool.end() && !d->is_null()) {
       if (!d->is_string()) return bad(at + ".description must be a string");
       function["description"] = *d;
@@ -358,8 +360,8 @@ class AnthropicFormat : public AnswerFormat {
 
 }  // namespace
 
-Outcome<MessagesRequest> parse_messages_request(std::string_view body) {
-  auto parsed = parse_request_object(body);
+Outcome<MessagesRequest> parse_messages_request(std::string_view body, const RequestLimits& limits) {
+  auto parsed = parse_request_object(body, limits);
   if (!parsed.ok()) return parsed.error();
   const json& j = *parsed;
   ordered chat = ordered::object();
@@ -396,7 +398,7 @@ Outcome<MessagesRequest> parse_messages_request(std::string_view body) {
     if (auto it = j.find(key); it != j.end() && !it->is_null()) return bad(std::string(key) + " is not supported");
   MessagesRequest r;
   r.chat_body = chat.dump();
-  auto request = parse_chat_request(r.chat_body);
+  auto request = parse_chat_request(r.chat_body, limits);
   if (!request.ok()) return bad(anthropic_names(request.error().message));
   r.chat = std::move(*request);
   return r;

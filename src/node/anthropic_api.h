@@ -32,7 +32,7 @@ struct MessagesRequest {
 };
 
 // Errors are bad_request with a message naming the Anthropic field.
-Outcome<MessagesRequest> parse_messages_request(std::string_view body);
+Outcome<MessagesRequest> parse_messages_request(std::string_view body, const RequestLimits& limits = {});
 
 // The answer as Anthropic's message `id` from `model` (the tier), one
 // choice, streamed or whole (answer_format.h).

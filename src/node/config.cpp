@@ -198,6 +198,12 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     else if (key == "max_connections_per_ip") s = get_int(v, at, 1, 1 << 20, c.max_connections_per_ip);
     else if (key == "handshake_timeout_s") s = get_int(v, at, 1, 3600, c.handshake_timeout_s);
     else if (key == "idle_timeout_s") s = get_int(v, at, 1, 7 * 24 * 3600, c.idle_timeout_s);
+    // What preparing one request may cost.
+    else if (key == "max_json_depth") s = get_int(v, at, 8, 1024, c.max_json_depth);
+    else if (key == "max_grammar_elements") s = get_int(v, at, 1000, int64_t(1) << 32, c.max_grammar_elements);
+    else if (key == "prepare_threads") s = get_int(v, at, 1, 64, c.prepare_threads);
+    else if (key == "prepare_queue") s = get_int(v, at, 1, 1 << 20, c.prepare_queue);
+    else if (key == "prepare_stack_kb") s = get_int(v, at, 256, 1 << 20, c.prepare_stack_kb);
     else if (key == "tiers") {
       const toml::table* tiers = v.as_table();
       if (!tiers) return Status::error(at + ": expected [tiers.NAME] tables");

@@ -51,6 +51,11 @@
 //   max_connections_per_ip = 256 # open connections from one source address
 //   handshake_timeout_s = 10     # a new connection's first request must arrive within this
 //   idle_timeout_s = 300         # an idle keep-alive connection, or a WebSocket with no ticket open, is closed
+//   max_json_depth = 64          # a request body's JSON nests at most this deep
+//   max_grammar_elements = 1000000  # a request's grammar, schema or tools, compiled (about 40 bytes each)
+//   prepare_threads = 2          # threads that parse and compile requests, off the I/O thread
+//   prepare_queue = 256          # requests waiting for them; past it a 503
+//   prepare_stack_kb = 8192      # each such thread's stack
 //   [tiers.small]
 //   model = "qwen2.5-1.5b-q8_0.gguf"
 //   ctx = 8192
@@ -137,6 +142,13 @@ struct NodeConfig {
   int max_connections_per_ip = 256;
   int handshake_timeout_s = 10;
   int idle_timeout_s = 300;
+  // Request preparation (node/preparation_pool.h, node/request_limits.h;
+  // docs/protocol.md, "Limits and browsers").
+  int max_json_depth = 64;
+  uint64_t max_grammar_elements = 1'000'000;
+  int prepare_threads = 2;
+  int prepare_queue = 256;
+  uint64_t prepare_stack_kb = 8192;
 };
 
 // Values from the command line; set ones replace the file's.

@@ -94,8 +94,8 @@ class EmbeddingsFormat : public AnswerFormat {
 
 }  // namespace
 
-Outcome<EmbeddingRequest> parse_embedding_request(std::string_view body) {
-  auto parsed = parse_request_object(body);
+Outcome<EmbeddingRequest> parse_embedding_request(std::string_view body, const RequestLimits& limits) {
+  auto parsed = parse_request_object(body, limits);
   if (!parsed.ok()) return parsed.error();
   const json& j = *parsed;
   EmbeddingRequest r;

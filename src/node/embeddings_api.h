@@ -18,6 +18,7 @@
 #include "node/answer_format.h"
 #include "node/errors.h"
 #include "node/job.h"
+#include "node/request_limits.h"
 
 namespace revis::node {
 
@@ -31,7 +32,7 @@ struct EmbeddingRequest {
 };
 
 // Errors are bad_request with a message naming the field.
-Outcome<EmbeddingRequest> parse_embedding_request(std::string_view body);
+Outcome<EmbeddingRequest> parse_embedding_request(std::string_view body, const RequestLimits& limits = {});
 
 // {"object": "list", "data": [{"object": "embedding", "index", "embedding"}],
 // "model", "usage": {"prompt_tokens", "total_tokens"}}, from the one result

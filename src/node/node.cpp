@@ -207,6 +207,11 @@ OpenAiCall Node::openai_call(const std::string& model, std::string body, std::op
   return OpenAiCall{std::move(body), tier_for_model(model), seed ? *seed : fresh_seed()};
 }
 
+RequestLimits Node::request_limits() const {
+  return {.max_json_depth = config_.max_json_depth,
+          .grammar = {.max_nesting = GrammarLimits{}.max_nesting, .max_elements = config_.max_grammar_elements}};
+}
+
 Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received) const {
   if (!serves_tier(t.openai->tier))
     return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + t.openai->tier + "\""};
@@ -217,13 +222,13 @@ Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received)
   spec.tier = t.openai->tier;
   spec.received = received;
   if (t.task == kOpenAiEmbeddingsTask) {
-    auto r = parse_embedding_request(t.openai->body);
+    auto r = parse_embedding_request(t.openai->body, request_limits());
     if (!r.ok()) return r.error();
     spec.embed = std::move(r->inputs);
     return spec;
   }
   const bool chat = t.task == kOpenAiChatTask;
-  auto r = chat ? parse_chat_request(t.openai->body) : parse_completion_request(t.openai->body);
+  auto r = chat ? parse_chat_request(t.openai->body, request_limits()) : parse_completion_request(t.openai->body, request_limits());
   if (!r.ok()) return r.error();
   spec.raw = !chat;
   spec.messages = std::move(r->messages);

@@ -18,6 +18,7 @@
 #include "node/executor.h"
 #include "node/metrics.h"
 #include "node/openai_api.h"
+#include "node/request_limits.h"
 #include "node/ticket.h"
 #include "node/tier_pool.h"
 
@@ -48,6 +49,8 @@ class Node {
 
   // The job a ticket asks for: a catalogue task, or an OpenAI call.
   Outcome<JobSpec> admit(const Ticket& ticket, Clock::time_point received) const;
+  // What preparing a request may cost (max_json_depth, max_grammar_elements).
+  RequestLimits request_limits() const;
 
   // Digests of the job's prompt prefixes, every kPrefixDigestBlock tokens,
   // shortest first, as nodes publish those of their KV checkpoints

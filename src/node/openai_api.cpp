@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_reader.h"
 #include "grammar/json_schema.h"
 #include "node/json_text.h"
 
@@ -34,10 +35,10 @@ Outcome<std::string> content_text(const json& content, const std::string& at) {
 }
 
 std::optional<NodeError> parse_logit_bias(const json& j, OpenAiRequest& r);
-std::optional<NodeError> parse_output_shape(const json& j, OpenAiRequest& r);
+std::optional<NodeError> parse_output_shape(const json& j, const RequestLimits& limits, OpenAiRequest& r);
 
 // The sampling, length and output-shape fields both endpoints share.
-std::optional<NodeError> parse_common(const json& j, OpenAiRequest& r) {
+std::optional<NodeError> parse_common(const json& j, const RequestLimits& limits, OpenAiRequest& r) {
   if (auto it = j.find("model"); it != j.end()) {
     if (!it->is_string()) return bad("model must be a string");
     r.model = it->get<std::string>();
@@ -105,7 +106,7 @@ std::optional<NodeError> parse_common(const json& j, OpenAiRequest& r) {
     }
   }
   if (auto e = parse_logit_bias(j, r)) return e;
-  return parse_output_shape(j, r);
+  return parse_output_shape(j, limits, r);
 }
 
 // logit_bias: {"token id": bias in [-100, 100]}, as OpenAI takes it. Ids
@@ -125,30 +126,31 @@ std::optional<NodeError> parse_logit_bias(const json& j, OpenAiRequest& r) {
   return std::nullopt;
 }
 
-std::optional<NodeError> compile_grammar(const std::string& gbnf, const std::string& field, OpenAiRequest& r) {
-  auto g = Grammar::parse(gbnf);
+std::optional<NodeError> compile_grammar(const std::string& gbnf, const std::string& field, const RequestLimits& limits,
+                                         OpenAiRequest& r) {
+  auto g = Grammar::parse(gbnf, "root", limits.grammar);
   if (!g.ok()) return bad(field + ": " + g.status().message());
   r.grammar = std::move(*g);
   return std::nullopt;
 }
 
-std::optional<NodeError> compile_schema(const json& schema, const std::string& field, OpenAiRequest& r) {
-  // ordered_json keeps the properties in the order the client wrote them.
-  auto g = compile_json_schema(nlohmann::ordered_json::parse(schema.dump()));
+std::optional<NodeError> compile_schema(const json& schema, const std::string& field, const RequestLimits& limits,
+                                        OpenAiRequest& r) {
+  auto g = compile_json_schema(to_ordered_json(schema), limits.grammar);
   if (!g.ok()) return bad(field + ": " + g.status().message());
   r.grammar = std::move(*g);
   return std::nullopt;
 }
 
 // response_format (OpenAI) and grammar (llama.cpp): what the output must be.
-std::optional<NodeError> parse_output_shape(const json& j, OpenAiRequest& r) {
+std::optional<NodeError> parse_output_shape(const json& j, const RequestLimits& limits, OpenAiRequest& r) {
   auto format = j.find("response_format");
   const bool has_format = format != j.end() && !format->is_null();
   auto grammar = j.find("grammar");
   const bool has_grammar = grammar != j.end() && !grammar->is_null();
   if (has_grammar) {
     if (!grammar->is_string()) return bad("grammar must be a string (GBNF)");
-    if (auto e = compile_grammar(grammar->get<std::string>(), "grammar", r)) return e;
+    if (auto e = compile_grammar(grammar->get<std::string>(), "grammar", limits, r)) return e;
   }
   if (!has_format) return std::nullopt;
   if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string())
@@ -161,8 +163,8 @@ std::optional<NodeError> parse_output_shape(const json& j, OpenAiRequest& r) {
   if (type == "json_object") {
     // llama.cpp's extension: a schema may come along.
     if (auto schema = format->find("schema"); schema != format->end() && !schema->is_null())
-      return compile_schema(*schema, "response_format.schema", r);
-    return compile_grammar(json_object_gbnf(), "response_format", r);
+      return compile_schema(*schema, "response_format.schema", limits, r);
+    return compile_grammar(json_object_gbnf(), "response_format", limits, r);
   }
   auto spec = format->find("json_schema");
   if (spec == format->end() || !spec->is_object()) return bad("response_format.json_schema must be an object");
@@ -172,7 +174,7 @@ std::optional<NodeError> parse_output_shape(const json& j, OpenAiRequest& r) {
     return bad("response_format.json_schema.strict must be true or false");
   auto schema = spec->find("schema");
   if (schema == spec->end() || schema->is_null()) return bad("response_format.json_schema.schema is missing");
-  return compile_schema(*schema, "response_format.json_schema.schema", r);
+  return compile_schema(*schema, "response_format.json_schema.schema", limits, r);
 }
 
 // Fields that would change the answer and that revis does not do: refused,
@@ -189,8 +191,6 @@ std::string string_or_empty(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
-
-nlohmann::ordered_json ordered(const json& j) { return nlohmann::ordered_json::parse(j.dump()); }
 
 // A function name as OpenAI allows it: [A-Za-z0-9_-]{1,64}. Tool-call
 // grammars write it as it is.
@@ -225,11 +225,11 @@ std::optional<NodeError> parse_tools(const json& j, OpenAiRequest& r) {
         if (!p->is_object() || (p->contains("type") && (*p)["type"] != "object"))
           return bad(at + ".function.parameters must be a JSON Schema of type object");
         // A schema revis cannot enforce would make a required call a lie.
-        if (auto g = json_schema_to_gbnf(ordered(*p)); !g.ok())
+        if (auto g = json_schema_to_gbnf(to_ordered_json(*p)); !g.ok())
           return bad(at + ".function.parameters: " + g.status().message());
       }
       names.push_back(name);
-      tools.push_back(ordered(tool));
+      tools.push_back(to_ordered_json(tool));
     }
   }
   ToolRequest& use = r.tool_use;
@@ -268,7 +268,7 @@ std::optional<NodeError> parse_tools(const json& j, OpenAiRequest& r) {
 // An assistant message's tool_calls as the template gets them: OpenAI's
 // shape, each call's arguments (a JSON text) parsed into an object, as
 // templates write them with tojson.
-Outcome<nlohmann::ordered_json> message_tool_calls(const json& calls, const std::string& at) {
+Outcome<nlohmann::ordered_json> message_tool_calls(const json& calls, const std::string& at, const RequestLimits& limits) {
   if (!calls.is_array()) return bad(at + " must be an array");
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (size_t k = 0; k < calls.size(); ++k) {
@@ -281,7 +281,13 @@ Outcome<nlohmann::ordered_json> message_tool_calls(const json& calls, const std:
     if (string_or_empty(f, "name").empty()) return bad(where + ".function.name must be a non-empty string");
     nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
     if (auto a = f.find("arguments"); a != f.end() && !a->is_null()) {
-      arguments = a->is_string() ? nlohmann::ordered_json::parse(a->get<std::string>(), nullptr, false) : ordered(*a);
+      if (a->is_string()) {
+        auto read = read_ordered_json(a->get_ref<const std::string&>(), limits.max_json_depth);
+        if (!read.ok()) return bad(where + ".function.arguments: " + read.status().message());
+        arguments = std::move(*read);
+      } else {
+        arguments = to_ordered_json(*a);
+      }
       if (!arguments.is_object()) return bad(where + ".function.arguments must be a JSON object (as a string)");
     }
     out.push_back({{"id", string_or_empty(c, "id")},
@@ -306,20 +312,20 @@ json usage(const JobStats& s) {
 
 }  // namespace
 
-Outcome<nlohmann::json> parse_request_object(std::string_view body) {
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad("the request body is not valid JSON");
-  if (!j.is_object()) return bad("the request body must be a JSON object");
-  return j;
+Outcome<nlohmann::json> parse_request_object(std::string_view body, const RequestLimits& limits) {
+  auto j = read_json(body, limits.max_json_depth);
+  if (!j.ok()) return bad("the request body: " + j.status().message());
+  if (!j->is_object()) return bad("the request body must be a JSON object");
+  return std::move(*j);
 }
 
-Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
-  auto parsed = parse_request_object(body);
+Outcome<OpenAiRequest> parse_chat_request(std::string_view body, const RequestLimits& limits) {
+  auto parsed = parse_request_object(body, limits);
   if (!parsed.ok()) return parsed.error();
   const json& j = *parsed;
   OpenAiRequest r;
   r.chat = true;
-  if (auto e = parse_common(j, r)) return *e;
+  if (auto e = parse_common(j, limits, r)) return *e;
   auto it = j.find("messages");
   if (it == j.end() || !it->is_array() || it->empty()) return bad("messages must be a non-empty array");
   for (size_t i = 0; i < it->size(); ++i) {
@@ -336,7 +342,7 @@ Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
     auto calls = m.find("tool_calls");
     const bool has_calls = r_name == "assistant" && calls != m.end() && !calls->is_null();
     if (has_calls) {
-      auto parsed = message_tool_calls(*calls, at + ".tool_calls");
+      auto parsed = message_tool_calls(*calls, at + ".tool_calls", limits);
       if (!parsed.ok()) return parsed.error();
       message.fields["tool_calls"] = std::move(*parsed);
     }
@@ -382,14 +388,14 @@ Outcome<OpenAiRequest> parse_chat_request(std::string_view body) {
   return r;
 }
 
-Outcome<OpenAiRequest> parse_completion_request(std::string_view body) {
-  auto parsed = parse_request_object(body);
+Outcome<OpenAiRequest> parse_completion_request(std::string_view body, const RequestLimits& limits) {
+  auto parsed = parse_request_object(body, limits);
   if (!parsed.ok()) return parsed.error();
   const json& j = *parsed;
   OpenAiRequest r;
   r.chat = false;
   r.max_tokens = 16;  // OpenAI's default for the legacy completions endpoint
-  if (auto e = parse_common(j, r)) return *e;
+  if (auto e = parse_common(j, limits, r)) return *e;
   auto it = j.find("prompt");
   if (it == j.end()) return bad("prompt is missing");
   if (it->is_string()) {

@@ -33,6 +33,7 @@
 #include "node/chat_template.h"
 #include "node/errors.h"
 #include "node/job.h"
+#include "node/request_limits.h"
 #include "revis/sampling.h"
 
 namespace revis::node {
@@ -61,11 +62,11 @@ struct OpenAiRequest {
 inline constexpr int kMaxChoices = 16;
 
 // A request body that must be one JSON object; bad_request otherwise.
-Outcome<nlohmann::json> parse_request_object(std::string_view body);
+Outcome<nlohmann::json> parse_request_object(std::string_view body, const RequestLimits& limits = {});
 
 // Errors are bad_request with a message naming the field.
-Outcome<OpenAiRequest> parse_chat_request(std::string_view body);
-Outcome<OpenAiRequest> parse_completion_request(std::string_view body);
+Outcome<OpenAiRequest> parse_chat_request(std::string_view body, const RequestLimits& limits = {});
+Outcome<OpenAiRequest> parse_completion_request(std::string_view body, const RequestLimits& limits = {});
 
 // The seed of choice `choice` of a request whose seed is `seed`: choice 0
 // keeps it (n = 1 answers as before), the others get distinct seeds derived

@@ -29,6 +29,7 @@
 #include "node/log.h"
 #include "node/node.h"
 #include "node/openai_relay.h"
+#include "node/preparation_pool.h"
 #include "node/request_guard.h"
 #include "node/service_notify.h"
 #include "node/ticket_desk.h"
@@ -99,6 +100,7 @@ class WarningLimiter {
 struct ServerState {
   Node& node;
   TicketDesk& desk;
+  PreparationPool& prep;
   net::io_context& ioc;
   tcp::acceptor acceptor;
   net::signal_set signals;
@@ -115,8 +117,8 @@ struct ServerState {
   std::chrono::milliseconds accept_backoff = kFirstAcceptBackoff;
   WarningLimiter accept_warnings, refusal_warnings;
 
-  ServerState(Node& n, TicketDesk& d, net::io_context& io, ConnectionTable& c)
-      : node(n), desk(d), ioc(io), acceptor(io), signals(io, SIGINT, SIGTERM), stop_timer(io),
+  ServerState(Node& n, TicketDesk& d, PreparationPool& p, net::io_context& io, ConnectionTable& c)
+      : node(n), desk(d), prep(p), ioc(io), acceptor(io), signals(io, SIGINT, SIGTERM), stop_timer(io),
         guard(n.config(), machine_name()), connections(c), accept_timer(io) {}
   void begin_shutdown(int code, const std::string& why);
   void after_executor_stopped();
@@ -128,6 +130,13 @@ template <class Message, class Field>
 std::string_view field_value(const Message& m, Field f) {
   auto it = m.find(f);
   return it == m.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
+}
+
+// A request refused because the preparation threads have prepare_queue
+// requests waiting already.
+NodeError preparation_busy(const NodeConfig& config) {
+  return {ErrorCode::kQueueFull, "the node has " + std::to_string(config.prepare_queue) +
+                                     " requests waiting to be prepared (prepare_queue); try again"};
 }
 
 template <class Request>
@@ -211,8 +220,8 @@ std::string random_id(const char* prefix) {
 class WsSession : public ClientLink, public std::enable_shared_from_this<WsSession> {
  public:
   WsSession(beast::tcp_stream&& stream, ConnectionTable::Slot slot, ServerState& state)
-      : ws_(std::move(stream)), events_(net::make_strand(ws_.get_executor())), state_(state), slot_(std::move(slot)),
-        idle_timer_(ws_.get_executor()), client_(slot_.address()) {}
+      : ws_(std::move(stream)), events_(net::make_strand(ws_.get_executor())), state_(state),
+        lane_(state.prep.new_lane()), slot_(std::move(slot)), idle_timer_(ws_.get_executor()), client_(slot_.address()) {}
 
   void start(http::request<http::string_body> req) {
     beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
@@ -290,12 +299,17 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
     buffer_.consume(buffer_.size());
     if (!ws_.got_text()) {
       refuse(std::nullopt, {ErrorCode::kBadRequest, "binary messages are not accepted; send JSON text"});
-    } else {
-      handle(text, received);
+    } else if (!state_.prep.post(lane_, [self = shared_from_this(), text = std::move(text), received] {
+                 self->handle(text, received);
+               })) {
+      refuse(std::nullopt, preparation_busy(state_.node.config()));
     }
     if (!closed_) do_read();
   }
 
+  // On a preparation thread, in this connection's lane: the message is
+  // parsed and handed to the desk (which admits a ticket: its OpenAI body
+  // parsed, its grammar compiled) off the I/O thread.
   void handle(const std::string& text, Clock::time_point received) {
     auto parsed = parse_client_message(text, state_.node.config().max_message_bytes);
     if (auto* rejected = std::get_if<RejectedMessage>(&parsed)) {
@@ -306,12 +320,20 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
     auto self = shared_from_this();
     if (auto* cancel = std::get_if<CancelRequest>(&message)) return state_.desk.on_cancel(self, cancel->id);
     if (auto* resume = std::get_if<ResumeRequest>(&message)) {
-      open_tickets_.try_emplace(resume->id, OpenTicket{received, 0});
+      note_open(resume->id, received);
       return state_.desk.on_resume(self, *resume);
     }
     if (auto* subscribe = std::get_if<SubscribeRequest>(&message)) return state_.desk.on_subscribe(self, *subscribe);
-    open_tickets_.try_emplace(std::get<Ticket>(message).id, OpenTicket{received, 0});
+    note_open(std::get<Ticket>(message).id, received);
     state_.desk.on_ticket(self, std::move(std::get<Ticket>(message)), received);
+  }
+
+  // A ticket's events are accounted on the I/O thread; through the strand
+  // its events take, so it is known there before the first of them.
+  void note_open(const std::string& id, Clock::time_point received) {
+    net::post(events_, [self = shared_from_this(), id, received] {
+      self->open_tickets_.try_emplace(id, OpenTicket{received, 0});
+    });
   }
 
   // The access log's line for each ticket that ends here (and for each
@@ -378,7 +400,9 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
     closed_ = true;
     idle_timer_.cancel();
     slot_.release();
-    state_.desk.on_disconnect(shared_from_this());
+    // After the messages still being prepared: the desk hears of a ticket
+    // before the end of its connection.
+    state_.prep.post_always(lane_, [self = shared_from_this()] { self->state_.desk.on_disconnect(self); });
     if (!closing_) {
       beast::error_code ignored;
       beast::get_lowest_layer(ws_).socket().close(ignored);
@@ -393,6 +417,7 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   // never trails the ticket's first token or result.
   net::strand<net::any_io_executor> events_;
   ServerState& state_;
+  const std::shared_ptr<PreparationPool::Lane> lane_;  // this connection's calls to the desk, in order
   beast::flat_buffer buffer_;
   std::deque<std::string> outbox_;
   size_t queued_bytes_ = 0;
@@ -415,8 +440,8 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
 class HttpSession : public ClientLink, public ConnectionTable::Idle, public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket socket, ConnectionTable::Slot slot, ServerState& state)
-      : stream_(std::move(socket)), events_(net::make_strand(stream_.get_executor())), state_(state), slot_(std::move(slot)),
-        client_(slot_.address()), first_request_by_(Clock::now() + std::chrono::seconds(state.node.config().handshake_timeout_s)) {}
+      : stream_(std::move(socket)), events_(net::make_strand(stream_.get_executor())), state_(state),
+        lane_(state.prep.new_lane()), slot_(std::move(slot)), client_(slot_.address()), first_request_by_(Clock::now() + std::chrono::seconds(state.node.config().handshake_timeout_s)) {}
 
   void send(std::string event) override {
     net::post(events_, [self = shared_from_this(), event = std::move(event)] { self->on_openai_event(event); });
@@ -592,15 +617,15 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     }
     if (path == "/v1/chat/completions" || path == "/v1/completions") {
       if (!post) return method_not_allowed();
-      return openai(req.body(), path == "/v1/chat/completions");
+      return openai(std::move(req.body()), path == "/v1/chat/completions");
     }
     if (path == "/v1/embeddings") {
       if (!post) return method_not_allowed();
-      return embeddings(req.body());
+      return embeddings(std::move(req.body()));
     }
     if (path == "/v1/messages") {
       if (!post) return method_not_allowed();
-      return messages(req.body());
+      return messages(std::move(req.body()));
     }
     if (path == "/v1/revis/stream")
       return respond_json(http::status::upgrade_required, R"({"error":"this endpoint speaks WebSocket only"})");
@@ -616,53 +641,81 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     send_response(std::move(res));
   }
 
+  // `work` runs on a preparation thread (node/preparation_pool.h): it
+  // parses and checks the request, touching nothing of the session, and
+  // returns what to do with the result, which runs back on the I/O thread
+  // (unless the connection closed meanwhile).
+  void prepare(std::function<std::function<void()>()> work) {
+    auto self = shared_from_this();
+    const bool queued = state_.prep.post(lane_, [self, work = std::move(work)] {
+      net::post(self->stream_.get_executor(), [self, then = work()] {
+        if (!self->dead_) then();
+      });
+    });
+    if (!queued) respond_error(preparation_busy(state_.node.config()));
+  }
+
+  // A request refused while it was prepared, in its API's error shape.
+  void refuse_prepared(const NodeError& error, bool anthropic) {
+    state_.node.count_refused("openai", error.code);
+    if (anthropic) return respond_error(error, anthropic_error_for(error));
+    respond_error(error);
+  }
+
   // The request becomes a ticket for the desk, which places it like any
   // other (here or on a peer); its events come back through send() and the
   // relay turns them into the OpenAI response. A request for n choices is
   // n tickets, each sent when the one before is done.
-  void openai(const std::string& body, bool chat) {
-    auto request = chat ? parse_chat_request(body) : parse_completion_request(body);
-    if (!request.ok()) {
-      state_.node.count_refused("openai", request.error().code);
-      return respond_error(request.error());
-    }
+  void openai(std::string body, bool chat) {
+    prepare([self = shared_from_this(), body = std::move(body), chat,
+             limits = state_.node.request_limits()]() -> std::function<void()> {
+      auto request = chat ? parse_chat_request(body, limits) : parse_completion_request(body, limits);
+      if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, false); };
+      return [self, body, chat, request = std::move(*request)] { self->start_openai(body, chat, request); };
+    });
+  }
+
+  void start_openai(const std::string& body, bool chat, const OpenAiRequest& request) {
     const std::string id = random_id(chat ? "chatcmpl-" : "cmpl-");
-    relay_.emplace(OpenAiRelay::Shape{.stream = request->stream, .choices = static_cast<size_t>(request->n), .id = id},
+    relay_.emplace(OpenAiRelay::Shape{.stream = request.stream, .choices = static_cast<size_t>(request.n), .id = id},
                    openai_format({.chat = chat,
                                   .id = id,
-                                  .model = state_.node.tier_for_model(request->model),
+                                  .model = state_.node.tier_for_model(request.model),
                                   .created = std::time(nullptr),
-                                  .include_usage = request->include_usage,
-                                  .logprobs = request->logprobs}));
-    start_api_request(chat ? kOpenAiChatTask : kOpenAiCompletionTask, request->model, request->stream, body,
-                      request->seed_given ? std::optional<uint64_t>(request->sampling.seed) : std::nullopt);
+                                  .include_usage = request.include_usage,
+                                  .logprobs = request.logprobs}));
+    start_api_request(chat ? kOpenAiChatTask : kOpenAiCompletionTask, request.model, request.stream, body,
+                      request.seed_given ? std::optional<uint64_t>(request.sampling.seed) : std::nullopt);
   }
 
   // Anthropic's Messages API: the request as a chat request, the answer
   // in Anthropic's shapes.
-  void messages(const std::string& body) {
-    auto request = parse_messages_request(body);
-    if (!request.ok()) {
-      state_.node.count_refused("openai", request.error().code);
-      return respond_error(request.error(), anthropic_error_for(request.error()));
-    }
-    const std::string id = random_id("msg_");
-    relay_.emplace(OpenAiRelay::Shape{.stream = request->chat.stream, .choices = 1, .id = id},
-                   anthropic_format(id, state_.node.tier_for_model(request->chat.model)));
-    start_api_request(kOpenAiChatTask, request->chat.model, request->chat.stream, std::move(request->chat_body),
-                      std::nullopt);
+  void messages(std::string body) {
+    prepare([self = shared_from_this(), body = std::move(body),
+             limits = state_.node.request_limits()]() -> std::function<void()> {
+      auto request = parse_messages_request(body, limits);
+      if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, true); };
+      return [self, request = std::move(*request)] {
+        const std::string id = random_id("msg_");
+        self->relay_.emplace(OpenAiRelay::Shape{.stream = request.chat.stream, .choices = 1, .id = id},
+                             anthropic_format(id, self->state_.node.tier_for_model(request.chat.model)));
+        self->start_api_request(kOpenAiChatTask, request.chat.model, request.chat.stream, request.chat_body, std::nullopt);
+      };
+    });
   }
 
-  void embeddings(const std::string& body) {
-    auto request = parse_embedding_request(body);
-    if (!request.ok()) {
-      state_.node.count_refused("openai", request.error().code);
-      return respond_error(request.error());
-    }
-    const std::string id = random_id("embd-");
-    relay_.emplace(OpenAiRelay::Shape{.stream = false, .choices = 1, .id = id},
-                   embeddings_format(state_.node.tier_for_model(request->model), request->base64));
-    start_api_request(kOpenAiEmbeddingsTask, request->model, false, body, std::nullopt);
+  void embeddings(std::string body) {
+    prepare([self = shared_from_this(), body = std::move(body),
+             limits = state_.node.request_limits()]() -> std::function<void()> {
+      auto request = parse_embedding_request(body, limits);
+      if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, false); };
+      return [self, body, request = std::move(*request)] {
+        const std::string id = random_id("embd-");
+        self->relay_.emplace(OpenAiRelay::Shape{.stream = false, .choices = 1, .id = id},
+                             embeddings_format(self->state_.node.tier_for_model(request.model), request.base64));
+        self->start_api_request(kOpenAiEmbeddingsTask, request.model, false, body, std::nullopt);
+      };
+    });
   }
 
   // The first ticket of a request whose relay_ is set. Choice 0 runs with
@@ -678,11 +731,26 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     send_choice(0, received_);
   }
 
+  // The desk admits the ticket (parses its body again, compiles its
+  // grammar) on a preparation thread, in this connection's lane.
   void send_choice(size_t choice, Clock::time_point received) {
     Ticket ticket = *api_ticket_;
     ticket.id = relay_->ticket_id(choice);
     ticket.openai->seed = choice_seed(api_ticket_->openai->seed, choice);
-    state_.desk.on_ticket(shared_from_this(), std::move(ticket), received);
+    auto self = shared_from_this();
+    if (!state_.prep.post(lane_, [self, ticket, received]() mutable {
+          self->state_.desk.on_ticket(self, std::move(ticket), received);
+        }))
+      refuse(relay_->ticket_id(choice), preparation_busy(state_.node.config()));
+  }
+
+  // Cancels and the end of the connection follow the tickets the lane
+  // still holds, whatever the load.
+  void tell_desk_cancel(const std::string& id) {
+    state_.prep.post_always(lane_, [self = shared_from_this(), id] { self->state_.desk.on_cancel(self, id); });
+  }
+  void tell_desk_disconnect() {
+    state_.prep.post_always(lane_, [self = shared_from_this()] { self->state_.desk.on_disconnect(self); });
   }
 
   // On the I/O thread: one event of the request in progress.
@@ -699,7 +767,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
           "Transfer-Encoding: chunked\r\nConnection: " + std::string(keep_alive_ ? "keep-alive" : "close") + "\r\n\r\n");
     }
     for (const SseEvent& e : step.events) sse_event(e);
-    if (step.cancel) state_.desk.on_cancel(shared_from_this(), relay_->ticket_id(relay_->current_choice()));
+    if (step.cancel) tell_desk_cancel(relay_->ticket_id(relay_->current_choice()));
     if (step.next_choice) send_choice(*step.next_choice, Clock::now());
     if (!step.finished) return;
     job_active_ = false;
@@ -754,7 +822,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), generation](beast::error_code ec) {
       if (ec || !self->job_active_ || self->job_generation_ != generation) return;
       beast::error_code avail_ec;
-      if (self->stream_.socket().available(avail_ec) == 0 || avail_ec) self->state_.desk.on_disconnect(self);
+      if (self->stream_.socket().available(avail_ec) == 0 || avail_ec) self->tell_desk_disconnect();
     });
   }
 
@@ -865,7 +933,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   void close() {
     if (dead_) return;
     dead_ = true;
-    if (job_active_) state_.desk.on_disconnect(shared_from_this());
+    if (job_active_) tell_desk_disconnect();
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.socket().close(ignored);
@@ -875,6 +943,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   beast::tcp_stream stream_;
   net::strand<net::any_io_executor> events_;  // in send() order, as WsSession's
   ServerState& state_;
+  const std::shared_ptr<PreparationPool::Lane> lane_;  // this connection's calls to the desk, in order
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Clock::time_point received_;
@@ -1028,7 +1097,13 @@ int serve(Node& node, TicketDesk& desk) {
   ConnectionTable connections(std::min(static_cast<size_t>(config.max_connections), room),
                               static_cast<size_t>(config.max_connections_per_ip));
   net::io_context ioc{1};
-  ServerState state(node, desk, ioc, connections);
+  // Declared after the I/O context: destroyed first, its tasks hold sessions.
+  PreparationPool prep(static_cast<size_t>(config.prepare_queue));
+  if (Status s = prep.start(config.prepare_threads, config.prepare_stack_kb * 1024); !s.ok()) {
+    log_line("error", s.message());
+    return 1;
+  }
+  ServerState state(node, desk, prep, ioc, connections);
 
   beast::error_code ec;
   tcp::resolver resolver(ioc);
@@ -1087,6 +1162,7 @@ int serve(Node& node, TicketDesk& desk) {
   }
   if (state.stopper.joinable()) state.stopper.join();
   node.stop(std::chrono::milliseconds(0));
+  prep.stop();
   desk.on_stopped();
   log_line("info", "stopped");
   return state.exit_code;

@@ -17,9 +17,11 @@
 // not serve (403, node/request_guard.h), and connections past its caps
 // (node/connection_table.h); it logs one access line per request and
 // ticket (node/access_log.h). docs/protocol.md, "Limits and browsers",
-// lists each limit. All networking runs on one I/O thread;
-// the executor thread hands results to it by posting, so no connection state
-// is shared between threads.
+// lists each limit. All networking runs on one I/O thread; requests are
+// parsed, converted and admitted on preparation threads
+// (node/preparation_pool.h), so no request can hold it; the executor thread
+// hands results to it by posting, so no connection state is shared between
+// threads.
 //
 // This is the only node file that includes Beast (it compiles slowly); the
 // rest of the node sees plain values.

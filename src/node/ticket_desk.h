@@ -8,8 +8,12 @@
 // (node/ticket_book.h). The server only parses, authenticates and delivers
 // events.
 //
-// Thread-safety: the server calls every method on its I/O thread;
-// ClientLink::send may be called from any thread.
+// Thread-safety: the server calls the on_ticket, on_cancel, on_resume,
+// on_subscribe and on_disconnect of a connection from its preparation
+// threads (node/preparation_pool.h), one at a time and in the order the
+// connection sent them; different connections' calls may run at once. The
+// other methods it calls on its I/O thread. ClientLink::send may be called
+// from any thread.
 #pragma once
 
 #include <memory>

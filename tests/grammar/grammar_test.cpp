@@ -152,5 +152,57 @@ TEST(Grammar, AmbiguityStaysBounded) {
   EXPECT_LE(m.stacks().size(), 8u);
 }
 
+// What a client can send: none of these may end the process (the parser
+// and the matcher recurse on nothing a grammar's size decides) or take
+// time beyond linear in the text.
+TEST(Grammar, TwentyThousandNestedGroupsAreRefusedByTheLimit) {
+  const std::string deep = "root ::= " + std::string(20'000, '(') + "\"a\"" + std::string(20'000, ')');
+  auto g = Grammar::parse(deep);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("groups nested at most 256 deep"), std::string::npos) << g.status().message();
+  const std::string inside = "root ::= " + std::string(256, '(') + "\"a\"" + std::string(256, ')');
+  auto ok = parse_ok(inside);
+  EXPECT_TRUE(sentence(ok, "a"));
+}
+
+TEST(Grammar, RepetitionsAreBoundedInAll) {
+  // Each {10000} is written out; a hundred of them pass a small budget.
+  std::string text = "root ::=";
+  for (int i = 0; i < 100; ++i) text += " [a-z]{0,10000}";
+  auto g = Grammar::parse(text, "root", {.max_nesting = 256, .max_elements = 100'000});
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("at most 100000 elements"), std::string::npos) << g.status().message();
+  EXPECT_TRUE(Grammar::parse("root ::= [a-z]{0,10000}", "root", {.max_nesting = 256, .max_elements = 100'000}).ok());
+}
+
+// r0 ::= r1 "x", r1 ::= r2 "x", ...: a chain as long as the grammar. Its
+// left-recursion check and its first expansion once recursed once per rule.
+TEST(Grammar, LongChainsOfRulesNeitherRecurseNorLoop) {
+  const int n = 100'000;
+  std::string text;
+  for (int i = 0; i < n; ++i) text += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\"\n";
+  text += "r" + std::to_string(n) + " ::= \"a\"\n";
+  auto chain = Grammar::parse(text, "r0");
+  ASSERT_TRUE(chain.ok()) << chain.status().message();
+  // Deeper than the matcher follows: no way on, and no crash.
+  GrammarMatcher m(*chain);
+  EXPECT_FALSE(m.accept("a"));
+
+  // The same chain closed into a cycle at its far end is left-recursive.
+  std::string cycle = text.substr(0, text.rfind("r" + std::to_string(n) + " ::="));
+  cycle += "r" + std::to_string(n) + " ::= r0\n";
+  auto looped = Grammar::parse(cycle, "r0");
+  ASSERT_FALSE(looped.ok());
+  EXPECT_NE(looped.status().message().find("left-recursive"), std::string::npos);
+
+  // A chain the matcher does follow: 1,000 rules deep.
+  std::string shallow;
+  for (int i = 0; i < 1000; ++i) shallow += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\"\n";
+  shallow += "r1000 ::= \"a\"\n";
+  auto g = Grammar::parse(shallow, "r0");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(sentence(*g, "a" + std::string(1000, 'x')));
+}
+
 }  // namespace
 }  // namespace revis

@@ -28,6 +28,11 @@ max_request_bytes = 2097152
 catalog = "tasks.toml"
 shutdown_grace_ms = 500
 discover = true
+max_json_depth = 32
+max_grammar_elements = 50000
+prepare_threads = 3
+prepare_queue = 10
+prepare_stack_kb = 4096
 [tiers.small]
 model = "small.gguf"
 ctx = 1024
@@ -49,6 +54,11 @@ threads = 8
   EXPECT_EQ(large.threads, 8);
   EXPECT_EQ(c->max_message_bytes, 65536u);
   EXPECT_TRUE(c->discover);
+  EXPECT_EQ(c->max_json_depth, 32);
+  EXPECT_EQ(c->max_grammar_elements, 50000u);
+  EXPECT_EQ(c->prepare_threads, 3);
+  EXPECT_EQ(c->prepare_queue, 10);
+  EXPECT_EQ(c->prepare_stack_kb, 4096u);
   NodeConfig config = *c;
   EXPECT_TRUE(validate_config(config).ok()) << "a token makes 0.0.0.0 acceptable";
 }

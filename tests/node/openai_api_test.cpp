@@ -32,6 +32,68 @@ TEST(OpenAi, ParsesAChatRequest) {
   EXPECT_TRUE(r->include_usage);
 }
 
+std::string repeated(const std::string& piece, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += piece;
+  return out;
+}
+
+// Each client-controlled structure fails at its limit with a message
+// naming the field and the limit (scripts/hostile-requests.sh sends the
+// same shapes to a running node).
+TEST(OpenAi, RefusesRequestsPastThePreparationLimits) {
+  const std::string hi = R"("messages":[{"role":"user","content":"hi"}])";
+  const std::string schema =
+      repeated(R"({"type":"object","properties":{"a":)", 10'000) + R"({"type":"string"})" + repeated("}}", 10'000);
+  auto deep = parse_chat_request("{" + hi + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":)" +
+                                 schema + "}}}");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.error().message.find("nested deeper than 64 levels (at response_format.json_schema.schema.properties"),
+            std::string::npos)
+      << deep.error().message;
+
+  auto grammar = parse_chat_request("{" + hi + R"(,"grammar":"root ::= )" + repeated("(", 20'000) + R"(\"a\")" +
+                                    repeated(")", 20'000) + "\"}");
+  ASSERT_FALSE(grammar.ok());
+  EXPECT_NE(grammar.error().message.find("groups nested at most 256 deep"), std::string::npos) << grammar.error().message;
+
+  // The node's configuration sets the limits.
+  const RequestLimits small{.max_json_depth = 8, .grammar = {.max_nesting = 4, .max_elements = 1000}};
+  const std::string ok_schema = R"({"type":"object","properties":{"a":{"type":"object"}}})";
+  const std::string body = "{" + hi + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":)" +
+                           ok_schema + "}}}";
+  EXPECT_TRUE(parse_chat_request(body).ok());
+  EXPECT_FALSE(parse_chat_request(body, {.max_json_depth = 5, .grammar = {}}).ok());
+  auto budget = parse_chat_request("{" + hi + R"(,"grammar":"root ::= [a-z]{0,2000}"})", small);
+  ASSERT_FALSE(budget.ok());
+  EXPECT_NE(budget.error().message.find("at most 1000 elements"), std::string::npos) << budget.error().message;
+
+  // A tool call's arguments, a string of JSON in the history, are read
+  // with the same depth limit.
+  auto arguments = parse_chat_request(
+      R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c","type":"function",)"
+      R"("function":{"name":"f","arguments":")" + repeated(R"({\"a\":)", 100) + "1" + repeated("}", 100) + R"("}}]}]})");
+  ASSERT_FALSE(arguments.ok());
+  EXPECT_NE(arguments.error().message.find("function.arguments: JSON nested deeper than 64"), std::string::npos)
+      << arguments.error().message;
+}
+
+// A schema's properties come out in the order the client wrote them,
+// required ones included, at any count (a required list once made the
+// conversion quadratic).
+TEST(OpenAi, SchemasWithManyPropertiesCompile) {
+  std::string props, required;
+  for (int i = 0; i < 2000; ++i) {
+    props += (i ? "," : "") + std::string(R"("p)") + std::to_string(i) + R"(":{"type":"integer"})";
+    required += (i ? "," : "") + std::string(R"("p)") + std::to_string(i) + "\"";
+  }
+  auto r = parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema",)"
+                              R"("json_schema":{"name":"x","schema":{"type":"object","properties":{)" +
+                              props + R"(},"required":[)" + required + "]}}}}");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_NE(r->grammar, nullptr);
+}
+
 TEST(OpenAi, RefusesWhatItCannotHonour) {
   for (const char* body :
        {"not json", "[]", R"({"messages":[]})", R"({"messages":"hi"})", R"({"messages":[{"role":"tool","content":"x"}]})",
