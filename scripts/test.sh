@@ -78,10 +78,10 @@ stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if $fuzzers; then
-  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the Host/Origin checks, the OpenAI chat parser and tool-call readers, the chat-template engine, the imatrix and KL-divergence base readers and the grammar front ends, ${fuzz_seconds}s each"
+  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the Host/Origin checks, the OpenAI chat parser and tool-call readers, the chat-template engine, the imatrix and KL-divergence base readers, the grammar front ends and the hub listing, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
-  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/openai_chat" "$corpus/jinja" "$corpus/imatrix" "$corpus/kld_base" "$corpus/grammar"
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/openai_chat" "$corpus/jinja" "$corpus/imatrix" "$corpus/kld_base" "$corpus/grammar" "$corpus/hub"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
   cp "$testdata"/moe2bit/imatrix/*.gguf "$corpus/imatrix/"
   # A KL-divergence base of 1 chunk of 4 tokens over a vocabulary of 4: its one scored row is uniform.
@@ -104,6 +104,9 @@ if $fuzzers; then
   # The first byte picks the front end: even = GBNF, odd = JSON Schema.
   printf '0root ::= "a" [0-9]+ ("," item)*\nitem ::= [a-z]{1,3}' >"$corpus/grammar/gbnf.txt"
   printf '1{"type":"object","properties":{"n":{"type":"integer","minimum":-5}},"required":["n"]}' >"$corpus/grammar/schema.json"
+  # A model name, then the hub's listing of its repository.
+  printf 'org/Model-GGUF:q4_k_m\n{"id":"org/Model-GGUF","siblings":[{"rfilename":"Model-Q4_K_M.gguf","size":9,"lfs":{"sha256":"%s","size":9}},{"rfilename":"Model-Q8_0-00001-of-00002.gguf"},{"rfilename":"Model-Q8_0-00002-of-00002.gguf"}]}' \
+    "$(printf '%064d' 0)" >"$corpus/hub/seed.txt"
   # Each fuzzer is one single-threaded process: they run side by side, at
   # most $jobs at a time, so each still gets its ${fuzz_seconds}s of a core.
   # Each one's output goes to its own log; its last lines are printed when it
@@ -121,9 +124,9 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [openai_chat]="-max_len=8192" [jinja]="-max_len=20000" [imatrix]="-max_len=65536" [kld_base]="-max_len=16384" [grammar]="-max_len=4096")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [openai_chat]="-max_len=8192" [jinja]="-max_len=20000" [imatrix]="-max_len=65536" [kld_base]="-max_len=16384" [grammar]="-max_len=4096" [hub]="-max_len=4096")
   running=0
-  for name in gguf tokenizer checkpoint ticket request_guard openai_chat jinja imatrix kld_base grammar; do
+  for name in gguf tokenizer checkpoint ticket request_guard openai_chat jinja imatrix kld_base grammar hub; do
     if ((running >= jobs)); then
       wait -n || failed=1
       running=$((running - 1))
