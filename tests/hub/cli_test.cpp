@@ -6,6 +6,7 @@
 
 #include "fake_hub.h"
 #include "support/run_command.h"
+#include "support/terminal.h"
 
 namespace revis {
 namespace {
@@ -64,6 +65,14 @@ TEST(HubCli, PullListRemove) {
   r = h.revis("pull not-a-reference.gguf");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "expected ORG/REPO, ORG/REPO:QUANT or ORG/REPO:FILE.gguf")) << r.err;
+}
+
+TEST(HubCli, ATerminalGetsAProgressBar) {
+  HubCli h;
+  testing::Terminal term({"pull", "test-org/Tiny-GGUF:Q8_0"},
+                         {{"HF_ENDPOINT", h.hub.endpoint()}, {"REVIS_MODELS_DIR", h.tmp.file("models")}});
+  ASSERT_EQ(term.wait_exit(), 0) << term.output();
+  EXPECT_TRUE(contains(term.output(), "\rTiny-Q8_0.gguf [" + std::string(30, '#') + "] 100% 1.8/1.8 MiB")) << term.output();
 }
 
 TEST(HubCli, RunTakesAReferenceAndPullsItOnce) {
