@@ -47,10 +47,12 @@ uint64_t free_bytes(const std::string& path) {
   return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
 }
 
-Status disk_full(const std::string& path, uint64_t needed) {
-  return Status::error("disk full: " + path + " needs " + std::to_string(needed) + " more bytes, " +
-                       std::to_string(free_bytes(path)) + " are free on its file system (the partial download is kept: "
-                       "free some space and pull again to resume)");
+// `needed`: the bytes still to come; 0 when the server gave no size.
+Status disk_full(const std::string& path, uint64_t have, uint64_t needed) {
+  const std::string need = needed ? " needs " + std::to_string(needed) + " more bytes"
+                                  : " filled the disk after " + std::to_string(have) + " bytes (the server gave no size)";
+  return Status::error("disk full: " + path + need + ", " + std::to_string(free_bytes(path)) +
+                       " are free on its file system (the partial download is kept: free some space and pull again to resume)");
 }
 
 // The partial file open for appending, and the hash of what it holds.
@@ -141,7 +143,7 @@ Result<DownloadInfo> download_file(const DownloadRequest& r) {
       if (!linked.empty() && !expected.empty() && linked != lower(expected))
         return Status::error(r.url + ": the listing gives SHA-256 " + expected + " but X-Linked-Etag gives " + linked);
       if (!linked.empty()) expected = linked;
-      if (total > p.size && total - p.size > free_bytes(part)) return disk_full(part, total - p.size);
+      if (total > p.size && total - p.size > free_bytes(part)) return disk_full(part, p.size, total - p.size);
       fatal = false;
       return Status();
     };
@@ -151,7 +153,7 @@ Result<DownloadInfo> download_file(const DownloadRequest& r) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
           fatal = true;
-          if (errno == ENOSPC) return disk_full(part, total > p.size ? total - p.size : size - done);
+          if (errno == ENOSPC) return disk_full(part, p.size, total > p.size ? total - p.size : 0);
           return Status::error(part + ": write failed: " + std::strerror(errno));
         }
         done += static_cast<size_t>(n);

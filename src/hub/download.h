@@ -16,8 +16,9 @@
 //    the file is kept unverified and DownloadInfo::verified says so.
 //  - Before writing, the free space of PATH's file system is checked
 //    against the bytes still to come; too little, or ENOSPC while writing,
-//    is an error saying how many bytes were needed and how many were free
-//    (the part is kept, to resume once there is room).
+//    is an error saying how many bytes were needed (or, when the server
+//    gave no size, how many fitted) and how many were free (the part is
+//    kept, to resume once there is room).
 //
 // Thread-safety: plain functions; two calls must not share a PATH.
 #pragma once

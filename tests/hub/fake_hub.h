@@ -33,6 +33,7 @@ class FakeHub {
     std::string content;
     std::string etag_sha256;    // empty: the content's
     bool in_listing_lfs = true;  // lfs.sha256 and size in the listing
+    bool sizes_given = true;     // X-Linked-Size and Content-Length
   };
   struct Request {
     std::string target, range, authorization;
@@ -65,6 +66,13 @@ class FakeHub {
     std::lock_guard lock(mutex_);
     repos_[repo][name].in_listing_lfs = given;
   }
+  // No size anywhere: not in the listing, no X-Linked-Size, and the bytes
+  // without a Content-Length (until the connection closes).
+  void hide_size(const std::string& repo, const std::string& name) {
+    std::lock_guard lock(mutex_);
+    repos_[repo][name].in_listing_lfs = false;
+    repos_[repo][name].sizes_given = false;
+  }
   // Every request whose target starts with `prefix` gets this status.
   void force_status(const std::string& prefix, int status) {
     std::lock_guard lock(mutex_);
@@ -80,12 +88,13 @@ class FakeHub {
   }
 
  private:
+  // content_length -1: none, the body ends when the connection closes.
   static std::string answer(int status, const std::string& reason, const std::vector<std::pair<std::string, std::string>>& headers,
-                            const std::string& body, size_t content_length) {
+                            const std::string& body, long content_length) {
     std::string text = "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\n";
     for (const auto& [k, v] : headers) text += k + ": " + v + "\r\n";
-    text += "Content-Length: " + std::to_string(content_length) + "\r\nConnection: close\r\n\r\n" + body;
-    return text;
+    if (content_length >= 0) text += "Content-Length: " + std::to_string(content_length) + "\r\n";
+    return text + "Connection: close\r\n\r\n" + body;
   }
 
   std::string handle(const Request& r) {
@@ -110,10 +119,10 @@ class FakeHub {
       for (const auto& [name, f] : files) {
         if (path == "/" + repo + "/resolve/main/" + name) {
           const std::string sha = f.etag_sha256.empty() ? sha256_hex(f.content) : f.etag_sha256;
-          return answer(302, "Found",
-                        {{"Location", endpoint() + "/cdn/" + repo + "/" + name}, {"X-Linked-Etag", "\"" + sha + "\""},
-                         {"X-Linked-Size", std::to_string(f.content.size())}},
-                        "", 0);
+          std::vector<std::pair<std::string, std::string>> headers = {{"Location", endpoint() + "/cdn/" + repo + "/" + name},
+                                                                        {"X-Linked-Etag", "\"" + sha + "\""}};
+          if (f.sizes_given) headers.emplace_back("X-Linked-Size", std::to_string(f.content.size()));
+          return answer(302, "Found", headers, "", 0);
         }
         if (path == "/cdn/" + repo + "/" + name) {
           size_t from = 0;
@@ -126,7 +135,7 @@ class FakeHub {
                                                       std::to_string(f.content.size()));
           const size_t cut = cut_after_.exchange(0);
           return answer(r.range.empty() ? 200 : 206, r.range.empty() ? "OK" : "Partial Content", headers,
-                        cut && cut < body.size() ? body.substr(0, cut) : body, body.size());
+                        cut && cut < body.size() ? body.substr(0, cut) : body, f.sizes_given ? long(body.size()) : -1);
         }
       }
     }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "fake_hub.h"
 #include "hub/download.h"
@@ -211,21 +212,57 @@ TEST(Pull, NoServerIsANetworkError) {
   EXPECT_TRUE(contains(path.status().message(), "connecting to " + o.endpoint + " failed")) << path.status().message();
 }
 
-TEST(Pull, FullDiskSaysHowManyBytesWereNeededAndFree) {
-  if (geteuid() != 0) GTEST_SKIP() << "mounting a 1 MiB tmpfs needs root (CI runs as root)";
-  Pull p;
-  const std::string dir = p.tmp.file("small");
-  fs::create_directories(dir);
-  ASSERT_EQ(mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=1m"), 0) << "mount -t tmpfs: " << std::strerror(errno);
-  p.hub.add_file("org/r", "M-Q8_0.gguf", bytes(3 << 20, 13));
-  HubOptions o = p.options();
-  o.models_dir = dir;
-  auto path = p.run("org/r:Q8_0", o);
-  const std::string message = path.status().message();
-  umount2(dir.c_str(), MNT_DETACH);
-  ASSERT_FALSE(path.ok());
-  EXPECT_TRUE(contains(message, "disk full: " + dir + "/org/r/M-Q8_0.gguf.part needs 3145728 more bytes, ")) << message;
+// A 1 MiB tmpfs mounted at `dir` while it lives (root only).
+class SmallDisk {
+ public:
+  explicit SmallDisk(std::string dir) : dir_(std::move(dir)) {
+    fs::create_directories(dir_);
+    if (mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=1m") != 0) error_ = std::strerror(errno);
+  }
+  ~SmallDisk() {
+    if (error_.empty()) umount2(dir_.c_str(), MNT_DETACH);
+  }
+  const std::string& dir() const { return dir_; }
+  const std::string& error() const { return error_; }  // empty: mounted
+
+ private:
+  std::string dir_, error_;
+};
+
+// A 3 MiB file pulled onto a 1 MiB disk.
+class FullDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "mounting a 1 MiB tmpfs needs root (CI runs as root)";
+    disk_ = std::make_unique<SmallDisk>(p_.tmp.file("small"));
+    ASSERT_EQ(disk_->error(), "") << "mount -t tmpfs";
+    p_.hub.add_file("org/r", "M-Q8_0.gguf", bytes(3 << 20, 13));
+  }
+  std::string pull_error() {
+    HubOptions o = p_.options();
+    o.models_dir = disk_->dir();
+    auto path = p_.run("org/r:Q8_0", o);
+    return path.ok() ? "the pull succeeded" : path.status().message();
+  }
+  std::string file() const { return disk_->dir() + "/org/r/M-Q8_0.gguf"; }
+
+  Pull p_;
+  std::unique_ptr<SmallDisk> disk_;  // unmounted before p_'s directory goes
+};
+
+TEST_F(FullDisk, SaysHowManyBytesWereNeededAndFree) {
+  const std::string message = pull_error();
+  EXPECT_TRUE(contains(message, "disk full: " + file() + ".part needs 3145728 more bytes, ")) << message;
   EXPECT_TRUE(contains(message, " are free on its file system")) << message;
+}
+
+TEST_F(FullDisk, WhileWritingAFileOfUnknownSize) {
+  p_.hub.hide_size("org/r", "M-Q8_0.gguf");  // nothing to check the free space against before writing
+  const std::string message = pull_error();
+  EXPECT_TRUE(contains(message, "disk full: " + file() + ".part filled the disk after ")) << message;
+  EXPECT_TRUE(contains(message, "(the server gave no size), 0 are free")) << message;
+  EXPECT_TRUE(fs::exists(file() + ".part")) << "the partial download is kept for a resume";
+  EXPECT_FALSE(fs::exists(file()));
 }
 
 TEST(ModelsDir, ListsFindsAndRemovesPulledModels) {
