@@ -46,6 +46,8 @@ Result<HubOptions> hub_options_from_environment(const Getenv& getenv) {
   while (!options.endpoint.empty() && options.endpoint.back() == '/') options.endpoint.pop_back();
   if (auto url = parse_url(options.endpoint); !url.ok()) return url.status().with_context("HF_ENDPOINT");
   if (const char* token = getenv("HF_TOKEN"); token && *token) options.token = token;
+  if (const char* offline = getenv("HF_HUB_OFFLINE"); offline && *offline)
+    options.offline = std::string(offline) != "0" && std::string(offline) != "false";
   auto dir = default_models_dir(getenv);
   if (!dir.ok()) return dir.status();
   options.models_dir = *dir;
@@ -107,6 +109,9 @@ Result<std::string> resolve_model_path(const std::string& text, const HubOptions
   // which of them the tag should name. None matching: pull.
   if (!match_models(group_models(local_files(options.models_dir, ref->repo)), ref->tag).empty())
     return find_local_model(options.models_dir, *ref);
+  if (options.offline)
+    return Status::error(ref->text() + " is not in " + options.models_dir + " and HF_HUB_OFFLINE is set: run `revis pull " +
+                         ref->text() + "` first");
   if (events.note) events.note(ref->text() + " is not in " + options.models_dir + ": pulling it from " + options.endpoint);
   return pull_model(*ref, options, events);
 }

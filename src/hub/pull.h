@@ -9,7 +9,9 @@
 //  - resolve_model_path: an existing path is returned as it is; text that
 //    is no ORG/REPO[:TAG] (reference.h) too, for the loader to report; a
 //    reference is looked up in the models directory and, when no model
-//    there matches it, pulled, as llama.cpp's -hf and `ollama run` do.
+//    there matches it, pulled, as llama.cpp's -hf and `ollama run` do;
+//    offline (HF_HUB_OFFLINE=1, the hub library's switch) that is an error
+//    saying to `revis pull` it.
 //
 // Thread-safety: plain functions.
 #pragma once
@@ -29,10 +31,11 @@ struct HubOptions {
   // {} on each field: designated initializers may leave any of them out.
   std::string token{};                              // HF_TOKEN
   std::string models_dir{};
+  bool offline = false;  // HF_HUB_OFFLINE: resolve_model_path never pulls
   int timeout_ms = 30000;
 };
 
-// From HF_ENDPOINT, HF_TOKEN and the models directory variables.
+// From HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE and the models directory variables.
 Result<HubOptions> hub_options_from_environment(const Getenv& getenv);
 
 struct PullEvents {

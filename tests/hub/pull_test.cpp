@@ -313,5 +313,28 @@ TEST(Resolve, PathsStayAndReferencesArePulledOnce) {
   EXPECT_EQ(p.hub.requests().size(), asked);  // found in the models directory
 }
 
+TEST(Resolve, OfflineFindsPulledModelsAndNeverPulls) {
+  Pull p;
+  p.hub.add_file("org/r", "M-Q8_0.gguf", bytes(1000, 20));
+  p.hub.add_file("org/r", "M-Q4_K_M.gguf", bytes(1000, 21));
+  ASSERT_TRUE(p.run("org/r:Q8_0").ok());
+  const size_t asked = p.hub.requests().size();
+  HubOptions offline = p.options();
+  offline.offline = true;
+  EXPECT_EQ(*resolve_model_path("org/r:Q8_0", offline, {}), p.tmp.file("models") + "/org/r/M-Q8_0.gguf");
+  const Status missing = resolve_model_path("org/r:Q4_K_M", offline, {}).status();
+  EXPECT_TRUE(contains(missing.message(), "org/r:Q4_K_M is not in " + p.tmp.file("models") +
+                                              " and HF_HUB_OFFLINE is set: run `revis pull org/r:Q4_K_M` first"))
+      << missing.message();
+  EXPECT_EQ(p.hub.requests().size(), asked);
+  auto from_env = hub_options_from_environment([](const char* name) -> const char* {
+    return std::string(name) == "HF_HUB_OFFLINE" ? "1" : std::string(name) == "HOME" ? "/home/u" : nullptr;
+  });
+  ASSERT_TRUE(from_env.ok()) << from_env.status().message();
+  EXPECT_TRUE(from_env->offline);
+  EXPECT_EQ(from_env->models_dir, "/home/u/.cache/revis/models");
+  EXPECT_EQ(from_env->endpoint, "https://huggingface.co");
+}
+
 }  // namespace
 }  // namespace revis::hub
