@@ -107,14 +107,8 @@ uint64_t header_number(const std::map<std::string, std::string>& headers, const 
   return it == headers.end() ? 0 : std::strtoull(it->second.c_str(), nullptr, 10);
 }
 
-}  // namespace
-
-std::string partial_path(const std::string& path) { return path + ".part"; }
-
-Result<DownloadInfo> download_file(const DownloadRequest& r) {
-  const std::string part = partial_path(r.path);
-  Partial p;
-  if (Status s = open_partial(part, p); !s.ok()) return s;
+// download_file once the part is open.
+Result<DownloadInfo> fetch_into(const DownloadRequest& r, const std::string& part, Partial& p) {
   DownloadInfo info{.resumed_from = p.size};
   std::string expected = r.expected_sha256;
   uint64_t total = 0;
@@ -197,6 +191,20 @@ Result<DownloadInfo> download_file(const DownloadRequest& r) {
   if (::rename(part.c_str(), r.path.c_str()) != 0)
     return Status::error(part + ": cannot rename to " + r.path + ": " + std::strerror(errno));
   return info;
+}
+
+}  // namespace
+
+std::string partial_path(const std::string& path) { return path + ".part"; }
+
+Result<DownloadInfo> download_file(const DownloadRequest& r) {
+  const std::string part = partial_path(r.path);
+  Partial p;
+  if (Status s = open_partial(part, p); !s.ok()) return s;
+  auto done = fetch_into(r, part, p);
+  // A part that never got a byte (the server refused) is no download to resume.
+  if (!done.ok() && p.size == 0) ::unlink(part.c_str());
+  return done;
 }
 
 }  // namespace revis::hub

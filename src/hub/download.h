@@ -8,7 +8,8 @@
 //    the rest is asked for with "Range: bytes=N-". A server that answers
 //    200 instead of 206 sends the whole file again, and the part restarts.
 //    A connection lost midway is resumed the same way within the call, up
-//    to 3 times in a row without new bytes.
+//    to 3 times in a row without new bytes. A part that got no byte before
+//    the call failed (401, 404, no network) is removed.
 //  - The expected SHA-256 is the hub's X-Linked-Etag (the LFS object's
 //    sha256, on the resolve answer or a redirect before it) and the
 //    listing's lfs.sha256; when both are given they must agree. A mismatch

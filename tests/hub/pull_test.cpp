@@ -198,6 +198,7 @@ TEST(Pull, NotFoundSaysSo) {
   path = p.run("org/r:Q8_0");
   ASSERT_FALSE(path.ok());
   EXPECT_TRUE(contains(path.status().message(), "/org/r/resolve/main/M-Q8_0.gguf: HTTP 404")) << path.status().message();
+  EXPECT_TRUE(fs::is_empty(p.tmp.file("models") + "/org/r")) << "no empty .part is left";
 }
 
 TEST(Pull, NoServerIsANetworkError) {
