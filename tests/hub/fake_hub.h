@@ -1,6 +1,6 @@
 // A Hugging Face hub on loopback for the tests, in the hub's layout:
 //   GET /api/models/ORG/REPO[?blobs=true]  the listing (siblings, sizes, lfs.sha256)
-//   GET /ORG/REPO/resolve/main/FILE        302 to /cdn/ORG/REPO/FILE, with
+//   GET /ORG/REPO/resolve/main/FILE        302 to http://HOST:PORT/cdn/ORG/REPO/FILE, with
 //                                          X-Linked-Etag (the sha256) and X-Linked-Size
 //   GET /cdn/ORG/REPO/FILE                 the bytes: Content-Length, Range -> 206
 // Knobs make it misbehave the ways the real one can: a status for a path,
@@ -78,6 +78,9 @@ class FakeHub {
     std::lock_guard lock(mutex_);
     forced_[prefix] = status;
   }
+  // Redirects name the path alone ("Location: /cdn/..."), as the hub does
+  // for a renamed repository, instead of a whole URL.
+  void use_relative_redirects() { relative_redirects_ = true; }
   // The next answer with a file's bytes stops after `bytes` of them and
   // the connection is closed (Content-Length still says all of them).
   void cut_next_file_after(size_t bytes) { cut_after_ = bytes; }
@@ -119,7 +122,7 @@ class FakeHub {
       for (const auto& [name, f] : files) {
         if (path == "/" + repo + "/resolve/main/" + name) {
           const std::string sha = f.etag_sha256.empty() ? sha256_hex(f.content) : f.etag_sha256;
-          std::vector<std::pair<std::string, std::string>> headers = {{"Location", endpoint() + "/cdn/" + repo + "/" + name},
+          std::vector<std::pair<std::string, std::string>> headers = {{"Location", (relative_redirects_ ? "" : endpoint()) + "/cdn/" + repo + "/" + name},
                                                                         {"X-Linked-Etag", "\"" + sha + "\""}};
           if (f.sizes_given) headers.emplace_back("X-Linked-Size", std::to_string(f.content.size()));
           return answer(302, "Found", headers, "", 0);
@@ -169,6 +172,7 @@ class FakeHub {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> cut_after_{0};
+  std::atomic<bool> relative_redirects_{false};
   mutable std::mutex mutex_;
   std::map<std::string, std::map<std::string, File>> repos_;
   std::map<std::string, int> forced_;

@@ -84,6 +84,17 @@ TEST(Pull, DownloadsTheChosenFileThroughTheRedirectAndVerifiesIt) {
   EXPECT_TRUE(contains(p.all_notes(), "is there already")) << p.all_notes();
 }
 
+TEST(Pull, FollowsARedirectToAPath) {
+  Pull p;
+  const std::string content = bytes(5000, 22);
+  p.hub.add_file("org/r", "M-Q8_0.gguf", content);
+  p.hub.use_relative_redirects();
+  auto path = p.run("org/r:Q8_0");
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_EQ(slurp(*path), content);
+  EXPECT_EQ(p.hub.requests().back().target, "/cdn/org/r/M-Q8_0.gguf");
+}
+
 TEST(Pull, NoTagChoosesQ4KMAndSaysSo) {
   Pull p;
   p.hub.add_file("org/r", "M-Q8_0.gguf", bytes(100, 3));
