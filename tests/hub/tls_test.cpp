@@ -61,7 +61,8 @@ class TlsServer {
              key.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
-    for (int i = 0; i < 100 && !accepts(port_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Up to 15 s: a loaded CI machine under the sanitizers starts it slowly.
+    for (int i = 0; i < 300 && !accepts(port_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ~TlsServer() {
     kill(pid_, SIGTERM);
