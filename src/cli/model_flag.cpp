@@ -16,7 +16,9 @@ std::string resolve(const std::string& value) {
   return *path;
 }
 
-void install(CLI::App& app) {
+}  // namespace
+
+void install_model_references(CLI::App& app) {
   for (const char* name : {"--model", "--draft"}) {
     CLI::Option* option = app.get_option_no_throw(name);
     if (!option) continue;
@@ -24,12 +26,9 @@ void install(CLI::App& app) {
     option->description(option->get_description() + " (or ORG/REPO[:QUANT] from the Hugging Face hub, pulled when missing)");
   }
   // Nameless subcommands are option groups, whose options the lookup above found already.
-  for (CLI::App* sub : app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); })) install(*sub);
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); }))
+    install_model_references(*sub);
 }
-
-}  // namespace
-
-void install_model_references(CLI::App& app) { install(app); }
 
 Result<std::string> resolve_model_reference(const std::string& value) {
   // The common case, a path, costs nothing more than before.
