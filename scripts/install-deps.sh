@@ -5,6 +5,7 @@ packages=(
   cmake ninja-build g++ pkg-config            # toolchain
   nlohmann-json3-dev libcli11-dev libpcre2-dev  # libraries revis links
   libboost-dev libtomlplusplus-dev            # the node: Asio/Beast (header-only), TOML config
+  libssl-dev ca-certificates                  # revis pull: HTTPS to the Hugging Face hub, certificates checked
   libsqlite3-dev                              # the fabric's ticket journal
   libxxhash-dev                               # XXH3, the KV checkpoints' checksum
   libedit-dev                                 # revis chat: line editing and history (optional)
@@ -19,7 +20,8 @@ packages=(
   # QEMU, and the arm64 builds of the libraries above that have compiled
   # parts or arch-specific CMake files (multiarch; the header-only ones with
   # architecture "all", nlohmann-json and CLI11, serve both). Keep the :arm64
-  # list in step with the find_package()s in CMakeLists.txt.
+  # list in step with the find_package()s in CMakeLists.txt
+  # (but OpenSSL: the arm64 stage builds only the kernel and model tests).
   g++-aarch64-linux-gnu qemu-user
   libpcre2-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libboost-dev:arm64 libtomlplusplus-dev:arm64 libsqlite3-dev:arm64 libxxhash-dev:arm64
 )

@@ -21,7 +21,7 @@ cmake --build "$build" --target revis >/dev/null
 debs=("$build"/revis_*.deb)
 deb=${debs[0]}
 [[ -f $deb ]] || fail "cpack made no .deb in $build"
-dpkg-deb --field "$deb" Package Version Depends
+dpkg-deb --field "$deb" Package Version Depends Recommends
 if dpkg-query -W -f='${Status}' revis 2>/dev/null | grep -q "ok installed"; then fail "a revis package is installed already; remove it first"; fi
 made_user=1 made_state=1
 getent passwd revis >/dev/null && made_user=0

@@ -78,10 +78,10 @@ stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh
 
 if $fuzzers; then
-  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the Host/Origin checks, the OpenAI chat parser and tool-call readers, the chat-template engine, the imatrix and KL-divergence base readers and the grammar front ends, ${fuzz_seconds}s each"
+  stage "fuzzing the GGUF reader, the tokenizer, the KV checkpoint reader, the ticket parser, the Host/Origin checks, the OpenAI chat parser and tool-call readers, the chat-template engine, the imatrix and KL-divergence base readers, the grammar front ends and the hub listing, ${fuzz_seconds}s each"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
-  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/openai_chat" "$corpus/jinja" "$corpus/imatrix" "$corpus/kld_base" "$corpus/grammar"
+  mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/openai_chat" "$corpus/jinja" "$corpus/imatrix" "$corpus/kld_base" "$corpus/grammar" "$corpus/hub"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
   cp "$testdata"/moe2bit/imatrix/*.gguf "$corpus/imatrix/"
   # A KL-divergence base of 1 chunk of 4 tokens over a vocabulary of 4: its one scored row is uniform.
@@ -112,6 +112,9 @@ if $fuzzers; then
   printf '1%s{}%s' "$(deep '{"type":"object","properties":{"a":' 300)" "$(deep '}}' 300)" >"$corpus/grammar/deep.json"
   printf '0{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":%s{}%s}}}' \
     "$(deep '{"type":"object","properties":{"a":' 40)" "$(deep '}}' 40)" >"$corpus/openai_chat/deep.json"
+  # A model name, then the hub's listing of its repository.
+  printf 'org/Model-GGUF:q4_k_m\n{"id":"org/Model-GGUF","siblings":[{"rfilename":"Model-Q4_K_M.gguf","size":9,"lfs":{"sha256":"%s","size":9}},{"rfilename":"Model-Q8_0-00001-of-00002.gguf"},{"rfilename":"Model-Q8_0-00002-of-00002.gguf"}]}' \
+    "$(printf '%064d' 0)" >"$corpus/hub/seed.txt"
   # Each fuzzer is one single-threaded process: they run side by side, at
   # most $jobs at a time, so each still gets its ${fuzz_seconds}s of a core.
   # Each one's output goes to its own log; its last lines are printed when it
@@ -129,9 +132,9 @@ if $fuzzers; then
     return "$status"
   }
   failed=0
-  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [openai_chat]="-max_len=65536" [jinja]="-max_len=20000" [imatrix]="-max_len=65536" [kld_base]="-max_len=16384" [grammar]="-max_len=65536")
+  declare -A fuzz_args=([gguf]="-max_len=65536" [tokenizer]="" [checkpoint]="-max_len=16384" [ticket]="" [request_guard]="-max_len=512" [openai_chat]="-max_len=65536" [jinja]="-max_len=20000" [imatrix]="-max_len=65536" [kld_base]="-max_len=16384" [grammar]="-max_len=65536" [hub]="-max_len=4096")
   running=0
-  for name in gguf tokenizer checkpoint ticket request_guard openai_chat jinja imatrix kld_base grammar; do
+  for name in gguf tokenizer checkpoint ticket request_guard openai_chat jinja imatrix kld_base grammar hub; do
     if ((running >= jobs)); then
       wait -n || failed=1
       running=$((running - 1))

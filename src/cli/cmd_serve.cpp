@@ -9,11 +9,13 @@
 #endif
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/model_flag.h"
 #include "fabric/dispatcher.h"
 #include "node/config.h"
 #include "node/log.h"
 #include "node/node.h"
 #include "node/server.h"
+#include "revis/draft.h"
 
 namespace revis::cli {
 namespace {
@@ -22,6 +24,25 @@ struct ServeArgs {
   std::string config_file;
   node::ConfigOverrides overrides;
 };
+
+// The models of the config file, REVIS_MODEL and --tier that name ORG/REPO:QUANT
+// (the -m flag's were resolved as it was parsed).
+Status resolve_config_models(node::NodeConfig& config) {
+  auto resolve = [](std::string& model, const std::string& what) -> Status {
+    if (model.empty() || model == kMtpDraft) return Status();
+    auto path = resolve_model_reference(model);
+    if (!path.ok()) return path.status().with_context(what);
+    model = *path;
+    return Status();
+  };
+  if (Status s = resolve(config.model, "model"); !s.ok()) return s;
+  if (Status s = resolve(config.draft, "draft"); !s.ok()) return s;
+  for (node::TierConfig& tier : config.tiers) {
+    if (Status s = resolve(tier.model, "tier " + tier.name + ": model"); !s.ok()) return s;
+    if (Status s = resolve(tier.draft, "tier " + tier.name + ": draft"); !s.ok()) return s;
+  }
+  return Status();
+}
 
 int serve(const ServeArgs& args) {
   node::NodeConfig config;
@@ -33,6 +54,7 @@ int serve(const ServeArgs& args) {
   if (Status s = node::apply_environment(config, std::getenv); !s.ok()) return usage_error(s.message());
   if (Status s = node::apply_overrides(config, args.overrides); !s.ok()) return fail(s.message());
   if (Status s = node::validate_config(config); !s.ok()) return fail(s.message());
+  if (Status s = resolve_config_models(config); !s.ok()) return fail(s.message());
   if (Status s = node::set_log_options(config.log_level, config.log_format); !s.ok()) return fail(s.message());
   auto node = node::Node::create(std::move(config));
   if (!node.ok()) return fail(node.status().message());

@@ -5,13 +5,15 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/model_flag.h"
 #include "cli/usage.h"
 #include "node/build_info.h"
 
 namespace {
 
 constexpr const char* kFooter = R"(Exit status: 0 done, 1 the work failed (a model, a file, the network), 2 the command line is wrong.
-llama.cpp's -ngl N is accepted and ignored (revis runs on the CPU). A repeated option takes its last value.
+llama.cpp's -ngl N is accepted and ignored (revis runs on the CPU), and its -hf ORG/REPO[:QUANT] means -m. A repeated option takes its last value.
+Models by name: revis pull ORG/REPO[:QUANT], then -m ORG/REPO[:QUANT] anywhere a model is taken (docs/models.md).
 Environment of `revis serve`: REVIS_HOST, REVIS_PORT, REVIS_MODEL, REVIS_TOKEN (after --config's file, before the flags).)";
 
 }  // namespace
@@ -42,8 +44,11 @@ int main(int argc, char** argv) {
   revis::cli::register_batch(app, exit_code);
   revis::cli::register_status(app, exit_code);
   revis::cli::register_template(app, exit_code);
+  revis::cli::register_models(app, exit_code);
+  revis::cli::install_model_references(app);
 
   std::vector<std::string> args(argv + 1, argv + argc);
+  revis::cli::rename_hub_flags(args);
   for (const std::string& note : revis::cli::drop_ignored_flags(args)) std::fprintf(stderr, "%s\n", note.c_str());
   if (auto problem = revis::cli::find_unknown_name(app, args)) return revis::cli::usage_error(*problem);
   // CLI11 takes the arguments last first.
@@ -55,6 +60,8 @@ int main(int argc, char** argv) {
     revis::cli::usage_error(e.what());
     std::fprintf(stderr, "Run with --help for more information.\n");
     return revis::cli::kExitUsageError;
+  } catch (const revis::cli::ModelReferenceError& e) {
+    return revis::cli::fail(e.what());
   }
   return exit_code;
 }

@@ -10,6 +10,7 @@
 
 #include <toml++/toml.h>
 
+#include "hub/reference.h"
 #include "node/bearer.h"
 #include "revis/draft.h"
 
@@ -23,9 +24,18 @@ std::string resolve_path(const std::string& path, const std::string& base_dir) {
   return (fs::path(base_dir) / path).lexically_normal().string();
 }
 
-// A draft is a file, resolved as paths are, or kMtpDraft, the model's own head.
+// A model is a file, resolved as paths are, or ORG/REPO:QUANT on the hub
+// (hub/reference.h) when no such file is there: `revis serve` finds or
+// pulls those into the models directory.
+std::string resolve_model(const std::string& model, const std::string& base_dir) {
+  std::error_code ec;
+  if (hub::parse_reference(model) && !fs::exists(resolve_path(model, base_dir), ec)) return model;
+  return resolve_path(model, base_dir);
+}
+
+// A draft is a model, or kMtpDraft, the model's own head.
 std::string resolve_draft(const std::string& draft, const std::string& base_dir) {
-  return draft == kMtpDraft ? draft : resolve_path(draft, base_dir);
+  return draft == kMtpDraft ? draft : resolve_model(draft, base_dir);
 }
 
 Status get_string(const toml::node& v, const std::string& at, std::string& out) {
@@ -82,7 +92,7 @@ Status parse_tier(const std::string& name, const toml::table& t, const std::stri
     Status s;
     if (key == "model") {
       s = get_string(v, where, tier.model);
-      tier.model = resolve_path(tier.model, base_dir);
+      tier.model = resolve_model(tier.model, base_dir);
     } else if (key == "ctx") {
       s = get_int(v, where, 0, 1 << 24, tier.ctx);
     } else if (key == "threads") {
@@ -143,7 +153,7 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     else if (key == "queue_limit") s = get_int(v, at, 1, 1 << 20, c.queue_limit);
     else if (key == "model") {
       s = get_string(v, at, c.model);
-      c.model = resolve_path(c.model, base_dir);
+      c.model = resolve_model(c.model, base_dir);
     } else if (key == "default_tier") s = get_string(v, at, c.default_tier);
     else if (key == "ctx") s = get_int(v, at, 0, 1 << 24, c.ctx);
     else if (key == "threads") s = get_int(v, at, 0, 1024, c.threads);

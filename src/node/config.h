@@ -10,7 +10,7 @@
 //   token = "secret"             # required for a non-loopback host (visible ASCII, no spaces)
 //   token_file = "/etc/revis/token"  # or read it from this file (trailing newline dropped; --token-file)
 //   queue_limit = 64             # jobs waiting, not counting the running one
-//   model = "/models/m.gguf"     # serves every tier no [tiers.*] names (-m)
+//   model = "/models/m.gguf"     # serves every tier no [tiers.*] names (-m); or "ORG/REPO:QUANT" (docs/models.md)
 //   default_tier = "small"       # OpenAI requests naming no known tier use it
 //   ctx = 4096                   # context per model unless its tier says (-c)
 //   threads = 8                  # threads per model unless its tier says (-t)

@@ -1,6 +1,7 @@
 // The node configuration: TOML, flag overrides and validation.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -61,6 +62,30 @@ threads = 8
   EXPECT_EQ(c->prepare_stack_kb, 4096u);
   NodeConfig config = *c;
   EXPECT_TRUE(validate_config(config).ok()) << "a token makes 0.0.0.0 acceptable";
+}
+
+// ORG/REPO:QUANT names a model on the hub (docs/models.md), which `revis
+// serve` finds or pulls: it is not a path relative to the config file,
+// unless a file of that name is there.
+TEST(Config, HubModelNamesAreNotPaths) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.file("local"));
+  std::ofstream(dir.file("local/m:Q8_0")) << "x";
+  auto c = parse_config(R"(
+model = "Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M"
+draft = "org/draft-GGUF"
+[tiers.small]
+model = "local/m:Q8_0"
+[tiers.large]
+model = "sub/large.gguf"
+)", "node.toml", dir.path().string());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->model, "Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M");
+  EXPECT_EQ(c->draft, "org/draft-GGUF");
+  const TierConfig& large = c->tiers[0].name == "large" ? c->tiers[0] : c->tiers[1];
+  const TierConfig& small = c->tiers[0].name == "small" ? c->tiers[0] : c->tiers[1];
+  EXPECT_EQ(small.model, dir.file("local/m:Q8_0"));  // the file there wins
+  EXPECT_EQ(large.model, dir.file("sub/large.gguf"));
 }
 
 TEST(Config, RefusesUnknownKeysAndWrongTypes) {
