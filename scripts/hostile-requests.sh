@@ -81,8 +81,8 @@ poll_health() {  # out_file stop_file
 send() {  # shape
   local route=/v1/chat/completions
   [[ $1 == anthropic-* ]] && route=/v1/messages
-  curl -s -o /dev/null -m 60 -w '%{http_code} %{time_total}\n' -H 'Content-Type: application/json' \
-    --data-binary @"$work/$1" "$base$route" || echo "000 60"
+  curl -s -o /dev/null -m 300 -w '%{http_code} %{time_total}\n' -H 'Content-Type: application/json' \
+    --data-binary @"$work/$1" "$base$route" || echo "000 300"
 }
 
 failed=0
@@ -93,7 +93,7 @@ for shape in "${shapes[@]}"; do
   poller=$!
   read -r status alone < <(send "$shape")
   # Ten at once, beside a streaming request that must complete.
-  curl -s -N -m 60 -H 'Content-Type: application/json' \
+  curl -s -N -m 300 -H 'Content-Type: application/json' \
     -d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":40,"stream":true}' "$base/v1/chat/completions" \
     > "$work/stream" &
   streamer=$!
