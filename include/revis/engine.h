@@ -79,7 +79,7 @@ struct SpecialToken {
 // again themselves.
 struct ModelInfo {
   std::string path;
-  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe"
+  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4"
   std::string name;          // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;
@@ -89,6 +89,11 @@ struct ModelInfo {
   int n_embd = 0;
   int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
   bool has_mtp = false;      // a multi-token-prediction block (deepseek2 nextn; revis/draft.h's mtp_drafter)
+  // Why KV checkpoints (src/kvstore) cannot hold this model's cache; empty
+  // when they can. Session::kv_runs() then misses part of the state, so no
+  // checkpoint may be written or resumed; reusing a session in memory stays
+  // exact.
+  std::string kv_checkpoints_refused;
   int n_threads = 0;
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token

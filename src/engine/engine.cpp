@@ -130,6 +130,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.head_dim_k = c.head_dim_k;
   info.head_dim_v = c.head_dim_v;
   info.has_mtp = impl->model->has_nextn();
+  if (c.is_deepseek4())
+    info.kv_checkpoints_refused =
+        "deepseek4 keeps compressor state and compressed keys beside its key rows, which checkpoints do not hold";
   if (options.share_threads) impl->pool = options.share_threads->impl_->pool;
   info.n_threads = impl->pool                 ? impl->pool->size()
                    : options.n_threads > 0 ? options.n_threads

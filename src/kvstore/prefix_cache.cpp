@@ -48,7 +48,9 @@ Result<std::unique_ptr<PrefixCache>> PrefixCache::open(Engine& engine, PrefixCac
   if (options.ram_sessions < 1)
     return Status::error("RAM sessions: " + std::to_string(options.ram_sessions) + " (expected >= 1)");
   std::unique_ptr<PrefixCache> cache(new PrefixCache(engine, std::move(options)));
-  if (!cache->options_.kv_dir.empty()) {
+  if (!cache->options_.kv_dir.empty() && !engine.info().kv_checkpoints_refused.empty()) {
+    cache->warn("KV store: no checkpoints in " + cache->options_.kv_dir + ": " + engine.info().kv_checkpoints_refused);
+  } else if (!cache->options_.kv_dir.empty()) {
     auto store = KvStore::open({.dir = cache->options_.kv_dir,
                                 .budget_bytes = cache->options_.disk_budget_bytes,
                                 .clock = cache->options_.clock},

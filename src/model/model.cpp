@@ -1,5 +1,6 @@
 // The transformer forward pass shared by llama, qwen2, qwen3, qwen3moe and
-// deepseek2.
+// deepseek2; deepseek4 shares its embedding and output (its blocks:
+// deepseek4.cpp).
 // Read forward_chunk() top to bottom: embed, then per layer attention and
 // feed-forward with residual connections, then the output projection.
 #include "model/model.h"
@@ -113,6 +114,19 @@ void Model::set_up_rope_and_scale() {
   rope_ = Rope(c, weights_.rope_freq_factors);
   const int key_width = c.head_dim_q();
   attn_scale_ = 1.0f / std::sqrt(static_cast<float>(key_width));
+  if (c.is_deepseek4()) {
+    // Raw blocks rotate at the file's base without scaling; compressing
+    // blocks at their own base with the YaRN settings, whose magnitude
+    // gain llama.cpp cancels through attn_factor.
+    ModelConfig raw = c, compressed = c;
+    raw.rope_yarn = false;
+    raw.rope_freq_scale = 1.0f;
+    raw.yarn.attn_factor = 1.0f;
+    rope_ = Rope(raw, {});
+    compressed.rope_base = c.ds4.compress_rope_base;
+    if (c.rope_yarn) compressed.yarn.attn_factor = 1.0f / (1.0f + 0.1f * std::log(1.0f / c.rope_freq_scale));
+    compressed_rope_ = Rope(compressed, {});
+  }
   if (c.arch == Architecture::kDeepseek2) {
     const float factor = 1.0f / c.rope_freq_scale;
     const float mscale_all_dim = c.yarn.log_multiplier / 0.1f;
@@ -198,8 +212,11 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   const Matrix& embd = weights_.token_embd;
   for (int t = 0; t < n; ++t) dequantize_row(embd.type, embd.row(tokens[t]), &x_[t * d], d);
 
-  for (int layer = 0; layer < c.n_layer; ++layer)
-    transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, n_past, kv, pool);
+  if (c.is_deepseek4())
+    deepseek4_blocks(tokens, n, n_past, kv, pool);
+  else
+    for (int layer = 0; layer < c.n_layer; ++layer)
+      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, n_past, kv, pool);
 
   // The final hidden states norm(x): of every token where a
   // multi-token-prediction drafter reads them or the embeddings sum them,

@@ -1,4 +1,4 @@
-// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2) and its forward
+// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4) and its forward
 // pass. forward() appends a batch of tokens at positions n_past.. to a
 // KvCache and returns logits for the rows asked for. The Model itself is
 // immutable after load, so several sessions may share it, but one forward
@@ -99,12 +99,28 @@ class Model {
   void feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool);
   void route(const LayerWeights& l, int n, ThreadPool& pool);
 
+  // deepseek4 (deepseek4.cpp): the blocks over the hyper-connected stream,
+  // leaving in x_ the mix of its copies that the output norm reads.
+  void deepseek4_blocks(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void deepseek4_block(const Deepseek4Layer& l, int layer, const int32_t* tokens, int n, int n_past, KvCache& kv,
+                       ThreadPool& pool);
+  void read_copies(const HyperMix& m, bool head, int n, ThreadPool& pool);
+  void write_copies(int n);
+  void deepseek4_attention(const Deepseek4Layer& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void compress(const Compressor& comp, int layer, int first_plane, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void select_compressed(const Deepseek4Layer& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void sparse_attention(const Deepseek4Layer& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void deepseek4_moe(const Deepseek4Layer& l, int layer, const int32_t* tokens, int n, ThreadPool& pool);
+  void clamped_swiglu_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
+                          float limit, ThreadPool& pool);
+
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
   HugePageMemory striped_memory_;
   std::vector<const uint8_t*> released_;  // the data of the tensors given back, sorted
   Rope rope_;
+  Rope compressed_rope_;  // deepseek4's compressing blocks and its compressed keys
   float attn_scale_ = 1.0f;        // the attention scores' factor, 1/sqrt(key width) unscaled
 
   // Scratch, one row per token of the current chunk.
@@ -112,6 +128,12 @@ class Model {
   std::vector<float> q_a_, q_latent_, latent_out_;              // latent attention
   std::vector<std::vector<std::pair<int, float>>> routed_;      // expert -> (token, weight)
   std::vector<float> nextn_in_;                                 // multi-token prediction's [e ; h] rows
+  // deepseek4: the stream's copies, their normalised rows and mix logits,
+  // each token's mix weights, compressor rows, indexer queries and weights,
+  // the compressed keys each token reads, grouped output.
+  std::vector<float> copies_, copies_normed_, mix_logits_, mix_pre_, mix_post_, mix_comb_;
+  std::vector<float> comp_kv_, comp_score_, index_q_, index_w_, out_a_;
+  std::vector<std::vector<int>> picked_;
   float* hidden_rows_ = nullptr;                                 // set_hidden_rows
   MatMul matmul_;
   bool prompt_ = false;           // the forward call evaluates several tokens, not one decoding step

@@ -2,52 +2,11 @@
 
 #include <algorithm>
 
+#include "model/tensor_binder.h"
 #include "quant/quant.h"
 
 namespace revis {
 namespace {
-
-std::string shape(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-class Binder {
- public:
-  explicit Binder(const gguf::GgufFile& file) : file_(file) {}
-
-  // A matrix (or stack of matrices) with exactly these dims, innermost first.
-  Status matrix(const std::string& name, std::vector<int64_t> dims, Matrix& out, bool optional = false) const {
-    const gguf::TensorInfo* t = file_.tensor(name);
-    if (!t) return optional ? Status() : Status::error("tensor '" + name + "' is missing (expected shape " + shape(dims) + ")");
-    if (t->dims != dims)
-      return Status::error("tensor '" + name + "': shape " + t->shape_string() + ", expected " + shape(dims));
-    if (!can_dequantize(t->type) || t->type == TensorType::Q8_K)
-      return Status::error("tensor '" + name + "': type " + type_name(t->type) + " is not supported for weights");
-    out.type = t->type;
-    out.cols = dims[0];
-    out.rows = dims.size() > 1 ? dims[1] : 1;
-    out.n_mats = dims.size() > 2 ? dims[2] : 1;
-    out.row_bytes = row_bytes(t->type, out.cols);
-    out.data = t->data;
-    return {};
-  }
-
-  bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }
-
-  // A 1-D tensor of n values, converted to float32.
-  Status vector(const std::string& name, int64_t n, std::vector<float>& out, bool optional = false) const {
-    Matrix m;
-    if (Status s = matrix(name, {n}, m, optional); !s.ok() || m.empty()) return s;
-    out.resize(n);
-    dequantize_row(m.type, m.data, out.data(), n);
-    return {};
-  }
-
- private:
-  const gguf::GgufFile& file_;
-};
 
 // A float32 matrix over `values` (rows x cols, row-major), which `w` keeps.
 Matrix derived_matrix(ModelWeights& w, std::vector<float> values, int64_t cols, int64_t rows, int64_t n_mats) {
@@ -225,6 +184,10 @@ Result<ModelWeights> load_model_weights(const gguf::GgufFile& file, ModelConfig&
   if (w.output.empty()) w.output = w.token_embd;  // tied embeddings
   if (!(s = bind.vector("rope_freqs.weight", c.rope_dims / 2, w.rope_freq_factors, true)).ok()) return s;
 
+  if (c.is_deepseek4()) {
+    if (!(s = bind_deepseek4(bind, c, w)).ok()) return s;
+    return w;
+  }
   w.layers.resize(c.n_layer);
   for (int i = 0; i < c.n_layer; ++i)
     if (!(s = bind_layer(bind, c, i, w, w.layers[i])).ok()) return s;

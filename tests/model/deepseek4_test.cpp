@@ -1,0 +1,167 @@
+// DeepSeek V4 (deepseek4) against llama.cpp's outputs in
+// ../shared/testdata/deepseek4, with that folder's tolerances (its
+// README): the indexer's choice, the router and the hyper-connections move
+// more positions than in other models, so a share of positions, the median
+// error and the argmax agreement are judged rather than the worst position.
+// Then hostile files (refused by key or tensor name, never a crash), and
+// the cache: a session cut back and continued gives the bits a fresh one
+// gives, and checkpoints, which cannot hold all of it, are refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_writer.h"
+#include "revis/engine.h"
+#include "support/gguf_copy.h"
+#include "support/golden.h"
+#include "support/golden_engine.h"
+
+namespace revis {
+namespace {
+
+using testing::GoldenCase;
+
+std::vector<std::string> deepseek4_cases() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::testdata("deepseek4/golden"))) {
+    const std::string file = entry.path().filename().string();
+    if (file.ends_with(".json") && file != "prompts.json") names.push_back("deepseek4/" + file.substr(0, file.size() - 5));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Contexts up to the longest prompt and its continuation.
+Engine& engine_for(const std::string& path) { return testing::golden_engine(path, 1024); }
+
+// README's bounds: the share of positions within `near`, the median error
+// and the share of clear positions whose argmax agrees.
+struct Bounds {
+  double near, share, median, argmax;
+};
+Bounds bounds_for(const GoldenCase& g) {
+  return g.is_float_type() ? Bounds{0.03, 0.85, 0.01, 0.95} : Bounds{0.30, 0.80, 0.12, 0.93};
+}
+
+class Deepseek4Golden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Deepseek4Golden, PromptTokensMatch) {
+  const GoldenCase g = testing::load_golden(GetParam());
+  testing::expect_prompt_tokens(g, engine_for(g.model_file));
+}
+
+TEST_P(Deepseek4Golden, TeacherForcedLogitsWithinTolerance) {
+  const GoldenCase g = testing::load_golden(GetParam());
+  testing::TeacherForced r;
+  ASSERT_NO_FATAL_FAILURE(testing::teacher_forced(g, engine_for(g.model_file), r));
+  const Bounds b = bounds_for(g);
+  const double within = r.fraction_within(b.near), median = r.quantile(0.5), agreement = r.argmax_agreement();
+  ::testing::Test::RecordProperty("within", std::to_string(within));
+  ::testing::Test::RecordProperty("median_err", std::to_string(median));
+  ::testing::Test::RecordProperty("argmax_agreement", std::to_string(agreement));
+  EXPECT_GE(within, b.share) << "median " << median << ", max " << r.quantile(1.0);
+  EXPECT_LE(median, b.median) << "within " << within;
+  EXPECT_GE(agreement, b.argmax) << r.clear.size() << " clear positions";
+}
+
+TEST_P(Deepseek4Golden, GreedyGenerationMatchesUpToFirstUnclearPosition) {
+  const GoldenCase g = testing::load_golden(GetParam());
+  testing::expect_greedy_generation(g, engine_for(g.model_file), /*stop_where_far=*/true);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, Deepseek4Golden, ::testing::ValuesIn(deepseek4_cases()),
+                         [](const auto& info) { return testing::golden_test_name(info.param.substr(info.param.find('/') + 1)); });
+
+const std::string kModel = testing::testdata("deepseek4/models/deepseek4-F16.gguf").string();
+
+// Copies the F16 file to `path`, leaving out the tensor `drop` (if any);
+// `metadata` may then override keys.
+void write_copy(const std::string& path, const std::string& drop,
+                const std::function<void(gguf::GgufWriter&)>& metadata = nullptr) {
+  testing::write_gguf_copy(
+      kModel, path, [&](const gguf::TensorInfo& t, auto&, auto&, auto&) { return t.name != drop; }, metadata);
+}
+
+std::string load_error(const std::string& path, int n_ctx = 256) {
+  auto engine = Engine::load({.model_path = path, .n_ctx = n_ctx, .n_threads = 2});
+  return engine.ok() ? std::string("loaded") : engine.status().message();
+}
+
+void expect_refused(const std::function<void(gguf::GgufWriter&)>& metadata, const std::vector<std::string>& needles,
+                    const std::string& drop = "") {
+  testing::TempDir tmp;
+  write_copy(tmp.file("m.gguf"), drop, metadata);
+  const std::string error = load_error(tmp.file("m.gguf"));
+  for (const std::string& needle : needles) EXPECT_NE(error.find(needle), std::string::npos) << error << " lacks " << needle;
+}
+
+TEST(Deepseek4Loader, RefusesAnInvalidCompressionRatio) {
+  expect_refused([](gguf::GgufWriter& out) { out.set_i32_array("deepseek4.attention.compress_ratios", {0, 4, 64, 4, 128, 0}); },
+                 {"deepseek4.attention.compress_ratios", "block 2 has 64", "expected 0, 4 or 128"});
+  expect_refused([](gguf::GgufWriter& out) { out.set_i32_array("deepseek4.attention.compress_ratios", {0, 4, 128}); },
+                 {"deepseek4.attention.compress_ratios: 3 values", "one per block, 6"});
+}
+
+TEST(Deepseek4Loader, RefusesAnIndexerTopKBeyondTheContext) {
+  // context_length 4096 holds 1024 groups of 4.
+  expect_refused([](gguf::GgufWriter& out) { out.set_u32("deepseek4.attention.indexer.top_k", 5000); },
+                 {"deepseek4.attention.indexer.top_k: 5000", "1..1024"});
+  expect_refused([](gguf::GgufWriter& out) { out.set_u32("deepseek4.attention.indexer.top_k", 0); },
+                 {"deepseek4.attention.indexer.top_k: 0"});
+}
+
+TEST(Deepseek4Loader, RefusesAHyperConnectionCountOfZero) {
+  expect_refused([](gguf::GgufWriter& out) { out.set_u32("deepseek4.hyper_connection.count", 0); },
+                 {"deepseek4.hyper_connection.count: 0", "expected an integer in 1..64"});
+  // A count the tensors do not have: the mix is refused by shape.
+  expect_refused([](gguf::GgufWriter& out) { out.set_u32("deepseek4.hyper_connection.count", 2); },
+                 {"output_hc_fn.weight", "shape [1024, 4], expected [512, 2]"});
+  expect_refused([](gguf::GgufWriter& out) { out.set_u32("deepseek4.hyper_connection.sinkhorn_iterations", 0); },
+                 {"deepseek4.hyper_connection.sinkhorn_iterations: 0"});
+}
+
+TEST(Deepseek4Loader, NamesAMissingTensor) {
+  for (const std::string name : {"blk.1.indexer.attn_q_b.weight", "blk.2.attn_compressor_ape.weight",
+                                 "blk.0.ffn_gate_tid2eid.weight", "output_hc_fn.weight", "blk.4.attn_sinks.weight"}) {
+    SCOPED_TRACE(name);
+    expect_refused(nullptr, {"tensor '" + name + "' is missing", "expected"}, name);
+  }
+}
+
+TEST(Deepseek4Loader, RefusesOtherExpertScoring) {
+  expect_refused([](gguf::GgufWriter& out) { out.set_u32("deepseek4.expert_gating_func", 2); },
+                 {"deepseek4.expert_gating_func: 2", "sqrt(softplus)"});
+}
+
+// Every cached row is indexed by position (model/kv_cache.h): a session
+// cut back to n tokens and run on gives the logits a fresh session gives,
+// bit for bit, wherever n falls in a compressor's group (n a multiple of
+// four, as resumes are: model.cpp's kChunk says why). Checkpoints hold
+// only the key rows, so the model says they are refused.
+TEST(Deepseek4Cache, ACutBackSessionContinuesAsAFreshOne) {
+  const GoldenCase g = testing::load_golden("deepseek4/deepseek4-F16.long");
+  Engine& engine = engine_for(g.model_file);
+  EXPECT_NE(engine.info().kv_checkpoints_refused.find("compressor state"), std::string::npos);
+  const std::vector<int32_t>& tokens = g.prompt_tokens;
+  const int n = static_cast<int>(tokens.size());
+  auto fresh = engine.new_session();
+  ASSERT_TRUE(fresh->eval(tokens, /*all_logits=*/true).ok());
+  auto reused = engine.new_session();
+  ASSERT_TRUE(reused->eval(tokens, false).ok());
+  for (int cut : {320, 192, 68}) {
+    SCOPED_TRACE(cut);
+    reused->truncate(cut);
+    ASSERT_TRUE(reused->eval(std::span(tokens).subspan(cut), /*all_logits=*/true).ok());
+    for (int k = cut; k < n; ++k)
+      ASSERT_EQ(std::memcmp(reused->logits(k - cut).data(), fresh->logits(k).data(), g.n_vocab * sizeof(float)), 0)
+          << "position " << k;
+  }
+}
+
+}  // namespace
+}  // namespace revis
