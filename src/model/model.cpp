@@ -143,6 +143,16 @@ uint64_t Model::bytes_per_token() const {
       // A token reads n_expert_used of a stack's n_expert matrices.
       total += l.is_expert_stack(*m) ? (c.n_expert > 0 ? matrix_bytes(*m) / c.n_expert * c.n_expert_used : 0)
                                      : matrix_bytes(*m);
+  total += matrix_bytes(weights_.hc_head.fn);
+  for (const Deepseek4Layer& l : weights_.ds4_layers) {
+    for (const Matrix* m : {&l.hc_attn.fn, &l.hc_ffn.fn, &l.wq_a, &l.wq_b, &l.wkv, &l.wo_a, &l.wo_b,
+                            &l.compressor.wkv, &l.compressor.wgate, &l.indexer_compressor.wkv,
+                            &l.indexer_compressor.wgate, &l.indexer_proj, &l.indexer_q_b, &l.router, &l.gate_shexp,
+                            &l.up_shexp, &l.down_shexp})
+      total += matrix_bytes(*m);
+    for (const Matrix* m : {&l.gate_exps, &l.up_exps, &l.down_exps})
+      total += matrix_bytes(*m) / c.n_expert * c.n_expert_used;
+  }
   return total;
 }
 
