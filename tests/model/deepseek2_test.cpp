@@ -17,6 +17,7 @@
 #include "model/synthetic.h"
 #include "quant/quant.h"
 #include "revis/engine.h"
+#include "support/active_bytes.h"
 #include "support/gguf_copy.h"
 #include "support/golden.h"
 #include "support/testdata.h"
@@ -256,16 +257,7 @@ TEST(Deepseek2Synthetic, ActiveBytesCountTheUsedExperts) {
 
   auto file = gguf::GgufFile::open(tmp.file("m.gguf"));
   ASSERT_TRUE(file.ok());
-  uint64_t expected = 0;
-  for (const gguf::TensorInfo& t : (*file)->tensors()) {
-    if (t.dims.size() < 2) continue;  // norms and biases are not counted
-    if (t.name == "token_embd.weight")
-      expected += t.n_bytes / t.dims[1];  // one row
-    else if (t.name.find("_exps.") != std::string::npos)
-      expected += t.n_bytes / spec.n_expert * spec.n_expert_used;
-    else
-      expected += t.n_bytes;
-  }
+  const uint64_t expected = testing::active_weight_bytes(**file, spec.n_expert, spec.n_expert_used);
   EXPECT_EQ((*engine)->info().bytes_per_token, expected);
   EXPECT_EQ((*engine)->info().n_head_kv, 1);
   EXPECT_EQ((*engine)->info().head_dim_k, spec.kv_lora_rank + spec.rope_dim);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <filesystem>
@@ -16,7 +17,9 @@
 #include <vector>
 
 #include "gguf/gguf_writer.h"
+#include "model/synthetic.h"
 #include "revis/engine.h"
+#include "support/active_bytes.h"
 #include "support/gguf_copy.h"
 #include "support/golden.h"
 #include "support/golden_engine.h"
@@ -161,6 +164,36 @@ TEST(Deepseek4Cache, ACutBackSessionContinuesAsAFreshOne) {
       ASSERT_EQ(std::memcmp(reused->logits(k - cut).data(), fresh->logits(k).data(), g.n_vocab * sizeof(float)), 0)
           << "position " << k;
   }
+}
+
+// mkmodel's V4 shape: the file it writes loads, a prompt long enough for
+// the indexer's choice and the x128 compressor runs to finite logits, and
+// the bytes a token reads count n_expert_used of each expert stack.
+TEST(Deepseek4Synthetic, TheTinyShapeRunsAndCountsTheUsedExperts) {
+  SyntheticSpec spec = *synthetic_preset("deepseek-v4-tiny");
+  spec.mix = QuantMix::kQ8_0;
+  testing::TempDir tmp;
+  ThreadPool pool(2);
+  ASSERT_TRUE(write_synthetic_model(spec, tmp.file("m.gguf"), pool, nullptr).ok());
+  auto engine = Engine::load({.model_path = tmp.file("m.gguf"), .n_ctx = 320, .n_threads = 2});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ((*engine)->info().architecture, "deepseek4");
+
+  auto file = gguf::GgufFile::open(tmp.file("m.gguf"));
+  ASSERT_TRUE(file.ok());
+  // Position biases and the hash table are no products.
+  const uint64_t expected =
+      testing::active_weight_bytes(**file, spec.n_expert, spec.n_expert_used, [](const std::string& name) {
+        return name.ends_with("_ape.weight") || name.ends_with("tid2eid.weight");
+      });
+  EXPECT_EQ((*engine)->info().bytes_per_token, expected);
+
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 300; ++i) tokens.push_back((i * 37 + 11) % 1000);
+  auto session = (*engine)->new_session();
+  ASSERT_TRUE(session->eval(tokens, /*all_logits=*/true).ok());
+  for (int k : {0, 130, 299})
+    for (float v : session->logits(k)) ASSERT_TRUE(std::isfinite(v)) << "position " << k;
 }
 
 }  // namespace
