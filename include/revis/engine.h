@@ -89,11 +89,10 @@ struct ModelInfo {
   int n_embd = 0;
   int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
   bool has_mtp = false;      // a multi-token-prediction block (deepseek2 nextn; revis/draft.h's mtp_drafter)
-  // Why KV checkpoints (src/kvstore) cannot hold this model's cache; empty
-  // when they can. Session::kv_runs() then misses part of the state, so no
-  // checkpoint may be written or resumed; reusing a session in memory stays
-  // exact.
-  std::string kv_checkpoints_refused;
+  // Bytes per position the cache keeps beside the K/V heads' rows:
+  // deepseek4's float32 compressor planes (model/kv_cache.h), 0 for the
+  // others. They are runs of Session::kv_runs() after the heads'.
+  uint64_t kv_state_bytes_per_token = 0;
   int n_threads = 0;
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token
@@ -182,7 +181,8 @@ class Session {
   // holds positions [0, n_ctx()) contiguously, bytes_per_position bytes
   // (float16 values) each. A checkpoint stores the first n positions of every
   // run, run after run; with K/V heads the runs are every key
-  // [layer][kv head], then every value [layer][kv head].
+  // [layer][kv head], then every value [layer][kv head], then any float32
+  // state planes [layer][plane] (ModelInfo::kv_state_bytes_per_token).
   // kv_bytes_per_token() is the sum of the runs' widths.
   //
   // Restoring: truncate(0), read rows into the runs, then adopt_kv(tokens)

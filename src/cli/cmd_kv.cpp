@@ -271,8 +271,6 @@ int run_kv_bench(const KvBenchArgs& args) {
   }
   auto engine = load_engine({.model_path = args.model, .n_ctx = args.n_prompt + 1, .n_threads = args.threads});
   if (!engine) return 1;
-  if (!engine->info().kv_checkpoints_refused.empty())
-    return fail("KV checkpoints: " + engine->info().kv_checkpoints_refused);
   const std::vector<int32_t> prompt = bench::random_prompt(*engine, args.n_prompt, args.seed);
   auto warn = [](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); };
   auto open_cache = [&]() {

@@ -15,7 +15,8 @@ KvShape shape_of(const ModelInfo& info) {
           .n_head_kv = static_cast<uint32_t>(info.n_head_kv),
           .head_dim_k = static_cast<uint32_t>(info.head_dim_k),
           .head_dim_v = static_cast<uint32_t>(info.head_dim_v),
-          .type = KvType::kF16};
+          .type = KvType::kF16,
+          .state_bytes = static_cast<uint32_t>(info.kv_state_bytes_per_token)};
 }
 
 }  // namespace
@@ -48,9 +49,7 @@ Result<std::unique_ptr<PrefixCache>> PrefixCache::open(Engine& engine, PrefixCac
   if (options.ram_sessions < 1)
     return Status::error("RAM sessions: " + std::to_string(options.ram_sessions) + " (expected >= 1)");
   std::unique_ptr<PrefixCache> cache(new PrefixCache(engine, std::move(options)));
-  if (!cache->options_.kv_dir.empty() && !engine.info().kv_checkpoints_refused.empty()) {
-    cache->warn("KV store: no checkpoints in " + cache->options_.kv_dir + ": " + engine.info().kv_checkpoints_refused);
-  } else if (!cache->options_.kv_dir.empty()) {
+  if (!cache->options_.kv_dir.empty()) {
     auto store = KvStore::open({.dir = cache->options_.kv_dir,
                                 .budget_bytes = cache->options_.disk_budget_bytes,
                                 .clock = cache->options_.clock},

@@ -38,7 +38,15 @@ std::vector<KvCache::Plane> KvCache::deepseek4_planes(const ModelConfig& c, int 
     add(2 * c.ds4.indexer_dim);
     add(c.ds4.indexer_dim);
   }
+  first.push_back(static_cast<int>(planes.size()));
   return planes;
+}
+
+size_t KvCache::plane_bytes_per_position(const ModelConfig& config) {
+  std::vector<int> first;
+  size_t floats = 0;
+  for (const Plane& p : deepseek4_planes(config, 1, first)) floats += p.width;
+  return floats * sizeof(float);
 }
 
 KvCache::Buffer::Buffer(size_t n) : size_(n) {

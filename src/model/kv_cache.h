@@ -57,6 +57,9 @@ class KvCache {
     return reinterpret_cast<float*>(plane_data_.data()) + p.offset + static_cast<size_t>(pos) * p.width;
   }
   int plane_width(int layer, int plane) const { return planes_[plane_first_[layer] + plane].width; }
+  int n_planes(int layer) const { return plane_first_.empty() ? 0 : plane_first_[layer + 1] - plane_first_[layer]; }
+  // Bytes of one position's rows in every plane of a cache for `config`.
+  static size_t plane_bytes_per_position(const ModelConfig& config);
 
  private:
   size_t offset(int layer, int head, int pos) const {
@@ -87,7 +90,7 @@ class KvCache {
   int n_head_kv_, head_dim_k_, head_dim_v_;
   bool values_in_keys_;
   Buffer keys_, values_;
-  std::vector<int> plane_first_;  // per layer: its first plane in planes_
+  std::vector<int> plane_first_;  // per layer: its first plane in planes_; then their count
   std::vector<Plane> planes_;
   Buffer plane_data_;             // float32 rows, two halves each
 };

@@ -4,8 +4,8 @@
 // more positions than in other models, so a share of positions, the median
 // error and the argmax agreement are judged rather than the worst position.
 // Then hostile files (refused by key or tensor name, never a crash), and
-// the cache: a session cut back and continued gives the bits a fresh one
-// gives, and checkpoints, which cannot hold all of it, are refused.
+// the cache: a session cut back and continued, or resumed from copied
+// rows as checkpoints resume it, gives the bits a fresh one gives.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,12 +144,10 @@ TEST(Deepseek4Loader, RefusesOtherExpertScoring) {
 // Every cached row is indexed by position (model/kv_cache.h): a session
 // cut back to n tokens and run on gives the logits a fresh session gives,
 // bit for bit, wherever n falls in a compressor's group (n a multiple of
-// four, as resumes are: model.cpp's kChunk says why). Checkpoints hold
-// only the key rows, so the model says they are refused.
+// four, as resumes are: model.cpp's kChunk says why).
 TEST(Deepseek4Cache, ACutBackSessionContinuesAsAFreshOne) {
   const GoldenCase g = testing::load_golden("deepseek4/deepseek4-F16.long");
   Engine& engine = engine_for(g.model_file);
-  EXPECT_NE(engine.info().kv_checkpoints_refused.find("compressor state"), std::string::npos);
   const std::vector<int32_t>& tokens = g.prompt_tokens;
   const int n = static_cast<int>(tokens.size());
   auto fresh = engine.new_session();
@@ -164,6 +162,34 @@ TEST(Deepseek4Cache, ACutBackSessionContinuesAsAFreshOne) {
       ASSERT_EQ(std::memcmp(reused->logits(k - cut).data(), fresh->logits(k).data(), g.n_vocab * sizeof(float)), 0)
           << "position " << k;
   }
+}
+
+// What a checkpoint does (src/kvstore): the first n positions of every run
+// copied into a new session, which adopts the tokens and runs on. The runs
+// hold the compressor planes too, so the logits are a fresh session's.
+TEST(Deepseek4Cache, RunsCopiedIntoANewSessionResumeIt) {
+  const GoldenCase g = testing::load_golden("deepseek4/deepseek4-F16.long");
+  Engine& engine = engine_for(g.model_file);
+  const std::vector<int32_t>& tokens = g.prompt_tokens;
+  const int n = static_cast<int>(tokens.size()), kept = 192;
+  auto fresh = engine.new_session();
+  ASSERT_TRUE(fresh->eval(tokens, /*all_logits=*/true).ok());
+  auto resumed = engine.new_session();
+  const std::vector<KvRun> from = fresh->kv_runs(), to = resumed->kv_runs();
+  ASSERT_EQ(from.size(), to.size());
+  size_t width = 0;
+  for (size_t r = 0; r < from.size(); ++r) {
+    ASSERT_EQ(from[r].bytes_per_position, to[r].bytes_per_position);
+    std::memcpy(to[r].data, from[r].data, kept * from[r].bytes_per_position);
+    width += from[r].bytes_per_position;
+  }
+  EXPECT_EQ(width, resumed->kv_bytes_per_token());
+  EXPECT_GT(engine.info().kv_state_bytes_per_token, 0u);
+  ASSERT_TRUE(resumed->adopt_kv(std::span(tokens).first(kept)).ok());
+  ASSERT_TRUE(resumed->eval(std::span(tokens).subspan(kept), /*all_logits=*/true).ok());
+  for (int k = kept; k < n; ++k)
+    ASSERT_EQ(std::memcmp(resumed->logits(k - kept).data(), fresh->logits(k).data(), g.n_vocab * sizeof(float)), 0)
+        << "position " << k;
 }
 
 // mkmodel's V4 shape: the file it writes loads, a prompt long enough for
