@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gguf/gguf_writer.h"
+#include "model/quantize.h"
 #include "model/synthetic.h"
 #include "revis/engine.h"
 #include "support/active_bytes.h"
@@ -190,6 +191,26 @@ TEST(Deepseek4Cache, RunsCopiedIntoANewSessionResumeIt) {
   for (int k = kept; k < n; ++k)
     ASSERT_EQ(std::memcmp(resumed->logits(k - kept).data(), fresh->logits(k).data(), g.n_vocab * sizeof(float)), 0)
         << "position " << k;
+}
+
+// revis quantize keeps the hash-routing table as it is (I32) and converts
+// the rest: the F16 file made Q8_0 here meets llama.cpp's outputs on its
+// own Q8_0 file within the quantized tolerances.
+TEST(Deepseek4Quantize, AQ8_0CopyMeetsTheQ8_0Golden) {
+  testing::TempDir tmp;
+  ThreadPool pool(2);
+  ASSERT_TRUE(quantize_model(kModel, tmp.file("q8.gguf"), QuantMix::kQ8_0, pool, nullptr).ok());
+  auto file = gguf::GgufFile::open(tmp.file("q8.gguf"));
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ((*file)->tensor("blk.0.ffn_gate_tid2eid.weight")->type, TensorType::I32);
+  EXPECT_EQ((*file)->tensor("blk.1.attn_q_b.weight")->type, TensorType::Q8_0);
+  const GoldenCase g = testing::load_golden("deepseek4/deepseek4-Q8_0.long");
+  auto engine = Engine::load({.model_path = tmp.file("q8.gguf"), .n_ctx = 512, .n_threads = 2});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  testing::TeacherForced r;
+  ASSERT_NO_FATAL_FAILURE(testing::teacher_forced(g, **engine, r));
+  EXPECT_GE(r.fraction_within(0.30), 0.80);
+  EXPECT_LE(r.quantile(0.5), 0.12);
 }
 
 // mkmodel's V4 shape: the file it writes loads, a prompt long enough for
