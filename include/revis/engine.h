@@ -161,8 +161,10 @@ class Session {
   Result<std::vector<float>> mean_hidden_state(std::span<const int32_t> tokens);
 
   // From now on every eval also keeps each token's final hidden state
-  // (after the output norm; info().n_embd values), by position: what a
-  // multi-token-prediction drafter reads. Costs n_ctx() x n_embd floats.
+  // (after the output norm; info().n_embd values; deepseek4: the stream's
+  // hyper_connection.count copies before their output mix, that many times
+  // n_embd), by position: what a multi-token-prediction drafter reads.
+  // Costs n_ctx() x that many floats.
   void keep_hidden_states();
   // The kept hidden state of the token at `pos` (< n_past()); empty when
   // not kept, or when the row came from a checkpoint (adopt_kv) or from

@@ -190,14 +190,14 @@ Status Session::run(std::span<const int32_t> tokens, bool all_logits, bool stepw
 
 void Session::keep_hidden_states() {
   if (!state_->hidden.empty()) return;
-  state_->hidden.assign(static_cast<size_t>(n_ctx()) * engine_.impl_->info.n_embd, 0.0f);
+  state_->hidden.assign(static_cast<size_t>(n_ctx()) * engine_.impl_->model->config().nextn_hidden_width(), 0.0f);
   state_->hidden_known.assign(n_ctx(), false);
 }
 
 std::span<const float> Session::hidden_state(int pos) const {
-  const size_t n_embd = engine_.impl_->info.n_embd;
+  const size_t width = engine_.impl_->model->config().nextn_hidden_width();
   if (pos < 0 || pos >= n_past() || state_->hidden.empty() || !state_->hidden_known[pos]) return {};
-  return std::span<const float>(state_->hidden).subspan(pos * n_embd, n_embd);
+  return std::span<const float>(state_->hidden).subspan(pos * width, width);
 }
 
 Result<std::vector<float>> Session::mean_hidden_state(std::span<const int32_t> tokens) {

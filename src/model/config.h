@@ -124,6 +124,10 @@ struct ModelConfig {
 
   Deepseek4 ds4;
   bool is_deepseek4() const { return arch == Architecture::kDeepseek4; }
+  // The hidden state a multi-token-prediction block reads per token: the
+  // final one after the output norm (n_embd), or deepseek4's n_hc copies of
+  // the stream before their output mix, as llama.cpp hands them over.
+  int nextn_hidden_width() const { return is_deepseek4() ? ds4.n_hc * n_embd : n_embd; }
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }

@@ -68,27 +68,55 @@ void Model::deepseek4_blocks(const int32_t* tokens, int n, int n_past, KvCache& 
     for (int h = 0; h < n_hc; ++h) std::copy_n(&x_[t * d], d, &copies_[(static_cast<size_t>(t) * n_hc + h) * d]);
 
   for (int layer = 0; layer < c.n_layer; ++layer)
-    deepseek4_block(weights_.ds4_layers[layer], layer, tokens, n, n_past, kv, pool);
+    deepseek4_block(weights_.ds4_layers[layer], layer, layer, tokens, n, n_past, kv, pool);
 
   read_copies(weights_.hc_head, /*head=*/true, n, pool);
   std::copy_n(xb_.data(), static_cast<size_t>(n) * d, x_.data());
 }
 
 // The copies += attention(norm(read)), then += experts(norm(read)), each
-// through the hyper-connections' write.
-void Model::deepseek4_block(const Deepseek4Layer& l, int layer, const int32_t* tokens, int n, int n_past,
-                            KvCache& kv, ThreadPool& pool) {
+// through the hyper-connections' write. `block` is the file's block (its
+// compression ratio and clamps), kv_layer the cache's layer for its rows.
+void Model::deepseek4_block(const Deepseek4Layer& l, int block, int kv_layer, const int32_t* tokens, int n,
+                            int n_past, KvCache& kv, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   read_copies(l.hc_attn, false, n, pool);
   for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &xb_[t * d], l.attn_norm.data(), d, c.rms_eps);
-  deepseek4_attention(l, layer, n, n_past, kv, pool);
+  deepseek4_attention(l, c.ds4.compress_ratios[block], kv_layer, n, n_past, kv, pool);
   write_copies(n);
 
   read_copies(l.hc_ffn, false, n, pool);
   for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &xb_[t * d], l.ffn_norm.data(), d, c.rms_eps);
-  deepseek4_moe(l, layer, tokens, n, pool);
+  deepseek4_moe(l, block, tokens, n, pool);
   write_copies(n);
+}
+
+// The multi-token-prediction block (nextn.cpp) over n tokens: each of a
+// token's n_hc hidden copies, normed by hnorm, goes through eh_proj beside
+// the token's embedding normed by enorm ([e ; h]); the block then runs on
+// those copies, keeping its rows in layer 0 of kv.
+void Model::deepseek4_nextn_chunk(const int32_t* tokens, const float* hidden, int n, int n_past, KvCache& kv,
+                                  ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const NextnWeights& w = weights_.nextn.front();
+  const int d = c.n_embd, n_hc = c.ds4.n_hc, rows = n * n_hc;
+  x_.resize(static_cast<size_t>(n) * d);
+  xb_.resize(static_cast<size_t>(n) * d);
+  nextn_in_.resize(static_cast<size_t>(rows) * 2 * d);
+  copies_.resize(static_cast<size_t>(rows) * d);
+  for (int t = 0; t < n; ++t) {
+    float* embedding = &xb_[static_cast<size_t>(t) * d];
+    dequantize_row(w.embed.type, w.embed.row(tokens[t]), embedding, d);
+    rms_norm(embedding, embedding, w.enorm.data(), d, c.rms_eps);
+    for (int h = 0; h < n_hc; ++h) {
+      const size_t row = static_cast<size_t>(t) * n_hc + h;
+      std::copy_n(embedding, d, &nextn_in_[row * 2 * d]);
+      rms_norm(&nextn_in_[row * 2 * d + d], &hidden[row * d], w.hnorm.data(), d, c.rms_eps);
+    }
+  }
+  matmul_.run(pool, w.eh_proj, nextn_in_.data(), rows, 2 * d, copies_.data(), d);
+  deepseek4_block(weights_.ds4_layers[c.n_layer], c.n_layer, 0, tokens, n, n_past, kv, pool);
 }
 
 // xb_ = each token's read of its copies; the write and carry weights stay
@@ -132,12 +160,11 @@ void Model::write_copies(int n) {
 // to the raw rows of the sliding window and, in compressing blocks, to
 // compressed keys; the output is rotated back (the values carried the
 // keys' rotation), then projected per group of heads (Wo_a) and out (Wo_b).
-void Model::deepseek4_attention(const Deepseek4Layer& l, int layer, int n, int n_past, KvCache& kv,
+void Model::deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
                                 ThreadPool& pool) {
   const ModelConfig& c = config_;
   const Deepseek4& ds = c.ds4;
   const int d = c.n_embd, heads = c.n_head, head = c.head_dim_k, nope = head - c.rope_dims, rank = ds.q_lora_rank;
-  const int ratio = ds.compress_ratios[layer];
   const Rope& rope = ratio == 0 ? rope_ : compressed_rope_;
 
   q_a_.resize(static_cast<size_t>(n) * rank);
@@ -164,8 +191,8 @@ void Model::deepseek4_attention(const Deepseek4Layer& l, int layer, int n, int n
     compress(l.compressor, layer, 0, n, n_past, kv, pool);
     if (ratio == 4) compress(l.indexer_compressor, layer, kIndexerPlanes, n, n_past, kv, pool);
   }
-  select_compressed(l, layer, n, n_past, kv, pool);
-  sparse_attention(l, layer, n, n_past, kv, pool);
+  select_compressed(l, ratio, layer, n, n_past, kv, pool);
+  sparse_attention(l, ratio, layer, n, n_past, kv, pool);
 
   const int groups = ds.out_groups, group_width = heads * head / groups;
   out_a_.resize(static_cast<size_t>(n) * groups * ds.out_rank);
@@ -234,10 +261,10 @@ void Model::compress(const Compressor& comp, int layer, int first_plane, int n, 
 //   score(e) = sum over indexer heads h of w_h relu(q_h . key_e),
 // with q_h from the query's bottleneck (RoPE'd as the compressed keys) and
 // w_h from the block's input, or all of them where they are no more.
-void Model::select_compressed(const Deepseek4Layer& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool) {
+void Model::select_compressed(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
+                              ThreadPool& pool) {
   const ModelConfig& c = config_;
   const Deepseek4& ds = c.ds4;
-  const int ratio = ds.compress_ratios[layer];
   picked_.resize(n);
   for (int t = 0; t < n; ++t) {
     picked_[t].resize(ratio == 0 ? 0 : (n_past + t + 1) / ratio);
@@ -285,10 +312,10 @@ void Model::select_compressed(const Deepseek4Layer& l, int layer, int n, int n_p
 // carries no value; the output is the weighted keys, rotated back. The
 // query and the weights are rounded to float16 as llama.cpp's products with
 // its float16 cache round them.
-void Model::sparse_attention(const Deepseek4Layer& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool) {
+void Model::sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
+                             ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int heads = c.n_head, head = c.head_dim_k, nope = head - c.rope_dims;
-  const int ratio = c.ds4.compress_ratios[layer];
   const Rope& rope = ratio == 0 ? rope_ : compressed_rope_;
   attn_out_.resize(static_cast<size_t>(n) * heads * head);
   pool.parallel_for(n, [&](int64_t begin, int64_t end) {
@@ -326,7 +353,7 @@ void Model::sparse_attention(const Deepseek4Layer& l, int layer, int n, int n_pa
 // table, the others the top k of score + bias. The chosen scores,
 // normalised and scaled, weigh the experts' outputs. SwiGLU clamps the
 // gate from above and the up projection both ways.
-void Model::deepseek4_moe(const Deepseek4Layer& l, int layer, const int32_t* tokens, int n, ThreadPool& pool) {
+void Model::deepseek4_moe(const Deepseek4Layer& l, int block, const int32_t* tokens, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd, n_exp = c.n_expert, k = c.n_expert_used;
   std::vector<float> probs(static_cast<size_t>(n) * n_exp), choice(n_exp);
@@ -363,12 +390,12 @@ void Model::deepseek4_moe(const Deepseek4Layer& l, int layer, const int32_t* tok
     moe_in_.resize(static_cast<size_t>(m) * d);
     for (int i = 0; i < m; ++i) std::copy_n(&xb_[batch[i].first * d], d, &moe_in_[i * d]);
     clamped_swiglu_ffn(l.gate_exps.slice(e), l.up_exps.slice(e), l.down_exps.slice(e), moe_in_.data(), m,
-                       moe_in_.data(), c.ds4.clamp_exp[layer], pool);
+                       moe_in_.data(), c.ds4.clamp_exp[block], pool);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
   matmul_.set_padded_groups(false);
   if (!l.gate_shexp.empty()) {
-    clamped_swiglu_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), c.ds4.clamp_shexp[layer],
+    clamped_swiglu_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), c.ds4.clamp_shexp[block],
                        pool);
     add(moe_out_.data(), xb_.data(), n * d);
   }

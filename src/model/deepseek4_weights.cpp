@@ -1,6 +1,5 @@
 // deepseek4's tensors (weights.h's Deepseek4Layer), bound with the shapes
-// config.h's Deepseek4 implies. The multi-token-prediction block is not
-// bound: the main blocks' forward pass never reads it.
+// config.h's Deepseek4 implies.
 #include <string>
 
 #include "model/tensor_binder.h"
@@ -100,6 +99,21 @@ Status bind_deepseek4(const Binder& bind, const ModelConfig& c, ModelWeights& w)
   w.ds4_layers.resize(c.n_layer);
   for (int i = 0; i < c.n_layer; ++i)
     if (!(s = bind_block(bind, c, i, w.ds4_layers[i])).ok()) return s;
+
+  // The first multi-token-prediction block, as llama.cpp finds it: by its
+  // eh_proj. It attends to raw rows only (llama.cpp refuses others).
+  const std::string p = "blk." + std::to_string(c.n_layer) + ".";
+  if (c.n_nextn_layer == 0 || !bind.has(p + "nextn.eh_proj.weight")) return {};
+  if (c.ds4.compress_ratios[c.n_layer] != 0)
+    return Status::error("deepseek4.attention.compress_ratios: the multi-token-prediction block " +
+                         std::to_string(c.n_layer) + " has " + std::to_string(c.ds4.compress_ratios[c.n_layer]) +
+                         " (expected 0)");
+  Deepseek4Layer block;
+  NextnWeights n;
+  if (!(s = bind_block(bind, c, c.n_layer, block)).ok()) return s;
+  if (!(s = bind_nextn_head(bind, c, w, n)).ok()) return s;
+  w.ds4_layers.push_back(std::move(block));
+  w.nextn.push_back(std::move(n));
   return {};
 }
 

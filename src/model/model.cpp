@@ -144,7 +144,9 @@ uint64_t Model::bytes_per_token() const {
       total += l.is_expert_stack(*m) ? (c.n_expert > 0 ? matrix_bytes(*m) / c.n_expert * c.n_expert_used : 0)
                                      : matrix_bytes(*m);
   total += matrix_bytes(weights_.hc_head.fn);
-  for (const Deepseek4Layer& l : weights_.ds4_layers) {
+  // deepseek4's blocks; its multi-token-prediction block (after them) aside.
+  for (size_t i = 0; i < std::min(weights_.ds4_layers.size(), static_cast<size_t>(c.n_layer)); ++i) {
+    const Deepseek4Layer& l = weights_.ds4_layers[i];
     for (const Matrix* m : {&l.hc_attn.fn, &l.hc_ffn.fn, &l.wq_a, &l.wq_b, &l.wkv, &l.wo_a, &l.wo_b,
                             &l.compressor.wkv, &l.compressor.wgate, &l.indexer_compressor.wkv,
                             &l.indexer_compressor.wgate, &l.indexer_proj, &l.indexer_q_b, &l.router, &l.gate_shexp,
@@ -234,7 +236,11 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   if (!hidden_rows_ && !hidden_sum && !logits) return;
   const int first = hidden_rows_ || hidden_sum || all_logits ? 0 : n - 1;
   for (int t = first; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
-  if (hidden_rows_) std::copy_n(xb_.data(), static_cast<size_t>(n) * d, &hidden_rows_[static_cast<size_t>(n_past) * d]);
+  if (hidden_rows_) {
+    const std::vector<float>& rows = c.is_deepseek4() ? copies_ : xb_;
+    const size_t width = c.nextn_hidden_width();
+    std::copy_n(rows.data(), n * width, &hidden_rows_[n_past * width]);
+  }
   if (hidden_sum) {
     for (int t = 0; t < n; ++t) add(hidden_sum, &xb_[t * d], d);
     return;

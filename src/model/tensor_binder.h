@@ -71,9 +71,15 @@ class Binder {
   const gguf::GgufFile& file_;
 };
 
+// The multi-token-prediction block's own tensors (blk.{n_layer}.nextn.*:
+// eh_proj, the norms, and the optional embedding and head, which fall back
+// to the model's) into n; its layer is bound by the caller (weights.cpp).
+Status bind_nextn_head(const Binder& bind, const ModelConfig& c, const ModelWeights& w, NextnWeights& n);
+
 // Binds deepseek4's tensors (config.h's Deepseek4): its blocks into
-// w.ds4_layers, its output hyper-connection into w.hc_head
-// (deepseek4_weights.cpp).
+// w.ds4_layers, its output hyper-connection into w.hc_head, and its
+// multi-token-prediction block, where the file has one, as
+// w.ds4_layers[n_layer] and w.nextn (deepseek4_weights.cpp).
 Status bind_deepseek4(const Binder& bind, const ModelConfig& c, ModelWeights& w);
 
 }  // namespace revis

@@ -124,10 +124,20 @@ Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c
   const bool present = std::any_of(file.tensors().begin(), file.tensors().end(),
                                    [&](const gguf::TensorInfo& t) { return t.name.rfind(p, 0) == 0; });
   if (c.n_nextn_layer == 0 || !present) return {};
-  const int64_t d = c.n_embd, v = c.n_vocab;
   NextnWeights n;
   Status s;
   if (!(s = bind_layer(bind, c, c.n_layer, w, n.layer)).ok()) return s;
+  if (!(s = bind_nextn_head(bind, c, w, n)).ok()) return s;
+  w.nextn.push_back(std::move(n));
+  return {};
+}
+
+}  // namespace
+
+Status bind_nextn_head(const Binder& bind, const ModelConfig& c, const ModelWeights& w, NextnWeights& n) {
+  const std::string p = "blk." + std::to_string(c.n_layer) + ".";
+  const int64_t d = c.n_embd, v = c.n_vocab;
+  Status s;
   if (!(s = bind.matrix(p + "nextn.eh_proj.weight", {2 * d, d}, n.eh_proj)).ok()) return s;
   if (!(s = bind.vector(p + "nextn.enorm.weight", d, n.enorm)).ok()) return s;
   if (!(s = bind.vector(p + "nextn.hnorm.weight", d, n.hnorm)).ok()) return s;
@@ -137,11 +147,8 @@ Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c
   if (n.embed.empty()) n.embed = w.token_embd;
   if (n.head.empty()) n.head = w.output;
   if (n.head_norm.empty()) n.head_norm = w.output_norm;
-  w.nextn.push_back(std::move(n));
   return {};
 }
-
-}  // namespace
 
 namespace {
 template <class Layer>

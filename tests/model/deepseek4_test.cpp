@@ -19,11 +19,13 @@
 #include "gguf/gguf_writer.h"
 #include "model/quantize.h"
 #include "model/synthetic.h"
+#include "revis/draft.h"
 #include "revis/engine.h"
 #include "support/active_bytes.h"
 #include "support/gguf_copy.h"
 #include "support/golden.h"
 #include "support/golden_engine.h"
+#include "support/greedy_identity.h"
 
 namespace revis {
 namespace {
@@ -211,6 +213,28 @@ TEST(Deepseek4Quantize, AQ8_0CopyMeetsTheQ8_0Golden) {
   ASSERT_NO_FATAL_FAILURE(testing::teacher_forced(g, **engine, r));
   EXPECT_GE(r.fraction_within(0.30), 0.80);
   EXPECT_LE(r.quantile(0.5), 0.12);
+}
+
+// The file's multi-token-prediction block (blk.5) loads, and drafting
+// with it (fed the stream's copies, not one hidden state) leaves greedy
+// output as it is; random weights draft almost nothing right, so only
+// the drafts are counted.
+TEST(Deepseek4Mtp, DraftsKeepGreedyOutput) {
+  Engine& engine = engine_for(kModel);
+  EXPECT_TRUE(engine.info().has_mtp);
+  EXPECT_EQ(engine.info().n_layer, 5);
+  auto drafter = mtp_drafter(engine);
+  ASSERT_TRUE(drafter.ok()) << drafter.status().message();
+  const auto [drafted, accepted] = testing::expect_same_greedy_output(engine, **drafter, testing::greedy(12));
+  EXPECT_GT(drafted, 0);
+  EXPECT_LE(accepted, drafted);
+}
+
+// A multi-token-prediction block that compresses is refused, as llama.cpp
+// refuses it.
+TEST(Deepseek4Loader, RefusesACompressingPredictionBlock) {
+  expect_refused([](gguf::GgufWriter& out) { out.set_i32_array("deepseek4.attention.compress_ratios", {0, 4, 128, 4, 128, 4}); },
+                 {"the multi-token-prediction block 5 has 4", "expected 0"});
 }
 
 // mkmodel's V4 shape: the file it writes loads, a prompt long enough for
