@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -73,20 +72,7 @@ INSTANTIATE_TEST_SUITE_P(AllCases, Golden, ::testing::ValuesIn(testing::golden_c
 // that AVX2-only machines take, and every machine the scalar reference.
 // The backend is switched for the test and switched back after it; kernels
 // are looked up at each call, so the cached engines follow the switch.
-struct BackendCase {
-  std::string golden;
-  KernelBackend backend;
-};
-
-void PrintTo(const BackendCase& c, std::ostream* os) { *os << kernel_backend_name(c.backend) << " " << c.golden; }
-
-std::vector<BackendCase> other_backend_cases() {
-  std::vector<BackendCase> cases;
-  for (KernelBackend backend : testing::supported_kernel_backends())
-    if (backend != best_kernel_backend())
-      for (const std::string& name : testing::golden_case_names()) cases.push_back({name, backend});
-  return cases;
-}
+using testing::BackendCase;
 
 class GoldenOnBackend : public ::testing::TestWithParam<BackendCase> {
  protected:
@@ -102,7 +88,7 @@ TEST_P(GoldenOnBackend, TeacherForcedLogitsWithinTolerance) {
   expect_logits_within_tolerance(g, engine_for(g.model_file));
 }
 
-INSTANTIATE_TEST_SUITE_P(OtherBackends, GoldenOnBackend, ::testing::ValuesIn(other_backend_cases()),
+INSTANTIATE_TEST_SUITE_P(OtherBackends, GoldenOnBackend, ::testing::ValuesIn(testing::other_backend_cases(testing::golden_case_names())),
                          [](const auto& info) {
                            return testing::golden_test_name(std::string(kernel_backend_name(info.param.backend)) + "_" +
                                                            info.param.golden);

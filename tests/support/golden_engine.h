@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "revis/engine.h"
 #include "revis/generate.h"
 #include "support/golden.h"
+#include "support/kernel_backends.h"
 
 namespace revis::testing {
 
@@ -98,6 +100,26 @@ inline void expect_greedy_generation(const GoldenCase& g, Engine& engine, bool s
     }
     ASSERT_EQ(result->generated[i], g.greedy[i]) << "greedy token " << i;
   }
+}
+
+// A golden case on one kernel backend: the suites that judge a set of
+// cases also run them on every other backend the CPU has (the best one
+// runs them as it is).
+struct BackendCase {
+  std::string golden;
+  KernelBackend backend;
+};
+
+inline void PrintTo(const BackendCase& c, std::ostream* os) {
+  *os << kernel_backend_name(c.backend) << " " << c.golden;
+}
+
+inline std::vector<BackendCase> other_backend_cases(const std::vector<std::string>& names) {
+  std::vector<BackendCase> cases;
+  for (KernelBackend backend : supported_kernel_backends())
+    if (backend != best_kernel_backend())
+      for (const std::string& name : names) cases.push_back({name, backend});
+  return cases;
 }
 
 // A golden case's name as a test name: letters and digits, '_' for the rest.
