@@ -79,7 +79,7 @@ struct SpecialToken {
 // again themselves.
 struct ModelInfo {
   std::string path;
-  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe"
+  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4"
   std::string name;          // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;
@@ -89,6 +89,10 @@ struct ModelInfo {
   int n_embd = 0;
   int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
   bool has_mtp = false;      // a multi-token-prediction block (deepseek2 nextn; revis/draft.h's mtp_drafter)
+  // Bytes per position the cache keeps beside the K/V heads' rows:
+  // deepseek4's float32 compressor planes (model/kv_cache.h), 0 for the
+  // others. They are runs of Session::kv_runs() after the heads'.
+  uint64_t kv_state_bytes_per_token = 0;
   int n_threads = 0;
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token
@@ -157,8 +161,10 @@ class Session {
   Result<std::vector<float>> mean_hidden_state(std::span<const int32_t> tokens);
 
   // From now on every eval also keeps each token's final hidden state
-  // (after the output norm; info().n_embd values), by position: what a
-  // multi-token-prediction drafter reads. Costs n_ctx() x n_embd floats.
+  // (after the output norm; info().n_embd values; deepseek4: the stream's
+  // hyper_connection.count copies before their output mix, that many times
+  // n_embd), by position: what a multi-token-prediction drafter reads.
+  // Costs n_ctx() x that many floats.
   void keep_hidden_states();
   // The kept hidden state of the token at `pos` (< n_past()); empty when
   // not kept, or when the row came from a checkpoint (adopt_kv) or from
@@ -177,7 +183,8 @@ class Session {
   // holds positions [0, n_ctx()) contiguously, bytes_per_position bytes
   // (float16 values) each. A checkpoint stores the first n positions of every
   // run, run after run; with K/V heads the runs are every key
-  // [layer][kv head], then every value [layer][kv head].
+  // [layer][kv head], then every value [layer][kv head], then any float32
+  // state planes [layer][plane] (ModelInfo::kv_state_bytes_per_token).
   // kv_bytes_per_token() is the sum of the runs' widths.
   //
   // Restoring: truncate(0), read rows into the runs, then adopt_kv(tokens)

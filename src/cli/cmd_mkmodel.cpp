@@ -59,18 +59,18 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   SyntheticSpec& s = args->spec;
   cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
   cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b, "
-                  "deepseek-v2-lite, deepseek-v3-small");
+                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-tiny");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
-  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3, qwen3moe or deepseek2 (deepseek2: use --like)")->capture_default_str();
+  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3, qwen3moe, deepseek2 or deepseek4 (deepseek2: use --like)")->capture_default_str();
   cmd->add_option("--embd", s.n_embd, "Embedding width")->capture_default_str();
   cmd->add_option("--layers", s.n_layer, "Number of blocks")->capture_default_str();
   cmd->add_option("--heads", s.n_head, "Attention heads")->capture_default_str();
   cmd->add_option("--kv-heads", s.n_head_kv, "Key/value heads")->capture_default_str();
   cmd->add_option("--head-dim", s.head_dim, "Head width (default embd/heads)");
   cmd->add_option("--ff", s.n_ff, "Feed-forward width")->capture_default_str();
-  cmd->add_option("--experts", s.n_expert, "Experts (qwen3moe)");
-  cmd->add_option("--experts-used", s.n_expert_used, "Experts per token (qwen3moe)");
-  cmd->add_option("--ff-expert", s.n_ff_expert, "Expert feed-forward width (qwen3moe)");
+  cmd->add_option("--experts", s.n_expert, "Experts (qwen3moe, deepseek4)");
+  cmd->add_option("--experts-used", s.n_expert_used, "Experts per token (qwen3moe, deepseek4)");
+  cmd->add_option("--ff-expert", s.n_ff_expert, "Expert feed-forward width (qwen3moe, deepseek4)");
   cmd->add_option("--vocab", s.n_vocab, "Pad the built-in byte vocabulary to this size");
   cmd->add_option("--vocab-from", s.vocab_from, "Copy the tokenizer from this GGUF");
   cmd->add_flag("--tied", s.tied_output, "Use token_embd as the output matrix");

@@ -130,6 +130,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.head_dim_k = c.head_dim_k;
   info.head_dim_v = c.head_dim_v;
   info.has_mtp = impl->model->has_nextn();
+  info.kv_state_bytes_per_token = KvCache::plane_bytes_per_position(c);
   if (options.share_threads) impl->pool = options.share_threads->impl_->pool;
   info.n_threads = impl->pool                 ? impl->pool->size()
                    : options.n_threads > 0 ? options.n_threads
@@ -189,14 +190,14 @@ Status Session::run(std::span<const int32_t> tokens, bool all_logits, bool stepw
 
 void Session::keep_hidden_states() {
   if (!state_->hidden.empty()) return;
-  state_->hidden.assign(static_cast<size_t>(n_ctx()) * engine_.impl_->info.n_embd, 0.0f);
+  state_->hidden.assign(static_cast<size_t>(n_ctx()) * engine_.impl_->model->config().nextn_hidden_width(), 0.0f);
   state_->hidden_known.assign(n_ctx(), false);
 }
 
 std::span<const float> Session::hidden_state(int pos) const {
-  const size_t n_embd = engine_.impl_->info.n_embd;
+  const size_t width = engine_.impl_->model->config().nextn_hidden_width();
   if (pos < 0 || pos >= n_past() || state_->hidden.empty() || !state_->hidden_known[pos]) return {};
-  return std::span<const float>(state_->hidden).subspan(pos * n_embd, n_embd);
+  return std::span<const float>(state_->hidden).subspan(pos * width, width);
 }
 
 Result<std::vector<float>> Session::mean_hidden_state(std::span<const int32_t> tokens) {
@@ -228,7 +229,8 @@ void Session::truncate(int n) {
 
 size_t Session::kv_bytes_per_token() const {
   const ModelInfo& i = engine_.impl_->info;
-  return static_cast<size_t>(i.n_layer) * i.n_head_kv * (i.head_dim_k + i.head_dim_v) * sizeof(uint16_t);
+  return static_cast<size_t>(i.n_layer) * i.n_head_kv * (i.head_dim_k + i.head_dim_v) * sizeof(uint16_t) +
+         i.kv_state_bytes_per_token;
 }
 
 std::vector<KvRun> Session::kv_runs() {
@@ -243,6 +245,11 @@ std::vector<KvRun> Session::kv_runs() {
         runs.push_back({reinterpret_cast<uint8_t*>(run), width, n_ctx});
       }
   }
+  KvCache& kv = state_->kv;
+  for (int layer = 0; layer < info.n_layer; ++layer)
+    for (int plane = 0; plane < kv.n_planes(layer); ++plane)
+      runs.push_back({reinterpret_cast<uint8_t*>(kv.plane_row(layer, plane, 0)),
+                      kv.plane_width(layer, plane) * sizeof(float), n_ctx});
   return runs;
 }
 

@@ -24,7 +24,7 @@ struct Session::State {
   KvCache kv;
   std::vector<float> logits;
   int rows = 0;
-  // keep_hidden_states: n_ctx rows of n_embd, by position, and which rows
+  // keep_hidden_states: n_ctx rows of the nextn hidden width, by position, and which rows
   // an eval wrote (rows restored from a checkpoint have none).
   std::vector<float> hidden;
   std::vector<bool> hidden_known;

@@ -22,8 +22,10 @@
 namespace revis {
 namespace {
 
-// A one-layer cache of the target's shape: the nextn block's rows.
+// A one-layer cache of the target's shape: the nextn block's rows (for
+// deepseek4, of that block's compression ratio).
 ModelConfig one_layer(ModelConfig config) {
+  if (config.is_deepseek4()) config.ds4.compress_ratios = {config.ds4.compress_ratios[config.n_layer]};
   config.n_layer = 1;
   return config;
 }
@@ -41,7 +43,7 @@ class MtpDrafter final : public Drafter {
 
   Result<std::vector<int32_t>> draft(std::span<const int32_t> context, int max) override {
     if (!target_) return Status::error("mtp drafter: no target session (generate() attaches it)");
-    const int d = model_.config().n_embd, size = static_cast<int>(context.size());
+    const int d = model_.config().nextn_hidden_width(), size = static_cast<int>(context.size());
     const int common =
         static_cast<int>(std::mismatch(held_.begin(), held_.end(), context.begin(), context.end()).first - held_.begin());
     // The guess after the context's last token comes from evaluating its row.

@@ -28,7 +28,7 @@ constexpr uint32_t kFlagHasLogits = 1, kFlagLogitsAllRows = 2;
 // Bounds far above any real model; they keep a damaged header from asking
 // for absurd allocations.
 constexpr uint32_t kMaxTokens = 1u << 24, kMaxLayers = 1u << 12, kMaxHeads = 1u << 12, kMaxHeadDim = 1u << 16,
-                   kMaxVocab = 1u << 24;
+                   kMaxVocab = 1u << 24, kMaxStateBytes = 1u << 26;
 
 void put32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
@@ -69,6 +69,7 @@ std::array<uint8_t, kHeaderBytes> encode_header(const CheckpointHeader& h) {
   put64(&b[56], h.payload_bytes);
   put64(&b[64], h.payload_checksum);
   std::memcpy(&b[72], h.writer.data(), std::min(h.writer.size(), kWriterBytes));
+  put32(&b[104], h.shape.state_bytes);
   put64(&b[kHeaderChecksumAt], checksum64(b.data(), kHeaderChecksumAt));
   return b;
 }
@@ -97,6 +98,7 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   h.shape.n_head_kv = get32(&b[32]);
   h.shape.head_dim_k = get32(&b[36]);
   h.shape.head_dim_v = get32(&b[40]);
+  h.shape.state_bytes = get32(&b[104]);
   h.n_tokens = get32(&b[44]);
   h.n_vocab = get32(&b[48]);
   const uint32_t flags = get32(&b[52]);
@@ -109,10 +111,12 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   const KvShape& s = h.shape;
   if (h.n_tokens == 0 || h.n_tokens > kMaxTokens || s.n_layer == 0 || s.n_layer > kMaxLayers || s.n_head_kv == 0 ||
       s.n_head_kv > kMaxHeads || s.head_dim_k == 0 || s.head_dim_k > kMaxHeadDim ||
-      s.head_dim_v > kMaxHeadDim || (h.has_logits && (h.n_vocab == 0 || h.n_vocab > kMaxVocab)))
+      s.head_dim_v > kMaxHeadDim || s.state_bytes > kMaxStateBytes ||
+      (h.has_logits && (h.n_vocab == 0 || h.n_vocab > kMaxVocab)))
     return Status::error("implausible shape (tokens " + std::to_string(h.n_tokens) + ", layers " +
                          std::to_string(s.n_layer) + ", kv heads " + std::to_string(s.n_head_kv) + ", head dims " +
-                         std::to_string(s.head_dim_k) + "/" + std::to_string(s.head_dim_v) + ", vocab " +
+                         std::to_string(s.head_dim_k) + "/" + std::to_string(s.head_dim_v) + ", state bytes " +
+                         std::to_string(s.state_bytes) + ", vocab " +
                          std::to_string(h.n_vocab) + ")");
   if (h.payload_bytes != payload_bytes_for(h))
     return Status::error("payload size " + std::to_string(h.payload_bytes) + " does not match the shape (expected " +
@@ -276,7 +280,7 @@ std::atomic<uint64_t> temp_counter{0};
 }  // namespace
 
 uint64_t KvShape::bytes_per_token() const {
-  return uint64_t{n_layer} * n_head_kv * (head_dim_k + head_dim_v) * sizeof(uint16_t);
+  return uint64_t{n_layer} * n_head_kv * (head_dim_k + head_dim_v) * sizeof(uint16_t) + state_bytes;
 }
 
 std::string checkpoint_file_name(uint64_t model, std::span<const int32_t> tokens) {
@@ -367,9 +371,10 @@ Result<CheckpointContents> read_checkpoint_into(const std::string& path, uint64_
   if (!(h.shape == shape))
     return Status::error(path + ": KV shape " + std::to_string(h.shape.n_layer) + " layers x " +
                          std::to_string(h.shape.n_head_kv) + " heads x " + std::to_string(h.shape.head_dim_k) + "/" +
-                         std::to_string(h.shape.head_dim_v) + " does not match the model's " +
-                         std::to_string(shape.n_layer) + " x " + std::to_string(shape.n_head_kv) + " x " +
-                         std::to_string(shape.head_dim_k) + "/" + std::to_string(shape.head_dim_v));
+                         std::to_string(h.shape.head_dim_v) + " + " + std::to_string(h.shape.state_bytes) +
+                         " state bytes does not match the model's " + std::to_string(shape.n_layer) + " x " +
+                         std::to_string(shape.n_head_kv) + " x " + std::to_string(shape.head_dim_k) + "/" +
+                         std::to_string(shape.head_dim_v) + " + " + std::to_string(shape.state_bytes));
   CheckpointContents c;
   c.tokens.resize(h.n_tokens);
   c.logits.resize(h.has_logits ? h.n_vocab : 0);

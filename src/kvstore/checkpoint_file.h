@@ -45,10 +45,13 @@ enum class KvType : uint32_t { kF16 = 1 };
 
 // The KV shape a checkpoint was computed with; it must equal the model's.
 // head_dim_v is 0 where the values are part of the key rows (DeepSeek's
-// latent attention, src/model/kv_cache.h).
+// latent attention, src/model/kv_cache.h). state_bytes: bytes per position
+// of the runs after the K/V heads' (ModelInfo::kv_state_bytes_per_token:
+// deepseek4's float32 compressor planes), 0 for the others.
 struct KvShape {
   uint32_t n_layer = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
   KvType type = KvType::kF16;
+  uint32_t state_bytes = 0;
   uint64_t bytes_per_token() const;
   bool operator==(const KvShape&) const = default;
 };

@@ -15,7 +15,8 @@ KvShape shape_of(const ModelInfo& info) {
           .n_head_kv = static_cast<uint32_t>(info.n_head_kv),
           .head_dim_k = static_cast<uint32_t>(info.head_dim_k),
           .head_dim_v = static_cast<uint32_t>(info.head_dim_v),
-          .type = KvType::kF16};
+          .type = KvType::kF16,
+          .state_bytes = static_cast<uint32_t>(info.kv_state_bytes_per_token)};
 }
 
 }  // namespace

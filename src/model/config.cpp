@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <algorithm>
+
 namespace revis {
 namespace {
 
@@ -13,6 +15,7 @@ constexpr ArchEntry kArchitectures[] = {
     {"qwen3", Architecture::kQwen3},
     {"qwen3moe", Architecture::kQwen3Moe},
     {"deepseek2", Architecture::kDeepseek2},
+    {"deepseek4", Architecture::kDeepseek4},
 };
 
 constexpr int64_t kMaxDim = 1 << 20;
@@ -47,7 +50,7 @@ Status read_experts(const gguf::GgufFile& f, const std::string& p, ModelConfig& 
   if (!(s = read_dim(f, p + "expert_count", 0, 1, 4096, c.n_expert)).ok()) return s;
   if (!(s = read_dim(f, p + "expert_used_count", 0, 1, c.n_expert, c.n_expert_used)).ok()) return s;
   if (!(s = read_dim(f, p + "expert_feed_forward_length", 0, 1, kMaxDim, c.n_ff_expert)).ok()) return s;
-  if (c.arch != Architecture::kDeepseek2) return {};
+  if (c.arch != Architecture::kDeepseek2 && c.arch != Architecture::kDeepseek4) return {};
 
   if (!(s = read_dim(f, p + "leading_dense_block_count", 0, 0, c.n_layer, c.n_layer_dense_lead)).ok()) return s;
   if (!(s = read_dim(f, p + "expert_shared_count", 0, 0, 64, c.n_expert_shared)).ok()) return s;
@@ -62,9 +65,16 @@ Status read_experts(const gguf::GgufFile& f, const std::string& p, ModelConfig& 
   auto norm = f.get_bool(p + "expert_weights_norm", false);
   if (!norm.ok()) return norm.status();
   c.expert_weights_norm = *norm;
-  // 1 softmax, 2 sigmoid; files from before the key are softmax (V2).
+  // 1 softmax, 2 sigmoid, 4 sqrt(softplus); files from before the key are
+  // softmax (V2). DeepSeek V4 scores with sqrt(softplus) only.
   auto gating = f.get_int(p + "expert_gating_func", 1);
   if (!gating.ok()) return gating.status();
+  if (c.arch == Architecture::kDeepseek4) {
+    if (*gating != 4)
+      return Status::error(p + "expert_gating_func: " + std::to_string(*gating) + " (expected 4, sqrt(softplus))");
+    c.expert_gating = ExpertGating::kSqrtSoftplus;
+    return {};
+  }
   if (*gating != 0 && *gating != 1 && *gating != 2)
     return Status::error(p + "expert_gating_func: " + std::to_string(*gating) + " (expected 1 softmax or 2 sigmoid)");
   c.expert_gating = *gating == 2 ? ExpertGating::kSigmoid : ExpertGating::kSoftmax;
@@ -102,6 +112,92 @@ Status read_mla(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
   return {};
 }
 
+// A per-block float: an array of one value per block, or one value for all.
+Status read_per_block(const gguf::GgufFile& f, const std::string& key, int n_blocks, std::vector<float>& out) {
+  const gguf::Value* v = f.find(key);
+  if (v && !v->as_array()) {
+    float value = 0;
+    if (Status s = read_float(f, key, 0.0, 0.0, 1e6, value); !s.ok()) return s;
+    out.assign(n_blocks, value);
+    return {};
+  }
+  auto values = f.get_float_array(key);
+  if (!values.ok()) return values.status();
+  if (!v) {
+    out.clear();
+    return {};
+  }
+  if (static_cast<int>(values->size()) < n_blocks)
+    return Status::error(key + ": " + std::to_string(values->size()) + " values (expected one per block, " +
+                         std::to_string(n_blocks) + ")");
+  for (float x : *values)
+    if (!(x >= 0 && x <= 1e6)) return Status::error(key + ": " + std::to_string(x) + " (expected a value in 0..1e6)");
+  out.assign(values->begin(), values->begin() + n_blocks);
+  return {};
+}
+
+// DeepSeek V4's attention, hyper-connections and routing (config.h's
+// Deepseek4). The block count here includes the multi-token-prediction
+// blocks, which have a compression ratio and clamps of their own.
+Status read_deepseek4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  Deepseek4& d = c.ds4;
+  const int n_blocks = c.n_layer + c.n_nextn_layer;
+  Status s;
+  if (c.n_head_kv != 1)
+    return Status::error(p + "attention.head_count_kv: " + std::to_string(c.n_head_kv) +
+                         " (expected 1: one head is every query head's key and value)");
+  if (c.head_dim_v != c.head_dim_k)
+    return Status::error(p + "attention.value_length: " + std::to_string(c.head_dim_v) +
+                         " (expected key_length " + std::to_string(c.head_dim_k) + ": the key is the value)");
+  if (c.rope_dims % 2 != 0) return Status::error(p + "rope.dimension_count: must be even");
+  c.head_dim_v = 0;  // the cache's values are its keys (kv_cache.h)
+  if (!(s = read_dim(f, p + "attention.q_lora_rank", 0, 1, 1 << 16, d.q_lora_rank)).ok()) return s;
+  if (!(s = read_dim(f, p + "attention.sliding_window", 0, 1, 1 << 24, d.n_swa)).ok()) return s;
+  if (!(s = read_dim(f, p + "hyper_connection.count", 0, 1, 64, d.n_hc)).ok()) return s;
+  if (!(s = read_dim(f, p + "hyper_connection.sinkhorn_iterations", 0, 1, 1000, d.sinkhorn_iterations)).ok())
+    return s;
+  if (!(s = read_float(f, p + "hyper_connection.epsilon", 0.0, 1e-30, 0.5, d.hc_eps)).ok()) return s;
+  if (!(s = read_dim(f, p + "hash_layer_count", 0, 0, c.n_layer, d.n_hash_layer)).ok()) return s;
+  if (!(s = read_dim(f, p + "attention.output_group_count", 0, 1, c.n_head, d.out_groups)).ok()) return s;
+  if (c.n_head % d.out_groups != 0)
+    return Status::error(p + "attention.output_group_count: " + std::to_string(d.out_groups) +
+                         " does not divide head_count " + std::to_string(c.n_head));
+  if (!(s = read_dim(f, p + "attention.output_lora_rank", 0, 1, 1 << 16, d.out_rank)).ok()) return s;
+
+  auto base = f.get_float(p + "attention.compress_rope_freq_base", 0.0);
+  if (!base.ok()) return base.status();
+  if (!(*base > 1)) return Status::error(p + "attention.compress_rope_freq_base: expected a value above 1");
+  d.compress_rope_base = static_cast<float>(*base);
+
+  auto ratios = f.get_int_array(p + "attention.compress_ratios");
+  if (!ratios.ok()) return ratios.status();
+  if (static_cast<int>(ratios->size()) < n_blocks)
+    return Status::error(p + "attention.compress_ratios: " + std::to_string(ratios->size()) +
+                         " values (expected one per block, " + std::to_string(n_blocks) + ")");
+  bool indexed = false;
+  for (int i = 0; i < n_blocks; ++i) {
+    const int64_t r = (*ratios)[i];
+    if (r != 0 && r != 4 && r != 128)
+      return Status::error(p + "attention.compress_ratios: block " + std::to_string(i) + " has " + std::to_string(r) +
+                           " (expected 0, 4 or 128)");
+    d.compress_ratios.push_back(static_cast<int>(r));
+    indexed = indexed || r == 4;
+  }
+  if (indexed) {
+    if (!(s = read_dim(f, p + "attention.indexer.head_count", 0, 1, 4096, d.indexer_heads)).ok()) return s;
+    if (!(s = read_dim(f, p + "attention.indexer.key_length", 0, c.rope_dims, 4096, d.indexer_dim)).ok()) return s;
+    // More picks than the training context has compressed positions would
+    // mean the indexer never chooses.
+    if (!(s = read_dim(f, p + "attention.indexer.top_k", 0, 1, std::max(1, c.n_ctx_train / 4), d.indexer_top_k)).ok())
+      return s;
+  }
+  if (!(s = read_per_block(f, p + "swiglu_clamp_exp", n_blocks, d.clamp_exp)).ok()) return s;
+  if (!(s = read_per_block(f, p + "swiglu_clamp_shexp", n_blocks, d.clamp_shexp)).ok()) return s;
+  if (d.clamp_exp.empty()) d.clamp_exp.assign(n_blocks, 0.0f);
+  if (d.clamp_shexp.empty()) d.clamp_shexp = d.clamp_exp;
+  return {};
+}
+
 }  // namespace
 
 const char* architecture_name(Architecture arch) {
@@ -119,7 +215,7 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (*arch_name == e.gguf_name) c.arch = e.arch, known = true;
   if (!known)
     return Status::error("general.architecture: '" + *arch_name +
-                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe or deepseek2)");
+                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2 or deepseek4)");
   c.name = f.get_string("general.name", *arch_name).value();
   const std::string p = *arch_name + ".";
 
@@ -172,13 +268,16 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (!(s = read_float(f, p + "rope.scaling.yarn_beta_slow", 1.0, 1e-3, 1e6, y.beta_slow)).ok()) return s;
   }
 
-  const bool adjacent = c.arch == Architecture::kLlama || c.arch == Architecture::kDeepseek2;
+  const bool adjacent =
+      c.arch == Architecture::kLlama || c.arch == Architecture::kDeepseek2 || c.arch == Architecture::kDeepseek4;
   c.rope_layout = adjacent ? RopeLayout::kAdjacent : RopeLayout::kNeox;
   c.has_qkv_bias = c.arch == Architecture::kQwen2;
   c.has_qk_norm = c.arch == Architecture::kQwen3 || c.arch == Architecture::kQwen3Moe;
 
   if (c.arch == Architecture::kDeepseek2 && !(s = read_mla(f, p, c)).ok()) return s;
-  const bool moe = c.arch == Architecture::kQwen3Moe || (c.arch == Architecture::kDeepseek2 && f.find(p + "expert_count"));
+  if (c.arch == Architecture::kDeepseek4 && !(s = read_deepseek4(f, p, c)).ok()) return s;
+  const bool moe = c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kDeepseek4 ||
+                   (c.arch == Architecture::kDeepseek2 && f.find(p + "expert_count"));
   if (moe && !(s = read_experts(f, p, c)).ok()) return s;
   // Dense layers: all of them, or DeepSeek's leading ones.
   if ((!moe || c.n_layer_dense_lead > 0) && !(s = read_dim(f, p + "feed_forward_length", 0, 1, kMaxDim, c.n_ff)).ok())

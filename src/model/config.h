@@ -7,13 +7,14 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gguf/gguf.h"
 #include "revis/status.h"
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2 };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4 };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
@@ -22,8 +23,9 @@ enum class RopeLayout { kAdjacent, kNeox };
 
 // How a mixture of experts turns router logits into expert weights:
 // softmax over all experts (qwen3moe, DeepSeek V2), or a sigmoid per expert
-// (DeepSeek V3), whose selection may add a per-expert bias.
-enum class ExpertGating { kSoftmax, kSigmoid };
+// (DeepSeek V3) or sqrt(softplus) of each (DeepSeek V4), whose selection
+// may add a per-expert bias.
+enum class ExpertGating { kSoftmax, kSigmoid, kSqrtSoftplus };
 
 // YaRN RoPE scaling (rope.scaling.type = yarn): pairs that turn fewer than
 // beta_slow times over the original context are interpolated (theta *
@@ -44,6 +46,29 @@ struct Mla {
   int kv_lora_rank = 0;  // 0: not MLA
   int head_dim_nope = 0; // the part of each head's key without RoPE
   int head_dim_v = 0;    // each head's value after attn_v_b
+};
+
+// DeepSeek V4 (deepseek4). Each block reads the
+// residual stream as n_hc parallel copies mixed by learned weights
+// (hyper-connections), and attends to a sliding window of raw keys plus,
+// where its compression ratio is not 0, keys that each summarise `ratio`
+// positions: ratio 4 through the lightning indexer, which picks the top_k
+// of them per query, ratio 128 all of them. One shared head is both key and
+// value (the file's key_length = value_length; head_dim_v is 0, as for MLA).
+// The vectors hold one entry per block,
+// the multi-token-prediction blocks included.
+struct Deepseek4 {
+  int q_lora_rank = 0;               // queries: n_embd -> q_lora_rank -> heads
+  int n_swa = 0;                     // attention.sliding_window
+  std::vector<int> compress_ratios;  // 0, 4 or 128
+  float compress_rope_base = 0;      // RoPE base of the compressed blocks, which use the YaRN settings
+  int n_hc = 0;                      // hyper_connection.count: copies of the residual stream
+  int sinkhorn_iterations = 0;
+  float hc_eps = 0;
+  int n_hash_layer = 0;              // the first blocks route by token id (ffn_gate_tid2eid)
+  int indexer_heads = 0, indexer_dim = 0, indexer_top_k = 0;
+  int out_groups = 0, out_rank = 0;  // attn_output_a: groups of heads, each projected to out_rank
+  std::vector<float> clamp_exp, clamp_shexp;  // SwiGLU limits of the routed and shared experts; 0 = none
 };
 
 struct ModelConfig {
@@ -97,8 +122,18 @@ struct ModelConfig {
   bool has_qkv_bias = false;
   bool has_qk_norm = false;
 
+  Deepseek4 ds4;
+  bool is_deepseek4() const { return arch == Architecture::kDeepseek4; }
+  // The hidden state a multi-token-prediction block reads per token: the
+  // final one after the output norm (n_embd), or deepseek4's n_hc copies of
+  // the stream before their output mix, as llama.cpp hands them over.
+  int nextn_hidden_width() const { return is_deepseek4() ? ds4.n_hc * n_embd : n_embd; }
+
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
+  // The KV cache's values are the first halves of its key rows: MLA's
+  // latent, deepseek4's shared key-value head.
+  bool values_in_keys() const { return is_mla() || is_deepseek4(); }
   // Each query head's width: MLA's no-RoPE and RoPE parts, or a key's.
   int head_dim_q() const { return is_mla() ? mla.head_dim_nope + rope_dims : head_dim_k; }
   int q_dim() const { return n_head * head_dim_q(); }

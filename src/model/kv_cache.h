@@ -11,6 +11,15 @@
 // values are the latent, the first kv_lora_rank halves of that row, so
 // value() points into the key row and value_stride() is the key row's width.
 //
+// deepseek4 (config.h's Deepseek4) caches its one key-value head per token
+// as MLA does its row, and for each compressing layer float32 planes of one
+// row per position: the compressor's state (plane 0 its key parts, 1 their
+// scores), and the compressed key a group makes (plane 2, in the row of the
+// group's last position, rounded to float16 as llama.cpp's cache keeps
+// it); for ratio 4 the indexer's state and keys as planes 3 to 5. Every
+// plane is indexed by position, so the rows of positions [0, n) are all
+// that n tokens leave, whatever their chunking.
+//
 // Memory: zeroed pages mapped from the kernel, not written at construction,
 // so a new session costs nothing until its rows are used (a checkpoint read
 // straight into the cache faults its pages in as it lands, instead of after
@@ -22,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "model/config.h"
 
@@ -32,7 +42,7 @@ class KvCache {
   KvCache(const ModelConfig& config, int n_ctx);
 
   int n_ctx() const { return n_ctx_; }
-  size_t bytes() const { return (keys_.size() + values_.size()) * sizeof(uint16_t); }
+  size_t bytes() const { return (keys_.size() + values_.size() + plane_data_.size()) * sizeof(uint16_t); }
 
   uint16_t* key(int layer, int head, int pos) { return keys_.data() + offset(layer, head, pos) * head_dim_k_; }
   uint16_t* value(int layer, int head, int pos) {
@@ -40,6 +50,16 @@ class KvCache {
   }
   // Halves from one position's value to the next's.
   int value_stride() const { return values_in_keys_ ? head_dim_k_ : head_dim_v_; }
+
+  // deepseek4's planes (above): row `pos` of plane `plane` of `layer`.
+  float* plane_row(int layer, int plane, int pos) {
+    const Plane& p = planes_[plane_first_[layer] + plane];
+    return reinterpret_cast<float*>(plane_data_.data()) + p.offset + static_cast<size_t>(pos) * p.width;
+  }
+  int plane_width(int layer, int plane) const { return planes_[plane_first_[layer] + plane].width; }
+  int n_planes(int layer) const { return plane_first_.empty() ? 0 : plane_first_[layer + 1] - plane_first_[layer]; }
+  // Bytes of one position's rows in every plane of a cache for `config`.
+  static size_t plane_bytes_per_position(const ModelConfig& config);
 
  private:
   size_t offset(int layer, int head, int pos) const {
@@ -60,10 +80,19 @@ class KvCache {
     size_t size_ = 0;
   };
 
+  struct Plane {
+    size_t offset;  // floats from the start of plane_data_
+    int width;      // floats per row
+  };
+  static std::vector<Plane> deepseek4_planes(const ModelConfig& config, int n_ctx, std::vector<int>& first);
+
   int n_ctx_;
   int n_head_kv_, head_dim_k_, head_dim_v_;
   bool values_in_keys_;
   Buffer keys_, values_;
+  std::vector<int> plane_first_;  // per layer: its first plane in planes_; then their count
+  std::vector<Plane> planes_;
+  Buffer plane_data_;             // float32 rows, two halves each
 };
 
 }  // namespace revis

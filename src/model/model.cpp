@@ -1,5 +1,6 @@
 // The transformer forward pass shared by llama, qwen2, qwen3, qwen3moe and
-// deepseek2.
+// deepseek2; deepseek4 shares its embedding and output (its blocks:
+// deepseek4.cpp).
 // Read forward_chunk() top to bottom: embed, then per layer attention and
 // feed-forward with residual connections, then the output projection.
 #include "model/model.h"
@@ -113,6 +114,19 @@ void Model::set_up_rope_and_scale() {
   rope_ = Rope(c, weights_.rope_freq_factors);
   const int key_width = c.head_dim_q();
   attn_scale_ = 1.0f / std::sqrt(static_cast<float>(key_width));
+  if (c.is_deepseek4()) {
+    // Raw blocks rotate at the file's base without scaling; compressing
+    // blocks at their own base with the YaRN settings, whose magnitude
+    // gain llama.cpp cancels through attn_factor.
+    ModelConfig raw = c, compressed = c;
+    raw.rope_yarn = false;
+    raw.rope_freq_scale = 1.0f;
+    raw.yarn.attn_factor = 1.0f;
+    rope_ = Rope(raw, {});
+    compressed.rope_base = c.ds4.compress_rope_base;
+    if (c.rope_yarn) compressed.yarn.attn_factor = 1.0f / (1.0f + 0.1f * std::log(1.0f / c.rope_freq_scale));
+    compressed_rope_ = Rope(compressed, {});
+  }
   if (c.arch == Architecture::kDeepseek2) {
     const float factor = 1.0f / c.rope_freq_scale;
     const float mscale_all_dim = c.yarn.log_multiplier / 0.1f;
@@ -129,6 +143,18 @@ uint64_t Model::bytes_per_token() const {
       // A token reads n_expert_used of a stack's n_expert matrices.
       total += l.is_expert_stack(*m) ? (c.n_expert > 0 ? matrix_bytes(*m) / c.n_expert * c.n_expert_used : 0)
                                      : matrix_bytes(*m);
+  total += matrix_bytes(weights_.hc_head.fn);
+  // deepseek4's blocks; its multi-token-prediction block (after them) aside.
+  for (size_t i = 0; i < std::min(weights_.ds4_layers.size(), static_cast<size_t>(c.n_layer)); ++i) {
+    const Deepseek4Layer& l = weights_.ds4_layers[i];
+    for (const Matrix* m : {&l.hc_attn.fn, &l.hc_ffn.fn, &l.wq_a, &l.wq_b, &l.wkv, &l.wo_a, &l.wo_b,
+                            &l.compressor.wkv, &l.compressor.wgate, &l.indexer_compressor.wkv,
+                            &l.indexer_compressor.wgate, &l.indexer_proj, &l.indexer_q_b, &l.router, &l.gate_shexp,
+                            &l.up_shexp, &l.down_shexp})
+      total += matrix_bytes(*m);
+    for (const Matrix* m : {&l.gate_exps, &l.up_exps, &l.down_exps})
+      total += matrix_bytes(*m) / c.n_expert * c.n_expert_used;
+  }
   return total;
 }
 
@@ -198,8 +224,11 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   const Matrix& embd = weights_.token_embd;
   for (int t = 0; t < n; ++t) dequantize_row(embd.type, embd.row(tokens[t]), &x_[t * d], d);
 
-  for (int layer = 0; layer < c.n_layer; ++layer)
-    transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, n_past, kv, pool);
+  if (c.is_deepseek4())
+    deepseek4_blocks(tokens, n, n_past, kv, pool);
+  else
+    for (int layer = 0; layer < c.n_layer; ++layer)
+      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, n_past, kv, pool);
 
   // The final hidden states norm(x): of every token where a
   // multi-token-prediction drafter reads them or the embeddings sum them,
@@ -207,7 +236,11 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   if (!hidden_rows_ && !hidden_sum && !logits) return;
   const int first = hidden_rows_ || hidden_sum || all_logits ? 0 : n - 1;
   for (int t = first; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
-  if (hidden_rows_) std::copy_n(xb_.data(), static_cast<size_t>(n) * d, &hidden_rows_[static_cast<size_t>(n_past) * d]);
+  if (hidden_rows_) {
+    const std::vector<float>& rows = c.is_deepseek4() ? copies_ : xb_;
+    const size_t width = c.nextn_hidden_width();
+    std::copy_n(rows.data(), n * width, &hidden_rows_[n_past * width]);
+  }
   if (hidden_sum) {
     for (int t = 0; t < n; ++t) add(hidden_sum, &xb_[t * d], d);
     return;

@@ -1,4 +1,4 @@
-// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2) and its forward
+// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4) and its forward
 // pass. forward() appends a batch of tokens at positions n_past.. to a
 // KvCache and returns logits for the rows asked for. The Model itself is
 // immutable after load, so several sessions may share it, but one forward
@@ -48,15 +48,18 @@ class Model {
   // Multi-token prediction (docs/architecture.md): whether the file has a
   // nextn block, and its forward pass. Runs tokens[0..n) at positions
   // n_past.. of `kv`, a cache of one layer (the block's own), token i
-  // paired with hidden[i] (n_embd values: the model's final hidden state
-  // at the position before it, or the block's own output when chaining).
-  // Gives the last token's logits (the guess for the token after it) and
-  // its output hidden state, both after the block's head norm.
+  // paired with hidden[i] (config().nextn_hidden_width() values: the
+  // model's final hidden state at the position before it, or the block's
+  // own output when chaining). Gives the last token's logits (the guess
+  // for the token after it) and its output hidden state, both after the
+  // block's head norm (deepseek4: the output copies, before any mix).
   bool has_nextn() const { return !weights_.nextn.empty(); }
   Status forward_nextn(std::span<const int32_t> tokens, std::span<const float> hidden, int n_past, KvCache& kv,
                        ThreadPool& pool, std::vector<float>& logits, std::vector<float>& out_hidden);
   // Later forward calls also write every token's final hidden state (after
-  // the output norm) to rows[position * n_embd], until set back to null.
+  // the output norm; deepseek4: the stream's copies before their output
+  // mix) to rows[position * config().nextn_hidden_width()], until set back
+  // to null.
   // For one caller at a time, as forward itself.
   void set_hidden_rows(float* rows) { hidden_rows_ = rows; }
 
@@ -99,12 +102,35 @@ class Model {
   void feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool);
   void route(const LayerWeights& l, int n, ThreadPool& pool);
 
+  // deepseek4 (deepseek4.cpp): the blocks over the hyper-connected stream,
+  // leaving in x_ the mix of its copies that the output norm reads.
+  void deepseek4_blocks(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void deepseek4_block(const Deepseek4Layer& l, int block, int kv_layer, const int32_t* tokens, int n, int n_past,
+                       KvCache& kv, ThreadPool& pool);
+  void read_copies(const HyperMix& m, bool head, int n, ThreadPool& pool);
+  void write_copies(int n);
+  void deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
+                           ThreadPool& pool);
+  void compress(const Compressor& comp, int layer, int first_plane, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void select_compressed(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
+                         ThreadPool& pool);
+  void sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
+                        ThreadPool& pool);
+  void deepseek4_moe(const Deepseek4Layer& l, int block, const int32_t* tokens, int n, ThreadPool& pool);
+  // deepseek4's multi-token-prediction block over one chunk (nextn.cpp's
+  // forward_nextn), leaving its output copies in copies_.
+  void deepseek4_nextn_chunk(const int32_t* tokens, const float* hidden, int n, int n_past, KvCache& kv,
+                             ThreadPool& pool);
+  void clamped_swiglu_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
+                          float limit, ThreadPool& pool);
+
   std::shared_ptr<const gguf::GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
   HugePageMemory striped_memory_;
   std::vector<const uint8_t*> released_;  // the data of the tensors given back, sorted
   Rope rope_;
+  Rope compressed_rope_;  // deepseek4's compressing blocks and its compressed keys
   float attn_scale_ = 1.0f;        // the attention scores' factor, 1/sqrt(key width) unscaled
 
   // Scratch, one row per token of the current chunk.
@@ -112,6 +138,12 @@ class Model {
   std::vector<float> q_a_, q_latent_, latent_out_;              // latent attention
   std::vector<std::vector<std::pair<int, float>>> routed_;      // expert -> (token, weight)
   std::vector<float> nextn_in_;                                 // multi-token prediction's [e ; h] rows
+  // deepseek4: the stream's copies, their normalised rows and mix logits,
+  // each token's mix weights, compressor rows, indexer queries and weights,
+  // the compressed keys each token reads, grouped output.
+  std::vector<float> copies_, copies_normed_, mix_logits_, mix_pre_, mix_post_, mix_comb_;
+  std::vector<float> comp_kv_, comp_score_, index_q_, index_w_, out_a_;
+  std::vector<std::vector<int>> picked_;
   float* hidden_rows_ = nullptr;                                 // set_hidden_rows
   MatMul matmul_;
   bool prompt_ = false;           // the forward call evaluates several tokens, not one decoding step

@@ -3,7 +3,10 @@
 //   x' = eh_proj [enorm(embed(x)) ; hnorm(h)]
 //   x' = transformer block(x')            (its own KV rows, layer 0 of kv)
 //   h' = head_norm(x'),  logits = head h'
-// h' is what a drafter feeds back as the next position's h.
+// h' is what a drafter feeds back as the next position's h. deepseek4's h
+// is the stream's n_hc copies: each goes through eh_proj beside the same
+// embedding, the block runs on the copies, h' is its output copies and the
+// logits come from their output mix (deepseek4.cpp).
 #include <algorithm>
 
 #include "model/model.h"
@@ -18,12 +21,26 @@ Status Model::forward_nextn(std::span<const int32_t> tokens, std::span<const flo
   if (Status s = check_batch(tokens, n_past, kv); !s.ok()) return s;
   const ModelConfig& c = config_;
   const NextnWeights& w = weights_.nextn.front();
-  const int d = c.n_embd, n_all = static_cast<int>(tokens.size());
-  if (hidden.size() != static_cast<size_t>(n_all) * d)
+  const int d = c.n_embd, n_all = static_cast<int>(tokens.size()), width = c.nextn_hidden_width();
+  if (hidden.size() != static_cast<size_t>(n_all) * width)
     return Status::error("forward_nextn: " + std::to_string(hidden.size()) + " hidden values for " +
-                         std::to_string(n_all) + " tokens of width " + std::to_string(d));
+                         std::to_string(n_all) + " tokens of width " + std::to_string(width));
   matmul_.set_stepwise(false);
   prompt_ = n_all > 1;
+  if (c.is_deepseek4()) {
+    for (int start = 0; start < n_all; start += kChunk)
+      deepseek4_nextn_chunk(tokens.data() + start, &hidden[static_cast<size_t>(start) * width],
+                            std::min(kChunk, n_all - start), n_past + start, kv, pool);
+    // The last token's copies, and its logits through the output's mix.
+    const int n = (n_all - 1) % kChunk + 1;
+    out_hidden.assign(copies_.begin() + static_cast<size_t>(n - 1) * width, copies_.begin() + static_cast<size_t>(n) * width);
+    read_copies(weights_.hc_head, /*head=*/true, n, pool);
+    std::vector<float> mixed(d);
+    rms_norm(mixed.data(), &xb_[static_cast<size_t>(n - 1) * d], w.head_norm.data(), d, c.rms_eps);
+    logits.resize(c.n_vocab);
+    matmul_.run(pool, w.head, mixed.data(), 1, d, logits.data(), c.n_vocab);
+    return {};
+  }
   for (int start = 0; start < n_all; start += kChunk) {
     const int n = std::min(kChunk, n_all - start);
     x_.resize(static_cast<size_t>(n) * d);

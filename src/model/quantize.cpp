@@ -346,6 +346,7 @@ Status quantize_model(const std::string& input, const std::string& output, Quant
       target = fit_row_length(o.type, t.dims[0]);
       break;
     }
+    if (t.type == TensorType::I32) target = t.type;  // a table (deepseek4's hash routing), not weights
     gguf::GgufWriter::Producer produce;
     size_t n_bytes = t.n_bytes;
     if (target == t.type) {

@@ -54,9 +54,13 @@ Rope::Rope(const ModelConfig& c, std::vector<float> freq_factors)
   }
 }
 
-void Rope::apply(float* head, int pos) const {
+void Rope::apply(float* head, int pos) const { rotate(head, pos, 1.0f); }
+
+void Rope::unapply(float* head, int pos) const { rotate(head, pos, -1.0f); }
+
+void Rope::rotate(float* head, int pos, float direction) const {
   for_each_angle(pos, [&](int i, float theta) {
-    const float cos_t = std::cos(theta) * magnitude_, sin_t = std::sin(theta) * magnitude_;
+    const float cos_t = std::cos(theta) * magnitude_, sin_t = direction * std::sin(theta) * magnitude_;
     float& a = neox_ ? head[i] : head[2 * i];
     float& b = neox_ ? head[i + pairs_] : head[2 * i + 1];
     const float a0 = a, b0 = b;

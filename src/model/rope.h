@@ -44,12 +44,18 @@ class Rope {
   // Rotates the leading rope_dims values of one head, in the model's layout:
   // adjacent pairs (x[2i], x[2i+1]) or NeoX halves (x[i], x[i + pairs]).
   void apply(float* head, int pos) const;
+  // The rotation back: by -theta, times the same magnitude (ggml's rope
+  // backward), for values that were rotated on their way in (deepseek4's
+  // attention output, a weighted sum of rotated keys).
+  void unapply(float* head, int pos) const;
 
   // What cos and sin are multiplied by: YaRN's magnitude gain times the
   // file's attn_factor (1 without YaRN).
   float magnitude() const { return magnitude_; }
 
  private:
+  void rotate(float* head, int pos, float direction) const;
+
   int pairs_ = 0;
   bool neox_ = false;
   float freq_scale_ = 1.0f;

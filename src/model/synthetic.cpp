@@ -52,6 +52,13 @@ std::vector<Preset> presets() {
                                .head_dim_v = 64, .n_expert_shared = 1, .n_expert_groups = 4, .n_expert_groups_used = 2,
                                .sigmoid_gating = true, .expert_weights_scale = 2.5f, .vocab_from = {},
                                .n_vocab = 32000};
+  // DeepSeek V4 Flash's layout in miniature (../shared/testdata/deepseek4's
+  // shape): raw, x4-with-indexer and x128 blocks, 8 experts (2 used, 1
+  // shared); a few MB.
+  const SyntheticSpec v4_tiny{.arch = "deepseek4", .name = "deepseek-v4-tiny", .n_embd = 256, .n_layer = 5,
+                              .n_head = 4, .head_dim = 64, .n_expert = 8, .n_expert_used = 2, .n_ff_expert = 256,
+                              .q_lora_rank = 96, .rope_dim = 16, .n_expert_shared = 1,
+                              .expert_weights_scale = 2.5f, .vocab_from = {}, .n_vocab = 1024};
   return {
       {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
       {"llama-3.2-1b", make("llama", "llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 500000.f, true)},
@@ -61,6 +68,7 @@ std::vector<Preset> presets() {
       {"qwen3-30b-a3b", moe},
       {"deepseek-v2-lite", v2_lite},
       {"deepseek-v3-small", v3_small},
+      {"deepseek-v4-tiny", v4_tiny},
   };
 }
 
@@ -160,6 +168,87 @@ void add_latent_attention(const SyntheticSpec& spec, const std::string& p, int64
   tensors.push_back({p + "attn_output.weight", {heads * spec.head_dim_v, d}});
 }
 
+// deepseek4's shape beyond the spec's fields: block 0 attends raw, the
+// others alternate compression ratios 4 and 128; the first block is
+// hash-routed; the indexer's keys are as wide as the attention's head.
+struct Deepseek4Shape {
+  std::vector<int32_t> ratios;
+  int rope_dim, q_lora_rank, out_groups, window = 64, top_k = 16, indexer_heads = 4, hash_layers = 1;
+};
+
+Deepseek4Shape deepseek4_shape(const SyntheticSpec& spec, int head_dim) {
+  Deepseek4Shape s;
+  for (int i = 0; i < spec.n_layer; ++i) s.ratios.push_back(i == 0 ? 0 : i % 2 == 1 ? 4 : 128);
+  s.rope_dim = spec.rope_dim > 0 ? spec.rope_dim : std::max(2, head_dim / 4 / 2 * 2);
+  s.q_lora_rank = spec.q_lora_rank > 0 ? spec.q_lora_rank : spec.n_embd / 2;
+  s.out_groups = spec.n_head % 2 == 0 ? 2 : 1;
+  return s;
+}
+
+void write_deepseek4_metadata(const SyntheticSpec& spec, const Deepseek4Shape& s, int head_dim,
+                              gguf::GgufWriter& out) {
+  const std::string a = "deepseek4.";
+  out.set_u32(a + "attention.head_count_kv", 1);
+  out.set_u32(a + "attention.key_length", head_dim);
+  out.set_u32(a + "attention.value_length", head_dim);
+  out.set_u32(a + "rope.dimension_count", s.rope_dim);
+  out.set_string(a + "rope.scaling.type", "yarn");
+  out.set_f32(a + "rope.scaling.factor", 4.0f);
+  out.set_u32(a + "rope.scaling.original_context_length", std::max(1, spec.n_ctx / 4));
+  out.set_u32(a + "attention.q_lora_rank", s.q_lora_rank);
+  out.set_u32(a + "attention.sliding_window", s.window);
+  out.set_u32(a + "expert_shared_count", spec.n_expert_shared);
+  out.set_f32(a + "expert_weights_scale", spec.expert_weights_scale);
+  out.set_bool(a + "expert_weights_norm", true);
+  out.set_u32(a + "expert_gating_func", 4);  // sqrt(softplus)
+  out.set_f32_array(a + "swiglu_clamp_exp", std::vector<float>(spec.n_layer, 10.0f));
+  out.set_u32(a + "attention.indexer.head_count", s.indexer_heads);
+  out.set_u32(a + "attention.indexer.key_length", head_dim);
+  out.set_u32(a + "attention.indexer.top_k", s.top_k);
+  out.set_u32(a + "attention.output_group_count", s.out_groups);
+  out.set_u32(a + "attention.output_lora_rank", head_dim);
+  out.set_i32_array(a + "attention.compress_ratios", s.ratios);
+  out.set_f32(a + "attention.compress_rope_freq_base", 160000.0f);
+  out.set_u32(a + "hyper_connection.count", 4);
+  out.set_u32(a + "hyper_connection.sinkhorn_iterations", 20);
+  out.set_f32(a + "hyper_connection.epsilon", 1e-6f);
+  out.set_u32(a + "hash_layer_count", s.hash_layers);
+}
+
+// Block p's attention and hyper-connection tensors (model/weights.h's
+// Deepseek4Layer); the experts are added as for the other families.
+void add_deepseek4_attention(const SyntheticSpec& spec, const Deepseek4Shape& s, int layer, const std::string& p,
+                             int64_t head_dim, std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
+  const int64_t d = spec.n_embd, heads = spec.n_head, n_hc = 4, n_mix = (2 + n_hc) * n_hc;
+  for (const char* mix : {"hc_attn", "hc_ffn"}) {
+    tensors.push_back({p + mix + "_fn.weight", {n_hc * d, n_mix}});
+    tensors.push_back({p + mix + "_base.weight", {n_mix}});
+    tensors.push_back({p + mix + "_scale.weight", {3}});
+  }
+  tensors.push_back({p + "attn_sinks.weight", {heads}});
+  tensors.push_back({p + "attn_q_a.weight", {d, s.q_lora_rank}});
+  tensors.push_back({p + "attn_q_a_norm.weight", {s.q_lora_rank}});
+  tensors.push_back({p + "attn_q_b.weight", {s.q_lora_rank, heads * head_dim}});
+  tensors.push_back({p + "attn_kv.weight", {d, head_dim}});
+  tensors.push_back({p + "attn_kv_a_norm.weight", {head_dim}});
+  tensors.push_back({p + "attn_output_a.weight", {heads * head_dim / s.out_groups, head_dim * s.out_groups}});
+  tensors.push_back({p + "attn_output_b.weight", {head_dim * s.out_groups, d}});
+  const int64_t ratio = s.ratios[layer];
+  auto compressor = [&](const std::string& prefix, int64_t width) {
+    const int64_t state = ratio == 4 ? 2 * width : width;
+    tensors.push_back({prefix + "compressor_kv.weight", {d, state}});
+    tensors.push_back({prefix + "compressor_gate.weight", {d, state}});
+    tensors.push_back({prefix + "compressor_ape.weight", {state, ratio}});
+    tensors.push_back({prefix + "compressor_norm.weight", {width}});
+  };
+  if (ratio != 0) compressor(p + "attn_", head_dim);
+  if (ratio == 4) {
+    tensors.push_back({p + "indexer.proj.weight", {d, s.indexer_heads}});
+    tensors.push_back({p + "indexer.attn_q_b.weight", {s.q_lora_rank, s.indexer_heads * head_dim}});
+    compressor(p + "indexer_", head_dim);
+  }
+}
+
 }  // namespace
 
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name) {
@@ -174,12 +263,14 @@ std::vector<std::string> synthetic_preset_names() {
   return names;
 }
 
-Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path, ThreadPool& pool,
+Status write_synthetic_model(const SyntheticSpec& given, const std::string& path, ThreadPool& pool,
                              const QuantizeProgress& progress) {
-  const bool deepseek = spec.arch == "deepseek2";
-  const bool moe = spec.arch == "qwen3moe" || deepseek;
+  SyntheticSpec spec = given;
+  if (spec.arch == "deepseek4") spec.n_expert_shared = std::max(1, spec.n_expert_shared);  // V4 always has one
+  const bool deepseek = spec.arch == "deepseek2", deepseek4 = spec.arch == "deepseek4";
+  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4;
   if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe)
-    return Status::error("arch: '" + spec.arch + "' (expected llama, qwen2, qwen3, qwen3moe or deepseek2)");
+    return Status::error("arch: '" + spec.arch + "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2 or deepseek4)");
   if (spec.n_embd <= 0 || spec.n_layer <= 0 || spec.n_head <= 0 || spec.n_head_kv <= 0 ||
       spec.n_head % spec.n_head_kv != 0)
     return Status::error("dimensions: embd, layers, heads must be positive and kv-heads must divide heads");
@@ -194,6 +285,7 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   if (spec.n_nextn_layer < 0 || (spec.n_nextn_layer > 0 && !deepseek))
     return Status::error("nextn layers: only deepseek2 has multi-token-prediction blocks");
   const int n_blocks = spec.n_layer + spec.n_nextn_layer;
+  const Deepseek4Shape ds4 = deepseek4_shape(spec, head_dim);
 
   gguf::GgufWriter out;
   const std::string a = spec.arch + ".";
@@ -228,6 +320,8 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
       out.set_u32(a + "expert_group_count", spec.n_expert_groups);
       out.set_u32(a + "expert_group_used_count", spec.n_expert_groups_used);
     }
+  } else if (deepseek4) {
+    write_deepseek4_metadata(spec, ds4, head_dim, out);
   } else {
     out.set_u32(a + "attention.head_count_kv", spec.n_head_kv);
     out.set_u32(a + "attention.key_length", head_dim);
@@ -249,6 +343,11 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   tensors.push_back({"token_embd.weight", {d, n_vocab}});
   tensors.push_back({"output_norm.weight", {d}});
   if (!spec.tied_output) tensors.push_back({"output.weight", {d, n_vocab}});
+  if (deepseek4) {
+    tensors.push_back({"output_hc_fn.weight", {4 * d, 4}});
+    tensors.push_back({"output_hc_base.weight", {4}});
+    tensors.push_back({"output_hc_scale.weight", {1}});
+  }
   for (int i = 0; i < n_blocks; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     if (i >= spec.n_layer) {
@@ -260,6 +359,8 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
     tensors.push_back({p + "attn_norm.weight", {d}});
     if (deepseek) {
       add_latent_attention(spec, p, head_dim, tensors);
+    } else if (deepseek4) {
+      add_deepseek4_attention(spec, ds4, i, p, head_dim, tensors);
     } else {
       tensors.push_back({p + "attn_q.weight", {d, q}});
       tensors.push_back({p + "attn_k.weight", {d, kv}});
@@ -279,7 +380,8 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
     if (moe && (!deepseek || i >= spec.n_layer_dense_lead)) {
       const int64_t e = spec.n_expert, f = spec.n_ff_expert, shared = f * spec.n_expert_shared;
       tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});
-      if (spec.sigmoid_gating) tensors.push_back({p + "exp_probs_b.bias", {e}});
+      if (deepseek4 && i < ds4.hash_layers) tensors.push_back({p + "ffn_gate_tid2eid.weight", {spec.n_expert_used, n_vocab}});
+      if (spec.sigmoid_gating || (deepseek4 && i >= ds4.hash_layers)) tensors.push_back({p + "exp_probs_b.bias", {e}});
       tensors.push_back({p + "ffn_gate_exps.weight", {d, f, e}});
       tensors.push_back({p + "ffn_up_exps.weight", {d, f, e}});
       tensors.push_back({p + "ffn_down_exps.weight", {f, d, e}});
@@ -299,6 +401,15 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path,
   const TensorContext ctx{n_blocks, spec.n_expert, spec.tied_output, spec.n_head / std::max(1, spec.n_head_kv)};
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& [name, dims] = tensors[i];
+    if (name.ends_with("ffn_gate_tid2eid.weight")) {
+      // Hash routing: token t goes to experts t, t + 1, ... (mod n_expert).
+      std::vector<int32_t> ids;
+      for (int64_t t = 0; t < dims[1]; ++t)
+        for (int64_t j = 0; j < dims[0]; ++j) ids.push_back(static_cast<int32_t>((t + j) % spec.n_expert));
+      if (Status s = out.add_tensor(name, TensorType::I32, dims, ids.data(), ids.size() * sizeof(int32_t)); !s.ok())
+        return s;
+      continue;
+    }
     const int64_t cols = dims[0];
     int64_t rows = 1;
     for (size_t k = 1; k < dims.size(); ++k) rows *= dims[k];

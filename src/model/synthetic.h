@@ -17,7 +17,7 @@
 namespace revis {
 
 struct SyntheticSpec {
-  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2
+  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4
   std::string name = "synthetic";
   int n_embd = 256;
   int n_layer = 2;
@@ -33,6 +33,10 @@ struct SyntheticSpec {
   int n_layer_dense_lead = 1, n_expert_shared = 0, n_expert_groups = 0, n_expert_groups_used = 0;
   bool sigmoid_gating = false;
   float expert_weights_scale = 1.0f;
+  // deepseek4: the query bottleneck (q_lora_rank, default n_embd / 2), the
+  // RoPE dims (rope_dim, default a quarter of the head), experts, and at
+  // least one shared expert (one where 0); the rest of its shape is fixed
+  // (synthetic.cpp).
   // deepseek2: multi-token-prediction blocks after the n_layer (block
   // n_layer + i, with its nextn.eh_proj, enorm, hnorm and shared_head_norm;
   // the embedding and the head are the model's).
@@ -51,8 +55,8 @@ struct SyntheticSpec {
 
 // Named shapes of real models: "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b",
 // "qwen3-4b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3-small" (a
-// V3-style router and latent attention at 1.4B), and "tiny" (a few MB, for
-// the demo).
+// V3-style router and latent attention at 1.4B), "deepseek-v4-tiny" (V4
+// Flash's layout at a few MB), and "tiny" (a few MB, for the demo).
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
 std::vector<std::string> synthetic_preset_names();
 

@@ -2,52 +2,11 @@
 
 #include <algorithm>
 
+#include "model/tensor_binder.h"
 #include "quant/quant.h"
 
 namespace revis {
 namespace {
-
-std::string shape(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-class Binder {
- public:
-  explicit Binder(const gguf::GgufFile& file) : file_(file) {}
-
-  // A matrix (or stack of matrices) with exactly these dims, innermost first.
-  Status matrix(const std::string& name, std::vector<int64_t> dims, Matrix& out, bool optional = false) const {
-    const gguf::TensorInfo* t = file_.tensor(name);
-    if (!t) return optional ? Status() : Status::error("tensor '" + name + "' is missing (expected shape " + shape(dims) + ")");
-    if (t->dims != dims)
-      return Status::error("tensor '" + name + "': shape " + t->shape_string() + ", expected " + shape(dims));
-    if (!can_dequantize(t->type) || t->type == TensorType::Q8_K)
-      return Status::error("tensor '" + name + "': type " + type_name(t->type) + " is not supported for weights");
-    out.type = t->type;
-    out.cols = dims[0];
-    out.rows = dims.size() > 1 ? dims[1] : 1;
-    out.n_mats = dims.size() > 2 ? dims[2] : 1;
-    out.row_bytes = row_bytes(t->type, out.cols);
-    out.data = t->data;
-    return {};
-  }
-
-  bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }
-
-  // A 1-D tensor of n values, converted to float32.
-  Status vector(const std::string& name, int64_t n, std::vector<float>& out, bool optional = false) const {
-    Matrix m;
-    if (Status s = matrix(name, {n}, m, optional); !s.ok() || m.empty()) return s;
-    out.resize(n);
-    dequantize_row(m.type, m.data, out.data(), n);
-    return {};
-  }
-
- private:
-  const gguf::GgufFile& file_;
-};
 
 // A float32 matrix over `values` (rows x cols, row-major), which `w` keeps.
 Matrix derived_matrix(ModelWeights& w, std::vector<float> values, int64_t cols, int64_t rows, int64_t n_mats) {
@@ -165,10 +124,20 @@ Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c
   const bool present = std::any_of(file.tensors().begin(), file.tensors().end(),
                                    [&](const gguf::TensorInfo& t) { return t.name.rfind(p, 0) == 0; });
   if (c.n_nextn_layer == 0 || !present) return {};
-  const int64_t d = c.n_embd, v = c.n_vocab;
   NextnWeights n;
   Status s;
   if (!(s = bind_layer(bind, c, c.n_layer, w, n.layer)).ok()) return s;
+  if (!(s = bind_nextn_head(bind, c, w, n)).ok()) return s;
+  w.nextn.push_back(std::move(n));
+  return {};
+}
+
+}  // namespace
+
+Status bind_nextn_head(const Binder& bind, const ModelConfig& c, const ModelWeights& w, NextnWeights& n) {
+  const std::string p = "blk." + std::to_string(c.n_layer) + ".";
+  const int64_t d = c.n_embd, v = c.n_vocab;
+  Status s;
   if (!(s = bind.matrix(p + "nextn.eh_proj.weight", {2 * d, d}, n.eh_proj)).ok()) return s;
   if (!(s = bind.vector(p + "nextn.enorm.weight", d, n.enorm)).ok()) return s;
   if (!(s = bind.vector(p + "nextn.hnorm.weight", d, n.hnorm)).ok()) return s;
@@ -178,11 +147,8 @@ Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c
   if (n.embed.empty()) n.embed = w.token_embd;
   if (n.head.empty()) n.head = w.output;
   if (n.head_norm.empty()) n.head_norm = w.output_norm;
-  w.nextn.push_back(std::move(n));
   return {};
 }
-
-}  // namespace
 
 namespace {
 template <class Layer>
@@ -225,6 +191,10 @@ Result<ModelWeights> load_model_weights(const gguf::GgufFile& file, ModelConfig&
   if (w.output.empty()) w.output = w.token_embd;  // tied embeddings
   if (!(s = bind.vector("rope_freqs.weight", c.rope_dims / 2, w.rope_freq_factors, true)).ok()) return s;
 
+  if (c.is_deepseek4()) {
+    if (!(s = bind_deepseek4(bind, c, w)).ok()) return s;
+    return w;
+  }
   w.layers.resize(c.n_layer);
   for (int i = 0; i < c.n_layer; ++i)
     if (!(s = bind_layer(bind, c, i, w, w.layers[i])).ok()) return s;

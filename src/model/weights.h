@@ -79,6 +79,47 @@ struct NextnWeights {
   std::vector<float> head_norm;
 };
 
+// deepseek4's mixing of the residual stream's n_hc copies
+// (hyper_connections.h): fn makes the mix logits from the normalised
+// copies, scale and base shape them.
+struct HyperMix {
+  Matrix fn;
+  std::vector<float> base, scale;
+};
+
+// deepseek4's compressor: each position contributes a key part (wkv) and a
+// score per value (wgate, plus ape's row for its place in the group); a
+// group's softmax-weighted sum, normalised (norm), is one compressed key.
+// Ratio 4 overlaps groups: rows are twice the key, the first half for the
+// next group and the second for its own.
+struct Compressor {
+  Matrix wkv, wgate;
+  std::vector<float> ape;   // ratio rows of wkv.rows values
+  std::vector<float> norm;  // one key's width
+  int ratio = 0;            // 0: none
+};
+
+// A deepseek4 block (config.h's Deepseek4).
+struct Deepseek4Layer {
+  HyperMix hc_attn, hc_ffn;
+  std::vector<float> attn_norm, sinks;
+  Matrix wq_a, wq_b;                     // n_embd -> q_lora_rank (normed by q_a_norm) -> heads
+  std::vector<float> q_a_norm;
+  Matrix wkv;                            // n_embd -> the shared key-value head (normed by kv_norm)
+  std::vector<float> kv_norm;
+  Matrix wo_a;                           // out_groups matrices: a group's heads -> out_rank
+  Matrix wo_b;                           // out_groups * out_rank -> n_embd
+  Compressor compressor;                 // ratio 0: none
+  Compressor indexer_compressor;         // ratio 4 only: the indexer's keys
+  Matrix indexer_proj;                   // n_embd -> the indexer heads' weights
+  Matrix indexer_q_b;                    // q_lora_rank -> the indexer heads' queries
+  std::vector<float> ffn_norm;
+  Matrix router;
+  std::vector<float> expert_bias;        // blocks routed by score
+  std::vector<int32_t> token_experts;    // hash-routed blocks: n_vocab rows of n_expert_used ids
+  Matrix gate_exps, up_exps, down_exps, gate_shexp, up_shexp, down_shexp;
+};
+
 struct ModelWeights {
   Matrix token_embd;
   std::vector<float> output_norm;
@@ -88,6 +129,10 @@ struct ModelWeights {
   // The first multi-token-prediction block, when the file has one
   // (config.n_nextn_layer > 0 and tensors blk.{n_layer}.*); else empty.
   std::vector<NextnWeights> nextn;
+  // deepseek4: its blocks (layers stays empty) and the mix of the stream's
+  // copies into one before the output norm.
+  std::vector<Deepseek4Layer> ds4_layers;
+  HyperMix hc_head;
   // Matrices made at load rather than mapped: deepseek2's attn_k_b and
   // attn_v_b, from the fused attn_kv_b of older files.
   std::vector<std::vector<float>> derived;

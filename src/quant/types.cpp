@@ -36,6 +36,7 @@ constexpr Entry kTypes[] = {
     {TensorType::IQ3_S, {"IQ3_S", 256, 2 + 64 + 8 + 32 + 4}},
     {TensorType::IQ1_S, {"IQ1_S", 256, 2 + 32 + 16}},
     {TensorType::IQ1_M, {"IQ1_M", 256, 32 + 16 + 8}},
+    {TensorType::I32, {"I32", 1, 4}},
 };
 
 }  // namespace

@@ -34,6 +34,7 @@ enum class TensorType : uint32_t {
   IQ3_S = 21,
   IQ2_S = 22,
   IQ4_XS = 23,
+  I32 = 26,  // integer tables (deepseek4's hash routing), never a weight
   IQ1_M = 29,
   BF16 = 30,
 };

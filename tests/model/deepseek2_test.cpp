@@ -17,6 +17,8 @@
 #include "model/synthetic.h"
 #include "quant/quant.h"
 #include "revis/engine.h"
+#include "support/active_bytes.h"
+#include "support/gguf_copy.h"
 #include "support/golden.h"
 #include "support/testdata.h"
 
@@ -27,27 +29,13 @@ using testing::TempDir;
 
 const std::string kModel = testing::testdata("deepseek2/models/deepseek2-F16.gguf").string();
 
-// A change to one tensor on its way into the copy: keep it (return true,
-// possibly with new dims or bytes), or drop it (false).
-using Edit = std::function<bool(const gguf::TensorInfo& t, std::vector<int64_t>& dims, std::vector<uint8_t>& bytes,
-                                gguf::GgufWriter& out)>;
+using Edit = testing::TensorEdit;
 
 // Copies the shared deepseek2 file to `path` through `edit`; `metadata` may
 // then override keys.
 void write_copy(const std::string& path, const Edit& edit,
                 const std::function<void(gguf::GgufWriter&)>& metadata = nullptr) {
-  auto in = gguf::GgufFile::open(kModel);
-  ASSERT_TRUE(in.ok()) << in.status().message();
-  gguf::GgufWriter out;
-  out.copy_metadata(**in);
-  if (metadata) metadata(out);
-  for (const gguf::TensorInfo& t : (*in)->tensors()) {
-    std::vector<int64_t> dims = t.dims;
-    std::vector<uint8_t> bytes(t.data, t.data + t.n_bytes);
-    if (!edit(t, dims, bytes, out)) continue;
-    ASSERT_TRUE(out.add_tensor(t.name, t.type, dims, bytes.data(), bytes.size()).ok()) << t.name;
-  }
-  ASSERT_TRUE(out.write(path).ok());
+  testing::write_gguf_copy(kModel, path, edit, metadata);
 }
 
 std::string load_error(const std::string& path) {
@@ -269,16 +257,7 @@ TEST(Deepseek2Synthetic, ActiveBytesCountTheUsedExperts) {
 
   auto file = gguf::GgufFile::open(tmp.file("m.gguf"));
   ASSERT_TRUE(file.ok());
-  uint64_t expected = 0;
-  for (const gguf::TensorInfo& t : (*file)->tensors()) {
-    if (t.dims.size() < 2) continue;  // norms and biases are not counted
-    if (t.name == "token_embd.weight")
-      expected += t.n_bytes / t.dims[1];  // one row
-    else if (t.name.find("_exps.") != std::string::npos)
-      expected += t.n_bytes / spec.n_expert * spec.n_expert_used;
-    else
-      expected += t.n_bytes;
-  }
+  const uint64_t expected = testing::active_weight_bytes(**file, spec.n_expert, spec.n_expert_used);
   EXPECT_EQ((*engine)->info().bytes_per_token, expected);
   EXPECT_EQ((*engine)->info().n_head_kv, 1);
   EXPECT_EQ((*engine)->info().head_dim_k, spec.kv_lora_rank + spec.rope_dim);

@@ -45,6 +45,12 @@ TEST(PreTokenizer, DeepseekLlm) {
   EXPECT_EQ(split("deepseek-llm", "ab  "), (V{"ab", "  "}));
 }
 
+TEST(PreTokenizer, DeepseekV3) {
+  // Digits in threes, kana and CJK runs apart from Latin.
+  EXPECT_EQ(split("deepseek-v3", "12345"), (V{"123", "45"}));
+  EXPECT_EQ(split("deepseek-v3", "これはabc"), (V{"これは", "abc"}));
+}
+
 TEST(PreTokenizer, UnknownNameFallsBack) {
   std::vector<std::string> warnings;
   auto p = PreTokenizer::create("brand-new", &warnings);
@@ -59,7 +65,7 @@ TEST(PreTokenizer, WordsCoverTheText) {
   const std::vector<uint32_t> pool = {
       'a',  'Z',    ' ',    '\n',   '\r',    '\t',  '1',    '\'',   's',    '!',  '$',    0xA0,
       0x85, 0x3000, 0x4E2D, 0xAC00, 0x1F680, 0x300, 0x2028, 0x180E, 0xFF01, 0xE9, 0x212A, 0x1680};
-  for (const char* pre : {"default", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder",
+  for (const char* pre : {"default", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "deepseek-v3",
                           "falcon", "mpt", "gpt-neox", "starcoder", "refact", "gpt-4o", "tekken",
                           "poro-chat", "dbrx", "chatglm-bpe"}) {
     auto p = PreTokenizer::create(pre, nullptr);
