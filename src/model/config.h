@@ -13,7 +13,7 @@
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2 };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kGemma3 };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
@@ -44,6 +44,17 @@ struct Mla {
   int kv_lora_rank = 0;  // 0: not MLA
   int head_dim_nope = 0; // the part of each head's key without RoPE
   int head_dim_v = 0;    // each head's value after attn_v_b
+};
+
+// Gemma 3's local attention: most layers see only the last `window`
+// positions (a query at p meets keys at p - window + 1 .. p) and turn their
+// RoPE with their own base and no scaling; every `pattern`-th layer (the
+// last of each group of `pattern`) is global and uses the file's rope.*.
+struct SlidingWindow {
+  int window = 0;                  // attention.sliding_window; 0: every layer global
+  int pattern = 0;                 // attention.sliding_window_pattern
+  float rope_base = 10000.0f;      // rope.freq_base_swa
+  bool is_local(int layer) const { return window > 0 && layer % pattern < pattern - 1; }
 };
 
 struct ModelConfig {
@@ -96,6 +107,15 @@ struct ModelConfig {
 
   bool has_qkv_bias = false;
   bool has_qk_norm = false;
+
+  // Gemma 3 (model.cpp's gemma3 notes): the embeddings scaled by
+  // sqrt(n_embd), norms after attention and after the FFN, a GELU-gated
+  // FFN, local layers, and logits soft-capped as cap * tanh(logit / cap).
+  SlidingWindow sliding;
+  bool has_post_norms = false;     // attn_post_norm and ffn_post_norm
+  bool gelu_ffn = false;           // GELU (tanh form) instead of SiLU gating
+  bool scale_embeddings = false;
+  float logit_softcap = 0.0f;      // final_logit_softcapping; 0 = none
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
