@@ -14,6 +14,8 @@ struct MkmodelArgs {
 
 int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
   SyntheticSpec spec = args.spec;
+  // gemma3 alone: its miniature, whose window and pattern make both kinds of layer.
+  if (args.like.empty() && spec.arch == "gemma3") args.like = "gemma3-small";
   if (!args.like.empty()) {
     std::optional<SyntheticSpec> preset = synthetic_preset(args.like);
     if (!preset) {
@@ -33,6 +35,9 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     if (given("--ff")) merged.n_ff = spec.n_ff;
     if (given("--vocab")) merged.n_vocab = spec.n_vocab;
     if (given("--nextn")) merged.n_nextn_layer = spec.n_nextn_layer;
+    if (given("--sliding-window")) merged.sliding_window = spec.sliding_window;
+    if (given("--sliding-pattern")) merged.sliding_pattern = spec.sliding_pattern;
+    if (given("--softcap")) merged.logit_softcap = spec.logit_softcap;
     merged.vocab_from = spec.vocab_from;
     merged.seed = spec.seed;
     spec = merged;
@@ -59,9 +64,10 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   SyntheticSpec& s = args->spec;
   cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
   cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b, "
-                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-tiny");
+                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-tiny, gemma-3-4b, gemma3-small");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
-  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3, qwen3moe, deepseek2 or deepseek4 (deepseek2: use --like)")->capture_default_str();
+  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3, qwen3moe, deepseek2 (use --like), deepseek4 or gemma3")
+      ->capture_default_str();
   cmd->add_option("--embd", s.n_embd, "Embedding width")->capture_default_str();
   cmd->add_option("--layers", s.n_layer, "Number of blocks")->capture_default_str();
   cmd->add_option("--heads", s.n_head, "Attention heads")->capture_default_str();
@@ -75,6 +81,9 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("--vocab-from", s.vocab_from, "Copy the tokenizer from this GGUF");
   cmd->add_flag("--tied", s.tied_output, "Use token_embd as the output matrix");
   cmd->add_option("--nextn", s.n_nextn_layer, "Multi-token-prediction blocks after the layers (deepseek2)");
+  cmd->add_option("--sliding-window", s.sliding_window, "Positions a local layer sees (gemma3)");
+  cmd->add_option("--sliding-pattern", s.sliding_pattern, "Every this many layers one is global (gemma3)");
+  cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3)");
   cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();
   cmd->callback([args, cmd, &exit_code] { exit_code = mkmodel(*args, *cmd); });
 }

@@ -16,6 +16,7 @@ constexpr ArchEntry kArchitectures[] = {
     {"qwen3moe", Architecture::kQwen3Moe},
     {"deepseek2", Architecture::kDeepseek2},
     {"deepseek4", Architecture::kDeepseek4},
+    {"gemma3", Architecture::kGemma3},
 };
 
 constexpr int64_t kMaxDim = 1 << 20;
@@ -198,6 +199,25 @@ Status read_deepseek4(const gguf::GgufFile& f, const std::string& p, ModelConfig
   return {};
 }
 
+// Gemma 3: local layers when the file gives a window (none, as llama.cpp
+// reads it, makes every layer global), the soft-capping of the logits.
+Status read_gemma3(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  Status s;
+  SlidingWindow& w = c.sliding;
+  const std::string window_key = p + "attention.sliding_window";
+  if (f.find(window_key)) {
+    if (!(s = read_dim(f, window_key, 0, 1, 1 << 24, w.window)).ok()) return s;
+    const std::string pattern_key = p + "attention.sliding_window_pattern";
+    if (!(s = read_dim(f, pattern_key, 6, 1, 4096, w.pattern)).ok()) return s;
+    if (!(s = read_float(f, p + "rope.freq_base_swa", 10000.0, 1.0 + 1e-6, 1e12, w.rope_base)).ok()) return s;
+  }
+  if (!(s = read_float(f, p + "final_logit_softcapping", 0.0, 0.0, 1e6, c.logit_softcap)).ok()) return s;
+  c.has_post_norms = true;
+  c.gelu_ffn = true;
+  c.scale_embeddings = true;
+  return {};
+}
+
 }  // namespace
 
 const char* architecture_name(Architecture arch) {
@@ -215,7 +235,7 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (*arch_name == e.gguf_name) c.arch = e.arch, known = true;
   if (!known)
     return Status::error("general.architecture: '" + *arch_name +
-                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2 or deepseek4)");
+                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4 or gemma3)");
   c.name = f.get_string("general.name", *arch_name).value();
   const std::string p = *arch_name + ".";
 
@@ -246,7 +266,9 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   c.rope_base = static_cast<float>(*base);
   if (!(s = read_dim(f, p + "rope.dimension_count", c.head_dim_k, 2, c.head_dim_k, c.rope_dims)).ok()) return s;
 
-  auto scaling = f.get_string(p + "rope.scaling.type", "none");
+  // A factor without a type is linear scaling, as llama.cpp reads it.
+  const bool has_factor = f.find(p + "rope.scaling.factor") != nullptr;
+  auto scaling = f.get_string(p + "rope.scaling.type", has_factor ? "linear" : "none");
   if (!scaling.ok()) return scaling.status();
   if (*scaling == "linear" || *scaling == "yarn") {
     float factor = 1;
@@ -272,7 +294,9 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
       c.arch == Architecture::kLlama || c.arch == Architecture::kDeepseek2 || c.arch == Architecture::kDeepseek4;
   c.rope_layout = adjacent ? RopeLayout::kAdjacent : RopeLayout::kNeox;
   c.has_qkv_bias = c.arch == Architecture::kQwen2;
-  c.has_qk_norm = c.arch == Architecture::kQwen3 || c.arch == Architecture::kQwen3Moe;
+  c.has_qk_norm = c.arch == Architecture::kQwen3 || c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kGemma3;
+
+  if (c.arch == Architecture::kGemma3 && !(s = read_gemma3(f, p, c)).ok()) return s;
 
   if (c.arch == Architecture::kDeepseek2 && !(s = read_mla(f, p, c)).ok()) return s;
   if (c.arch == Architecture::kDeepseek4 && !(s = read_deepseek4(f, p, c)).ok()) return s;

@@ -14,7 +14,7 @@
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4 };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3 };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
@@ -69,6 +69,17 @@ struct Deepseek4 {
   int indexer_heads = 0, indexer_dim = 0, indexer_top_k = 0;
   int out_groups = 0, out_rank = 0;  // attn_output_a: groups of heads, each projected to out_rank
   std::vector<float> clamp_exp, clamp_shexp;  // SwiGLU limits of the routed and shared experts; 0 = none
+};
+
+// Gemma 3's local attention: most layers see only the last `window`
+// positions (a query at p meets keys at p - window + 1 .. p) and turn their
+// RoPE with their own base and no scaling; every `pattern`-th layer (the
+// last of each group of `pattern`) is global and uses the file's rope.*.
+struct SlidingWindow {
+  int window = 0;                  // attention.sliding_window; 0: every layer global
+  int pattern = 0;                 // attention.sliding_window_pattern
+  float rope_base = 10000.0f;      // rope.freq_base_swa
+  bool is_local(int layer) const { return window > 0 && layer % pattern < pattern - 1; }
 };
 
 struct ModelConfig {
@@ -128,6 +139,15 @@ struct ModelConfig {
   // final one after the output norm (n_embd), or deepseek4's n_hc copies of
   // the stream before their output mix, as llama.cpp hands them over.
   int nextn_hidden_width() const { return is_deepseek4() ? ds4.n_hc * n_embd : n_embd; }
+
+  // Gemma 3 (model.cpp's gemma3 notes): the embeddings scaled by
+  // sqrt(n_embd), norms after attention and after the FFN, a GELU-gated
+  // FFN, local layers, and logits soft-capped as cap * tanh(logit / cap).
+  SlidingWindow sliding;
+  bool has_post_norms = false;     // attn_post_norm and ffn_post_norm
+  bool gelu_ffn = false;           // GELU (tanh form) instead of SiLU gating
+  bool scale_embeddings = false;
+  float logit_softcap = 0.0f;      // final_logit_softcapping; 0 = none
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }

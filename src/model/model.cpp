@@ -1,8 +1,16 @@
-// The transformer forward pass shared by llama, qwen2, qwen3, qwen3moe and
-// deepseek2; deepseek4 shares its embedding and output (its blocks:
-// deepseek4.cpp).
+// The transformer forward pass shared by llama, qwen2, qwen3, qwen3moe,
+// deepseek2 and gemma3; deepseek4 shares its embedding and output (its
+// blocks: deepseek4.cpp).
 // Read forward_chunk() top to bottom: embed, then per layer attention and
 // feed-forward with residual connections, then the output projection.
+//
+// Gemma 3 adds to that path (config.h's gemma3 fields): the embeddings
+// times sqrt(n_embd); an RMS norm on the output of attention and of the FFN
+// before each joins the residual; a GELU-gated FFN; queries scaled after
+// RoPE rather than the scores; sliding-window layers with their own RoPE,
+// which see only the last `window` positions. The cache keeps every
+// position of those layers too (simpler, and prefix reuse and checkpoints
+// stay as they are); attention just does not read the older ones.
 #include "model/model.h"
 
 #include <algorithm>
@@ -127,6 +135,20 @@ void Model::set_up_rope_and_scale() {
     if (c.rope_yarn) compressed.yarn.attn_factor = 1.0f / (1.0f + 0.1f * std::log(1.0f / c.rope_freq_scale));
     compressed_rope_ = Rope(compressed, {});
   }
+  if (c.arch == Architecture::kGemma3) {
+    // Local layers: their own base, no scaling.
+    ModelConfig local = c;
+    local.rope_base = c.sliding.rope_base;
+    local.rope_freq_scale = 1.0f;
+    local.rope_yarn = false;
+    local.yarn = Yarn{};
+    local_rope_ = Rope(local, {});
+    // Gemma 3 27B (62 layers) scales by its width per head, n_embd / n_head,
+    // the others by the key width (as llama.cpp, after gemma_pytorch).
+    const int width = c.n_layer == 62 ? c.n_embd / c.n_head : key_width;
+    query_scale_ = 1.0f / std::sqrt(static_cast<float>(width));
+    attn_scale_ = 1.0f;
+  }
   if (c.arch == Architecture::kDeepseek2) {
     const float factor = 1.0f / c.rope_freq_scale;
     const float mscale_all_dim = c.yarn.log_multiplier / 0.1f;
@@ -223,6 +245,10 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   // Token embeddings.
   const Matrix& embd = weights_.token_embd;
   for (int t = 0; t < n; ++t) dequantize_row(embd.type, embd.row(tokens[t]), &x_[t * d], d);
+  if (c.scale_embeddings) {
+    const float scale = std::sqrt(static_cast<float>(d));
+    for (float& v : x_) v *= scale;
+  }
 
   if (c.is_deepseek4())
     deepseek4_blocks(tokens, n, n_past, kv, pool);
@@ -249,11 +275,18 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   if (!logits) return;
   const int from = all_logits ? 0 : n - 1;
   matmul_.run(pool, weights_.output, &xb_[from * d], n - from, d, logits, c.n_vocab);
+  // Soft-capping: cap * tanh(logit / cap).
+  if (c.logit_softcap > 0) {
+    const float cap = c.logit_softcap;
+    for (float* v = logits; v != logits + static_cast<size_t>(n - from) * c.n_vocab; ++v)
+      *v = std::tanh(*v * (1.0f / cap)) * cap;
+  }
 }
 
 // One transformer block over the chunk's rows x_: x += Wo attention(norm(x)),
-// then x += ffn(norm(x)), the FFN of routed experts where `moe`. The block
-// keeps its keys and values in the cache's layer kv_layer.
+// then x += ffn(norm(x)), the FFN of routed experts where `moe`; with
+// gemma3's post norms each branch's output is normed before it is added.
+// The block keeps its keys and values in the cache's layer kv_layer.
 void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, int n_past, KvCache& kv,
                               ThreadPool& pool) {
   const ModelConfig& c = config_;
@@ -267,6 +300,8 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
   else
     grouped_query_attention(l, kv_layer, n, n_past, kv, pool);
   matmul_.run(pool, l.wo, attn_out_.data(), n, attn_width, xb_.data(), d);
+  if (c.has_post_norms)
+    for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &xb_[t * d], l.attn_post_norm.data(), d, c.rms_eps);
   add(x_.data(), xb_.data(), n * d);
 
   // The feed-forward result lands in xb_.
@@ -274,12 +309,15 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
   if (moe)
     feed_forward_moe(l, n, pool);
   else
-    swiglu_ffn(l.w_gate, l.w_up, l.w_down, xb_.data(), n, xb_.data(), pool);
+    gated_ffn(l.w_gate, l.w_up, l.w_down, xb_.data(), n, xb_.data(), pool);
+  if (c.has_post_norms)
+    for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &xb_[t * d], l.ffn_post_norm.data(), d, c.rms_eps);
   add(x_.data(), xb_.data(), n * d);
 }
 
-// Llama/Qwen attention: every query head meets the keys and values of its
-// group's KV head, stored per token after RoPE.
+// Llama/Qwen/Gemma attention: every query head meets the keys and values of
+// its group's KV head, stored per token after RoPE (gemma3's local layers
+// turn with their own).
 void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv,
                                     ThreadPool& pool) {
   const ModelConfig& c = config_;
@@ -290,6 +328,7 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, int
   matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
   matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
   matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
+  const Rope& rope = c.sliding.is_local(layer) ? local_rope_ : rope_;
   for (int t = 0; t < n; ++t) {
     float* q = &q_[t * c.q_dim()];
     float* k = &k_[t * c.kv_dim_k()];
@@ -302,12 +341,14 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, int
     for (int h = 0; h < c.n_head; ++h) {
       float* qh = q + h * c.head_dim_k;
       if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), c.head_dim_k, c.rms_eps);
-      rope_.apply(qh, n_past + t);
+      rope.apply(qh, n_past + t);
+      if (query_scale_ != 1.0f)
+        for (int i = 0; i < c.head_dim_k; ++i) qh[i] *= query_scale_;
     }
     for (int h = 0; h < c.n_head_kv; ++h) {
       float* kh = k + h * c.head_dim_k;
       if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
-      rope_.apply(kh, n_past + t);
+      rope.apply(kh, n_past + t);
       quantize_row(TensorType::F16, kh, kv.key(layer, h, n_past + t), c.head_dim_k);
       quantize_row(TensorType::F16, v + h * c.head_dim_v, kv.value(layer, h, n_past + t), c.head_dim_v);
     }
@@ -393,7 +434,9 @@ void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past
 // queries, the scores never outgrow a tile, and nothing grows with the
 // depth but the walk. Tiles start at multiples of the tile size whatever the
 // batch, so a token's output has the same bits decoded alone or prefilled
-// in any chunk.
+// in any chunk. In a sliding-window layer a token at position p meets only
+// positions p - window + 1 .. p: the tiles wholly before that are skipped,
+// and in the tile where its window begins the positions before get weight 0.
 void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out) {
   const ModelConfig& c = config_;
   const int group = c.n_head / c.n_head_kv;  // query heads sharing one KV head
@@ -401,6 +444,9 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
   const int dim_k = c.head_dim_k, dim_v = c.is_mla() ? c.mla.kv_lora_rank : c.head_dim_v;
   const int value_stride = kv.value_stride();
   const float scale = attn_scale_;
+  const int window = c.sliding.is_local(layer) ? c.sliding.window : 0;
+  // The first position token t sees.
+  auto first_seen = [&](int t) { return window > 0 ? std::max(0, n_past + t - window + 1) : 0; };
   // One task per KV head and block of its query heads (MLA's one KV head
   // has them all). A task's heads meet each cache row together (ops.h), and
   // every token of the batch meets a tile of rows while it is in L1.
@@ -443,23 +489,29 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
             std::fill_n(output(t, first + g), dim_v, 0.0f);
             sum[slot(t, g)] = 0.0f;
           }
-        // Token t attends to positions 0..n_past+t (causal): the tiles from
-        // p0 up to there, the last one cut short.
-        for (int p0 = 0; p0 < n_past + t1; p0 += tile) {
+        // Token t attends to positions first_seen(t)..n_past+t (causal): the
+        // tiles from the one holding first_seen(t0) up to there, the last one
+        // cut short; a token whose window starts past a tile skips it.
+        for (int p0 = first_seen(t0) / tile * tile; p0 < n_past + t1; p0 += tile) {
           const int t_first = std::max(t0, p0 - n_past);
+          const int t_last = window > 0 ? std::min(t1, p0 + tile + window - 1 - n_past) : t1;
           auto count = [&](int t) { return std::min(tile, n_past + t + 1 - p0); };
           const int ahead = n_pos - p0;  // rows the kernels may ask for ahead
-          for (int t = t_first; t < t1; ++t)
+          for (int t = t_first; t < t_last; ++t)
             attention_scores(query(t, first), dim_k, heads, keys + static_cast<size_t>(p0) * dim_k, count(t), ahead,
                              dim_k, scale, row_scores(t, 0), tile_stride);
-          for (int t = t_first; t < t1; ++t)
+          for (int t = t_first; t < t_last; ++t) {
+            const int hidden = std::max(0, first_seen(t) - p0);  // positions before the window
             for (int g = 0; g < heads; ++g) {
-              const float shrink = softmax_step(row_scores(t, g), count(t), max[slot(t, g)], sum[slot(t, g)]);
+              float* row = row_scores(t, g);
+              const float shrink = softmax_step(row + hidden, count(t) - hidden, max[slot(t, g)], sum[slot(t, g)]);
+              std::fill_n(row, hidden, 0.0f);
               if (shrink != 1.0f)
                 for (float* o = output(t, first + g); o != output(t, first + g) + dim_v; ++o) *o *= shrink;
-              round_to_f16(row_scores(t, g), count(t));
+              round_to_f16(row, count(t));
             }
-          for (int t = t_first; t < t1; ++t)
+          }
+          for (int t = t_first; t < t_last; ++t)
             add_weighted_values(row_scores(t, 0), tile_stride, heads, values + static_cast<size_t>(p0) * value_stride,
                                 count(t), ahead, dim_v, value_stride, output(t, first), dim_v);
         }
@@ -473,15 +525,19 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
   });
 }
 
-// out = W_down (silu(W_gate x) * W_up x), for n rows of x (out may be x).
-void Model::swiglu_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
-                       ThreadPool& pool) {
+// out = W_down (act(W_gate x) * W_up x), for n rows of x (out may be x):
+// act is silu (SwiGLU), or gelu for gemma3 (GeGLU).
+void Model::gated_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
+                      ThreadPool& pool) {
   const int d = config_.n_embd, f = static_cast<int>(gate.rows);
   ffn_gate_.resize(static_cast<size_t>(n) * f);
   ffn_up_.resize(static_cast<size_t>(n) * f);
   matmul_.run(pool, gate, x, n, d, ffn_gate_.data(), f);
   matmul_.run(pool, up, x, n, d, ffn_up_.data(), f);
-  swiglu(ffn_gate_.data(), ffn_up_.data(), n * f);
+  if (config_.gelu_ffn)
+    geglu(ffn_gate_.data(), ffn_up_.data(), n * f);
+  else
+    swiglu(ffn_gate_.data(), ffn_up_.data(), n * f);
   matmul_.run(pool, down, ffn_gate_.data(), n, f, out, d);
 }
 
@@ -551,14 +607,14 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
     const int m = static_cast<int>(batch.size());
     moe_in_.resize(static_cast<size_t>(m) * d);
     for (int i = 0; i < m; ++i) std::copy_n(&xb_[batch[i].first * d], d, &moe_in_[i * d]);
-    swiglu_ffn(l.gate_exps.slice(e), l.up_exps.slice(e), l.down_exps.slice(e), moe_in_.data(), m, moe_in_.data(),
+    gated_ffn(l.gate_exps.slice(e), l.up_exps.slice(e), l.down_exps.slice(e), moe_in_.data(), m, moe_in_.data(),
                pool);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
   matmul_.set_padded_groups(false);
   // Shared experts (DeepSeek): every token passes them, unweighted.
   if (!l.gate_shexp.empty()) {
-    swiglu_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), pool);
+    gated_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), pool);
     add(moe_out_.data(), xb_.data(), n * d);
   }
   std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());

@@ -1,4 +1,4 @@
-// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4) and its forward
+// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3) and its forward
 // pass. forward() appends a batch of tokens at positions n_past.. to a
 // KvCache and returns logits for the rows asked for. The Model itself is
 // immutable after load, so several sessions may share it, but one forward
@@ -97,8 +97,8 @@ class Model {
   void grouped_query_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
   void latent_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
   void attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out);
-  void swiglu_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
-                  ThreadPool& pool);
+  void gated_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
+                 ThreadPool& pool);
   void feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool);
   void route(const LayerWeights& l, int n, ThreadPool& pool);
 
@@ -131,7 +131,9 @@ class Model {
   std::vector<const uint8_t*> released_;  // the data of the tensors given back, sorted
   Rope rope_;
   Rope compressed_rope_;  // deepseek4's compressing blocks and its compressed keys
+  Rope local_rope_;       // gemma3's sliding-window layers
   float attn_scale_ = 1.0f;        // the attention scores' factor, 1/sqrt(key width) unscaled
+  float query_scale_ = 1.0f;       // gemma3: the queries' factor, after RoPE (attn_scale_ is then 1)
 
   // Scratch, one row per token of the current chunk.
   std::vector<float> x_, xb_, q_, k_, v_, attn_out_, ffn_gate_, ffn_up_, moe_in_, moe_out_;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "quant/quant.h"
 
@@ -186,6 +187,36 @@ void swiglu(float* gate, const float* up, int n) {
     for (int j = 0; j < left; ++j) g[j] = gate[i + j], u[j] = up[i + j];
     const Float8 out = swiglu8(g, u);
     for (int j = 0; j < left; ++j) gate[i + j] = out[j];
+  }
+}
+
+namespace {
+// gelu(h) for every float16 h, itself rounded to float16: 64K values,
+// computed once.
+const std::vector<uint16_t>& gelu_of_halves() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(1 << 16);
+    for (uint32_t h = 0; h < t.size(); ++h) {
+      const float x = fp16_to_fp32(static_cast<uint16_t>(h));
+      const float y = 0.5f * x * (1.0f + std::tanh(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x)));
+      t[h] = fp32_to_fp16(y);
+    }
+    return t;
+  }();
+  return table;
+}
+}  // namespace
+
+void geglu(float* gate, const float* up, int n) {
+  const std::vector<uint16_t>& table = gelu_of_halves();
+  for (int i = 0; i < n; ++i) {
+    const float x = gate[i];
+    if (x <= -10.0f)
+      gate[i] = 0.0f;
+    else if (x >= 10.0f)
+      gate[i] = x * up[i];
+    else
+      gate[i] = fp16_to_fp32(table[fp32_to_fp16(x)]) * up[i];
   }
 }
 

@@ -25,6 +25,12 @@ float softmax_step(float* x, int n, float& max, float& sum);
 // In place: gate[i] = silu(gate[i]) * up[i]  (the SwiGLU activation)
 void swiglu(float* gate, const float* up, int n);
 
+// In place: gate[i] = gelu(gate[i]) * up[i], GELU in its tanh form
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Gemma's GeGLU). As
+// llama.cpp's CPU backend computes it: gelu(x) is looked up by x rounded to
+// float16 and comes back rounded to float16; below -10 it is 0, from 10 up x.
+void geglu(float* gate, const float* up, int n);
+
 // out[i] += x[i]
 void add(float* out, const float* x, int n);
 

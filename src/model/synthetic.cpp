@@ -59,8 +59,22 @@ std::vector<Preset> presets() {
                               .n_head = 4, .head_dim = 64, .n_expert = 8, .n_expert_used = 2, .n_ff_expert = 256,
                               .q_lora_rank = 96, .rope_dim = 16, .n_expert_shared = 1,
                               .expert_weights_scale = 2.5f, .vocab_from = {}, .n_vocab = 1024};
+  // Gemma 3 4B: 34 layers, 5 local (window 1024, base 10000) to each
+  // global one (base 1e6, linear scaling by 8), head width 256 (8 heads of
+  // 256 over a width of 2560), tied output.
+  SyntheticSpec gemma3_4b = make("gemma3", "gemma-3-4b", 2560, 34, 8, 4, 256, 10240, 262144, 1e6f, true);
+  gemma3_4b.n_ctx = 131072;
+  gemma3_4b.sliding_window = 1024;
+  gemma3_4b.rope_scale = 8.0f;
+  // Its miniature: both kinds of layer, a window shorter than a long prompt.
+  SyntheticSpec gemma3_small = make("gemma3", "gemma3-small", 128, 6, 4, 2, 64, 384, 0, 1e6f, true);
+  gemma3_small.n_ctx = 8192;
+  gemma3_small.sliding_window = 32;
+  gemma3_small.rope_scale = 8.0f;
   return {
       {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
+      {"gemma3-small", gemma3_small},
+      {"gemma-3-4b", gemma3_4b},
       {"llama-3.2-1b", make("llama", "llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 500000.f, true)},
       {"llama-3.1-8b", make("llama", "llama-3.1-8b", 4096, 32, 32, 8, 128, 14336, 128256, 500000.f, false)},
       {"qwen3-0.6b", make("qwen3", "qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 1e6f, true)},
@@ -268,9 +282,13 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
   SyntheticSpec spec = given;
   if (spec.arch == "deepseek4") spec.n_expert_shared = std::max(1, spec.n_expert_shared);  // V4 always has one
   const bool deepseek = spec.arch == "deepseek2", deepseek4 = spec.arch == "deepseek4";
+  const bool gemma3 = spec.arch == "gemma3";
   const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4;
-  if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe)
-    return Status::error("arch: '" + spec.arch + "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2 or deepseek4)");
+  if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe && !gemma3)
+    return Status::error("arch: '" + spec.arch +
+                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4 or gemma3)");
+  if (gemma3 && (spec.sliding_window <= 0 || spec.sliding_pattern <= 0 || spec.rope_scale < 0 || spec.logit_softcap < 0))
+    return Status::error("gemma3 needs a positive sliding window and pattern (rope scale and soft cap 0 or positive)");
   if (spec.n_embd <= 0 || spec.n_layer <= 0 || spec.n_head <= 0 || spec.n_head_kv <= 0 ||
       spec.n_head % spec.n_head_kv != 0)
     return Status::error("dimensions: embd, layers, heads must be positive and kv-heads must divide heads");
@@ -327,6 +345,16 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     out.set_u32(a + "attention.key_length", head_dim);
     out.set_u32(a + "attention.value_length", head_dim);
   }
+  if (gemma3) {
+    out.set_u32(a + "attention.sliding_window", spec.sliding_window);
+    out.set_u32(a + "attention.sliding_window_pattern", spec.sliding_pattern);
+    out.set_f32(a + "rope.freq_base_swa", spec.rope_base_swa);
+    if (spec.rope_scale > 0) {
+      out.set_string(a + "rope.scaling.type", "linear");
+      out.set_f32(a + "rope.scaling.factor", spec.rope_scale);
+    }
+    if (spec.logit_softcap > 0) out.set_f32(a + "final_logit_softcapping", spec.logit_softcap);
+  }
   if (moe) {
     out.set_u32(a + "expert_count", spec.n_expert);
     out.set_u32(a + "expert_used_count", spec.n_expert_used);
@@ -372,11 +400,13 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       tensors.push_back({p + "attn_k.bias", {kv}});
       tensors.push_back({p + "attn_v.bias", {kv}});
     }
-    if (spec.arch == "qwen3" || spec.arch == "qwen3moe") {
+    if (spec.arch == "qwen3" || spec.arch == "qwen3moe" || gemma3) {
       tensors.push_back({p + "attn_q_norm.weight", {head_dim}});
       tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
     }
+    if (gemma3) tensors.push_back({p + "post_attention_norm.weight", {d}});
     tensors.push_back({p + "ffn_norm.weight", {d}});
+    if (gemma3) tensors.push_back({p + "post_ffw_norm.weight", {d}});
     if (moe && (!deepseek || i >= spec.n_layer_dense_lead)) {
       const int64_t e = spec.n_expert, f = spec.n_ff_expert, shared = f * spec.n_expert_shared;
       tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});

@@ -17,7 +17,7 @@
 namespace revis {
 
 struct SyntheticSpec {
-  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4
+  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3
   std::string name = "synthetic";
   int n_embd = 256;
   int n_layer = 2;
@@ -43,6 +43,11 @@ struct SyntheticSpec {
   int n_nextn_layer = 0;
   int n_ctx = 4096;
   float rope_base = 10000.0f;
+  // gemma3: sliding-window layers (every sliding_pattern-th layer global)
+  // with their own RoPE base, linear RoPE scaling of the global layers
+  // (rope_scale: the factor, 0 = none), and the logits' soft cap (0 = none).
+  int sliding_window = 0, sliding_pattern = 6;
+  float rope_base_swa = 10000.0f, rope_scale = 0.0f, logit_softcap = 0.0f;
   bool tied_output = false;
   // Vocabulary: copied from this GGUF's tokenizer.* metadata when set;
   // otherwise a built-in byte-level vocabulary (one token per byte plus
@@ -56,7 +61,9 @@ struct SyntheticSpec {
 // Named shapes of real models: "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b",
 // "qwen3-4b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3-small" (a
 // V3-style router and latent attention at 1.4B), "deepseek-v4-tiny" (V4
-// Flash's layout at a few MB), and "tiny" (a few MB, for the demo).
+// Flash's layout at a few MB), "gemma-3-4b", "tiny" (a few MB, for the
+// demo) and "gemma3-small" (a few MB: six layers, the last global, window
+// 32; what `--arch gemma3` alone makes).
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
 std::vector<std::string> synthetic_preset_names();
 

@@ -94,6 +94,10 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
     if (!(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
   }
   if (!(s = bind.vector(p + "ffn_norm.weight", d, l.ffn_norm)).ok()) return s;
+  if (c.has_post_norms) {
+    if (!(s = bind.vector(p + "post_attention_norm.weight", d, l.attn_post_norm)).ok()) return s;
+    if (!(s = bind.vector(p + "post_ffw_norm.weight", d, l.ffn_post_norm)).ok()) return s;
+  }
   if (c.is_moe_layer(i)) {
     const int64_t e = c.n_expert, f = c.n_ff_expert;
     if (!(s = bind.matrix(p + "ffn_gate_inp.weight", {d, e}, l.router)).ok()) return s;

@@ -44,7 +44,8 @@ struct LayerWeights {
   std::vector<float> attn_norm;
   Matrix wq, wk, wv, wo;
   std::vector<float> bq, bk, bv;          // qwen2 only
-  std::vector<float> q_norm, k_norm;      // qwen3 only, one head's width
+  std::vector<float> q_norm, k_norm;      // qwen3 and gemma3, one head's width
+  std::vector<float> attn_post_norm, ffn_post_norm;  // gemma3: on each branch's output
   // deepseek2's latent attention (config.h's Mla); wq when q_lora_rank is 0.
   Matrix wq_a, wq_b;                      // [n_embd] -> q_lora_rank -> every head's query
   std::vector<float> q_a_norm;

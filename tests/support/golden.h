@@ -1,7 +1,9 @@
 // The llama.cpp golden cases in ../shared/testdata/golden (and in the
-// folders of the sets kept apart, such as deepseek2/ and moe2bit/; a case's
-// name starts with its folder: "moe2bit/qwen3moe-MOE2.en") and the tolerance
-// rules of its README, shared by the engine test and the CLI test.
+// folders of the sets kept apart, such as deepseek2/ and moe2bit/, and of
+// the sets this repository made itself under tests/testdata, such as
+// gemma3/; a case's name starts with its folder: "moe2bit/qwen3moe-MOE2.en")
+// and the tolerance rules of the shared README, shared by the engine test
+// and the CLI test.
 #pragma once
 
 #include <algorithm>
@@ -29,17 +31,40 @@ struct GoldenCase {
   const float* row(int k) const { return logits.data() + static_cast<size_t>(k) * n_vocab; }
 };
 
-// The folders holding golden/ and models/: the main set and those kept apart
-// (which hold mixtures of experts only).
-inline const std::vector<std::string>& golden_sets() {
-  static const std::vector<std::string> sets = {"", "deepseek2/", "moe2bit/"};
+// A folder holding golden/ and models/: the main set, those kept apart
+// (mixtures of experts only), and those made in this repository
+// (tests/testdata, dense).
+struct GoldenSet {
+  std::string folder;
+  bool in_repo = false;
+  bool moe = false;
+};
+inline const std::vector<GoldenSet>& golden_sets() {
+  static const std::vector<GoldenSet> sets = {
+      {"", false, false}, {"deepseek2/", false, true}, {"moe2bit/", false, true}, {"gemma3/", true, false}};
   return sets;
+}
+
+// A set by folder. A shared folder with tolerances of its own (deepseek4/,
+// whose test enumerates it) is not among golden_sets(): it is read from the
+// shared data as a mixture of experts.
+inline GoldenSet golden_set(const std::string& folder) {
+  for (const GoldenSet& set : golden_sets())
+    if (set.folder == folder) return set;
+  return {folder, false, true};
+}
+
+// A file of a set.
+inline std::filesystem::path golden_path(const GoldenSet& set, const std::string& relative) {
+  if (set.in_repo) return std::filesystem::path(REVIS_REPO_TESTDATA_DIR) / (set.folder + relative);
+  return testdata(set.folder + relative);
 }
 
 inline std::vector<std::string> golden_case_names() {
   std::vector<std::string> names;
-  for (const std::string& set : golden_sets())
-    for (const auto& entry : std::filesystem::directory_iterator(testdata(set + "golden"))) {
+  for (const GoldenSet& gs : golden_sets())
+    for (const auto& entry : std::filesystem::directory_iterator(golden_path(gs, "golden"))) {
+      const std::string& set = gs.folder;
       const std::string file = entry.path().filename().string();
       if (file.size() > 5 && file.ends_with(".json") && file != "prompts.json")
         names.push_back(set + file.substr(0, file.size() - 5));
@@ -54,19 +79,20 @@ inline GoldenCase load_golden(const std::string& name) {
   const size_t slash = name.rfind('/');
   const std::string set = slash == std::string::npos ? "" : name.substr(0, slash + 1);
   const std::string base = name.substr(set.size());
-  std::ifstream in(testdata(set + "golden/" + base + ".json"));
+  const GoldenSet& gs = golden_set(set);
+  std::ifstream in(golden_path(gs, "golden/" + base + ".json"));
   const nlohmann::json j = nlohmann::json::parse(in);
   const std::string model = j["model"];
-  c.model_file = testdata(set + "models/" + std::filesystem::path(model).filename().string()).string();
+  c.model_file = golden_path(gs, "models/" + std::filesystem::path(model).filename().string()).string();
   const std::string stem = base.substr(0, base.find('.'));
   c.type = stem.substr(stem.rfind('-') + 1);  // "llama-bpe-Q4_K_M" -> "Q4_K_M"
-  c.moe = !set.empty() || stem.find("moe") != std::string::npos;
+  c.moe = gs.moe || stem.find("moe") != std::string::npos;
   c.prompt = j["prompt"];
   c.prompt_tokens = j["prompt_tokens"].get<std::vector<int32_t>>();
   c.greedy = j["greedy"].get<std::vector<int32_t>>();
   c.n_vocab = j["n_vocab"];
   c.n_rows = j["n_rows"];
-  c.logits = read_f32(testdata(set + "golden/" + j["logits_file"].get<std::string>()));
+  c.logits = read_f32(golden_path(gs, "golden/" + j["logits_file"].get<std::string>()));
   return c;
 }
 
