@@ -38,7 +38,7 @@
 #include "cli/common.h"
 #include "cli/progress_meter.h"
 #include "cli/ticket_channel.h"
-#include "node/client.h"
+#include "net/client.h"
 #include "hash/sha256.h"
 
 namespace revis::cli {

@@ -23,7 +23,7 @@
 #include "cli/common.h"
 #include "cli/progress_line.h"
 #include "model/synthetic.h"
-#include "node/client.h"
+#include "net/client.h"
 #include "revis/generate.h"
 
 namespace revis::cli {

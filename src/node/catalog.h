@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
-#include "node/errors.h"
+#include "protocol/errors.h"
 #include "tokenizer/tokenizer.h"
 #include "revis/status.h"
 

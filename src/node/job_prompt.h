@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "node/job.h"
+#include "protocol/job.h"
 #include "node/tier_pool.h"
 
 namespace revis::node {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <map>
 
-#include "node/bearer.h"
+#include "protocol/bearer.h"
 #include "node/config.h"
 #include "support/testdata.h"
 
