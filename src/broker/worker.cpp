@@ -166,7 +166,7 @@ void Worker::on_max_deliveries(const std::string& advisory) {
   auto data = conn_.message_at(kTicketStream, seq);
   if (!data.ok()) return revis::log_line("warn", data.status().message());
   if (!*data) return;  // another node has seen to it
-  const auto id = ticket_id_of(node::parse_client_message(**data, node_.config().max_message_bytes));
+  const auto id = ticket_id_of(node::parse_ticket_subject_message(**data, node_.config().max_message_bytes));
   if (id) {
     auto existing = conn_.last_message(kResultStream, result_subject(*id));
     if (!existing.ok()) return revis::log_line("warn", existing.status().message());
@@ -309,7 +309,7 @@ void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
     MutexLock lock(mu_);
     ++stats_.pulled;
   }
-  auto parsed = node::parse_client_message(delivery->data(), node_.config().max_message_bytes);
+  auto parsed = node::parse_ticket_subject_message(delivery->data(), node_.config().max_message_bytes);
   if (auto* rejected = std::get_if<node::RejectedMessage>(&parsed)) return poison(*delivery, rejected->ticket_id, rejected->error);
   auto* ticket = std::get_if<node::Ticket>(&std::get<node::ClientMessage>(parsed));
   if (!ticket) return poison(*delivery, std::nullopt, {ErrorCode::kBadRequest, "a message on " + delivery->subject() + " is not a ticket"});

@@ -105,7 +105,12 @@ bool valid_ticket_id(std::string_view id) {
   return true;
 }
 
-std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_view text, size_t max_bytes) {
+namespace {
+
+// implied_type: what a message without "type" is (the ticket subjects'
+// tickets); null: "type" is required.
+std::variant<ClientMessage, RejectedMessage> parse_message(std::string_view text, size_t max_bytes,
+                                                           const char* implied_type) {
   if (nesting_depth(text) > kMaxDepth)
     return reject(ErrorCode::kBadRequest, "the message nests deeper than " + std::to_string(kMaxDepth) + " levels");
 
@@ -145,10 +150,10 @@ std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_vi
   if (!duplicate.empty()) return reject(ErrorCode::kBadRequest, "field \"" + duplicate + "\" appears twice", id);
 
   auto type_it = j.find("type");
-  if (type_it == j.end()) return reject(ErrorCode::kBadRequest, "missing field \"type\"", id);
-  if (!type_it->is_string())
+  if (type_it == j.end() && !implied_type) return reject(ErrorCode::kBadRequest, "missing field \"type\"", id);
+  if (type_it != j.end() && !type_it->is_string())
     return reject(ErrorCode::kBadRequest, std::string("\"type\" must be a string, not ") + type_name(*type_it), id);
-  const std::string type = type_it->get<std::string>();
+  const std::string type = type_it != j.end() ? type_it->get<std::string>() : implied_type;
   if (type != "ticket" && type != "cancel" && type != "resume" && type != "subscribe")
     return reject(ErrorCode::kBadRequest,
                   "unknown message type \"" + type + "\" (expected ticket, cancel, resume or subscribe)", id);
@@ -253,6 +258,16 @@ std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_vi
                   id);
   if (t.openai && !t.args.empty()) return reject(ErrorCode::kBadRequest, "a ticket with \"openai\" has no args", id);
   return ClientMessage{std::move(t)};
+}
+
+}  // namespace
+
+std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_view text, size_t max_bytes) {
+  return parse_message(text, max_bytes, nullptr);
+}
+
+std::variant<ClientMessage, RejectedMessage> parse_ticket_subject_message(std::string_view text, size_t max_bytes) {
+  return parse_message(text, max_bytes, "ticket");
 }
 
 std::string ticket_message(const Ticket& t) {

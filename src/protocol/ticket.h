@@ -90,6 +90,11 @@ struct RejectedMessage {
 // Parses one WebSocket text message. Sizes above max_bytes give too_long;
 // everything else wrong gives bad_request.
 std::variant<ClientMessage, RejectedMessage> parse_client_message(std::string_view text, size_t max_bytes);
+// The same for a message on a broker ticket subject (revis.tickets.<taskType>,
+// docs/scale-out.md): there "type" is implied, so the original protocol's
+// four fields (ticketID, taskType, isStreaming, args) make a ticket; a
+// "type" that is there must still be one the protocol knows.
+std::variant<ClientMessage, RejectedMessage> parse_ticket_subject_message(std::string_view text, size_t max_bytes);
 
 // The ticket as a protocol message: what a dispatcher sends a peer (with
 // catalog and forwarded_by set) and what the journal keeps.
