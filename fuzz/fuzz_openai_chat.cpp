@@ -13,8 +13,8 @@
 #include <string_view>
 
 #include "api/anthropic_api.h"
-#include "chat/harmony.h"
 #include "api/openai_api.h"
+#include "chat/harmony.h"
 #include "chat/tool_calls.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

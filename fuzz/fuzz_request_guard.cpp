@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/bearer.h"
 #include "net/request_guard.h"
+#include "protocol/bearer.h"
 
 namespace {
 

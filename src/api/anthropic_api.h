@@ -21,8 +21,8 @@
 #include <string_view>
 
 #include "api/answer_format.h"
-#include "protocol/errors.h"
 #include "api/openai_api.h"
+#include "protocol/errors.h"
 
 namespace revis::node {
 

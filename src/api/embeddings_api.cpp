@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/openai_api.h"
 #include "base/base64.h"
 #include "base/json_text.h"
-#include "api/openai_api.h"
 
 namespace revis::node {
 namespace {

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_reader.h"
-#include "grammar/json_schema.h"
 #include "base/json_text.h"
+#include "grammar/json_schema.h"
 #include "protocol/result_json.h"
 
 namespace revis::node {

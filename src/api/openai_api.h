@@ -28,9 +28,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "grammar/grammar.h"
 #include "api/answer_format.h"
 #include "chat/chat_template.h"
+#include "grammar/grammar.h"
 #include "protocol/errors.h"
 #include "protocol/job.h"
 #include "protocol/request_limits.h"

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/base64.h"
 #include "api/openai_api.h"
+#include "base/base64.h"
 
 namespace revis::node {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
-#include "base/mutex.h"
 #include "base/json_text.h"
+#include "base/mutex.h"
 
 namespace revis {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "broker/streams.h"
 #include "base/log.h"
+#include "broker/streams.h"
 
 namespace revis::broker {
 

@@ -1,8 +1,8 @@
 #include "broker/serve.h"
 
+#include "base/log.h"
 #include "broker/desk.h"
 #include "broker/worker.h"
-#include "base/log.h"
 #include "net/server.h"
 
 namespace revis::broker {

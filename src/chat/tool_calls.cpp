@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "grammar/json_schema.h"
 #include "chat/harmony.h"
 #include "chat/reasoning_split.h"
+#include "grammar/json_schema.h"
 
 namespace revis::node {
 namespace {

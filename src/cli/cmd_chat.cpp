@@ -20,13 +20,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/draft_flags.h"
 #include "cli/line_reader.h"
 #include "cli/usage.h"
 #include "kvstore/prefix_cache.h"
-#include "chat/chat_template.h"
 #include "revis/generate.h"
 #include "tokenizer/tokenizer.h"
 

@@ -7,14 +7,14 @@
 #ifdef REVIS_HAVE_NATS
 #include "broker/serve.h"
 #endif
+#include "base/log.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/model_flag.h"
 #include "fabric/dispatcher.h"
-#include "node/config.h"
-#include "base/log.h"
-#include "node/node.h"
 #include "net/server.h"
+#include "node/config.h"
+#include "node/node.h"
 #include "revis/draft.h"
 
 namespace revis::cli {

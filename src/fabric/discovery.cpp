@@ -19,8 +19,8 @@
 #include <avahi-common/thread-watch.h>
 #include <avahi-common/timeval.h>
 
-#include "node/config.h"
 #include "base/log.h"
+#include "node/config.h"
 
 namespace revis::fabric {
 namespace {

@@ -20,20 +20,20 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "api/anthropic_api.h"
+#include "api/embeddings_api.h"
+#include "api/openai_relay.h"
+#include "base/log.h"
 #include "base/mutex.h"
 #include "net/access_log.h"
-#include "api/anthropic_api.h"
-#include "protocol/bearer.h"
 #include "net/connection_table.h"
-#include "api/embeddings_api.h"
-#include "base/log.h"
-#include "node/node.h"
-#include "api/openai_relay.h"
 #include "net/preparation_pool.h"
 #include "net/request_guard.h"
 #include "net/service_notify.h"
-#include "node/ticket_desk.h"
 #include "net/web_assets.h"
+#include "node/node.h"
+#include "node/ticket_desk.h"
+#include "protocol/bearer.h"
 
 namespace revis::node {
 namespace {

@@ -42,8 +42,8 @@
 
 #include "grammar/grammar.h"
 #include "protocol/errors.h"
-#include "tokenizer/tokenizer.h"
 #include "revis/status.h"
+#include "tokenizer/tokenizer.h"
 
 namespace revis::node {
 

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <filesystem>
 
-#include "grammar/grammar_constraint.h"
-#include "chat/answer_stream.h"
-#include "node/job_prompt.h"
 #include "base/log.h"
+#include "chat/answer_stream.h"
+#include "grammar/grammar_constraint.h"
+#include "node/job_prompt.h"
 
 namespace revis::node {
 namespace {

@@ -27,12 +27,12 @@
 #include <thread>
 
 #include "base/mutex.h"
-#include "protocol/errors.h"
-#include "protocol/job.h"
 #include "node/job_queue.h"
 #include "node/metrics.h"
 #include "node/sim_inference.h"
 #include "node/tier_pool.h"
+#include "protocol/errors.h"
+#include "protocol/job.h"
 #include "revis/generate.h"
 
 namespace revis::node {

@@ -19,9 +19,9 @@
 #include "node/config.h"
 #include "node/executor.h"
 #include "node/metrics.h"
+#include "node/tier_pool.h"
 #include "protocol/request_limits.h"
 #include "protocol/ticket.h"
-#include "node/tier_pool.h"
 
 namespace revis::node {
 

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "grammar/grammar.h"
 #include "chat/answer_stream.h"
 #include "chat/chat_template.h"
 #include "chat/tool_calls.h"
+#include "grammar/grammar.h"
 
 namespace revis::node {
 namespace {

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/embeddings_api.h"
 #include "base/base64.h"
 #include "net/client.h"
-#include "api/embeddings_api.h"
 #include "node/node_process.h"
 #include "revis/engine.h"
 #include "support/testdata.h"
