@@ -7,7 +7,7 @@
 # The order, lowest first; it matches the CMake module graph
 # (CMakeLists.txt, revis_module). A folder may include its own headers,
 # include/revis/, and any folder listed before it.
-ORDER="base hash sample jinja quant gguf tokenizer model engine grammar kvstore hub bench
+ORDER="base hash sample jinja quant gguf tokenizer model engine tools grammar kvstore hub bench
        chat protocol node api net fabric broker cli"
 # The engine's folders: their headers are internal. Outside them only
 # src/tools, src/bench (and tests/, fuzz/, which are not checked) may
@@ -31,18 +31,11 @@ src/cli/bench_matmul.cpp -> quant/types.h
 src/cli/cmd_bench.cpp -> model/thread_pool.h
 src/cli/cmd_bench.cpp -> quant/quant.h
 src/cli/cmd_chat.cpp -> tokenizer/tokenizer.h
-src/cli/cmd_demo.cpp -> model/synthetic.h
-src/cli/cmd_imatrix.cpp -> model/imatrix_collector.h
-src/cli/cmd_imatrix.cpp -> model/imatrix_file.h
 src/cli/cmd_imatrix.cpp -> model/kv_cache.h
 src/cli/cmd_imatrix.cpp -> model/model.h
 src/cli/cmd_imatrix.cpp -> tokenizer/tokenizer.h
 src/cli/cmd_inspect.cpp -> gguf/gguf.h
-src/cli/cmd_mkmodel.cpp -> model/synthetic.h
-src/cli/cmd_perplexity.cpp -> model/kld_base_file.h
 src/cli/cmd_perplexity.cpp -> tokenizer/tokenizer.h
-src/cli/cmd_quantize.cpp -> model/imatrix_file.h
-src/cli/cmd_quantize.cpp -> model/quantize.h
 src/cli/cmd_tokenize.cpp -> gguf/gguf.h
 src/cli/cmd_tokenize.cpp -> tokenizer/tokenizer.h
 src/cli/common.h -> sample/sampler.h

@@ -22,7 +22,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress_line.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 #include "net/client.h"
 #include "revis/generate.h"
 

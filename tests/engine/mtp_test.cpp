@@ -18,7 +18,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 #include "quant/quant.h"
 #include "revis/draft.h"
 #include "revis/engine.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gguf/gguf_writer.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 #include "quant/quant.h"
 #include "revis/engine.h"
 #include "support/golden.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gguf/gguf.h"
-#include "model/imatrix_file.h"
+#include "tools/imatrix_file.h"
 #include "support/testdata.h"
 
 namespace revis {

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "model/kld_base_file.h"
+#include "tools/kld_base_file.h"
 #include "support/testdata.h"
 
 namespace revis {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "gguf/gguf.h"
-#include "model/imatrix_file.h"
-#include "model/quantize.h"
-#include "model/synthetic.h"
+#include "tools/imatrix_file.h"
+#include "tools/quantize.h"
+#include "tools/synthetic.h"
 #include "revis/engine.h"
 #include "support/testdata.h"
 

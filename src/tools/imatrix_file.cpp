@@ -1,4 +1,4 @@
-#include "model/imatrix_file.h"
+#include "tools/imatrix_file.h"
 
 #include <cmath>
 #include <cstdio>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/quantize.h"
+#include "tools/quantize.h"
 #include "model/thread_pool.h"
 #include "revis/status.h"
 

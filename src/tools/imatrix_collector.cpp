@@ -1,4 +1,4 @@
-#include "model/imatrix_collector.h"
+#include "tools/imatrix_collector.h"
 
 #include <algorithm>
 

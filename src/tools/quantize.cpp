@@ -1,4 +1,4 @@
-#include "model/quantize.h"
+#include "tools/quantize.h"
 
 #include <cctype>
 #include <iterator>
@@ -6,7 +6,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
-#include "model/imatrix_file.h"
+#include "tools/imatrix_file.h"
 #include "quant/quant.h"
 
 namespace revis {

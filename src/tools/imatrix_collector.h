@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
-#include "model/imatrix_file.h"
+#include "tools/imatrix_file.h"
 #include "model/matmul.h"
 
 namespace revis {

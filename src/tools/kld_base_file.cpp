@@ -1,4 +1,4 @@
-#include "model/kld_base_file.h"
+#include "tools/kld_base_file.h"
 
 #include <algorithm>
 #include <cmath>
