@@ -22,9 +22,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress_line.h"
-#include "tools/synthetic.h"
 #include "net/client.h"
 #include "revis/generate.h"
+#include "tools/synthetic.h"
 
 namespace revis::cli {
 namespace {

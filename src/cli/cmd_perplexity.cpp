@@ -24,9 +24,9 @@
 #include "cli/common.h"
 #include "cli/progress_line.h"
 #include "cli/text_chunks.h"
-#include "tools/kld_base_file.h"
 #include "revis/engine.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/kld_base_file.h"
 
 namespace revis::cli {
 namespace {

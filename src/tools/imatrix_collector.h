@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "gguf/gguf.h"
-#include "tools/imatrix_file.h"
 #include "model/matmul.h"
+#include "tools/imatrix_file.h"
 
 namespace revis {
 

@@ -6,8 +6,8 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
-#include "tools/imatrix_file.h"
 #include "quant/quant.h"
+#include "tools/imatrix_file.h"
 
 namespace revis {
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/quantize.h"
 #include "model/thread_pool.h"
 #include "revis/status.h"
+#include "tools/quantize.h"
 
 namespace revis {
 

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "gguf/gguf_writer.h"
-#include "tools/synthetic.h"
 #include "quant/quant.h"
 #include "revis/engine.h"
 #include "support/golden.h"
 #include "support/testdata.h"
+#include "tools/synthetic.h"
 
 namespace revis {
 namespace {
