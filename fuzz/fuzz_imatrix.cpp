@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "model/imatrix_file.h"
+#include "tools/imatrix_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto imatrix = revis::parse_imatrix(data, size, "<fuzz>");

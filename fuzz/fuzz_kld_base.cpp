@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "model/kld_base_file.h"
+#include "tools/kld_base_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto reader = revis::KldBaseReader::parse(std::vector<uint8_t>(data, data + size), "<fuzz>");

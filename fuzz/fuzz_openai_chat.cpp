@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
-#include "node/anthropic_api.h"
-#include "node/harmony.h"
-#include "node/openai_api.h"
-#include "node/tool_calls.h"
+#include "api/anthropic_api.h"
+#include "api/openai_api.h"
+#include "chat/harmony.h"
+#include "chat/tool_calls.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace revis::node;

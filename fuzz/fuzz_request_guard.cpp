@@ -1,5 +1,5 @@
-// libFuzzer target for the Host and Origin checks (node/request_guard.h)
-// and the WebSocket token subprotocol (node/bearer.h), which read headers
+// libFuzzer target for the Host and Origin checks (net/request_guard.h)
+// and the WebSocket token subprotocol (protocol/bearer.h), which read headers
 // any web page can make a browser send. The input is
 // "HOST\nORIGIN". No input may crash them, and the answers must keep their
 // promises: a Host that is refused stays refused with a port appended, and
@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "node/bearer.h"
-#include "node/request_guard.h"
+#include "net/request_guard.h"
+#include "protocol/bearer.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "node/catalog.h"
-#include "node/ticket.h"
+#include "protocol/ticket.h"
 
 namespace {
 

@@ -6,6 +6,8 @@
 # systemd-analyze, installs it again over itself as an upgrade does, and
 # purges it. The revis user and /var/lib/revis, which a purge keeps (they
 # are the operator's data), are removed too when this script made them.
+# Before that, scripts/test-install-prefix.sh installs the build with
+# `cmake --install --prefix` into a temporary directory as nobody.
 # Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,11 +19,20 @@ rm -f "$build"/revis_*.deb
 # Configuring again also takes the current commit for --version.
 cmake -S . -B "$build" -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
 cmake --build "$build" --target revis >/dev/null
+# A user's install: `cmake --install --prefix DIR` as nobody, all under DIR.
+bash scripts/test-install-prefix.sh "$build"
 (cd "$build" && cpack -G DEB >/dev/null)
 debs=("$build"/revis_*.deb)
 deb=${debs[0]}
 [[ -f $deb ]] || fail "cpack made no .deb in $build"
 dpkg-deb --field "$deb" Package Version Depends Recommends
+# The install rules put the config and unit under the prefix; the package
+# has them at /etc and /lib/systemd (packaging/package-layout.cmake).
+listing=$(dpkg-deb -c "$deb" | awk '{print $NF}')
+for f in ./etc/revis/revis.toml ./lib/systemd/system/revis.service ./usr/bin/revis; do
+  grep -qxF "$f" <<<"$listing" || fail "the .deb has no $f"
+done
+if grep -qE '^\./usr/(etc|lib)/' <<<"$listing"; then fail "the .deb has files under /usr/etc or /usr/lib"; fi
 if dpkg-query -W -f='${Status}' revis 2>/dev/null | grep -q "ok installed"; then fail "a revis package is installed already; remove it first"; fi
 made_user=1 made_state=1
 getent passwd revis >/dev/null && made_user=0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test suite, in stages that each print their wall time:
-#   release  a Release build (g++) of `revis` and of the two suites whose
+#   release  the layering check (scripts/check-layers.sh), then
+#            a Release build (g++) of `revis` and of the two suites whose
 #            speed depends on the optimizer: the kernel tests (test_quant) and
 #            the llama.cpp golden tests on every kernel backend, scalar
 #            included (test_model);
@@ -37,6 +38,8 @@ stage() {  # title
 }
 
 stage "release build: revis, the kernel tests and the golden tests on every backend"
+# The include graph against the module order (no build needed).
+bash scripts/check-layers.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
 cmake --build build -j"$jobs" --target revis test_quant test_model
 ctest --test-dir build -j"$jobs" --output-on-failure -L '^(quant|model)$'

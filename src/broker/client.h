@@ -1,6 +1,6 @@
 // A client's end of the broker, for `revis submit --broker` and `revis
 // batch --broker` (docs/scale-out.md): the same send/receive shape as the
-// WebSocket client (node/client.h), talking to NATS directly.
+// WebSocket client (net/client.h), talking to NATS directly.
 //
 // send() takes a ticket message (the WebSocket `ticket` JSON), subscribes to
 // revis.*.<ticketID> (its token events and result, in order), and, unless

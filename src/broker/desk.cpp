@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/log.h"
 #include "broker/streams.h"
-#include "node/log.h"
 
 namespace revis::broker {
 
@@ -150,7 +150,7 @@ void Desk::on_ticket(const std::shared_ptr<node::ClientLink>& from, node::Ticket
   }
   from->send(node::accepted_event(ticket.id, 0));
   if (Status s = conn_.publish(ticket_subject(ticket.task), node::ticket_message(ticket), ticket.id); !s.ok()) {
-    node::log_line("warn", s.message() + "; ticket " + ticket.id + " runs on this node");
+    revis::log_line("warn", s.message() + "; ticket " + ticket.id + " runs on this node");
     std::vector<std::unique_ptr<Subscription>> ended;  // released after the lock
     {
       MutexLock lock(book_.mu);
@@ -189,7 +189,7 @@ void Desk::on_cancel(const std::shared_ptr<node::ClientLink>& from, const std::s
   conn_.publish_core(cancel_subject(id), "");
   // The stored result ends the relay to every client following it.
   if (Status s = conn_.publish(result_subject(id), node::error_event(id, cancelled), id); !s.ok()) {
-    node::log_line("warn", s.message() + "; ticket " + id + " no longer relayed to the client that cancelled it");
+    revis::log_line("warn", s.message() + "; ticket " + id + " no longer relayed to the client that cancelled it");
     {
       MutexLock lock(book_.mu);
       if (Relay* relay = relay_of(id); relay && !relay->finished()) {

@@ -1,9 +1,9 @@
 #include "broker/serve.h"
 
+#include "base/log.h"
 #include "broker/desk.h"
 #include "broker/worker.h"
-#include "node/log.h"
-#include "node/server.h"
+#include "net/server.h"
 
 namespace revis::broker {
 
@@ -17,7 +17,7 @@ int serve_with_broker(node::Node& node) {
   options.retry_first_connect = true;  // a node starts before its broker, or while it is down
   auto conn = Connection::connect(options);
   if (!conn.ok()) {
-    node::log_line("error", conn.status().message());
+    revis::log_line("error", conn.status().message());
     return 1;
   }
   ConsumerSettings consumers;

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/log.h"
-#include "node/ticket.h"
+#include "base/log.h"
+#include "protocol/ticket.h"
 
 namespace revis::broker {
 
@@ -100,10 +100,10 @@ bool Worker::set_up() {
   }
   if (!refusal.empty()) {
     pull_.clear();
-    if (changed) node::log_line("error", "broker: not pulling: " + refusal);
+    if (changed) revis::log_line("error", "broker: not pulling: " + refusal);
     return false;
   }
-  node::log_line("info", "broker: pulling " + std::to_string(pull_.size()) + " task types from " + conn_.server());
+  revis::log_line("info", "broker: pulling " + std::to_string(pull_.size()) + " task types from " + conn_.server());
   return true;
 }
 
@@ -124,7 +124,7 @@ void Worker::subscribe() {
   for (const auto& [subject, handler] : subjects) {
     auto sub = conn_.subscribe(subject, handler);
     if (!sub.ok()) {
-      node::log_line("warn", sub.status().message());
+      revis::log_line("warn", sub.status().message());
       subscriptions_.clear();  // all again at the next set-up
       return;
     }
@@ -145,7 +145,7 @@ void Worker::on_cancel(const std::string& id) {
     running_->cancelled = true;
     job = running_->job;
   }
-  node::log_line("info", "broker: ticket " + id + " cancelled by its client");
+  revis::log_line("info", "broker: ticket " + id + " cancelled by its client");
   if (job) node_.executor().cancel(job, "cancelled by the client");
 }
 
@@ -164,23 +164,23 @@ void Worker::on_max_deliveries(const std::string& advisory) {
   const uint64_t seq = a["stream_seq"].get<uint64_t>();
   const std::string deliveries = a.contains("deliveries") ? a["deliveries"].dump() : "max";
   auto data = conn_.message_at(kTicketStream, seq);
-  if (!data.ok()) return node::log_line("warn", data.status().message());
+  if (!data.ok()) return revis::log_line("warn", data.status().message());
   if (!*data) return;  // another node has seen to it
-  const auto id = ticket_id_of(node::parse_client_message(**data, node_.config().max_message_bytes));
+  const auto id = ticket_id_of(node::parse_ticket_subject_message(**data, node_.config().max_message_bytes));
   if (id) {
     auto existing = conn_.last_message(kResultStream, result_subject(*id));
-    if (!existing.ok()) return node::log_line("warn", existing.status().message());
+    if (!existing.ok()) return revis::log_line("warn", existing.status().message());
     const NodeError error{ErrorCode::kInternal, "ticket " + *id + " was delivered " + deliveries +
                                                     " times and never finished (the nodes running it died or lost the broker): "
                                                     "the broker gave up on it (broker_max_deliver)"};
     if (!*existing)
       if (Status s = conn_.publish(result_subject(*id), node::error_event(id, error), *id); !s.ok())
-        return node::log_line("warn", s.message());
+        return revis::log_line("warn", s.message());
   }
   auto deleted = conn_.delete_message(kTicketStream, seq);
-  if (!deleted.ok()) return node::log_line("warn", deleted.status().message());
+  if (!deleted.ok()) return revis::log_line("warn", deleted.status().message());
   if (!*deleted) return;
-  node::log_line("warn", "broker: ticket " + id.value_or("(no id)") + " reached max deliver (" + deliveries + "): error result stored");
+  revis::log_line("warn", "broker: ticket " + id.value_or("(no id)") + " reached max deliver (" + deliveries + "): error result stored");
   count(&Stats::given_up);
 }
 
@@ -201,7 +201,7 @@ std::optional<bool> Worker::earlier_result(Delivery& delivery, const std::string
     MutexLock lock(mu_);
     if (stop_) break;
   }
-  node::log_line("warn", failure.message() + "; ticket " + id + " is given back, not run: it may have a result already");
+  revis::log_line("warn", failure.message() + "; ticket " + id + " is given back, not run: it may have a result already");
   return std::nullopt;
 }
 
@@ -221,12 +221,12 @@ bool Worker::store_result(Delivery& delivery, const std::string& id, const std::
       if (stop_) break;
     }
     if (conn_.connected() && ++failed_connected > 100) break;
-    if (!told) node::log_line("warn", s.message() + "; the result of ticket " + id + " is published once the broker is back");
+    if (!told) revis::log_line("warn", s.message() + "; the result of ticket " + id + " is published once the broker is back");
     // Publishes again as soon as the connection is back, before the broker
     // redelivers the ticket to a node that would run it again.
     wait(std::chrono::milliseconds(10));
   }
-  node::log_line("warn", "broker: the result of ticket " + id + " was not stored; the ticket will be redelivered");
+  revis::log_line("warn", "broker: the result of ticket " + id + " was not stored; the ticket will be redelivered");
   return false;
 }
 
@@ -277,7 +277,7 @@ void Worker::loop() {
       PullConsumer& pc = *pull_[(next_ + i) % pull_.size()];
       auto d = pc.fetch_one(0);
       if (!d.ok()) {
-        node::log_line("warn", d.status().message());
+        revis::log_line("warn", d.status().message());
         ready = false;
         break;
       }
@@ -292,13 +292,13 @@ void Worker::loop() {
 }
 
 void Worker::poison(Delivery& delivery, const std::optional<std::string>& id, const NodeError& error) {
-  node::log_line("warn", "broker: ticket " + id.value_or("(no id)") + " can never run, terminated: " + error.message);
+  revis::log_line("warn", "broker: ticket " + id.value_or("(no id)") + " can never run, terminated: " + error.message);
   if (id)
     if (Status s = conn_.publish(result_subject(*id), node::error_event(id, error), *id); !s.ok()) {
-      node::log_line("warn", s.message());
+      revis::log_line("warn", s.message());
       return;  // no result stored: not terminated either, it comes back after the ack wait
     }
-  if (Status s = delivery.term(); !s.ok()) node::log_line("warn", s.message());
+  if (Status s = delivery.term(); !s.ok()) revis::log_line("warn", s.message());
   MutexLock lock(mu_);
   ++stats_.terminated;
 }
@@ -309,7 +309,7 @@ void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
     MutexLock lock(mu_);
     ++stats_.pulled;
   }
-  auto parsed = node::parse_client_message(delivery->data(), node_.config().max_message_bytes);
+  auto parsed = node::parse_ticket_subject_message(delivery->data(), node_.config().max_message_bytes);
   if (auto* rejected = std::get_if<node::RejectedMessage>(&parsed)) return poison(*delivery, rejected->ticket_id, rejected->error);
   auto* ticket = std::get_if<node::Ticket>(&std::get<node::ClientMessage>(parsed));
   if (!ticket) return poison(*delivery, std::nullopt, {ErrorCode::kBadRequest, "a message on " + delivery->subject() + " is not a ticket"});
@@ -337,7 +337,7 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
     return count(&Stats::given_back);
   }
   if (*earlier) {
-    if (Status s = delivery.ack(); !s.ok()) node::log_line("warn", s.message());
+    if (Status s = delivery.ack(); !s.ok()) revis::log_line("warn", s.message());
     return count(&Stats::duplicates);
   }
   auto spec = node_.admit(ticket, received);
@@ -375,7 +375,7 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
   std::unique_lock<std::mutex> lock(finish->mu);
   while (!finish->cv.wait_for(lock, heartbeat(), [&] { return finish->outcome.has_value(); })) {
     lock.unlock();
-    if (Status s = delivery.in_progress(); !s.ok()) node::log_line("warn", s.message());
+    if (Status s = delivery.in_progress(); !s.ok()) revis::log_line("warn", s.message());
     refresh_stats();
     lock.lock();
   }
@@ -392,7 +392,7 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
   }
   const std::string final_event = outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error());
   if (!store_result(delivery, id, final_event)) return;  // no ack: redelivered after the ack wait
-  if (Status s = delivery.ack(); !s.ok()) node::log_line("warn", s.message());
+  if (Status s = delivery.ack(); !s.ok()) revis::log_line("warn", s.message());
   count(outcome.ok() ? &Stats::done : outcome.error().code == ErrorCode::kCancelled ? &Stats::cancelled : &Stats::failed);
 }
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/ticket.h"
+#include "protocol/ticket.h"
 
 namespace revis::cli {
 namespace {

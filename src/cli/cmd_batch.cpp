@@ -38,8 +38,8 @@
 #include "cli/common.h"
 #include "cli/progress_meter.h"
 #include "cli/ticket_channel.h"
-#include "node/client.h"
 #include "hash/sha256.h"
+#include "net/client.h"
 
 namespace revis::cli {
 namespace {

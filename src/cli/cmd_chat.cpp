@@ -7,7 +7,7 @@
 //
 // The whole conversation is rendered with the model's chat template every
 // turn and tokenized so that message text cannot inject control tokens
-// (node/chat_template.h). Each turn continues from the KV rows of the
+// (chat/chat_template.h). Each turn continues from the KV rows of the
 // previous prompt (kvstore/prefix_cache.h), so only the new text is
 // evaluated; with --kv-dir those rows are also checkpointed on disk, and a
 // conversation saved with /save and loaded with /load resumes from them.
@@ -20,13 +20,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/draft_flags.h"
 #include "cli/line_reader.h"
 #include "cli/usage.h"
 #include "kvstore/prefix_cache.h"
-#include "node/chat_template.h"
 #include "revis/generate.h"
 #include "tokenizer/tokenizer.h"
 

@@ -22,9 +22,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress_line.h"
-#include "model/synthetic.h"
-#include "node/client.h"
+#include "net/client.h"
 #include "revis/generate.h"
+#include "tools/synthetic.h"
 
 namespace revis::cli {
 namespace {

@@ -14,11 +14,11 @@
 #include "cli/common.h"
 #include "cli/progress_line.h"
 #include "cli/text_chunks.h"
-#include "model/imatrix_collector.h"
-#include "model/imatrix_file.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/imatrix_collector.h"
+#include "tools/imatrix_file.h"
 
 namespace revis::cli {
 namespace {

@@ -2,7 +2,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress_line.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 
 namespace revis::cli {
 namespace {

@@ -8,7 +8,7 @@
 // stdout; the running estimate goes to the progress line.
 //
 // --kl-divergence-base FILE also saves each scored position's
-// log-probabilities (model/kld_base_file.h); with --kl-divergence the run
+// log-probabilities (tools/kld_base_file.h); with --kl-divergence the run
 // reads FILE instead, scores the tokens it holds (-f and -c may then be
 // left out; given, they must give the same chunks), and reports against
 // the reference: mean KL(reference || this model) per position, its 99th
@@ -24,9 +24,9 @@
 #include "cli/common.h"
 #include "cli/progress_line.h"
 #include "cli/text_chunks.h"
-#include "model/kld_base_file.h"
 #include "revis/engine.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/kld_base_file.h"
 
 namespace revis::cli {
 namespace {

@@ -7,8 +7,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress_line.h"
-#include "model/imatrix_file.h"
-#include "model/quantize.h"
+#include "tools/imatrix_file.h"
+#include "tools/quantize.h"
 
 namespace revis::cli {
 namespace {

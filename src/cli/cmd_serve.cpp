@@ -7,14 +7,14 @@
 #ifdef REVIS_HAVE_NATS
 #include "broker/serve.h"
 #endif
+#include "base/log.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/model_flag.h"
 #include "fabric/dispatcher.h"
+#include "net/server.h"
 #include "node/config.h"
-#include "node/log.h"
 #include "node/node.h"
-#include "node/server.h"
 #include "revis/draft.h"
 
 namespace revis::cli {
@@ -55,7 +55,7 @@ int serve(const ServeArgs& args) {
   if (Status s = node::apply_overrides(config, args.overrides); !s.ok()) return fail(s.message());
   if (Status s = node::validate_config(config); !s.ok()) return fail(s.message());
   if (Status s = resolve_config_models(config); !s.ok()) return fail(s.message());
-  if (Status s = node::set_log_options(config.log_level, config.log_format); !s.ok()) return fail(s.message());
+  if (Status s = revis::set_log_options(config.log_level, config.log_format); !s.ok()) return fail(s.message());
   auto node = node::Node::create(std::move(config));
   if (!node.ok()) return fail(node.status().message());
   if (!(*node)->config().broker.empty()) {

@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "node/client.h"
+#include "net/client.h"
 
 namespace revis::cli {
 namespace {

@@ -3,7 +3,7 @@
 #ifdef REVIS_HAVE_NATS
 #include "broker/client.h"
 #endif
-#include "node/client.h"
+#include "net/client.h"
 
 namespace revis::cli {
 namespace {

@@ -1,5 +1,5 @@
 // Where `revis submit` and `revis batch` send tickets: a node's WebSocket
-// (node/client.h), or, with --broker, NATS JetStream directly
+// (net/client.h), or, with --broker, NATS JetStream directly
 // (broker/client.h). Both carry the ticket protocol's messages: tickets
 // out; accepted, token, done and error events back.
 //

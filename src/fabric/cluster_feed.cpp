@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "node/json_text.h"
+#include "base/json_text.h"
 
 namespace revis::fabric {
 namespace {
@@ -22,12 +22,12 @@ void ClusterFeed::add(const std::shared_ptr<node::ClientLink>& link, const std::
   if (std::find(subscribers_.begin(), subscribers_.end(), link) == subscribers_.end()) subscribers_.push_back(link);
   json tasks = json::parse(catalog, nullptr, false);
   if (tasks.is_object() && tasks.contains("tasks")) tasks = tasks["tasks"];
-  link->send(node::json_text({{"type", "catalog"}, {"digest", digest}, {"tasks", tasks}}));
+  link->send(revis::json_text({{"type", "catalog"}, {"digest", digest}, {"tasks", tasks}}));
 }
 
 void ClusterFeed::remove(const std::shared_ptr<node::ClientLink>& link) { std::erase(subscribers_, link); }
 
-std::string ClusterFeed::cluster_event(const json& view) { return node::json_text({{"type", "cluster"}, {"view", view}}); }
+std::string ClusterFeed::cluster_event(const json& view) { return revis::json_text({{"type", "cluster"}, {"view", view}}); }
 
 std::string ClusterFeed::ticket_event(const TicketView& t) {
   json ticket = {{"ticketID", t.id},        {"taskType", t.task}, {"state", t.state},
@@ -49,7 +49,7 @@ std::string ClusterFeed::ticket_event(const TicketView& t) {
       ticket["error"] = final["code"];
     }
   }
-  return node::json_text({{"type", "ticketUpdate"}, {"ticket", ticket}});
+  return revis::json_text({{"type", "ticketUpdate"}, {"ticket", ticket}});
 }
 
 void ClusterFeed::send(const std::string& event) const {

@@ -19,8 +19,8 @@
 #include <avahi-common/thread-watch.h>
 #include <avahi-common/timeval.h>
 
+#include "base/log.h"
 #include "node/config.h"
-#include "node/log.h"
 
 namespace revis::fabric {
 namespace {
@@ -151,7 +151,7 @@ struct Discovery::Impl {
         break;
       case AVAHI_CLIENT_CONNECTING:
         if (!self->said_waiting && !self->said_unreachable)
-          node::log_line("warn", no_daemon(AVAHI_ERR_NO_DAEMON) +
+          revis::log_line("warn", no_daemon(AVAHI_ERR_NO_DAEMON) +
                                      " This node keeps its --peer list and starts discovery when the daemon appears");
         self->said_waiting = true;
         break;
@@ -166,7 +166,7 @@ struct Discovery::Impl {
   // client is replaced once this callback is over.
   void on_failure(AvahiClient* c) {
     const int error = avahi_client_errno(c);
-    node::log_line("warn", std::string("mDNS: lost avahi-daemon (") + avahi_strerror(error) + "); connecting again");
+    revis::log_line("warn", std::string("mDNS: lost avahi-daemon (") + avahi_strerror(error) + "); connecting again");
     group = nullptr;  // freed with the client
     browser = nullptr;
     for (auto& [name, seen] : services)
@@ -195,7 +195,7 @@ struct Discovery::Impl {
     client = nullptr;
     if (int error = connect(); error != AVAHI_OK) {
       if (!said_unreachable)
-        node::log_line("warn", no_daemon(error) + " Trying again every " + std::to_string(kReconnectMs) +
+        revis::log_line("warn", no_daemon(error) + " Trying again every " + std::to_string(kReconnectMs) +
                                    " ms; this node keeps its --peer list meanwhile");
       said_unreachable = true;
       schedule_reconnect();
@@ -207,7 +207,7 @@ struct Discovery::Impl {
   void advertise(AvahiClient* c) {
     if (!group) group = avahi_entry_group_new(c, on_group, this);
     if (!group) {
-      node::log_line("warn", std::string("mDNS: cannot advertise this node: ") + avahi_strerror(avahi_client_errno(c)));
+      revis::log_line("warn", std::string("mDNS: cannot advertise this node: ") + avahi_strerror(avahi_client_errno(c)));
       return;
     }
     if (!avahi_entry_group_is_empty(group)) return;
@@ -221,13 +221,13 @@ struct Discovery::Impl {
     if (error == AVAHI_ERR_COLLISION) return rename_and_advertise(c);
     if (error == AVAHI_OK) error = avahi_entry_group_commit(group);
     if (error != AVAHI_OK)
-      node::log_line("warn", "mDNS: cannot advertise this node as " + service_name + ": " + avahi_strerror(error));
+      revis::log_line("warn", "mDNS: cannot advertise this node as " + service_name + ": " + avahi_strerror(error));
   }
 
   // Another service on the LAN has our name: Avahi's next one ("a #2").
   void rename_and_advertise(AvahiClient* c) {
     char* other = avahi_alternative_service_name(service_name.c_str());
-    node::log_line("info", "mDNS: the service name " + service_name + " is taken; advertising as " + other);
+    revis::log_line("info", "mDNS: the service name " + service_name + " is taken; advertising as " + other);
     service_name = other;
     avahi_free(other);
     avahi_entry_group_reset(group);
@@ -237,12 +237,12 @@ struct Discovery::Impl {
   static void on_group(AvahiEntryGroup* g, AvahiEntryGroupState state, void* data) {
     auto* self = static_cast<Impl*>(data);
     if (state == AVAHI_ENTRY_GROUP_ESTABLISHED) {
-      node::log_line("info", "mDNS: advertising this node as " + self->service_name + " (" + kServiceType + ", port " +
+      revis::log_line("info", "mDNS: advertising this node as " + self->service_name + " (" + kServiceType + ", port " +
                                  std::to_string(self->self.port) + ")");
     } else if (state == AVAHI_ENTRY_GROUP_COLLISION) {
       self->rename_and_advertise(avahi_entry_group_get_client(g));
     } else if (state == AVAHI_ENTRY_GROUP_FAILURE) {
-      node::log_line("warn", "mDNS: advertising " + self->service_name + " failed: " +
+      revis::log_line("warn", "mDNS: advertising " + self->service_name + " failed: " +
                                  avahi_strerror(avahi_client_errno(avahi_entry_group_get_client(g))));
     }
   }
@@ -254,7 +254,7 @@ struct Discovery::Impl {
     browser = avahi_service_browser_new(c, AVAHI_IF_UNSPEC, AVAHI_PROTO_INET, kServiceType, nullptr, AvahiLookupFlags(0),
                                         on_browse, this);
     if (!browser)
-      node::log_line("warn", std::string("mDNS: cannot browse for ") + kServiceType + ": " +
+      revis::log_line("warn", std::string("mDNS: cannot browse for ") + kServiceType + ": " +
                                  avahi_strerror(avahi_client_errno(c)));
   }
 
@@ -267,7 +267,7 @@ struct Discovery::Impl {
       // Freed in on_resolved, or with the client.
       if (!avahi_service_resolver_new(c, interface, protocol, name, type, domain, AVAHI_PROTO_INET, AvahiLookupFlags(0),
                                       on_resolved, self))
-        node::log_line("warn", std::string("mDNS: cannot resolve service ") + name + ": " +
+        revis::log_line("warn", std::string("mDNS: cannot resolve service ") + name + ": " +
                                    avahi_strerror(avahi_client_errno(c)));
     } else if (event == AVAHI_BROWSER_REMOVE) {
       auto it = self->services.find(name);
@@ -278,7 +278,7 @@ struct Discovery::Impl {
       self->services.erase(it);
       if (reported && self->events.on_lost) self->events.on_lost(name);
     } else if (event == AVAHI_BROWSER_FAILURE) {
-      node::log_line("warn", std::string("mDNS: browsing for ") + kServiceType + " failed: " +
+      revis::log_line("warn", std::string("mDNS: browsing for ") + kServiceType + " failed: " +
                                  avahi_strerror(avahi_client_errno(c)));
     }
   }
@@ -302,7 +302,7 @@ struct Discovery::Impl {
       it->second.reported = true;
       if (self->events.on_found) self->events.on_found(node);
     } else if (event == AVAHI_RESOLVER_FAILURE && wanted) {
-      node::log_line("warn", std::string("mDNS: cannot resolve service ") + name + ": " +
+      revis::log_line("warn", std::string("mDNS: cannot resolve service ") + name + ": " +
                                  avahi_strerror(avahi_client_errno(avahi_service_resolver_get_client(r))));
     }
     avahi_service_resolver_free(r);

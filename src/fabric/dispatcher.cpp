@@ -10,7 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "node/log.h"
+#include "base/log.h"
 
 namespace revis::fabric {
 namespace {
@@ -178,7 +178,7 @@ void Dispatcher::on_listening(int port) {
     peers = peers_.size();
   }
   if (peers)
-    node::log_line("info", "fabric: " + std::to_string(peers) + " peer(s), node " + config_.name + " on port " +
+    revis::log_line("info", "fabric: " + std::to_string(peers) + " peer(s), node " + config_.name + " on port " +
                                std::to_string(port) + ", heartbeat " + std::to_string(config_.heartbeat_ms) + " ms");
   if (config_.discover) start_discovery(port);
 }
@@ -216,7 +216,7 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
     return from->refuse(id, position.error());
   }
   if (journal_ && rec.kept)
-    if (Status s = journal_->accepted(id, node::ticket_message(rec.ticket)); !s.ok()) node::log_line("warn", s.message());
+    if (Status s = journal_->accepted(id, node::ticket_message(rec.ticket)); !s.ok()) revis::log_line("warn", s.message());
   from->send(node::accepted_event(id, *position));
 }
 
@@ -296,7 +296,7 @@ void Dispatcher::on_subscribe(const Link& from, const node::SubscribeRequest& re
     return;
   }
   if (std::find(subscribers_.begin(), subscribers_.end(), from) == subscribers_.end()) subscribers_.push_back(from);
-  node::log_line("info", "fabric: " + (request.node.empty() ? std::string("a peer") : "peer " + request.node) +
+  revis::log_line("info", "fabric: " + (request.node.empty() ? std::string("a peer") : "peer " + request.node) +
                              " subscribed to this node's state");
   from->send(json{{"type", "peer"}, {"status", to_json(local_state())}}.dump(-1, ' ', false, json::error_handler_t::replace));
 }
@@ -521,7 +521,7 @@ void Dispatcher::hand_off_unstarted() {
     // Noted first: should this node stop before the peer has it, the next
     // start sends it there again, and the peer runs it once either way.
     if (Status s = journal_->handed(rec.ticket.id, peer.key); !s.ok()) {
-      node::log_line("warn", s.message());
+      revis::log_line("warn", s.message());
       suspend(rec);
       return;
     }
@@ -546,7 +546,7 @@ void Dispatcher::hand_off_unstarted() {
            return rec && rec->where == Record::Where::kLocal && movable(*rec) && pick(spec.tier) != nullptr;
          }))
     hand(*record(job->spec.label), *pick(job->spec.tier));
-  if (handed) node::log_line("info", "shutdown: " + std::to_string(handed) + " unstarted ticket(s) handed to peers");
+  if (handed) revis::log_line("info", "shutdown: " + std::to_string(handed) + " unstarted ticket(s) handed to peers");
 }
 
 void Dispatcher::relay_handed(Peer& peer) {
@@ -628,14 +628,14 @@ void Dispatcher::finish(Record& rec, std::string terminal) {
     // Journaled before anyone hears it: a client never holds a result that
     // a restarted node would not know.
     if (journal_ && entry.kept)
-      if (Status s = journal_->finished(entry.id, entry.terminal, unix_ms_now()); !s.ok()) node::log_line("warn", s.message());
+      if (Status s = journal_->finished(entry.id, entry.terminal, unix_ms_now()); !s.ok()) revis::log_line("warn", s.message());
   });
 }
 
 bool Dispatcher::answer_from_journal(const Link& link, const std::string& id, bool resent) {
   if (!journal_) return false;
   auto stored = journal_->result(id, unix_ms_now() - int64_t(config_.result_ttl_s) * 1000);
-  if (!stored.ok()) node::log_line("warn", stored.status().message());
+  if (!stored.ok()) revis::log_line("warn", stored.status().message());
   if (!stored.ok() || stored->empty()) return false;
   if (resent) link->send(node::accepted_event(id, 0));
   link->send(*stored);
@@ -647,7 +647,7 @@ void Dispatcher::drop(const std::string& id) {
   const bool journaled = journal_ && entry && entry->kept;
   book_.erase(id);
   if (journaled)
-    if (Status s = journal_->forget(id); !s.ok()) node::log_line("warn", s.message());
+    if (Status s = journal_->forget(id); !s.ok()) revis::log_line("warn", s.message());
 }
 
 void Dispatcher::retry(Record& rec, const std::string& reason) {
@@ -660,9 +660,9 @@ void Dispatcher::retry(Record& rec, const std::string& reason) {
     return finish(rec, node::error_event(id, {ErrorCode::kInternal, "gave up after " + std::to_string(rec.attempt) +
                                                                       " attempts; the last: " + reason}));
   book_.restart(rec, reason);
-  node::log_line("warn", "ticket " + id + ": " + reason + "; attempt " + std::to_string(rec.attempt));
+  revis::log_line("warn", "ticket " + id + ": " + reason + "; attempt " + std::to_string(rec.attempt));
   if (journal_ && rec.kept)
-    if (Status s = journal_->attempt(id, rec.attempt); !s.ok()) node::log_line("warn", s.message());
+    if (Status s = journal_->attempt(id, rec.attempt); !s.ok()) revis::log_line("warn", s.message());
   auto placed = place(rec, true);
   if (!placed.ok() && !suspend(rec)) finish(rec, node::error_event(id, placed.error()));
 }
@@ -681,7 +681,7 @@ bool Dispatcher::suspend(Record& rec) {
 void Dispatcher::set_handed_to(Record& rec, const std::string& peer) {
   rec.handed_to = peer;
   if (journal_)
-    if (Status s = journal_->handed(rec.ticket.id, peer); !s.ok()) node::log_line("warn", s.message());
+    if (Status s = journal_->handed(rec.ticket.id, peer); !s.ok()) revis::log_line("warn", s.message());
 }
 
 void Dispatcher::restore_from_journal() {
@@ -689,7 +689,7 @@ void Dispatcher::restore_from_journal() {
   const int64_t now_ms = unix_ms_now();
   auto entries = journal_->load(now_ms - int64_t(config_.result_ttl_s) * 1000);
   if (!entries.ok()) {
-    node::log_line("warn", entries.status().message());
+    revis::log_line("warn", entries.status().message());
     return;
   }
   int resumed = 0, kept = 0, with_peers = 0;
@@ -699,7 +699,7 @@ void Dispatcher::restore_from_journal() {
     auto* message = std::get_if<node::ClientMessage>(&parsed);
     auto* ticket = message ? std::get_if<node::Ticket>(message) : nullptr;
     if (!ticket) {
-      node::log_line("warn", config_.journal + ": ticket " + e.id + " cannot be read back; dropped");
+      revis::log_line("warn", config_.journal + ": ticket " + e.id + " cannot be read back; dropped");
       (void)journal_->forget(e.id);
       continue;
     }
@@ -719,7 +719,7 @@ void Dispatcher::restore_from_journal() {
       ++with_peers;
     } else {
       if (!e.handed_to.empty())
-        node::log_line("warn", config_.journal + ": ticket " + e.id + " was handed to " + e.handed_to +
+        revis::log_line("warn", config_.journal + ": ticket " + e.id + " was handed to " + e.handed_to +
                                    ", no longer a peer of this node; it runs here");
       to_run.push_back(rec.get());
     }
@@ -733,7 +733,7 @@ void Dispatcher::restore_from_journal() {
     retry(rec, "the accepting node restarted");
     ++resumed;
   }
-  node::log_line("info", "journal " + config_.journal + ": " + std::to_string(resumed) + " unfinished ticket(s) resumed, " +
+  revis::log_line("info", "journal " + config_.journal + ": " + std::to_string(resumed) + " unfinished ticket(s) resumed, " +
                              std::to_string(with_peers) + " handed to peers, " + std::to_string(kept) + " result(s) kept");
 }
 
@@ -793,7 +793,7 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
     }
     const bool was_busy = !p.known || p.state.busy;
     if (!p.known || p.state.instance != state->instance) {
-      node::log_line("info", "fabric: peer " + key + " is node " + state->name +
+      revis::log_line("info", "fabric: peer " + key + " is node " + state->name +
                                  (state->catalog == node_.catalog().digest() ? "" : " (another catalogue: it gets no tickets)"));
     }
     p.state = std::move(*state);
@@ -859,7 +859,7 @@ void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t
     p.known = false;
     p.in_flight = 0;
     p.last_error = why;
-    node::log_line("warn", "fabric: link to " + key + " (" + p.state.name + ") down: " + why);
+    revis::log_line("warn", "fabric: link to " + key + " (" + p.state.name + ") down: " + why);
     publish_cluster();
   }
   std::vector<Record*> lost;
@@ -893,7 +893,7 @@ void Dispatcher::start_discovery(int port) {
   events.on_found = [this](const DiscoveredNode& found) { net::post(*io_, [this, found] { on_discovered(found); }); };
   events.on_lost = [this](const std::string& service) { net::post(*io_, [this, service] { on_discovery_lost(service); }); };
   auto started = Discovery::start(self, std::move(events));
-  if (!started.ok()) return node::log_line("warn", started.status().message());
+  if (!started.ok()) return revis::log_line("warn", started.status().message());
   discovery_ = std::move(*started);
 }
 
@@ -912,7 +912,7 @@ void Dispatcher::on_discovered(const DiscoveredNode& found) {
   Peer& p = add_peer({found.address, found.port}, kFoundByMdns);
   p.service = found.service;
   p.link->start();
-  node::log_line("info", "fabric: found node " + found.name + " at " + key + " with mDNS" +
+  revis::log_line("info", "fabric: found node " + found.name + " at " + key + " with mDNS" +
                              (found.catalog == node_.catalog().digest() ? "" : " (another catalogue: it gets no tickets)"));
 }
 
@@ -932,7 +932,7 @@ void Dispatcher::on_discovery_lost(const std::string& service) {
 
 void Dispatcher::forget_peer(const std::string& key) {
   auto it = peers_.find(key);
-  node::log_line("info", "fabric: peer " + key + (it->second->state.name.empty() ? "" : " (" + it->second->state.name + ")") +
+  revis::log_line("info", "fabric: peer " + key + (it->second->state.name.empty() ? "" : " (" + it->second->state.name + ")") +
                              " forgotten: its mDNS service is gone and its link is down");
   peers_.erase(it);  // its link stops; its late events find no peer
 }

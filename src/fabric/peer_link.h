@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "node/client.h"
+#include "net/client.h"
 
 namespace boost::asio {
 class io_context;

@@ -41,9 +41,9 @@
 #include <vector>
 
 #include "grammar/grammar.h"
-#include "node/errors.h"
-#include "tokenizer/tokenizer.h"
+#include "protocol/errors.h"
 #include "revis/status.h"
+#include "tokenizer/tokenizer.h"
 
 namespace revis::node {
 

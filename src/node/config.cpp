@@ -11,7 +11,7 @@
 #include <toml++/toml.h>
 
 #include "hub/reference.h"
-#include "node/bearer.h"
+#include "protocol/bearer.h"
 #include "revis/draft.h"
 
 namespace revis::node {

@@ -135,14 +135,14 @@ struct NodeConfig {
   std::string engine = "gguf";
   double sim_tokens_per_s = 50;
   double sim_prefill_tokens_per_s = 1000;
-  // The network guards (node/request_guard.h; docs/protocol.md, "Limits").
+  // The network guards (net/request_guard.h; docs/protocol.md, "Limits").
   std::vector<std::string> allow_hosts;
   std::vector<std::string> allow_origins;
   int max_connections = 4096;
   int max_connections_per_ip = 256;
   int handshake_timeout_s = 10;
   int idle_timeout_s = 300;
-  // Request preparation (node/preparation_pool.h, node/request_limits.h;
+  // Request preparation (net/preparation_pool.h, protocol/request_limits.h;
   // docs/protocol.md, "Limits and browsers").
   int max_json_depth = 64;
   uint64_t max_grammar_elements = 1'000'000;

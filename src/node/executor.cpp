@@ -4,10 +4,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include "base/log.h"
+#include "chat/answer_stream.h"
 #include "grammar/grammar_constraint.h"
-#include "node/answer_stream.h"
 #include "node/job_prompt.h"
-#include "node/log.h"
 
 namespace revis::node {
 namespace {
@@ -515,6 +515,13 @@ int Executor::retry_after_seconds() const {
   MutexLock lock(mutex_);
   const double wait = avg_job_s_ * (static_cast<double>(queue_.size()) + 1);
   return static_cast<int>(std::clamp(std::ceil(wait), 1.0, 300.0));
+}
+
+void log_job_run(const std::string& id, const JobStats& s) {
+  char line[256];
+  std::snprintf(line, sizeof line, "ran ticket %s exec %llu from %.3f ms to %.3f ms (%d tokens, %.1f tok/s)", id.c_str(),
+                static_cast<unsigned long long>(s.exec_index), s.started_ms, s.finished_ms, s.generated_tokens, s.gen_tok_s);
+  log_line("info", line);
 }
 
 }  // namespace revis::node

@@ -27,12 +27,12 @@
 #include <thread>
 
 #include "base/mutex.h"
-#include "node/errors.h"
-#include "node/job.h"
 #include "node/job_queue.h"
 #include "node/metrics.h"
 #include "node/sim_inference.h"
 #include "node/tier_pool.h"
+#include "protocol/errors.h"
+#include "protocol/job.h"
 #include "revis/generate.h"
 
 namespace revis::node {
@@ -149,5 +149,10 @@ class Executor {
   std::function<void()> on_change_;
   std::thread thread_;
 };
+
+// "ran ticket ID exec N from S ms to F ms (...)", for every job a node ran
+// to the end: the cluster tests read these lines to check that no node ever
+// ran two jobs at once.
+void log_job_run(const std::string& id, const JobStats& stats);
 
 }  // namespace revis::node

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "node/job.h"
 #include "node/tier_pool.h"
+#include "protocol/job.h"
 
 namespace revis::node {
 

@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "node/job.h"
+#include "protocol/job.h"
 
 namespace revis::node {
 

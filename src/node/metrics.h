@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "base/mutex.h"
-#include "node/job.h"
+#include "protocol/job.h"
 
 namespace revis::node {
 

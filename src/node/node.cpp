@@ -9,13 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/embeddings_api.h"
+#include "api/openai_api.h"
+#include "base/json_text.h"
+#include "base/log.h"
 #include "base/mutex.h"
 #include "kvstore/store.h"
 #include "node/build_info.h"
-#include "node/embeddings_api.h"
 #include "node/job_prompt.h"
-#include "node/json_text.h"
-#include "node/log.h"
 
 namespace revis::node {
 namespace {

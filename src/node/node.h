@@ -2,7 +2,9 @@
 // together (configuration, catalogue, tiers, executor, metrics), and the
 // decisions the front ends share: admitting a ticket (catalogue pin, task,
 // arguments, tier), turning an OpenAI request into a ticket and its job, and describing
-// the node for /health, /v1/revis/status and /metrics.
+// the node for /health, /v1/revis/status and /metrics. Admitting an OpenAI
+// call still parses its body with api/ (node.cpp): the one arrow from the
+// node up to the wire formats (scripts/check-layers.sh, KNOWN).
 //
 // Thread-safety: everything may be called from any thread once start() has
 // returned.
@@ -17,10 +19,9 @@
 #include "node/config.h"
 #include "node/executor.h"
 #include "node/metrics.h"
-#include "node/openai_api.h"
-#include "node/request_limits.h"
-#include "node/ticket.h"
 #include "node/tier_pool.h"
+#include "protocol/request_limits.h"
+#include "protocol/ticket.h"
 
 namespace revis::node {
 

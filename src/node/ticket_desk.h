@@ -10,7 +10,7 @@
 //
 // Thread-safety: the server calls the on_ticket, on_cancel, on_resume,
 // on_subscribe and on_disconnect of a connection from its preparation
-// threads (node/preparation_pool.h), one at a time and in the order the
+// threads (net/preparation_pool.h), one at a time and in the order the
 // connection sent them; different connections' calls may run at once. The
 // other methods it calls on its I/O thread. ClientLink::send may be called
 // from any thread.
@@ -19,8 +19,8 @@
 #include <memory>
 #include <string>
 
-#include "node/job.h"
-#include "node/ticket.h"
+#include "protocol/job.h"
+#include "protocol/ticket.h"
 
 namespace revis::node {
 

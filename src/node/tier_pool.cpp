@@ -4,7 +4,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "node/log.h"
+#include "base/log.h"
 
 namespace revis::node {
 namespace {

@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "chat/chat_template.h"
 #include "grammar/grammar_constraint.h"
 #include "kvstore/prefix_cache.h"
-#include "node/chat_template.h"
 #include "revis/draft.h"
 #include "revis/engine.h"
 #include "revis/status.h"

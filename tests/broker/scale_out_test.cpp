@@ -320,6 +320,26 @@ TEST_F(BrokerCluster, CancelAtARelayingNodeStopsTheRunOnAnother) {
   EXPECT_EQ(results({"c-1"}, std::chrono::seconds(1))["c-1"]["code"], "cancelled");
 }
 
+// On a ticket subject "type" is implied: the original protocol's four
+// fields make a ticket that runs; a "type" that is there is still checked.
+TEST_F(BrokerCluster, FourFieldTicketWithoutTypeRuns) {
+  NodeProcess& a = start_node("a", 2000);
+  ASSERT_TRUE(wait_pulling(a));
+  const json four = {{"ticketID", "four"}, {"taskType", "work"}, {"isStreaming", false}, {"args", {{"text", "hello"}}}};
+  ASSERT_TRUE(client_->publish(ticket_subject("work"), four.dump(), "four").ok());
+  json odd = four;
+  odd["ticketID"] = "not-a-ticket";
+  odd["type"] = "nonsense";
+  ASSERT_TRUE(client_->publish(ticket_subject("work"), odd.dump(), "not-a-ticket").ok());
+  auto found = results({"four", "not-a-ticket"}, std::chrono::seconds(20));
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found["four"]["type"], "done") << found["four"].dump();
+  EXPECT_FALSE(found["four"]["text"].get<std::string>().empty()) << found["four"].dump();
+  EXPECT_EQ(found["not-a-ticket"]["type"], "error") << found["not-a-ticket"].dump();
+  EXPECT_EQ(found["not-a-ticket"]["code"], "bad_request") << found["not-a-ticket"].dump();
+  EXPECT_EQ(counter(a, "done", 1), 1u) << broker_status(a).dump();
+}
+
 TEST_F(BrokerCluster, TicketPastMaxDeliverGetsOneErrorResult) {
   for (const char* name : {"a", "b"}) ASSERT_TRUE(wait_pulling(start_node(name, 300, {"--broker-max-deliver", "1"})));
   publish("doomed", "long");  // 2 s

@@ -14,7 +14,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
-#include "node/client.h"
+#include "net/client.h"
 #include "support/golden.h"
 #include "support/run_command.h"
 #include "support/terminal.h"

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/client.h"
+#include "net/client.h"
 #include "node/node_process.h"
 #include "support/run_command.h"
 #include "support/testdata.h"

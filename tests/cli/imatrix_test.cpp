@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "gguf/gguf.h"
-#include "model/imatrix_file.h"
 #include "support/imatrix_reference.h"
 #include "support/run_command.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/imatrix_file.h"
 
 namespace revis {
 namespace {

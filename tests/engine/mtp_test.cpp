@@ -18,13 +18,13 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
-#include "model/synthetic.h"
 #include "quant/quant.h"
 #include "revis/draft.h"
 #include "revis/engine.h"
 #include "revis/generate.h"
 #include "support/greedy_identity.h"
 #include "support/testdata.h"
+#include "tools/synthetic.h"
 
 namespace revis {
 namespace {

@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "node/client.h"
+#include "net/client.h"
 #include "node/node_process.h"
 #include "support/testdata.h"
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "node/config.h"
-#include "node/ticket.h"
+#include "protocol/ticket.h"
 
 namespace revis::node {
 namespace {

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "gguf/gguf_writer.h"
-#include "model/synthetic.h"
 #include "quant/quant.h"
 #include "revis/engine.h"
 #include "support/active_bytes.h"
 #include "support/gguf_copy.h"
 #include "support/golden.h"
 #include "support/testdata.h"
+#include "tools/synthetic.h"
 
 namespace revis {
 namespace {

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "gguf/gguf.h"
-#include "model/imatrix_collector.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
-#include "model/synthetic.h"
 #include "support/imatrix_reference.h"
 #include "support/testdata.h"
+#include "tools/imatrix_collector.h"
+#include "tools/synthetic.h"
 
 namespace revis {
 namespace {

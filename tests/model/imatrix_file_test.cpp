@@ -7,8 +7,8 @@
 #include <string>
 
 #include "gguf/gguf.h"
-#include "model/imatrix_file.h"
 #include "support/testdata.h"
+#include "tools/imatrix_file.h"
 
 namespace revis {
 namespace {

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "model/kld_base_file.h"
 #include "support/testdata.h"
+#include "tools/kld_base_file.h"
 
 namespace revis {
 namespace {

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "gguf/gguf.h"
-#include "model/imatrix_file.h"
-#include "model/quantize.h"
-#include "model/synthetic.h"
 #include "revis/engine.h"
 #include "support/testdata.h"
+#include "tools/imatrix_file.h"
+#include "tools/quantize.h"
+#include "tools/synthetic.h"
 
 namespace revis {
 namespace {

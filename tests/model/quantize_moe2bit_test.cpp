@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "gguf/gguf.h"
-#include "model/imatrix_file.h"
-#include "model/quantize.h"
 #include "revis/engine.h"
 #include "support/golden.h"
 #include "support/testdata.h"
+#include "tools/imatrix_file.h"
+#include "tools/quantize.h"
 
 namespace revis {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/anthropic_api.h"
-#include "node/client.h"
+#include "api/anthropic_api.h"
+#include "net/client.h"
 #include "node/node_process.h"
 #include "support/testdata.h"
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <map>
 
-#include "node/bearer.h"
 #include "node/config.h"
+#include "protocol/bearer.h"
 #include "support/testdata.h"
 
 namespace revis::node {

@@ -1,13 +1,13 @@
-// The dashboard as the node serves it (node/web_assets.h): the page and its
+// The dashboard as the node serves it (net/web_assets.h): the page and its
 // modules from the binary, with their types and security headers, without
 // the token; and the browser's way to give the token to the WebSocket
-// (node/request_guard.h, token_from_subprotocols).
+// (net/request_guard.h, token_from_subprotocols).
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <string>
 
-#include "node/client.h"
+#include "net/client.h"
 #include "node/node_process.h"
 
 namespace revis {

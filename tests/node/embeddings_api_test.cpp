@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/base64.h"
-#include "node/client.h"
-#include "node/embeddings_api.h"
+#include "api/embeddings_api.h"
+#include "base/base64.h"
+#include "net/client.h"
 #include "node/node_process.h"
 #include "revis/engine.h"
 #include "support/testdata.h"
@@ -28,15 +28,15 @@ TEST(Base64, EncodesAndDecodesTheStandardAlphabet) {
       {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
       {"foobar", "Zm9vYmFy"}};
   for (const auto& [plain, coded] : vectors) {
-    EXPECT_EQ(node::base64_encode({reinterpret_cast<const unsigned char*>(plain.data()), plain.size()}), coded);
-    EXPECT_EQ(node::base64_decode(coded), plain);
+    EXPECT_EQ(revis::base64_encode({reinterpret_cast<const unsigned char*>(plain.data()), plain.size()}), coded);
+    EXPECT_EQ(revis::base64_decode(coded), plain);
   }
-  EXPECT_EQ(node::base64_encode(std::vector<unsigned char>{0xfb, 0xff}), "+/8=");
-  for (const char* bad : {"Zg=", "Z===", "Zm9v!A==", "Zg==Zg==", "===="}) EXPECT_FALSE(node::base64_decode(bad)) << bad;
+  EXPECT_EQ(revis::base64_encode(std::vector<unsigned char>{0xfb, 0xff}), "+/8=");
+  for (const char* bad : {"Zg=", "Z===", "Zm9v!A==", "Zg==Zg==", "===="}) EXPECT_FALSE(revis::base64_decode(bad)) << bad;
   const std::vector<float> values = {1.0f, -0.5f, 3.25e-7f, 0.0f};
-  EXPECT_EQ(node::floats_base64(std::vector<float>{1.0f}), "AACAPw==") << "1.0f in little-endian float32";
-  EXPECT_EQ(node::floats_from_base64(node::floats_base64(values)), values);
-  EXPECT_FALSE(node::floats_from_base64("Zm9v")) << "3 bytes are not whole floats";
+  EXPECT_EQ(revis::floats_base64(std::vector<float>{1.0f}), "AACAPw==") << "1.0f in little-endian float32";
+  EXPECT_EQ(revis::floats_from_base64(revis::floats_base64(values)), values);
+  EXPECT_FALSE(revis::floats_from_base64("Zm9v")) << "3 bytes are not whole floats";
 }
 
 TEST(EmbeddingsApi, ParsesEveryInputShape) {
@@ -114,7 +114,7 @@ class EmbeddingsNode : public ::testing::Test {
       const json& d = j["data"][i];
       EXPECT_EQ(d["object"], "embedding");
       EXPECT_EQ(d["index"], i);
-      if (d["embedding"].is_string()) out.push_back(node::floats_from_base64(d["embedding"].get<std::string>()).value());
+      if (d["embedding"].is_string()) out.push_back(revis::floats_from_base64(d["embedding"].get<std::string>()).value());
       else out.push_back(d["embedding"].get<std::vector<float>>());
     }
     return out;

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/client.h"
+#include "net/client.h"
 #include "support/testdata.h"
 
 namespace revis::testing {

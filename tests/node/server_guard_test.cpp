@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/client.h"
+#include "net/client.h"
 #include "node/node_process.h"
 
 namespace revis {

@@ -1,0 +1,483 @@
+#include "tools/synthetic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "quant/quant.h"
+
+namespace revis {
+namespace {
+
+struct Preset {
+  const char* name;
+  SyntheticSpec spec;
+};
+
+SyntheticSpec make(const char* arch, const char* name, int embd, int layers, int heads, int kv_heads, int head_dim,
+                   int ff, int vocab, float rope_base, bool tied) {
+  SyntheticSpec s;
+  s.arch = arch;
+  s.name = name;
+  s.n_embd = embd;
+  s.n_layer = layers;
+  s.n_head = heads;
+  s.n_head_kv = kv_heads;
+  s.head_dim = head_dim;
+  s.n_ff = ff;
+  s.n_vocab = vocab;
+  s.rope_base = rope_base;
+  s.tied_output = tied;
+  return s;
+}
+
+std::vector<Preset> presets() {
+  SyntheticSpec moe = make("qwen3moe", "qwen3-30b-a3b", 2048, 48, 32, 4, 128, 0, 151936, 1e6f, false);
+  moe.n_expert = 128;
+  moe.n_expert_used = 8;
+  moe.n_ff_expert = 768;
+  // DeepSeek-V2-Lite: 27 layers (the first dense), 64 experts (6 used, 2
+  // shared), latent attention without a query bottleneck; ~16B.
+  const SyntheticSpec v2_lite{.arch = "deepseek2", .name = "deepseek-v2-lite", .n_embd = 2048, .n_layer = 27,
+                              .n_head = 16, .head_dim = 128, .n_ff = 10944, .n_expert = 64, .n_expert_used = 6,
+                              .n_ff_expert = 1408, .kv_lora_rank = 512, .rope_dim = 64, .head_dim_v = 128,
+                              .n_expert_shared = 2, .vocab_from = {}, .n_vocab = 102400};
+  // A smaller V3: query bottleneck, sigmoid router with a bias, expert
+  // groups, weights scaled; ~1.4B.
+  const SyntheticSpec v3_small{.arch = "deepseek2", .name = "deepseek-v3-small", .n_embd = 1024, .n_layer = 12,
+                               .n_head = 16, .head_dim = 64, .n_ff = 2816, .n_expert = 32, .n_expert_used = 4,
+                               .n_ff_expert = 512, .q_lora_rank = 384, .kv_lora_rank = 256, .rope_dim = 32,
+                               .head_dim_v = 64, .n_expert_shared = 1, .n_expert_groups = 4, .n_expert_groups_used = 2,
+                               .sigmoid_gating = true, .expert_weights_scale = 2.5f, .vocab_from = {},
+                               .n_vocab = 32000};
+  // DeepSeek V4 Flash's layout in miniature (../shared/testdata/deepseek4's
+  // shape): raw, x4-with-indexer and x128 blocks, 8 experts (2 used, 1
+  // shared); a few MB.
+  const SyntheticSpec v4_tiny{.arch = "deepseek4", .name = "deepseek-v4-tiny", .n_embd = 256, .n_layer = 5,
+                              .n_head = 4, .head_dim = 64, .n_expert = 8, .n_expert_used = 2, .n_ff_expert = 256,
+                              .q_lora_rank = 96, .rope_dim = 16, .n_expert_shared = 1,
+                              .expert_weights_scale = 2.5f, .vocab_from = {}, .n_vocab = 1024};
+  // Gemma 3 4B: 34 layers, 5 local (window 1024, base 10000) to each
+  // global one (base 1e6, linear scaling by 8), head width 256 (8 heads of
+  // 256 over a width of 2560), tied output.
+  SyntheticSpec gemma3_4b = make("gemma3", "gemma-3-4b", 2560, 34, 8, 4, 256, 10240, 262144, 1e6f, true);
+  gemma3_4b.n_ctx = 131072;
+  gemma3_4b.sliding_window = 1024;
+  gemma3_4b.rope_scale = 8.0f;
+  // Its miniature: both kinds of layer, a window shorter than a long prompt.
+  SyntheticSpec gemma3_small = make("gemma3", "gemma3-small", 128, 6, 4, 2, 64, 384, 0, 1e6f, true);
+  gemma3_small.n_ctx = 8192;
+  gemma3_small.sliding_window = 32;
+  gemma3_small.rope_scale = 8.0f;
+  return {
+      {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
+      {"gemma3-small", gemma3_small},
+      {"gemma-3-4b", gemma3_4b},
+      {"llama-3.2-1b", make("llama", "llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 500000.f, true)},
+      {"llama-3.1-8b", make("llama", "llama-3.1-8b", 4096, 32, 32, 8, 128, 14336, 128256, 500000.f, false)},
+      {"qwen3-0.6b", make("qwen3", "qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 1e6f, true)},
+      {"qwen3-4b", make("qwen3", "qwen3-4b", 2560, 36, 32, 8, 128, 9728, 151936, 1e6f, true)},
+      {"qwen3-30b-a3b", moe},
+      {"deepseek-v2-lite", v2_lite},
+      {"deepseek-v3-small", v3_small},
+      {"deepseek-v4-tiny", v4_tiny},
+  };
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t hash_name(const std::string& name, uint64_t seed) {
+  uint64_t h = seed ^ 0xcbf29ce484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Gaussian values for one row, from a generator seeded by (tensor, row) so
+// rows can be produced in parallel and in any order.
+void fill_gaussian(float* out, int64_t n, uint64_t seed, float stddev) {
+  uint64_t state = seed;
+  for (int64_t i = 0; i < n; i += 2) {
+    const double u1 = (static_cast<double>(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
+    const double u2 = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+    const double r = std::sqrt(-2.0 * std::log(u1)) * stddev;
+    out[i] = static_cast<float>(r * std::cos(2 * M_PI * u2));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(2 * M_PI * u2));
+  }
+}
+
+// GPT-2's printable stand-ins for bytes, so a byte-level BPE vocabulary can
+// hold every byte as a token.
+std::string byte_token(int b) {
+  int code = b;
+  const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+  if (!printable) {
+    int shifted = 0;
+    for (int x = 0; x < b; ++x)
+      if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255))) ++shifted;
+    code = 256 + shifted;
+  }
+  std::string s;
+  if (code < 0x80) {
+    s += static_cast<char>(code);
+  } else {
+    s += static_cast<char>(0xC0 | (code >> 6));
+    s += static_cast<char>(0x80 | (code & 0x3F));
+  }
+  return s;
+}
+
+Status write_vocabulary(const SyntheticSpec& spec, gguf::GgufWriter& out, int& n_vocab) {
+  if (!spec.vocab_from.empty()) {
+    auto vocab = gguf::GgufFile::open(spec.vocab_from);
+    if (!vocab.ok()) return vocab.status();
+    for (const gguf::KeyValue& kv : (*vocab)->metadata())
+      if (kv.key.rfind("tokenizer.", 0) == 0) out.set(kv.key, kv.value);
+    auto tokens = (*vocab)->get_string_array("tokenizer.ggml.tokens");
+    if (!tokens.ok()) return tokens.status();
+    if (tokens->empty()) return Status::error(spec.vocab_from + ": tokenizer.ggml.tokens is missing or empty");
+    n_vocab = static_cast<int>(tokens->size());
+    return {};
+  }
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (int b = 0; b < 256; ++b) tokens.push_back(byte_token(b)), types.push_back(1);
+  for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) tokens.push_back(special), types.push_back(3);
+  for (int i = static_cast<int>(tokens.size()); i < spec.n_vocab; ++i)
+    tokens.push_back("<|unused_" + std::to_string(i) + "|>"), types.push_back(5);
+  n_vocab = static_cast<int>(tokens.size());
+  out.set_string("tokenizer.ggml.model", "gpt2");
+  out.set_string("tokenizer.ggml.pre", "qwen2");
+  out.set_string_array("tokenizer.ggml.tokens", tokens);
+  out.set_i32_array("tokenizer.ggml.token_type", types);
+  out.set_string_array("tokenizer.ggml.merges", {});
+  out.set_u32("tokenizer.ggml.eos_token_id", 258);  // <|im_end|>
+  out.set_u32("tokenizer.ggml.padding_token_id", 256);
+  out.set_bool("tokenizer.ggml.add_bos_token", false);
+  return {};
+}
+
+// deepseek2's attention tensors (model/config.h's Mla).
+void add_latent_attention(const SyntheticSpec& spec, const std::string& p, int64_t head_dim,
+                          std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
+  const int64_t d = spec.n_embd, heads = spec.n_head, latent = spec.kv_lora_rank;
+  const int64_t q = heads * (head_dim + spec.rope_dim);
+  if (spec.q_lora_rank > 0) {
+    tensors.push_back({p + "attn_q_a.weight", {d, spec.q_lora_rank}});
+    tensors.push_back({p + "attn_q_a_norm.weight", {spec.q_lora_rank}});
+    tensors.push_back({p + "attn_q_b.weight", {spec.q_lora_rank, q}});
+  } else {
+    tensors.push_back({p + "attn_q.weight", {d, q}});
+  }
+  tensors.push_back({p + "attn_kv_a_mqa.weight", {d, latent + spec.rope_dim}});
+  tensors.push_back({p + "attn_kv_a_norm.weight", {latent}});
+  tensors.push_back({p + "attn_k_b.weight", {head_dim, latent, heads}});
+  tensors.push_back({p + "attn_v_b.weight", {latent, spec.head_dim_v, heads}});
+  tensors.push_back({p + "attn_output.weight", {heads * spec.head_dim_v, d}});
+}
+
+// deepseek4's shape beyond the spec's fields: block 0 attends raw, the
+// others alternate compression ratios 4 and 128; the first block is
+// hash-routed; the indexer's keys are as wide as the attention's head.
+struct Deepseek4Shape {
+  std::vector<int32_t> ratios;
+  int rope_dim, q_lora_rank, out_groups, window = 64, top_k = 16, indexer_heads = 4, hash_layers = 1;
+};
+
+Deepseek4Shape deepseek4_shape(const SyntheticSpec& spec, int head_dim) {
+  Deepseek4Shape s;
+  for (int i = 0; i < spec.n_layer; ++i) s.ratios.push_back(i == 0 ? 0 : i % 2 == 1 ? 4 : 128);
+  s.rope_dim = spec.rope_dim > 0 ? spec.rope_dim : std::max(2, head_dim / 4 / 2 * 2);
+  s.q_lora_rank = spec.q_lora_rank > 0 ? spec.q_lora_rank : spec.n_embd / 2;
+  s.out_groups = spec.n_head % 2 == 0 ? 2 : 1;
+  return s;
+}
+
+void write_deepseek4_metadata(const SyntheticSpec& spec, const Deepseek4Shape& s, int head_dim,
+                              gguf::GgufWriter& out) {
+  const std::string a = "deepseek4.";
+  out.set_u32(a + "attention.head_count_kv", 1);
+  out.set_u32(a + "attention.key_length", head_dim);
+  out.set_u32(a + "attention.value_length", head_dim);
+  out.set_u32(a + "rope.dimension_count", s.rope_dim);
+  out.set_string(a + "rope.scaling.type", "yarn");
+  out.set_f32(a + "rope.scaling.factor", 4.0f);
+  out.set_u32(a + "rope.scaling.original_context_length", std::max(1, spec.n_ctx / 4));
+  out.set_u32(a + "attention.q_lora_rank", s.q_lora_rank);
+  out.set_u32(a + "attention.sliding_window", s.window);
+  out.set_u32(a + "expert_shared_count", spec.n_expert_shared);
+  out.set_f32(a + "expert_weights_scale", spec.expert_weights_scale);
+  out.set_bool(a + "expert_weights_norm", true);
+  out.set_u32(a + "expert_gating_func", 4);  // sqrt(softplus)
+  out.set_f32_array(a + "swiglu_clamp_exp", std::vector<float>(spec.n_layer, 10.0f));
+  out.set_u32(a + "attention.indexer.head_count", s.indexer_heads);
+  out.set_u32(a + "attention.indexer.key_length", head_dim);
+  out.set_u32(a + "attention.indexer.top_k", s.top_k);
+  out.set_u32(a + "attention.output_group_count", s.out_groups);
+  out.set_u32(a + "attention.output_lora_rank", head_dim);
+  out.set_i32_array(a + "attention.compress_ratios", s.ratios);
+  out.set_f32(a + "attention.compress_rope_freq_base", 160000.0f);
+  out.set_u32(a + "hyper_connection.count", 4);
+  out.set_u32(a + "hyper_connection.sinkhorn_iterations", 20);
+  out.set_f32(a + "hyper_connection.epsilon", 1e-6f);
+  out.set_u32(a + "hash_layer_count", s.hash_layers);
+}
+
+// Block p's attention and hyper-connection tensors (model/weights.h's
+// Deepseek4Layer); the experts are added as for the other families.
+void add_deepseek4_attention(const SyntheticSpec& spec, const Deepseek4Shape& s, int layer, const std::string& p,
+                             int64_t head_dim, std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
+  const int64_t d = spec.n_embd, heads = spec.n_head, n_hc = 4, n_mix = (2 + n_hc) * n_hc;
+  for (const char* mix : {"hc_attn", "hc_ffn"}) {
+    tensors.push_back({p + mix + "_fn.weight", {n_hc * d, n_mix}});
+    tensors.push_back({p + mix + "_base.weight", {n_mix}});
+    tensors.push_back({p + mix + "_scale.weight", {3}});
+  }
+  tensors.push_back({p + "attn_sinks.weight", {heads}});
+  tensors.push_back({p + "attn_q_a.weight", {d, s.q_lora_rank}});
+  tensors.push_back({p + "attn_q_a_norm.weight", {s.q_lora_rank}});
+  tensors.push_back({p + "attn_q_b.weight", {s.q_lora_rank, heads * head_dim}});
+  tensors.push_back({p + "attn_kv.weight", {d, head_dim}});
+  tensors.push_back({p + "attn_kv_a_norm.weight", {head_dim}});
+  tensors.push_back({p + "attn_output_a.weight", {heads * head_dim / s.out_groups, head_dim * s.out_groups}});
+  tensors.push_back({p + "attn_output_b.weight", {head_dim * s.out_groups, d}});
+  const int64_t ratio = s.ratios[layer];
+  auto compressor = [&](const std::string& prefix, int64_t width) {
+    const int64_t state = ratio == 4 ? 2 * width : width;
+    tensors.push_back({prefix + "compressor_kv.weight", {d, state}});
+    tensors.push_back({prefix + "compressor_gate.weight", {d, state}});
+    tensors.push_back({prefix + "compressor_ape.weight", {state, ratio}});
+    tensors.push_back({prefix + "compressor_norm.weight", {width}});
+  };
+  if (ratio != 0) compressor(p + "attn_", head_dim);
+  if (ratio == 4) {
+    tensors.push_back({p + "indexer.proj.weight", {d, s.indexer_heads}});
+    tensors.push_back({p + "indexer.attn_q_b.weight", {s.q_lora_rank, s.indexer_heads * head_dim}});
+    compressor(p + "indexer_", head_dim);
+  }
+}
+
+}  // namespace
+
+std::optional<SyntheticSpec> synthetic_preset(const std::string& name) {
+  for (const Preset& p : presets())
+    if (name == p.name) return p.spec;
+  return std::nullopt;
+}
+
+std::vector<std::string> synthetic_preset_names() {
+  std::vector<std::string> names;
+  for (const Preset& p : presets()) names.push_back(p.name);
+  return names;
+}
+
+Status write_synthetic_model(const SyntheticSpec& given, const std::string& path, ThreadPool& pool,
+                             const QuantizeProgress& progress) {
+  SyntheticSpec spec = given;
+  if (spec.arch == "deepseek4") spec.n_expert_shared = std::max(1, spec.n_expert_shared);  // V4 always has one
+  const bool deepseek = spec.arch == "deepseek2", deepseek4 = spec.arch == "deepseek4";
+  const bool gemma3 = spec.arch == "gemma3";
+  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4;
+  if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe && !gemma3)
+    return Status::error("arch: '" + spec.arch +
+                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4 or gemma3)");
+  if (gemma3 && (spec.sliding_window <= 0 || spec.sliding_pattern <= 0 || spec.rope_scale < 0 || spec.logit_softcap < 0))
+    return Status::error("gemma3 needs a positive sliding window and pattern (rope scale and soft cap 0 or positive)");
+  if (spec.n_embd <= 0 || spec.n_layer <= 0 || spec.n_head <= 0 || spec.n_head_kv <= 0 ||
+      spec.n_head % spec.n_head_kv != 0)
+    return Status::error("dimensions: embd, layers, heads must be positive and kv-heads must divide heads");
+  if (moe && (spec.n_expert <= 0 || spec.n_expert_used <= 0 || spec.n_expert_used > spec.n_expert || spec.n_ff_expert <= 0))
+    return Status::error(spec.arch + " needs --experts, --experts-used (<= experts) and --ff-expert");
+  if ((!moe || deepseek) && spec.n_ff <= 0) return Status::error("ff: must be positive");
+  const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
+  if (head_dim <= 0 || head_dim % 2 != 0) return Status::error("head dim: must be positive and even");
+  if (deepseek && (spec.kv_lora_rank <= 0 || spec.rope_dim <= 0 || spec.rope_dim % 2 != 0 || spec.head_dim_v <= 0 ||
+                   spec.q_lora_rank < 0 || spec.n_layer_dense_lead < 0 || spec.n_layer_dense_lead > spec.n_layer))
+    return Status::error("deepseek2 needs a kv-lora rank, an even rope dim, a value dim and at most layers dense layers");
+  if (spec.n_nextn_layer < 0 || (spec.n_nextn_layer > 0 && !deepseek))
+    return Status::error("nextn layers: only deepseek2 has multi-token-prediction blocks");
+  const int n_blocks = spec.n_layer + spec.n_nextn_layer;
+  const Deepseek4Shape ds4 = deepseek4_shape(spec, head_dim);
+
+  gguf::GgufWriter out;
+  const std::string a = spec.arch + ".";
+  out.set_string("general.architecture", spec.arch);
+  out.set_string("general.name", spec.name);
+  out.set_u32(a + "context_length", spec.n_ctx);
+  out.set_u32(a + "embedding_length", spec.n_embd);
+  out.set_u32(a + "block_count", n_blocks);
+  out.set_u32(a + "feed_forward_length", moe && !deepseek ? spec.n_ff_expert : spec.n_ff);
+  out.set_u32(a + "attention.head_count", spec.n_head);
+  out.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  out.set_f32(a + "rope.freq_base", spec.rope_base);
+  if (deepseek) {
+    // The cache's row (latent + RoPE key, one KV head), then the heads'.
+    out.set_u32(a + "attention.head_count_kv", 1);
+    out.set_u32(a + "attention.key_length", spec.kv_lora_rank + spec.rope_dim);
+    out.set_u32(a + "attention.value_length", spec.kv_lora_rank);
+    out.set_u32(a + "attention.key_length_mla", head_dim + spec.rope_dim);
+    out.set_u32(a + "attention.value_length_mla", spec.head_dim_v);
+    out.set_u32(a + "rope.dimension_count", spec.rope_dim);
+    // 0 without a low-rank query, as DeepSeek-V2-Lite's files say (llama.cpp
+    // requires the key).
+    out.set_u32(a + "attention.q_lora_rank", spec.q_lora_rank);
+    out.set_u32(a + "attention.kv_lora_rank", spec.kv_lora_rank);
+    out.set_u32(a + "leading_dense_block_count", spec.n_layer_dense_lead);
+    if (spec.n_nextn_layer > 0) out.set_u32(a + "nextn_predict_layers", spec.n_nextn_layer);
+    out.set_u32(a + "expert_shared_count", spec.n_expert_shared);
+    out.set_f32(a + "expert_weights_scale", spec.expert_weights_scale);
+    out.set_bool(a + "expert_weights_norm", spec.sigmoid_gating);
+    out.set_u32(a + "expert_gating_func", spec.sigmoid_gating ? 2 : 1);
+    if (spec.n_expert_groups > 0) {
+      out.set_u32(a + "expert_group_count", spec.n_expert_groups);
+      out.set_u32(a + "expert_group_used_count", spec.n_expert_groups_used);
+    }
+  } else if (deepseek4) {
+    write_deepseek4_metadata(spec, ds4, head_dim, out);
+  } else {
+    out.set_u32(a + "attention.head_count_kv", spec.n_head_kv);
+    out.set_u32(a + "attention.key_length", head_dim);
+    out.set_u32(a + "attention.value_length", head_dim);
+  }
+  if (gemma3) {
+    out.set_u32(a + "attention.sliding_window", spec.sliding_window);
+    out.set_u32(a + "attention.sliding_window_pattern", spec.sliding_pattern);
+    out.set_f32(a + "rope.freq_base_swa", spec.rope_base_swa);
+    if (spec.rope_scale > 0) {
+      out.set_string(a + "rope.scaling.type", "linear");
+      out.set_f32(a + "rope.scaling.factor", spec.rope_scale);
+    }
+    if (spec.logit_softcap > 0) out.set_f32(a + "final_logit_softcapping", spec.logit_softcap);
+  }
+  if (moe) {
+    out.set_u32(a + "expert_count", spec.n_expert);
+    out.set_u32(a + "expert_used_count", spec.n_expert_used);
+    out.set_u32(a + "expert_feed_forward_length", spec.n_ff_expert);
+  }
+  out.set_u32("general.file_type", llama_file_type(spec.mix));
+  out.set_u32("general.quantization_version", 2);
+  int n_vocab = 0;
+  if (Status s = write_vocabulary(spec, out, n_vocab); !s.ok()) return s;
+
+  // (name, dims innermost first); 1-D tensors are norms (ones) or biases (zeros).
+  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
+  const int64_t d = spec.n_embd, q = int64_t{spec.n_head} * head_dim, kv = int64_t{spec.n_head_kv} * head_dim;
+  tensors.push_back({"token_embd.weight", {d, n_vocab}});
+  tensors.push_back({"output_norm.weight", {d}});
+  if (!spec.tied_output) tensors.push_back({"output.weight", {d, n_vocab}});
+  if (deepseek4) {
+    tensors.push_back({"output_hc_fn.weight", {4 * d, 4}});
+    tensors.push_back({"output_hc_base.weight", {4}});
+    tensors.push_back({"output_hc_scale.weight", {1}});
+  }
+  for (int i = 0; i < n_blocks; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    if (i >= spec.n_layer) {
+      tensors.push_back({p + "nextn.eh_proj.weight", {2 * d, d}});
+      tensors.push_back({p + "nextn.enorm.weight", {d}});
+      tensors.push_back({p + "nextn.hnorm.weight", {d}});
+      tensors.push_back({p + "nextn.shared_head_norm.weight", {d}});
+    }
+    tensors.push_back({p + "attn_norm.weight", {d}});
+    if (deepseek) {
+      add_latent_attention(spec, p, head_dim, tensors);
+    } else if (deepseek4) {
+      add_deepseek4_attention(spec, ds4, i, p, head_dim, tensors);
+    } else {
+      tensors.push_back({p + "attn_q.weight", {d, q}});
+      tensors.push_back({p + "attn_k.weight", {d, kv}});
+      tensors.push_back({p + "attn_v.weight", {d, kv}});
+      tensors.push_back({p + "attn_output.weight", {q, d}});
+    }
+    if (spec.arch == "qwen2") {
+      tensors.push_back({p + "attn_q.bias", {q}});
+      tensors.push_back({p + "attn_k.bias", {kv}});
+      tensors.push_back({p + "attn_v.bias", {kv}});
+    }
+    if (spec.arch == "qwen3" || spec.arch == "qwen3moe" || gemma3) {
+      tensors.push_back({p + "attn_q_norm.weight", {head_dim}});
+      tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
+    }
+    if (gemma3) tensors.push_back({p + "post_attention_norm.weight", {d}});
+    tensors.push_back({p + "ffn_norm.weight", {d}});
+    if (gemma3) tensors.push_back({p + "post_ffw_norm.weight", {d}});
+    if (moe && (!deepseek || i >= spec.n_layer_dense_lead)) {
+      const int64_t e = spec.n_expert, f = spec.n_ff_expert, shared = f * spec.n_expert_shared;
+      tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});
+      if (deepseek4 && i < ds4.hash_layers) tensors.push_back({p + "ffn_gate_tid2eid.weight", {spec.n_expert_used, n_vocab}});
+      if (spec.sigmoid_gating || (deepseek4 && i >= ds4.hash_layers)) tensors.push_back({p + "exp_probs_b.bias", {e}});
+      tensors.push_back({p + "ffn_gate_exps.weight", {d, f, e}});
+      tensors.push_back({p + "ffn_up_exps.weight", {d, f, e}});
+      tensors.push_back({p + "ffn_down_exps.weight", {f, d, e}});
+      if (shared > 0) {
+        tensors.push_back({p + "ffn_gate_shexp.weight", {d, shared}});
+        tensors.push_back({p + "ffn_up_shexp.weight", {d, shared}});
+        tensors.push_back({p + "ffn_down_shexp.weight", {shared, d}});
+      }
+    } else {
+      tensors.push_back({p + "ffn_gate.weight", {d, spec.n_ff}});
+      tensors.push_back({p + "ffn_up.weight", {d, spec.n_ff}});
+      tensors.push_back({p + "ffn_down.weight", {int64_t{spec.n_ff}, d}});
+    }
+  }
+
+  // Weights are generated while the file is written, one slice at a time.
+  const TensorContext ctx{n_blocks, spec.n_expert, spec.tied_output, spec.n_head / std::max(1, spec.n_head_kv)};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& [name, dims] = tensors[i];
+    if (name.ends_with("ffn_gate_tid2eid.weight")) {
+      // Hash routing: token t goes to experts t, t + 1, ... (mod n_expert).
+      std::vector<int32_t> ids;
+      for (int64_t t = 0; t < dims[1]; ++t)
+        for (int64_t j = 0; j < dims[0]; ++j) ids.push_back(static_cast<int32_t>((t + j) % spec.n_expert));
+      if (Status s = out.add_tensor(name, TensorType::I32, dims, ids.data(), ids.size() * sizeof(int32_t)); !s.ok())
+        return s;
+      continue;
+    }
+    const int64_t cols = dims[0];
+    int64_t rows = 1;
+    for (size_t k = 1; k < dims.size(); ++k) rows *= dims[k];
+    const TensorType type = choose_tensor_type(spec.mix, name, dims, ctx);
+    RowSource source;
+    if (dims.size() == 1) {
+      const float value = name.find(".bias") != std::string::npos ? 0.0f : 1.0f;
+      source = [cols, value](int64_t begin, int64_t end, float* values) {
+        std::fill(values, values + (end - begin) * cols, value);
+      };
+    } else {
+      // Embeddings get a fixed scale; matrices 1/sqrt(fan-in) so activations
+      // neither vanish nor explode through the layers.
+      const float stddev = name == "token_embd.weight" ? 1.0f : 1.0f / std::sqrt(static_cast<float>(cols));
+      const uint64_t seed = hash_name(name, spec.seed);
+      source = [cols, seed, stddev, &pool](int64_t first, int64_t last, float* values) {
+        pool.parallel_for(last - first, [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r)
+            fill_gaussian(&values[r * cols], cols, seed + (first + r) * 0x9E37ull, stddev);
+        });
+      };
+    }
+    // Random weights see no activations to weigh: the types that need an
+    // importance matrix (IQ1, IQ2) get every channel counted the same.
+    RowImportance importance;
+    if (quantize_needs_importance(type))
+      importance = [equal = std::make_shared<std::vector<float>>(cols, 1.0f)](int64_t) { return equal->data(); };
+    auto produce = quantized_rows_producer(type, rows, cols, std::move(source), pool, std::move(importance));
+    auto with_progress = [i, n = tensors.size(), name = name, &progress, produce](const gguf::GgufWriter::Sink& sink) {
+      if (progress) progress(i, n, name);
+      return produce(sink);
+    };
+    if (Status s = out.add_tensor_producer(name, type, dims, row_bytes(type, rows * cols), with_progress); !s.ok())
+      return s;
+  }
+  Status written = out.write(path);
+  if (written.ok() && progress) progress(tensors.size(), tensors.size(), "");
+  return written;
+}
+
+}  // namespace revis

@@ -1,0 +1,74 @@
+// Synthetic models: GGUF files with random weights and the exact layout of a
+// real architecture, for demos, tests and benchmarks without downloads.
+// The same spec and seed always give the same file. Types that need an
+// importance matrix (the IQ1 and IQ2 mixes, MOE-2BIT) weigh every channel
+// the same: random weights have no activations to weigh.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/thread_pool.h"
+#include "revis/status.h"
+#include "tools/quantize.h"
+
+namespace revis {
+
+struct SyntheticSpec {
+  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3
+  std::string name = "synthetic";
+  int n_embd = 256;
+  int n_layer = 2;
+  int n_head = 8;
+  int n_head_kv = 2;
+  int head_dim = 0;            // 0 = n_embd / n_head
+  int n_ff = 768;
+  int n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
+  // deepseek2: latent attention (head_dim is a key's part without RoPE;
+  // n_head_kv is ignored), leading dense layers of n_ff, shared experts,
+  // and the V3 router (sigmoid with a choice bias, expert groups) or V2's.
+  int q_lora_rank = 0, kv_lora_rank = 0, rope_dim = 0, head_dim_v = 0;
+  int n_layer_dense_lead = 1, n_expert_shared = 0, n_expert_groups = 0, n_expert_groups_used = 0;
+  bool sigmoid_gating = false;
+  float expert_weights_scale = 1.0f;
+  // deepseek4: the query bottleneck (q_lora_rank, default n_embd / 2), the
+  // RoPE dims (rope_dim, default a quarter of the head), experts, and at
+  // least one shared expert (one where 0); the rest of its shape is fixed
+  // (synthetic.cpp).
+  // deepseek2: multi-token-prediction blocks after the n_layer (block
+  // n_layer + i, with its nextn.eh_proj, enorm, hnorm and shared_head_norm;
+  // the embedding and the head are the model's).
+  int n_nextn_layer = 0;
+  int n_ctx = 4096;
+  float rope_base = 10000.0f;
+  // gemma3: sliding-window layers (every sliding_pattern-th layer global)
+  // with their own RoPE base, linear RoPE scaling of the global layers
+  // (rope_scale: the factor, 0 = none), and the logits' soft cap (0 = none).
+  int sliding_window = 0, sliding_pattern = 6;
+  float rope_base_swa = 10000.0f, rope_scale = 0.0f, logit_softcap = 0.0f;
+  bool tied_output = false;
+  // Vocabulary: copied from this GGUF's tokenizer.* metadata when set;
+  // otherwise a built-in byte-level vocabulary (one token per byte plus
+  // ChatML specials), padded with unused tokens up to n_vocab.
+  std::string vocab_from;
+  int n_vocab = 0;
+  QuantMix mix = QuantMix::kF16;
+  uint64_t seed = 1;
+};
+
+// Named shapes of real models: "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b",
+// "qwen3-4b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3-small" (a
+// V3-style router and latent attention at 1.4B), "deepseek-v4-tiny" (V4
+// Flash's layout at a few MB), "gemma-3-4b", "tiny" (a few MB, for the
+// demo) and "gemma3-small" (a few MB: six layers, the last global, window
+// 32; what `--arch gemma3` alone makes).
+std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
+std::vector<std::string> synthetic_preset_names();
+
+// Writes the model; progress reports (tensors done, total, name).
+Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path, ThreadPool& pool,
+                             const QuantizeProgress& progress);
+
+}  // namespace revis
