@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "gguf/gguf_writer.h"
-#include "model/quantize.h"
-#include "model/synthetic.h"
+#include "tools/quantize.h"
+#include "tools/synthetic.h"
 #include "revis/draft.h"
 #include "revis/engine.h"
 #include "support/active_bytes.h"

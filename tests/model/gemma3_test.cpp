@@ -14,7 +14,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "model/config.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 #include "revis/engine.h"
 #include "support/testdata.h"
 
