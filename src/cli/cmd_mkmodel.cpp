@@ -14,8 +14,10 @@ struct MkmodelArgs {
 
 int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
   SyntheticSpec spec = args.spec;
-  // gemma3 alone: its miniature, whose window and pattern make both kinds of layer.
-  if (args.like.empty() && spec.arch == "gemma3") args.like = "gemma3-small";
+  // An architecture alone: its miniature where the defaults are not enough
+  // (the other flags still apply to it).
+  if (args.like.empty())
+    if (auto miniature = synthetic_miniature(spec.arch)) args.like = *miniature;
   if (!args.like.empty()) {
     std::optional<SyntheticSpec> preset = synthetic_preset(args.like);
     if (!preset) {
@@ -35,6 +37,9 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     if (given("--ff")) merged.n_ff = spec.n_ff;
     if (given("--vocab")) merged.n_vocab = spec.n_vocab;
     if (given("--nextn")) merged.n_nextn_layer = spec.n_nextn_layer;
+    if (given("--experts")) merged.n_expert = spec.n_expert;
+    if (given("--experts-used")) merged.n_expert_used = spec.n_expert_used;
+    if (given("--ff-expert")) merged.n_ff_expert = spec.n_ff_expert;
     if (given("--sliding-window")) merged.sliding_window = spec.sliding_window;
     if (given("--sliding-pattern")) merged.sliding_pattern = spec.sliding_pattern;
     if (given("--softcap")) merged.logit_softcap = spec.logit_softcap;
@@ -64,9 +69,10 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   SyntheticSpec& s = args->spec;
   cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
   cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b, "
-                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-tiny, gemma-3-4b, gemma3-small");
+                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-tiny, gemma-3-4b, gemma3-small, qwen3moe-tiny, "
+                  "deepseek2-tiny");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
-  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3, qwen3moe, deepseek2 (use --like), deepseek4 or gemma3")
+  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4 or gemma3 (alone: a small file)")
       ->capture_default_str();
   cmd->add_option("--embd", s.n_embd, "Embedding width")->capture_default_str();
   cmd->add_option("--layers", s.n_layer, "Number of blocks")->capture_default_str();

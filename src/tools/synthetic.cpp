@@ -59,6 +59,16 @@ std::vector<Preset> presets() {
                               .n_head = 4, .head_dim = 64, .n_expert = 8, .n_expert_used = 2, .n_ff_expert = 256,
                               .q_lora_rank = 96, .rope_dim = 16, .n_expert_shared = 1,
                               .expert_weights_scale = 2.5f, .vocab_from = {}, .n_vocab = 1024};
+  // Miniatures of the mixtures of experts, for `--arch NAME` alone: two
+  // blocks (deepseek2's first dense, as its real ones), 8 experts, 2 used.
+  SyntheticSpec qwen3moe_tiny = make("qwen3moe", "qwen3moe-tiny", 256, 2, 4, 2, 64, 0, 0, 1e6f, true);
+  qwen3moe_tiny.n_expert = 8;
+  qwen3moe_tiny.n_expert_used = 2;
+  qwen3moe_tiny.n_ff_expert = 256;
+  const SyntheticSpec deepseek2_tiny{.arch = "deepseek2", .name = "deepseek2-tiny", .n_embd = 256, .n_layer = 2,
+                                     .n_head = 4, .head_dim = 64, .n_ff = 768, .n_expert = 8, .n_expert_used = 2,
+                                     .n_ff_expert = 256, .kv_lora_rank = 128, .rope_dim = 32, .head_dim_v = 64,
+                                     .n_expert_shared = 1, .vocab_from = {}, .n_vocab = 0};
   // Gemma 3 4B: 34 layers, 5 local (window 1024, base 10000) to each
   // global one (base 1e6, linear scaling by 8), head width 256 (8 heads of
   // 256 over a width of 2560), tied output.
@@ -74,6 +84,8 @@ std::vector<Preset> presets() {
   return {
       {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
       {"gemma3-small", gemma3_small},
+      {"qwen3moe-tiny", qwen3moe_tiny},
+      {"deepseek2-tiny", deepseek2_tiny},
       {"gemma-3-4b", gemma3_4b},
       {"llama-3.2-1b", make("llama", "llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 500000.f, true)},
       {"llama-3.1-8b", make("llama", "llama-3.1-8b", 4096, 32, 32, 8, 128, 14336, 128256, 500000.f, false)},
@@ -269,6 +281,14 @@ std::optional<SyntheticSpec> synthetic_preset(const std::string& name) {
   for (const Preset& p : presets())
     if (name == p.name) return p.spec;
   return std::nullopt;
+}
+
+std::optional<std::string> synthetic_miniature(const std::string& arch) {
+  if (arch == "gemma3") return "gemma3-small";
+  if (arch == "qwen3moe") return "qwen3moe-tiny";
+  if (arch == "deepseek2") return "deepseek2-tiny";
+  if (arch == "deepseek4") return "deepseek-v4-tiny";
+  return std::nullopt;  // llama, qwen2, qwen3: the defaults of SyntheticSpec are small already
 }
 
 std::vector<std::string> synthetic_preset_names() {

@@ -62,9 +62,12 @@ struct SyntheticSpec {
 // "qwen3-4b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3-small" (a
 // V3-style router and latent attention at 1.4B), "deepseek-v4-tiny" (V4
 // Flash's layout at a few MB), "gemma-3-4b", "tiny" (a few MB, for the
-// demo) and "gemma3-small" (a few MB: six layers, the last global, window
-// 32; what `--arch gemma3` alone makes).
+// demo), "gemma3-small" (a few MB: six layers, the last global, window
+// 32), "qwen3moe-tiny" and "deepseek2-tiny" (a few MB each).
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
+// The preset `--arch NAME` alone makes for an architecture whose defaults
+// are not enough (experts, windows, compression), or none.
+std::optional<std::string> synthetic_miniature(const std::string& arch);
 std::vector<std::string> synthetic_preset_names();
 
 // Writes the model; progress reports (tensors done, total, name).
