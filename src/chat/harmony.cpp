@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_reader.h"
+
 namespace revis::node {
 namespace {
 
@@ -63,9 +65,9 @@ ReasoningDelta HarmonySplitter::finish(std::string_view id_seed, std::vector<Too
   }
   pending_.clear();
   for (auto& [name, body] : calls_) {
-    const auto args = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (args.is_object()) {
-      calls.push_back({tool_call_id(ToolFormat::kHarmony, id_seed, calls.size()), name, args.dump()});
+    const auto args = read_ordered_json(body, kMaxToolCallDepth);
+    if (args.ok() && args->is_object()) {
+      calls.push_back({tool_call_id(ToolFormat::kHarmony, id_seed, calls.size()), name, args->dump()});
     } else {
       out.content += body;
     }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_reader.h"
 #include "chat/harmony.h"
 #include "chat/reasoning_split.h"
 #include "grammar/json_schema.h"
@@ -37,10 +38,13 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, s.find_last_not_of(kSpace) + 1 - b);
 }
 
+// A model's answer is read like a client's JSON (base/json_reader.h):
+// linear in its length, and no deeper than what templates and dump() may
+// walk.
 std::optional<ordered_json> parse_json(std::string_view text) {
-  ordered_json j = ordered_json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
+  auto j = read_ordered_json(text, kMaxToolCallDepth);
+  if (!j.ok()) return std::nullopt;
+  return std::move(*j);
 }
 
 // Where the JSON object or array opening at s[0] ends (one past its closing

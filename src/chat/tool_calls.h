@@ -54,6 +54,10 @@
 
 namespace revis::node {
 
+// A call's arguments nest at most this deep in a model's answer: deeper
+// ones are read as text, not as a call.
+inline constexpr int kMaxToolCallDepth = 128;
+
 enum class ToolFormat {
   kHermes, kLlama3, kMistral, kDeepSeek, kXmlFunction, kGlm, kKimi, kCommandR, kFunctionary, kHarmony
 };

@@ -51,6 +51,20 @@ TEST(ToolCalls, HermesQwen) {
   EXPECT_EQ(parse_tool_calls(ToolFormat::kHermes, "Just text.", "c").content, "Just text.");
 }
 
+// Arguments nested past kMaxToolCallDepth are text, not a call; within it,
+// a call.
+TEST(ToolCalls, ArgumentsNestedTooDeepStayText) {
+  const auto answer = [](int depth) {
+    std::string arguments;
+    for (int i = 0; i < depth; ++i) arguments += "{\"a\": ";
+    arguments += "1" + std::string(depth, '}');
+    return "<tool_call>{\"name\": \"f\", \"arguments\": " + arguments + "}</tool_call>";
+  };
+  EXPECT_TRUE(parse_tool_calls(ToolFormat::kHermes, answer(100'000), "c").calls.empty());
+  const ParsedAnswer inside = parse_tool_calls(ToolFormat::kHermes, answer(kMaxToolCallDepth - 2), "c");
+  ASSERT_EQ(inside.calls.size(), 1u);
+}
+
 TEST(ToolCalls, Llama3Json) {
   const ParsedAnswer a = parse_tool_calls(
       ToolFormat::kLlama3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 3}}", "c");
