@@ -3,12 +3,14 @@
 // be formatted, whose every getter answers (value or error) for every key,
 // and whose every tensor's first and last data byte can be read. The input is
 // parsed from a heap copy, so AddressSanitizer reports any tensor extent or
-// string that reaches past the bytes actually given.
+// string that reaches past the bytes actually given. The model
+// configuration is then read from it, which must succeed or say why.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "gguf/gguf.h"
+#include "model/config.h"
 
 namespace {
 
@@ -79,6 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     call_every_getter(file, kv.key);
   }
   call_every_getter(file, "no such key");
+  // The model's keys, every architecture's checks (deepseek4's compression
+  // ratios and indexer, gemma3's window, ...): a config or a message.
+  if (auto config = revis::read_model_config(file); !config.ok() && config.status().message().empty()) __builtin_trap();
 
   volatile uint8_t sink = 0;
   for (const TensorInfo& t : file.tensors()) {

@@ -86,6 +86,11 @@ if $fuzzers; then
   trap 'rm -rf "$corpus"' EXIT
   mkdir -p "$corpus/gguf" "$corpus/tokenizer" "$corpus/checkpoint" "$corpus/ticket" "$corpus/request_guard" "$corpus/openai_chat" "$corpus/jinja" "$corpus/imatrix" "$corpus/kld_base" "$corpus/grammar" "$corpus/hub"
   cp "$testdata"/quant/*.gguf "$corpus/gguf/"
+  # The headers of architectures with keys of their own (the fuzzer reads
+  # each input's model configuration too); their tensors lie past -max_len.
+  head -c 65536 "$testdata"/deepseek4/models/deepseek4-Q8_0.gguf >"$corpus/gguf/deepseek4.gguf"
+  head -c 65536 "$testdata"/deepseek2/models/deepseek2-Q8_0.gguf >"$corpus/gguf/deepseek2.gguf"
+  head -c 65536 tests/testdata/gemma3/models/gemma3-Q8_0.gguf >"$corpus/gguf/gemma3.gguf"
   cp "$testdata"/moe2bit/imatrix/*.gguf "$corpus/imatrix/"
   # A KL-divergence base of 1 chunk of 4 tokens over a vocabulary of 4: its one scored row is uniform.
   printf 'REVISKLD\x01\0\0\0\x04\0\0\0\x04\0\0\0\x01\0\0\0\0\0\0\0\x01\0\0\0\x02\0\0\0\x03\0\0\0\0\0\x80\xbf\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' \
