@@ -3,11 +3,15 @@
 // cluster"): the catalogue once, the cluster view at once, on every change
 // of this node and every heartbeat, and an update of each ticket this node
 // accepted whenever its state changes (queued, running, done, failed).
-// The dispatcher knows all of it; this file keeps the subscribers and
-// writes the events.
+// The feed keeps the subscribers and makes the events from the ticket book
+// (the dispatcher's records), the dispatcher's waiting line and the peer
+// set.
 //
-// Thread-safety: none of its own; the dispatcher calls it with its mutex
-// held. Sending only queues (ClientLink::send).
+// Thread-safety: any thread; mu_ guards the subscribers. What reads the
+// book REQUIRES its lock (book.mu), held by the dispatcher, so that the
+// events about its tickets go out in the order their changes were made
+// (order: book, then mu_, then the peer set's). Sending only queues
+// (ClientLink::send), so it is done under mu_.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +22,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
+#include "fabric/peer_set.h"
+#include "fabric/ticket_record.h"
+#include "node/node.h"
+#include "node/ticket_book.h"
 #include "node/ticket_desk.h"
 
 namespace revis::fabric {
@@ -35,23 +44,38 @@ struct TicketView {
 
 class ClusterFeed {
  public:
-  bool empty() const { return subscribers_.empty(); }
-  // Adds a subscriber (once) and sends it the catalogue: `catalog` is its
-  // canonical JSON, `digest` the digest of that.
-  void add(const std::shared_ptr<node::ClientLink>& link, const std::string& digest, const std::string& catalog);
-  void remove(const std::shared_ptr<node::ClientLink>& link);
-  void clear() { subscribers_.clear(); }
+  ClusterFeed(const node::Node& node, const PeerSet& peers);
+
+  // Adds a subscriber (once) and sends it the catalogue, the cluster view
+  // and the most recent tickets of `book`.
+  void add(const std::shared_ptr<node::ClientLink>& link, const node::TicketBook& book, size_t waiting,
+           const std::string& running_label) REQUIRES(book.mu) EXCLUDES(mu_);
+  void remove(const std::shared_ptr<node::ClientLink>& link) EXCLUDES(mu_);
+  void clear() EXCLUDES(mu_);
+
+  // GET /v1/revis/cluster's object: the nodes (PeerSet::cluster_nodes),
+  // `waiting` tickets in the dispatcher's own line, and those of `book`.
+  nlohmann::json cluster_view(const node::TicketBook& book, size_t waiting) const REQUIRES(book.mu);
+  // The view, to every subscriber.
+  void publish_cluster(const node::TicketBook& book, size_t waiting) const REQUIRES(book.mu) EXCLUDES(mu_);
+  // A ticket's state, to every subscriber: `running_label` is the
+  // executor's current job, as last seen.
+  void publish(const TicketRecord& rec, const std::string& running_label) const EXCLUDES(mu_);
 
   // {"type":"cluster","view":VIEW}: `view` is GET /v1/revis/cluster's object.
   static std::string cluster_event(const nlohmann::json& view);
   // {"type":"ticketUpdate","ticket":{...}}.
   static std::string ticket_event(const TicketView& ticket);
 
-  // To every subscriber.
-  void send(const std::string& event) const;
-
  private:
-  std::vector<std::shared_ptr<node::ClientLink>> subscribers_;
+  TicketView view_of(const TicketRecord& rec, const std::string& running_label) const;
+  bool empty() const EXCLUDES(mu_);
+  void send(const std::string& event) const EXCLUDES(mu_);
+
+  const node::Node& node_;
+  const PeerSet& peers_;
+  mutable Mutex mu_;
+  std::vector<std::shared_ptr<node::ClientLink>> subscribers_ GUARDED_BY(mu_);
 };
 
 }  // namespace revis::fabric

@@ -11,7 +11,8 @@
 // survives the process being killed (kill -9); only a power cut may lose
 // the last few.
 //
-// Thread-safety: none; the dispatcher calls it under its own lock.
+// Thread-safety: none; the ticket journal (fabric/ticket_journal.h) calls it
+// under its own lock.
 #pragma once
 
 #include <cstdint>
