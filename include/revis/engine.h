@@ -6,12 +6,18 @@
 //   int32_t next = sampler.sample(session->logits());
 //   session->eval({&next, 1});             // one decoding step
 //
-// An Engine is immutable after load and owns the weights (mmapped, never
-// copied), the tokenizer and the thread pool. A Session owns one KV cache and
-// the token history. Sessions share the engine's thread pool, so only one
-// session evaluates at a time (revis runs one inference per machine); calls on
-// one Session must come from one thread at a time. Errors are returned as
-// Status values, never thrown.
+// An Engine is immutable after load and owns the weights (EngineOptions::
+// weights says how they are held), the tokenizer and the thread pool. A
+// Session owns one KV cache and the token history. Sessions share the
+// engine's thread pool, so one forward pass runs at a time (revis runs one
+// inference per machine); several sessions share that pass through
+// Engine::eval_batch. Calls on one Session must come from one thread at a
+// time. Errors are returned as Status values, never thrown.
+//
+// Batch invariance: a token's logits and KV rows are the same bits however
+// it is evaluated: alone or in a batch beside other sessions, in a prompt
+// of any length or chunking, or decoded one token at a time. So a session
+// may resume from any prefix of an earlier one (engine/session_pool.h).
 #pragma once
 
 #include <cstdint>
@@ -130,6 +136,21 @@ class Engine {
   // A new session with an empty KV cache of info().n_ctx tokens.
   std::unique_ptr<Session> new_session();
 
+  // One session's share of eval_batch: as session->eval(tokens, all_logits).
+  struct BatchItem {
+    Session* session = nullptr;
+    std::span<const int32_t> tokens;
+    bool all_logits = false;
+  };
+  // Runs every item as its Session::eval would, in one pass over the
+  // weights: each matrix is read once per 256 tokens of the whole batch
+  // instead of once per session, which is what makes several sequences
+  // decode at nearly the speed of one where reading the weights is the
+  // bottleneck. Each session ends exactly as after its own eval (batch
+  // invariance, above). Fails, changing no session, when an item's eval
+  // would fail or two items name one session.
+  Status eval_batch(std::span<const BatchItem> items);
+
  private:
   friend class Session;
   friend Result<std::unique_ptr<Drafter>> mtp_drafter(const Engine& target);  // runs the model's nextn block
@@ -147,11 +168,6 @@ class Session {
   // logits(0), the row after the last token. Fails (changing nothing) when
   // the context would overflow or an id is outside the vocabulary.
   Status eval(std::span<const int32_t> tokens, bool all_logits = false);
-  // As eval with all_logits, but every row, and every KV row, bit-identical
-  // to evaluating the tokens one eval at a time, as decoding does (the
-  // weights are still read once): how speculative decoding verifies a draft
-  // without changing the output.
-  Status eval_stepwise(std::span<const int32_t> tokens);
   std::span<const float> logits(int row = 0) const;
   int n_logit_rows() const;
   // Appends tokens as eval() does, but instead of logits returns the mean,
@@ -200,7 +216,8 @@ class Session {
   friend class Engine;
   struct State;
   explicit Session(Engine& engine);
-  Status run(std::span<const int32_t> tokens, bool all_logits, bool stepwise);
+  // After the model evaluated tokens into this session's state: the history.
+  void appended(std::span<const int32_t> tokens, bool all_logits);
   Engine& engine_;
   std::unique_ptr<State> state_;
   std::vector<int32_t> history_;

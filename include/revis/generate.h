@@ -16,8 +16,8 @@
 //
 // With a drafter (speculative decoding), each decoding step evaluates the
 // sampled token together with up to draft_max tokens the drafter guesses
-// will follow (Session::eval_stepwise: logits at every position, each
-// bit-identical to one-token decoding's), and takes the guesses that the
+// will follow (logits at every position, each bit-identical to one-token
+// decoding's: engine.h's batch invariance), and takes the guesses that the
 // sampler confirms in order, so one forward pass may yield several
 // tokens. Greedy output is the same token for token as without a drafter;
 // sampled output keeps the same distribution (Sampler::sample_draft's
@@ -120,9 +120,8 @@ struct GenerateOptions {
   // After every prefill chunk (n_prompt_done grows, n_generated = 0) and
   // every sampled token (n_prompt_done = the prompt's length).
   std::function<void(int n_prompt_done, int n_generated)> on_progress;
-  // Tokens per eval during prefill: the cancellation granularity. Chunks of
-  // a multiple of 64 keep the logits bit-identical to one eval of the whole
-  // prompt (engine/session_pool.h says why).
+  // Tokens per eval during prefill: the cancellation granularity (any size
+  // gives the same logits).
   int prefill_chunk = 256;
   // With a constraint, every step masks the logits with it before sampling
   // and accepts the sampled token; end-of-generation tokens may come only

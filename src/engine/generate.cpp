@@ -123,9 +123,8 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
   result.n_prompt = n_prompt;
   result.cached_tokens = n_cached;
 
-  // Prefill. With a chunk of a multiple of 64 the rows come out
-  // bit-identical to one eval's (the forward pass groups tokens from where
-  // an eval starts: engine/session_pool.h).
+  // Prefill, a chunk per eval (the rows are the same bits however the
+  // prompt is cut: engine.h's batch invariance).
   const auto start = Clock::now();
   const int chunk = std::max(1, options.prefill_chunk);
   result.first_logits_position = n_cached;
@@ -254,7 +253,7 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
       } else {
         batch.assign(1, token);
         batch.insert(batch.end(), drafts.begin(), drafts.end());
-        if (Status s = session.eval_stepwise(batch); !s.ok()) return s;
+        if (Status s = session.eval(batch, /*all_logits=*/true); !s.ok()) return s;
         result.draft_tokens += static_cast<int>(drafts.size());
       }
     }

@@ -35,13 +35,8 @@ namespace {
 // A mixture of experts gains more: each expert meets a chunk's tokens that
 // chose it, 16 on average for 8 of 128 experts.
 //
-// Model::kChunk: a resumed prompt (engine/session_pool.h) restarts at a
-// multiple of 64 tokens and must give the bits a cold prefill gives. Tokens
-// meet the kernels four at a time from the chunk's start, so any chunk that
-// is a multiple of four gives every token the same grouping. Experts group
-// a prompt's tokens by the router's choice instead, so their products take
-// padded groups (matmul.h), in which a token's bits do not depend on the
-// tokens beside it.
+// A chunk may hold several sequences' tokens (a batch): their rows share
+// every matrix product, and each meets its own cache in attention.
 
 // Attention takes a chunk's queries this many at a time: every tile of the
 // cache (below) is read once per block of queries.
@@ -86,6 +81,7 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const gguf::GgufFile>
   model->file_ = std::move(file);
 
   model->set_up_rope_and_scale();
+  model->matmul_.set_stepwise(true);  // batch invariance (model.h)
   return model;
 }
 
@@ -194,28 +190,49 @@ Status Model::check_batch(std::span<const int32_t> tokens, int n_past, const KvC
 }
 
 Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                      std::vector<float>& logits, bool stepwise) {
-  if (Status s = check_batch(tokens, n_past, kv); !s.ok()) return s;
-  const int n = static_cast<int>(tokens.size());
-  const size_t n_vocab = config_.n_vocab;
-  logits.assign((all_logits ? n : 1) * n_vocab, 0.0f);
-  // A decoding step (one token): how its products prefetch is tuned by
+                      std::vector<float>& logits) {
+  const SequenceInput one{tokens, n_past, &kv, all_logits, &logits};
+  return forward({&one, 1}, pool);
+}
+
+Status Model::forward(std::span<const SequenceInput> batch, ThreadPool& pool) {
+  if (batch.empty()) return Status::error("forward: no sequences to evaluate");
+  int total = 0;
+  for (const SequenceInput& seq : batch) {
+    if (Status s = check_batch(seq.tokens, seq.n_past, *seq.kv); !s.ok()) return s;
+    for (const SequenceInput& other : batch)
+      if (&other != &seq && other.kv == seq.kv) return Status::error("forward: two sequences of a batch share a cache");
+    total += static_cast<int>(seq.tokens.size());
+  }
+  for (const SequenceInput& seq : batch)
+    if (seq.logits) seq.logits->assign((seq.all_logits ? seq.tokens.size() : 1) * config_.n_vocab, 0.0f);
+  // A decoding step of one sequence: how its products prefetch is tuned by
   // timing steps.
-  const bool step = n == 1;
+  const bool step = total == 1;
   if (step) matmul_.set_prefetch(prefetch_tuner_.mode());
-  matmul_.set_stepwise(stepwise);
-  prompt_ = !step;
   const auto began = std::chrono::steady_clock::now();
-  for (int start = 0; start < n; start += kChunk) {
-    const int len = std::min(kChunk, n - start);
-    const bool last_chunk = start + len == n;
-    if (!all_logits && !last_chunk) {
-      forward_chunk(tokens.data() + start, len, n_past + start, kv, pool, false, nullptr);
-    } else {
-      float* out = all_logits ? logits.data() + start * n_vocab : logits.data();
-      forward_chunk(tokens.data() + start, len, n_past + start, kv, pool, all_logits, out);
+  // Chunks of up to kChunk tokens, the sequences' tokens one after another
+  // (deepseek4's blocks keep one sequence to a chunk: they walk its cache's
+  // compressor state in order).
+  std::vector<Segment> segments;
+  auto run_chunk = [&] {
+    forward_chunk(chunk_tokens_.data(), static_cast<int>(chunk_tokens_.size()), segments, pool);
+    chunk_tokens_.clear();
+    segments.clear();
+  };
+  for (const SequenceInput& seq : batch) {
+    const int n = static_cast<int>(seq.tokens.size());
+    if (config_.is_deepseek4() && !segments.empty()) run_chunk();
+    for (int first = 0; first < n;) {
+      const int room = kChunk - static_cast<int>(chunk_tokens_.size());
+      const int len = std::min(room, n - first);
+      segments.push_back({seq.kv, seq.n_past + first, static_cast<int>(chunk_tokens_.size()), len, &seq, first});
+      chunk_tokens_.insert(chunk_tokens_.end(), seq.tokens.begin() + first, seq.tokens.begin() + first + len);
+      first += len;
+      if (static_cast<int>(chunk_tokens_.size()) == kChunk) run_chunk();
     }
   }
+  if (!segments.empty()) run_chunk();
   if (step) prefetch_tuner_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   return {};
 }
@@ -227,16 +244,15 @@ Status Model::forward_hidden(std::span<const int32_t> tokens, int n_past, KvCach
     return Status::error("forward_hidden: the sum holds " + std::to_string(sum.size()) + " values, the model's width is " +
                          std::to_string(config_.n_embd));
   const int n = static_cast<int>(tokens.size());
-  matmul_.set_stepwise(false);
-  prompt_ = n > 1;
-  for (int start = 0; start < n; start += kChunk)
-    forward_chunk(tokens.data() + start, std::min(kChunk, n - start), n_past + start, kv, pool, false, nullptr,
-                  sum.data());
+  for (int start = 0; start < n; start += kChunk) {
+    const Segment segment{&kv, n_past + start, 0, std::min(kChunk, n - start)};
+    forward_chunk(tokens.data() + start, segment.n, {&segment, 1}, pool, sum.data());
+  }
   return {};
 }
 
-void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                          float* logits, float* hidden_sum) {
+void Model::forward_chunk(const int32_t* tokens, int n, std::span<const Segment> segments, ThreadPool& pool,
+                          float* hidden_sum) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   x_.resize(static_cast<size_t>(n) * d);
@@ -251,35 +267,70 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   }
 
   if (c.is_deepseek4())
-    deepseek4_blocks(tokens, n, n_past, kv, pool);
+    deepseek4_blocks(tokens, n, segments.front().n_past, *segments.front().kv, pool);
   else
     for (int layer = 0; layer < c.n_layer; ++layer)
-      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, n_past, kv, pool);
+      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, segments, pool);
 
   // The final hidden states norm(x): of every token where a
   // multi-token-prediction drafter reads them or the embeddings sum them,
   // else of the tokens whose logits are asked for.
-  if (!hidden_rows_ && !hidden_sum && !logits) return;
-  const int first = hidden_rows_ || hidden_sum || all_logits ? 0 : n - 1;
-  for (int t = first; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
-  if (hidden_rows_) {
-    const std::vector<float>& rows = c.is_deepseek4() ? copies_ : xb_;
-    const size_t width = c.nextn_hidden_width();
-    std::copy_n(rows.data(), n * width, &hidden_rows_[n_past * width]);
+  for (const Segment& s : segments) {
+    const SequenceInput* seq = s.seq;
+    const bool every_row = hidden_sum || (seq && (seq->hidden_rows || (seq->logits && seq->all_logits)));
+    const bool last_row = seq && seq->logits && s.first + s.n == static_cast<int>(seq->tokens.size());
+    for (int t = every_row ? s.row : last_row ? s.row + s.n - 1 : s.row + s.n; t < s.row + s.n; ++t)
+      rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
+    if (seq && seq->hidden_rows) {
+      const std::vector<float>& rows = c.is_deepseek4() ? copies_ : xb_;
+      const size_t width = c.nextn_hidden_width();
+      std::copy_n(&rows[s.row * width], s.n * width, &seq->hidden_rows[s.n_past * width]);
+    }
   }
   if (hidden_sum) {
     for (int t = 0; t < n; ++t) add(hidden_sum, &xb_[t * d], d);
     return;
   }
-  // Output: logits = W_out * norm(x), for every token or only the last.
-  if (!logits) return;
-  const int from = all_logits ? 0 : n - 1;
-  matmul_.run(pool, weights_.output, &xb_[from * d], n - from, d, logits, c.n_vocab);
+  output_logits(segments, pool);
+}
+
+// logits = W_out * norm(x) for the rows whose logits their sequence asks
+// for, gathered so that the output matrix is read once for the chunk.
+void Model::output_logits(std::span<const Segment> segments, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int d = c.n_embd;
+  const size_t n_vocab = c.n_vocab;
+  // The chunk rows asked for, and where each one's logits go.
+  std::vector<std::pair<int, float*>> rows;
+  for (const Segment& s : segments) {
+    const SequenceInput* seq = s.seq;
+    if (!seq || !seq->logits) continue;
+    if (seq->all_logits)
+      for (int i = 0; i < s.n; ++i) rows.push_back({s.row + i, seq->logits->data() + (s.first + i) * n_vocab});
+    else if (s.first + s.n == static_cast<int>(seq->tokens.size()))
+      rows.push_back({s.row + s.n - 1, seq->logits->data()});
+  }
+  if (rows.empty()) return;
+  const int m = static_cast<int>(rows.size());
+  // One run of rows (a single sequence's) goes straight to its logits.
+  bool contiguous = true;
+  for (int i = 1; i < m; ++i)
+    contiguous = contiguous && rows[i].first == rows[0].first + i && rows[i].second == rows[0].second + i * n_vocab;
+  float* out = rows[0].second;
+  if (contiguous) {
+    matmul_.run(pool, weights_.output, &xb_[rows[0].first * d], m, d, out, c.n_vocab);
+  } else {
+    output_in_.resize(static_cast<size_t>(m) * d);
+    output_rows_.resize(m * n_vocab);
+    for (int i = 0; i < m; ++i) std::copy_n(&xb_[rows[i].first * d], d, &output_in_[i * d]);
+    matmul_.run(pool, weights_.output, output_in_.data(), m, d, output_rows_.data(), c.n_vocab);
+    for (int i = 0; i < m; ++i) std::copy_n(&output_rows_[i * n_vocab], n_vocab, rows[i].second);
+  }
   // Soft-capping: cap * tanh(logit / cap).
   if (c.logit_softcap > 0) {
     const float cap = c.logit_softcap;
-    for (float* v = logits; v != logits + static_cast<size_t>(n - from) * c.n_vocab; ++v)
-      *v = std::tanh(*v * (1.0f / cap)) * cap;
+    for (const auto& [row, logits] : rows)
+      for (float* v = logits; v != logits + n_vocab; ++v) *v = std::tanh(*v * (1.0f / cap)) * cap;
   }
 }
 
@@ -287,8 +338,8 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
 // then x += ffn(norm(x)), the FFN of routed experts where `moe`; with
 // gemma3's post norms each branch's output is normed before it is added.
 // The block keeps its keys and values in the cache's layer kv_layer.
-void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, int n_past, KvCache& kv,
-                              ThreadPool& pool) {
+void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n,
+                              std::span<const Segment> segments, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   const int attn_width = c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.head_dim_v);
@@ -296,9 +347,9 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
 
   for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.attn_norm.data(), d, c.rms_eps);
   if (c.is_mla())
-    latent_attention(l, kv_layer, n, n_past, kv, pool);
+    latent_attention(l, kv_layer, n, segments, pool);
   else
-    grouped_query_attention(l, kv_layer, n, n_past, kv, pool);
+    grouped_query_attention(l, kv_layer, n, segments, pool);
   matmul_.run(pool, l.wo, attn_out_.data(), n, attn_width, xb_.data(), d);
   if (c.has_post_norms)
     for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &xb_[t * d], l.attn_post_norm.data(), d, c.rms_eps);
@@ -318,7 +369,7 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
 // Llama/Qwen/Gemma attention: every query head meets the keys and values of
 // its group's KV head, stored per token after RoPE (gemma3's local layers
 // turn with their own).
-void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv,
+void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, std::span<const Segment> segments,
                                     ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
@@ -329,31 +380,36 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, int
   matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
   matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
   const Rope& rope = c.sliding.is_local(layer) ? local_rope_ : rope_;
-  for (int t = 0; t < n; ++t) {
-    float* q = &q_[t * c.q_dim()];
-    float* k = &k_[t * c.kv_dim_k()];
-    float* v = &v_[t * c.kv_dim_v()];
-    if (c.has_qkv_bias) {
-      add(q, l.bq.data(), c.q_dim());
-      add(k, l.bk.data(), c.kv_dim_k());
-      add(v, l.bv.data(), c.kv_dim_v());
+  for (const Segment& s : segments)
+    for (int t = s.row; t < s.row + s.n; ++t) {
+      const int pos = s.n_past + t - s.row;
+      KvCache& kv = *s.kv;
+      float* q = &q_[t * c.q_dim()];
+      float* k = &k_[t * c.kv_dim_k()];
+      float* v = &v_[t * c.kv_dim_v()];
+      if (c.has_qkv_bias) {
+        add(q, l.bq.data(), c.q_dim());
+        add(k, l.bk.data(), c.kv_dim_k());
+        add(v, l.bv.data(), c.kv_dim_v());
+      }
+      for (int h = 0; h < c.n_head; ++h) {
+        float* qh = q + h * c.head_dim_k;
+        if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), c.head_dim_k, c.rms_eps);
+        rope.apply(qh, pos);
+        if (query_scale_ != 1.0f)
+          for (int i = 0; i < c.head_dim_k; ++i) qh[i] *= query_scale_;
+      }
+      for (int h = 0; h < c.n_head_kv; ++h) {
+        float* kh = k + h * c.head_dim_k;
+        if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
+        rope.apply(kh, pos);
+        quantize_row(TensorType::F16, kh, kv.key(layer, h, pos), c.head_dim_k);
+        quantize_row(TensorType::F16, v + h * c.head_dim_v, kv.value(layer, h, pos), c.head_dim_v);
+      }
     }
-    for (int h = 0; h < c.n_head; ++h) {
-      float* qh = q + h * c.head_dim_k;
-      if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), c.head_dim_k, c.rms_eps);
-      rope.apply(qh, n_past + t);
-      if (query_scale_ != 1.0f)
-        for (int i = 0; i < c.head_dim_k; ++i) qh[i] *= query_scale_;
-    }
-    for (int h = 0; h < c.n_head_kv; ++h) {
-      float* kh = k + h * c.head_dim_k;
-      if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
-      rope.apply(kh, n_past + t);
-      quantize_row(TensorType::F16, kh, kv.key(layer, h, n_past + t), c.head_dim_k);
-      quantize_row(TensorType::F16, v + h * c.head_dim_v, kv.value(layer, h, n_past + t), c.head_dim_v);
-    }
-  }
-  attend(layer, n, n_past, kv, pool, q_.data(), attn_out_.data());
+  for (const Segment& s : segments)
+    attend(layer, s.n, s.n_past, *s.kv, pool, &q_[static_cast<size_t>(s.row) * c.q_dim()],
+           &attn_out_[static_cast<size_t>(s.row) * c.n_head * c.head_dim_v]);
 }
 
 // DeepSeek's multi-head latent attention, in the absorbed form. A token
@@ -366,7 +422,8 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, int
 // the attention-weighted latent, taken out of it by attn_v_b once per
 // token. All heads share the one cached row, as in grouped attention with
 // a single KV head.
-void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool) {
+void Model::latent_attention(const LayerWeights& l, int layer, int n, std::span<const Segment> segments,
+                             ThreadPool& pool) {
   const ModelConfig& c = config_;
   const Mla& m = c.mla;
   const int d = c.n_embd, heads = c.n_head, latent = m.kv_lora_rank, row = c.head_dim_k, hq = c.head_dim_q();
@@ -388,36 +445,41 @@ void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past
   // The cached row: [norm(latent) | RoPE(shared key)].
   k_.resize(static_cast<size_t>(n) * row);
   matmul_.run(pool, l.wkv_a, xb_.data(), n, d, k_.data(), row);
-  for (int t = 0; t < n; ++t) {
-    float* kr = &k_[static_cast<size_t>(t) * row];
-    rms_norm(kr, kr, l.kv_a_norm.data(), latent, c.rms_eps);
-    rope_.apply(kr + latent, n_past + t);
-    quantize_row(TensorType::F16, kr, kv.key(layer, 0, n_past + t), row);
-  }
+  for (const Segment& s : segments)
+    for (int t = s.row; t < s.row + s.n; ++t) {
+      float* kr = &k_[static_cast<size_t>(t) * row];
+      rms_norm(kr, kr, l.kv_a_norm.data(), latent, c.rms_eps);
+      rope_.apply(kr + latent, s.n_past + t - s.row);
+      quantize_row(TensorType::F16, kr, s.kv->key(layer, 0, s.n_past + t - s.row), row);
+    }
 
   // Absorbed queries: per head [Wk_b_h^T q_nope | RoPE(q_rope)], times the
   // position's temperature where the model has one.
   q_latent_.resize(static_cast<size_t>(n) * heads * row);
   for (int h = 0; h < heads; ++h)
     matmul_.run(pool, l.wk_b.slice(h), &q_[h * hq], n, c.q_dim(), &q_latent_[h * row], int64_t{heads} * row);
-  for (int t = 0; t < n; ++t)
-    for (int h = 0; h < heads; ++h) {
-      float* q_rope = &q_[static_cast<size_t>(t) * c.q_dim() + h * hq + m.head_dim_nope];
-      rope_.apply(q_rope, n_past + t);
-      std::copy_n(q_rope, c.rope_dims, &q_latent_[(static_cast<size_t>(t) * heads + h) * row + latent]);
-    }
-  if (c.attn_temp_scale != 0)
-    for (int t = 0; t < n; ++t) {
-      const float temperature = static_cast<float>(
-          std::log(std::floor(static_cast<double>(n_past + t) / c.attn_temp_length) + 1.0) * c.attn_temp_scale + 1.0);
-      float* q = &q_latent_[static_cast<size_t>(t) * heads * row];
-      for (int i = 0; i < heads * row; ++i) q[i] *= temperature;
+  for (const Segment& s : segments)
+    for (int t = s.row; t < s.row + s.n; ++t) {
+      const int pos = s.n_past + t - s.row;
+      for (int h = 0; h < heads; ++h) {
+        float* q_rope = &q_[static_cast<size_t>(t) * c.q_dim() + h * hq + m.head_dim_nope];
+        rope_.apply(q_rope, pos);
+        std::copy_n(q_rope, c.rope_dims, &q_latent_[(static_cast<size_t>(t) * heads + h) * row + latent]);
+      }
+      if (c.attn_temp_scale != 0) {
+        const float temperature = static_cast<float>(
+            std::log(std::floor(static_cast<double>(pos) / c.attn_temp_length) + 1.0) * c.attn_temp_scale + 1.0);
+        float* q = &q_latent_[static_cast<size_t>(t) * heads * row];
+        for (int i = 0; i < heads * row; ++i) q[i] *= temperature;
+      }
     }
 
   // Attention over the cached rows gives each head a weighted latent; Wv_b
   // takes its value out.
   latent_out_.resize(static_cast<size_t>(n) * heads * latent);
-  attend(layer, n, n_past, kv, pool, q_latent_.data(), latent_out_.data());
+  for (const Segment& s : segments)
+    attend(layer, s.n, s.n_past, *s.kv, pool, &q_latent_[static_cast<size_t>(s.row) * heads * row],
+           &latent_out_[static_cast<size_t>(s.row) * heads * latent]);
   for (int h = 0; h < heads; ++h)
     matmul_.run(pool, l.wv_b.slice(h), &latent_out_[h * latent], n, int64_t{heads} * latent,
                 &attn_out_[h * m.head_dim_v], int64_t{heads} * m.head_dim_v);
@@ -597,10 +659,9 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
   const int d = c.n_embd;
   route(l, n, pool);
 
-  // Each expert runs once over all the tokens routed to it; in a prompt,
-  // each token with the bits it would have in any other grouping.
+  // Each expert runs once over all the tokens routed to it, each token
+  // with the bits it would have in any other grouping (model.h).
   moe_out_.assign(static_cast<size_t>(n) * d, 0.0f);
-  matmul_.set_padded_groups(prompt_);
   for (int e = 0; e < c.n_expert; ++e) {
     const auto& batch = routed_[e];
     if (batch.empty()) continue;
@@ -611,7 +672,6 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
                pool);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
-  matmul_.set_padded_groups(false);
   // Shared experts (DeepSeek): every token passes them, unweighted.
   if (!l.gate_shexp.empty()) {
     gated_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), pool);
