@@ -6,13 +6,15 @@
 //   int32_t next = sampler.sample(session->logits());
 //   session->eval({&next, 1});             // one decoding step
 //
-// An Engine is immutable after load and owns the weights (EngineOptions::
-// weights says how they are held), the tokenizer and the thread pool. A
-// Session owns one KV cache and the token history. Sessions share the
-// engine's thread pool, so one forward pass runs at a time (revis runs one
-// inference per machine); several sessions share that pass through
-// Engine::eval_batch. Calls on one Session must come from one thread at a
-// time. Errors are returned as Status values, never thrown.
+// An Engine is immutable after load and owns the weights (mapped or read
+// into memory of its own: WeightMemory), the vocabulary and the thread pool;
+// front ends reach the vocabulary through its methods (tokenize,
+// token_bytes, ...). A Session owns one KV cache and the token history.
+// Sessions share the engine's thread pool, so one forward pass runs at a
+// time (revis runs one inference per machine); several sessions share that
+// pass through Engine::eval_batch. Calls on one Session must come from one
+// thread at a time. An Engine's const methods may be called from any
+// thread. Errors are returned as Status values, never thrown.
 //
 // Batch invariance: a token's logits and KV rows are the same bits however
 // it is evaluated: alone or in a batch beside other sessions, in a prompt
@@ -23,12 +25,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "revis/status.h"
+#include "revis/text_span.h"
 
 namespace revis {
 
@@ -85,7 +89,7 @@ struct SpecialToken {
 // again themselves.
 struct ModelInfo {
   std::string path;
-  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4"
+  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4", "gemma3"
   std::string name;          // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;
@@ -124,13 +128,29 @@ class Engine {
   ~Engine();
 
   const ModelInfo& info() const;
-  const Tokenizer& tokenizer() const;
 
   // Text -> ids. add_bos as the model's metadata asks: add_bos_default().
+  // parse_special: control-token texts ("<|im_start|>") become those
+  // tokens; otherwise they are tokenized as plain text.
   std::vector<int32_t> tokenize(std::string_view text, bool add_bos, bool parse_special) const;
+  // tokenize() with parse_special, except that no control token is matched
+  // overlapping a `literal` span: a rendered chat prompt whose spans hold
+  // client text (chat/chat_template.h). Without control-token texts in the
+  // spans the ids equal tokenize(text, add_bos, true).
+  std::vector<int32_t> tokenize_template(std::string_view text, bool add_bos,
+                                         std::span<const TextSpan> literal) const;
   bool add_bos_default() const;
-  // The bytes a token stands for (may be part of a UTF-8 character).
-  std::string token_bytes(int32_t id) const;
+  // The bytes a token stands for (may be part of a UTF-8 character); "" for
+  // ids outside the vocabulary. Control tokens give their text only with
+  // render_control, "" otherwise.
+  std::string token_bytes(int32_t id, bool render_control = false) const;
+  // The token's text as the vocabulary spells it ("<|im_end|>", "▁the");
+  // "" for ids outside it.
+  std::string token_text(int32_t id) const;
+  // The id of the token the vocabulary spells exactly `text`.
+  std::optional<int32_t> find_token(std::string_view text) const;
+  // Control (or unknown) tokens: markup such as "<|im_start|>", not text.
+  bool is_control(int32_t id) const;
   bool is_end_of_generation(int32_t id) const;
 
   // A new session with an empty KV cache of info().n_ctx tokens.
@@ -154,6 +174,8 @@ class Engine {
  private:
   friend class Session;
   friend Result<std::unique_ptr<Drafter>> mtp_drafter(const Engine& target);  // runs the model's nextn block
+  // The vocabulary itself, for the engine's own files (engine/engine_impl.h).
+  friend const Tokenizer& engine_tokenizer(const Engine& engine);
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

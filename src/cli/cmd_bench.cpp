@@ -4,7 +4,7 @@
 // JSON object with --json. With --depth D1,D2,... it times prefill and
 // generation at each context depth instead (llama-bench -d): a CSV, or with
 // --json one object whose top-level figures are the deepest depth's. revis bench --matmul TYPES times matrix products alone,
-// without a model (cli/bench_matmul.h). --json-schema FILE times sampled
+// without a model (bench/matmul_bench.h). --json-schema FILE times sampled
 // generation with and without that schema's grammar (bench/grammar_cost.h).
 #include <algorithm>
 #include <charconv>
@@ -18,14 +18,13 @@
 #include "bench/bandwidth.h"
 #include "bench/grammar_cost.h"
 #include "bench/inference.h"
+#include "bench/matmul_bench.h"
 #include "bench/matmul_speed.h"
 #include "bench/stats.h"
-#include "cli/bench_matmul.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "grammar/json_schema.h"
-#include "model/thread_pool.h"
-#include "quant/quant.h"
+#include "revis/kernels.h"
 
 namespace revis::cli {
 namespace {
@@ -138,7 +137,7 @@ std::vector<double> collect(const std::vector<bench::RunTiming>& runs, double (*
 }
 
 // The fields every model's JSON report opens with.
-nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const char* kernels) {
+nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const std::string& kernels) {
   return {{"model", info.path},   {"name", info.name},        {"architecture", info.architecture},
           {"type", weight_label(info)}, {"n_ctx", info.n_ctx}, {"threads", info.n_threads},
           {"kernels", kernels},   {"n", args.n_generate},     {"r", args.repetitions},
@@ -148,7 +147,7 @@ nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const ch
 
 // Speed at context depths (llama-bench -d): per depth, the prefill from
 // empty to that depth and then n generated tokens after it.
-int run_depths(Engine& engine, const BenchArgs& args, const std::vector<int>& depths, const char* kernels) {
+int run_depths(Engine& engine, const BenchArgs& args, const std::vector<int>& depths, const std::string& kernels) {
   const std::vector<int32_t> prompt = bench::random_prompt(engine, depths.back(), args.seed);
   std::fprintf(stderr, "warm-up ...\n");
   const int warmup_prompt = std::min<int>(args.n_prompt, depths.back());
@@ -252,15 +251,22 @@ int run_grammar_cost(Engine& engine, const BenchArgs& args) {
   return 0;
 }
 
+// --matmul TYPES: the kernels alone, without a model.
+int run_matmul(const BenchArgs& args) {
+  if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
+  if (args.bandwidth_mib < 1) return usage_error("--bandwidth-mib: expected >= 1");
+  const Status run = bench::run_matmul_bench({.types = split_list(args.matmul),
+                                              .kernels = args.kernels,
+                                              .repetitions = args.repetitions,
+                                              .threads = args.threads,
+                                              .memory_mib = args.bandwidth_mib,
+                                              .json = args.json,
+                                              .striped = args.striped});
+  return run.ok() ? 0 : fail(run.message());
+}
+
 int run_bench(const BenchArgs& args) {
-  if (!args.matmul.empty())
-    return run_bench_matmul({.types = args.matmul,
-                             .kernels = args.kernels,
-                             .repetitions = args.repetitions,
-                             .threads = args.threads,
-                             .memory_mib = args.bandwidth_mib,
-                             .json = args.json,
-                             .striped = args.striped});
+  if (!args.matmul.empty()) return run_matmul(args);
   if (args.model.empty()) return usage_error("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
   if (args.n_prompt < 1) return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
   if (args.n_generate < 1) return usage_error("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
@@ -273,11 +279,9 @@ int run_bench(const BenchArgs& args) {
     depths = *parsed;
   }
   if (!args.kernels.empty()) {
-    auto backend = parse_kernel_backend(args.kernels);
-    if (!backend.ok()) return fail("--kernels: " + backend.status().message());
-    if (Status used = use_kernel_backend(*backend); !used.ok()) return fail("--kernels: " + used.message());
+    if (Status used = kernels::use(args.kernels); !used.ok()) return fail("--kernels: " + used.message());
   }
-  const char* kernels = kernel_backend_name(active_kernel_backend());
+  const std::string active_kernels = kernels::active();
 
   // Exactly the positions the runs fill, unless the user asks for more.
   const int needed_ctx = (depths.empty() ? args.n_prompt : depths.back()) + args.n_generate;
@@ -294,7 +298,7 @@ int run_bench(const BenchArgs& args) {
   if (args.mlock && !info.mlock_failure.empty())
     std::fprintf(stderr, "warning: --mlock: %s; continuing with unlocked weights\n", info.mlock_failure.c_str());
 
-  if (!depths.empty()) return run_depths(*engine, args, depths, kernels);
+  if (!depths.empty()) return run_depths(*engine, args, depths, active_kernels);
   if (!args.json_schema.empty()) return run_grammar_cost(*engine, args);
 
   const std::vector<int32_t> prompt = bench::random_prompt(*engine, args.n_prompt, args.seed);
@@ -345,13 +349,12 @@ int run_bench(const BenchArgs& args) {
   // The arithmetic ceilings beside the roofline (matmul_speed.h), timed
   // after the runs so as not to warm their caches.
   std::fprintf(stderr, "timing the kernels with the weights in cache ...\n");
-  ThreadPool kernel_pool(info.n_threads);
-  auto arithmetic = bench::arithmetic_ceiling(kernel_pool, info.tensor_bytes_by_type, info.bytes_per_token,
+  auto arithmetic = bench::arithmetic_ceiling(info.n_threads, info.tensor_bytes_by_type, info.bytes_per_token,
                                               info.n_embd, kArithmeticSamples, info.striped_matrices > 0);
   if (!arithmetic.ok()) std::fprintf(stderr, "warning: no arithmetic ceiling: %s\n", arithmetic.status().message().c_str());
 
   if (args.json) {
-    nlohmann::json j = setup_json(info, args, kernels);
+    nlohmann::json j = setup_json(info, args, active_kernels);
     j.update({
         {"file_type", info.file_type},
         {"tensor_bytes_by_type", info.tensor_bytes_by_type},
@@ -383,7 +386,7 @@ int run_bench(const BenchArgs& args) {
   std::printf("model        %s (%s, %s, %d layers, %.1f MiB file)\n", info.path.c_str(), info.architecture.c_str(),
               weight_label(info).c_str(), info.n_layer, mib(info.file_bytes));
   std::printf("setup        %d threads, %s kernels, prompt %d, generate %d, %d runs after a warm-up, weights %s%s\n",
-              info.n_threads, kernels, args.n_prompt, args.n_generate, args.repetitions,
+              info.n_threads, active_kernels.c_str(), args.n_prompt, args.n_generate, args.repetitions,
               weights_place(info).c_str(), locked ? " and locked" : "");
   std::printf("prefill      %8.2f tok/s   (min %.2f, max %.2f)\n", prefill.median, prefill.min, prefill.max);
   std::printf("generation   %8.2f tok/s   (min %.2f, max %.2f)\n", gen.median, gen.min, gen.max);

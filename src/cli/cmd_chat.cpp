@@ -28,7 +28,6 @@
 #include "cli/usage.h"
 #include "kvstore/prefix_cache.h"
 #include "revis/generate.h"
-#include "tokenizer/tokenizer.h"
 
 namespace revis::cli {
 namespace {

@@ -152,13 +152,22 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
 }
 
 const ModelInfo& Engine::info() const { return impl_->info; }
-const Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer; }
+const Tokenizer& engine_tokenizer(const Engine& engine) { return *engine.impl_->tokenizer; }
 
 std::vector<int32_t> Engine::tokenize(std::string_view text, bool add_bos, bool parse_special) const {
   return impl_->tokenizer->encode(text, add_bos, parse_special);
 }
+std::vector<int32_t> Engine::tokenize_template(std::string_view text, bool add_bos,
+                                               std::span<const TextSpan> literal) const {
+  return impl_->tokenizer->encode_template(text, add_bos, literal);
+}
 bool Engine::add_bos_default() const { return impl_->tokenizer->add_bos_default(); }
-std::string Engine::token_bytes(int32_t id) const { return impl_->tokenizer->token_to_piece(id); }
+std::string Engine::token_bytes(int32_t id, bool render_control) const {
+  return impl_->tokenizer->token_to_piece(id, render_control);
+}
+std::string Engine::token_text(int32_t id) const { return impl_->tokenizer->token_text(id); }
+std::optional<int32_t> Engine::find_token(std::string_view text) const { return impl_->tokenizer->find_token(text); }
+bool Engine::is_control(int32_t id) const { return impl_->tokenizer->is_control(id); }
 bool Engine::is_end_of_generation(int32_t id) const { return impl_->tokenizer->is_end_of_generation(id); }
 
 std::unique_ptr<Session> Engine::new_session() { return std::unique_ptr<Session>(new Session(*this)); }

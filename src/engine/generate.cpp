@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/engine_impl.h"
 #include "sample/sampler.h"
 #include "sample/stop_matcher.h"
 #include "tokenizer/tokenizer.h"
@@ -155,7 +156,7 @@ Result<GenerateResult> generate(Engine& engine, Session& session, std::span<cons
 
   Sampler sampler(options.sampling);
   for (int32_t t : prompt) sampler.accept(t);
-  Detokenizer detok(engine.tokenizer());
+  Detokenizer detok(engine_tokenizer(engine));
   StopMatcher stops(options.stop);
   auto emit = [&](const std::string& text) {
     if (text.empty()) return;

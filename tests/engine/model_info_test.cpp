@@ -166,7 +166,9 @@ TEST(ModelInfo, CarriesTheTemplateTheSpecialTokensAndTheWeightTypes) {
     uint64_t by_type = 0;
     for (const auto& [type, bytes] : info.tensor_bytes_by_type) by_type += bytes;
     EXPECT_EQ(by_type, tensor_bytes) << stem;
-    const Tokenizer& tok = engine->tokenizer();
+    auto tokenizer = Tokenizer::from_gguf(**file);
+    ASSERT_TRUE(tokenizer.ok()) << stem;
+    const Tokenizer& tok = **tokenizer;
     EXPECT_EQ(info.bos.id, tok.bos()) << stem;
     EXPECT_EQ(info.eos.id, tok.eos()) << stem;
     EXPECT_EQ(info.eot.id, tok.eot()) << stem;
