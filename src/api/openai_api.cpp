@@ -323,7 +323,10 @@ Outcome<nlohmann::json> parse_request_object(std::string_view body, const Reques
 Outcome<OpenAiRequest> parse_chat_request(std::string_view body, const RequestLimits& limits) {
   auto parsed = parse_request_object(body, limits);
   if (!parsed.ok()) return parsed.error();
-  const json& j = *parsed;
+  return chat_request_of(*parsed, limits);
+}
+
+Outcome<OpenAiRequest> chat_request_of(const json& j, const RequestLimits& limits) {
   OpenAiRequest r;
   r.chat = true;
   if (auto e = parse_common(j, limits, r)) return *e;

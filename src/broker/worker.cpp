@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/ticket_job.h"
 #include "base/log.h"
 #include "protocol/ticket.h"
 
@@ -340,6 +341,7 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
     if (Status s = delivery.ack(); !s.ok()) revis::log_line("warn", s.message());
     return count(&Stats::duplicates);
   }
+  node::read_ticket_job(ticket, node_);  // from the broker: read here, once
   auto spec = node_.admit(ticket, received);
   if (!spec.ok()) return poison(delivery, id, spec.error());
   const std::string events = event_subject(id);

@@ -23,6 +23,7 @@
 #include "api/anthropic_api.h"
 #include "api/embeddings_api.h"
 #include "api/openai_relay.h"
+#include "api/ticket_job.h"
 #include "base/log.h"
 #include "base/mutex.h"
 #include "net/access_log.h"
@@ -308,8 +309,9 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   }
 
   // On a preparation thread, in this connection's lane: the message is
-  // parsed and handed to the desk (which admits a ticket: its OpenAI body
-  // parsed, its grammar compiled) off the I/O thread.
+  // parsed, a ticket's job read (its task rendered, or a peer's OpenAI body
+  // parsed and its grammar compiled), and handed to the desk, off the I/O
+  // thread.
   void handle(const std::string& text, Clock::time_point received) {
     auto parsed = parse_client_message(text, state_.node.config().max_message_bytes);
     if (auto* rejected = std::get_if<RejectedMessage>(&parsed)) {
@@ -324,8 +326,10 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
       return state_.desk.on_resume(self, *resume);
     }
     if (auto* subscribe = std::get_if<SubscribeRequest>(&message)) return state_.desk.on_subscribe(self, *subscribe);
-    note_open(std::get<Ticket>(message).id, received);
-    state_.desk.on_ticket(self, std::move(std::get<Ticket>(message)), received);
+    Ticket& ticket = std::get<Ticket>(message);
+    read_ticket_job(ticket, state_.node);
+    note_open(ticket.id, received);
+    state_.desk.on_ticket(self, std::move(ticket), received);
   }
 
   // A ticket's events are accounted on the I/O thread; through the strand
@@ -671,11 +675,12 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
              limits = state_.node.request_limits()]() -> std::function<void()> {
       auto request = chat ? parse_chat_request(body, limits) : parse_completion_request(body, limits);
       if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, false); };
-      return [self, body, chat, request = std::move(*request)] { self->start_openai(body, chat, request); };
+      return [self, body, request = std::move(*request)]() mutable { self->start_openai(body, std::move(request)); };
     });
   }
 
-  void start_openai(const std::string& body, bool chat, const OpenAiRequest& request) {
+  void start_openai(std::string body, OpenAiRequest request) {
+    const bool chat = request.chat;
     const std::string id = random_id(chat ? "chatcmpl-" : "cmpl-");
     relay_.emplace(OpenAiRelay::Shape{.stream = request.stream, .choices = static_cast<size_t>(request.n), .id = id},
                    openai_format({.chat = chat,
@@ -684,8 +689,10 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
                                   .created = std::time(nullptr),
                                   .include_usage = request.include_usage,
                                   .logprobs = request.logprobs}));
-    start_api_request(chat ? kOpenAiChatTask : kOpenAiCompletionTask, request.model, request.stream, body,
-                      request.seed_given ? std::optional<uint64_t>(request.sampling.seed) : std::nullopt);
+    const std::string model = request.model;
+    const bool stream = request.stream;
+    const std::optional<uint64_t> seed = request.seed_given ? std::optional(request.sampling.seed) : std::nullopt;
+    start_api_request(model, stream, std::move(body), seed, openai_job(std::move(request)));
   }
 
   // Anthropic's Messages API: the request as a chat request, the answer
@@ -695,11 +702,13 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
              limits = state_.node.request_limits()]() -> std::function<void()> {
       auto request = parse_messages_request(body, limits);
       if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, true); };
-      return [self, request = std::move(*request)] {
+      return [self, request = std::move(*request)]() mutable {
         const std::string id = random_id("msg_");
-        self->relay_.emplace(OpenAiRelay::Shape{.stream = request.chat.stream, .choices = 1, .id = id},
-                             anthropic_format(id, self->state_.node.tier_for_model(request.chat.model)));
-        self->start_api_request(kOpenAiChatTask, request.chat.model, request.chat.stream, request.chat_body, std::nullopt);
+        const std::string model = request.chat.model;
+        const bool stream = request.chat.stream;
+        self->relay_.emplace(OpenAiRelay::Shape{.stream = stream, .choices = 1, .id = id},
+                             anthropic_format(id, self->state_.node.tier_for_model(model)));
+        self->start_api_request(model, stream, std::move(request.chat_body), std::nullopt, openai_job(std::move(request.chat)));
       };
     });
   }
@@ -709,21 +718,26 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
              limits = state_.node.request_limits()]() -> std::function<void()> {
       auto request = parse_embedding_request(body, limits);
       if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, false); };
-      return [self, body, request = std::move(*request)] {
+      return [self, body, request = std::move(*request)]() mutable {
         const std::string id = random_id("embd-");
+        const std::string model = request.model;
         self->relay_.emplace(OpenAiRelay::Shape{.stream = false, .choices = 1, .id = id},
-                             embeddings_format(self->state_.node.tier_for_model(request.model), request.base64));
-        self->start_api_request(kOpenAiEmbeddingsTask, request.model, false, body, std::nullopt);
+                             embeddings_format(self->state_.node.tier_for_model(model), request.base64));
+        self->start_api_request(model, false, body, std::nullopt, embeddings_job(std::move(request)));
       };
     });
   }
 
-  // The first ticket of a request whose relay_ is set. Choice 0 runs with
-  // `seed` (or a fresh one), the others with seeds derived from it.
-  void start_api_request(const std::string& task, const std::string& model, bool stream, std::string body,
-                         std::optional<uint64_t> seed) {
+  // The first ticket of a request whose relay_ is set: `job`, read from
+  // `body` here, once. Choice 0 runs with `seed` (or a fresh one), the
+  // others with seeds derived from it.
+  void start_api_request(const std::string& model, bool stream, std::string body, std::optional<uint64_t> seed,
+                         JobSpec job) {
     request_id_ = relay_->ticket_id(0);
-    api_ticket_ = Ticket{.task = task, .streaming = stream, .openai = state_.node.openai_call(model, std::move(body), seed)};
+    api_ticket_ = Ticket{.task = job.task,
+                         .streaming = stream,
+                         .openai = state_.node.openai_call(model, std::move(body), seed),
+                         .job = std::make_shared<const Outcome<JobSpec>>(std::move(job))};
     job_active_ = true;
     ++job_generation_;
     stream_.expires_never();  // a long generation is not an idle connection
@@ -731,8 +745,8 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
     send_choice(0, received_);
   }
 
-  // The desk admits the ticket (parses its body again, compiles its
-  // grammar) on a preparation thread, in this connection's lane.
+  // The desk takes the ticket (its job read already: admitting it parses
+  // nothing) on a preparation thread, in this connection's lane.
   void send_choice(size_t choice, Clock::time_point received) {
     Ticket ticket = *api_ticket_;
     ticket.id = relay_->ticket_id(choice);

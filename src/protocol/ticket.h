@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,7 +39,9 @@ inline constexpr std::array<const char*, 3> kOpenAiTasks = {kOpenAiChatTask, kOp
 // carries the client's own prompt and settings, so a node accepts one only
 // from a peer's dispatcher (with forwardedBy).
 struct OpenAiCall {
-  std::string body;   // the JSON body the client posted, verbatim
+  // The JSON body as it travels to a peer: the one the client posted,
+  // verbatim (an Anthropic request's: the equivalent chat body).
+  std::string body;
   std::string tier;   // the tier its `model` names on the accepting node
   uint64_t seed = 0;  // the client's seed, or one the accepting node drew: every run of it is the same
 };
@@ -53,6 +56,13 @@ struct Ticket {
   // node and is never forwarded again.
   std::optional<std::string> forwarded_by;
   std::optional<OpenAiCall> openai;
+  // What the ticket asks this node to run, or why it cannot: read once
+  // where the ticket entered this node (api/ticket_job.h), so that however
+  // often a desk admits it (Node::admit) no OpenAI body is parsed and no
+  // catalogue template rendered again, and never under a desk's lock. Not
+  // part of the message: a peer reads its own. Null for a ticket read back
+  // from a journal, which admit() renders itself.
+  std::shared_ptr<const Outcome<JobSpec>> job;
 };
 
 struct CancelRequest {
