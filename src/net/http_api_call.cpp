@@ -10,7 +10,7 @@
 
 namespace revis::node {
 
-void HttpSession::send(std::string event) {
+void HttpSession::send(TicketEvent event) {
   net::post(events_, [self = shared_from_this(), event = std::move(event)] { self->on_openai_event(event); });
 }
 
@@ -125,7 +125,7 @@ void HttpSession::tell_desk_disconnect() {
   state_.prep.post_always(lane_, [self = shared_from_this()] { self->state_.desk.on_disconnect(self); });
 }
 
-void HttpSession::on_openai_event(const std::string& event) {
+void HttpSession::on_openai_event(const TicketEvent& event) {
   if (!job_active_ || !relay_) return;
   OpenAiRelay::Step step = relay_->on_event(event);
   if (step.open_stream) {

@@ -43,7 +43,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
 
   // The events of the API request in progress (its tickets'), from any
   // thread; others are ignored.
-  void send(std::string event) override;
+  void send(TicketEvent event) override;
   void refuse(const std::optional<std::string>& id, const NodeError& error) override;
 
   void start() { do_read(); }
@@ -97,7 +97,7 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   void tell_desk_disconnect();
 
   // On the I/O thread: one event of the request in progress.
-  void on_openai_event(const std::string& event);
+  void on_openai_event(const TicketEvent& event);
   // One Server-Sent Event as a chunk of the response.
   void sse_event(const SseEvent& e);
 

@@ -5,36 +5,8 @@
 #include "net/access_log.h"
 
 namespace revis::node {
-namespace {
 
 namespace websocket = beast::websocket;
-
-// The string value of `name` in an event, empty if none. Events are
-// compact JSON with every string value escaped, so the pattern only
-// matches the event's own fields, never text inside a value.
-std::string_view string_field(std::string_view event, std::string_view name) {
-  const std::string key = "\"" + std::string(name) + "\":\"";
-  const size_t at = event.find(key);
-  if (at == std::string_view::npos) return {};
-  const size_t begin = at + key.size(), end = event.find('"', begin);
-  return end == std::string_view::npos ? std::string_view() : event.substr(begin, end - begin);
-}
-
-// What an event says of its ticket: the ID, and for the ticket's last
-// event (done or error) its outcome: "done" or the error code.
-struct EventSummary {
-  std::string_view ticket, outcome;
-};
-
-EventSummary summarize_event(std::string_view event) {
-  EventSummary summary{string_field(event, "ticketID"), {}};
-  const std::string_view type = string_field(event, "type");
-  if (type == "done") summary.outcome = type;
-  if (type == "error") summary.outcome = string_field(event, "code");
-  return summary;
-}
-
-}  // namespace
 
 void WsSession::start(http::request<http::string_body> req) {
   beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
@@ -59,7 +31,7 @@ void WsSession::start(http::request<http::string_body> req) {
   });
 }
 
-void WsSession::send(std::string event) {
+void WsSession::send(TicketEvent event) {
   net::post(events_, [self = shared_from_this(), event = std::move(event)]() mutable {
     self->write_event(std::move(event));
   });
@@ -139,27 +111,28 @@ void WsSession::note_open(const std::string& id, Clock::time_point received) {
   });
 }
 
-void WsSession::account(const std::string& event) {
-  const EventSummary summary = summarize_event(event);
-  auto it = open_tickets_.find(summary.ticket);
-  if (it != open_tickets_.end()) it->second.bytes += event.size();
-  if (summary.outcome.empty()) return;
+void WsSession::account(const TicketEvent& event) {
+  const size_t size = event.text().size();
+  auto it = event.ticket_id().empty() ? open_tickets_.end() : open_tickets_.find(event.ticket_id());
+  if (it != open_tickets_.end()) it->second.bytes += size;
+  const TicketEvent::Type type = event.type();
+  if (type != TicketEvent::Type::kDone && type != TicketEvent::Type::kError) return;
   const bool open = it != open_tickets_.end();
   log_access({.client = client_,
               .method = "TICKET",
               .route = "/v1/revis/stream",
-              .status = summary.outcome,
-              .bytes = open ? it->second.bytes : event.size(),
+              .status = type == TicketEvent::Type::kDone ? "done" : error_code_name(event.error().code),
+              .bytes = open ? it->second.bytes : size,
               .duration_ms = open ? ms_since(it->second.received) : 0,
-              .ticket_id = summary.ticket});
+              .ticket_id = event.ticket_id()});
   if (open) open_tickets_.erase(it);
 }
 
-void WsSession::write_event(std::string message) {
+void WsSession::write_event(TicketEvent message) {
   if (closed_ || closing_) return;
   last_activity_ = Clock::now();
   account(message);
-  queued_bytes_ += message.size();
+  queued_bytes_ += message.text().size();
   if (queued_bytes_ > kMaxBufferedBytes) {
     log_line("warn", "dropping a WebSocket client that does not read (" + std::to_string(queued_bytes_) + " bytes unsent)");
     beast::error_code ignored;
@@ -173,10 +146,10 @@ void WsSession::write_event(std::string message) {
 void WsSession::do_write() {
   writing_ = true;
   ws_.text(true);
-  ws_.async_write(net::buffer(outbox_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+  ws_.async_write(net::buffer(outbox_.front().text()), [self = shared_from_this()](beast::error_code ec, size_t) {
     self->writing_ = false;
     if (ec) return self->disconnected();
-    self->queued_bytes_ -= self->outbox_.front().size();
+    self->queued_bytes_ -= self->outbox_.front().text().size();
     self->outbox_.pop_front();
     if (!self->outbox_.empty()) {
       self->do_write();

@@ -30,7 +30,7 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
 
   void start(http::request<http::string_body> req);
 
-  void send(std::string event) override;
+  void send(TicketEvent event) override;
 
   void refuse(const std::optional<std::string>& id, const NodeError& error) override;
 
@@ -63,10 +63,10 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
 
   // The access log's line for each ticket that ends here (and for each
   // message refused before it became a ticket).
-  void account(const std::string& event);
+  void account(const TicketEvent& event);
 
   // On the I/O thread.
-  void write_event(std::string message);
+  void write_event(TicketEvent message);
 
   void do_write();
 
@@ -86,7 +86,7 @@ class WsSession : public ClientLink, public std::enable_shared_from_this<WsSessi
   ServerState& state_;
   const std::shared_ptr<PreparationPool::Lane> lane_;  // this connection's calls to the desk, in order
   beast::flat_buffer buffer_;
-  std::deque<std::string> outbox_;
+  std::deque<TicketEvent> outbox_;
   size_t queued_bytes_ = 0;
   bool writing_ = false, closed_ = false, close_pending_ = false, closing_ = false;
   ConnectionTable::Slot slot_;

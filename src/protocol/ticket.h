@@ -24,6 +24,7 @@
 
 #include "protocol/errors.h"
 #include "protocol/job.h"
+#include "protocol/ticket_event.h"
 
 namespace revis::node {
 
@@ -113,26 +114,6 @@ std::string ticket_message(const Ticket& ticket);
 // A ticketID: 1..128 bytes of [A-Za-z0-9._:-] (UUIDs fit).
 bool valid_ticket_id(std::string_view id);
 
-// Server -> client events, one JSON text each.
-std::string accepted_event(const std::string& id, int position);
-// With logprobs (JobSpec::logprobs): those of the tokens sampled since the
-// previous token event, as "logprobs" (OpenAI's chat shape: token, bytes,
-// logprob, top_logprobs); done carries all of them. With `reasoning` the
-// piece is thinking: "text" is empty and "reasoning" holds it.
-std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
-                        std::span<const LogprobEntry> logprobs = {}, bool reasoning = false);
-// Sets callbacks.on_text and on_reasoning to hand `send` the job's token
-// events, numbered from 0.
-void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::function<void(std::string event)> send);
-// An embeddings job's vectors go as "embeddings": little-endian float32 in
-// base64 (base64.h), exact and a quarter the size of decimal text.
-std::string done_event(const std::string& id, const JobResult& result);
-std::string error_event(const std::optional<std::string>& id, const NodeError& error);
-// The ticket runs again (attempt 2, 3, ...): text streamed so far is void
-// and token seq restarts at 0.
-std::string retry_event(const std::string& id, int attempt, const std::string& reason);
-// The "logprobs" of a token or done event (JSON text); empty when it has
-// none or they are malformed (a misbehaving peer).
-std::vector<LogprobEntry> logprobs_of_event(std::string_view event);
+// Server -> client events: protocol/ticket_event.h.
 
 }  // namespace revis::node

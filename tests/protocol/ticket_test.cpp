@@ -151,14 +151,14 @@ TEST(Ticket, IdsAreBounded) {
 }
 
 TEST(Ticket, EventsAreWellFormedJson) {
-  json a = json::parse(accepted_event("t1", 3));
+  json a = json::parse(accepted_event("t1", 3).text());
   EXPECT_EQ(a["type"], "accepted");
   EXPECT_EQ(a["position"], 3);
-  json tok = json::parse(token_event("t1", 7, "h\xc3\xa9"));
+  json tok = json::parse(token_event("t1", 7, "h\xc3\xa9").text());
   EXPECT_EQ(tok["seq"], 7);
   EXPECT_EQ(tok["text"], "h\xc3\xa9");
   // Invalid UTF-8 can never reach a client as broken JSON.
-  EXPECT_TRUE(json::parse(token_event("t1", 8, "\xff")).is_object());
+  EXPECT_TRUE(json::parse(token_event("t1", 8, "\xff").text()).is_object());
   JobResult r;
   r.text = "hi";
   r.stop_reason = "eog";
@@ -166,14 +166,14 @@ TEST(Ticket, EventsAreWellFormedJson) {
   r.stats.node = "n1";
   r.stats.model_digest = "sha256:00";
   r.stats.catalog_digest = "sha256:11";
-  json d = json::parse(done_event("t1", r));
+  json d = json::parse(done_event("t1", r).text());
   EXPECT_EQ(d["type"], "done");
   EXPECT_EQ(d["text"], "hi");
   EXPECT_EQ(d["stopReason"], "eog");
   for (const char* key : {"promptTokens", "generatedTokens", "prefillTokPerSec", "genTokPerSec", "queueWaitMs", "node",
                           "modelDigest", "catalog", "ttftMs", "prefillMs"})
     EXPECT_TRUE(d["stats"].contains(key)) << key;
-  json e = json::parse(error_event(std::nullopt, {ErrorCode::kQueueFull, "full"}));
+  json e = json::parse(error_event(std::nullopt, {ErrorCode::kQueueFull, "full"}).text());
   EXPECT_TRUE(e["ticketID"].is_null());
   EXPECT_EQ(e["code"], "queue_full");
 }
