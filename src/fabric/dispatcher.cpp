@@ -819,9 +819,8 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
   if (type == "accepted") {
     rec.peer_has_it = true;
   } else if (type == "token") {
-    const auto reasoning = j.find("reasoning");
-    if (reasoning != j.end() && reasoning->is_string()) emit_token(rec, reasoning->get<std::string>(), {}, true);
-    else emit_token(rec, j.value("text", ""), node::logprobs_of_event(text));
+    const node::TicketEvent token = node::TicketEvent::read(text, j);  // renumbered here: a new event
+    emit_token(rec, token.piece(), token.logprobs(), token.reasoning());
   } else if (type == "done") {
     --p.in_flight;
     finish(rec, node::TicketEvent::read(text, j));

@@ -129,7 +129,8 @@ TicketEvent TicketEvent::read(std::string text, const json& e) {
   } else if (type == "token") {
     body.type = Type::kToken;
     body.seq = number_at<uint64_t>(e, "seq");
-    body.reasoning = e.contains("reasoning");
+    const auto reasoning = e.find("reasoning");
+    body.reasoning = reasoning != e.end() && reasoning->is_string();
     body.piece = string_at(e, body.reasoning ? "reasoning" : "text");
     if (auto it = e.find("logprobs"); it != e.end()) body.logprobs = logprobs_from_content(*it);
   } else if (type == "retry") {
@@ -265,12 +266,6 @@ TicketEvent retry_event(const std::string& id, int attempt, const std::string& r
   body.attempt = attempt;
   body.reason = reason;
   return TicketEvent::make(std::move(body));
-}
-
-std::vector<LogprobEntry> logprobs_of_event(std::string_view event) {
-  const json j = json::parse(event.begin(), event.end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("logprobs")) return {};
-  return logprobs_from_content(j["logprobs"]);
 }
 
 }  // namespace revis::node

@@ -95,8 +95,5 @@ TicketEvent error_event(const std::optional<std::string>& id, const NodeError& e
 // The ticket runs again (attempt 2, 3, ...): text streamed so far is void
 // and token seq restarts at 0.
 TicketEvent retry_event(const std::string& id, int attempt, const std::string& reason);
-// The "logprobs" of a token or done event (JSON text); empty when it has
-// none or they are malformed (a misbehaving peer).
-std::vector<LogprobEntry> logprobs_of_event(std::string_view event);
 
 }  // namespace revis::node
