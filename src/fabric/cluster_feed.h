@@ -30,7 +30,7 @@ struct TicketView {
   int attempt = 1;
   int64_t received_unix_ms = 0;
   bool openai = false;            // an OpenAI API request: its result is not kept
-  std::string_view terminal;      // done or failed: the final event, whose stats and error it reports
+  node::TicketEvent terminal;     // done or failed: the final event, whose stats and error it reports
 };
 
 class ClusterFeed {
@@ -43,12 +43,12 @@ class ClusterFeed {
   void clear() { subscribers_.clear(); }
 
   // {"type":"cluster","view":VIEW}: `view` is GET /v1/revis/cluster's object.
-  static std::string cluster_event(const nlohmann::json& view);
+  static node::TicketEvent cluster_event(const nlohmann::json& view);
   // {"type":"ticketUpdate","ticket":{...}}.
-  static std::string ticket_event(const TicketView& ticket);
+  static node::TicketEvent ticket_event(const TicketView& ticket);
 
   // To every subscriber.
-  void send(const std::string& event) const;
+  void send(const node::TicketEvent& event) const;
 
  private:
   std::vector<std::shared_ptr<node::ClientLink>> subscribers_;

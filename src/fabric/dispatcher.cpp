@@ -298,7 +298,8 @@ void Dispatcher::on_subscribe(const Link& from, const node::SubscribeRequest& re
   if (std::find(subscribers_.begin(), subscribers_.end(), from) == subscribers_.end()) subscribers_.push_back(from);
   revis::log_line("info", "fabric: " + (request.node.empty() ? std::string("a peer") : "peer " + request.node) +
                              " subscribed to this node's state");
-  from->send(json{{"type", "peer"}, {"status", to_json(local_state())}}.dump(-1, ' ', false, json::error_handler_t::replace));
+  from->send(node::TicketEvent::other(
+      json{{"type", "peer"}, {"status", to_json(local_state())}}.dump(-1, ' ', false, json::error_handler_t::replace)));
 }
 
 void Dispatcher::on_disconnect(const Link& from) {
@@ -621,14 +622,14 @@ void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node
   finish(rec, outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error()));
 }
 
-void Dispatcher::finish(Record& rec, std::string terminal) {
+void Dispatcher::finish(Record& rec, node::TicketEvent terminal) {
   rec.where = Record::Where::kDone;
   book_.finish(rec, std::move(terminal), [this](const node::TicketEntry& entry) REQUIRES(book_.mu) {
     publish(static_cast<const Record&>(entry));
     // Journaled before anyone hears it: a client never holds a result that
     // a restarted node would not know.
     if (journal_ && entry.kept)
-      if (Status s = journal_->finished(entry.id, entry.terminal, unix_ms_now()); !s.ok()) revis::log_line("warn", s.message());
+      if (Status s = journal_->finished(entry.id, entry.terminal.text(), unix_ms_now()); !s.ok()) revis::log_line("warn", s.message());
   });
 }
 
@@ -638,7 +639,7 @@ bool Dispatcher::answer_from_journal(const Link& link, const std::string& id, bo
   if (!stored.ok()) revis::log_line("warn", stored.status().message());
   if (!stored.ok() || stored->empty()) return false;
   if (resent) link->send(node::accepted_event(id, 0));
-  link->send(*stored);
+  link->send(node::TicketEvent::read(std::move(*stored)));
   return true;
 }
 
@@ -818,12 +819,11 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
   if (type == "accepted") {
     rec.peer_has_it = true;
   } else if (type == "token") {
-    const auto reasoning = j.find("reasoning");
-    if (reasoning != j.end() && reasoning->is_string()) emit_token(rec, reasoning->get<std::string>(), {}, true);
-    else emit_token(rec, j.value("text", ""), node::logprobs_of_event(text));
+    const node::TicketEvent token = node::TicketEvent::read(text, j);  // renumbered here: a new event
+    emit_token(rec, token.piece(), token.logprobs(), token.reasoning());
   } else if (type == "done") {
     --p.in_flight;
-    finish(rec, text);
+    finish(rec, node::TicketEvent::read(text, j));
   } else if (type == "error") {
     --p.in_flight;
     const auto code = node::error_code_from_name(j.value("code", "internal")).value_or(ErrorCode::kInternal);
@@ -838,13 +838,13 @@ void Dispatcher::on_peer_message(const std::string& key, uint64_t link_id, uint6
       if (!placed.ok() && !suspend(rec)) finish(rec, node::error_event(id, placed.error()));
     } else if (!rec.handed_to.empty() || (rec.cancel_requested && code == ErrorCode::kCancelled)) {
       // A handed ticket is the peer's: its answer is the result.
-      finish(rec, text);
+      finish(rec, node::TicketEvent::read(text, j));
     } else if (rec.orphaned) {
       drop(id);
     } else if (worth_another_node(code)) {
       retry(rec, why);
     } else {
-      finish(rec, text);
+      finish(rec, node::TicketEvent::read(text, j));
     }
   }
 }
@@ -975,8 +975,8 @@ NodeState Dispatcher::local_state() const {
 
 void Dispatcher::broadcast_state() {
   if (subscribers_.empty()) return;
-  const std::string event =
-      json{{"type", "peer"}, {"status", to_json(local_state())}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  const node::TicketEvent event = node::TicketEvent::other(
+      json{{"type", "peer"}, {"status", to_json(local_state())}}.dump(-1, ' ', false, json::error_handler_t::replace));
   for (const Link& s : subscribers_) s->send(event);
 }
 

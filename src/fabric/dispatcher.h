@@ -121,7 +121,7 @@ class Dispatcher : public node::TicketDesk {
   // now that its link is up, to relay their events.
   void relay_handed(Peer& peer) REQUIRES(book_.mu);
   void retry(Record& rec, const std::string& reason) REQUIRES(book_.mu);
-  void finish(Record& rec, std::string terminal) REQUIRES(book_.mu);
+  void finish(Record& rec, node::TicketEvent terminal) REQUIRES(book_.mu);
   // During shutdown, with a journal: leaves a kept ticket that no client
   // cancelled unfinished (in the journal too) instead of ending it as
   // cancelled, so the next start runs it. False when it does not apply.
