@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -171,5 +172,47 @@ using TextSink = std::function<void(std::string_view)>;
 Result<GenerateResult> generate(Engine& engine, Session& session, std::span<const int32_t> prompt,
                                 const GenerateOptions& options, const TextSink& on_text,
                                 const PromptCache& cached = {});
+
+class Generation;
+
+// Continuous batching: generations that share each forward pass (one pass
+// at a time per machine, carrying every generation that fits: the weights
+// are read once for all of them). Each keeps its own session, options
+// (sampler and seed, constraint, stop strings, drafter, logprobs) and
+// callbacks, and produces exactly what generate() produces alone (engine.h's
+// batch invariance). A generation joins at the next step and leaves when it
+// ends. Each step evaluates every decoding generation's next token, then
+// fills what is left of the step's token budget with prompt chunks, oldest
+// prompt first: a long prompt is prefilled a chunk per step, interleaved
+// with the others' tokens, instead of stalling them.
+//
+// Thread-safety: none; add() and step() from one thread (callbacks run on
+// it). A generation's `cancel` may be set from any thread.
+class GenerationBatch {
+ public:
+  // step_tokens: the per-step token budget (>= 1).
+  explicit GenerationBatch(Engine& engine, int step_tokens = 256);
+  ~GenerationBatch();
+
+  using Done = std::function<void(Result<GenerateResult>)>;
+  // Adds a generation, as generate(engine, session, prompt, options,
+  // on_text, cached) would run it; on_done receives its outcome. The
+  // session, the prompt and the options (with what they point to) must
+  // outlive it. Two generations may not share a session.
+  void add(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options, TextSink on_text,
+           Done on_done, const PromptCache& cached = {});
+  // One forward pass over the generations that have work; those that end
+  // report through on_done. Returns how many are still running.
+  int step();
+  int size() const { return static_cast<int>(running_.size()); }
+
+ private:
+  struct Running;
+  void report_finished();
+
+  Engine& engine_;
+  int step_tokens_;
+  std::vector<std::unique_ptr<Running>> running_;  // in the order they joined
+};
 
 }  // namespace revis

@@ -15,6 +15,7 @@
 #include "revis/engine.h"
 #include "support/golden.h"
 #include "support/kernel_backends.h"
+#include "support/spread_tokens.h"
 
 namespace revis {
 namespace {
@@ -66,14 +67,9 @@ std::vector<Tokens> prompts(const Engine& engine, const std::map<std::string, te
   std::vector<Tokens> out;
   for (const auto& [name, g] : cases)
     if (static_cast<int>(out.size()) < kSequences) out.push_back(g.prompt_tokens);
-  uint32_t x = 2463534242u;
   while (static_cast<int>(out.size()) < kSequences) {
-    Tokens t(3 + 5 * out.size());
-    for (int32_t& id : t) {
-      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-      id = static_cast<int32_t>(x % engine.info().n_vocab);
-    }
-    out.push_back(std::move(t));
+    const int n = static_cast<int>(out.size());
+    out.push_back(testing::spread_tokens(engine.info().n_vocab, 3 + 5 * n, n));
   }
   return out;
 }

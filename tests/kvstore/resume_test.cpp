@@ -18,6 +18,7 @@
 #include "kvstore/prefix_cache.h"
 #include "revis/generate.h"
 #include "support/kernel_backends.h"
+#include "support/spread_tokens.h"
 #include "support/testdata.h"
 
 namespace revis::kvstore {
@@ -41,13 +42,7 @@ std::unique_ptr<Engine> load(const std::string& stem) {
 
 // Token ids spread over the vocabulary; the model does not care what they say.
 Tokens prompt_tokens(const Engine& engine, int n, int seed) {
-  Tokens t(n);
-  uint32_t x = 2463534242u + seed;
-  for (int32_t& id : t) {
-    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-    id = static_cast<int32_t>(x % engine.info().n_vocab);
-  }
-  return t;
+  return testing::spread_tokens(engine.info().n_vocab, n, seed);
 }
 
 GenerateOptions greedy(bool record_logits) {
