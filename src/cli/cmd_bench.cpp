@@ -20,6 +20,7 @@
 #include "bench/inference.h"
 #include "bench/matmul_bench.h"
 #include "bench/matmul_speed.h"
+#include "bench/parallel.h"
 #include "bench/stats.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -39,8 +40,8 @@ constexpr int kArithmeticSamples = 3;
 
 struct BenchArgs {
   WeightMemory weights = WeightMemory::kAuto;
-  std::string model, depths, kernels, matmul, json_schema;
-  int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
+  std::string model, depths, kernels, matmul, json_schema, parallel;
+  int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0, batch_tokens = 256;
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
   bool json = false, mlock = false, striped = false;
@@ -93,19 +94,20 @@ std::string weight_label(const ModelInfo& info) {
       ->first;
 }
 
-// "512,2048,8192" -> ascending, distinct, positive depths.
-Result<std::vector<int>> parse_depths(const std::string& text) {
-  std::vector<int> depths;
+// "512,2048,8192" -> ascending, distinct, positive counts (of `flag`).
+Result<std::vector<int>> parse_counts(const std::string& text, const std::string& flag, const std::string& what,
+                                      const std::string& example) {
+  std::vector<int> counts;
   for (const std::string& item : split_list(text)) {
-    int depth = 0;
-    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), depth);
-    if (item.empty() || error != std::errc() || end != item.data() + item.size() || depth <= 0)
-      return Status::error("--depth: '" + item + "' is not a positive token count (expected e.g. 512,2048,8192)");
-    depths.push_back(depth);
+    int count = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), count);
+    if (item.empty() || error != std::errc() || end != item.data() + item.size() || count <= 0)
+      return Status::error(flag + ": '" + item + "' is not a positive " + what + " (expected e.g. " + example + ")");
+    counts.push_back(count);
   }
-  std::sort(depths.begin(), depths.end());
-  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
-  return depths;
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
 }
 
 double mib(uint64_t bytes) { return bytes / 1048576.0; }
@@ -265,6 +267,70 @@ int run_matmul(const BenchArgs& args) {
   return run.ok() ? 0 : fail(run.message());
 }
 
+// Streams served at once (--parallel 1,2,4,8): per count, that many
+// random prompts of n_prompt tokens started together through one
+// GenerationBatch, each generating n_generate tokens.
+int run_parallel(Engine& engine, const BenchArgs& args, const std::vector<int>& counts) {
+  auto prompts_for = [&](int streams) {
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < streams; ++i) prompts.push_back(bench::random_prompt(engine, args.n_prompt, args.seed + i));
+    return prompts;
+  };
+  std::fprintf(stderr, "warm-up ...\n");
+  if (auto w = bench::time_parallel(engine, prompts_for(1), std::min(args.n_generate, kWarmupGenerateSteps),
+                                    args.batch_tokens);
+      !w.ok())
+    return fail(w.status().message());
+  struct Row {
+    int streams;
+    bench::Summary aggregate, per_stream, ttft, ttft_max;
+  };
+  std::vector<Row> rows;
+  for (int streams : counts) {
+    const auto prompts = prompts_for(streams);
+    std::vector<double> aggregate, per_stream, ttft, ttft_max;
+    for (int rep = 0; rep < args.repetitions; ++rep) {
+      auto run = bench::time_parallel(engine, prompts, args.n_generate, args.batch_tokens);
+      if (!run.ok()) return fail(run.status().message());
+      const bench::Summary stream = bench::summarize(run->stream_tok_s), first = bench::summarize(run->ttft_ms);
+      std::fprintf(stderr, "%d streams, run %d/%d: %.2f tok/s in all, %.2f per stream, TTFT %.0f ms (max %.0f)\n",
+                   streams, rep + 1, args.repetitions, run->aggregate_tok_s(), stream.median, first.median, first.max);
+      aggregate.push_back(run->aggregate_tok_s());
+      per_stream.push_back(stream.median);
+      ttft.push_back(first.median);
+      ttft_max.push_back(first.max);
+    }
+    rows.push_back({streams, bench::summarize(aggregate), bench::summarize(per_stream), bench::summarize(ttft),
+                    bench::summarize(ttft_max)});
+  }
+  const ModelInfo& info = engine.info();
+  if (args.json) {
+    nlohmann::json j = setup_json(info, args, kernels::active());
+    j["p"] = args.n_prompt;
+    j["batch_tokens"] = args.batch_tokens;
+    for (const Row& r : rows)
+      j["parallel"].push_back({{"streams", r.streams},
+                               {"aggregate_tok_s", r.aggregate.median},
+                               {"stream_tok_s", r.per_stream.median},
+                               {"ttft_ms", r.ttft.median},
+                               {"ttft_max_ms", r.ttft_max.median}});
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  std::printf("model        %s (%s, %s)\n", info.path.c_str(), info.architecture.c_str(), weight_label(info).c_str());
+  std::printf("setup        %d threads, %s kernels, prompt %d, generate %d per stream, %d runs, %d tokens per step\n",
+              info.n_threads, kernels::active().c_str(), args.n_prompt, args.n_generate, args.repetitions,
+              args.batch_tokens);
+  std::printf("%8s %16s %16s %12s %12s %10s\n", "streams", "aggregate tok/s", "per-stream tok/s", "TTFT ms",
+              "TTFT max ms", "vs first");
+  for (const Row& r : rows)
+    std::printf("%8d %16.2f %16.2f %12.1f %12.1f %9.2fx\n", r.streams, r.aggregate.median, r.per_stream.median,
+                r.ttft.median, r.ttft_max.median,
+                rows.front().aggregate.median > 0 ? r.aggregate.median / rows.front().aggregate.median : 0);
+  std::printf("(medians over the runs; aggregate: every stream's tokens over the wall time from the common start)\n");
+  return 0;
+}
+
 int run_bench(const BenchArgs& args) {
   if (!args.matmul.empty()) return run_matmul(args);
   if (args.model.empty()) return usage_error("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
@@ -272,9 +338,16 @@ int run_bench(const BenchArgs& args) {
   if (args.n_generate < 1) return usage_error("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
   if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
   if (args.bandwidth_mib < 1) return usage_error("--bandwidth-mib: expected >= 1");
+  std::vector<int> streams;
+  if (!args.parallel.empty()) {
+    auto parsed = parse_counts(args.parallel, "--parallel", "stream count", "1,2,4,8");
+    if (!parsed.ok()) return fail(parsed.status().message());
+    streams = *parsed;
+  }
+  if (args.batch_tokens < 1) return usage_error("--batch-tokens: expected >= 1");
   std::vector<int> depths;
   if (!args.depths.empty()) {
-    auto parsed = parse_depths(args.depths);
+    auto parsed = parse_counts(args.depths, "--depth", "token count", "512,2048,8192");
     if (!parsed.ok()) return fail(parsed.status().message());
     depths = *parsed;
   }
@@ -298,6 +371,7 @@ int run_bench(const BenchArgs& args) {
   if (args.mlock && !info.mlock_failure.empty())
     std::fprintf(stderr, "warning: --mlock: %s; continuing with unlocked weights\n", info.mlock_failure.c_str());
 
+  if (!streams.empty()) return run_parallel(*engine, args, streams);
   if (!depths.empty()) return run_depths(*engine, args, depths, active_kernels);
   if (!args.json_schema.empty()) return run_grammar_cost(*engine, args);
 
@@ -432,11 +506,22 @@ void register_bench(CLI::App& app, int& exit_code) {
                                 "Context depths, e.g. 4096,16384: prefill to each and generate after it (a CSV, "
                                 "or with --json the deepest depth's figures and a row per depth)");
   model_only.push_back(depth);
+  auto* parallel = cmd->add_option("--parallel", args->parallel,
+                                   "Streams served at once, e.g. 1,2,4,8: per count, that many prompts start "
+                                   "together and share each forward pass (aggregate and per-stream tok/s, TTFT)")
+                       ->excludes(depth);
+  model_only.push_back(parallel);
+  model_only.push_back(cmd->add_option("--batch-tokens", args->batch_tokens,
+                                       "With --parallel: tokens per forward pass (prompt chunks fill what the "
+                                       "decoding streams leave)")
+                           ->capture_default_str()
+                           ->needs(parallel));
   model_only.push_back(cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)"));
   for (CLI::Option* option : add_weight_memory_options(*cmd, args->weights)) model_only.push_back(option);
   model_only.push_back(cmd->add_option("--json-schema", args->json_schema,
                                        "Time sampled generation with and without this JSON Schema's grammar (its cost)")
-                           ->excludes(depth));
+                           ->excludes(depth)
+                           ->excludes(parallel));
   auto* matmul = cmd->add_option("--matmul", args->matmul,
                                  "Weight types, e.g. q4_k,q6_k,q8_0: instead of a model, time matrix products of each "
                                  "(decoding from memory and from cache, a 64-token prefill) with every kernel backend "
