@@ -17,8 +17,8 @@
 
 namespace {
 
-void require_json(const std::string& text) {
-  if (!nlohmann::json::accept(text)) __builtin_trap();
+void require_json(const revis::node::TicketEvent& event) {
+  if (!nlohmann::json::accept(event.text())) __builtin_trap();
 }
 
 }  // namespace

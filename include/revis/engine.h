@@ -6,23 +6,33 @@
 //   int32_t next = sampler.sample(session->logits());
 //   session->eval({&next, 1});             // one decoding step
 //
-// An Engine is immutable after load and owns the weights (mmapped, never
-// copied), the tokenizer and the thread pool. A Session owns one KV cache and
-// the token history. Sessions share the engine's thread pool, so only one
-// session evaluates at a time (revis runs one inference per machine); calls on
-// one Session must come from one thread at a time. Errors are returned as
-// Status values, never thrown.
+// An Engine is immutable after load and owns the weights (mapped or read
+// into memory of its own: WeightMemory), the vocabulary and the thread pool;
+// front ends reach the vocabulary through its methods (tokenize,
+// token_bytes, ...). A Session owns one KV cache and the token history.
+// Sessions share the engine's thread pool, so one forward pass runs at a
+// time (revis runs one inference per machine); several sessions share that
+// pass through Engine::eval_batch. Calls on one Session must come from one
+// thread at a time. An Engine's const methods may be called from any
+// thread. Errors are returned as Status values, never thrown.
+//
+// Batch invariance: a token's logits and KV rows are the same bits however
+// it is evaluated: alone or in a batch beside other sessions, in a prompt
+// of any length or chunking, or decoded one token at a time. So a session
+// may resume from any prefix of an earlier one (engine/session_pool.h).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "revis/status.h"
+#include "revis/text_span.h"
 
 namespace revis {
 
@@ -79,7 +89,7 @@ struct SpecialToken {
 // again themselves.
 struct ModelInfo {
   std::string path;
-  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4"
+  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4", "gemma3"
   std::string name;          // general.name
   int n_vocab = 0;
   int n_ctx_train = 0;
@@ -118,21 +128,54 @@ class Engine {
   ~Engine();
 
   const ModelInfo& info() const;
-  const Tokenizer& tokenizer() const;
 
   // Text -> ids. add_bos as the model's metadata asks: add_bos_default().
+  // parse_special: control-token texts ("<|im_start|>") become those
+  // tokens; otherwise they are tokenized as plain text.
   std::vector<int32_t> tokenize(std::string_view text, bool add_bos, bool parse_special) const;
+  // tokenize() with parse_special, except that no control token is matched
+  // overlapping a `literal` span: a rendered chat prompt whose spans hold
+  // client text (chat/chat_template.h). Without control-token texts in the
+  // spans the ids equal tokenize(text, add_bos, true).
+  std::vector<int32_t> tokenize_template(std::string_view text, bool add_bos,
+                                         std::span<const TextSpan> literal) const;
   bool add_bos_default() const;
-  // The bytes a token stands for (may be part of a UTF-8 character).
-  std::string token_bytes(int32_t id) const;
+  // The bytes a token stands for (may be part of a UTF-8 character); "" for
+  // ids outside the vocabulary. Control tokens give their text only with
+  // render_control, "" otherwise.
+  std::string token_bytes(int32_t id, bool render_control = false) const;
+  // The token's text as the vocabulary spells it ("<|im_end|>", "▁the");
+  // "" for ids outside it.
+  std::string token_text(int32_t id) const;
+  // The id of the token the vocabulary spells exactly `text`.
+  std::optional<int32_t> find_token(std::string_view text) const;
+  // Control (or unknown) tokens: markup such as "<|im_start|>", not text.
+  bool is_control(int32_t id) const;
   bool is_end_of_generation(int32_t id) const;
 
   // A new session with an empty KV cache of info().n_ctx tokens.
   std::unique_ptr<Session> new_session();
 
+  // One session's share of eval_batch: as session->eval(tokens, all_logits).
+  struct BatchItem {
+    Session* session = nullptr;
+    std::span<const int32_t> tokens;
+    bool all_logits = false;
+  };
+  // Runs every item as its Session::eval would, in one pass over the
+  // weights: each matrix is read once per 256 tokens of the whole batch
+  // instead of once per session, which is what makes several sequences
+  // decode at nearly the speed of one where reading the weights is the
+  // bottleneck. Each session ends exactly as after its own eval (batch
+  // invariance, above). Fails, changing no session, when an item's eval
+  // would fail or two items name one session.
+  Status eval_batch(std::span<const BatchItem> items);
+
  private:
   friend class Session;
   friend Result<std::unique_ptr<Drafter>> mtp_drafter(const Engine& target);  // runs the model's nextn block
+  // The vocabulary itself, for the engine's own files (engine/engine_impl.h).
+  friend const Tokenizer& engine_tokenizer(const Engine& engine);
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
@@ -147,11 +190,6 @@ class Session {
   // logits(0), the row after the last token. Fails (changing nothing) when
   // the context would overflow or an id is outside the vocabulary.
   Status eval(std::span<const int32_t> tokens, bool all_logits = false);
-  // As eval with all_logits, but every row, and every KV row, bit-identical
-  // to evaluating the tokens one eval at a time, as decoding does (the
-  // weights are still read once): how speculative decoding verifies a draft
-  // without changing the output.
-  Status eval_stepwise(std::span<const int32_t> tokens);
   std::span<const float> logits(int row = 0) const;
   int n_logit_rows() const;
   // Appends tokens as eval() does, but instead of logits returns the mean,
@@ -200,7 +238,8 @@ class Session {
   friend class Engine;
   struct State;
   explicit Session(Engine& engine);
-  Status run(std::span<const int32_t> tokens, bool all_logits, bool stepwise);
+  // After the model evaluated tokens into this session's state: the history.
+  void appended(std::span<const int32_t> tokens, bool all_logits);
   Engine& engine_;
   std::unique_ptr<State> state_;
   std::vector<int32_t> history_;

@@ -16,8 +16,8 @@
 //
 // With a drafter (speculative decoding), each decoding step evaluates the
 // sampled token together with up to draft_max tokens the drafter guesses
-// will follow (Session::eval_stepwise: logits at every position, each
-// bit-identical to one-token decoding's), and takes the guesses that the
+// will follow (logits at every position, each bit-identical to one-token
+// decoding's: engine.h's batch invariance), and takes the guesses that the
 // sampler confirms in order, so one forward pass may yield several
 // tokens. Greedy output is the same token for token as without a drafter;
 // sampled output keeps the same distribution (Sampler::sample_draft's
@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -120,9 +121,8 @@ struct GenerateOptions {
   // After every prefill chunk (n_prompt_done grows, n_generated = 0) and
   // every sampled token (n_prompt_done = the prompt's length).
   std::function<void(int n_prompt_done, int n_generated)> on_progress;
-  // Tokens per eval during prefill: the cancellation granularity. Chunks of
-  // a multiple of 64 keep the logits bit-identical to one eval of the whole
-  // prompt (engine/session_pool.h says why).
+  // Tokens per eval during prefill: the cancellation granularity (any size
+  // gives the same logits).
   int prefill_chunk = 256;
   // With a constraint, every step masks the logits with it before sampling
   // and accepts the sampled token; end-of-generation tokens may come only
@@ -172,5 +172,47 @@ using TextSink = std::function<void(std::string_view)>;
 Result<GenerateResult> generate(Engine& engine, Session& session, std::span<const int32_t> prompt,
                                 const GenerateOptions& options, const TextSink& on_text,
                                 const PromptCache& cached = {});
+
+class Generation;
+
+// Continuous batching: generations that share each forward pass (one pass
+// at a time per machine, carrying every generation that fits: the weights
+// are read once for all of them). Each keeps its own session, options
+// (sampler and seed, constraint, stop strings, drafter, logprobs) and
+// callbacks, and produces exactly what generate() produces alone (engine.h's
+// batch invariance). A generation joins at the next step and leaves when it
+// ends. Each step evaluates every decoding generation's next token, then
+// fills what is left of the step's token budget with prompt chunks, oldest
+// prompt first: a long prompt is prefilled a chunk per step, interleaved
+// with the others' tokens, instead of stalling them.
+//
+// Thread-safety: none; add() and step() from one thread (callbacks run on
+// it). A generation's `cancel` may be set from any thread.
+class GenerationBatch {
+ public:
+  // step_tokens: the per-step token budget (>= 1).
+  explicit GenerationBatch(Engine& engine, int step_tokens = 256);
+  ~GenerationBatch();
+
+  using Done = std::function<void(Result<GenerateResult>)>;
+  // Adds a generation, as generate(engine, session, prompt, options,
+  // on_text, cached) would run it; on_done receives its outcome. The
+  // session, the prompt and the options (with what they point to) must
+  // outlive it. Two generations may not share a session.
+  void add(Session& session, std::span<const int32_t> prompt, const GenerateOptions& options, TextSink on_text,
+           Done on_done, const PromptCache& cached = {});
+  // One forward pass over the generations that have work; those that end
+  // report through on_done. Returns how many are still running.
+  int step();
+  int size() const { return static_cast<int>(running_.size()); }
+
+ private:
+  struct Running;
+  void report_finished();
+
+  Engine& engine_;
+  int step_tokens_;
+  std::vector<std::unique_ptr<Running>> running_;  // in the order they joined
+};
 
 }  // namespace revis

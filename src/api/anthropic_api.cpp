@@ -396,12 +396,10 @@ Outcome<MessagesRequest> parse_messages_request(std::string_view body, const Req
     if (auto e = set_thinking(*it, chat)) return *e;
   for (const char* key : {"mcp_servers", "container", "context_management"})
     if (auto it = j.find(key); it != j.end() && !it->is_null()) return bad(std::string(key) + " is not supported");
-  MessagesRequest r;
-  r.chat_body = chat.dump();
-  auto request = parse_chat_request(r.chat_body, limits);
+  // Read as it is, not dumped and parsed again; the text is for a peer.
+  auto request = chat_request_of(json(chat), limits);
   if (!request.ok()) return bad(anthropic_names(request.error().message));
-  r.chat = std::move(*request);
-  return r;
+  return MessagesRequest{.chat_body = chat.dump(), .chat = std::move(*request)};
 }
 
 std::unique_ptr<AnswerFormat> anthropic_format(std::string id, std::string model) {

@@ -2,8 +2,9 @@
 // The request is rewritten as the equivalent /v1/chat/completions request
 // (system prompt, messages with tool_use and tool_result blocks, tools with
 // their input_schema, tool_choice, stop_sequences, sampling), which then
-// takes the one path every chat request takes: parse_chat_request, a
-// ticket, the executor (openai_api.h). The answer is written back in
+// takes the one path every chat request takes: read as a chat request
+// (chat_request_of: the JSON object, not its text again), a ticket, the
+// executor (openai_api.h). The answer is written back in
 // Anthropic's shapes: a message whose content holds thinking, text and
 // tool_use blocks, or that message's stream of events (message_start,
 // content_block_start/delta/stop, message_delta, message_stop).
@@ -27,8 +28,8 @@
 namespace revis::node {
 
 struct MessagesRequest {
-  std::string chat_body;  // the equivalent /v1/chat/completions request body
-  OpenAiRequest chat;     // chat_body, parsed
+  std::string chat_body;  // the equivalent /v1/chat/completions request body, for a peer (OpenAiCall::body)
+  OpenAiRequest chat;     // the same request, read
 };
 
 // Errors are bad_request with a message naming the Anthropic field.

@@ -1,5 +1,6 @@
 // The answer to one HTTP API request (OpenAI's or Anthropic's), built from
-// the ticket protocol's events for it: the fabric runs these requests as
+// the ticket protocol's events for it (their values: a result made on this
+// node reaches the response without a trip through JSON text): the fabric runs these requests as
 // tickets, on this node or a peer (docs/fabric.md), and this turns what the
 // tickets report into the API's response, or its Server-Sent Events, in
 // the request's AnswerFormat (answer_format.h).
@@ -39,6 +40,7 @@
 #include "api/answer_format.h"
 #include "protocol/errors.h"
 #include "protocol/job.h"
+#include "protocol/ticket_event.h"
 
 namespace revis::node {
 
@@ -69,9 +71,10 @@ class OpenAiRelay {
   // The choice whose ticket runs now.
   size_t current_choice() const { return choice_; }
 
-  // One ticket-protocol event (JSON text); other tickets' (a request made
-  // earlier on the same connection, or an earlier choice) are ignored.
-  Step on_event(std::string_view event);
+  // One ticket-protocol event, read through its values (the text is not
+  // parsed again); other tickets' (a request made earlier on the same
+  // connection, or an earlier choice) are ignored.
+  Step on_event(const TicketEvent& event);
   bool finished() const { return finished_; }
   // The HTTP error body for `error` in the request's API.
   std::string error_body(const NodeError& error) const { return format_->error_body(error); }

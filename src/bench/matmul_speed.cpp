@@ -165,8 +165,9 @@ double MatMulSpeed::prefill_gops() {
          seconds_since(start) / 1e9;
 }
 
-Result<ArithmeticCeiling> arithmetic_ceiling(ThreadPool& pool, const std::map<std::string, uint64_t>& bytes_by_type,
+Result<ArithmeticCeiling> arithmetic_ceiling(int n_threads, const std::map<std::string, uint64_t>& bytes_by_type,
                                              uint64_t bytes_per_token, int64_t cols, int samples, bool striped) {
+  ThreadPool pool(n_threads);
   uint64_t total = 0;
   for (const auto& [name, bytes] : bytes_by_type) total += bytes;
   ArithmeticCeiling ceiling;

@@ -84,8 +84,8 @@ struct ArithmeticCeiling {
 // model's width); types whose blocks do not divide it, or that cannot be
 // weights, are left out.
 // striped: as MatMulSpeedOptions::striped, for a model that keeps its
-// matrices so.
-Result<ArithmeticCeiling> arithmetic_ceiling(ThreadPool& pool, const std::map<std::string, uint64_t>& bytes_by_type,
+// matrices so. Runs on a thread pool of its own, of n_threads threads.
+Result<ArithmeticCeiling> arithmetic_ceiling(int n_threads, const std::map<std::string, uint64_t>& bytes_by_type,
                                              uint64_t bytes_per_token, int64_t cols, int samples, bool striped);
 
 }  // namespace revis::bench

@@ -75,32 +75,30 @@ Desk::Followed Desk::follow(const std::shared_ptr<node::ClientLink>& from, const
   // The result may be there already: a duplicate ticketID, or a resume.
   auto existing = conn_.last_message(kResultStream, result_subject(id));
   if (!existing.ok() || !*existing) return Followed::kFollowing;
+  node::TicketEvent result = node::TicketEvent::read(std::move(**existing));  // before the lock
   MutexLock lock(book_.mu);
-  if (Relay* relay = relay_of(id); relay && relay->serial == serial && !relay->finished()) finish(*relay, **existing);
+  if (Relay* relay = relay_of(id); relay && relay->serial == serial && !relay->finished()) finish(*relay, std::move(result));
   return Followed::kFinished;
 }
 
 void Desk::on_relayed(const std::string& id, uint64_t serial, const Message& m) {
   const bool result = m.subject == result_subject(id);
   if (!result && m.subject != event_subject(id)) return;
-  const nlohmann::json event = result ? nlohmann::json() : nlohmann::json::parse(m.data, nullptr, false);
+  // Read once, before the lock: the book and the clients take it as it is.
+  const nlohmann::json event = nlohmann::json::parse(m.data, nullptr, false);
+  node::TicketEvent relayed = node::TicketEvent::read(m.data, event);
   MutexLock lock(book_.mu);
   Relay* relay = relay_of(id);
   if (!relay || relay->serial != serial || relay->finished()) return;
-  if (result) return finish(*relay, m.data);
+  if (result) return finish(*relay, std::move(relayed));
   // The running node's token events keep their seq; a redelivered ticket
   // starts again with a `retry` event.
-  if (event_type(event) == "retry") {
-    const auto attempt = event.find("attempt");
-    const auto reason = event.find("reason");
-    return book_.restart(*relay, reason != event.end() && reason->is_string() ? reason->get<std::string>() : "",
-                         attempt != event.end() && attempt->is_number_integer() ? attempt->get<int>() : 0);
-  }
-  if (token_seq(event) == static_cast<int64_t>(book_.next_seq(*relay))) return book_.emit(*relay, m.data);
-  book_.pass(*relay, m.data);
+  if (relayed.type() == node::TicketEvent::Type::kRetry) return book_.restart(*relay, relayed.reason(), relayed.attempt());
+  if (token_seq(event) == static_cast<int64_t>(book_.next_seq(*relay))) return book_.emit(*relay, std::move(relayed));
+  book_.pass(*relay, relayed);
 }
 
-void Desk::finish(Relay& relay, std::string terminal) {
+void Desk::finish(Relay& relay, node::TicketEvent terminal) {
   if (relay.sub) ended_.push_back(std::move(relay.sub));
   book_.finish(relay, std::move(terminal));
 }
@@ -188,7 +186,7 @@ void Desk::on_cancel(const std::shared_ptr<node::ClientLink>& from, const std::s
   const node::NodeError cancelled{ErrorCode::kCancelled, "cancelled by the client"};
   conn_.publish_core(cancel_subject(id), "");
   // The stored result ends the relay to every client following it.
-  if (Status s = conn_.publish(result_subject(id), node::error_event(id, cancelled), id); !s.ok()) {
+  if (Status s = conn_.publish(result_subject(id), node::error_event(id, cancelled).text(), id); !s.ok()) {
     revis::log_line("warn", s.message() + "; ticket " + id + " no longer relayed to the client that cancelled it");
     {
       MutexLock lock(book_.mu);

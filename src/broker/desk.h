@@ -72,7 +72,7 @@ class Desk : public node::TicketDesk {
   // reached (the book no longer holds it then).
   Followed follow(const std::shared_ptr<node::ClientLink>& from, const std::string& id, bool kept) EXCLUDES(book_.mu);
   void on_relayed(const std::string& id, uint64_t relay, const Message& m) EXCLUDES(book_.mu);
-  void finish(Relay& relay, std::string terminal) REQUIRES(book_.mu);
+  void finish(Relay& relay, node::TicketEvent terminal) REQUIRES(book_.mu);
   // Stops relaying and forgets the ticket (it may run on elsewhere).
   void forget(Relay& relay) REQUIRES(book_.mu);
   // The subscriptions of ended relays, to release after the lock, on the

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/ticket_job.h"
 #include "base/log.h"
 #include "protocol/ticket.h"
 
@@ -174,7 +175,7 @@ void Worker::on_max_deliveries(const std::string& advisory) {
                                                     " times and never finished (the nodes running it died or lost the broker): "
                                                     "the broker gave up on it (broker_max_deliver)"};
     if (!*existing)
-      if (Status s = conn_.publish(result_subject(*id), node::error_event(id, error), *id); !s.ok())
+      if (Status s = conn_.publish(result_subject(*id), node::error_event(id, error).text(), *id); !s.ok())
         return revis::log_line("warn", s.message());
   }
   auto deleted = conn_.delete_message(kTicketStream, seq);
@@ -294,7 +295,7 @@ void Worker::loop() {
 void Worker::poison(Delivery& delivery, const std::optional<std::string>& id, const NodeError& error) {
   revis::log_line("warn", "broker: ticket " + id.value_or("(no id)") + " can never run, terminated: " + error.message);
   if (id)
-    if (Status s = conn_.publish(result_subject(*id), node::error_event(id, error), *id); !s.ok()) {
+    if (Status s = conn_.publish(result_subject(*id), node::error_event(id, error).text(), *id); !s.ok()) {
       revis::log_line("warn", s.message());
       return;  // no result stored: not terminated either, it comes back after the ack wait
     }
@@ -340,11 +341,12 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
     if (Status s = delivery.ack(); !s.ok()) revis::log_line("warn", s.message());
     return count(&Stats::duplicates);
   }
+  node::read_ticket_job(ticket, node_);  // from the broker: read here, once
   auto spec = node_.admit(ticket, received);
   if (!spec.ok()) return poison(delivery, id, spec.error());
   const std::string events = event_subject(id);
   if (const uint64_t n = delivery.delivery_count(); n > 1 && ticket.streaming)
-    conn_.publish_core(events, node::retry_event(id, static_cast<int>(n), "the broker redelivered it: an earlier run did not finish"));
+    conn_.publish_core(events, node::retry_event(id, static_cast<int>(n), "the broker redelivered it: an earlier run did not finish").text());
 
   struct Finish {
     std::mutex mu;
@@ -354,7 +356,7 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
   auto finish = std::make_shared<Finish>();
   node::JobCallbacks callbacks;
   if (ticket.streaming)
-    node::stream_token_events(callbacks, id, [this, events](std::string event) { conn_.publish_core(events, event); });
+    node::stream_token_events(callbacks, id, [this, events](node::TicketEvent event) { conn_.publish_core(events, event.text()); });
   callbacks.on_finish = [finish](node::Outcome<node::JobResult> outcome) {
     std::lock_guard<std::mutex> lock(finish->mu);
     finish->outcome = std::move(outcome);
@@ -390,7 +392,7 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
     delivery.nak();  // shutdown: another node runs it
     return count(&Stats::given_back);
   }
-  const std::string final_event = outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error());
+  const std::string final_event = (outcome.ok() ? node::done_event(id, *outcome) : node::error_event(id, outcome.error())).text();
   if (!store_result(delivery, id, final_event)) return;  // no ack: redelivered after the ack wait
   if (Status s = delivery.ack(); !s.ok()) revis::log_line("warn", s.message());
   count(outcome.ok() ? &Stats::done : outcome.error().code == ErrorCode::kCancelled ? &Stats::cancelled : &Stats::failed);

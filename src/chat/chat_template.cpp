@@ -127,8 +127,7 @@ Result<std::string> read_chat_template_file(const std::string& path) {
 
 std::vector<int32_t> chat_prompt_tokens(const Engine& engine, const SpecialTexts& special, const ChatPrompt& prompt) {
   const bool has_bos_text = !special.bos.empty() && prompt.text.rfind(special.bos, 0) == 0;
-  return engine.tokenizer().encode_template(prompt.text, engine.add_bos_default() && !has_bos_text,
-                                            prompt.message_spans);
+  return engine.tokenize_template(prompt.text, engine.add_bos_default() && !has_bos_text, prompt.message_spans);
 }
 
 std::vector<int32_t> shown_special_tokens(const Engine& engine, const ModelChat& chat) {
@@ -140,7 +139,7 @@ std::vector<int32_t> shown_special_tokens(const Engine& engine, const ModelChat&
   }
   std::vector<int32_t> ids;
   for (std::string_view text : texts)
-    if (auto id = engine.tokenizer().find_token(text); id && engine.tokenizer().is_control(*id)) ids.push_back(*id);
+    if (auto id = engine.find_token(text); id && engine.is_control(*id)) ids.push_back(*id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
@@ -149,8 +148,8 @@ std::vector<int32_t> shown_special_tokens(const Engine& engine, const ModelChat&
 Status check_no_control_text(const Engine& engine, const nlohmann::ordered_json& value, const std::string& field) {
   const std::string text = value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   for (int32_t id : engine.tokenize(text, false, true))
-    if (engine.tokenizer().is_control(id))
-      return Status::error(field + " holds the text of the control token \"" + engine.tokenizer().token_text(id) +
+    if (engine.is_control(id))
+      return Status::error(field + " holds the text of the control token \"" + engine.token_text(id) +
                            "\", which the chat template would write as the token itself");
   return {};
 }

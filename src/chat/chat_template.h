@@ -11,7 +11,7 @@
 // unique placeholder (keeping the text's leading and trailing whitespace
 // around it, so a template's `trim` acts as on the text), then splices the
 // texts in and records where they landed (ChatPrompt::message_spans):
-// Tokenizer::encode_template matches control tokens only outside them.
+// Engine::tokenize_template matches control tokens only outside them.
 // A template that inspects the text itself (`'</think>' in content`) sees
 // the placeholder, never the text.
 //
@@ -35,7 +35,7 @@
 #include "chat/tool_calls.h"
 #include "revis/engine.h"
 #include "revis/status.h"
-#include "tokenizer/tokenizer.h"
+#include "revis/text_span.h"
 
 namespace revis::jinja {
 class ChatTemplate;
@@ -53,7 +53,7 @@ struct ChatMessage {
 };
 
 // A rendered conversation: the prompt text, and the byte ranges in it that
-// hold message text rather than template markup (Tokenizer::encode_template's
+// hold message text rather than template markup (Engine::tokenize_template's
 // literal spans).
 struct ChatPrompt {
   std::string text;

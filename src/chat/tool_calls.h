@@ -21,6 +21,8 @@
 // The XML families write strings as they are and other values as JSON: an
 // argument the tool declares as a string (or one of some strings) is text,
 // any other that parses as JSON other than a string is that value.
+// Each family is one entry of a table (tool_call_family.h) with its parser
+// in tool_calls_<family>.cpp.
 // The format is chosen from the chat template's source. Text outside the
 // calls stays the answer's content. Output that looks like a call but does
 // not parse is left as content, never dropped.

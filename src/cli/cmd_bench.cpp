@@ -4,7 +4,7 @@
 // JSON object with --json. With --depth D1,D2,... it times prefill and
 // generation at each context depth instead (llama-bench -d): a CSV, or with
 // --json one object whose top-level figures are the deepest depth's. revis bench --matmul TYPES times matrix products alone,
-// without a model (cli/bench_matmul.h). --json-schema FILE times sampled
+// without a model (bench/matmul_bench.h). --json-schema FILE times sampled
 // generation with and without that schema's grammar (bench/grammar_cost.h).
 #include <algorithm>
 #include <charconv>
@@ -18,14 +18,14 @@
 #include "bench/bandwidth.h"
 #include "bench/grammar_cost.h"
 #include "bench/inference.h"
+#include "bench/matmul_bench.h"
 #include "bench/matmul_speed.h"
+#include "bench/parallel.h"
 #include "bench/stats.h"
-#include "cli/bench_matmul.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "grammar/json_schema.h"
-#include "model/thread_pool.h"
-#include "quant/quant.h"
+#include "revis/kernels.h"
 
 namespace revis::cli {
 namespace {
@@ -40,8 +40,8 @@ constexpr int kArithmeticSamples = 3;
 
 struct BenchArgs {
   WeightMemory weights = WeightMemory::kAuto;
-  std::string model, depths, kernels, matmul, json_schema;
-  int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0;
+  std::string model, depths, kernels, matmul, json_schema, parallel;
+  int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0, batch_tokens = 256;
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
   bool json = false, mlock = false, striped = false;
@@ -94,19 +94,20 @@ std::string weight_label(const ModelInfo& info) {
       ->first;
 }
 
-// "512,2048,8192" -> ascending, distinct, positive depths.
-Result<std::vector<int>> parse_depths(const std::string& text) {
-  std::vector<int> depths;
+// "512,2048,8192" -> ascending, distinct, positive counts (of `flag`).
+Result<std::vector<int>> parse_counts(const std::string& text, const std::string& flag, const std::string& what,
+                                      const std::string& example) {
+  std::vector<int> counts;
   for (const std::string& item : split_list(text)) {
-    int depth = 0;
-    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), depth);
-    if (item.empty() || error != std::errc() || end != item.data() + item.size() || depth <= 0)
-      return Status::error("--depth: '" + item + "' is not a positive token count (expected e.g. 512,2048,8192)");
-    depths.push_back(depth);
+    int count = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), count);
+    if (item.empty() || error != std::errc() || end != item.data() + item.size() || count <= 0)
+      return Status::error(flag + ": '" + item + "' is not a positive " + what + " (expected e.g. " + example + ")");
+    counts.push_back(count);
   }
-  std::sort(depths.begin(), depths.end());
-  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
-  return depths;
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
 }
 
 double mib(uint64_t bytes) { return bytes / 1048576.0; }
@@ -138,7 +139,7 @@ std::vector<double> collect(const std::vector<bench::RunTiming>& runs, double (*
 }
 
 // The fields every model's JSON report opens with.
-nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const char* kernels) {
+nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const std::string& kernels) {
   return {{"model", info.path},   {"name", info.name},        {"architecture", info.architecture},
           {"type", weight_label(info)}, {"n_ctx", info.n_ctx}, {"threads", info.n_threads},
           {"kernels", kernels},   {"n", args.n_generate},     {"r", args.repetitions},
@@ -148,7 +149,7 @@ nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const ch
 
 // Speed at context depths (llama-bench -d): per depth, the prefill from
 // empty to that depth and then n generated tokens after it.
-int run_depths(Engine& engine, const BenchArgs& args, const std::vector<int>& depths, const char* kernels) {
+int run_depths(Engine& engine, const BenchArgs& args, const std::vector<int>& depths, const std::string& kernels) {
   const std::vector<int32_t> prompt = bench::random_prompt(engine, depths.back(), args.seed);
   std::fprintf(stderr, "warm-up ...\n");
   const int warmup_prompt = std::min<int>(args.n_prompt, depths.back());
@@ -252,32 +253,108 @@ int run_grammar_cost(Engine& engine, const BenchArgs& args) {
   return 0;
 }
 
+// --matmul TYPES: the kernels alone, without a model.
+int run_matmul(const BenchArgs& args) {
+  if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
+  if (args.bandwidth_mib < 1) return usage_error("--bandwidth-mib: expected >= 1");
+  const Status run = bench::run_matmul_bench({.types = split_list(args.matmul),
+                                              .kernels = args.kernels,
+                                              .repetitions = args.repetitions,
+                                              .threads = args.threads,
+                                              .memory_mib = args.bandwidth_mib,
+                                              .json = args.json,
+                                              .striped = args.striped});
+  return run.ok() ? 0 : fail(run.message());
+}
+
+// Streams served at once (--parallel 1,2,4,8): per count, that many
+// random prompts of n_prompt tokens started together through one
+// GenerationBatch, each generating n_generate tokens.
+int run_parallel(Engine& engine, const BenchArgs& args, const std::vector<int>& counts) {
+  auto prompts_for = [&](int streams) {
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < streams; ++i) prompts.push_back(bench::random_prompt(engine, args.n_prompt, args.seed + i));
+    return prompts;
+  };
+  std::fprintf(stderr, "warm-up ...\n");
+  if (auto w = bench::time_parallel(engine, prompts_for(1), std::min(args.n_generate, kWarmupGenerateSteps),
+                                    args.batch_tokens);
+      !w.ok())
+    return fail(w.status().message());
+  struct Row {
+    int streams;
+    bench::Summary aggregate, per_stream, ttft, ttft_max;
+  };
+  std::vector<Row> rows;
+  for (int streams : counts) {
+    const auto prompts = prompts_for(streams);
+    std::vector<double> aggregate, per_stream, ttft, ttft_max;
+    for (int rep = 0; rep < args.repetitions; ++rep) {
+      auto run = bench::time_parallel(engine, prompts, args.n_generate, args.batch_tokens);
+      if (!run.ok()) return fail(run.status().message());
+      const bench::Summary stream = bench::summarize(run->stream_tok_s), first = bench::summarize(run->ttft_ms);
+      std::fprintf(stderr, "%d streams, run %d/%d: %.2f tok/s in all, %.2f per stream, TTFT %.0f ms (max %.0f)\n",
+                   streams, rep + 1, args.repetitions, run->aggregate_tok_s(), stream.median, first.median, first.max);
+      aggregate.push_back(run->aggregate_tok_s());
+      per_stream.push_back(stream.median);
+      ttft.push_back(first.median);
+      ttft_max.push_back(first.max);
+    }
+    rows.push_back({streams, bench::summarize(aggregate), bench::summarize(per_stream), bench::summarize(ttft),
+                    bench::summarize(ttft_max)});
+  }
+  const ModelInfo& info = engine.info();
+  if (args.json) {
+    nlohmann::json j = setup_json(info, args, kernels::active());
+    j["p"] = args.n_prompt;
+    j["batch_tokens"] = args.batch_tokens;
+    for (const Row& r : rows)
+      j["parallel"].push_back({{"streams", r.streams},
+                               {"aggregate_tok_s", r.aggregate.median},
+                               {"stream_tok_s", r.per_stream.median},
+                               {"ttft_ms", r.ttft.median},
+                               {"ttft_max_ms", r.ttft_max.median}});
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  std::printf("model        %s (%s, %s)\n", info.path.c_str(), info.architecture.c_str(), weight_label(info).c_str());
+  std::printf("setup        %d threads, %s kernels, prompt %d, generate %d per stream, %d runs, %d tokens per step\n",
+              info.n_threads, kernels::active().c_str(), args.n_prompt, args.n_generate, args.repetitions,
+              args.batch_tokens);
+  std::printf("%8s %16s %16s %12s %12s %10s\n", "streams", "aggregate tok/s", "per-stream tok/s", "TTFT ms",
+              "TTFT max ms", "vs first");
+  for (const Row& r : rows)
+    std::printf("%8d %16.2f %16.2f %12.1f %12.1f %9.2fx\n", r.streams, r.aggregate.median, r.per_stream.median,
+                r.ttft.median, r.ttft_max.median,
+                rows.front().aggregate.median > 0 ? r.aggregate.median / rows.front().aggregate.median : 0);
+  std::printf("(medians over the runs; aggregate: every stream's tokens over the wall time from the common start)\n");
+  return 0;
+}
+
 int run_bench(const BenchArgs& args) {
-  if (!args.matmul.empty())
-    return run_bench_matmul({.types = args.matmul,
-                             .kernels = args.kernels,
-                             .repetitions = args.repetitions,
-                             .threads = args.threads,
-                             .memory_mib = args.bandwidth_mib,
-                             .json = args.json,
-                             .striped = args.striped});
+  if (!args.matmul.empty()) return run_matmul(args);
   if (args.model.empty()) return usage_error("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
   if (args.n_prompt < 1) return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
   if (args.n_generate < 1) return usage_error("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
   if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
   if (args.bandwidth_mib < 1) return usage_error("--bandwidth-mib: expected >= 1");
+  std::vector<int> streams;
+  if (!args.parallel.empty()) {
+    auto parsed = parse_counts(args.parallel, "--parallel", "stream count", "1,2,4,8");
+    if (!parsed.ok()) return fail(parsed.status().message());
+    streams = *parsed;
+  }
+  if (args.batch_tokens < 1) return usage_error("--batch-tokens: expected >= 1");
   std::vector<int> depths;
   if (!args.depths.empty()) {
-    auto parsed = parse_depths(args.depths);
+    auto parsed = parse_counts(args.depths, "--depth", "token count", "512,2048,8192");
     if (!parsed.ok()) return fail(parsed.status().message());
     depths = *parsed;
   }
   if (!args.kernels.empty()) {
-    auto backend = parse_kernel_backend(args.kernels);
-    if (!backend.ok()) return fail("--kernels: " + backend.status().message());
-    if (Status used = use_kernel_backend(*backend); !used.ok()) return fail("--kernels: " + used.message());
+    if (Status used = kernels::use(args.kernels); !used.ok()) return fail("--kernels: " + used.message());
   }
-  const char* kernels = kernel_backend_name(active_kernel_backend());
+  const std::string active_kernels = kernels::active();
 
   // Exactly the positions the runs fill, unless the user asks for more.
   const int needed_ctx = (depths.empty() ? args.n_prompt : depths.back()) + args.n_generate;
@@ -294,7 +371,8 @@ int run_bench(const BenchArgs& args) {
   if (args.mlock && !info.mlock_failure.empty())
     std::fprintf(stderr, "warning: --mlock: %s; continuing with unlocked weights\n", info.mlock_failure.c_str());
 
-  if (!depths.empty()) return run_depths(*engine, args, depths, kernels);
+  if (!streams.empty()) return run_parallel(*engine, args, streams);
+  if (!depths.empty()) return run_depths(*engine, args, depths, active_kernels);
   if (!args.json_schema.empty()) return run_grammar_cost(*engine, args);
 
   const std::vector<int32_t> prompt = bench::random_prompt(*engine, args.n_prompt, args.seed);
@@ -345,13 +423,12 @@ int run_bench(const BenchArgs& args) {
   // The arithmetic ceilings beside the roofline (matmul_speed.h), timed
   // after the runs so as not to warm their caches.
   std::fprintf(stderr, "timing the kernels with the weights in cache ...\n");
-  ThreadPool kernel_pool(info.n_threads);
-  auto arithmetic = bench::arithmetic_ceiling(kernel_pool, info.tensor_bytes_by_type, info.bytes_per_token,
+  auto arithmetic = bench::arithmetic_ceiling(info.n_threads, info.tensor_bytes_by_type, info.bytes_per_token,
                                               info.n_embd, kArithmeticSamples, info.striped_matrices > 0);
   if (!arithmetic.ok()) std::fprintf(stderr, "warning: no arithmetic ceiling: %s\n", arithmetic.status().message().c_str());
 
   if (args.json) {
-    nlohmann::json j = setup_json(info, args, kernels);
+    nlohmann::json j = setup_json(info, args, active_kernels);
     j.update({
         {"file_type", info.file_type},
         {"tensor_bytes_by_type", info.tensor_bytes_by_type},
@@ -383,7 +460,7 @@ int run_bench(const BenchArgs& args) {
   std::printf("model        %s (%s, %s, %d layers, %.1f MiB file)\n", info.path.c_str(), info.architecture.c_str(),
               weight_label(info).c_str(), info.n_layer, mib(info.file_bytes));
   std::printf("setup        %d threads, %s kernels, prompt %d, generate %d, %d runs after a warm-up, weights %s%s\n",
-              info.n_threads, kernels, args.n_prompt, args.n_generate, args.repetitions,
+              info.n_threads, active_kernels.c_str(), args.n_prompt, args.n_generate, args.repetitions,
               weights_place(info).c_str(), locked ? " and locked" : "");
   std::printf("prefill      %8.2f tok/s   (min %.2f, max %.2f)\n", prefill.median, prefill.min, prefill.max);
   std::printf("generation   %8.2f tok/s   (min %.2f, max %.2f)\n", gen.median, gen.min, gen.max);
@@ -429,11 +506,22 @@ void register_bench(CLI::App& app, int& exit_code) {
                                 "Context depths, e.g. 4096,16384: prefill to each and generate after it (a CSV, "
                                 "or with --json the deepest depth's figures and a row per depth)");
   model_only.push_back(depth);
+  auto* parallel = cmd->add_option("--parallel", args->parallel,
+                                   "Streams served at once, e.g. 1,2,4,8: per count, that many prompts start "
+                                   "together and share each forward pass (aggregate and per-stream tok/s, TTFT)")
+                       ->excludes(depth);
+  model_only.push_back(parallel);
+  model_only.push_back(cmd->add_option("--batch-tokens", args->batch_tokens,
+                                       "With --parallel: tokens per forward pass (prompt chunks fill what the "
+                                       "decoding streams leave)")
+                           ->capture_default_str()
+                           ->needs(parallel));
   model_only.push_back(cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)"));
   for (CLI::Option* option : add_weight_memory_options(*cmd, args->weights)) model_only.push_back(option);
   model_only.push_back(cmd->add_option("--json-schema", args->json_schema,
                                        "Time sampled generation with and without this JSON Schema's grammar (its cost)")
-                           ->excludes(depth));
+                           ->excludes(depth)
+                           ->excludes(parallel));
   auto* matmul = cmd->add_option("--matmul", args->matmul,
                                  "Weight types, e.g. q4_k,q6_k,q8_0: instead of a model, time matrix products of each "
                                  "(decoding from memory and from cache, a 64-token prefill) with every kernel backend "

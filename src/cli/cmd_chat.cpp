@@ -28,7 +28,6 @@
 #include "cli/usage.h"
 #include "kvstore/prefix_cache.h"
 #include "revis/generate.h"
-#include "tokenizer/tokenizer.h"
 
 namespace revis::cli {
 namespace {
@@ -275,7 +274,7 @@ int chat(ChatArgs& args) {
       continue;
     }
     options.max_tokens = room;
-    auto lease = (*cache)->acquire(*prompt, false);
+    auto lease = (*cache)->acquire(*prompt);
     if (!lease.ok()) return fail(lease.status().message());
     auto reply = generate(*engine, *lease->session, *prompt, options, [](std::string_view text) {
       std::fwrite(text.data(), 1, text.size(), stdout);
@@ -294,7 +293,7 @@ int chat(ChatArgs& args) {
       interrupted_before = true;
       continue;
     }
-    (*cache)->release(std::move(*lease), *prompt, reply->next_logits, false);
+    (*cache)->release(std::move(*lease), *prompt, reply->next_logits);
     conversation.add_reply(reply->text);
     const bool stopped = reply->stop_reason == "cancelled";
     interrupted_before = stopped;

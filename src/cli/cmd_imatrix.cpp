@@ -14,11 +14,8 @@
 #include "cli/common.h"
 #include "cli/progress_line.h"
 #include "cli/text_chunks.h"
-#include "model/kv_cache.h"
-#include "model/model.h"
-#include "tokenizer/tokenizer.h"
-#include "tools/imatrix_collector.h"
 #include "tools/imatrix_file.h"
+#include "tools/imatrix_run.h"
 
 namespace revis::cli {
 namespace {
@@ -50,38 +47,27 @@ int imatrix(const ImatrixArgs& args) {
   if (args.n_ctx < 8) return usage_error("-c: expected >= 8 tokens a chunk");
   if (args.chunks < 0) return usage_error("--chunk: expected >= 0");
   if (args.threads < 0) return usage_error("-t: expected >= 0");
-  auto opened = gguf::GgufFile::open(args.model);
-  if (!opened.ok()) return fail(opened.status().message());
-  std::shared_ptr<const gguf::GgufFile> file = std::move(*opened);
-  auto model = Model::load(file);
-  if (!model.ok()) return fail(model.status().with_context(args.model).message());
-  auto tokenizer = Tokenizer::from_gguf(*file);
-  if (!tokenizer.ok()) return fail(tokenizer.status().with_context(args.model).message());
+  auto run = ImatrixRun::load(args.model, args.threads);
+  if (!run.ok()) return fail(run.status().message());
   auto text = read_file(args.text);
   if (!text.ok()) return fail(text.status().message());
 
-  const int32_t bos = (*tokenizer)->add_bos_default() ? (*tokenizer)->bos() : -1;
-  auto chunks = text_chunks((*tokenizer)->encode(*text, /*add_bos=*/false, /*parse_special=*/false), args.text,
-                            args.n_ctx, args.chunks, bos);
+  auto chunks = text_chunks((*run)->tokenize(*text), args.text, args.n_ctx, args.chunks, (*run)->chunk_bos());
   if (!chunks.ok()) return fail(chunks.status().message());
   const auto n_chunks = static_cast<int64_t>(chunks->size());
 
   auto start = starting_point(args);
   if (!start.ok()) return fail(start.status().message());
   const int64_t first = start->chunk_count;
-  ImatrixCollector collector(*file, std::move(*start));
-  (*model)->set_matmul_observer(&collector);
+  (*run)->collect(std::move(*start));
+  ImatrixCollector& collector = (*run)->collector();
   if (first > 0) std::fprintf(stderr, "%s: continuing after chunk %lld\n", args.output.c_str(), static_cast<long long>(first));
 
-  ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::default_threads());
   ProgressLine progress("collecting");
-  std::vector<float> logits;
   for (int64_t c = first; c < n_chunks; ++c) {
     progress.update(static_cast<size_t>(c - first), static_cast<size_t>(n_chunks - first),
                     "chunk " + std::to_string(c + 1) + "/" + std::to_string(n_chunks));
-    const std::vector<int32_t>& chunk = (*chunks)[static_cast<size_t>(c)];
-    KvCache kv((*model)->config(), args.n_ctx);
-    if (Status s = (*model)->forward(chunk, 0, kv, pool, /*all_logits=*/false, logits); !s.ok()) return fail(s.message());
+    if (Status s = (*run)->run_chunk((*chunks)[static_cast<size_t>(c)], args.n_ctx); !s.ok()) return fail(s.message());
     if (!collector.status().ok()) return fail(collector.status().with_context(args.output).message());
     collector.imatrix().chunk_count = c + 1;
     const std::string partial = args.output + ".partial";

@@ -210,7 +210,7 @@ Result<Timed> first_token(Engine& engine, kvstore::PrefixCache& cache, const std
   options.max_tokens = 1;
   options.sampling.temperature = 0;
   options.ignore_eog = true;
-  auto lease = cache.acquire(prompt, false);
+  auto lease = cache.acquire(prompt);
   if (!lease.ok()) return lease.status();
   if (progress)
     show_prefill_progress(options, *progress, static_cast<int>(prompt.size()), lease->cached.cached_tokens);
@@ -223,7 +223,7 @@ Result<Timed> first_token(Engine& engine, kvstore::PrefixCache& cache, const std
   t.ttft_ms = r->ttft_ms;
   t.cached = r->cached_tokens;
   t.next_logits = r->next_logits;
-  cache.release(std::move(*lease), prompt, r->next_logits, false);
+  cache.release(std::move(*lease), prompt, r->next_logits);
   return t;
 }
 
@@ -259,8 +259,7 @@ Result<Timed> synthetic_checkpoint(Engine& engine, kvstore::KvStore& store, cons
 }
 
 int run_kv_bench(const KvBenchArgs& args) {
-  if (args.n_prompt < 2 * kResumeAlignment)
-    return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= " + std::to_string(2 * kResumeAlignment) + ")");
+  if (args.n_prompt < 1) return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
   if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
   std::string dir = args.dir;
   std::string scratch;
@@ -275,7 +274,7 @@ int run_kv_bench(const KvBenchArgs& args) {
   auto warn = [](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); };
   auto open_cache = [&]() {
     return kvstore::PrefixCache::open(
-        *engine, {.ram_sessions = 1, .kv_dir = dir, .save_min_tokens = kResumeAlignment, .warn = warn});
+        *engine, {.ram_sessions = 1, .kv_dir = dir, .save_min_tokens = 1, .warn = warn});
   };
   int exit_code = 0;
   [&] {

@@ -25,7 +25,6 @@
 #include "cli/progress_line.h"
 #include "cli/text_chunks.h"
 #include "revis/engine.h"
-#include "tokenizer/tokenizer.h"
 #include "tools/kld_base_file.h"
 
 namespace revis::cli {
@@ -127,7 +126,7 @@ int perplexity(const PerplexityArgs& args) {
   if (!args.text.empty()) {
     auto text = read_file(args.text);
     if (!text.ok()) return fail(text.status().message());
-    const int32_t bos = engine->add_bos_default() ? engine->tokenizer().bos() : -1;
+    const int32_t bos = engine->add_bos_default() ? engine->info().bos.id : -1;
     auto chunks = text_chunks(engine->tokenize(*text, /*add_bos=*/false, /*parse_special=*/false), args.text, n_ctx,
                               args.kld ? 0 : args.chunks, bos);
     if (!chunks.ok()) return fail(chunks.status().message());

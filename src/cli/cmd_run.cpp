@@ -155,7 +155,7 @@ int run(RunArgs& args) {
                 .disk_budget_bytes = static_cast<uint64_t>(args.kv_budget_mib * 1048576.0),
                 .warn = [](const std::string& message) { std::fprintf(stderr, "warning: %s\n", message.c_str()); }});
   if (!cache.ok()) return fail(cache.status().message());
-  auto lease = (*cache)->acquire(tokens, options.record_logits);
+  auto lease = (*cache)->acquire(tokens);
   if (!lease.ok()) return fail(lease.status().message());
   const std::string cache_source = lease->source;
   const double restore_ms = lease->cached.restore_ms;
@@ -169,7 +169,7 @@ int run(RunArgs& args) {
   if (!result.ok()) return fail(result.status().message());
   const GenerateResult& r = *result;
   // A one-shot process: checkpoint the prompt now, before reporting.
-  (*cache)->release(std::move(*lease), tokens, r.next_logits, options.record_logits);
+  (*cache)->release(std::move(*lease), tokens, r.next_logits);
   (*cache)->flush();
   if (!args.json) std::printf("\n");
 

@@ -6,8 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "gguf/gguf.h"
-#include "tokenizer/tokenizer.h"
+#include "tools/vocabulary_file.h"
 
 namespace revis::cli {
 namespace {
@@ -25,23 +24,18 @@ int tokenize(const TokenizeArgs& args) {
     text = *content;
   }
   // Only the vocabulary is needed, so vocabulary-only GGUF files work too.
-  auto file = gguf::GgufFile::open(args.model);
-  if (!file.ok()) return fail(file.status().message());
-  auto tokenizer = Tokenizer::from_gguf(**file);
-  if (!tokenizer.ok()) return fail(tokenizer.status().with_context(args.model).message());
-  const Tokenizer& tok = **tokenizer;
-  const std::vector<int32_t> ids = tok.encode(text, !args.no_bos && tok.add_bos_default(), args.special);
+  auto tokens = tokenize_with_vocabulary_of(args.model, text, !args.no_bos, args.special);
+  if (!tokens.ok()) return fail(tokens.status().message());
+  const std::vector<int32_t>& ids = tokens->ids;
   if (args.json) {
-    nlohmann::json pieces = nlohmann::json::array();
-    for (int32_t id : ids) pieces.push_back(tok.token_to_piece(id));
     // A piece may be part of a UTF-8 character: replaced, not an error.
-    const nlohmann::json j = {{"ids", ids}, {"pieces", pieces}};
+    const nlohmann::json j = {{"ids", ids}, {"pieces", tokens->pieces}};
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   for (size_t i = 0; i < ids.size(); ++i) {
     std::printf(i ? " %d" : "%d", ids[i]);
-    if (args.pieces) std::printf(":'%s'", tok.token_to_piece(ids[i]).c_str());
+    if (args.pieces) std::printf(":'%s'", tokens->pieces[i].c_str());
   }
   std::printf("\n");
   return 0;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "revis/engine.h"
-#include "sample/sampler.h"
+#include "revis/sampling.h"
 
 namespace CLI {
 class App;

@@ -152,13 +152,22 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
 }
 
 const ModelInfo& Engine::info() const { return impl_->info; }
-const Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer; }
+const Tokenizer& engine_tokenizer(const Engine& engine) { return *engine.impl_->tokenizer; }
 
 std::vector<int32_t> Engine::tokenize(std::string_view text, bool add_bos, bool parse_special) const {
   return impl_->tokenizer->encode(text, add_bos, parse_special);
 }
+std::vector<int32_t> Engine::tokenize_template(std::string_view text, bool add_bos,
+                                               std::span<const TextSpan> literal) const {
+  return impl_->tokenizer->encode_template(text, add_bos, literal);
+}
 bool Engine::add_bos_default() const { return impl_->tokenizer->add_bos_default(); }
-std::string Engine::token_bytes(int32_t id) const { return impl_->tokenizer->token_to_piece(id); }
+std::string Engine::token_bytes(int32_t id, bool render_control) const {
+  return impl_->tokenizer->token_to_piece(id, render_control);
+}
+std::string Engine::token_text(int32_t id) const { return impl_->tokenizer->token_text(id); }
+std::optional<int32_t> Engine::find_token(std::string_view text) const { return impl_->tokenizer->find_token(text); }
+bool Engine::is_control(int32_t id) const { return impl_->tokenizer->is_control(id); }
 bool Engine::is_end_of_generation(int32_t id) const { return impl_->tokenizer->is_end_of_generation(id); }
 
 std::unique_ptr<Session> Engine::new_session() { return std::unique_ptr<Session>(new Session(*this)); }
@@ -170,22 +179,31 @@ Session::~Session() = default;
 
 int Session::n_ctx() const { return state_->kv.n_ctx(); }
 
-Status Session::eval(std::span<const int32_t> tokens, bool all_logits) { return run(tokens, all_logits, false); }
+Status Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+  const Engine::BatchItem item{this, tokens, all_logits};
+  return engine_.eval_batch({&item, 1});
+}
 
-Status Session::eval_stepwise(std::span<const int32_t> tokens) { return run(tokens, true, true); }
-
-Status Session::run(std::span<const int32_t> tokens, bool all_logits, bool stepwise) {
-  Engine::Impl& e = *engine_.impl_;
-  State& st = *state_;
-  const bool record = !st.hidden.empty();
-  if (record) e.model->set_hidden_rows(st.hidden.data());
-  Status s = e.model->forward(tokens, n_past(), st.kv, *e.pool, all_logits, st.logits, stepwise);
-  if (record) e.model->set_hidden_rows(nullptr);
-  if (!s.ok()) return s;
-  st.rows = all_logits ? static_cast<int>(tokens.size()) : 1;
-  if (record) std::fill_n(st.hidden_known.begin() + n_past(), tokens.size(), true);
-  history_.insert(history_.end(), tokens.begin(), tokens.end());
+Status Engine::eval_batch(std::span<const BatchItem> items) {
+  std::vector<Model::SequenceInput> batch;
+  batch.reserve(items.size());
+  for (const BatchItem& item : items) {
+    if (!item.session || &item.session->engine_ != this)
+      return Status::error("eval_batch: an item's session is missing or belongs to another engine");
+    Session::State& st = *item.session->state_;
+    batch.push_back({item.tokens, item.session->n_past(), &st.kv, item.all_logits, &st.logits,
+                     st.hidden.empty() ? nullptr : st.hidden.data()});
+  }
+  if (Status s = impl_->model->forward(batch, *impl_->pool); !s.ok()) return s;
+  for (const BatchItem& item : items) item.session->appended(item.tokens, item.all_logits);
   return {};
+}
+
+void Session::appended(std::span<const int32_t> tokens, bool all_logits) {
+  State& st = *state_;
+  st.rows = all_logits ? static_cast<int>(tokens.size()) : 1;
+  if (!st.hidden.empty()) std::fill_n(st.hidden_known.begin() + n_past(), tokens.size(), true);
+  history_.insert(history_.end(), tokens.begin(), tokens.end());
 }
 
 void Session::keep_hidden_states() {

@@ -1,6 +1,6 @@
 // The insides of Engine and Session (revis/engine.h), shared by the engine's
-// own files: engine.cpp, and the drafters that run the engine's model
-// directly (mtp_drafter.cpp).
+// own files: engine.cpp, the drafters that run the engine's model directly
+// (mtp_drafter.cpp), and generate.cpp's detokenizer (engine_tokenizer).
 #pragma once
 
 #include <memory>
@@ -19,6 +19,10 @@ struct Engine::Impl {
   std::unique_ptr<Tokenizer> tokenizer;
   std::shared_ptr<ThreadPool> pool;  // shared with a draft model's engine (EngineOptions::share_threads)
 };
+
+// The engine's vocabulary, which front ends reach only through Engine's
+// methods.
+const Tokenizer& engine_tokenizer(const Engine& engine);
 
 struct Session::State {
   KvCache kv;

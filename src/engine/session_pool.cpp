@@ -4,10 +4,9 @@
 
 namespace revis {
 
-int resumable_prefix(int common, int n_prompt, int n_cached, bool logits_usable) {
-  if (common == n_prompt && n_cached == n_prompt && logits_usable) return n_prompt;
-  const int shared = std::min(common, n_prompt - 2);
-  return shared > 0 ? shared / kResumeAlignment * kResumeAlignment : 0;
+int resumable_prefix(int common, int n_prompt, int n_cached, bool has_logits) {
+  if (common == n_prompt && n_cached == n_prompt && has_logits) return n_prompt;
+  return std::max(0, std::min(common, n_prompt - 1));
 }
 
 namespace {
@@ -24,26 +23,24 @@ int common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
 SessionPool::SessionPool(Engine& engine, int max_sessions)
     : engine_(engine), max_sessions_(std::max(1, max_sessions)) {}
 
-std::pair<int, int> SessionPool::best_match(std::span<const int32_t> prompt, bool all_logits) const {
+std::pair<int, int> SessionPool::best_match(std::span<const int32_t> prompt) const {
   std::pair<int, int> best{-1, 0};
   for (size_t i = 0; i < entries_.size(); ++i) {
     const CachedPrompt& c = entries_[i].cached;
-    const bool logits_usable = !c.next_logits.empty() && c.logits_all_rows == all_logits;
     const int reusable = resumable_prefix(common_prefix(prompt, c.tokens), static_cast<int>(prompt.size()),
-                                          static_cast<int>(c.tokens.size()), logits_usable);
+                                          static_cast<int>(c.tokens.size()), !c.next_logits.empty());
     if (reusable > best.second) best = {static_cast<int>(i), reusable};
   }
   return best;
 }
 
-int SessionPool::peek(std::span<const int32_t> prompt, bool all_logits) const {
-  return best_match(prompt, all_logits).second;
+int SessionPool::peek(std::span<const int32_t> prompt) const {
+  return best_match(prompt).second;
 }
 
-SessionPool::Checkout SessionPool::checkout(std::span<const int32_t> prompt, bool all_logits,
-                                            const EvictFn& evicting) {
+SessionPool::Checkout SessionPool::checkout(std::span<const int32_t> prompt, const EvictFn& evicting) {
   Checkout out;
-  auto [index, reusable] = best_match(prompt, all_logits);
+  auto [index, reusable] = best_match(prompt);
   if (index < 0 && static_cast<int>(entries_.size()) + checked_out_ >= max_sessions_ && !entries_.empty()) {
     index = static_cast<int>(std::min_element(entries_.begin(), entries_.end(),
                                               [](const Entry& a, const Entry& b) { return a.last_used < b.last_used; }) -

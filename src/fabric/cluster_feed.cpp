@@ -5,18 +5,8 @@
 #include "base/json_text.h"
 
 namespace revis::fabric {
-namespace {
 
 using nlohmann::json;
-
-
-// A number of the done event's stats, or null.
-json stat(const json& stats, const char* key) {
-  auto it = stats.find(key);
-  return it != stats.end() && it->is_number() ? *it : json(nullptr);
-}
-
-}  // namespace
 
 ClusterFeed::ClusterFeed(const node::Node& node, const PeerSet& peers) : node_(node), peers_(peers) {}
 
@@ -66,7 +56,7 @@ void ClusterFeed::add(const std::shared_ptr<node::ClientLink>& link, const node:
   }
   json tasks = json::parse(node_.catalog().canonical_json(), nullptr, false);
   if (tasks.is_object() && tasks.contains("tasks")) tasks = tasks["tasks"];
-  link->send(revis::json_text({{"type", "catalog"}, {"digest", node_.catalog().digest()}, {"tasks", tasks}}));
+  link->send(node::TicketEvent::other(revis::json_text({{"type", "catalog"}, {"digest", node_.catalog().digest()}, {"tasks", tasks}})));
   link->send(cluster_event(cluster_view(book, waiting)));
   std::vector<const TicketRecord*> kept;
   for (const auto& [id, entry] : book.entries()) kept.push_back(static_cast<const TicketRecord*>(entry.get()));
@@ -119,32 +109,35 @@ void ClusterFeed::publish(const TicketRecord& rec, const std::string& running_la
   if (!empty()) send(ticket_event(view_of(rec, running_label)));
 }
 
-std::string ClusterFeed::cluster_event(const json& view) { return revis::json_text({{"type", "cluster"}, {"view", view}}); }
+node::TicketEvent ClusterFeed::cluster_event(const json& view) {
+  return node::TicketEvent::other(revis::json_text({{"type", "cluster"}, {"view", view}}));
+}
 
-std::string ClusterFeed::ticket_event(const TicketView& t) {
+node::TicketEvent ClusterFeed::ticket_event(const TicketView& t) {
   json ticket = {{"ticketID", t.id},        {"taskType", t.task}, {"state", t.state},
                  {"node", t.node.empty() ? json(nullptr) : json(t.node)},
                  {"attempt", t.attempt},    {"receivedUnixMs", t.received_unix_ms}, {"openai", t.openai}};
+  // Read from the final event's values: nothing is parsed under the
+  // dispatcher's lock.
   if (!t.terminal.empty()) {
-    const json final = json::parse(t.terminal, nullptr, false);
-    const bool done = final.is_object() && final.contains("type") && final["type"] == "done";
+    const bool done = t.terminal.type() == node::TicketEvent::Type::kDone;
     ticket["state"] = done ? "done" : "failed";
-    if (done && final.contains("stats") && final["stats"].is_object()) {
-      const json& stats = final["stats"];
-      if (stats.contains("node") && stats["node"].is_string()) ticket["node"] = stats["node"];
-      ticket["waitMs"] = stat(stats, "queueWaitMs");
-      ticket["durationMs"] = stat(stats, "totalMs");
-      ticket["ttftMs"] = stat(stats, "ttftMs");
-      ticket["tokens"] = stat(stats, "generatedTokens");
-      ticket["tokPerSec"] = stat(stats, "genTokPerSec");
-    } else if (final.is_object() && final.contains("code") && final["code"].is_string()) {
-      ticket["error"] = final["code"];
+    if (done) {
+      const node::JobStats& stats = t.terminal.result().stats;
+      if (!stats.node.empty()) ticket["node"] = stats.node;
+      ticket["waitMs"] = stats.queue_wait_ms;
+      ticket["durationMs"] = stats.total_ms;
+      ticket["ttftMs"] = stats.ttft_ms;
+      ticket["tokens"] = stats.generated_tokens;
+      ticket["tokPerSec"] = stats.gen_tok_s;
+    } else if (t.terminal.type() == node::TicketEvent::Type::kError) {
+      ticket["error"] = node::error_code_name(t.terminal.error().code);
     }
   }
-  return revis::json_text({{"type", "ticketUpdate"}, {"ticket", ticket}});
+  return node::TicketEvent::other(revis::json_text({{"type", "ticketUpdate"}, {"ticket", ticket}}));
 }
 
-void ClusterFeed::send(const std::string& event) const {
+void ClusterFeed::send(const node::TicketEvent& event) const {
   MutexLock lock(mu_);
   for (const auto& s : subscribers_) s->send(event);
 }

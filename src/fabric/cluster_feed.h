@@ -39,7 +39,7 @@ struct TicketView {
   int attempt = 1;
   int64_t received_unix_ms = 0;
   bool openai = false;            // an OpenAI API request: its result is not kept
-  std::string_view terminal;      // done or failed: the final event, whose stats and error it reports
+  node::TicketEvent terminal;     // done or failed: the final event, whose stats and error it reports
 };
 
 class ClusterFeed {
@@ -63,14 +63,14 @@ class ClusterFeed {
   void publish(const TicketRecord& rec, const std::string& running_label) const EXCLUDES(mu_);
 
   // {"type":"cluster","view":VIEW}: `view` is GET /v1/revis/cluster's object.
-  static std::string cluster_event(const nlohmann::json& view);
+  static node::TicketEvent cluster_event(const nlohmann::json& view);
   // {"type":"ticketUpdate","ticket":{...}}.
-  static std::string ticket_event(const TicketView& ticket);
+  static node::TicketEvent ticket_event(const TicketView& ticket);
 
  private:
   TicketView view_of(const TicketRecord& rec, const std::string& running_label) const;
   bool empty() const EXCLUDES(mu_);
-  void send(const std::string& event) const EXCLUDES(mu_);
+  void send(const node::TicketEvent& event) const EXCLUDES(mu_);
 
   const node::Node& node_;
   const PeerSet& peers_;

@@ -165,7 +165,7 @@ void Dispatcher::on_ticket(const Link& from, node::Ticket ticket, Clock::time_po
     return from->refuse(id, position.error());
   }
   if (!journaled) return from->send(node::accepted_event(id, *position));
-  unannounced_.push_back({journal_->accepted(id, std::move(journal_text)), id, from, *position, ""});
+  unannounced_.push_back({journal_->accepted(id, std::move(journal_text)), id, from, *position, {}});
 }
 
 void Dispatcher::attach_again(Record& rec, const Link& from) {
@@ -177,7 +177,7 @@ void Dispatcher::attach_again(Record& rec, const Link& from) {
   // Its first `accepted` still waits for the journal: so does this one.
   for (const Unannounced& event : unannounced_)
     if (event.id == id && event.client) {
-      unannounced_.push_back({event.write, id, from, 0, ""});
+      unannounced_.push_back({event.write, id, from, 0, {}});
       return;
     }
   from->send(node::accepted_event(id, 0));
@@ -375,12 +375,12 @@ void Dispatcher::on_local_finish(const std::string& id, uint64_t placement, node
 // holds a result that a restarted node would not know. Until then the
 // record is kDone, so nothing else acts on it, and the book sends it (and
 // publishes it) once the journal has it.
-void Dispatcher::finish(Record& rec, std::string terminal) {
+void Dispatcher::finish(Record& rec, node::TicketEvent terminal) {
   rec.where = Where::kDone;
   rec.job.reset();
   rec.prompt_digests.reset();
   if (journal_ && rec.kept) {
-    const TicketJournal::Write write = journal_->finished(rec.ticket.id, terminal);
+    const TicketJournal::Write write = journal_->finished(rec.ticket.id, terminal.text());
     unannounced_.push_back({write, rec.ticket.id, nullptr, 0, std::move(terminal)});
     return;
   }
@@ -419,7 +419,7 @@ bool Dispatcher::answer_from_journal(const Link& link, const std::string& id, bo
   if (!stored.ok()) revis::log_line("warn", stored.status().message());
   if (!stored.ok() || stored->empty()) return false;
   if (resent) link->send(node::accepted_event(id, 0));
-  link->send(*stored);
+  link->send(node::TicketEvent::read(std::move(*stored)));
   return true;
 }
 
@@ -500,12 +500,11 @@ void Dispatcher::on_peer_ticket_event(const std::string& key, uint64_t session, 
   if (type == "accepted") {
     rec.peer_has_it = true;
   } else if (type == "token") {
-    const auto reasoning = j.find("reasoning");
-    if (reasoning != j.end() && reasoning->is_string()) emit_token(rec, reasoning->get<std::string>(), {}, true);
-    else emit_token(rec, j.value("text", ""), node::logprobs_of_event(text));
+    const node::TicketEvent token = node::TicketEvent::read(text, j);  // renumbered here: a new event
+    emit_token(rec, token.piece(), token.logprobs(), token.reasoning());
   } else if (type == "done") {
     peers_.ticket_ended(key, session);
-    finish(rec, text);
+    finish(rec, node::TicketEvent::read(text, j));
   } else if (type == "error") {
     peers_.ticket_ended(key, session);
     const auto code = node::error_code_from_name(j.value("code", "internal")).value_or(ErrorCode::kInternal);
@@ -523,13 +522,13 @@ void Dispatcher::on_peer_ticket_event(const std::string& key, uint64_t session, 
       if (!placed.ok() && !suspend(rec)) finish(rec, node::error_event(id, placed.error()));
     } else if (!rec.handed_to.empty() || (rec.cancel_requested && code == ErrorCode::kCancelled)) {
       // A handed ticket is the peer's: its answer is the result.
-      finish(rec, text);
+      finish(rec, node::TicketEvent::read(text, j));
     } else if (rec.orphaned) {
       drop(id);
     } else if (worth_another_node(code)) {
       retry(rec, why);
     } else {
-      finish(rec, text);
+      finish(rec, node::TicketEvent::read(text, j));
     }
   }
 }

@@ -126,7 +126,7 @@ class Dispatcher : public node::TicketDesk {
     std::string id;
     Link client;           // set: its `accepted` (at `position`), then it follows the ticket
     int position = 0;
-    std::string terminal;  // otherwise: the ticket's final event
+    node::TicketEvent terminal;  // otherwise: the ticket's final event
   };
 
   Dispatcher(node::Node& node, std::unique_ptr<TicketJournal> journal);
@@ -148,7 +148,7 @@ class Dispatcher : public node::TicketDesk {
   void send_hand_offs(const std::vector<TicketJournal::HandOff>& hand_offs) REQUIRES(book_.mu);
 
   void retry(Record& rec, const std::string& reason) REQUIRES(book_.mu);
-  void finish(Record& rec, std::string terminal) REQUIRES(book_.mu);
+  void finish(Record& rec, node::TicketEvent terminal) REQUIRES(book_.mu);
   void announce(Unannounced& event) REQUIRES(book_.mu);
   // Writes what the journal has queued, then sends the events that waited
   // for it (see the top).

@@ -348,8 +348,9 @@ bool PeerSet::kv_prefixes_published(const std::string& tier) const {
 
 // ---------------------------------------------------------------- subscribers, heartbeats
 
-std::string PeerSet::state_event(const NodeState& state) {
-  return json{{"type", "peer"}, {"status", to_json(state)}}.dump(-1, ' ', false, json::error_handler_t::replace);
+node::TicketEvent PeerSet::state_event(const NodeState& state) {
+  return node::TicketEvent::other(
+      json{{"type", "peer"}, {"status", to_json(state)}}.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 void PeerSet::subscribe(const std::shared_ptr<node::ClientLink>& link, const std::string& node_name) {
@@ -386,7 +387,7 @@ void PeerSet::push_state() {
     to = subscribers_;
   }
   if (to.empty()) return;
-  const std::string event = state_event(local_state());
+  const node::TicketEvent event = state_event(local_state());
   for (const auto& s : to) s->send(event);
 }
 

@@ -161,7 +161,7 @@ class PeerSet {
   void on_discovered(const DiscoveredNode& found) EXCLUDES(mu_);
   void on_discovery_lost(const std::string& service) EXCLUDES(mu_);
   void heartbeat(std::function<void()> on_tick) EXCLUDES(mu_, push_mu_);
-  static std::string state_event(const NodeState& state);
+  static node::TicketEvent state_event(const NodeState& state);
 
   node::Node& node_;
   const node::NodeConfig& config_;

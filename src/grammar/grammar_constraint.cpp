@@ -4,8 +4,6 @@
 #include <limits>
 #include <numeric>
 
-#include "tokenizer/tokenizer.h"
-
 namespace revis {
 
 // ---------------------------------------------------------------- vocabulary
@@ -54,7 +52,7 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::of(const Engine& engine,
     if (!engine.is_end_of_generation(static_cast<int32_t>(id))) bytes[id] = engine.token_bytes(static_cast<int32_t>(id));
   for (int32_t id : shown)
     if (id >= 0 && static_cast<size_t>(id) < bytes.size() && !engine.is_end_of_generation(id))
-      bytes[static_cast<size_t>(id)] = engine.tokenizer().token_to_piece(id, /*render_special=*/true);
+      bytes[static_cast<size_t>(id)] = engine.token_bytes(id, /*render_control=*/true);
   return std::make_shared<const TokenVocabulary>(std::move(bytes));
 }
 

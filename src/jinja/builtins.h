@@ -4,6 +4,7 @@
 // join, map, selectattr, items, dictsort, tojson as Hugging Face defines it,
 // default, indent, ...), the tests (defined, none, string, mapping, ...),
 // the operators on values, and the globals range(), namespace() and dict().
+// The str methods live in str_methods.cpp, the filters in filters.cpp.
 //
 // Thread-safety: pure functions of their arguments (and of the Interpreter
 // passed in, which belongs to one render).
@@ -30,7 +31,8 @@ bool contains(const Value& container, const Value& item);  // `item in container
 Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Value& b);
 Value negate(const Value& v);
 
-Value apply_filter(Interpreter& in, const std::string& name, const Value& input, CallArgs& args);
+Value apply_filter(Interpreter& in, const std::string& name, const Value& input, CallArgs& args);  // filters.cpp
+bool is_filter(const std::string& name);  // a filter of that name exists (the `filter` test)
 bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallArgs& args);
 
 // range, namespace, dict.

@@ -24,7 +24,10 @@ constexpr char kMagic[8] = {'R', 'V', 'K', 'V', 'C', 'K', 'P', 'T'};
 constexpr size_t kHeaderBytes = kCheckpointHeaderBytes;
 constexpr size_t kWriterBytes = 32;
 constexpr size_t kHeaderChecksumAt = kHeaderBytes - 8;
-constexpr uint32_t kFlagHasLogits = 1, kFlagLogitsAllRows = 2;
+// Flag 2 marked, in files of earlier versions, logits computed with every
+// row's; rows no longer depend on that (engine.h's batch invariance), so
+// it is ignored.
+constexpr uint32_t kFlagHasLogits = 1;
 // Bounds far above any real model; they keep a damaged header from asking
 // for absurd allocations.
 constexpr uint32_t kMaxTokens = 1u << 24, kMaxLayers = 1u << 12, kMaxHeads = 1u << 12, kMaxHeadDim = 1u << 16,
@@ -65,7 +68,7 @@ std::array<uint8_t, kHeaderBytes> encode_header(const CheckpointHeader& h) {
   put32(&b[40], h.shape.head_dim_v);
   put32(&b[44], h.n_tokens);
   put32(&b[48], h.n_vocab);
-  put32(&b[52], (h.has_logits ? kFlagHasLogits : 0) | (h.logits_all_rows ? kFlagLogitsAllRows : 0));
+  put32(&b[52], h.has_logits ? kFlagHasLogits : 0);
   put64(&b[56], h.payload_bytes);
   put64(&b[64], h.payload_checksum);
   std::memcpy(&b[72], h.writer.data(), std::min(h.writer.size(), kWriterBytes));
@@ -103,7 +106,6 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   h.n_vocab = get32(&b[48]);
   const uint32_t flags = get32(&b[52]);
   h.has_logits = flags & kFlagHasLogits;
-  h.logits_all_rows = flags & kFlagLogitsAllRows;
   h.payload_bytes = get64(&b[56]);
   h.payload_checksum = get64(&b[64]);
   const char* writer = reinterpret_cast<const char*>(&b[72]);

@@ -63,7 +63,6 @@ struct CheckpointHeader {
   uint32_t n_tokens = 0;
   uint32_t n_vocab = 0;           // length of the logits row, when there is one
   bool has_logits = false;
-  bool logits_all_rows = false;   // see engine/session_pool.h: the logits mode
   uint64_t payload_bytes = 0;
   uint64_t payload_checksum = 0;
   std::string writer;             // the program that wrote it ("revis 0.1.0"), for humans

@@ -65,7 +65,7 @@ void PrefixCache::warn(const std::string& message) const {
   if (options_.warn) options_.warn(message);
 }
 
-Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt, bool all_logits) {
+Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt) {
   const auto start = std::chrono::steady_clock::now();
   const int n_prompt = static_cast<int>(prompt.size());
   Lease lease;
@@ -77,14 +77,13 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt,
     disk = store_ ? store_->longest_common(prompt) : std::optional<KvStore::Match>();
     if (!disk) return 0;
     const CheckpointHeader& h = disk->entry->header;
-    const bool logits_usable = h.has_logits && h.logits_all_rows == all_logits;
-    return resumable_prefix(disk->common, n_prompt, static_cast<int>(h.n_tokens), logits_usable);
+    return resumable_prefix(disk->common, n_prompt, static_cast<int>(h.n_tokens), h.has_logits);
   };
-  const int from_ram = pool_.peek(prompt, all_logits);
+  const int from_ram = pool_.peek(prompt);
   int from_disk = resumable_from_disk();
 
   if (from_ram > 0 && from_ram >= from_disk) {
-    SessionPool::Checkout c = pool_.checkout(prompt, all_logits, evicting);
+    SessionPool::Checkout c = pool_.checkout(prompt, evicting);
     lease.session = std::move(c.session);
     settle(*lease.session, c.reused);
     lease.cached.cached_tokens = c.reused;
@@ -94,7 +93,7 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt,
     // A session with nothing worth keeping for this prompt (an empty query
     // matches none). Freeing it may save a checkpoint, which may evict
     // others: look the prompt up again afterwards.
-    SessionPool::Checkout c = pool_.checkout({}, all_logits, evicting);
+    SessionPool::Checkout c = pool_.checkout({}, evicting);
     lease.session = std::move(c.session);
     settle(*lease.session, 0);
     from_disk = resumable_from_disk();
@@ -120,12 +119,10 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt,
   return lease;
 }
 
-void PrefixCache::release(Lease lease, std::span<const int32_t> prompt, std::span<const float> next_logits,
-                          bool all_logits) {
+void PrefixCache::release(Lease lease, std::span<const int32_t> prompt, std::span<const float> next_logits) {
   CachedPrompt cached;
   cached.tokens.assign(prompt.begin(), prompt.end());
   cached.next_logits.assign(next_logits.begin(), next_logits.end());
-  cached.logits_all_rows = all_logits;
   cached.on_disk = store_ && (store_->contains(cached.tokens) || (pending_ && pending_->contents.tokens == cached.tokens));
   if (static_cast<int>(cached.tokens.size()) >= options_.save_min_tokens) save_in_background(*lease.session, cached);
   pool_.checkin(std::move(lease.session), std::move(cached));
@@ -148,7 +145,6 @@ std::unique_ptr<PrefixCache::SaveJob> PrefixCache::save_job(Session& session, co
   job->session = &session;
   job->contents.tokens = cached.tokens;
   job->contents.logits = cached.next_logits;
-  job->header.logits_all_rows = cached.logits_all_rows;
   job->header.writer = "revis " REVIS_VERSION;
   job->runs = session.kv_runs();
   auto path = store_->prepare(job->header, job->contents.tokens);

@@ -13,8 +13,8 @@
 //     leave RAM: evicted, overwritten by another prompt, or at shutdown
 //     (flush()).
 // A checkpoint holds the whole prompt and its next-token logits; a later
-// prompt that shares only part of it resumes from the shared part rounded
-// down to kResumeAlignment, so no separate block-aligned files are needed.
+// prompt that shares only part of it resumes from the shared part
+// (engine/session_pool.h), so no separate files of prefixes are needed.
 // A damaged or foreign file never fails a request: it is reported through
 // `warn` and the prompt is evaluated cold.
 //
@@ -44,7 +44,7 @@ struct PrefixCacheOptions {
   std::string kv_dir = {};           // empty: RAM only
   uint64_t disk_budget_bytes = 0;    // 0: unlimited
   int save_min_tokens = 512;
-  int evict_save_min_tokens = kResumeAlignment;
+  int evict_save_min_tokens = 64;
   std::function<void(const std::string&)> warn = nullptr;  // problems that do not stop a request
   std::function<double()> clock = nullptr;  // for the store's eviction (tests); default: system clock
   // Tests: runs on the background save's thread before it writes.
@@ -62,11 +62,11 @@ class PrefixCache {
     std::string source = "none";       // where the rows came from: "none", "ram", "disk"
     std::vector<float> next_logits;    // storage behind cached.next_logits
   };
-  // A session prepared for `prompt`; all_logits as generate()'s record_logits.
-  Result<Lease> acquire(std::span<const int32_t> prompt, bool all_logits);
+  // A session prepared for `prompt`.
+  Result<Lease> acquire(std::span<const int32_t> prompt);
   // Returns the session after a successful run of `prompt`, with the logits
   // after its last token (GenerateResult::next_logits), saving per the policy.
-  void release(Lease lease, std::span<const int32_t> prompt, std::span<const float> next_logits, bool all_logits);
+  void release(Lease lease, std::span<const int32_t> prompt, std::span<const float> next_logits);
   // Returns the session after a failure: its rows are not trusted.
   void discard(Lease lease);
   // Saves every pooled prompt that is not on disk yet (shutdown).

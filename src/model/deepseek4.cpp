@@ -382,7 +382,6 @@ void Model::deepseek4_moe(const Deepseek4Layer& l, int block, const int32_t* tok
   }
 
   moe_out_.assign(static_cast<size_t>(n) * d, 0.0f);
-  matmul_.set_padded_groups(prompt_);
   for (int e = 0; e < n_exp; ++e) {
     const auto& batch = routed_[e];
     if (batch.empty()) continue;
@@ -393,7 +392,6 @@ void Model::deepseek4_moe(const Deepseek4Layer& l, int block, const int32_t* tok
                        moe_in_.data(), c.ds4.clamp_exp[block], pool);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
-  matmul_.set_padded_groups(false);
   if (!l.gate_shexp.empty()) {
     clamped_swiglu_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), c.ds4.clamp_shexp[block],
                        pool);

@@ -111,12 +111,9 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   const TensorType act_type = activation_type(w.type);
   const size_t act_row = row_bytes(act_type, w.cols);
   const DotKernels kernels = dot_kernels(w.type, w.cols);
-  const bool grouped = kernels.dot4 != nullptr && !stepwise_ && (n_tokens >= kGroup || padded_groups_);
-  // Padded, the last group is filled up with copies of the call's last
-  // token, whose products are dropped.
-  const int n_groups = !grouped ? 0 : padded_groups_ ? (n_tokens + kGroup - 1) / kGroup : n_tokens / kGroup;
-  const int n_rows = std::max(n_tokens, n_groups * kGroup);
-  activations_.resize(act_row * n_rows);
+  const bool grouped = kernels.dot4 != nullptr && !stepwise_ && n_tokens >= kGroup;
+  const int n_groups = grouped ? n_tokens / kGroup : 0;
+  activations_.resize(act_row * n_tokens);
   const uint8_t* acts = activations_.data();
   // Where the backend has packed forms of dot4 and dot, each group of four
   // tokens and each token left over is packed once here and then met by
@@ -127,7 +124,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   // Rows the packed dot4 takes at once: a stripe (quant.h), or one row.
   const int stripe_rows = repack ? packed->weight_rows : 1;
   const size_t packed_bytes = packed ? packed->bytes(w.cols) : 0;
-  const int n_single = n_rows - n_groups * kGroup;
+  const int n_single = n_tokens - n_groups * kGroup;
   const PackedDot* packed_one = kernels.packed1;
   const size_t single_bytes = packed_one ? packed_one->bytes(w.cols) : 0;
   packed_activations_.resize(packed_bytes * n_groups + single_bytes * n_single);
@@ -140,8 +137,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
       const bool group = unit < n_groups;
       const int64_t first = group ? unit * kGroup : n_groups * kGroup + (unit - n_groups), count = group ? kGroup : 1;
       for (int64_t t = first; t < first + count; ++t)
-        quantize_row(act_type, x + std::min<int64_t>(t, n_tokens - 1) * x_stride, activations_.data() + t * act_row,
-                     w.cols);
+        quantize_row(act_type, x + t * x_stride, activations_.data() + t * act_row, w.cols);
       if (group && packed) packed->pack(acts + first * act_row, act_row, w.cols, packed_groups + unit * packed_bytes);
       if (!group && packed_one)
         packed_one->pack(acts + first * act_row, act_row, w.cols, packed_singles + (unit - n_groups) * single_bytes);

@@ -27,22 +27,16 @@
 //    there the rows ahead are prefetched as set_prefetch() says, a slice
 //    of a long row at a time, and near the end of a claim from the
 //    thread's next, claimed early.
-//    With padded groups (set_padded_groups), the tokens left over go
-//    through vec_dot4's kernel too, their group filled up with copies of
-//    the last token: every token then meets the same kernel whatever the
-//    number of tokens in the call, and as the kernels compute each of the
-//    four rows alike, its products are bit-identical in any call that
-//    includes it (the experts of a mixture, which group a prompt's tokens
-//    by what the router chose).
 //    Stepwise (set_stepwise), every token takes vec_dot's kernel, as a
 //    call with that token alone would, so that its row is bit-identical to
-//    such a call's; the rows are still read once, a tile at a time, while
-//    each token meets the tile in turn (speculative decoding's verification).
+//    such a call's whatever the other tokens of the call; the rows are
+//    still read once, a tile at a time, while each token meets the tile in
+//    turn. The model runs stepwise (model.h: batch invariance).
 // A matrix kept in stripes (weights.h's Matrix::stripes) skips all that
 // choosing: every group of four tokens, the last filled up with copies,
 // meets whole stripes through the stripe form's dot, and a group of one
-// through its dot_one, which gives the same bits; so stepwise and padded
-// groups change nothing there. One group claims long runs of stripes, to
+// through its dot_one, which gives the same bits; so stepwise changes
+// nothing there. One group claims long runs of stripes, to
 // stream them; several claim a tile of stripes each, as above.
 // A matrix is thus read from memory once per call whatever the number of
 // tokens: once per generated token, once per prompt chunk.
@@ -82,10 +76,6 @@ class MatMul {
   // off until set.
   void set_stepwise(bool stepwise) { stepwise_ = stepwise; }
 
-  // Whether the tokens left over after the groups of four take vec_dot4's
-  // kernel in a padded group (step 3); off until set. Stepwise wins.
-  void set_padded_groups(bool padded) { padded_groups_ = padded; }
-
   // Shows every product's input to `observer` (null: none, the default).
   void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
@@ -107,7 +97,6 @@ class MatMul {
   std::vector<Slice> group_slices_, single_slices_;
   Prefetch prefetch_ = Prefetch::kIntoL2;
   bool stepwise_ = false;
-  bool padded_groups_ = false;
   MatmulObserver* observer_ = nullptr;
 };
 

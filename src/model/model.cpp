@@ -35,43 +35,10 @@ namespace {
 // A mixture of experts gains more: each expert meets a chunk's tokens that
 // chose it, 16 on average for 8 of 128 experts.
 //
-// Model::kChunk: a resumed prompt (engine/session_pool.h) restarts at a
-// multiple of 64 tokens and must give the bits a cold prefill gives. Tokens
-// meet the kernels four at a time from the chunk's start, so any chunk that
-// is a multiple of four gives every token the same grouping. Experts group
-// a prompt's tokens by the router's choice instead, so their products take
-// padded groups (matmul.h), in which a token's bits do not depend on the
-// tokens beside it.
-
-// Attention takes a chunk's queries this many at a time: every tile of the
-// cache (below) is read once per block of queries.
-constexpr int kAttentionQueries = 64;
-
-// Query heads that one attention task takes together: the kernels take
-// heads four at a time (ops.h); MLA's single KV head serves all the heads
-// (16 to 128), which would otherwise be one task for one thread.
-constexpr int kAttentionHeadsPerTask = 4;
-
-// Positions of the cache that attention takes at a time (a tile): their
-// keys or values (16 KiB of halves) stay in L1 while every token of a block
-// meets them, and the scores of a tile (queries x heads x tile floats, 128
-// KiB at most for 64-halves rows) stay in L2 at any depth. At least 32
-// positions, so that MLA's wide rows still fill whole tiles of kernel work.
-constexpr size_t kAttentionTileBytes = 16 * 1024;
-constexpr int kAttentionMinTile = 32;
+// A chunk may hold several sequences' tokens (a batch): their rows share
+// every matrix product, and each meets its own cache in attention.
 
 uint64_t matrix_bytes(const Matrix& m) { return m.empty() ? 0 : m.row_bytes * m.rows * m.n_mats; }
-
-// Room for `count` floats in `storage`, starting on a cache line. Attention's
-// kernels read their rows 32 bytes at a time; from malloc's 16-byte alignment
-// every other read straddled two lines, which made attention a fifth slower.
-constexpr size_t kLineFloats = 64 / sizeof(float);
-float* line_aligned(std::vector<float>& storage, size_t count) {
-  storage.resize(count + kLineFloats);
-  void* start = storage.data();
-  size_t space = storage.size() * sizeof(float);
-  return static_cast<float*>(std::align(kLineFloats * sizeof(float), count * sizeof(float), start, space));
-}
 
 }  // namespace
 
@@ -86,6 +53,7 @@ Result<std::unique_ptr<Model>> Model::load(std::shared_ptr<const gguf::GgufFile>
   model->file_ = std::move(file);
 
   model->set_up_rope_and_scale();
+  model->matmul_.set_stepwise(true);  // batch invariance (model.h)
   return model;
 }
 
@@ -194,28 +162,49 @@ Status Model::check_batch(std::span<const int32_t> tokens, int n_past, const KvC
 }
 
 Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                      std::vector<float>& logits, bool stepwise) {
-  if (Status s = check_batch(tokens, n_past, kv); !s.ok()) return s;
-  const int n = static_cast<int>(tokens.size());
-  const size_t n_vocab = config_.n_vocab;
-  logits.assign((all_logits ? n : 1) * n_vocab, 0.0f);
-  // A decoding step (one token): how its products prefetch is tuned by
+                      std::vector<float>& logits) {
+  const SequenceInput one{tokens, n_past, &kv, all_logits, &logits};
+  return forward({&one, 1}, pool);
+}
+
+Status Model::forward(std::span<const SequenceInput> batch, ThreadPool& pool) {
+  if (batch.empty()) return Status::error("forward: no sequences to evaluate");
+  int total = 0;
+  for (const SequenceInput& seq : batch) {
+    if (Status s = check_batch(seq.tokens, seq.n_past, *seq.kv); !s.ok()) return s;
+    for (const SequenceInput& other : batch)
+      if (&other != &seq && other.kv == seq.kv) return Status::error("forward: two sequences of a batch share a cache");
+    total += static_cast<int>(seq.tokens.size());
+  }
+  for (const SequenceInput& seq : batch)
+    if (seq.logits) seq.logits->assign((seq.all_logits ? seq.tokens.size() : 1) * config_.n_vocab, 0.0f);
+  // A decoding step of one sequence: how its products prefetch is tuned by
   // timing steps.
-  const bool step = n == 1;
+  const bool step = total == 1;
   if (step) matmul_.set_prefetch(prefetch_tuner_.mode());
-  matmul_.set_stepwise(stepwise);
-  prompt_ = !step;
   const auto began = std::chrono::steady_clock::now();
-  for (int start = 0; start < n; start += kChunk) {
-    const int len = std::min(kChunk, n - start);
-    const bool last_chunk = start + len == n;
-    if (!all_logits && !last_chunk) {
-      forward_chunk(tokens.data() + start, len, n_past + start, kv, pool, false, nullptr);
-    } else {
-      float* out = all_logits ? logits.data() + start * n_vocab : logits.data();
-      forward_chunk(tokens.data() + start, len, n_past + start, kv, pool, all_logits, out);
+  // Chunks of up to kChunk tokens, the sequences' tokens one after another
+  // (deepseek4's blocks keep one sequence to a chunk: they walk its cache's
+  // compressor state in order).
+  std::vector<Segment> segments;
+  auto run_chunk = [&] {
+    forward_chunk(chunk_tokens_.data(), static_cast<int>(chunk_tokens_.size()), segments, pool);
+    chunk_tokens_.clear();
+    segments.clear();
+  };
+  for (const SequenceInput& seq : batch) {
+    const int n = static_cast<int>(seq.tokens.size());
+    if (config_.is_deepseek4() && !segments.empty()) run_chunk();
+    for (int first = 0; first < n;) {
+      const int room = kChunk - static_cast<int>(chunk_tokens_.size());
+      const int len = std::min(room, n - first);
+      segments.push_back({seq.kv, seq.n_past + first, static_cast<int>(chunk_tokens_.size()), len, &seq, first});
+      chunk_tokens_.insert(chunk_tokens_.end(), seq.tokens.begin() + first, seq.tokens.begin() + first + len);
+      first += len;
+      if (static_cast<int>(chunk_tokens_.size()) == kChunk) run_chunk();
     }
   }
+  if (!segments.empty()) run_chunk();
   if (step) prefetch_tuner_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   return {};
 }
@@ -227,16 +216,15 @@ Status Model::forward_hidden(std::span<const int32_t> tokens, int n_past, KvCach
     return Status::error("forward_hidden: the sum holds " + std::to_string(sum.size()) + " values, the model's width is " +
                          std::to_string(config_.n_embd));
   const int n = static_cast<int>(tokens.size());
-  matmul_.set_stepwise(false);
-  prompt_ = n > 1;
-  for (int start = 0; start < n; start += kChunk)
-    forward_chunk(tokens.data() + start, std::min(kChunk, n - start), n_past + start, kv, pool, false, nullptr,
-                  sum.data());
+  for (int start = 0; start < n; start += kChunk) {
+    const Segment segment{&kv, n_past + start, 0, std::min(kChunk, n - start)};
+    forward_chunk(tokens.data() + start, segment.n, {&segment, 1}, pool, sum.data());
+  }
   return {};
 }
 
-void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                          float* logits, float* hidden_sum) {
+void Model::forward_chunk(const int32_t* tokens, int n, std::span<const Segment> segments, ThreadPool& pool,
+                          float* hidden_sum) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   x_.resize(static_cast<size_t>(n) * d);
@@ -251,35 +239,70 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
   }
 
   if (c.is_deepseek4())
-    deepseek4_blocks(tokens, n, n_past, kv, pool);
+    deepseek4_blocks(tokens, n, segments.front().n_past, *segments.front().kv, pool);
   else
     for (int layer = 0; layer < c.n_layer; ++layer)
-      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, n_past, kv, pool);
+      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, segments, pool);
 
   // The final hidden states norm(x): of every token where a
   // multi-token-prediction drafter reads them or the embeddings sum them,
   // else of the tokens whose logits are asked for.
-  if (!hidden_rows_ && !hidden_sum && !logits) return;
-  const int first = hidden_rows_ || hidden_sum || all_logits ? 0 : n - 1;
-  for (int t = first; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
-  if (hidden_rows_) {
-    const std::vector<float>& rows = c.is_deepseek4() ? copies_ : xb_;
-    const size_t width = c.nextn_hidden_width();
-    std::copy_n(rows.data(), n * width, &hidden_rows_[n_past * width]);
+  for (const Segment& s : segments) {
+    const SequenceInput* seq = s.seq;
+    const bool every_row = hidden_sum || (seq && (seq->hidden_rows || (seq->logits && seq->all_logits)));
+    const bool last_row = seq && seq->logits && s.first + s.n == static_cast<int>(seq->tokens.size());
+    for (int t = every_row ? s.row : last_row ? s.row + s.n - 1 : s.row + s.n; t < s.row + s.n; ++t)
+      rms_norm(&xb_[t * d], &x_[t * d], weights_.output_norm.data(), d, c.rms_eps);
+    if (seq && seq->hidden_rows) {
+      const std::vector<float>& rows = c.is_deepseek4() ? copies_ : xb_;
+      const size_t width = c.nextn_hidden_width();
+      std::copy_n(&rows[s.row * width], s.n * width, &seq->hidden_rows[s.n_past * width]);
+    }
   }
   if (hidden_sum) {
     for (int t = 0; t < n; ++t) add(hidden_sum, &xb_[t * d], d);
     return;
   }
-  // Output: logits = W_out * norm(x), for every token or only the last.
-  if (!logits) return;
-  const int from = all_logits ? 0 : n - 1;
-  matmul_.run(pool, weights_.output, &xb_[from * d], n - from, d, logits, c.n_vocab);
+  output_logits(segments, pool);
+}
+
+// logits = W_out * norm(x) for the rows whose logits their sequence asks
+// for, gathered so that the output matrix is read once for the chunk.
+void Model::output_logits(std::span<const Segment> segments, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int d = c.n_embd;
+  const size_t n_vocab = c.n_vocab;
+  // The chunk rows asked for, and where each one's logits go.
+  std::vector<std::pair<int, float*>> rows;
+  for (const Segment& s : segments) {
+    const SequenceInput* seq = s.seq;
+    if (!seq || !seq->logits) continue;
+    if (seq->all_logits)
+      for (int i = 0; i < s.n; ++i) rows.push_back({s.row + i, seq->logits->data() + (s.first + i) * n_vocab});
+    else if (s.first + s.n == static_cast<int>(seq->tokens.size()))
+      rows.push_back({s.row + s.n - 1, seq->logits->data()});
+  }
+  if (rows.empty()) return;
+  const int m = static_cast<int>(rows.size());
+  // One run of rows (a single sequence's) goes straight to its logits.
+  bool contiguous = true;
+  for (int i = 1; i < m; ++i)
+    contiguous = contiguous && rows[i].first == rows[0].first + i && rows[i].second == rows[0].second + i * n_vocab;
+  float* out = rows[0].second;
+  if (contiguous) {
+    matmul_.run(pool, weights_.output, &xb_[rows[0].first * d], m, d, out, c.n_vocab);
+  } else {
+    output_in_.resize(static_cast<size_t>(m) * d);
+    output_rows_.resize(m * n_vocab);
+    for (int i = 0; i < m; ++i) std::copy_n(&xb_[rows[i].first * d], d, &output_in_[i * d]);
+    matmul_.run(pool, weights_.output, output_in_.data(), m, d, output_rows_.data(), c.n_vocab);
+    for (int i = 0; i < m; ++i) std::copy_n(&output_rows_[i * n_vocab], n_vocab, rows[i].second);
+  }
   // Soft-capping: cap * tanh(logit / cap).
   if (c.logit_softcap > 0) {
     const float cap = c.logit_softcap;
-    for (float* v = logits; v != logits + static_cast<size_t>(n - from) * c.n_vocab; ++v)
-      *v = std::tanh(*v * (1.0f / cap)) * cap;
+    for (const auto& [row, logits] : rows)
+      for (float* v = logits; v != logits + n_vocab; ++v) *v = std::tanh(*v * (1.0f / cap)) * cap;
   }
 }
 
@@ -287,8 +310,8 @@ void Model::forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv,
 // then x += ffn(norm(x)), the FFN of routed experts where `moe`; with
 // gemma3's post norms each branch's output is normed before it is added.
 // The block keeps its keys and values in the cache's layer kv_layer.
-void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, int n_past, KvCache& kv,
-                              ThreadPool& pool) {
+void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n,
+                              std::span<const Segment> segments, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   const int attn_width = c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.head_dim_v);
@@ -296,9 +319,9 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
 
   for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.attn_norm.data(), d, c.rms_eps);
   if (c.is_mla())
-    latent_attention(l, kv_layer, n, n_past, kv, pool);
+    latent_attention(l, kv_layer, n, segments, pool);
   else
-    grouped_query_attention(l, kv_layer, n, n_past, kv, pool);
+    grouped_query_attention(l, kv_layer, n, segments, pool);
   matmul_.run(pool, l.wo, attn_out_.data(), n, attn_width, xb_.data(), d);
   if (c.has_post_norms)
     for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &xb_[t * d], l.attn_post_norm.data(), d, c.rms_eps);
@@ -313,216 +336,6 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
   if (c.has_post_norms)
     for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &xb_[t * d], l.ffn_post_norm.data(), d, c.rms_eps);
   add(x_.data(), xb_.data(), n * d);
-}
-
-// Llama/Qwen/Gemma attention: every query head meets the keys and values of
-// its group's KV head, stored per token after RoPE (gemma3's local layers
-// turn with their own).
-void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv,
-                                    ThreadPool& pool) {
-  const ModelConfig& c = config_;
-  const int d = c.n_embd;
-  q_.resize(static_cast<size_t>(n) * c.q_dim());
-  k_.resize(static_cast<size_t>(n) * c.kv_dim_k());
-  v_.resize(static_cast<size_t>(n) * c.kv_dim_v());
-  matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
-  matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
-  matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
-  const Rope& rope = c.sliding.is_local(layer) ? local_rope_ : rope_;
-  for (int t = 0; t < n; ++t) {
-    float* q = &q_[t * c.q_dim()];
-    float* k = &k_[t * c.kv_dim_k()];
-    float* v = &v_[t * c.kv_dim_v()];
-    if (c.has_qkv_bias) {
-      add(q, l.bq.data(), c.q_dim());
-      add(k, l.bk.data(), c.kv_dim_k());
-      add(v, l.bv.data(), c.kv_dim_v());
-    }
-    for (int h = 0; h < c.n_head; ++h) {
-      float* qh = q + h * c.head_dim_k;
-      if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), c.head_dim_k, c.rms_eps);
-      rope.apply(qh, n_past + t);
-      if (query_scale_ != 1.0f)
-        for (int i = 0; i < c.head_dim_k; ++i) qh[i] *= query_scale_;
-    }
-    for (int h = 0; h < c.n_head_kv; ++h) {
-      float* kh = k + h * c.head_dim_k;
-      if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
-      rope.apply(kh, n_past + t);
-      quantize_row(TensorType::F16, kh, kv.key(layer, h, n_past + t), c.head_dim_k);
-      quantize_row(TensorType::F16, v + h * c.head_dim_v, kv.value(layer, h, n_past + t), c.head_dim_v);
-    }
-  }
-  attend(layer, n, n_past, kv, pool, q_.data(), attn_out_.data());
-}
-
-// DeepSeek's multi-head latent attention, in the absorbed form. A token
-// caches c = norm(Wkv_a x)[:latent] and k_r = RoPE(Wkv_a x)[latent:]. Head
-// h's key and value are never formed: its score is
-//   q_h . [Wk_b_h c | k_r] = [Wk_b_h^T q_nope_h | q_rope_h] . [c | k_r],
-// so the query is carried into the latent's space (attn_k_b holds Wk_b_h^T)
-// and meets the cached rows as they are; its output is
-//   sum_p w_p Wv_b_h c_p = Wv_b_h (sum_p w_p c_p),
-// the attention-weighted latent, taken out of it by attn_v_b once per
-// token. All heads share the one cached row, as in grouped attention with
-// a single KV head.
-void Model::latent_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool) {
-  const ModelConfig& c = config_;
-  const Mla& m = c.mla;
-  const int d = c.n_embd, heads = c.n_head, latent = m.kv_lora_rank, row = c.head_dim_k, hq = c.head_dim_q();
-
-  // Queries: q = Wq_b norm(Wq_a x) (or Wq x), per head [no-RoPE | RoPE].
-  q_.resize(static_cast<size_t>(n) * c.q_dim());
-  if (m.q_lora_rank > 0) {
-    q_a_.resize(static_cast<size_t>(n) * m.q_lora_rank);
-    matmul_.run(pool, l.wq_a, xb_.data(), n, d, q_a_.data(), m.q_lora_rank);
-    for (int t = 0; t < n; ++t) {
-      float* qa = &q_a_[static_cast<size_t>(t) * m.q_lora_rank];
-      rms_norm(qa, qa, l.q_a_norm.data(), m.q_lora_rank, c.rms_eps);
-    }
-    matmul_.run(pool, l.wq_b, q_a_.data(), n, m.q_lora_rank, q_.data(), c.q_dim());
-  } else {
-    matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
-  }
-
-  // The cached row: [norm(latent) | RoPE(shared key)].
-  k_.resize(static_cast<size_t>(n) * row);
-  matmul_.run(pool, l.wkv_a, xb_.data(), n, d, k_.data(), row);
-  for (int t = 0; t < n; ++t) {
-    float* kr = &k_[static_cast<size_t>(t) * row];
-    rms_norm(kr, kr, l.kv_a_norm.data(), latent, c.rms_eps);
-    rope_.apply(kr + latent, n_past + t);
-    quantize_row(TensorType::F16, kr, kv.key(layer, 0, n_past + t), row);
-  }
-
-  // Absorbed queries: per head [Wk_b_h^T q_nope | RoPE(q_rope)], times the
-  // position's temperature where the model has one.
-  q_latent_.resize(static_cast<size_t>(n) * heads * row);
-  for (int h = 0; h < heads; ++h)
-    matmul_.run(pool, l.wk_b.slice(h), &q_[h * hq], n, c.q_dim(), &q_latent_[h * row], int64_t{heads} * row);
-  for (int t = 0; t < n; ++t)
-    for (int h = 0; h < heads; ++h) {
-      float* q_rope = &q_[static_cast<size_t>(t) * c.q_dim() + h * hq + m.head_dim_nope];
-      rope_.apply(q_rope, n_past + t);
-      std::copy_n(q_rope, c.rope_dims, &q_latent_[(static_cast<size_t>(t) * heads + h) * row + latent]);
-    }
-  if (c.attn_temp_scale != 0)
-    for (int t = 0; t < n; ++t) {
-      const float temperature = static_cast<float>(
-          std::log(std::floor(static_cast<double>(n_past + t) / c.attn_temp_length) + 1.0) * c.attn_temp_scale + 1.0);
-      float* q = &q_latent_[static_cast<size_t>(t) * heads * row];
-      for (int i = 0; i < heads * row; ++i) q[i] *= temperature;
-    }
-
-  // Attention over the cached rows gives each head a weighted latent; Wv_b
-  // takes its value out.
-  latent_out_.resize(static_cast<size_t>(n) * heads * latent);
-  attend(layer, n, n_past, kv, pool, q_latent_.data(), latent_out_.data());
-  for (int h = 0; h < heads; ++h)
-    matmul_.run(pool, l.wv_b.slice(h), &latent_out_[h * latent], n, int64_t{heads} * latent,
-                &attn_out_[h * m.head_dim_v], int64_t{heads} * m.head_dim_v);
-}
-
-// softmax(scale * q.k) over positions 0..n_past+t, times the values: for
-// token t and head h, reads queries[(t * n_head + h) * head_dim_k] and
-// writes out[(t * n_head + h) * dim_v].
-//
-// Flash attention's order: the cache is walked one tile of positions at a
-// time, each token keeps the running max and sum of its softmax
-// (softmax_step), and its output is rescaled when the max grows and
-// divided by the sum at the end. Keys and values are read once per block of
-// queries, the scores never outgrow a tile, and nothing grows with the
-// depth but the walk. Tiles start at multiples of the tile size whatever the
-// batch, so a token's output has the same bits decoded alone or prefilled
-// in any chunk. In a sliding-window layer a token at position p meets only
-// positions p - window + 1 .. p: the tiles wholly before that are skipped,
-// and in the tile where its window begins the positions before get weight 0.
-void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out) {
-  const ModelConfig& c = config_;
-  const int group = c.n_head / c.n_head_kv;  // query heads sharing one KV head
-  const int n_pos = n_past + n;
-  const int dim_k = c.head_dim_k, dim_v = c.is_mla() ? c.mla.kv_lora_rank : c.head_dim_v;
-  const int value_stride = kv.value_stride();
-  const float scale = attn_scale_;
-  const int window = c.sliding.is_local(layer) ? c.sliding.window : 0;
-  // The first position token t sees.
-  auto first_seen = [&](int t) { return window > 0 ? std::max(0, n_past + t - window + 1) : 0; };
-  // One task per KV head and block of its query heads (MLA's one KV head
-  // has them all). A task's heads meet each cache row together (ops.h), and
-  // every token of the batch meets a tile of rows while it is in L1.
-  const int heads_per_task = std::min(group, kAttentionHeadsPerTask);
-  const int blocks_per_kv_head = (group + heads_per_task - 1) / heads_per_task;
-  const int row_halves = std::max(dim_k, value_stride);
-  const int tile = std::max(kAttentionMinTile,
-                            static_cast<int>(kAttentionTileBytes / (sizeof(uint16_t) * row_halves)) / 8 * 8);
-  const size_t tile_stride = (tile + kLineFloats - 1) / kLineFloats * kLineFloats;
-  auto query = [&](int t, int h) { return &queries[(static_cast<size_t>(t) * c.n_head + h) * dim_k]; };
-  auto output = [&](int t, int h) { return &out[(static_cast<size_t>(t) * c.n_head + h) * dim_v]; };
-
-  // The query and the attention weights are rounded to float16, as llama.cpp
-  // does when it multiplies them with its float16 cache. The rounding is tiny,
-  // but attention amplifies it: without it our logits differ from llama.cpp's
-  // by ~0.03 rms on quantized models, with it by ~0.0001.
-  pool.parallel_for(c.n_head_kv * blocks_per_kv_head, [&](int64_t begin, int64_t end) {
-    // Per pool thread, kept across calls: a tile's scores per (query, query
-    // head of the task) of a block, each row starting on a cache line; and
-    // the running max and sum of each.
-    thread_local std::vector<float> scores_storage, running;
-    const int block = std::min(n, kAttentionQueries);
-    float* const scores = line_aligned(scores_storage, static_cast<size_t>(block) * heads_per_task * tile_stride);
-    running.resize(2 * static_cast<size_t>(block) * heads_per_task);
-    for (int task = static_cast<int>(begin); task < end; ++task) {
-      const int kv_head = task / blocks_per_kv_head;
-      const int first = kv_head * group + task % blocks_per_kv_head * heads_per_task;
-      const int heads = std::min(heads_per_task, (kv_head + 1) * group - first);
-      const uint16_t* keys = kv.key(layer, kv_head, 0);
-      const uint16_t* values = kv.value(layer, kv_head, 0);
-      for (int t0 = 0; t0 < n; t0 += block) {
-        const int t1 = std::min(n, t0 + block);
-        auto slot = [&](int t, int g) { return static_cast<size_t>(t - t0) * heads + g; };
-        auto row_scores = [&](int t, int g) { return scores + slot(t, g) * tile_stride; };
-        float* const max = running.data();
-        float* const sum = running.data() + static_cast<size_t>(block) * heads_per_task;
-        for (int t = t0; t < t1; ++t)
-          for (int g = 0; g < heads; ++g) {
-            round_to_f16(query(t, first + g), dim_k);
-            std::fill_n(output(t, first + g), dim_v, 0.0f);
-            sum[slot(t, g)] = 0.0f;
-          }
-        // Token t attends to positions first_seen(t)..n_past+t (causal): the
-        // tiles from the one holding first_seen(t0) up to there, the last one
-        // cut short; a token whose window starts past a tile skips it.
-        for (int p0 = first_seen(t0) / tile * tile; p0 < n_past + t1; p0 += tile) {
-          const int t_first = std::max(t0, p0 - n_past);
-          const int t_last = window > 0 ? std::min(t1, p0 + tile + window - 1 - n_past) : t1;
-          auto count = [&](int t) { return std::min(tile, n_past + t + 1 - p0); };
-          const int ahead = n_pos - p0;  // rows the kernels may ask for ahead
-          for (int t = t_first; t < t_last; ++t)
-            attention_scores(query(t, first), dim_k, heads, keys + static_cast<size_t>(p0) * dim_k, count(t), ahead,
-                             dim_k, scale, row_scores(t, 0), tile_stride);
-          for (int t = t_first; t < t_last; ++t) {
-            const int hidden = std::max(0, first_seen(t) - p0);  // positions before the window
-            for (int g = 0; g < heads; ++g) {
-              float* row = row_scores(t, g);
-              const float shrink = softmax_step(row + hidden, count(t) - hidden, max[slot(t, g)], sum[slot(t, g)]);
-              std::fill_n(row, hidden, 0.0f);
-              if (shrink != 1.0f)
-                for (float* o = output(t, first + g); o != output(t, first + g) + dim_v; ++o) *o *= shrink;
-              round_to_f16(row, count(t));
-            }
-          }
-          for (int t = t_first; t < t_last; ++t)
-            add_weighted_values(row_scores(t, 0), tile_stride, heads, values + static_cast<size_t>(p0) * value_stride,
-                                count(t), ahead, dim_v, value_stride, output(t, first), dim_v);
-        }
-        for (int t = t0; t < t1; ++t)
-          for (int g = 0; g < heads; ++g) {
-            const float inv = 1.0f / sum[slot(t, g)];
-            for (float* o = output(t, first + g); o != output(t, first + g) + dim_v; ++o) *o *= inv;
-          }
-      }
-    }
-  });
 }
 
 // out = W_down (act(W_gate x) * W_up x), for n rows of x (out may be x):
@@ -597,10 +410,9 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
   const int d = c.n_embd;
   route(l, n, pool);
 
-  // Each expert runs once over all the tokens routed to it; in a prompt,
-  // each token with the bits it would have in any other grouping.
+  // Each expert runs once over all the tokens routed to it, each token
+  // with the bits it would have in any other grouping (model.h).
   moe_out_.assign(static_cast<size_t>(n) * d, 0.0f);
-  matmul_.set_padded_groups(prompt_);
   for (int e = 0; e < c.n_expert; ++e) {
     const auto& batch = routed_[e];
     if (batch.empty()) continue;
@@ -611,7 +423,6 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
                pool);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
-  matmul_.set_padded_groups(false);
   // Shared experts (DeepSeek): every token passes them, unweighted.
   if (!l.gate_shexp.empty()) {
     gated_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), pool);

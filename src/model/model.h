@@ -1,8 +1,19 @@
-// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3) and its forward
-// pass. forward() appends a batch of tokens at positions n_past.. to a
-// KvCache and returns logits for the rows asked for. The Model itself is
-// immutable after load, so several sessions may share it, but one forward
-// call uses one ThreadPool and one scratch area: callers serialise them.
+// Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2,
+// deepseek4, gemma3) and its forward pass. forward() evaluates a batch: the
+// tokens of one or more sequences, each appended to its own KvCache, in one
+// pass over the weights, and returns logits for the rows asked for.
+//
+// Batch invariance: a token's logits and KV rows are the same bits whatever
+// else is in the batch (other sequences, a prompt's chunk or a decoding
+// step, how the tokens are chunked). Every matrix product computes each row
+// through a kernel whose float steps do not depend on the rows beside it
+// (matmul.h: a matrix in stripes, or the single-token kernel for each row,
+// the weights still read once per call); attention, norms, RoPE and the
+// routing work row by row. So a sequence may be resumed from any prefix.
+//
+// The Model itself is immutable after load, so several sessions may share
+// it, but one forward call uses one ThreadPool and one scratch area:
+// callers serialise them.
 #pragma once
 
 #include <memory>
@@ -31,14 +42,29 @@ class Model {
   // only the experts in use), the numerator of the bandwidth roofline.
   uint64_t bytes_per_token() const;
 
-  // Runs tokens[0..n) at positions n_past..n_past+n-1. If all_logits, logits
-  // receives n rows of n_vocab; otherwise one row, for the last token.
-  // Stepwise, every token goes through the kernels a call with that token
-  // alone takes (matmul.h), so that its logits and its KV rows are
-  // bit-identical to evaluating the tokens one call at a time; the weights
-  // are still read once (attention gives the same bits either way).
+  // One sequence's share of a forward pass: `tokens` at positions
+  // n_past.. of `kv`, and where its results go.
+  struct SequenceInput {
+    std::span<const int32_t> tokens;
+    int n_past = 0;
+    KvCache* kv = nullptr;
+    bool all_logits = false;               // a row of logits per token; else only the last token's
+    std::vector<float>* logits = nullptr;  // receives those rows of n_vocab; null: KV rows only
+    // Non-null: every token's final hidden state (after the output norm;
+    // deepseek4: the stream's copies before their output mix) is written to
+    // hidden_rows[position * config().nextn_hidden_width()], what a
+    // multi-token-prediction drafter reads.
+    float* hidden_rows = nullptr;
+  };
+  // Evaluates every sequence's tokens; the matrices are read once per chunk
+  // of up to kChunk tokens of the whole batch. Each sequence must have its
+  // own cache. Fails, changing nothing, when a sequence would overflow its
+  // context or names a token outside the vocabulary.
+  Status forward(std::span<const SequenceInput> batch, ThreadPool& pool);
+  // One sequence: tokens[0..n) at positions n_past..n_past+n-1; logits
+  // receives n rows of n_vocab if all_logits, else the last token's row.
   Status forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                 std::vector<float>& logits, bool stepwise = false);
+                 std::vector<float>& logits);
   // As forward(), but instead of logits adds every token's final hidden
   // state (after the output norm: the input of the output projection,
   // n_embd values) to `sum`, which holds n_embd values: what embeddings pool.
@@ -56,13 +82,6 @@ class Model {
   bool has_nextn() const { return !weights_.nextn.empty(); }
   Status forward_nextn(std::span<const int32_t> tokens, std::span<const float> hidden, int n_past, KvCache& kv,
                        ThreadPool& pool, std::vector<float>& logits, std::vector<float>& out_hidden);
-  // Later forward calls also write every token's final hidden state (after
-  // the output norm; deepseek4: the stream's copies before their output
-  // mix) to rows[position * config().nextn_hidden_width()], until set back
-  // to null.
-  // For one caller at a time, as forward itself.
-  void set_hidden_rows(float* rows) { hidden_rows_ = rows; }
-
   // Shows the input of every matrix product of later forward calls to
   // `observer` (null: none). For offline tools (revis imatrix); like
   // forward, not to be called while a forward call runs.
@@ -84,18 +103,32 @@ class Model {
   // scratch rows below (model.cpp says why 256).
   static constexpr int kChunk = 256;
 
+  // Rows [row, row + n) of a chunk: tokens of one sequence at positions
+  // n_past.. of kv, the first of them token `first` of `seq` (null for the
+  // callers that want no logits: embeddings, the nextn block).
+  struct Segment {
+    KvCache* kv;
+    int n_past, row, n;
+    const SequenceInput* seq = nullptr;
+    int first = 0;
+  };
+
   Model() = default;
   void set_up_rope_and_scale();
   Status check_batch(std::span<const int32_t> tokens, int n_past, const KvCache& kv) const;
-  // Logits into `logits` (every token's, or the last one's), or with
-  // hidden_sum the tokens' final hidden states added into it; neither: the
-  // KV rows only.
-  void forward_chunk(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
-                     float* logits, float* hidden_sum = nullptr);
-  void transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, int n_past, KvCache& kv,
+  // The chunk's n tokens through the model, segment by segment: each
+  // segment's logits and hidden rows as its sequence asks, or with
+  // hidden_sum every token's final hidden state added into it.
+  void forward_chunk(const int32_t* tokens, int n, std::span<const Segment> segments, ThreadPool& pool,
+                     float* hidden_sum = nullptr);
+  // The output projection for the chunk's rows in xb_ whose logits are asked for.
+  void output_logits(std::span<const Segment> segments, ThreadPool& pool);
+  void transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, std::span<const Segment> segments,
                          ThreadPool& pool);
-  void grouped_query_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
-  void latent_attention(const LayerWeights& l, int layer, int n, int n_past, KvCache& kv, ThreadPool& pool);
+  void grouped_query_attention(const LayerWeights& l, int layer, int n, std::span<const Segment> segments,
+                               ThreadPool& pool);
+  void latent_attention(const LayerWeights& l, int layer, int n, std::span<const Segment> segments,
+                        ThreadPool& pool);
   void attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out);
   void gated_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
                  ThreadPool& pool);
@@ -146,9 +179,9 @@ class Model {
   std::vector<float> copies_, copies_normed_, mix_logits_, mix_pre_, mix_post_, mix_comb_;
   std::vector<float> comp_kv_, comp_score_, index_q_, index_w_, out_a_;
   std::vector<std::vector<int>> picked_;
-  float* hidden_rows_ = nullptr;                                 // set_hidden_rows
-  MatMul matmul_;
-  bool prompt_ = false;           // the forward call evaluates several tokens, not one decoding step
+  std::vector<int32_t> chunk_tokens_;                           // a chunk's tokens, sequence after sequence
+  std::vector<float> output_in_, output_rows_;                  // the rows whose logits are asked for
+  MatMul matmul_;                 // single-token kernels for every row (batch invariance, above)
   PrefetchTuner prefetch_tuner_;  // times the single-token steps
 };
 

@@ -25,8 +25,6 @@ Status Model::forward_nextn(std::span<const int32_t> tokens, std::span<const flo
   if (hidden.size() != static_cast<size_t>(n_all) * width)
     return Status::error("forward_nextn: " + std::to_string(hidden.size()) + " hidden values for " +
                          std::to_string(n_all) + " tokens of width " + std::to_string(width));
-  matmul_.set_stepwise(false);
-  prompt_ = n_all > 1;
   if (c.is_deepseek4()) {
     for (int start = 0; start < n_all; start += kChunk)
       deepseek4_nextn_chunk(tokens.data() + start, &hidden[static_cast<size_t>(start) * width],
@@ -54,7 +52,8 @@ Status Model::forward_nextn(std::span<const int32_t> tokens, std::span<const flo
       rms_norm(row + d, &hidden[static_cast<size_t>(start + t) * d], w.hnorm.data(), d, c.rms_eps);
     }
     matmul_.run(pool, w.eh_proj, nextn_in_.data(), n, 2 * d, x_.data(), d);
-    transformer_block(w.layer, c.is_moe_layer(c.n_layer), 0, n, n_past + start, kv, pool);
+    const Segment segment{&kv, n_past + start, 0, n};
+    transformer_block(w.layer, c.is_moe_layer(c.n_layer), 0, n, {&segment, 1}, pool);
   }
   const int last = (n_all - 1) % kChunk;
   out_hidden.resize(d);

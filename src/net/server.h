@@ -23,8 +23,12 @@
 // hands results to it by posting, so no connection state is shared between
 // threads.
 //
-// This is the only node file that includes Beast (it compiles slowly); the
-// rest of the node sees plain values.
+// The server is split by concept, each part Beast's (it compiles slowly)
+// and net/'s alone; the rest of the node sees plain values: server.cpp
+// accepts connections and runs serve(), server_state.h is what they share
+// (and the shutdown), ws_session.h the ticket protocol's connections,
+// http_session.h the HTTP ones (http_api_call.cpp: an API request run as
+// tickets).
 #pragma once
 
 namespace revis::node {

@@ -1,6 +1,6 @@
 #include "node/build_info.h"
 
-#include "quant/quant.h"
+#include "revis/kernels.h"
 
 #ifndef REVIS_VERSION
 #define REVIS_VERSION "unknown"
@@ -12,10 +12,7 @@
 namespace revis::node {
 
 BuildInfo build_info() {
-  BuildInfo b{REVIS_VERSION, REVIS_GIT_COMMIT, {}, kernel_backend_name(active_kernel_backend())};
-  for (KernelBackend k : kKernelBackends)
-    if (kernel_backend_built_in(k)) b.kernels.push_back(kernel_backend_name(k));
-  return b;
+  return {REVIS_VERSION, REVIS_GIT_COMMIT, kernels::built_in(), kernels::active()};
 }
 
 std::string version_text() {

@@ -43,7 +43,7 @@
 #include "grammar/grammar.h"
 #include "protocol/errors.h"
 #include "revis/status.h"
-#include "tokenizer/tokenizer.h"
+#include "revis/text_span.h"
 
 namespace revis::node {
 

@@ -268,7 +268,7 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
     };
   // The session comes from the model's prefix cache, holding as much of the
   // prompt as an earlier job (in RAM) or a checkpoint (on disk) provides.
-  auto lease = model.cache->acquire(tokens, false);
+  auto lease = model.cache->acquire(tokens);
   if (!lease.ok()) return NodeError{ErrorCode::kInternal, "prompt cache: " + lease.status().message()};
   // The output is split into the thinking, the answer and tool calls as it
   // streams (answer_stream.h). Log-probabilities of thinking tokens and held
@@ -290,7 +290,7 @@ Outcome<GenerateResult> Executor::infer_with_model(QueuedJob& job, JobResult& re
     if (!spec.tool_use.parallel && result.tool_calls.size() > 1) result.tool_calls.resize(1);
   }
   if (r.ok() && !r->next_logits.empty()) {
-    model.cache->release(std::move(*lease), tokens, r->next_logits, false);
+    model.cache->release(std::move(*lease), tokens, r->next_logits);
     pool_.refresh_kv_prefixes(model);
   } else {
     model.cache->discard(std::move(*lease));  // a failed or interrupted prefill leaves rows not worth keeping
@@ -361,7 +361,7 @@ Outcome<JobResult> Executor::embed(QueuedJob& job, JobResult result) {
   const Clock::time_point start = Clock::now();
   // A session of the tier's pool, emptied: every input starts from nothing,
   // and its rows are not worth keeping.
-  auto lease = model.cache->acquire({}, false);
+  auto lease = model.cache->acquire({});
   if (!lease.ok()) return NodeError{ErrorCode::kInternal, "prompt cache: " + lease.status().message()};
   int done = 0;
   for (const std::vector<int32_t>& tokens : inputs) {

@@ -5,7 +5,7 @@ namespace revis::node {
 Outcome<Admission> LinkedRuns::run(Executor& executor, const std::shared_ptr<ClientLink>& link, const std::string& id,
                                    JobSpec spec, bool streaming, OnEnd on_end) {
   JobCallbacks callbacks;
-  if (streaming) stream_token_events(callbacks, id, [link](std::string event) { link->send(std::move(event)); });
+  if (streaming) stream_token_events(callbacks, id, [link](TicketEvent event) { link->send(std::move(event)); });
   callbacks.on_finish = [this, link, id, on_end = std::move(on_end)](Outcome<JobResult> outcome) {
     forget(link.get(), id);
     if (on_end) on_end(outcome);

@@ -9,8 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/embeddings_api.h"
-#include "api/openai_api.h"
 #include "base/json_text.h"
 #include "base/log.h"
 #include "base/mutex.h"
@@ -130,21 +128,13 @@ std::vector<std::string> Node::simulated_tiers() const {
 
 void Node::stop(std::chrono::milliseconds grace) { executor_->shutdown(grace); }
 
-Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const {
-  if (t.catalog && *t.catalog != catalog_.digest())
-    return NodeError{ErrorCode::kCatalogMismatch,
-                     "this node's catalogue is " + catalog_.digest() + ", the ticket expects " + *t.catalog};
-  if (t.openai) return admit_openai(t, received);
+Outcome<JobSpec> Node::catalogue_job(const Ticket& t) const {
   const Task* task = catalog_.find(t.task);
   if (!task) return NodeError{ErrorCode::kUnknownTask, "no task \"" + t.task + "\" in this node's catalogue"};
   auto prompt = catalog_.render(*task, t.args);
   if (!prompt.ok()) return prompt.error();
-  if (!serves_tier(task->tier))
-    return NodeError{ErrorCode::kModelUnavailable, "task " + task->name + " runs on tier " + task->tier +
-                                                       ", which this node does not serve"};
   JobSpec spec;
   spec.source = "ticket";
-  spec.label = t.id;
   spec.task = task->name;
   spec.tier = task->tier;
   spec.raw = task->raw;
@@ -160,11 +150,37 @@ Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const 
   spec.sampling.top_p = static_cast<float>(task->top_p);
   spec.sampling.top_k = task->top_k;
   spec.sampling.min_p = static_cast<float>(task->min_p);
-  spec.sampling.seed = task->seed ? *task->seed : fresh_seed();
   spec.stop = task->stop;
   spec.lookup = task->lookup;
   spec.grammar = task->output_grammar;
+  return spec;
+}
+
+Outcome<JobSpec> Node::admit(const Ticket& t, Clock::time_point received) const {
+  if (t.catalog && *t.catalog != catalog_.digest())
+    return NodeError{ErrorCode::kCatalogMismatch,
+                     "this node's catalogue is " + catalog_.digest() + ", the ticket expects " + *t.catalog};
+  if (t.openai && !serves_tier(t.openai->tier))
+    return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + t.openai->tier + "\""};
+  std::shared_ptr<const Outcome<JobSpec>> job = t.job;
+  if (!job && t.openai) return NodeError{ErrorCode::kInternal, "ticket " + t.id + ": its OpenAI body was never read"};
+  if (!job) job = std::make_shared<const Outcome<JobSpec>>(catalogue_job(t));
+  if (!job->ok()) return job->error();
+  JobSpec spec = **job;
+  spec.label = t.id;
   spec.received = received;
+  if (t.openai) {
+    // Settled when the call became a ticket (openai_call), the same for
+    // every run of it.
+    spec.tier = t.openai->tier;
+    spec.sampling.seed = t.openai->seed;
+    return spec;
+  }
+  if (!serves_tier(spec.tier))
+    return NodeError{ErrorCode::kModelUnavailable, "task " + spec.task + " runs on tier " + spec.tier +
+                                                       ", which this node does not serve"};
+  const std::optional<uint64_t> seed = catalog_.find(t.task)->seed;
+  spec.sampling.seed = seed ? *seed : fresh_seed();
   return spec;
 }
 
@@ -211,39 +227,6 @@ OpenAiCall Node::openai_call(const std::string& model, std::string body, std::op
 RequestLimits Node::request_limits() const {
   return {.max_json_depth = config_.max_json_depth,
           .grammar = {.max_nesting = GrammarLimits{}.max_nesting, .max_elements = config_.max_grammar_elements}};
-}
-
-Outcome<JobSpec> Node::admit_openai(const Ticket& t, Clock::time_point received) const {
-  if (!serves_tier(t.openai->tier))
-    return NodeError{ErrorCode::kModelUnavailable, "this node serves no tier \"" + t.openai->tier + "\""};
-  JobSpec spec;
-  spec.source = "openai";
-  spec.label = t.id;
-  spec.task = t.task;
-  spec.tier = t.openai->tier;
-  spec.received = received;
-  if (t.task == kOpenAiEmbeddingsTask) {
-    auto r = parse_embedding_request(t.openai->body, request_limits());
-    if (!r.ok()) return r.error();
-    spec.embed = std::move(r->inputs);
-    return spec;
-  }
-  const bool chat = t.task == kOpenAiChatTask;
-  auto r = chat ? parse_chat_request(t.openai->body, request_limits()) : parse_completion_request(t.openai->body, request_limits());
-  if (!r.ok()) return r.error();
-  spec.raw = !chat;
-  spec.messages = std::move(r->messages);
-  spec.chat_options = std::move(r->chat_options);
-  spec.tool_use = std::move(r->tool_use);
-  spec.prompt = std::move(r->prompt);
-  spec.max_tokens = r->max_tokens;
-  spec.sampling = r->sampling;
-  spec.sampling.seed = t.openai->seed;
-  spec.stop = std::move(r->stop);
-  spec.grammar = std::move(r->grammar);
-  spec.logprobs = r->logprobs;
-  spec.top_logprobs = r->top_logprobs;
-  return spec;
 }
 
 void Node::count_refused(const std::string& source, ErrorCode code) {

@@ -1,10 +1,10 @@
 // A node: the pieces of `revis serve` that are not networking, wired
 // together (configuration, catalogue, tiers, executor, metrics), and the
-// decisions the front ends share: admitting a ticket (catalogue pin, task,
-// arguments, tier), turning an OpenAI request into a ticket and its job, and describing
-// the node for /health, /v1/revis/status and /metrics. Admitting an OpenAI
-// call still parses its body with api/ (node.cpp): the one arrow from the
-// node up to the wire formats (scripts/check-layers.sh, KNOWN).
+// decisions the front ends share: a catalogue ticket's job, admitting a
+// ticket (catalogue pin, tier, seed), an OpenAI request's ticket, and
+// describing the node for /health, /v1/revis/status and /metrics. The node
+// reads no wire format: an OpenAI request arrives as a job already
+// (Ticket::job, made by api/ticket_job.h).
 //
 // Thread-safety: everything may be called from any thread once start() has
 // returned.
@@ -48,7 +48,14 @@ class Node {
   Executor& executor() { return *executor_; }
   const TierPool& tiers() const { return *pool_; }
 
-  // The job a ticket asks for: a catalogue task, or an OpenAI call.
+  // A catalogue ticket's job (its task's template rendered with its args),
+  // or why there is none; what admit() adds (label, seed, when) is not in it.
+  Outcome<JobSpec> catalogue_job(const Ticket& ticket) const;
+  // The job a ticket asks for, to submit now: its Ticket::job (a catalogue
+  // ticket without one, from a journal, is rendered here) checked against
+  // this node (catalogue pin, tier) and given its label, seed and arrival.
+  // Parses and renders nothing for a ticket that has its job: a desk may
+  // call it under its lock, and as often as it places the ticket.
   Outcome<JobSpec> admit(const Ticket& ticket, Clock::time_point received) const;
   // What preparing a request may cost (max_json_depth, max_grammar_elements).
   RequestLimits request_limits() const;
@@ -93,7 +100,6 @@ class Node {
 
  private:
   Node(NodeConfig config, Catalog catalog);
-  Outcome<JobSpec> admit_openai(const Ticket& ticket, Clock::time_point received) const;
   // With the simulated engine: every tier the catalogue uses, and the default one.
   std::vector<std::string> simulated_tiers() const;
 

@@ -17,7 +17,7 @@ TicketEntry& TicketBook::add(std::unique_ptr<TicketEntry> entry) {
 
 void TicketBook::add_finished(std::unique_ptr<TicketEntry> entry, std::string terminal, Clock::time_point at) {
   TicketEntry& e = add(std::move(entry));
-  e.terminal = std::move(terminal);
+  e.terminal = TicketEvent::read(std::move(terminal));
   e.finished_at = at;
   keep(e);
   // Read back in any order: the expiry order stays oldest first.
@@ -72,12 +72,12 @@ void TicketBook::detach_all() {
   for (auto& [id, entry] : entries_) entry->clients.clear();
 }
 
-void TicketBook::emit(TicketEntry& entry, std::string event) {
+void TicketBook::emit(TicketEntry& entry, TicketEvent event) {
   pass(entry, event);
   entry.events.push_back(std::move(event));
 }
 
-void TicketBook::pass(TicketEntry& entry, const std::string& event) {
+void TicketBook::pass(TicketEntry& entry, const TicketEvent& event) {
   for (const Link& c : entry.clients) c->send(event);
 }
 
@@ -92,7 +92,7 @@ void TicketBook::suspend(TicketEntry& entry) {
   entry.clients.clear();
 }
 
-void TicketBook::finish(TicketEntry& entry, std::string terminal, const BeforeSend& before_send) {
+void TicketBook::finish(TicketEntry& entry, TicketEvent terminal, const BeforeSend& before_send) {
   entry.terminal = std::move(terminal);
   entry.finished_at = Clock::now();
   if (before_send) before_send(entry);
@@ -109,9 +109,9 @@ void TicketBook::finish(TicketEntry& entry, std::string terminal, const BeforeSe
 }
 
 void TicketBook::keep(TicketEntry& entry) {
-  if (!limits_.keep_finished_tokens) std::vector<std::string>().swap(entry.events);
-  size_t bytes = sizeof(TicketEntry) + entry.ticket_bytes() + entry.id.size() + entry.terminal.size();
-  for (const std::string& e : entry.events) bytes += e.size();
+  if (!limits_.keep_finished_tokens) std::vector<TicketEvent>().swap(entry.events);
+  size_t bytes = sizeof(TicketEntry) + entry.ticket_bytes() + entry.id.size() + entry.terminal.text().size();
+  for (const TicketEvent& e : entry.events) bytes += e.text().size();
   entry.kept_bytes = bytes;
   ++kept_results_;
   kept_result_bytes_ += bytes;

@@ -55,10 +55,10 @@ struct TicketEntry {
   // Written by the book; the desk reads them.
   int attempt = 1;
   std::vector<std::shared_ptr<ClientLink>> clients;
-  std::vector<std::string> events;  // token events of the current attempt; event i has seq i
-  std::string terminal;             // the final event (`done` or `error`), once finished
+  std::vector<TicketEvent> events;  // token events of the current attempt; event i has seq i
+  TicketEvent terminal;             // the final event (`done` or `error`), once finished
   Clock::time_point finished_at{};
-  size_t kept_bytes = 0;  // finished and kept: what it holds, as counted against max_bytes
+  size_t kept_bytes = 0;  // finished and kept: its events' text and the ticket, as counted against max_bytes
 };
 
 struct TicketBookLimits {
@@ -90,7 +90,8 @@ class TicketBook {
   const std::map<std::string, std::unique_ptr<TicketEntry>>& entries() const REQUIRES(mu) { return entries_; }
   // Adds an unfinished entry; its ID must not be in the book.
   TicketEntry& add(std::unique_ptr<TicketEntry> entry) REQUIRES(mu);
-  // Adds a finished entry (read back from a journal), finished at `at`.
+  // Adds a finished entry read back from a journal (`terminal`: the text
+  // of its final event, read here), finished at `at`.
   void add_finished(std::unique_ptr<TicketEntry> entry, std::string terminal, Clock::time_point at) REQUIRES(mu);
   // Forgets a ticket at once (finished or not).
   void erase(const std::string& id) REQUIRES(mu);
@@ -110,12 +111,12 @@ class TicketBook {
 
   // Sends a token event to the clients and keeps it; its seq must be
   // next_seq(entry).
-  void emit(TicketEntry& entry, std::string event) REQUIRES(mu);
+  void emit(TicketEntry& entry, TicketEvent event) REQUIRES(mu);
   uint64_t next_seq(const TicketEntry& entry) const REQUIRES(mu) { return entry.events.size(); }
   // Sends a token event to the clients without keeping it: one whose
   // earlier events the book never saw (the desk began following the ticket
   // in the middle of a run), so that it cannot be event seq of the entry.
-  void pass(TicketEntry& entry, const std::string& event) REQUIRES(mu);
+  void pass(TicketEntry& entry, const TicketEvent& event) REQUIRES(mu);
   // The ticket runs again: its token events restart at seq 0, and every
   // client gets a `retry` event saying why. `attempt` is the new attempt's
   // number where the transport counts them; 0: the next one.
@@ -126,7 +127,7 @@ class TicketBook {
   // Records the final event and sends it to every client. A kept entry
   // stays (see Results); any other is forgotten, so `entry` may be gone on
   // return.
-  void finish(TicketEntry& entry, std::string terminal, const BeforeSend& before_send = nullptr) REQUIRES(mu);
+  void finish(TicketEntry& entry, TicketEvent terminal, const BeforeSend& before_send = nullptr) REQUIRES(mu);
 
   // Forgets finished entries past result_ttl, then the oldest while more
   // than the caps are kept.

@@ -29,9 +29,9 @@ namespace revis::node {
 class ClientLink {
  public:
   virtual ~ClientLink() = default;
-  // Queues one event (JSON text) for sending, in call order. Never blocks;
-  // a no-op once the connection has closed.
-  virtual void send(std::string event) = 0;
+  // Queues one event for sending, in call order. Never blocks; a no-op
+  // once the connection has closed.
+  virtual void send(TicketEvent event) = 0;
   // Counts a refusal in the node's metrics and sends the error event.
   virtual void refuse(const std::optional<std::string>& id, const NodeError& error) = 0;
 };

@@ -44,9 +44,10 @@
 
 namespace revis::node {
 
-// Prefixes a node advertises per model (kvPrefixes): every 64 tokens (the
-// prefix cache's resume alignment), the longest 256.
-constexpr int kPrefixDigestBlock = kResumeAlignment;
+// Prefixes a node advertises per model (kvPrefixes): every 64 tokens (what
+// placement counts in: a short digest list still covers long prompts), the
+// longest 256.
+constexpr int kPrefixDigestBlock = 64;
 constexpr size_t kPrefixDigestLimit = 256;
 
 struct TierSpec {

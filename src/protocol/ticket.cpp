@@ -7,9 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/base64.h"
 #include "base/json_text.h"
-#include "protocol/result_json.h"
 
 namespace revis::node {
 namespace {
@@ -51,25 +49,6 @@ const char* type_name(const json& v) {
     default: return "a number";
   }
 }
-
-json stats_json(const JobStats& s) {
-  return {
-      {"promptTokens", s.prompt_tokens},   {"cachedTokens", s.cached_tokens},
-      {"generatedTokens", s.generated_tokens},
-      {"draftTokens", s.draft_tokens},     {"acceptedTokens", s.accepted_tokens},
-      {"prefillMs", s.prefill_ms},         {"generateMs", s.generate_ms},
-      {"prefillTokPerSec", s.prefill_tok_s}, {"genTokPerSec", s.gen_tok_s},
-      {"queueWaitMs", s.queue_wait_ms},    {"loadMs", s.load_ms},
-      {"ttftMs", s.ttft_ms},               {"totalMs", s.total_ms},
-      {"startedMs", s.started_ms},         {"finishedMs", s.finished_ms},
-      {"execIndex", s.exec_index},         {"seed", s.seed},
-      {"node", s.node},                    {"tier", s.tier},
-      {"model", s.model},                  {"modelDigest", s.model_digest},
-      {"catalog", s.catalog_digest},       {"chatTemplate", s.chat_template},
-      {"engine", s.engine},
-  };
-}
-
 
 Outcome<OpenAiCall> parse_openai_call(const json& j) {
   auto bad = [](std::string message) { return NodeError{ErrorCode::kBadRequest, "openai." + std::move(message)}; };
@@ -276,58 +255,6 @@ std::string ticket_message(const Ticket& t) {
   if (t.forwarded_by) j["forwardedBy"] = *t.forwarded_by;
   if (t.openai) j["openai"] = {{"body", t.openai->body}, {"tier", t.openai->tier}, {"seed", t.openai->seed}};
   return json_text(j);
-}
-
-std::string accepted_event(const std::string& id, int position) {
-  return json_text({{"type", "accepted"}, {"ticketID", id}, {"position", position}});
-}
-
-std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
-                        std::span<const LogprobEntry> logprobs, bool reasoning) {
-  json j = {{"type", "token"}, {"ticketID", id}, {"seq", seq}, {"text", reasoning ? std::string() : std::string(text)}};
-  if (reasoning) j["reasoning"] = std::string(text);
-  if (!logprobs.empty()) j["logprobs"] = logprobs_content(logprobs);
-  return json_text(j);
-}
-
-void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::function<void(std::string event)> send) {
-  auto seq = std::make_shared<uint64_t>(0);
-  callbacks.on_text = [id, seq, send](std::string_view piece, std::span<const LogprobEntry> logprobs) {
-    send(token_event(id, (*seq)++, piece, logprobs));
-  };
-  callbacks.on_reasoning = [id, seq, send](std::string_view piece) { send(token_event(id, (*seq)++, piece, {}, true)); };
-}
-
-std::string done_event(const std::string& id, const JobResult& result) {
-  json j = {{"type", "done"}, {"ticketID", id}, {"text", result.text}};
-  if (result.reasoning) j["reasoning"] = *result.reasoning;
-  if (!result.tool_calls.empty()) j["toolCalls"] = tool_calls_json(result.tool_calls);
-  j["stopReason"] = result.stop_reason;
-  if (!result.stop_sequence.empty()) j["stopSequence"] = result.stop_sequence;
-  j["stats"] = stats_json(result.stats);
-  if (!result.logprobs.empty()) j["logprobs"] = logprobs_content(result.logprobs);
-  if (!result.embeddings.empty()) {
-    j["embeddings"] = json::array();
-    for (const std::vector<float>& e : result.embeddings) j["embeddings"].push_back(floats_base64(e));
-  }
-  return json_text(j);
-}
-
-std::vector<LogprobEntry> logprobs_of_event(std::string_view event) {
-  const json j = json::parse(event.begin(), event.end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("logprobs")) return {};
-  return logprobs_from_content(j["logprobs"]);
-}
-
-std::string retry_event(const std::string& id, int attempt, const std::string& reason) {
-  return json_text({{"type", "retry"}, {"ticketID", id}, {"attempt", attempt}, {"reason", reason}});
-}
-
-std::string error_event(const std::optional<std::string>& id, const NodeError& error) {
-  return json_text({{"type", "error"},
-               {"ticketID", id ? json(*id) : json(nullptr)},
-               {"code", error_code_name(error.code)},
-               {"message", error.message}});
 }
 
 }  // namespace revis::node

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +24,7 @@
 
 #include "protocol/errors.h"
 #include "protocol/job.h"
+#include "protocol/ticket_event.h"
 
 namespace revis::node {
 
@@ -38,7 +40,9 @@ inline constexpr std::array<const char*, 3> kOpenAiTasks = {kOpenAiChatTask, kOp
 // carries the client's own prompt and settings, so a node accepts one only
 // from a peer's dispatcher (with forwardedBy).
 struct OpenAiCall {
-  std::string body;   // the JSON body the client posted, verbatim
+  // The JSON body as it travels to a peer: the one the client posted,
+  // verbatim (an Anthropic request's: the equivalent chat body).
+  std::string body;
   std::string tier;   // the tier its `model` names on the accepting node
   uint64_t seed = 0;  // the client's seed, or one the accepting node drew: every run of it is the same
 };
@@ -53,6 +57,13 @@ struct Ticket {
   // node and is never forwarded again.
   std::optional<std::string> forwarded_by;
   std::optional<OpenAiCall> openai;
+  // What the ticket asks this node to run, or why it cannot: read once
+  // where the ticket entered this node (api/ticket_job.h), so that however
+  // often a desk admits it (Node::admit) no OpenAI body is parsed and no
+  // catalogue template rendered again, and never under a desk's lock. Not
+  // part of the message: a peer reads its own. Null for a ticket read back
+  // from a journal, which admit() renders itself.
+  std::shared_ptr<const Outcome<JobSpec>> job;
 };
 
 struct CancelRequest {
@@ -103,26 +114,6 @@ std::string ticket_message(const Ticket& ticket);
 // A ticketID: 1..128 bytes of [A-Za-z0-9._:-] (UUIDs fit).
 bool valid_ticket_id(std::string_view id);
 
-// Server -> client events, one JSON text each.
-std::string accepted_event(const std::string& id, int position);
-// With logprobs (JobSpec::logprobs): those of the tokens sampled since the
-// previous token event, as "logprobs" (OpenAI's chat shape: token, bytes,
-// logprob, top_logprobs); done carries all of them. With `reasoning` the
-// piece is thinking: "text" is empty and "reasoning" holds it.
-std::string token_event(const std::string& id, uint64_t seq, std::string_view text,
-                        std::span<const LogprobEntry> logprobs = {}, bool reasoning = false);
-// Sets callbacks.on_text and on_reasoning to hand `send` the job's token
-// events, numbered from 0.
-void stream_token_events(JobCallbacks& callbacks, const std::string& id, std::function<void(std::string event)> send);
-// An embeddings job's vectors go as "embeddings": little-endian float32 in
-// base64 (base64.h), exact and a quarter the size of decimal text.
-std::string done_event(const std::string& id, const JobResult& result);
-std::string error_event(const std::optional<std::string>& id, const NodeError& error);
-// The ticket runs again (attempt 2, 3, ...): text streamed so far is void
-// and token seq restarts at 0.
-std::string retry_event(const std::string& id, int attempt, const std::string& reason);
-// The "logprobs" of a token or done event (JSON text); empty when it has
-// none or they are malformed (a misbehaving peer).
-std::vector<LogprobEntry> logprobs_of_event(std::string_view event);
+// Server -> client events: protocol/ticket_event.h.
 
 }  // namespace revis::node

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "revis/status.h"
+#include "revis/text_span.h"
 
 namespace revis {
 
@@ -42,12 +43,6 @@ class GgufFile;
 namespace tok {
 struct Fragment;
 }
-
-// A byte range [begin, end) of a text.
-struct TextSpan {
-  size_t begin = 0;
-  size_t end = 0;
-};
 
 class Tokenizer {
  public:

@@ -157,6 +157,24 @@ TEST(BenchCommand, DepthJsonGivesThatDepthsFigures) {
   }
 }
 
+// --parallel: one row per stream count, ascending; every figure positive.
+TEST(BenchCommand, ParallelGivesARowPerStreamCount) {
+  const auto r =
+      run_revis("bench -m " + shell_quote(kModel) + " -p 24 -n 6 -r 2 -t 2 --parallel 4,1 --batch-tokens 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["batch_tokens"], 16);
+  ASSERT_EQ(j["parallel"].size(), 2u) << r.out;
+  EXPECT_EQ(j["parallel"][0]["streams"], 1);
+  EXPECT_EQ(j["parallel"][1]["streams"], 4);
+  for (const nlohmann::json& row : j["parallel"])
+    for (const char* field : {"aggregate_tok_s", "stream_tok_s", "ttft_ms", "ttft_max_ms"})
+      EXPECT_GT(row[field].get<double>(), 0.0) << field << " " << row.dump();
+  const auto report = run_revis("bench -m " + shell_quote(kModel) + " -p 8 -n 4 -r 1 -t 2 --parallel 2");
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("aggregate tok/s"), std::string::npos) << report.out;
+}
+
 TEST(BenchCommand, MlockFailureIsOnlyAWarning) {
   // Whether the lock succeeds depends on the locked-memory limit; either way
   // the benchmark runs, and a refusal is reported as a warning.
@@ -196,7 +214,8 @@ TEST(BenchCommand, KernelsPicksTheBackend) {
 TEST(BenchCommand, BadArgumentsFailWithOneLineError) {
   for (const std::string& args : {std::string(" --frontiers 32,x"), std::string(" --depth 0"),
                                   std::string(" -p 32 -n 8 -c 16"), std::string(" -r 0"),
-                                  std::string(" --kernels bogus")}) {
+                                  std::string(" --kernels bogus"), std::string(" --parallel 2,0"),
+                                  std::string(" --parallel 2 --batch-tokens 0")}) {
     const auto r = run_revis("bench -m " + shell_quote(kModel) + args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << args << ": " << r.err;

@@ -54,10 +54,8 @@ TEST(ChatCommand, ResetStartsOverAndHistoryGrowsOtherwise) {
   EXPECT_EQ(two.result.out.substr(0, one.result.out.size()), one.result.out);
 }
 
-// Later turns continue from the earlier prompt's KV rows, in whole blocks of
-// kResumeAlignment = 64 tokens (resumed rows give the same logits as a cold
-// prefill: tests/kvstore). A long system prompt makes the first prompt span
-// two blocks.
+// Later turns continue from the earlier prompt's KV rows, all of them
+// (resumed rows give the same logits as a cold prefill: tests/kvstore).
 TEST(ChatCommand, LaterTurnsReuseTheConversationsRows) {
   std::string system;
   for (int i = 0; i < 40; ++i) system += "rule " + std::to_string(i) + ". ";
@@ -65,7 +63,6 @@ TEST(ChatCommand, LaterTurnsReuseTheConversationsRows) {
   const Chat two = chat("Hi\nAgain\n", flags);
   ASSERT_EQ(two.result.exit_code, 0) << two.result.err;
   ASSERT_EQ(two.prompt_tokens.size(), 2u) << two.result.err;
-  ASSERT_GE(two.prompt_tokens[0], 128) << "the system prompt should fill two blocks";
   const std::regex reused(R"(\((\d+) reused\))");
   std::vector<int> reuse;
   for (auto it = std::sregex_iterator(two.result.err.begin(), two.result.err.end(), reused); it != std::sregex_iterator();
@@ -73,7 +70,10 @@ TEST(ChatCommand, LaterTurnsReuseTheConversationsRows) {
     reuse.push_back(std::stoi((*it)[1]));
   ASSERT_EQ(reuse.size(), 2u) << two.result.err;
   EXPECT_EQ(reuse[0], 0);
-  EXPECT_EQ(reuse[1], two.prompt_tokens[0] / 64 * 64);
+  // All of the first prompt, or all but its last token where the template
+  // writes the reply's start differently from the generation prompt.
+  EXPECT_GE(reuse[1], two.prompt_tokens[0] - 1);
+  EXPECT_LE(reuse[1], two.prompt_tokens[0]);
 }
 
 TEST(ChatCommand, ContinuedLinesAreOneMessage) {

@@ -15,7 +15,6 @@
 
 #include "revis/engine.h"
 #include "support/run_command.h"
-#include "tokenizer/tokenizer.h"
 
 namespace revis {
 namespace {
@@ -54,7 +53,7 @@ TEST(PerplexityCommand, IsExpOfTheMeanNllOfTheScoredHalves) {
   int scored = 0;
   for (size_t c = 0; c < n_chunks; ++c) {
     std::vector<int32_t> chunk(tokens.begin() + static_cast<long>(c * 64), tokens.begin() + static_cast<long>((c + 1) * 64));
-    if ((*engine)->add_bos_default()) chunk[0] = (*engine)->tokenizer().bos();
+    if ((*engine)->add_bos_default()) chunk[0] = (*engine)->info().bos.id;
     auto session = (*engine)->new_session();
     ASSERT_TRUE(session->eval(chunk, true).ok());
     for (int i = 32; i < 63; ++i) {

@@ -10,7 +10,6 @@
 
 #include "revis/engine.h"
 #include "revis/generate.h"
-#include "tokenizer/tokenizer.h"
 #include "support/testdata.h"
 
 namespace revis {
@@ -257,9 +256,9 @@ TEST_F(Generate, LogitBiasForcesAToken) {
 // Control tokens give no text, but those a caller names (a chat format's
 // tool-call markers) do.
 TEST_F(Generate, ShownControlTokensKeepTheirText) {
-  const auto start = engine_->tokenizer().find_token("<|im_start|>");
+  const auto start = engine_->find_token("<|im_start|>");
   ASSERT_TRUE(start.has_value());
-  ASSERT_TRUE(engine_->tokenizer().is_control(*start));
+  ASSERT_TRUE(engine_->is_control(*start));
   ASSERT_FALSE(engine_->is_end_of_generation(*start));
   GenerateOptions o = greedy(2);
   o.sampling.logit_bias = {{*start, 100.0f}};

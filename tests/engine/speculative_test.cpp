@@ -55,7 +55,7 @@ TEST_P(Stepwise, RowsEqualOneTokenAtATime) {
     }
     size_t at = 0;
     for (size_t len : {1, 5, 9, 8}) {
-      ASSERT_TRUE(batches->eval_stepwise(std::span(tokens).subspan(at, len)).ok());
+      ASSERT_TRUE(batches->eval(std::span(tokens).subspan(at, len), /*all_logits=*/true).ok());
       ASSERT_EQ(batches->n_logit_rows(), static_cast<int>(len));
       for (size_t k = 0; k < len; ++k)
         ASSERT_EQ(std::memcmp(batches->logits(static_cast<int>(k)).data(), rows[at + k].data(), n_vocab * sizeof(float)), 0)

@@ -48,7 +48,7 @@ TEST(FabricProtocol, ResumeSubscribeAndForwardedTickets) {
 }
 
 TEST(FabricProtocol, RetryEvent) {
-  auto e = nlohmann::json::parse(retry_event("t1", 2, "node b was lost"));
+  auto e = nlohmann::json::parse(retry_event("t1", 2, "node b was lost").text());
   EXPECT_EQ(e["type"], "retry");
   EXPECT_EQ(e["ticketID"], "t1");
   EXPECT_EQ(e["attempt"], 2);

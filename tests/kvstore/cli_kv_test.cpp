@@ -70,9 +70,12 @@ TEST_F(KvCli, ASecondProcessResumesWithTheSameLogits) {
   EXPECT_EQ(resumed["greedy"], cold["greedy"]);
   EXPECT_EQ(resumed["greedy_logits"], cold["greedy_logits"]);
 
-  // A longer prompt starting the same way resumes from the aligned shared part.
+  // A longer prompt starting the same way resumes from every shared token:
+  // the whole first prompt, or all but its last token where the new text
+  // tokenizes across the join.
   const nlohmann::json longer = run(kText + ", and the keeper ran out of oil.", "");
-  EXPECT_EQ(longer["cached_tokens"].get<int>(), (n_prompt - 1) / 64 * 64);
+  EXPECT_GE(longer["cached_tokens"].get<int>(), n_prompt - 1);
+  EXPECT_LE(longer["cached_tokens"].get<int>(), n_prompt);
 }
 
 TEST_F(KvCli, ListCollectRemove) {

@@ -18,6 +18,7 @@
 #include "kvstore/prefix_cache.h"
 #include "revis/generate.h"
 #include "support/kernel_backends.h"
+#include "support/spread_tokens.h"
 #include "support/testdata.h"
 
 namespace revis::kvstore {
@@ -41,13 +42,7 @@ std::unique_ptr<Engine> load(const std::string& stem) {
 
 // Token ids spread over the vocabulary; the model does not care what they say.
 Tokens prompt_tokens(const Engine& engine, int n, int seed) {
-  Tokens t(n);
-  uint32_t x = 2463534242u + seed;
-  for (int32_t& id : t) {
-    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-    id = static_cast<int32_t>(x % engine.info().n_vocab);
-  }
-  return t;
+  return testing::spread_tokens(engine.info().n_vocab, n, seed);
 }
 
 GenerateOptions greedy(bool record_logits) {
@@ -72,14 +67,14 @@ struct Cached {
 };
 
 Cached through(PrefixCache& cache, Engine& engine, const Tokens& prompt, bool record_logits) {
-  auto lease = cache.acquire(prompt, record_logits);
+  auto lease = cache.acquire(prompt);
   EXPECT_TRUE(lease.ok()) << lease.status().message();
   if (!lease.ok()) return {};
   Cached out{{}, lease->source};
   auto r = generate(engine, *lease->session, prompt, greedy(record_logits), nullptr, lease->cached);
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (!r.ok()) return {};
-  cache.release(std::move(*lease), prompt, r->next_logits, record_logits);
+  cache.release(std::move(*lease), prompt, r->next_logits);
   out.result = *r;
   return out;
 }
@@ -104,14 +99,27 @@ PrefixCacheOptions disk_options(const TempDir& tmp) {
   return {.ram_sessions = 1, .kv_dir = tmp.path().string(), .save_min_tokens = 64};
 }
 
-TEST(ResumablePrefix, AlignsAndKeepsTheLastTokenUnlessItsLogitsFit) {
+// A cache over tmp after one that ran `prompt` there (and saved it) has
+// gone: nothing in RAM, the checkpoint on disk.
+std::unique_ptr<PrefixCache> restarted_with(Engine& engine, const TempDir& tmp, const Tokens& prompt) {
+  {
+    auto first = PrefixCache::open(engine, disk_options(tmp));
+    EXPECT_TRUE(first.ok()) << first.status().message();
+    if (first.ok()) through(**first, engine, prompt, false);
+  }
+  auto second = PrefixCache::open(engine, disk_options(tmp));
+  EXPECT_TRUE(second.ok()) << second.status().message();
+  return second.ok() ? std::move(*second) : nullptr;
+}
+
+TEST(ResumablePrefix, AnyPrefixButTheLastTokenUnlessItsLogitsAreCached) {
   EXPECT_EQ(resumable_prefix(150, 150, 150, true), 150);
-  EXPECT_EQ(resumable_prefix(150, 150, 150, false), 128);
-  EXPECT_EQ(resumable_prefix(140, 170, 150, true), 128);
-  EXPECT_EQ(resumable_prefix(128, 128, 200, true), 64) << "the last prompt token must be evaluated";
-  EXPECT_EQ(resumable_prefix(129, 129, 200, true), 64) << "a one-token eval is a decoding step";
-  EXPECT_EQ(resumable_prefix(130, 130, 200, true), 128);
-  EXPECT_EQ(resumable_prefix(63, 100, 100, true), 0);
+  EXPECT_EQ(resumable_prefix(150, 150, 150, false), 149) << "without logits the last token is evaluated again";
+  EXPECT_EQ(resumable_prefix(140, 170, 150, true), 140);
+  EXPECT_EQ(resumable_prefix(128, 128, 200, true), 127) << "the last prompt token must be evaluated";
+  EXPECT_EQ(resumable_prefix(129, 129, 200, true), 128) << "a one-token eval gives the prompt's bits too";
+  EXPECT_EQ(resumable_prefix(63, 100, 100, true), 63);
+  EXPECT_EQ(resumable_prefix(1, 1, 5, true), 0);
   EXPECT_EQ(resumable_prefix(0, 10, 10, true), 0);
 }
 
@@ -186,8 +194,8 @@ TEST_P(Resume, SharedPrefixFromDisk) {
   ASSERT_TRUE(second.ok());
   const Cached resumed = through(**second, *engine, other, record);
   EXPECT_EQ(resumed.source, "disk");
-  EXPECT_EQ(resumed.result.cached_tokens, 128) << "140 shared tokens, rounded down to the alignment";
-  EXPECT_EQ(resumed.result.first_logits_position, 128);
+  EXPECT_EQ(resumed.result.cached_tokens, 140) << "every shared token";
+  EXPECT_EQ(resumed.result.first_logits_position, 140);
   expect_equivalent(resumed.result, cold(*engine, other, record), n_vocab);
 }
 
@@ -205,7 +213,7 @@ TEST_P(Resume, SharedPrefixAndWholePromptFromRam) {
   for (int32_t t : prompt_tokens(*engine, 20, 3)) longer.push_back(t);
   const Cached extended = through(**cache, *engine, longer, record);
   EXPECT_EQ(extended.source, "ram");
-  EXPECT_EQ(extended.result.cached_tokens, 128);
+  EXPECT_EQ(extended.result.cached_tokens, 150);
   expect_equivalent(extended.result, cold(*engine, longer, record), n_vocab);
 }
 
@@ -220,10 +228,9 @@ INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume,
 
 // Prompts longer than the forward pass's chunk (256 tokens), resumed where
 // the cold prefill's chunks do not start: bit-identical still, on every
-// kernel backend the CPU has (each groups tokens, and picks its kernels, in
-// its own way). A mixture's experts meet other tokens beside each one
-// there. A prompt one token past an aligned prefix resumes from the
-// alignment before, as a one-token eval would decode.
+// kernel backend the CPU has (each picks its kernels in its own way). A
+// mixture's experts meet other tokens beside each one there. A prompt one
+// token past a cached prefix evaluates that one token, as decoding would.
 TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
   for (KernelBackend backend : testing::supported_kernel_backends()) {
     const testing::ScopedKernelBackend scoped(backend);
@@ -237,7 +244,7 @@ TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
       for (int32_t t : prompt_tokens(*engine, 90, 5)) other.push_back(t);
       Tokens one_past(prompt.begin(), prompt.begin() + 192);
       one_past.push_back(prompt_tokens(*engine, 1, 6)[0]);
-      for (const auto& [next, cached] : {std::pair{other, 192}, std::pair{one_past, 128}}) {
+      for (const auto& [next, cached] : {std::pair{other, 200}, std::pair{one_past, 192}}) {
         auto cache = PrefixCache::open(*engine, {.ram_sessions = 1});
         ASSERT_TRUE(cache.ok());
         through(**cache, *engine, prompt, true);
@@ -250,24 +257,65 @@ TEST(ResumeAcrossChunks, PrefixOfALongPromptFromRam) {
   }
 }
 
-// Logits saved in one mode are not reused in the other (their last bits
-// differ): the prompt's last aligned block is evaluated again instead.
-TEST(ResumeModes, LogitsOfTheOtherModeAreRecomputed) {
+// Logits saved by a request that asked for the last row only serve one
+// that asks for every row: the rows are the same bits either way.
+TEST(ResumeModes, LogitsOfEitherModeAreReused) {
   auto engine = load("qwen3-Q4_K_M");
   ASSERT_TRUE(engine);
   const Tokens prompt = prompt_tokens(*engine, 150, 1);
   TempDir tmp;
-  {
-    auto first = PrefixCache::open(*engine, disk_options(tmp));
-    ASSERT_TRUE(first.ok());
-    through(**first, *engine, prompt, false);
-  }
-  auto second = PrefixCache::open(*engine, disk_options(tmp));
-  ASSERT_TRUE(second.ok());
-  const Cached resumed = through(**second, *engine, prompt, true);
+  auto second = restarted_with(*engine, tmp, prompt);
+  ASSERT_TRUE(second);
+  const Cached resumed = through(*second, *engine, prompt, true);
   EXPECT_EQ(resumed.source, "disk");
-  EXPECT_EQ(resumed.result.cached_tokens, 128);
+  EXPECT_EQ(resumed.result.cached_tokens, 150);
   expect_equivalent(resumed.result, cold(*engine, prompt, true), engine->info().n_vocab);
+}
+
+// A session resumed from disk decodes in a batch beside a cold one, each
+// with the bits of a cold run alone (engine.h's batch invariance).
+TEST(ResumeIntoABatch, RowsFromDiskMeetAColdPromptInOnePass) {
+  for (const char* model : {"qwen3-Q4_K_M", "qwen3moe-Q8_0", "deepseek2/deepseek2-Q8_0"}) {
+    SCOPED_TRACE(model);
+    auto engine = load(model);
+    ASSERT_TRUE(engine);
+    const int n_vocab = engine->info().n_vocab;
+    const Tokens prompt = prompt_tokens(*engine, 150, 1), other = prompt_tokens(*engine, 37, 9);
+    Tokens longer = prompt;
+    for (int32_t t : prompt_tokens(*engine, 11, 3)) longer.push_back(t);
+    // Alone and cold: the rows of the longer prompt's 11 new tokens, the other's rows.
+    auto alone = engine->new_session();
+    ASSERT_TRUE(alone->eval(longer, true).ok());
+    std::vector<float> expected_longer, expected_other;
+    for (int r = 150; r < static_cast<int>(longer.size()); ++r)
+      expected_longer.insert(expected_longer.end(), alone->logits(r).begin(), alone->logits(r).end());
+    auto other_alone = engine->new_session();
+    ASSERT_TRUE(other_alone->eval(other, true).ok());
+    for (int r = 0; r < static_cast<int>(other.size()); ++r)
+      expected_other.insert(expected_other.end(), other_alone->logits(r).begin(), other_alone->logits(r).end());
+
+    TempDir tmp;
+    auto second = restarted_with(*engine, tmp, prompt);
+    ASSERT_TRUE(second);
+    auto lease = second->acquire(longer);
+    ASSERT_TRUE(lease.ok()) << lease.status().message();
+    ASSERT_EQ(lease->source, "disk");
+    ASSERT_EQ(lease->cached.cached_tokens, 150);
+    auto cold_session = engine->new_session();
+    const std::span<const int32_t> rest = std::span(longer).subspan(150);
+    ASSERT_EQ(lease->session->n_past(), 150);
+    ASSERT_TRUE(engine->eval_batch(std::vector<Engine::BatchItem>{{lease->session.get(), rest, true},
+                                                                   {cold_session.get(), other, true}})
+                    .ok());
+    std::vector<float> got_longer, got_other;
+    for (int r = 0; r < lease->session->n_logit_rows(); ++r)
+      got_longer.insert(got_longer.end(), lease->session->logits(r).begin(), lease->session->logits(r).end());
+    for (int r = 0; r < cold_session->n_logit_rows(); ++r)
+      got_other.insert(got_other.end(), cold_session->logits(r).begin(), cold_session->logits(r).end());
+    EXPECT_TRUE(same_bits(got_longer, expected_longer)) << "the resumed session's rows";
+    EXPECT_TRUE(same_bits(got_other, expected_other)) << "the cold session's rows";
+    second->discard(std::move(*lease));
+  }
 }
 
 // A damaged checkpoint or another model's never breaks a request: it is
@@ -314,7 +362,7 @@ TEST(ResumeModes, DamagedAndForeignCheckpointsFallBackToCold) {
     options.warn = [&](const std::string& m) { warnings.push_back(m); };
     auto second = PrefixCache::open(*engine, options);
     ASSERT_TRUE(second.ok());
-    auto lease = (*second)->acquire(prompt, false);
+    auto lease = (*second)->acquire(prompt);
     ASSERT_TRUE(lease.ok());
     EXPECT_EQ(lease->source, "none");
     EXPECT_EQ(lease->session->n_past(), 0) << "nothing of the damaged file is used";
@@ -326,7 +374,7 @@ TEST(ResumeModes, DamagedAndForeignCheckpointsFallBackToCold) {
     auto r = generate(*engine, *lease->session, prompt, greedy(false), nullptr, lease->cached);
     ASSERT_TRUE(r.ok());
     expect_equivalent(*r, reference, engine->info().n_vocab);
-    (*second)->release(std::move(*lease), prompt, r->next_logits, false);
+    (*second)->release(std::move(*lease), prompt, r->next_logits);
   }
   // The damaged file was replaced by a good one; another model ignores it.
   auto other_engine = load("llama-spm-Q4_K_M");

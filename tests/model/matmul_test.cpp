@@ -156,13 +156,12 @@ struct RandomMatrix {
   }
 };
 
-// Padded groups: a token's products carry the same bits alone, among other
-// tokens, at any place in a group of four: the property that lets a mixture
-// of experts group a prompt's tokens by expert however the prompt was cut
-// (model.cpp). Each kernel must compute its four rows alike for this to
-// hold, on every backend. 2 tokens alone, 9 in order and reversed; the
-// padded results also equal vec_dot's within rounding.
-TEST(MatMul, PaddedGroupsGiveEveryTokenTheSameBitsInAnyCall) {
+// Stepwise: a token's products carry the same bits alone, among other
+// tokens, in any order: the property the model's batch invariance rests on
+// for matrices without a stripe form (model.h), on every backend. 2 tokens
+// alone, 9 in order and reversed; the results also equal vec_dot's within
+// rounding (the single-token path may take its packed form).
+TEST(MatMul, StepwiseGivesEveryTokenTheSameBitsInAnyCall) {
   std::vector<TensorType> types = quant_test::weight_types();
   types.insert(types.end(), quant_test::grid_types().begin(), quant_test::grid_types().end());
   constexpr int64_t kRows = 37, kCols = 1024;
@@ -178,7 +177,7 @@ TEST(MatMul, PaddedGroupsGiveEveryTokenTheSameBitsInAnyCall) {
       SCOPED_TRACE(std::string(kernel_backend_name(backend)) + " " + type_name(type));
       const RandomMatrix m(type, kRows, kCols);
       MatMul matmul;
-      matmul.set_padded_groups(true);
+      matmul.set_stepwise(true);
       std::vector<float> all(kTokens * kRows), backwards(kTokens * kRows), pair(2 * kRows);
       matmul.run(pool, m.w, x.data(), kTokens, kCols, all.data(), kRows);
       matmul.run(pool, m.w, reversed.data(), kTokens, kCols, backwards.data(), kRows);

@@ -13,7 +13,7 @@ namespace {
 // A client link that keeps what it was sent.
 struct BookClient : ClientLink {
   std::vector<nlohmann::json> events;
-  void send(std::string event) override { events.push_back(nlohmann::json::parse(event)); }
+  void send(TicketEvent event) override { events.push_back(nlohmann::json::parse(event.text())); }
   void refuse(const std::optional<std::string>&, const NodeError&) override { ADD_FAILURE() << "nothing is refused here"; }
   std::vector<std::string> types() const {
     std::vector<std::string> out;
@@ -174,8 +174,8 @@ TEST(TicketBook, KeptResultsExpireAndStayWithinTheCaps) {
   TicketBook brief({std::chrono::seconds(0), 100, size_t(1) << 20, true});
   MutexLock brief_lock(brief.mu);
   // Read back from a journal, finished an hour ago: past result_ttl.
-  brief.add_finished(book_entry("old"), error_event("old", {ErrorCode::kInternal, "x"}), Clock::now() - std::chrono::hours(1));
-  brief.add_finished(book_entry("new"), error_event("new", {ErrorCode::kInternal, "x"}), Clock::now() + std::chrono::hours(1));
+  brief.add_finished(book_entry("old"), error_event("old", {ErrorCode::kInternal, "x"}).text(), Clock::now() - std::chrono::hours(1));
+  brief.add_finished(book_entry("new"), error_event("new", {ErrorCode::kInternal, "x"}).text(), Clock::now() + std::chrono::hours(1));
   brief.sweep();
   EXPECT_EQ(brief.find("old"), nullptr);
   EXPECT_NE(brief.find("new"), nullptr);

@@ -151,14 +151,14 @@ TEST(Ticket, IdsAreBounded) {
 }
 
 TEST(Ticket, EventsAreWellFormedJson) {
-  json a = json::parse(accepted_event("t1", 3));
+  json a = json::parse(accepted_event("t1", 3).text());
   EXPECT_EQ(a["type"], "accepted");
   EXPECT_EQ(a["position"], 3);
-  json tok = json::parse(token_event("t1", 7, "h\xc3\xa9"));
+  json tok = json::parse(token_event("t1", 7, "h\xc3\xa9").text());
   EXPECT_EQ(tok["seq"], 7);
   EXPECT_EQ(tok["text"], "h\xc3\xa9");
   // Invalid UTF-8 can never reach a client as broken JSON.
-  EXPECT_TRUE(json::parse(token_event("t1", 8, "\xff")).is_object());
+  EXPECT_TRUE(json::parse(token_event("t1", 8, "\xff").text()).is_object());
   JobResult r;
   r.text = "hi";
   r.stop_reason = "eog";
@@ -166,16 +166,72 @@ TEST(Ticket, EventsAreWellFormedJson) {
   r.stats.node = "n1";
   r.stats.model_digest = "sha256:00";
   r.stats.catalog_digest = "sha256:11";
-  json d = json::parse(done_event("t1", r));
+  json d = json::parse(done_event("t1", r).text());
   EXPECT_EQ(d["type"], "done");
   EXPECT_EQ(d["text"], "hi");
   EXPECT_EQ(d["stopReason"], "eog");
   for (const char* key : {"promptTokens", "generatedTokens", "prefillTokPerSec", "genTokPerSec", "queueWaitMs", "node",
                           "modelDigest", "catalog", "ttftMs", "prefillMs"})
     EXPECT_TRUE(d["stats"].contains(key)) << key;
-  json e = json::parse(error_event(std::nullopt, {ErrorCode::kQueueFull, "full"}));
+  json e = json::parse(error_event(std::nullopt, {ErrorCode::kQueueFull, "full"}).text());
   EXPECT_TRUE(e["ticketID"].is_null());
   EXPECT_EQ(e["code"], "queue_full");
+}
+
+// An event read from its text (a peer's, the broker's) says what the event
+// made here says through its values, so the readers need not know which
+// they were given.
+TEST(Ticket, AnEventReadFromItsTextHasTheValuesItWasMadeOf) {
+  JobResult r;
+  r.text = "It is 4.";
+  r.reasoning = "2 + 2";
+  r.tool_calls = {{"call_1", "add", R"({"a":2,"b":2})"}};
+  r.stop_reason = "stop";
+  r.stop_sequence = "\n\n";
+  r.logprobs = {{{"It", -0.25f}, {{"It", -0.25f}, {"The", -1.5f}}}};
+  r.embeddings = {{0.5f, -0.25f}};
+  r.stats.prompt_tokens = 12;
+  r.stats.cached_tokens = 4;
+  r.stats.generated_tokens = 3;
+  r.stats.draft_tokens = 2;
+  r.stats.accepted_tokens = 1;
+  r.stats.total_ms = 12.5;
+  r.stats.node = "n1";
+  const TicketEvent made = done_event("t1", r);
+  const TicketEvent read = TicketEvent::read(made.text());
+  EXPECT_EQ(read.text(), made.text());
+  ASSERT_EQ(read.type(), TicketEvent::Type::kDone);
+  EXPECT_EQ(read.ticket_id(), "t1");
+  const JobResult& back = read.result();
+  EXPECT_EQ(back.text, r.text);
+  EXPECT_EQ(back.reasoning, r.reasoning);
+  ASSERT_EQ(back.tool_calls.size(), 1u);
+  EXPECT_EQ(back.tool_calls[0].arguments, r.tool_calls[0].arguments);
+  EXPECT_EQ(back.stop_sequence, r.stop_sequence);
+  ASSERT_EQ(back.logprobs.size(), 1u);
+  EXPECT_EQ(back.logprobs[0].top.size(), 2u);
+  EXPECT_EQ(back.embeddings, r.embeddings);
+  EXPECT_EQ(back.stats.cached_tokens, 4);
+  EXPECT_EQ(back.stats.accepted_tokens, 1);
+  EXPECT_EQ(back.stats.total_ms, 12.5);
+  EXPECT_EQ(back.stats.node, "n1");
+
+  const TicketEvent thinking = TicketEvent::read(token_event("t1", 5, "hmm", {}, true).text());
+  EXPECT_EQ(thinking.type(), TicketEvent::Type::kToken);
+  EXPECT_EQ(thinking.seq(), 5u);
+  EXPECT_TRUE(thinking.reasoning());
+  EXPECT_EQ(thinking.piece(), "hmm");
+  const TicketEvent failed = TicketEvent::read(error_event(std::nullopt, {ErrorCode::kQueueFull, "full"}).text());
+  EXPECT_EQ(failed.type(), TicketEvent::Type::kError);
+  EXPECT_EQ(failed.ticket_id(), "");
+  EXPECT_EQ(failed.error().code, ErrorCode::kQueueFull);
+  EXPECT_EQ(failed.error().message, "full");
+  const TicketEvent again = TicketEvent::read(retry_event("t1", 3, "node b was lost").text());
+  EXPECT_EQ(again.attempt(), 3);
+  EXPECT_EQ(again.reason(), "node b was lost");
+  EXPECT_EQ(TicketEvent::read("not json").type(), TicketEvent::Type::kOther);
+  EXPECT_EQ(TicketEvent::other(R"({"type":"peer","ticketID":"t1"})").ticket_id(), "");
+  EXPECT_TRUE(TicketEvent().empty());
 }
 
 TEST(ErrorCodes, NamesRoundTrip) {

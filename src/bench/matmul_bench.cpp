@@ -1,4 +1,4 @@
-#include "cli/bench_matmul.h"
+#include "bench/matmul_bench.h"
 
 #include <algorithm>
 #include <array>
@@ -10,21 +10,20 @@
 #include "bench/bandwidth.h"
 #include "bench/matmul_speed.h"
 #include "bench/stats.h"
-#include "cli/common.h"
 #include "model/prefetch_tuner.h"
 #include "model/thread_pool.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 
-namespace revis::cli {
+namespace revis::bench {
 namespace {
 
 constexpr int64_t kCols = 2048;  // values per row: Llama-3.2-1B's width
 constexpr int kPrefillTokens = 64;
 
-Result<std::vector<TensorType>> parse_types(const std::string& text) {
+Result<std::vector<TensorType>> parse_types(const std::vector<std::string>& names) {
   std::vector<TensorType> types;
-  for (const std::string& item : split_list(text)) {
+  for (const std::string& item : names) {
     const std::optional<TensorType> type = type_from_name(item);
     if (!type) return Status::error("--matmul: '" + item + "' is not a tensor type (expected e.g. q4_k,q6_k,q8_0)");
     if (std::find(types.begin(), types.end(), *type) == types.end()) types.push_back(*type);
@@ -60,32 +59,32 @@ struct Samples {
 };
 
 nlohmann::json summary_json(const std::vector<double>& samples) {
-  const bench::Summary s = bench::summarize(samples);
+  const Summary s = summarize(samples);
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 
 void print_report(const std::vector<Samples>& all, const std::vector<KernelBackend>& backends,
                   const std::vector<double>& bandwidth, int threads, size_t memory_bytes, int repetitions) {
-  const bench::Summary bw = bench::summarize(bandwidth);
+  const Summary bw = summarize(bandwidth);
   std::printf("matmul       rows of %lld values, %d threads, %d runs; decode from memory over %.0f MiB\n", static_cast<long long>(kCols), threads,
               repetitions, memory_bytes / 1048576.0);
   std::printf("bandwidth    %.2f GB/s median of %zu read passes (best %.2f)\n", bw.median, bandwidth.size(), bw.max);
   std::printf("%-7s %-8s %-26s %7s %-26s %s\n", "type", "kernels", "decode, memory GB/s", "% bw", "decode, cache GB/s",
               "prefill (64 tokens), G products/s");
   auto cell = [](const std::vector<double>& v) {
-    const bench::Summary s = bench::summarize(v);
+    const Summary s = summarize(v);
     char text[64];
     std::snprintf(text, sizeof text, "%8.2f (%.2f-%.2f)", s.median, s.min, s.max);
     return std::string(text);
   };
   for (const Samples& s : all)
     std::printf("%-7s %-8s %-26s %7.1f %-26s %s\n", type_name(s.type), kernel_backend_name(s.backend),
-                cell(s.memory_gb_s).c_str(), bench::summarize(s.memory_pct).median, cell(s.cache_gb_s).c_str(),
+                cell(s.memory_gb_s).c_str(), summarize(s.memory_pct).median, cell(s.cache_gb_s).c_str(),
                 cell(s.prefill_gops).c_str());
   for (const Samples& s : all) {
     std::printf("prefetch     %s %s, decode from memory GB/s:", type_name(s.type), kernel_backend_name(s.backend));
     for (size_t m = 0; m < PrefetchTuner::kModes.size(); ++m)
-      std::printf(" %s %.2f", prefetch_name(PrefetchTuner::kModes[m]), bench::summarize(s.memory_by_prefetch[m]).median);
+      std::printf(" %s %.2f", prefetch_name(PrefetchTuner::kModes[m]), summarize(s.memory_by_prefetch[m]).median);
     std::printf(" (medians; the table takes each run's fastest)\n");
   }
   if (backends.size() < 2) return;
@@ -96,7 +95,7 @@ void print_report(const std::vector<Samples>& all, const std::vector<KernelBacke
       return b.type == s.type && b.backend == backends.front();
     });
     auto ratio = [](const std::vector<double>& a, const std::vector<double>& b) {
-      return bench::summarize(a).median / bench::summarize(b).median;
+      return summarize(a).median / summarize(b).median;
     };
     std::printf("ratio        %s %s / %s: decode memory %.2fx, cache %.2fx, prefill %.2fx\n", type_name(s.type),
                 kernel_backend_name(s.backend), kernel_backend_name(base.backend),
@@ -107,39 +106,37 @@ void print_report(const std::vector<Samples>& all, const std::vector<KernelBacke
 
 }  // namespace
 
-int run_bench_matmul(const MatMulBenchArgs& args) {
-  if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
-  if (args.memory_mib < 1) return usage_error("--bandwidth-mib: expected >= 1");
+Status run_matmul_bench(const MatMulBenchArgs& args) {
   auto types = parse_types(args.types);
-  if (!types.ok()) return fail(types.status().message());
+  if (!types.ok()) return types.status();
   auto backends = chosen_backends(args.kernels);
-  if (!backends.ok()) return fail(backends.status().message());
+  if (!backends.ok()) return backends.status();
   const int threads = args.threads > 0 ? args.threads : ThreadPool::default_threads();
   const KernelBackend original = active_kernel_backend();
 
   ThreadPool pool(threads);
   std::fprintf(stderr, "filling the bandwidth buffer ...\n");
-  bench::BandwidthProbe probe({.n_threads = threads, .buffer_bytes = args.memory_mib << 20});
+  BandwidthProbe probe({.n_threads = threads, .buffer_bytes = args.memory_mib << 20});
   std::vector<double> bandwidth;  // every pass
   std::vector<Samples> all;
   size_t memory_bytes = 0;
   for (TensorType type : *types) {
     std::fprintf(stderr, "%s: building the matrices ...\n", type_name(type));
-    auto speed = bench::MatMulSpeed::create(
+    auto speed = MatMulSpeed::create(
         pool, {.type = type,
                .cols = kCols,
                .memory_bytes = args.memory_mib << 20,
                .prefill_tokens = kPrefillTokens,
                .striped = args.striped});
-    if (!speed.ok()) return fail("--matmul: " + speed.status().message());
-    bench::MatMulSpeed& s = **speed;
+    if (!speed.ok()) return Status::error("--matmul: " + speed.status().message());
+    MatMulSpeed& s = **speed;
     memory_bytes = s.memory_matrix_bytes();
     const size_t first = all.size();
     for (KernelBackend b : *backends) all.push_back({.type = type, .backend = b});
     for (int rep = -1; rep < args.repetitions; ++rep) {  // rep -1: an untimed warm-up
       const double best_pass = probe.best_pass(rep >= 0 ? &bandwidth : nullptr);
       for (size_t k = 0; k < backends->size(); ++k) {
-        if (Status used = use_kernel_backend((*backends)[k]); !used.ok()) return fail("--kernels: " + used.message());
+        if (Status used = use_kernel_backend((*backends)[k]); !used.ok()) return Status::error("--kernels: " + used.message());
         std::array<double, PrefetchTuner::kModes.size()> by_prefetch;
         for (size_t m = 0; m < by_prefetch.size(); ++m) by_prefetch[m] = s.decode_memory_gb_s(PrefetchTuner::kModes[m]);
         const double memory = *std::max_element(by_prefetch.begin(), by_prefetch.end());
@@ -157,7 +154,7 @@ int run_bench_matmul(const MatMulBenchArgs& args) {
       }
     }
   }
-  if (Status restored = use_kernel_backend(original); !restored.ok()) return fail(restored.message());
+  if (Status restored = use_kernel_backend(original); !restored.ok()) return restored;
 
   if (args.json) {
     nlohmann::json results = nlohmann::json::array();
@@ -181,10 +178,10 @@ int run_bench_matmul(const MatMulBenchArgs& args) {
                               {"bandwidth_gb_s", summary_json(bandwidth)},
                               {"results", results}};
     std::printf("%s\n", j.dump().c_str());
-    return 0;
+    return {};
   }
   print_report(all, *backends, bandwidth, threads, memory_bytes, args.repetitions);
-  return 0;
+  return {};
 }
 
-}  // namespace revis::cli
+}  // namespace revis::bench
