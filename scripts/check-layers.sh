@@ -20,9 +20,7 @@ ENGINE_USERS="tools bench"
 # one fails. Remove a line when its include goes (issue 39 steps 2 and 4).
 KNOWN="
 # engine-internal headers outside the engine (issue 39 step 4): the
-# session pool prefix reuse builds on, while it is being reworked; the
 # sampler's seeded generator, which the simulated engine draws its words with
-src/kvstore/prefix_cache.h -> engine/session_pool.h
 src/node/sim_inference.cpp -> sample/sampler.h
 "
 

@@ -19,7 +19,7 @@
 // Batch invariance: a token's logits and KV rows are the same bits however
 // it is evaluated: alone or in a batch beside other sessions, in a prompt
 // of any length or chunking, or decoded one token at a time. So a session
-// may resume from any prefix of an earlier one (engine/session_pool.h).
+// may resume from any prefix of an earlier one (revis/session_pool.h).
 #pragma once
 
 #include <cstdint>

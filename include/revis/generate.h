@@ -57,7 +57,7 @@ class TokenConstraint {
   virtual bool can_end() const = 0;
 };
 
-// What a prefix cache restored before generate() (engine/session_pool.h,
+// What a prefix cache restored before generate() (revis/session_pool.h,
 // kvstore/prefix_cache.h): the session holds prompt[0, cached_tokens).
 // When that is the whole prompt, next_logits are the logits after its last
 // token, which the session itself no longer has.

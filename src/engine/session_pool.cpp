@@ -1,4 +1,4 @@
-#include "engine/session_pool.h"
+#include "revis/session_pool.h"
 
 #include <algorithm>
 

@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/session_pool.h"
+#include "revis/session_pool.h"
 #include "kvstore/store.h"
 #include "revis/engine.h"
 #include "revis/generate.h"
