@@ -103,6 +103,7 @@ struct ModelInfo {
   // deepseek4's float32 compressor planes (model/kv_cache.h), 0 for the
   // others. They are runs of Session::kv_runs() after the heads'.
   uint64_t kv_state_bytes_per_token = 0;
+  uint64_t kv_bytes_per_token = 0;  // a session's whole cache per position (its K/V rows and those planes)
   int n_threads = 0;
   uint64_t file_bytes = 0;
   uint64_t bytes_per_token = 0;  // weight bytes read per generated token

@@ -64,7 +64,7 @@ void Worker::wait(std::chrono::milliseconds d) {
 
 bool Worker::idle() const {
   const node::ExecutorSnapshot s = node_.executor().snapshot();
-  return s.ready && !s.current && s.queue_length == 0 && !s.stopping;
+  return s.ready && s.running_jobs() == 0 && s.queue_length == 0 && !s.stopping;
 }
 
 // Streams, the catalogue check, consumers and their subscriptions.

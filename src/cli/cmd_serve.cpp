@@ -92,6 +92,12 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--draft,--model-draft", o.draft, "Draft model for speculative decoding with -m (same vocabulary)");
   cmd->add_flag("--lookup", o.lookup, "Speculative decoding with prompt lookup on every tier that does not say");
   cmd->add_option("--draft-max", o.draft_max, "Tokens per draft at most (default 8)");
+  cmd->add_option("--parallel", o.parallel,
+                  "Slots: tickets decoded together in one forward pass (default: as many KV caches as the memory "
+                  "budget holds, at most 8)");
+  cmd->add_option("--batch-tokens", o.batch_tokens,
+                  "Tokens one forward pass carries at most; longer prompts go in chunks between the slots' steps "
+                  "(default 256)");
   cmd->add_option("--catalog", o.catalog, "TOML file adding or overriding tasks");
   cmd->add_option("--memory-budget", o.memory_budget_mb, "MiB the loaded models may use (default 3/4 of RAM)");
   cmd->add_option("--kv-dir", o.kv_dir, "Directory of KV checkpoints: prompts resume from saved prefixes");

@@ -131,6 +131,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.head_dim_v = c.head_dim_v;
   info.has_mtp = impl->model->has_nextn();
   info.kv_state_bytes_per_token = KvCache::plane_bytes_per_position(c);
+  info.kv_bytes_per_token = static_cast<uint64_t>(info.n_layer) * info.n_head_kv * (info.head_dim_k + info.head_dim_v) *
+                                sizeof(uint16_t) +
+                            info.kv_state_bytes_per_token;
   if (options.share_threads) impl->pool = options.share_threads->impl_->pool;
   info.n_threads = impl->pool                 ? impl->pool->size()
                    : options.n_threads > 0 ? options.n_threads
@@ -245,11 +248,7 @@ void Session::truncate(int n) {
   }
 }
 
-size_t Session::kv_bytes_per_token() const {
-  const ModelInfo& i = engine_.impl_->info;
-  return static_cast<size_t>(i.n_layer) * i.n_head_kv * (i.head_dim_k + i.head_dim_v) * sizeof(uint16_t) +
-         i.kv_state_bytes_per_token;
-}
+size_t Session::kv_bytes_per_token() const { return engine_.impl_->info.kv_bytes_per_token; }
 
 std::vector<KvRun> Session::kv_runs() {
   const ModelInfo& info = engine_.impl_->info;

@@ -10,7 +10,7 @@ using nlohmann::json;
 
 ClusterFeed::ClusterFeed(const node::Node& node, const PeerSet& peers) : node_(node), peers_(peers) {}
 
-TicketView ClusterFeed::view_of(const TicketRecord& rec, const std::string& running_label) const {
+TicketView ClusterFeed::view_of(const TicketRecord& rec, const std::set<std::string>& running_labels) const {
   using Where = TicketRecord::Where;
   TicketView v;
   v.id = rec.ticket.id;
@@ -24,7 +24,7 @@ TicketView ClusterFeed::view_of(const TicketRecord& rec, const std::string& runn
       v.state = "queued";
       break;
     case Where::kLocal:
-      v.state = running_label == rec.ticket.id ? "running" : "queued";
+      v.state = running_labels.contains(rec.ticket.id) ? "running" : "queued";
       v.node = node_.config().name;
       break;
     case Where::kPeer:
@@ -49,7 +49,7 @@ bool ClusterFeed::empty() const {
 }
 
 void ClusterFeed::add(const std::shared_ptr<node::ClientLink>& link, const node::TicketBook& book, size_t waiting,
-                      const std::string& running_label) {
+                      const std::set<std::string>& running_labels) {
   {
     MutexLock lock(mu_);
     if (std::find(subscribers_.begin(), subscribers_.end(), link) == subscribers_.end()) subscribers_.push_back(link);
@@ -64,7 +64,7 @@ void ClusterFeed::add(const std::shared_ptr<node::ClientLink>& link, const node:
             [](const TicketRecord* a, const TicketRecord* b) { return a->received_unix_ms < b->received_unix_ms; });
   constexpr size_t kMostRecent = 200;
   if (kept.size() > kMostRecent) kept.erase(kept.begin(), kept.end() - kMostRecent);
-  for (const TicketRecord* rec : kept) link->send(ticket_event(view_of(*rec, running_label)));
+  for (const TicketRecord* rec : kept) link->send(ticket_event(view_of(*rec, running_labels)));
 }
 
 void ClusterFeed::remove(const std::shared_ptr<node::ClientLink>& link) {
@@ -105,8 +105,8 @@ void ClusterFeed::publish_cluster(const node::TicketBook& book, size_t waiting) 
   if (!empty()) send(cluster_event(cluster_view(book, waiting)));
 }
 
-void ClusterFeed::publish(const TicketRecord& rec, const std::string& running_label) const {
-  if (!empty()) send(ticket_event(view_of(rec, running_label)));
+void ClusterFeed::publish(const TicketRecord& rec, const std::set<std::string>& running_labels) const {
+  if (!empty()) send(ticket_event(view_of(rec, running_labels)));
 }
 
 node::TicketEvent ClusterFeed::cluster_event(const json& view) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,7 +50,7 @@ class ClusterFeed {
   // Adds a subscriber (once) and sends it the catalogue, the cluster view
   // and the most recent tickets of `book`.
   void add(const std::shared_ptr<node::ClientLink>& link, const node::TicketBook& book, size_t waiting,
-           const std::string& running_label) REQUIRES(book.mu) EXCLUDES(mu_);
+           const std::set<std::string>& running_labels) REQUIRES(book.mu) EXCLUDES(mu_);
   void remove(const std::shared_ptr<node::ClientLink>& link) EXCLUDES(mu_);
   void clear() EXCLUDES(mu_);
 
@@ -58,9 +59,9 @@ class ClusterFeed {
   nlohmann::json cluster_view(const node::TicketBook& book, size_t waiting) const REQUIRES(book.mu);
   // The view, to every subscriber.
   void publish_cluster(const node::TicketBook& book, size_t waiting) const REQUIRES(book.mu) EXCLUDES(mu_);
-  // A ticket's state, to every subscriber: `running_label` is the
-  // executor's current job, as last seen.
-  void publish(const TicketRecord& rec, const std::string& running_label) const EXCLUDES(mu_);
+  // A ticket's state, to every subscriber: `running_labels` are the
+  // executor's running jobs, as last seen.
+  void publish(const TicketRecord& rec, const std::set<std::string>& running_labels) const EXCLUDES(mu_);
 
   // {"type":"cluster","view":VIEW}: `view` is GET /v1/revis/cluster's object.
   static node::TicketEvent cluster_event(const nlohmann::json& view);
@@ -68,7 +69,7 @@ class ClusterFeed {
   static node::TicketEvent ticket_event(const TicketView& ticket);
 
  private:
-  TicketView view_of(const TicketRecord& rec, const std::string& running_label) const;
+  TicketView view_of(const TicketRecord& rec, const std::set<std::string>& running_labels) const;
   bool empty() const EXCLUDES(mu_);
   void send(const node::TicketEvent& event) const EXCLUDES(mu_);
 

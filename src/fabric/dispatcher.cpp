@@ -201,8 +201,9 @@ void Dispatcher::run_local_pinned(const Link& from, node::Ticket ticket, Clock::
   if (!spec.ok()) return from->refuse(ticket.id, spec.error());
   DeskLock lock(*this);
   if (shutting_down_) return from->refuse(ticket.id, {ErrorCode::kCancelled, "the node is shutting down"});
-  if (const node::ExecutorSnapshot snap = node_.executor().snapshot(); !snap.ready || snap.current || snap.queue_length > 0)
-    return from->refuse(ticket.id, {ErrorCode::kQueueFull, "node " + config_.name + " is busy; a forwarded ticket runs only on an idle node"});
+  if (node_.executor().snapshot().busy())
+    return from->refuse(ticket.id, {ErrorCode::kQueueFull, "node " + config_.name +
+                                                               " is busy; a forwarded ticket runs only on a node with a free slot"});
   const std::string id = ticket.id;
   if (pinned_.job(from.get(), id))
     return from->refuse(id, {ErrorCode::kBadRequest, "ticket " + id + " is already in flight on this connection"});
@@ -248,7 +249,7 @@ void Dispatcher::on_resume(const Link& from, const node::ResumeRequest& r) {
 void Dispatcher::on_subscribe(const Link& from, const node::SubscribeRequest& request) {
   if (!request.cluster) return peers_.subscribe(from, request.node);
   DeskLock lock(*this);
-  feed_.add(from, book_, waiting_.size(), running_label_);
+  feed_.add(from, book_, waiting_.size(), running_labels_);
 }
 
 void Dispatcher::on_disconnect(const Link& from) {
@@ -558,14 +559,16 @@ void Dispatcher::on_peer_down(const std::string& key, uint64_t link_id, uint64_t
 
 void Dispatcher::on_executor_change() {
   const node::ExecutorSnapshot snap = node_.executor().snapshot();
-  peers_.note_executor(snap.current.has_value() || snap.queue_length > 0);
+  peers_.note_executor(snap.busy());
   peers_.push_state();
   DeskLock lock(*this);
-  const std::string running = snap.current ? snap.current->label : "";
-  if (running != running_label_) {
-    running_label_ = running;
-    if (const Record* rec = record(running); rec && rec->where == Where::kLocal) publish(*rec);
-  }
+  // A ticket that started here since the last look is published as running.
+  std::set<std::string> running;
+  for (const node::CurrentJob& job : snap.running) running.insert(job.label);
+  for (const std::string& label : running)
+    if (!running_labels_.contains(label))
+      if (const Record* rec = record(label); rec && rec->where == Where::kLocal) publish(*rec);
+  running_labels_ = std::move(running);
   publish_cluster();
 }
 
@@ -617,6 +620,6 @@ std::string Dispatcher::cluster_json() {
 
 void Dispatcher::publish_cluster() { feed_.publish_cluster(book_, waiting_.size()); }
 
-void Dispatcher::publish(const Record& rec) { feed_.publish(rec, running_label_); }
+void Dispatcher::publish(const Record& rec) { feed_.publish(rec, running_labels_); }
 
 }  // namespace revis::fabric

@@ -77,6 +77,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -195,7 +196,7 @@ class Dispatcher : public node::TicketDesk {
   CondVar handed_over_;  // a peer answered about a ticket, or a link dropped
   std::deque<std::string> waiting_ GUARDED_BY(book_.mu);  // tickets for tiers only peers serve, oldest first
   std::deque<Unannounced> unannounced_ GUARDED_BY(book_.mu);  // in write order
-  std::string running_label_ GUARDED_BY(book_.mu);  // the executor's current job, as last seen
+  std::set<std::string> running_labels_ GUARDED_BY(book_.mu);  // the executor's running jobs, as last seen
   bool shutting_down_ GUARDED_BY(book_.mu) = false;
   bool started_ GUARDED_BY(book_.mu) = false;
 

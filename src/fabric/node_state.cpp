@@ -41,6 +41,9 @@ json to_json(const NodeState& s) {
           {"kvPrefixes", s.kv_prefixes},
           {"busy", s.busy},
           {"queueLength", s.queue_length},
+          {"slots", s.slots},
+          {"slotsFree", s.slots_free},
+          {"running", s.running},
           {"current", s.current.empty() ? json(nullptr) : json(s.current)},
           {"tokPerSec", s.tok_per_s},
           {"executed", s.executed},
@@ -78,6 +81,21 @@ Result<NodeState> node_state_from_json(const json& j) {
     return Status::error("peer status: \"queueLength\" must be an integer");
   s.queue_length = j["queueLength"].get<int>();
   if (j.contains("current") && j["current"].is_string()) s.current = j["current"].get<std::string>();
+  // Absent from nodes that predate slots: one slot, free unless busy.
+  auto count = [&](const char* key, int fallback) -> Result<int> {
+    auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1 << 20)
+      return Status::error(std::string("peer status: \"") + key + "\" must be a count (a non-negative integer)");
+    return it->get<int>();
+  };
+  auto slots = count("slots", 1), slots_free = count("slotsFree", s.busy ? 0 : 1),
+       running = count("running", s.current.empty() ? 0 : 1);
+  for (const auto* r : {&slots, &slots_free, &running})
+    if (!r->ok()) return r->status();
+  s.slots = *slots;
+  s.slots_free = *slots_free;
+  s.running = *running;
   if (j.contains("tokPerSec") && j["tokPerSec"].is_number()) s.tok_per_s = j["tokPerSec"].get<double>();
   if (j.contains("executed") && j["executed"].is_number_unsigned()) s.executed = j["executed"].get<uint64_t>();
   if (auto it = j.find("job"); it != j.end() && it->is_object()) {  // absent from nodes that predate it

@@ -32,10 +32,13 @@ struct NodeState {
   // (the status page's kvPrefixes: every kPrefixDigestBlock tokens, longest
   // first). Absent for a tier without any.
   std::map<std::string, std::vector<std::string>> kv_prefixes;
-  bool busy = false;                // running a job, or jobs waiting
+  bool busy = false;                // no slot free, or jobs waiting
   int queue_length = 0;
-  std::string current;              // label of the running job; empty when none
-  // The running job's progress (for the dashboard; placement ignores it).
+  int slots = 1;                    // jobs one forward pass may carry
+  int slots_free = 1;               // of them, free now (0 while busy loading)
+  int running = 0;                  // jobs running
+  std::string current;              // label of the oldest running job; empty when none
+  // That job's progress (for the dashboard; placement ignores it).
   struct Job {
     std::string task, phase;  // phase: "loading", "prefill", "generating"
     int prompt_tokens = 0, prompt_done = 0, generated = 0, max_tokens = 0;

@@ -307,10 +307,13 @@ NodeState PeerSet::local_state() const {
     if (loaded) s.loaded.push_back(t);
   }
   const node::ExecutorSnapshot snap = node_.executor().snapshot();  // without mu_: see the header
-  s.busy = !snap.ready || snap.current.has_value() || snap.queue_length > 0;
+  s.busy = snap.busy();
   s.queue_length = snap.queue_length;
-  if (snap.current && snap.ready) {
-    const node::CurrentJob& c = *snap.current;
+  s.slots = snap.slots;
+  s.slots_free = snap.free_slots();
+  s.running = snap.running_jobs();
+  if (s.running > 0) {
+    const node::CurrentJob& c = snap.running.front();
     s.current = c.label;
     s.job = NodeState::Job{c.task, c.phase, c.prompt_tokens, c.prompt_done, c.generated, c.max_tokens, c.elapsed_ms};
   }
@@ -417,7 +420,7 @@ PeerSet::ClusterNodes PeerSet::cluster_nodes(const NodeState& me) const {
   self["lastHeartbeatMsAgo"] = 0;
   out.nodes.push_back(self);
   out.queued = me.queue_length;
-  out.running = me.current.empty() ? 0 : 1;
+  out.running = me.running;
   MutexLock lock(mu_);
   for (const auto& [key, p] : peers_) {
     const PeerView& v = p->view;
@@ -434,7 +437,7 @@ PeerSet::ClusterNodes PeerSet::cluster_nodes(const NodeState& me) const {
     out.nodes.push_back(n);
     if (v.known && v.up) {
       out.queued += v.state.queue_length;
-      out.running += v.state.current.empty() ? 0 : 1;
+      out.running += v.state.running;
     }
   }
   return out;

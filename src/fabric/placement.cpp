@@ -8,17 +8,19 @@ std::optional<size_t> choose_node(const std::vector<Candidate>& candidates) {
   std::optional<size_t> best;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
-    if (!c.capable || !c.idle) continue;
+    if (!c.capable || c.free_slots <= 0) continue;
     if (!best) {
       best = i;
       continue;
     }
     const Candidate& b = candidates[*best];
     // Cached prefix tokens are prefill not done again; a loaded model saves
-    // seconds of loading; among equals the node idle longest spreads the
-    // work and lets recently busy machines cool down.
+    // seconds of loading; more free slots put another machine's memory bus
+    // to work; among equals the node idle longest spreads the work and lets
+    // recently busy machines cool down.
     const bool better = c.cached_tokens != b.cached_tokens ? c.cached_tokens > b.cached_tokens
                         : c.loaded != b.loaded             ? c.loaded
+                        : c.free_slots != b.free_slots     ? c.free_slots > b.free_slots
                                                            : c.idle_since < b.idle_since;
     if (better) best = i;
   }

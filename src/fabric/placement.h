@@ -2,11 +2,13 @@
 // function, so it can be tested without a network.
 //
 // Among the nodes that can take the ticket now (they serve its tier with
-// the same catalogue, are reachable, and are idle), prefer the one whose KV
-// checkpoints hold the longest prefix of the ticket's prompt (it skips that
-// much prefill), then one that already has the tier's model loaded, then
-// the one that has been idle longest (least recently busy). The accepting
-// node is one of the candidates.
+// the same catalogue, are reachable, and have a free slot), prefer the one
+// whose KV checkpoints hold the longest prefix of the ticket's prompt (it
+// skips that much prefill), then one that already has the tier's model
+// loaded, then the one with the most free slots (a pass costs a machine
+// about the same for one row or several, so spreading the work adds
+// machines' bandwidth), then the one that has been idle longest (least
+// recently busy). The accepting node is one of the candidates.
 //
 // Thread-safety: pure.
 #pragma once
@@ -21,7 +23,7 @@ namespace revis::fabric {
 
 struct Candidate {
   bool capable = false;  // serves the tier, same catalogue, reachable
-  bool idle = false;     // nothing running or waiting there (nor on its way there)
+  int free_slots = 0;    // slots neither running nor promised (tickets on their way there); none while jobs wait
   bool loaded = false;   // the tier's model is loaded there
   std::chrono::steady_clock::time_point idle_since{};  // when it last became idle
   int cached_tokens = 0;  // prompt tokens its published KV prefixes hold (cached_prefix_tokens)

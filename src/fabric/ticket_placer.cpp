@@ -24,12 +24,15 @@ std::vector<Candidate> TicketPlacer::candidates(const std::string& tier, const s
   nodes.clear();
   if (include_self) {
     const node::ExecutorSnapshot snap = node_.executor().snapshot();
-    out.push_back({node_.serves_tier(tier), snap.ready && !snap.current && snap.queue_length == 0,
+    out.push_back({node_.serves_tier(tier), snap.queue_length > 0 ? 0 : snap.free_slots(),
                    peers_.local_state().has_loaded(tier), peers_.self_idle_since()});
     nodes.push_back(nullptr);
   }
   for (const PeerView& p : peers) {
-    out.push_back({p.takes_tickets(node_.catalog().digest()) && p.state.serves(tier), !p.state.busy && p.in_flight == 0,
+    // Tickets already on their way there hold slots the peer has not
+    // reported yet.
+    out.push_back({p.takes_tickets(node_.catalog().digest()) && p.state.serves(tier),
+                   p.state.queue_length > 0 ? 0 : std::max(0, p.state.slots_free - p.in_flight),
                    p.state.has_loaded(tier), p.idle_since});
     nodes.push_back(&p);
   }
@@ -71,7 +74,7 @@ void TicketPlacer::weigh_cached_prefixes(TicketRecord& rec, const std::string& t
   std::vector<const std::vector<std::string>*> published(cands.size(), nullptr);
   bool any = false;
   for (size_t i = 0; i < cands.size(); ++i) {
-    if (!cands[i].capable || !cands[i].idle) continue;
+    if (!cands[i].capable || cands[i].free_slots <= 0) continue;
     const auto& by_tier = nodes[i] ? nodes[i]->state.kv_prefixes : me.kv_prefixes;
     if (auto it = by_tier.find(tier); it != by_tier.end() && !it->second.empty()) {
       published[i] = &it->second;

@@ -109,8 +109,11 @@ Status parse_tier(const std::string& name, const toml::table& t, const std::stri
       tier.lookup = on;
     } else if (key == "draft_max") {
       s = get_int(v, where, 0, kMaxDraft, tier.draft_max);
+    } else if (key == "parallel") {
+      s = get_int(v, where, 0, kMaxSlots, tier.parallel);
     } else {
-      return Status::error(where + ": unknown key (a tier has model, ctx, threads, chat_template, draft, lookup, draft_max)");
+      return Status::error(where +
+                           ": unknown key (a tier has model, ctx, threads, chat_template, draft, lookup, draft_max, parallel)");
     }
     if (!s.ok()) return s;
   }
@@ -166,6 +169,8 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
       c.draft = resolve_draft(c.draft, base_dir);
     } else if (key == "lookup") s = get_bool(v, at, c.lookup);
     else if (key == "draft_max") s = get_int(v, at, 0, kMaxDraft, c.draft_max);
+    else if (key == "parallel") s = get_int(v, at, 0, kMaxSlots, c.parallel);
+    else if (key == "batch_tokens") s = get_int(v, at, 1, kMaxBatchTokens, c.batch_tokens);
     else if (key == "memory_budget_mb") s = get_int(v, at, 0, int64_t(1) << 40, c.memory_budget_mb);
     else if (key == "kv_dir") {
       s = get_string(v, at, c.kv_dir);
@@ -286,6 +291,8 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.draft) c.draft = *o.draft;
   if (o.lookup) c.lookup = true;
   if (o.draft_max) c.draft_max = *o.draft_max;
+  if (o.parallel) c.parallel = *o.parallel;
+  if (o.batch_tokens) c.batch_tokens = *o.batch_tokens;
   if (o.memory_budget_mb) c.memory_budget_mb = *o.memory_budget_mb;
   if (o.kv_dir) c.kv_dir = *o.kv_dir;
   if (o.chat_template) c.chat_template = *o.chat_template;
@@ -347,6 +354,12 @@ Status validate_config(NodeConfig& c) {
   if (c.threads < 0) return Status::error("threads must be >= 0");
   if (c.draft_max < 0 || c.draft_max > kMaxDraft)
     return Status::error("draft_max " + std::to_string(c.draft_max) + " (expected 0..64, 0 = the default)");
+  if (c.parallel < 0 || c.parallel > kMaxSlots)
+    return Status::error("parallel " + std::to_string(c.parallel) + " (expected 0.." + std::to_string(kMaxSlots) +
+                         ", 0 = from the memory budget)");
+  if (c.batch_tokens < 1 || c.batch_tokens > kMaxBatchTokens)
+    return Status::error("batch_tokens " + std::to_string(c.batch_tokens) + " (expected 1.." +
+                         std::to_string(kMaxBatchTokens) + ")");
   if (!c.draft.empty() && c.model.empty()) return Status::error("draft: a draft model needs the model it drafts for (-m)");
   if (c.max_attempts < 1 || c.max_attempts > 100)
     return Status::error("max_attempts " + std::to_string(c.max_attempts) + " (expected 1..100)");

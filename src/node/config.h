@@ -18,6 +18,9 @@
 //   draft = "/models/m-q4_0.gguf"  # speculative decoding for `model` with this draft model, or "mtp": its own head (--draft)
 //   lookup = false               # speculative decoding with prompt lookup, every tier unless it says (--lookup)
 //   draft_max = 8                # tokens per draft unless a tier says (--draft-max)
+//   parallel = 4                 # slots: tickets decoded together in one forward pass, per tier unless it says
+//                                #   (--parallel; 0: as many KV caches as the memory budget holds, at most 8)
+//   batch_tokens = 256           # tokens one forward pass carries at most: prompt chunks beside the slots' steps
 //   memory_budget_mb = 16384     # resident models above this are unloaded LRU (0: 3/4 of RAM)
 //   kv_dir = "kv"                # KV checkpoints: prompts resume from saved prefixes (docs/kvstore.md)
 //   kv_budget_mb = 20480         # disk the checkpoints may use (0: no limit)
@@ -61,6 +64,7 @@
 //   ctx = 8192
 //   threads = 8
 //   draft = "qwen2.5-0.5b-q8_0.gguf"  # or lookup = true; draft_max = 8
+//   parallel = 2
 //
 // Thread-safety: plain values.
 #pragma once
@@ -75,6 +79,9 @@
 
 namespace revis::node {
 
+constexpr int kMaxSlots = 256;              // parallel
+constexpr int kMaxBatchTokens = 1 << 16;    // batch_tokens
+
 struct TierConfig {
   std::string name;
   std::string model;
@@ -85,6 +92,7 @@ struct TierConfig {
   std::string draft{};          // draft model for speculative decoding (revis/draft.h)
   std::optional<bool> lookup{}; // prompt lookup; absent: NodeConfig::lookup
   int draft_max = 0;            // 0: NodeConfig::draft_max
+  int parallel = 0;             // 0: NodeConfig::parallel
 };
 
 struct NodeConfig {
@@ -103,6 +111,8 @@ struct NodeConfig {
   std::string draft;   // draft model of `model` (--draft)
   bool lookup = false; // prompt lookup for every tier that does not say (--lookup)
   int draft_max = 0;   // tokens per draft unless a tier says; 0: kDefaultDraftMax (--draft-max)
+  int parallel = 0;    // slots per tier unless it says; 0: from the memory budget (--parallel)
+  int batch_tokens = 256;  // a forward pass's token budget (--batch-tokens)
   uint64_t memory_budget_mb = 0;
   std::string kv_dir;  // empty: prefixes are reused from RAM only
   uint64_t kv_budget_mb = 0;
@@ -156,7 +166,7 @@ struct ConfigOverrides {
   std::optional<std::string> name, host, token, token_file, model, default_tier, catalog, engine;
   std::optional<std::string> journal, broker, broker_creds, draft;
   bool lookup = false;  // --lookup turns it on
-  std::optional<int> draft_max;
+  std::optional<int> draft_max, parallel, batch_tokens;
   std::optional<int> broker_ack_wait_ms, broker_max_deliver, broker_replicas;
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's

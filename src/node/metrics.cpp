@@ -73,6 +73,10 @@ std::string Metrics::prometheus(const LiveGauges& g) const {
   sample(out, "revis_queue_limit", g.queue_limit);
   header(out, "revis_busy", "gauge", "1 while an inference runs.");
   sample(out, "revis_busy", g.busy ? 1 : 0);
+  header(out, "revis_slots", "gauge", "Jobs one forward pass may carry (--parallel).");
+  sample(out, "revis_slots", g.slots);
+  header(out, "revis_slots_busy", "gauge", "Jobs in the batch now.");
+  sample(out, "revis_slots_busy", g.slots_busy);
   header(out, "revis_prompt_tokens_total", "counter", "Prompt tokens processed.");
   sample(out, "revis_prompt_tokens_total", double(prompt_tokens_));
   header(out, "revis_generated_tokens_total", "counter", "Tokens generated.");

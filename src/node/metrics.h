@@ -22,6 +22,7 @@ struct LiveGauges {
   int queue_length = 0;
   int queue_limit = 0;
   bool busy = false;
+  int slots = 1, slots_busy = 0;
   int models_loaded = 0;
   uint64_t resident_bytes = 0;
   uint64_t model_loads = 0;

@@ -73,7 +73,8 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
                      .chat_template = t.chat_template.empty() ? c.chat_template : t.chat_template,
                      .draft_path = t.draft,
                      .lookup = t.lookup.value_or(c.lookup),
-                     .draft_max = t.draft_max > 0 ? t.draft_max : c.draft_max});
+                     .draft_max = t.draft_max > 0 ? t.draft_max : c.draft_max,
+                     .slots = t.parallel > 0 ? t.parallel : c.parallel});
   std::optional<TierSpec> fallback;
   if (!c.model.empty())
     fallback = TierSpec{.name = "default",
@@ -83,7 +84,8 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
                         .chat_template = c.chat_template,
                         .draft_path = c.draft,
                         .lookup = c.lookup,
-                        .draft_max = c.draft_max};
+                        .draft_max = c.draft_max,
+                        .slots = c.parallel};
   const uint64_t budget = c.memory_budget_mb > 0 ? c.memory_budget_mb << 20 : default_budget_bytes();
   node->pool_ = std::make_unique<TierPool>(std::move(tiers), std::move(fallback), budget,
                                            KvCacheConfig{.dir = c.kv_dir, .budget_bytes = c.kv_budget_mb << 20});
@@ -253,13 +255,13 @@ std::string Node::status_json() const {
     for (const std::string& name : simulated_tiers())
       tiers.push_back({{"name", name}, {"model", "sim"}, {"loaded", true}, {"ctx", config_.ctx > 0 ? config_.ctx : 4096},
                        {"digest", "sim"}, {"chatTemplate", "sim"}, {"memoryBytes", 0}});
-  json current = nullptr;
-  if (s.current)
-    current = {{"source", s.current->source},        {"label", s.current->label},
-               {"task", s.current->task},            {"tier", s.current->tier},
-               {"phase", s.current->phase},          {"promptTokens", s.current->prompt_tokens},
-               {"promptDone", s.current->prompt_done}, {"generated", s.current->generated},
-               {"maxTokens", s.current->max_tokens}, {"elapsedMs", s.current->elapsed_ms}};
+  json running = json::array();
+  for (const CurrentJob& c : s.running)
+    running.push_back({{"source", c.source},           {"label", c.label},
+                       {"task", c.task},               {"tier", c.tier},
+                       {"phase", c.phase},             {"promptTokens", c.prompt_tokens},
+                       {"promptDone", c.prompt_done},  {"generated", c.generated},
+                       {"maxTokens", c.max_tokens},    {"elapsedMs", c.elapsed_ms}});
   json outcomes = json::object();
   uint64_t done = 0, failed = 0;
   for (const auto& [key, n] : metrics_.outcomes()) {
@@ -283,8 +285,10 @@ std::string Node::status_json() const {
               {"tasks", tasks},
               {"tiers", tiers},
               {"defaultTier", config_.default_tier},
-              {"busy", s.ready && s.current.has_value()},
-              {"current", current},
+              {"busy", s.busy()},
+              {"slots", {{"total", s.slots}, {"free", s.free_slots()}}},
+              {"current", running.empty() ? json(nullptr) : running[0]},
+              {"running", running},
               {"queue", {{"length", s.queue_length}, {"limit", s.queue_limit}}},
               {"counters",
                {{"executed", s.executed},
@@ -302,7 +306,9 @@ std::string Node::metrics_text() const {
   LiveGauges g;
   g.queue_length = s.queue_length;
   g.queue_limit = s.queue_limit;
-  g.busy = s.current.has_value() && s.ready;
+  g.busy = s.running_jobs() > 0;
+  g.slots = s.slots;
+  g.slots_busy = s.running_jobs();
   g.models_loaded = pool_->loaded_count();
   g.resident_bytes = pool_->resident_bytes();
   g.model_loads = pool_->loads();

@@ -11,6 +11,14 @@ namespace {
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
+// The slots whose KV caches fit in the memory budget beside the model's
+// file (budget 0: no limit), within [1, kDefaultSlotsMax].
+int slots_within(uint64_t budget, uint64_t file_bytes, uint64_t slot_kv_bytes) {
+  if (budget == 0 || slot_kv_bytes == 0) return kDefaultSlotsMax;
+  const uint64_t room = budget > file_bytes ? budget - file_bytes : 0;
+  return static_cast<int>(std::clamp<uint64_t>(room / slot_kv_bytes, 1, kDefaultSlotsMax));
+}
+
 bool same_model(const LoadedModel& m, const TierSpec& t) {
   return m.path == t.model_path && m.ctx == t.ctx && m.threads == t.threads && m.chat_template_path == t.chat_template &&
          m.draft_path == t.draft_path;
@@ -95,8 +103,12 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   m->chat = std::move(*chat);
   if (!m->chat.warning.empty()) log_line("warn", tier.model_path + ": " + m->chat.warning);
   m->shown_tokens = shown_special_tokens(*m->engine, m->chat);
+  // Every slot holds a session of its own; a session keeps a whole
+  // context's KV cache.
+  m->slot_kv_bytes = info.kv_bytes_per_token * static_cast<uint64_t>(info.n_ctx);
+  m->slots = tier.slots > 0 ? tier.slots : slots_within(budget_, file_bytes, m->slot_kv_bytes);
   auto cache = kvstore::PrefixCache::open(
-      *m->engine, {.ram_sessions = std::max(1, kv_.ram_sessions),
+      *m->engine, {.ram_sessions = std::max({1, kv_.ram_sessions, m->slots}),
                    .kv_dir = kv_.dir,
                    .disk_budget_bytes = kv_.budget_bytes,
                    .warn = [](const std::string& message) { log_line("warn", message); }});
@@ -108,15 +120,19 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
                          " files, " + mib(m->cache->store()->total_bytes()));
   }
 
-  const uint64_t kv_bound = 2ull * info.n_layer * static_cast<uint64_t>(info.n_ctx) * info.n_embd * 2;
   // A draft model counts its file; its KV cache is a small model's.
-  m->footprint_bytes = file_bytes + kv_bound * std::max(1, kv_.ram_sessions);
+  m->footprint_bytes = file_bytes + m->slot_kv_bytes * std::max({1, kv_.ram_sessions, m->slots});
   m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (load_ms) *load_ms = m->load_ms;
   log_line("info", "loaded " + tier.model_path + " (" + info.architecture + ", context " + std::to_string(info.n_ctx) +
                        ", " + std::to_string(info.n_threads) + " threads, ~" + mib(m->footprint_bytes) + ", " +
                        m->chat.origin + " chat template, " + info.digest + ") in " +
                        std::to_string(static_cast<int>(m->load_ms)) + " ms");
+  log_line("info", "tier " + tier.name + ": " + std::to_string(m->slots) + (m->slots == 1 ? " slot" : " slots") + " of " +
+                       mib(m->slot_kv_bytes) + " KV cache each (" +
+                       (tier.slots > 0 ? "--parallel" : "as many as the memory budget holds, at most " +
+                                                            std::to_string(kDefaultSlotsMax)) +
+                       ")");
   if (budget_ > 0 && m->footprint_bytes > budget_)
     log_line("warn", tier.model_path + " alone needs ~" + mib(m->footprint_bytes) + ", more than the memory budget (" +
                          mib(budget_) + ")");

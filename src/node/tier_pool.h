@@ -59,7 +59,11 @@ struct TierSpec {
   std::string draft_path;  // a draft model (same vocabulary); takes precedence over lookup
   bool lookup = false;     // prompt lookup
   int draft_max = 0;       // tokens per draft; 0: kDefaultDraftMax
+  int slots = 0;           // sequences decoded together; 0: as many KV caches as the budget holds (kDefaultSlotsMax at most)
 };
+
+// Slots a tier gets when it names none and the memory budget allows more.
+constexpr int kDefaultSlotsMax = 8;
 
 // Where a node keeps KV checkpoints (revis serve --kv-dir, --kv-budget).
 struct KvCacheConfig {
@@ -82,7 +86,9 @@ struct LoadedModel {
   // The vocabulary as a trie for grammar constraints: built by the executor
   // on the model's first constrained job.
   std::shared_ptr<const TokenVocabulary> vocabulary;
-  uint64_t footprint_bytes = 0;
+  int slots = 1;                   // TierSpec::slots, or what the budget allows
+  uint64_t slot_kv_bytes = 0;      // one slot's KV cache at the full context
+  uint64_t footprint_bytes = 0;    // the file and every slot's KV cache
   double load_ms = 0;
   uint64_t last_used = 0;  // LRU tick
 };

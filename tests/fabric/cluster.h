@@ -129,10 +129,16 @@ class Cluster {
   std::string address(int i) const { return "127.0.0.1:" + std::to_string(ports_[i]); }
   const TempDir& dir() const { return dir_; }
 
-  // `more` may name its own --catalog instead of the shared one, and
-  // --tier NAME=PATH instead of the model for every tier.
+  // `more` may name its own --catalog instead of the shared one,
+  // --tier NAME=PATH instead of the model for every tier, and --parallel
+  // (one slot unless the cluster's or the node's arguments say).
   std::vector<std::string> args(int i, const std::vector<std::string>& more = {}) const {
     std::vector<std::string> a = {"-t", "1", "--name", name(i), "--heartbeat-ms", "500"};
+    auto names = [&](const char* flag) {
+      return std::find(more.begin(), more.end(), flag) != more.end() ||
+             std::find(extra_.begin(), extra_.end(), flag) != extra_.end();
+    };
+    if (!names("--parallel")) a.insert(a.end(), {"--parallel", "1"});
     if (std::find(more.begin(), more.end(), "--tier") == more.end())
       a.insert(a.end(), {"-m", testdata("models/qwen2-Q8_0.gguf").string()});
     if (std::find(more.begin(), more.end(), "--catalog") == more.end()) a.insert(a.end(), {"--catalog", dir_.file("tasks.toml")});

@@ -2,7 +2,8 @@
 // qwen2 model, tickets sent to one node and spread over all of them; nodes
 // killed and restarted under load. Every test checks the client's side of
 // exactly-once (one terminal event per ticket, none lost) and, from each
-// node's own log of start/end times, that no node ever ran two at once.
+// node's own log of start/end times, that no node ran more jobs at once than
+// it has slots (one unless a test gives more).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -336,6 +337,84 @@ TEST(Cluster, ForwardedTicketToABusyNodeIsRefusedAsBusy) {
   EXPECT_NE(refusal["message"].get<std::string>().find("busy"), std::string::npos) << refusal.dump();
   EXPECT_TRUE(busy.release()) << "the running ticket is untouched";
   EXPECT_EQ(cluster.logs(0).find("ran ticket late "), std::string::npos);
+}
+
+// The most of `runs` that overlapped in time.
+int most_at_once(const std::vector<LoggedRun>& runs) {
+  int most = 0;
+  for (const LoggedRun& r : runs) {
+    int at_once = 0;
+    for (const LoggedRun& other : runs) at_once += other.started_ms <= r.started_ms && r.started_ms < other.finished_ms;
+    most = std::max(most, at_once);
+  }
+  return most;
+}
+
+// 3N tickets to a node with N slots: each ends once, with what a one-slot
+// node gives it, and the node ran several at a time, never more than N.
+TEST(Cluster, ANodeWithSlotsGivesEachTicketWhatOneSlotGives) {
+  const std::vector<std::string> tickets = ids("n-", 9);
+  std::map<std::string, json> by_slots[2];
+  for (int slots : {1, 3}) {
+    Cluster cluster(1, {"--parallel", std::to_string(slots)});
+    ASSERT_TRUE(cluster.start(0));
+    const json status = http_json(cluster.endpoint(0), "/v1/revis/status");
+    EXPECT_EQ(status["slots"]["total"], slots) << status.dump();
+    TicketClient client(cluster.endpoint(0));
+    for (const std::string& id : tickets) client.ticket(id, "work", "Ticket " + id + " has " + id + " to say.");
+    ASSERT_TRUE(client.until_all_ended(tickets));
+    expect_all_done_once(client, tickets);
+    for (const std::string& id : tickets) by_slots[slots == 3][id] = client.tickets[id].terminal;
+    const std::vector<LoggedRun> runs = testing::runs_in_log(cluster.logs(0));
+    EXPECT_EQ(runs.size(), tickets.size()) << "nothing ran twice";
+    if (slots == 1) expect_one_at_a_time("a", runs);
+    else EXPECT_GE(most_at_once(runs), 2) << "the slots never shared a forward pass";
+    EXPECT_LE(most_at_once(runs), slots);
+  }
+  for (const std::string& id : tickets) {
+    EXPECT_EQ(by_slots[1][id]["text"], by_slots[0][id]["text"]) << id;
+    EXPECT_EQ(by_slots[1][id]["stats"]["generatedTokens"], by_slots[0][id]["stats"]["generatedTokens"]) << id;
+    EXPECT_EQ(by_slots[1][id]["stats"]["promptTokens"], by_slots[0][id]["stats"]["promptTokens"]) << id;
+  }
+}
+
+// A peer killed while it runs a batch: each of its tickets runs again
+// elsewhere, once, and every ticket ends once.
+TEST(Cluster, PeerKilledMidBatchItsTicketsRunElsewhereOnce) {
+  Cluster cluster(2, {"--parallel", "3"});
+  ASSERT_TRUE(cluster.start_all());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(cluster.wait_links(i, 1));
+  TicketClient client(cluster.endpoint(0));
+  const std::vector<std::string> tickets = ids("kb-", 9);
+  for (const std::string& id : tickets) client.ticket(id, "long", "Ticket " + id);
+
+  // Wait until node b is generating two of them at once, then kill it outright.
+  std::set<std::string> victims;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (victims.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    victims.clear();
+    const json s = http_json(cluster.endpoint(1), "/v1/revis/status");
+    for (const json& job : s["running"])
+      if (job["generated"].get<int>() > 2) victims.insert(job["label"].get<std::string>());
+    if (victims.size() < 2) std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GE(victims.size(), 2u) << "node b never ran two tickets at once";
+  cluster.node(1).signal(SIGKILL);
+
+  ASSERT_TRUE(client.until_all_ended(tickets)) << cluster.node(0).log();
+  expect_all_done_once(client, tickets);
+  for (const std::string& victim : victims) {
+    const TicketView& v = client.tickets[victim];
+    bool retried = false;
+    for (const json& e : v.events) retried = retried || (e["type"] == "retry" && e["attempt"] == 2);
+    EXPECT_TRUE(retried) << "the client heard that " << victim << " ran again";
+    EXPECT_EQ(v.terminal["stats"]["node"], "a") << victim;
+  }
+  for (const std::string& id : tickets) EXPECT_LE(client.tickets[id].attempt, 2) << id;
+  const std::vector<LoggedRun> runs = testing::runs_in_log(cluster.logs(0));
+  EXPECT_LE(most_at_once(runs), 3);
+  std::set<std::string> ran_on_a;
+  for (const LoggedRun& r : runs) EXPECT_TRUE(ran_on_a.insert(r.ticket).second) << r.ticket << " ran twice on a";
 }
 
 TEST(Demo, RunsABatchAcrossTwoLocalNodes) {

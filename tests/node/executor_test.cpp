@@ -1,11 +1,13 @@
 // The executor in-process on a small real model: order, the queue bound,
-// cancellation, errors, statistics, model loading and unloading, shutdown.
+// cancellation, errors, statistics, model loading and unloading, shutdown,
+// and slots: jobs run together give each the result it gets alone.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
+#include "grammar/json_schema.h"
 #include "node/executor.h"
 #include "support/testdata.h"
 
@@ -68,7 +70,8 @@ JobSpec spec(const std::string& label, int max_tokens, const std::string& tier =
 bool wait_running(const Executor& e, const std::string& label) {
   for (int i = 0; i < 1000; ++i) {
     const ExecutorSnapshot s = e.snapshot();
-    if (s.current && s.current->label == label) return true;
+    for (const CurrentJob& job : s.running)
+      if (job.label == label) return true;
     std::this_thread::sleep_for(10ms);
   }
   return false;
@@ -78,7 +81,9 @@ struct Fixture {
   Metrics metrics;
   TierPool pool;
   Executor executor;
-  explicit Fixture(size_t queue_limit = 8, std::vector<TierSpec> tiers = {{.name = "small", .model_path = model_path("qwen2-Q8_0"), .ctx = 512, .threads = 2}},
+  explicit Fixture(size_t queue_limit = 8,
+                   std::vector<TierSpec> tiers = {{.name = "small", .model_path = model_path("qwen2-Q8_0"), .ctx = 512,
+                                                   .threads = 2, .slots = 1}},
                    uint64_t budget = 0)
       : pool(std::move(tiers), std::nullopt, budget),
         executor(pool, metrics, ExecutorOptions{.queue_limit = queue_limit,
@@ -279,6 +284,132 @@ TEST(Executor, ShutdownCancelsQueuedJobsAndRefusesNewOnes) {
   auto late = f.executor.submit(spec("late", 4), out.callbacks("late"));
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.error().code, ErrorCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace revis::node
+
+namespace revis::node {
+namespace {
+
+// Jobs that differ in everything a slot keeps to itself: prompt, length,
+// seed and temperature, logprobs, stop strings, a JSON schema.
+std::vector<JobSpec> mixed_jobs(int n) {
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < n; ++i) {
+    JobSpec s = spec("m" + std::to_string(i), 12 + 3 * (i % 5), "slots");
+    s.messages = {{"user", "Tell story number " + std::to_string(i) + " about " + std::string(1 + i % 4, 'a' + i % 26)}};
+    s.sampling.temperature = i % 3 == 0 ? 0.0f : 0.9f;
+    s.sampling.seed = 1000 + static_cast<uint64_t>(i);
+    s.logprobs = i % 2 == 0;
+    s.top_logprobs = i % 4 == 0 ? 3 : 0;
+    if (i % 5 == 1) s.stop = {"e", "a"};
+    if (i % 6 == 2) {
+      auto grammar = compile_json_schema_text(R"({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})");
+      EXPECT_TRUE(grammar.ok()) << grammar.status().message();
+      s.grammar = *grammar;
+    }
+    jobs.push_back(std::move(s));
+  }
+  return jobs;
+}
+
+// Runs `jobs` on a node whose tier has `slots` slots: label -> outcome, and
+// the most jobs seen running at once.
+std::pair<std::map<std::string, Outcome<JobResult>>, int> run_with_slots(const std::vector<JobSpec>& jobs, int slots,
+                                                                          std::vector<std::string> cancel = {}) {
+  Fixture f(64, {{.name = "slots", .model_path = model_path("llama-bpe-Q8_0"), .ctx = 512, .threads = 2, .slots = slots}});
+  Outcomes out;
+  f.executor.start("slots");
+  std::map<std::string, uint64_t> ids;
+  for (const JobSpec& job : jobs) {
+    auto a = f.executor.submit(job, out.callbacks(job.label, job.label == "slow" ? 5ms : 0ms));
+    EXPECT_TRUE(a.ok()) << a.error().message;
+    ids[job.label] = a->job_id;
+  }
+  int most = 0;
+  for (const std::string& label : cancel) {
+    EXPECT_TRUE(wait_running(f.executor, label));
+    most = std::max(most, static_cast<int>(f.executor.snapshot().running.size()));
+    f.executor.cancel(ids[label], "cancelled by the test");
+  }
+  while (!out.wait(jobs.size(), 0s)) {
+    most = std::max(most, static_cast<int>(f.executor.snapshot().running.size()));
+    std::this_thread::sleep_for(1ms);
+  }
+  std::map<std::string, Outcome<JobResult>> results;
+  for (auto& [label, o] : out.done) {
+    if (o.ok()) EXPECT_EQ(out.streamed[label], o->text) << label << ": the stream adds up to the text";
+    results.emplace(label, std::move(o));
+  }
+  EXPECT_LE(most, slots);
+  EXPECT_EQ(f.executor.snapshot().slots, slots);
+  f.executor.shutdown(1s);
+  return {std::move(results), most};
+}
+
+void expect_same(const JobResult& alone, const JobResult& batched, const std::string& label) {
+  EXPECT_EQ(batched.text, alone.text) << label;
+  EXPECT_EQ(batched.stop_reason, alone.stop_reason) << label;
+  EXPECT_EQ(batched.stop_sequence, alone.stop_sequence) << label;
+  EXPECT_EQ(batched.stats.generated_tokens, alone.stats.generated_tokens) << label;
+  ASSERT_EQ(batched.logprobs.size(), alone.logprobs.size()) << label;
+  for (size_t t = 0; t < alone.logprobs.size(); ++t) {
+    EXPECT_EQ(batched.logprobs[t].chosen.token, alone.logprobs[t].chosen.token) << label << " token " << t;
+    EXPECT_EQ(batched.logprobs[t].chosen.logprob, alone.logprobs[t].chosen.logprob) << label << " token " << t << ": bit for bit";
+    ASSERT_EQ(batched.logprobs[t].top.size(), alone.logprobs[t].top.size()) << label;
+    for (size_t k = 0; k < alone.logprobs[t].top.size(); ++k)
+      EXPECT_EQ(batched.logprobs[t].top[k].logprob, alone.logprobs[t].top[k].logprob) << label << " token " << t;
+  }
+}
+
+// 3N jobs on N slots: every job finishes once, with the text, stop and
+// logprobs (bit for bit) it gets on a one-slot node, whatever ran beside it.
+TEST(ExecutorSlots, JobsInABatchGetWhatTheyGetAlone) {
+  const std::vector<JobSpec> jobs = mixed_jobs(12);
+  auto [alone, one_at_a_time] = run_with_slots(jobs, 1);
+  auto [batched, together] = run_with_slots(jobs, 4);
+  EXPECT_EQ(one_at_a_time, 1);
+  EXPECT_GE(together, 2) << "the jobs never shared a forward pass";
+  ASSERT_EQ(batched.size(), jobs.size()) << "every job finishes once";
+  for (const JobSpec& job : jobs) {
+    const auto& a = alone.at(job.label);
+    const auto& b = batched.at(job.label);
+    ASSERT_TRUE(a.ok()) << job.label << ": " << a.error().message;
+    ASSERT_TRUE(b.ok()) << job.label << ": " << b.error().message;
+    expect_same(*a, *b, job.label);
+    if (job.grammar) EXPECT_EQ(b->text.rfind("{", 0), 0u) << job.label << ": its schema stays with it: " << b->text;
+    if (!job.logprobs) EXPECT_TRUE(b->logprobs.empty()) << job.label << ": no logprobs leak in";
+  }
+}
+
+// A job cancelled mid-batch ends alone; the others' results do not change.
+TEST(ExecutorSlots, ACancelledSlotLeavesTheOthersExact) {
+  std::vector<JobSpec> jobs = mixed_jobs(5);
+  JobSpec slow = spec("slow", 100000, "slots");
+  jobs.insert(jobs.begin() + 1, slow);
+  auto [alone, _] = run_with_slots(mixed_jobs(5), 1);
+  auto [batched, together] = run_with_slots(jobs, 3, {"slow"});
+  ASSERT_EQ(batched.size(), jobs.size());
+  EXPECT_GE(together, 2);
+  EXPECT_EQ(batched.at("slow").error().code, ErrorCode::kCancelled);
+  for (const auto& [label, a] : alone) {
+    ASSERT_TRUE(batched.at(label).ok()) << label << ": " << batched.at(label).error().message;
+    expect_same(*a, *batched.at(label), label);
+  }
+}
+
+// The slots a tier gets: its own setting, else what the memory budget
+// holds beside the model (at least 1, at most kDefaultSlotsMax).
+TEST(ExecutorSlots, TheBudgetDecidesTheDefault) {
+  for (auto [budget, expected] : {std::pair<uint64_t, int>{0, kDefaultSlotsMax}, {1, 1}}) {
+    TierPool pool({{.name = "t", .model_path = model_path("qwen2-Q8_0"), .ctx = 512, .threads = 2}}, std::nullopt, budget);
+    auto model = pool.acquire(*pool.resolve("t"));
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    EXPECT_EQ((*model)->slots, expected) << "budget " << budget;
+    EXPECT_EQ((*model)->slot_kv_bytes, (*model)->engine->info().kv_bytes_per_token * 512u);
+    EXPECT_GE((*model)->footprint_bytes, (*model)->slot_kv_bytes * static_cast<uint64_t>(expected));
+  }
 }
 
 }  // namespace

@@ -165,7 +165,7 @@ class NodeTest : public ::testing::Test {
            "<|im_start|>assistant\n{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
            "{% else %}<think>{% endif %}";
     std::ofstream(dir_->file("node.toml"))
-        << "name = \"itest\"\nmax_message_bytes = 65536\ncatalog = \"tasks.toml\"\nresume_window_ms = 0\n"
+        << "name = \"itest\"\nmax_message_bytes = 65536\ncatalog = \"tasks.toml\"\nresume_window_ms = 0\nparallel = 1\n"
         << "default_tier = \"small\"\n[tiers.strict]\nmodel = \"" << model("qwen2-Q8_0") << "\"\nchat_template = \"strict.jinja\"\n"
         << "[tiers.thinker]\nmodel = \"" << model("qwen2-Q8_0") << "\"\nchat_template = \"think.jinja\"\n";
     node_ = new NodeProcess({"--config", dir_->file("node.toml"), "--tier", "small=" + model("qwen2-Q8_0"), "--tier",
