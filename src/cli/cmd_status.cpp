@@ -1,6 +1,7 @@
 // revis status: the cluster as one node sees it (GET /v1/revis/cluster):
-// every node it knows, its tiers and loaded models, busy or idle, the
-// current ticket, speed and last heartbeat; tickets queued and running.
+// every node it knows, its tiers and loaded models, busy (no slot free) or
+// idle, its slots in use, the oldest running ticket, speed and last
+// heartbeat; tickets queued and running.
 // A node with --broker shows its broker link and the consumers it pulls
 // from instead (exit status 1 when disconnected or not pulling).
 //
@@ -77,18 +78,22 @@ int status(const StatusArgs& a) {
   std::printf("cluster seen from %s: %zu node(s); tickets queued %d, running %d; accepted here: %d local, %d forwarded\n\n",
               text_or(c, "node", "?").c_str(), c["nodes"].size(), t.value("queued", 0), t.value("running", 0),
               t["acceptedHere"].value("local", 0), t["acceptedHere"].value("forwarded", 0));
-  std::printf("%-14s %-22s %-5s %-20s %-20s %-5s %-24s %8s %10s\n", "NODE", "ADDRESS", "LINK", "TIERS", "LOADED", "STATE",
-              "CURRENT", "TOK/S", "HEARTBEAT");
+  std::printf("%-14s %-22s %-5s %-20s %-20s %-5s %-6s %-24s %8s %10s\n", "NODE", "ADDRESS", "LINK", "TIERS", "LOADED",
+              "STATE", "SLOTS", "CURRENT", "TOK/S", "HEARTBEAT");
   for (const json& n : c["nodes"]) {
     const bool known = n.contains("busy");
     std::string state = !known ? "?" : n["busy"].get<bool>() ? "busy" : "idle";
     if (known && !n.value("catalogMatches", true)) state += "*";
+    // Jobs running of the slots (a forward pass carries them together).
+    char slots[32] = "-";
+    if (known)
+      std::snprintf(slots, sizeof slots, "%d/%d", n.value("running", 0), n.value("slots", 1));
     char beat[32] = "-";
     if (n.contains("lastHeartbeatMsAgo") && n["lastHeartbeatMsAgo"].is_number() && !n.value("self", false))
       std::snprintf(beat, sizeof beat, "%.0f ms", n["lastHeartbeatMsAgo"].get<double>());
-    std::printf("%-14s %-22s %-5s %-20s %-20s %-5s %-24s %8.1f %10s\n", text_or(n, "name", "?").c_str(),
+    std::printf("%-14s %-22s %-5s %-20s %-20s %-5s %-6s %-24s %8.1f %10s\n", text_or(n, "name", "?").c_str(),
                 text_or(n, "address", "?").c_str(), text_or(n, "link", "?").c_str(), joined(n.value("tiers", json())).c_str(),
-                joined(n.value("loaded", json())).c_str(), state.c_str(), text_or(n, "current", "-").c_str(),
+                joined(n.value("loaded", json())).c_str(), state.c_str(), slots, text_or(n, "current", "-").c_str(),
                 n.value("tokPerSec", 0.0), beat);
     if (n.contains("lastError")) std::printf("%-14s   last error: %s\n", "", n["lastError"].get<std::string>().c_str());
   }

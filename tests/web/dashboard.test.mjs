@@ -74,6 +74,8 @@ try {
   await page.locator('[data-node="a"]').waitFor({ timeout: 10000 });
   await page.locator('[data-node="b"][data-state="idle"]').waitFor({ timeout: 10000 });
   check(true, 'both node cards appear');
+  const slots = await page.locator('[data-node="b"] dt:text-is("slots") + dd').textContent();
+  check(slots === '0 / 1', `an idle one-slot node shows its slots free (${slots})`);
 
   // The playground: a ticket whose text streams in, then done on a node.
   await page.selectOption('#pg-task', 'chat');
