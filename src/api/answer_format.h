@@ -1,8 +1,9 @@
 // How one HTTP API writes an answer: OpenAI's chat completions and
-// completions (openai_api.h), Anthropic's messages (anthropic_api.h). The
-// relay (openai_relay.h) reads a request's ticket events and calls its
-// format with the parts of the answer in order; the format turns them into
-// that API's Server-Sent Events, or its whole response.
+// completions (openai_api.h), Anthropic's messages (anthropic_api.h),
+// Ollama's chat and generate (ollama_api.h). The relay (openai_relay.h)
+// reads a request's ticket events and calls its format with the parts of
+// the answer in order; the format turns them into that API's stream
+// events, or its whole response, and says how the stream is framed.
 //
 // A streamed answer is, for each choice in turn: begin, any mix of
 // reasoning and content pieces, end; then close once. An error after the
@@ -29,10 +30,17 @@ struct SseEvent {
   bool operator==(const SseEvent&) const = default;
 };
 
+// How a stream's events go on the wire: Server-Sent Events (OpenAI,
+// Anthropic), or newline-delimited JSON, one event's data a line (Ollama),
+// whose event names are empty.
+enum class StreamFraming { kSse, kNdjson };
+
 class AnswerFormat {
  public:
   virtual ~AnswerFormat() = default;
   using Events = std::vector<SseEvent>;
+
+  virtual StreamFraming framing() const { return StreamFraming::kSse; }
 
   // Before the first piece of choice `choice` (0, 1, ... in order).
   virtual void begin(size_t choice, Events& out) = 0;

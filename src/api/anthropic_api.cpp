@@ -363,7 +363,18 @@ class AnthropicFormat : public AnswerFormat {
 Outcome<MessagesRequest> parse_messages_request(std::string_view body, const RequestLimits& limits) {
   auto parsed = parse_request_object(body, limits);
   if (!parsed.ok()) return parsed.error();
-  const json& j = *parsed;
+  return messages_request_of(*parsed, limits);
+}
+
+Outcome<MessagesRequest> parse_count_tokens_request(std::string_view body, const RequestLimits& limits) {
+  auto parsed = parse_request_object(body, limits);
+  if (!parsed.ok()) return parsed.error();
+  // The prompt does not depend on max_tokens, which this body leaves out.
+  if (!parsed->contains("max_tokens")) (*parsed)["max_tokens"] = 1;
+  return messages_request_of(*parsed, limits);
+}
+
+Outcome<MessagesRequest> messages_request_of(const json& j, const RequestLimits& limits) {
   ordered chat = ordered::object();
   if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) return bad("model must be a string");
@@ -405,6 +416,8 @@ Outcome<MessagesRequest> parse_messages_request(std::string_view body, const Req
 std::unique_ptr<AnswerFormat> anthropic_format(std::string id, std::string model) {
   return std::make_unique<AnthropicFormat>(std::move(id), std::move(model));
 }
+
+std::string count_tokens_response(int input_tokens) { return json_text({{"input_tokens", input_tokens}}); }
 
 std::string anthropic_error(const std::string& type, const std::string& message) {
   return json_text({{"type", "error"}, {"error", {{"type", type}, {"message", message}}}});
