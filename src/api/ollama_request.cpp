@@ -47,7 +47,7 @@ constexpr Unsupported kUnsupportedOptions[] = {{"mirostat", 0}, {"typical_p", 1}
 // options: Ollama's sampling and length settings as the chat request's
 // fields. Machine settings (num_gpu, num_thread, num_batch, use_mmap, ...)
 // and names Ollama does not define are ignored, as Ollama ignores them.
-std::optional<NodeError> copy_options(const json& j, bool raw, ordered& chat, OllamaRequest& out) {
+std::optional<NodeError> copy_options(const json& j, ordered& chat, OllamaRequest& out) {
   auto it = j.find("options");
   if (it == j.end() || it->is_null()) return std::nullopt;
   if (!it->is_object()) return bad("options must be an object");
@@ -68,9 +68,6 @@ std::optional<NodeError> copy_options(const json& j, bool raw, ordered& chat, Ol
       return bad("options.num_predict must be a positive integer, -1 (no limit) or -2 (until the context is full)");
     if (n.get<int64_t>() > 0) chat["max_tokens"] = n;
   }
-  // A completions request stops after 16 tokens unless told; Ollama's
-  // default is no limit, which the context bounds anyway.
-  if (raw && !chat.contains("max_tokens")) chat["max_tokens"] = 1 << 24;
   if (present(o, "stop")) {
     const json& stop = o["stop"];
     if (!stop.is_string() && !stop.is_array()) return bad("options.stop must be a string or an array of strings");
@@ -132,7 +129,10 @@ std::optional<NodeError> copy_common(const json& j, bool raw, ordered& chat, Oll
   }
   chat["stream"] = out.stream;
   if (auto e = check_keep_alive(j)) return e;
-  if (auto e = copy_options(j, raw, chat, out)) return e;
+  if (auto e = copy_options(j, chat, out)) return e;
+  // A completions request stops after 16 tokens unless told; Ollama's
+  // default is no limit, which the context bounds anyway.
+  if (raw && !chat.contains("max_tokens")) chat["max_tokens"] = 1 << 24;
   return copy_format(j, chat);
 }
 
