@@ -62,4 +62,16 @@ class AnswerFormat {
   virtual std::string error_body(const NodeError& error) = 0;
 };
 
+// An answer that is never streamed (embeddings): the relay calls only
+// response() and error_body().
+class WholeAnswerFormat : public AnswerFormat {
+ public:
+  void begin(size_t, Events&) override {}
+  void reasoning(size_t, std::string_view, Events&) override {}
+  void content(size_t, std::string_view, std::span<const LogprobEntry>, Events&) override {}
+  void end(size_t, const JobResult&, std::span<const LogprobEntry>, Events&) override {}
+  void close(const JobStats&, Events&) override {}
+  void failed(const NodeError&, Events&) override {}
+};
+
 }  // namespace revis::node

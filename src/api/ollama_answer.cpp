@@ -108,17 +108,9 @@ class OllamaFormat : public AnswerFormat {
   const std::string model_;
 };
 
-class OllamaEmbedFormat : public AnswerFormat {
+class OllamaEmbedFormat : public WholeAnswerFormat {
  public:
   OllamaEmbedFormat(std::string model, bool legacy) : model_(std::move(model)), legacy_(legacy) {}
-
-  // An embeddings request never streams: the relay calls none of these.
-  void begin(size_t, Events&) override {}
-  void reasoning(size_t, std::string_view, Events&) override {}
-  void content(size_t, std::string_view, std::span<const LogprobEntry>, Events&) override {}
-  void end(size_t, const JobResult&, std::span<const LogprobEntry>, Events&) override {}
-  void close(const JobStats&, Events&) override {}
-  void failed(const NodeError&, Events&) override {}
 
   std::string response(std::span<const JobResult> choices, const JobStats&) override {
     if (choices.empty()) return json_text({{"error", "no result"}});  // the relay always has one; never reached

@@ -5,7 +5,6 @@
 // the prompt the answer reports.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -14,15 +13,12 @@
 #include "api/anthropic_api.h"
 #include "api/ollama_api.h"
 #include "net/client.h"
-#include "node/node_process.h"
-#include "support/testdata.h"
+#include "node/api_node.h"
 
 namespace revis::node {
 namespace {
 
 using nlohmann::json;
-using testing::NodeProcess;
-using testing::TempDir;
 
 json user(const std::string& content) { return {{"role", "user"}, {"content", content}}; }
 
@@ -317,30 +313,8 @@ std::vector<json> lines_of(const std::string& body) {
   return out;
 }
 
-class OllamaNode : public ::testing::Test {
+class OllamaNode : public testing::ApiNode {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    // Tier "thinker": a template that leaves the model inside <think>
-    // unless enable_thinking is false.
-    std::ofstream(dir_->file("think.jinja"))
-        << "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-           "<|im_start|>assistant\n{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
-           "{% else %}<think>{% endif %}";
-    const std::string model = testing::testdata("models/qwen2-Q8_0.gguf").string();
-    std::ofstream(dir_->file("node.toml"))
-        << "default_tier = \"small\"\n[tiers.small]\nmodel = \"" << model << "\"\nchat_template = \""
-        << testing::testdata("chat/templates/Qwen-Qwen2.5-7B-Instruct.jinja").string() << "\"\n"
-        << "[tiers.thinker]\nmodel = \"" << model << "\"\nchat_template = \"" << dir_->file("think.jinja") << "\"\n";
-    node_ = new NodeProcess({"--config", dir_->file("node.toml"), "-t", "2", "-c", "2048", "--token", "s3cret"});
-    ASSERT_TRUE(node_->wait_ready()) << node_->log();
-  }
-  static void TearDownTestSuite() {
-    delete node_;
-    delete dir_;
-    node_ = nullptr;
-    dir_ = nullptr;
-  }
   static HttpResponse call(const std::string& method, const std::string& path, const std::string& body = "",
                            const std::string& token = "s3cret") {
     auto r = http_request(node_->endpoint(), method, path, body,
@@ -349,11 +323,7 @@ class OllamaNode : public ::testing::Test {
     return *r;
   }
   static HttpResponse post(const std::string& path, const json& body) { return call("POST", path, body.dump()); }
-  static TempDir* dir_;
-  static NodeProcess* node_;
 };
-TempDir* OllamaNode::dir_ = nullptr;
-NodeProcess* OllamaNode::node_ = nullptr;
 
 TEST_F(OllamaNode, ChatStreamsNdjsonWithTheSameGreedyText) {
   const json body = {{"model", "small"},
