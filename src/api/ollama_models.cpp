@@ -8,6 +8,7 @@
 #include "api/ollama_api.h"
 #include "base/json_text.h"
 #include "chat/chat_template.h"
+#include "hash/sha256.h"
 #include "node/weight_label.h"
 
 namespace revis::node {
@@ -87,6 +88,10 @@ std::vector<OllamaModel> ollama_models(const Node& node) {
       if (ec) m.size = 0;
       m.modified_at = file_time(m.path);
     }
+    // Ollama's clients show a digest's first 12 digits (`ollama list`
+    // slices it): before the file's own is known, one of the tier's name,
+    // file, size and time stands in.
+    m.digest = sha256_hex(m.name + "\n" + m.path + "\n" + std::to_string(m.size) + "\n" + m.modified_at);
     node.tiers().with_loaded(id, [&](const LoadedModel& loaded) { add_loaded_facts(loaded, m); });
     out.push_back(std::move(m));
   }

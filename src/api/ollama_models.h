@@ -31,8 +31,11 @@ struct OllamaModel {
   int ctx = 0;              // the context the node gives it; 0 when not known yet
   bool loaded = false;
   uint64_t footprint_bytes = 0;
+  // Hex SHA-256: the loaded model's (revis's digest without its "sha256:"
+  // prefix), or before it is loaded one of the tier's name, file, size and
+  // time, so that there always is one.
+  std::string digest;
   // From the loaded model.
-  std::string digest;  // hex SHA-256 (revis's digest without its "sha256:" prefix)
   std::string family, quantization, template_source;
   int n_ctx_train = 0, n_embd = 0, n_layer = 0, n_vocab = 0;
   bool tools = false, thinking = false;  // the template writes tool calls, thinks

@@ -325,6 +325,21 @@ class OllamaNode : public testing::ApiNode {
   static HttpResponse post(const std::string& path, const json& body) { return call("POST", path, body.dump()); }
 };
 
+// First: no request has loaded tier "thinker" yet.
+TEST_F(OllamaNode, AModelNotLoadedYetIsListedWithAStandInDigest) {
+  const json tags = json::parse(call("GET", "/api/tags").body);
+  ASSERT_EQ(tags["models"].size(), 2u) << tags.dump();
+  const json& thinker = tags["models"][1];
+  EXPECT_EQ(thinker["name"], "thinker");
+  EXPECT_EQ(thinker["details"]["family"], "") << "known once loaded";
+  EXPECT_EQ(thinker["digest"].get<std::string>().size(), 64u) << "`ollama list` slices 12 digits of it";
+  EXPECT_NE(thinker["digest"], tags["models"][0]["digest"]);
+  EXPECT_EQ(tags["models"][0]["details"]["family"], "qwen2") << "the default tier is loaded at start";
+  const json ps = json::parse(call("GET", "/api/ps").body);
+  ASSERT_EQ(ps["models"].size(), 1u) << ps.dump();
+  EXPECT_EQ(ps["models"][0]["name"], "small");
+}
+
 TEST_F(OllamaNode, ChatStreamsNdjsonWithTheSameGreedyText) {
   const json body = {{"model", "small"},
                      {"messages", {{{"role", "system"}, {"content", "You are terse."}}, user("Name a river.")}},
@@ -405,6 +420,8 @@ TEST_F(OllamaNode, ModelsVersionShowPsAndEmbed) {
   EXPECT_EQ(tags["models"][0]["name"], "small");
   EXPECT_EQ(tags["models"][0]["details"]["format"], "gguf");
   EXPECT_GT(tags["models"][0]["size"].get<uint64_t>(), 0u);
+  for (const json& m : tags["models"])
+    EXPECT_EQ(m["digest"].get<std::string>().size(), 64u) << "loaded or not, `ollama list` slices 12 digits of it";
   EXPECT_FALSE(json::parse(call("GET", "/api/version").body)["version"].get<std::string>().empty());
 
   const json show = json::parse(post("/api/show", {{"model", "small"}}).body);
