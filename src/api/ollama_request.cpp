@@ -60,6 +60,8 @@ std::optional<NodeError> copy_options(const json& j, ordered& chat, OllamaReques
   for (const char* key : {"top_k", "seed", "repeat_last_n"}) {
     if (!present(o, key)) continue;
     if (!o[key].is_number_integer()) return bad(std::string("options.") + key + " must be an integer");
+    // Ollama's seed -1 (its default) asks for a random one, as no seed does.
+    if (std::string_view(key) == "seed" && o[key].get<int64_t>() < 0) continue;
     chat[key] = o[key];
   }
   if (present(o, "num_predict")) {

@@ -104,6 +104,9 @@ TEST(OllamaApi, FormatAndThinkAndDefaults) {
   EXPECT_FALSE(json_mode->stream);
   EXPECT_EQ(json_mode->chat.max_tokens, 0) << "no num_predict: until the context is full, as Ollama's -1";
   EXPECT_FALSE(json_mode->chat.seed_given);
+  auto random_seed = parse_ollama_chat(json{{"messages", {user("x")}}, {"options", {{"seed", -1}}}}.dump());
+  ASSERT_TRUE(random_seed.ok()) << random_seed.error().message;
+  EXPECT_FALSE(random_seed->chat.seed_given) << "Ollama's seed -1 is a random seed";
 
   const json schema = {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}}}}}, {"required", {"n"}}};
   auto schema_mode = parse_ollama_chat(json{{"messages", {user("x")}}, {"format", schema}, {"think", "high"}}.dump());
