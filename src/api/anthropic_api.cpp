@@ -369,8 +369,10 @@ Outcome<MessagesRequest> parse_messages_request(std::string_view body, const Req
 Outcome<MessagesRequest> parse_count_tokens_request(std::string_view body, const RequestLimits& limits) {
   auto parsed = parse_request_object(body, limits);
   if (!parsed.ok()) return parsed.error();
-  // The prompt does not depend on max_tokens, which this body leaves out.
-  if (!parsed->contains("max_tokens")) (*parsed)["max_tokens"] = 1;
+  // The prompt depends on neither. Where the count needs a run (the
+  // tier's model is not loaded here), the run is as short as it can be.
+  (*parsed)["max_tokens"] = 1;
+  (*parsed)["stream"] = false;
   return messages_request_of(*parsed, limits);
 }
 
@@ -418,6 +420,21 @@ std::unique_ptr<AnswerFormat> anthropic_format(std::string id, std::string model
 }
 
 std::string count_tokens_response(int input_tokens) { return json_text({{"input_tokens", input_tokens}}); }
+
+namespace {
+
+// A count made by running the request: the prompt its answer reports.
+class CountTokensFormat : public WholeAnswerFormat {
+ public:
+  std::string response(std::span<const JobResult>, const JobStats& usage) override {
+    return count_tokens_response(usage.prompt_tokens);
+  }
+  std::string error_body(const NodeError& error) override { return anthropic_error_for(error); }
+};
+
+}  // namespace
+
+std::unique_ptr<AnswerFormat> count_tokens_format() { return std::make_unique<CountTokensFormat>(); }
 
 std::string anthropic_error(const std::string& type, const std::string& message) {
   return json_text({{"type", "error"}, {"error", {{"type", type}, {"message", message}}}});

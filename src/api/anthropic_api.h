@@ -40,15 +40,19 @@ Outcome<MessagesRequest> parse_messages_request(std::string_view body, const Req
 // The same, read into a JSON object already.
 Outcome<MessagesRequest> messages_request_of(const nlohmann::json& body, const RequestLimits& limits = {});
 // POST /v1/messages/count_tokens: a messages body whose max_tokens may be
-// left out; the prompt it would make is counted (prompt_count.h).
+// left out; the prompt it would make is counted (prompt_count.h). The
+// request is read with max_tokens 1 and no stream, for a count that has
+// to run it.
 Outcome<MessagesRequest> parse_count_tokens_request(std::string_view body, const RequestLimits& limits = {});
 
 // The answer as Anthropic's message `id` from `model` (the tier), one
 // choice, streamed or whole (answer_format.h).
 std::unique_ptr<AnswerFormat> anthropic_format(std::string id, std::string model);
 
-// count_tokens' answer: {"input_tokens": n}.
+// count_tokens' answer: {"input_tokens": n}; and that answer from a run
+// of the request, the prompt its answer reports.
 std::string count_tokens_response(int input_tokens);
+std::unique_ptr<AnswerFormat> count_tokens_format();
 
 // {"type": "error", "error": {"type", "message"}}; for a node error, the
 // type for the HTTP status http_status_for() gives.

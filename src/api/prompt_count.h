@@ -6,9 +6,10 @@
 // report.
 //
 // The count is made on this node with the tier's model as it is loaded
-// here; counting never loads a model, so a tier whose model is not
-// loaded yet is model_unavailable (a first request loads it), as is the
-// simulated engine, which has no tokenizer.
+// here, and never loads one: a tier whose model is not loaded here is
+// model_unavailable, as is the simulated engine, which has no tokenizer;
+// the caller then runs the request for one token instead, whose answer
+// reports its prompt (anthropic_api.h, count_tokens_format).
 //
 // Thread-safety: may be called from any thread (a preparation thread).
 #pragma once
@@ -19,6 +20,6 @@
 
 namespace revis::node {
 
-Outcome<int> count_prompt_tokens(const Node& node, OpenAiRequest request);
+Outcome<int> count_prompt_tokens(const Node& node, const OpenAiRequest& request);
 
 }  // namespace revis::node

@@ -84,9 +84,19 @@ void HttpSession::count_tokens(std::string body) {
   prepare([self = shared_from_this(), &node = state_.node, body = std::move(body),
            limits = state_.node.request_limits()]() -> std::function<void()> {
     auto request = parse_count_tokens_request(body, limits);
-    const Outcome<int> count = request.ok() ? count_prompt_tokens(node, std::move(request->chat)) : request.error();
-    if (!count.ok()) return [self, error = count.error()] { self->refuse_prepared(error, true); };
-    return [self, n = *count] { self->respond_json(http::status::ok, count_tokens_response(n)); };
+    if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, true); };
+    const Outcome<int> count = count_prompt_tokens(node, request->chat);
+    if (count.ok()) return [self, n = *count] { self->respond_json(http::status::ok, count_tokens_response(n)); };
+    if (count.error().code != ErrorCode::kModelUnavailable)
+      return [self, error = count.error()] { self->refuse_prepared(error, true); };
+    // Not loaded here: a run of one token, placed as any request is, loads
+    // the model where it runs and reports the prompt.
+    return [self, request = std::move(*request)]() mutable {
+      const std::string id = random_id("count_");
+      const std::string model = request.chat.model;
+      self->relay_.emplace(OpenAiRelay::Shape{.stream = false, .choices = 1, .id = id}, count_tokens_format());
+      self->start_api_request(model, false, std::move(request.chat_body), std::nullopt, openai_job(std::move(request.chat)));
+    };
   });
 }
 

@@ -329,7 +329,7 @@ class OllamaNode : public testing::ApiNode {
 };
 
 // First: no request has loaded tier "thinker" yet.
-TEST_F(OllamaNode, AModelNotLoadedYetIsListedWithAStandInDigest) {
+TEST_F(OllamaNode, AModelNotLoadedYetIsListedAndCountedFor) {
   const json tags = json::parse(call("GET", "/api/tags").body);
   ASSERT_EQ(tags["models"].size(), 2u) << tags.dump();
   const json& thinker = tags["models"][1];
@@ -341,6 +341,15 @@ TEST_F(OllamaNode, AModelNotLoadedYetIsListedWithAStandInDigest) {
   const json ps = json::parse(call("GET", "/api/ps").body);
   ASSERT_EQ(ps["models"].size(), 1u) << ps.dump();
   EXPECT_EQ(ps["models"][0]["name"], "small");
+
+  // Counting tokens for it runs the request for one token, which loads it.
+  const json request = {{"model", "thinker"}, {"messages", {user("Name a river.")}}, {"max_tokens", 300}};
+  auto counted = post("/v1/messages/count_tokens", request);
+  ASSERT_EQ(counted.status, 200) << counted.body;
+  const json usage = json::parse(post("/v1/messages", request).body)["usage"];
+  EXPECT_EQ(json::parse(counted.body)["input_tokens"],
+            usage["input_tokens"].get<int>() + usage["cache_read_input_tokens"].get<int>());
+  EXPECT_EQ(json::parse(call("GET", "/api/ps").body)["models"].size(), 2u);
 }
 
 TEST_F(OllamaNode, ChatStreamsNdjsonWithTheSameGreedyText) {
