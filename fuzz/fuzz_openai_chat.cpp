@@ -1,11 +1,13 @@
-// libFuzzer target for the OpenAI chat request parser and Anthropic's
-// messages parser (the bytes of an HTTP body), and the tool-call readers (a
-// model's output, which a client can steer). The first byte picks: even =
-// a request body (byte % 4 == 0 a chat request, else an Anthropic one),
-// whose refusal must carry a message and whose tools must give every
-// family's call grammar or an error; odd = an answer in the family
-// (byte >> 1) % 10, which must parse to the same calls whole and streamed in
-// two pieces.
+// libFuzzer target for the request parsers of the chat path (the bytes
+// of an HTTP body): OpenAI's chat, Anthropic's messages and count_tokens,
+// Ollama's chat, generate and embed; and the tool-call readers (a model's
+// output, which a client can steer). The first byte picks: even = a
+// request body, by byte % 8 (0 a chat request, 2 an Anthropic one, 6 an
+// Ollama one whose kind the next byte picks: % 4 = 0 /api/chat, 1
+// /api/generate, 2 /api/embed, 3 Anthropic's count_tokens), whose refusal
+// must carry a message and whose tools must give every family's call
+// grammar or an error; odd = an answer in the family (byte >> 1) % 10,
+// which must parse to the same calls whole and streamed in two pieces.
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -13,6 +15,7 @@
 #include <string_view>
 
 #include "api/anthropic_api.h"
+#include "api/ollama_api.h"
 #include "api/openai_api.h"
 #include "chat/harmony.h"
 #include "chat/tool_calls.h"
@@ -25,10 +28,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 ToolFormat::kDeepSeek, ToolFormat::kXmlFunction, ToolFormat::kGlm,
                                 ToolFormat::kKimi, ToolFormat::kCommandR,    ToolFormat::kFunctionary, ToolFormat::kHarmony};
   if (data[0] % 2 == 0) {
-    auto r = data[0] % 4 == 0 ? parse_chat_request(text) : [&]() -> Outcome<OpenAiRequest> {
-      auto m = parse_messages_request(text);
-      if (!m.ok()) return m.error();
-      return std::move(m->chat);
+    // The chat request a body becomes, or its refusal.
+    auto chat_of = [](auto parsed) -> Outcome<OpenAiRequest> {
+      if (!parsed.ok()) return parsed.error();
+      return std::move(parsed->chat);
+    };
+    // Ollama's: the next byte picks the endpoint.
+    auto ollama = [&]() -> Outcome<OpenAiRequest> {
+      if (text.empty()) return NodeError{ErrorCode::kBadRequest, "empty"};
+      const std::string_view body = text.substr(1);
+      switch (static_cast<uint8_t>(text[0]) % 4) {
+        case 0: return chat_of(parse_ollama_chat(body));
+        case 1: return chat_of(parse_ollama_generate(body));
+        case 2: {
+          auto embed = parse_ollama_embed(body, text[0] & 4);
+          if (!embed.ok()) return embed.error();
+          return OpenAiRequest{};
+        }
+        default: return chat_of(parse_count_tokens_request(body));
+      }
+    };
+    auto r = [&]() -> Outcome<OpenAiRequest> {
+      switch (data[0] % 8) {
+        case 2: return chat_of(parse_messages_request(text));
+        case 6: return ollama();
+        default: return parse_chat_request(text);  // 0 (and 4)
+      }
     }();
     if (!r.ok()) {
       if (r.error().message.empty()) __builtin_trap();

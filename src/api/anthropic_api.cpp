@@ -363,7 +363,20 @@ class AnthropicFormat : public AnswerFormat {
 Outcome<MessagesRequest> parse_messages_request(std::string_view body, const RequestLimits& limits) {
   auto parsed = parse_request_object(body, limits);
   if (!parsed.ok()) return parsed.error();
-  const json& j = *parsed;
+  return messages_request_of(*parsed, limits);
+}
+
+Outcome<MessagesRequest> parse_count_tokens_request(std::string_view body, const RequestLimits& limits) {
+  auto parsed = parse_request_object(body, limits);
+  if (!parsed.ok()) return parsed.error();
+  // The prompt depends on neither. Where the count needs a run (the
+  // tier's model is not loaded here), the run is as short as it can be.
+  (*parsed)["max_tokens"] = 1;
+  (*parsed)["stream"] = false;
+  return messages_request_of(*parsed, limits);
+}
+
+Outcome<MessagesRequest> messages_request_of(const json& j, const RequestLimits& limits) {
   ordered chat = ordered::object();
   if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) return bad("model must be a string");
@@ -405,6 +418,23 @@ Outcome<MessagesRequest> parse_messages_request(std::string_view body, const Req
 std::unique_ptr<AnswerFormat> anthropic_format(std::string id, std::string model) {
   return std::make_unique<AnthropicFormat>(std::move(id), std::move(model));
 }
+
+std::string count_tokens_response(int input_tokens) { return json_text({{"input_tokens", input_tokens}}); }
+
+namespace {
+
+// A count made by running the request: the prompt its answer reports.
+class CountTokensFormat : public WholeAnswerFormat {
+ public:
+  std::string response(std::span<const JobResult>, const JobStats& usage) override {
+    return count_tokens_response(usage.prompt_tokens);
+  }
+  std::string error_body(const NodeError& error) override { return anthropic_error_for(error); }
+};
+
+}  // namespace
+
+std::unique_ptr<AnswerFormat> count_tokens_format() { return std::make_unique<CountTokensFormat>(); }
 
 std::string anthropic_error(const std::string& type, const std::string& message) {
   return json_text({{"type", "error"}, {"error", {{"type", type}, {"message", message}}}});

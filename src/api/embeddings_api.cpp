@@ -61,17 +61,9 @@ Outcome<std::vector<EmbeddingInput>> parse_input(const json& input) {
   return inputs;
 }
 
-class EmbeddingsFormat : public AnswerFormat {
+class EmbeddingsFormat : public WholeAnswerFormat {
  public:
   EmbeddingsFormat(std::string model, bool base64) : model_(std::move(model)), base64_(base64) {}
-
-  // An embeddings request never streams: the relay calls none of these.
-  void begin(size_t, Events&) override {}
-  void reasoning(size_t, std::string_view, Events&) override {}
-  void content(size_t, std::string_view, std::span<const LogprobEntry>, Events&) override {}
-  void end(size_t, const JobResult&, std::span<const LogprobEntry>, Events&) override {}
-  void close(const JobStats&, Events&) override {}
-  void failed(const NodeError&, Events&) override {}
 
   std::string response(std::span<const JobResult> choices, const JobStats& usage) override {
     json data = json::array();

@@ -63,6 +63,11 @@ std::optional<NodeError> parse_common(const json& j, const RequestLimits& limits
     if (!it->is_number_integer() || it->get<int64_t>() < 0) return bad("top_k must be a non-negative integer");
     r.sampling.top_k = static_cast<int32_t>(std::min<int64_t>(it->get<int64_t>(), 1 << 20));
   }
+  // llama-server's extension, and Ollama's option: the penalties' window.
+  if (auto it = j.find("repeat_last_n"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) return bad("repeat_last_n must be a non-negative integer");
+    r.sampling.repeat_last_n = static_cast<int32_t>(std::min<int64_t>(it->get<int64_t>(), 1 << 20));
+  }
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
@@ -379,7 +384,10 @@ Outcome<OpenAiRequest> chat_request_of(const json& j, const RequestLimits& limit
 Outcome<OpenAiRequest> parse_completion_request(std::string_view body, const RequestLimits& limits) {
   auto parsed = parse_request_object(body, limits);
   if (!parsed.ok()) return parsed.error();
-  const json& j = *parsed;
+  return completion_request_of(*parsed, limits);
+}
+
+Outcome<OpenAiRequest> completion_request_of(const json& j, const RequestLimits& limits) {
   OpenAiRequest r;
   r.chat = false;
   r.max_tokens = 16;  // OpenAI's default for the legacy completions endpoint

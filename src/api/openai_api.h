@@ -69,8 +69,11 @@ Outcome<nlohmann::json> parse_request_object(std::string_view body, const Reques
 Outcome<OpenAiRequest> parse_chat_request(std::string_view body, const RequestLimits& limits = {});
 Outcome<OpenAiRequest> parse_completion_request(std::string_view body, const RequestLimits& limits = {});
 // A chat request already read into a JSON object (an Anthropic request
-// rewritten as one, anthropic_api.h): parse_chat_request without the parse.
+// rewritten as one, anthropic_api.h, ollama_api.h): parse_chat_request
+// without the parse.
 Outcome<OpenAiRequest> chat_request_of(const nlohmann::json& body, const RequestLimits& limits = {});
+// The same for a completions request (an Ollama raw generate, ollama_api.h).
+Outcome<OpenAiRequest> completion_request_of(const nlohmann::json& body, const RequestLimits& limits = {});
 
 // The seed of choice `choice` of a request whose seed is `seed`: choice 0
 // keeps it (n = 1 answers as before), the others get distinct seeds derived

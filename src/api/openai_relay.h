@@ -76,6 +76,7 @@ class OpenAiRelay {
   // connection, or an earlier choice) are ignored.
   Step on_event(const TicketEvent& event);
   bool finished() const { return finished_; }
+  StreamFraming framing() const { return format_->framing(); }
   // The HTTP error body for `error` in the request's API.
   std::string error_body(const NodeError& error) const { return format_->error_body(error); }
 

@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "grammar/json_schema.h"
+#include "node/weight_label.h"
 #include "revis/kernels.h"
 
 namespace revis::cli {
@@ -46,53 +47,6 @@ struct BenchArgs {
   size_t bandwidth_mib = 1024;
   bool json = false, mlock = false, striped = false;
 };
-
-// llama.cpp's LLAMA_FTYPE numbering, for the mixes of the types revis reads.
-const char* llama_file_type_name(int64_t file_type) {
-  switch (file_type) {
-    case 0: return "F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 7: return "Q8_0";
-    case 8: return "Q5_0";
-    case 9: return "Q5_1";
-    case 10: return "Q2_K";
-    case 11: return "Q3_K_S";
-    case 12: return "Q3_K_M";
-    case 13: return "Q3_K_L";
-    case 14: return "Q4_K_S";
-    case 15: return "Q4_K_M";
-    case 16: return "Q5_K_S";
-    case 17: return "Q5_K_M";
-    case 18: return "Q6_K";
-    case 19: return "IQ2_XXS";
-    case 20: return "IQ2_XS";
-    case 21: return "Q2_K_S";
-    case 22: return "IQ3_XS";
-    case 23: return "IQ3_XXS";
-    case 24: return "IQ1_S";
-    case 25: return "IQ4_NL";
-    case 26: return "IQ3_S";
-    case 27: return "IQ3_M";
-    case 28: return "IQ2_S";
-    case 29: return "IQ2_M";
-    case 30: return "IQ4_XS";
-    case 31: return "IQ1_M";
-    case 32: return "BF16";
-    default: return nullptr;
-  }
-}
-
-// What the file says it is: llama.cpp's general.file_type names the mix
-// ("Q4_K_M"); without it, the type holding the most bytes.
-std::string weight_label(const ModelInfo& info) {
-  if (const char* name = llama_file_type_name(info.file_type)) return name;
-  if (info.tensor_bytes_by_type.empty()) return {};
-  return std::max_element(info.tensor_bytes_by_type.begin(), info.tensor_bytes_by_type.end(),
-                          [](const auto& a, const auto& b) { return a.second < b.second; })
-      ->first;
-}
 
 // "512,2048,8192" -> ascending, distinct, positive counts (of `flag`).
 Result<std::vector<int>> parse_counts(const std::string& text, const std::string& flag, const std::string& what,
@@ -141,7 +95,7 @@ std::vector<double> collect(const std::vector<bench::RunTiming>& runs, double (*
 // The fields every model's JSON report opens with.
 nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const std::string& kernels) {
   return {{"model", info.path},   {"name", info.name},        {"architecture", info.architecture},
-          {"type", weight_label(info)}, {"n_ctx", info.n_ctx}, {"threads", info.n_threads},
+          {"type", node::weight_label(info)}, {"n_ctx", info.n_ctx}, {"threads", info.n_threads},
           {"kernels", kernels},   {"n", args.n_generate},     {"r", args.repetitions},
           {"seed", args.seed},    {"weights", info.weights_copied ? "copied" : "mapped"},
           {"striped_matrices", info.striped_matrices}};
@@ -317,7 +271,7 @@ int run_parallel(Engine& engine, const BenchArgs& args, const std::vector<int>& 
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::printf("model        %s (%s, %s)\n", info.path.c_str(), info.architecture.c_str(), weight_label(info).c_str());
+  std::printf("model        %s (%s, %s)\n", info.path.c_str(), info.architecture.c_str(), node::weight_label(info).c_str());
   std::printf("setup        %d threads, %s kernels, prompt %d, generate %d per stream, %d runs, %d tokens per step\n",
               info.n_threads, kernels::active().c_str(), args.n_prompt, args.n_generate, args.repetitions,
               args.batch_tokens);
@@ -458,7 +412,7 @@ int run_bench(const BenchArgs& args) {
     return 0;
   }
   std::printf("model        %s (%s, %s, %d layers, %.1f MiB file)\n", info.path.c_str(), info.architecture.c_str(),
-              weight_label(info).c_str(), info.n_layer, mib(info.file_bytes));
+              node::weight_label(info).c_str(), info.n_layer, mib(info.file_bytes));
   std::printf("setup        %d threads, %s kernels, prompt %d, generate %d, %d runs after a warm-up, weights %s%s\n",
               info.n_threads, active_kernels.c_str(), args.n_prompt, args.n_generate, args.repetitions,
               weights_place(info).c_str(), locked ? " and locked" : "");

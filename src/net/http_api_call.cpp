@@ -5,6 +5,7 @@
 
 #include "api/anthropic_api.h"
 #include "api/embeddings_api.h"
+#include "api/prompt_count.h"
 #include "api/ticket_job.h"
 #include "net/http_session.h"
 
@@ -30,9 +31,12 @@ void HttpSession::prepare(std::function<std::function<void()>()> work) {
 }
 
 void HttpSession::refuse_prepared(const NodeError& error, bool anthropic) {
+  refuse_prepared(error, anthropic ? anthropic_error_for(error) : openai_error_for(error));
+}
+
+void HttpSession::refuse_prepared(const NodeError& error, std::string body) {
   state_.node.count_refused("openai", error.code);
-  if (anthropic) return respond_error(error, anthropic_error_for(error));
-  respond_error(error);
+  respond_error(error, std::move(body));
 }
 
 void HttpSession::openai(std::string body, bool chat) {
@@ -72,6 +76,26 @@ void HttpSession::messages(std::string body) {
       self->relay_.emplace(OpenAiRelay::Shape{.stream = stream, .choices = 1, .id = id},
                            anthropic_format(id, self->state_.node.tier_for_model(model)));
       self->start_api_request(model, stream, std::move(request.chat_body), std::nullopt, openai_job(std::move(request.chat)));
+    };
+  });
+}
+
+void HttpSession::count_tokens(std::string body) {
+  prepare([self = shared_from_this(), &node = state_.node, body = std::move(body),
+           limits = state_.node.request_limits()]() -> std::function<void()> {
+    auto request = parse_count_tokens_request(body, limits);
+    if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, true); };
+    const Outcome<int> count = count_prompt_tokens(node, request->chat);
+    if (count.ok()) return [self, n = *count] { self->respond_json(http::status::ok, count_tokens_response(n)); };
+    if (count.error().code != ErrorCode::kModelUnavailable)
+      return [self, error = count.error()] { self->refuse_prepared(error, true); };
+    // Not loaded here: a run of one token, placed as any request is, loads
+    // the model where it runs and reports the prompt.
+    return [self, request = std::move(*request)]() mutable {
+      const std::string id = random_id("count_");
+      const std::string model = request.chat.model;
+      self->relay_.emplace(OpenAiRelay::Shape{.stream = false, .choices = 1, .id = id}, count_tokens_format());
+      self->start_api_request(model, false, std::move(request.chat_body), std::nullopt, openai_job(std::move(request.chat)));
     };
   });
 }
@@ -130,10 +154,11 @@ void HttpSession::on_openai_event(const TicketEvent& event) {
   OpenAiRelay::Step step = relay_->on_event(event);
   if (step.open_stream) {
     sse_bytes_ = 0;
-    // SSE over HTTP/1.1 chunked encoding, framed here so that the header
-    // and every event go through one ordered write queue.
+    // SSE (or NDJSON) over HTTP/1.1 chunked encoding, framed here so that
+    // the header and every event go through one ordered write queue.
+    const char* type = relay_->framing() == StreamFraming::kNdjson ? "application/x-ndjson" : "text/event-stream";
     raw_write(
-        "HTTP/1.1 200 OK\r\nServer: revis\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n" +
+        "HTTP/1.1 200 OK\r\nServer: revis\r\nContent-Type: " + std::string(type) + "\r\nCache-Control: no-cache\r\n" +
         (cors_origin_.empty() ? "" : "Access-Control-Allow-Origin: " + cors_origin_ + "\r\nVary: Origin\r\n") +
         "Transfer-Encoding: chunked\r\nConnection: " + std::string(keep_alive_ ? "keep-alive" : "close") + "\r\n\r\n");
   }
@@ -150,7 +175,9 @@ void HttpSession::on_openai_event(const TicketEvent& event) {
 }
 
 void HttpSession::sse_event(const SseEvent& e) {
-  std::string payload = (e.name.empty() ? "" : "event: " + e.name + "\n") + "data: " + e.data + "\n\n";
+  std::string payload = relay_->framing() == StreamFraming::kNdjson
+                            ? e.data + "\n"
+                            : (e.name.empty() ? "" : "event: " + e.name + "\n") + "data: " + e.data + "\n\n";
   char size[20];
   std::snprintf(size, sizeof size, "%zx\r\n", payload.size());
   raw_write(size + payload + "\r\n");

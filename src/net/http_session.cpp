@@ -162,6 +162,8 @@ void HttpSession::route(http::request<http::string_body>& req, const std::string
       case Health::kFailed: return respond_json(http::status::service_unavailable, R"({"status":"failed"})");
     }
   }
+  // Ollama's clients check that a server is up with HEAD /.
+  if (path == "/" && req.method() == http::verb::head) return respond(http::status::ok, "text/plain", "");
   if (const WebAsset* asset = find_web_asset(path)) {  // static, no data: no token
     if (!get) return method_not_allowed();
     return web_asset(req, *asset);
@@ -203,6 +205,11 @@ void HttpSession::route(http::request<http::string_body>& req, const std::string
     if (!post) return method_not_allowed();
     return messages(std::move(req.body()));
   }
+  if (path == "/v1/messages/count_tokens") {
+    if (!post) return method_not_allowed();
+    return count_tokens(std::move(req.body()));
+  }
+  if (ollama_route()) return ollama(req, path);
   if (path == "/v1/revis/stream")
     return respond_json(http::status::upgrade_required, R"({"error":"this endpoint speaks WebSocket only"})");
   respond_json(http::status::not_found, openai_error("no such endpoint: " + path, "invalid_request_error", "not_found"));
@@ -270,15 +277,17 @@ void HttpSession::unauthorized() {
   res.set(http::field::www_authenticate, "Bearer");
   res.set(http::field::content_type, "application/json");
   const std::string why = "missing or wrong token (Authorization: Bearer ..., or x-api-key)";
-  res.body() = anthropic_route() ? anthropic_error("authentication_error", why)
-                                 : openai_error(why, "invalid_request_error", "invalid_api_key");
+  res.body() = ollama_route()      ? ollama_error(why)
+               : anthropic_route() ? anthropic_error("authentication_error", why)
+                                   : openai_error(why, "invalid_request_error", "invalid_api_key");
   send_response(std::move(res));
 }
 
 void HttpSession::method_not_allowed() {
   respond_json(http::status::method_not_allowed,
-               anthropic_route() ? anthropic_error("invalid_request_error", "method not allowed")
-                                 : openai_error("method not allowed", "invalid_request_error", "method_not_allowed"));
+               ollama_route()      ? ollama_error("method not allowed")
+               : anthropic_route() ? anthropic_error("invalid_request_error", "method not allowed")
+                                   : openai_error("method not allowed", "invalid_request_error", "method_not_allowed"));
 }
 
 void HttpSession::respond(http::status status, const char* content_type, std::string body) {

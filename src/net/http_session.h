@@ -5,12 +5,14 @@
 // request and the caps are full (net/connection_table.h).
 //
 // An API request (OpenAI chat, completions, embeddings; Anthropic
-// messages) is parsed once on a preparation thread, becomes a ticket that
+// messages; Ollama's chat, generate, embed) is parsed once on a
+// preparation thread, becomes a ticket that
 // carries its job (Ticket::job), and goes to the desk like any other; while
 // it runs the session is that ticket's ClientLink, and the relay
 // (api/openai_relay.h) turns the ticket's events into the API's response or
-// its Server-Sent Events. http_api_call.cpp holds that part; http_session.cpp
-// the rest.
+// its stream (Server-Sent Events, or Ollama's NDJSON). http_api_call.cpp
+// holds that part, http_ollama.cpp Ollama's endpoints; http_session.cpp the
+// rest.
 //
 // Thread-safety: send() and refuse() may be called from any thread (they
 // post to the connection's strand); the preparation threads run only the
@@ -27,6 +29,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "api/ollama_api.h"
 #include "api/openai_api.h"
 #include "api/openai_relay.h"
 #include "net/server_state.h"
@@ -66,6 +69,8 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
 
   // A request refused while it was prepared, in its API's error shape.
   void refuse_prepared(const NodeError& error, bool anthropic);
+  // `body`: the error in the request's API's shape.
+  void refuse_prepared(const NodeError& error, std::string body);
 
   // The request becomes a ticket for the desk, which places it like any
   // other (here or on a peer); its events come back through send() and the
@@ -80,6 +85,17 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   void messages(std::string body);
 
   void embeddings(std::string body);
+
+  // Anthropic's count_tokens: the prompt counted on a preparation thread
+  // (api/prompt_count.h), no ticket.
+  void count_tokens(std::string body);
+
+  // ---- Ollama's API (http_ollama.cpp): the model endpoints answered
+  // here; chat, generate and embed run as tickets, as the others do.
+  void ollama(http::request<http::string_body>& req, const std::string& path);
+  void ollama_generation(std::string body, bool chat);
+  void start_ollama(bool chat, OllamaRequest request);
+  void ollama_embed(std::string body, bool legacy);
 
   // The first ticket of a request whose relay_ is set: `job`, read from
   // `body` here, once. Choice 0 runs with `seed` (or a fresh one), the
@@ -98,7 +114,8 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
 
   // On the I/O thread: one event of the request in progress.
   void on_openai_event(const TicketEvent& event);
-  // One Server-Sent Event as a chunk of the response.
+  // One stream event as a chunk of the response, framed as the relay's
+  // format says (a Server-Sent Event, or an NDJSON line).
   void sse_event(const SseEvent& e);
 
   // While a job runs nothing is read from the connection, so a client that
@@ -152,7 +169,9 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   void method_not_allowed();
 
   // Anthropic's clients read errors in Anthropic's shape.
-  bool anthropic_route() const { return route_ == "/v1/messages"; }
+  bool anthropic_route() const { return route_.starts_with("/v1/messages"); }
+  // And Ollama's in Ollama's.
+  bool ollama_route() const { return route_.starts_with("/api/"); }
 
   void respond_json(http::status status, std::string body) { respond(status, "application/json", std::move(body)); }
 

@@ -3,6 +3,8 @@
 //   GET  /v1/revis/stream      WebSocket, the ticket protocol (docs/protocol.md)
 //   POST /v1/chat/completions  OpenAI chat, JSON or SSE
 //   POST /v1/completions       OpenAI completions, JSON or SSE
+//   POST /v1/messages/count_tokens  Anthropic's token count of a messages request
+//   *    /api/...              Ollama's API, JSON or NDJSON (docs/api-ollama.md)
 //   GET  /v1/models            the tiers, in OpenAI's list shape
 //   GET  /health               200 ok, 503 while loading or stopping (no token needed)
 //   GET  /v1/revis/status      the node's state as JSON

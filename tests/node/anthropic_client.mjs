@@ -60,6 +60,14 @@ await check('tools: a forced tool_use comes back, streamed and not, and its resu
   assert.equal(next.type, 'message');
 });
 
+await check('messages.countTokens is the prompt messages.create reports', async () => {
+  const { max_tokens, temperature, ...body } = ask;
+  const { input_tokens } = await client.messages.countTokens(body);
+  const m = await client.messages.create(ask);
+  // A prefix resumed from the node's cache is counted apart in the answer.
+  assert.equal(input_tokens, m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0));
+});
+
 await check('a bad request raises BadRequestError', async () => {
   await assert.rejects(client.messages.create({ model: 'default', max_tokens: 4, messages: [] }),
     (e) => e instanceof Anthropic.BadRequestError && e.status === 400);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a client script (openai_client.mjs: the official `openai` npm
-# package; anthropic_client.mjs: `@anthropic-ai/sdk`) against a real
+# package; anthropic_client.mjs: `@anthropic-ai/sdk`; ollama_client.mjs:
+# `ollama`) against a real
 # `revis serve`, giving it the node's base URL and token. Installs the
 # package from npm into WORK_DIR on first use. Exit 77 (ctest: skipped) when
 # node/npm are missing, or when npm cannot be reached outside CI; in CI
