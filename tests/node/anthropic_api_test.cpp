@@ -4,22 +4,19 @@
 // sequences, thinking, tool_use and tool_result, errors and x-api-key.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "api/anthropic_api.h"
 #include "net/client.h"
-#include "node/node_process.h"
+#include "node/chat_api_node.h"
 #include "support/testdata.h"
 
 namespace revis::node {
 namespace {
 
 using nlohmann::json;
-using testing::NodeProcess;
-using testing::TempDir;
 
 json user(const json& content) { return {{"role", "user"}, {"content", content}}; }
 
@@ -236,30 +233,8 @@ std::vector<std::pair<std::string, json>> events_of(const std::string& body) {
   return out;
 }
 
-class AnthropicNode : public ::testing::Test {
+class AnthropicNode : public testing::ChatApiNode {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    // Tier "thinker": a template that leaves the model inside <think>
-    // unless enable_thinking is false.
-    std::ofstream(dir_->file("think.jinja"))
-        << "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-           "<|im_start|>assistant\n{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
-           "{% else %}<think>{% endif %}";
-    const std::string model = testing::testdata("models/qwen2-Q8_0.gguf").string();
-    std::ofstream(dir_->file("node.toml"))
-        << "default_tier = \"small\"\n[tiers.small]\nmodel = \"" << model << "\"\nchat_template = \""
-        << testing::testdata("chat/templates/Qwen-Qwen2.5-7B-Instruct.jinja").string() << "\"\n"
-        << "[tiers.thinker]\nmodel = \"" << model << "\"\nchat_template = \"" << dir_->file("think.jinja") << "\"\n";
-    node_ = new NodeProcess({"--config", dir_->file("node.toml"), "-t", "2", "-c", "2048", "--token", "s3cret"});
-    ASSERT_TRUE(node_->wait_ready()) << node_->log();
-  }
-  static void TearDownTestSuite() {
-    delete node_;
-    delete dir_;
-    node_ = nullptr;
-    dir_ = nullptr;
-  }
   // As curl would send it, with Anthropic's headers.
   static HttpResponse post(const json& body, const std::string& key = "s3cret") {
     auto r = http_request(node_->endpoint(), "POST", "/v1/messages", body.dump(),
@@ -268,11 +243,7 @@ class AnthropicNode : public ::testing::Test {
     if (!r.ok()) throw std::runtime_error(r.status().message());
     return *r;
   }
-  static TempDir* dir_;
-  static NodeProcess* node_;
 };
-TempDir* AnthropicNode::dir_ = nullptr;
-NodeProcess* AnthropicNode::node_ = nullptr;
 
 TEST_F(AnthropicNode, AnswersWholeAndStreamedAlike) {
   const json body = {{"model", "claude-sonnet-4-5"}, {"max_tokens", 6}, {"temperature", 0},
