@@ -1,11 +1,12 @@
-// libFuzzer target for the OpenAI chat request parser and Anthropic's
-// messages parser (the bytes of an HTTP body), and the tool-call readers (a
-// model's output, which a client can steer). The first byte picks: even =
-// a request body (byte % 4 == 0 a chat request, else an Anthropic one),
-// whose refusal must carry a message and whose tools must give every
-// family's call grammar or an error; odd = an answer in the family
-// (byte >> 1) % 10, which must parse to the same calls whole and streamed in
-// two pieces.
+// libFuzzer target for the OpenAI chat request parser, Anthropic's
+// messages parser and the Responses parser (the bytes of an HTTP body), and
+// the tool-call readers (a model's output, which a client can steer). The
+// first byte picks: even = a request body (byte % 8: 4 a Responses request,
+// continuing the one kept response when it names "resp_kept"; 2 an Anthropic
+// one; else a chat request), whose refusal must carry a message and whose
+// tools must give every family's call grammar or an error; odd = an answer
+// in the family (byte >> 1) % 10, which must parse to the same calls whole
+// and streamed in two pieces.
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -14,6 +15,7 @@
 
 #include "api/anthropic_api.h"
 #include "api/openai_api.h"
+#include "api/responses_api.h"
 #include "chat/harmony.h"
 #include "chat/tool_calls.h"
 
@@ -25,10 +27,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 ToolFormat::kDeepSeek, ToolFormat::kXmlFunction, ToolFormat::kGlm,
                                 ToolFormat::kKimi, ToolFormat::kCommandR,    ToolFormat::kFunctionary, ToolFormat::kHarmony};
   if (data[0] % 2 == 0) {
-    auto r = data[0] % 4 == 0 ? parse_chat_request(text) : [&]() -> Outcome<OpenAiRequest> {
-      auto m = parse_messages_request(text);
-      if (!m.ok()) return m.error();
-      return std::move(m->chat);
+    auto r = [&]() -> Outcome<OpenAiRequest> {
+      if (data[0] % 8 == 2) {
+        auto m = parse_messages_request(text);
+        if (!m.ok()) return m.error();
+        return std::move(m->chat);
+      }
+      if (data[0] % 8 == 4) {
+        static ResponseStore* store = [] {
+          auto* kept = new ResponseStore();
+          kept->keep("resp_kept", {nlohmann::json::parse(R"([{"role":"user","content":"hi"}])"),
+                                   nlohmann::json::parse(R"([{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}])"),
+                                   "{}"});
+          return kept;
+        }();
+        auto m = parse_responses_request(text, *store);
+        if (!m.ok()) return m.error();
+        return std::move(m->chat);
+      }
+      return parse_chat_request(text);
     }();
     if (!r.ok()) {
       if (r.error().message.empty()) __builtin_trap();
