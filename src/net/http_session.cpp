@@ -211,7 +211,8 @@ void HttpSession::route(http::request<http::string_body>& req, const std::string
   if (path.starts_with("/v1/responses/")) {
     const bool remove = req.method() == http::verb::delete_;
     if (!get && !remove) return method_not_allowed();
-    auto [status, body] = stored_response_request(state_.responses, path.substr(std::string_view("/v1/responses/").size()), remove);
+    const std::string id = path.substr(std::string_view("/v1/responses/").size());
+    auto [status, body] = stored_response_request(state_.responses, id, remove);
     return respond_json(static_cast<http::status>(status), std::move(body));
   }
   if (path == "/v1/revis/stream")

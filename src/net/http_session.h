@@ -5,9 +5,9 @@
 // request and the caps are full (net/connection_table.h).
 //
 // An API request (OpenAI chat, completions, responses, embeddings;
-// Anthropic messages) is parsed once on a preparation thread, becomes a ticket that
-// carries its job (Ticket::job), and goes to the desk like any other; while
-// it runs the session is that ticket's ClientLink, and the relay
+// Anthropic messages) is parsed once on a preparation thread, becomes a
+// ticket that carries its job (Ticket::job), and goes to the desk like any
+// other; while it runs the session is that ticket's ClientLink, and the relay
 // (api/openai_relay.h) turns the ticket's events into the API's response or
 // its Server-Sent Events. http_api_call.cpp holds that part; http_session.cpp
 // the rest.

@@ -144,6 +144,19 @@ TEST(ResponsesApi, AStringIsOneUserMessageAndFormatsAreConstraints) {
   ASSERT_TRUE(named.ok()) << named.error().message;
   EXPECT_EQ(named->chat.tool_use.choice, ToolChoice::kNamed);
   EXPECT_EQ(named->chat.tool_use.name, "get_weather");
+  // Codex sends reasoning back as a summary with encrypted content, which
+  // revis cannot read: the summary stands in for the thinking.
+  auto summarised = parse({{"input",
+                            {{{"role", "user"}, {"content", "Hi"}},
+                             {{"type", "reasoning"}, {"content", nullptr}, {"encrypted_content", "gAAA"},
+                              {"summary", {{{"type", "summary_text"}, {"text", "Greet."}},
+                                           {{"type", "summary_text"}, {"text", "Briefly."}}}}},
+                             {{"type", "message"}, {"role", "assistant"}, {"content", "Hello."}},
+                             {{"role", "user"}, {"content", "Again"}}}}});
+  ASSERT_TRUE(summarised.ok()) << summarised.error().message;
+  ASSERT_EQ(summarised->chat.messages.size(), 3u);
+  EXPECT_EQ(summarised->chat.messages[1].fields["reasoning_content"], "Greet.\n\nBriefly.");
+  EXPECT_EQ(summarised->chat.messages[1].content, "Hello.");
   auto off = parse({{"input", "Hi"}, {"reasoning", {{"effort", "none"}}}});
   ASSERT_TRUE(off.ok()) << off.error().message;
   EXPECT_EQ(off->chat.chat_options.kwargs["enable_thinking"], false);
