@@ -313,8 +313,10 @@ std::optional<NodeError> read_conversation(const json& j, const ResponseStore& s
     auto kept = store.find(previous->get<std::string>());
     if (!kept)
       return bad("previous_response_id: no response \"" + previous->get<std::string>() +
-                 "\" is kept on this node (it was made with store: false, on another node, before a restart, or "
-                 "is older than the " + std::to_string(ResponseStore::kMaxResponses) + " most recent)");
+                 "\" is kept on this node (it was made with store: false, on another node or before a restart, "
+                 "was deleted, or newer ones pushed it out: the node keeps the " +
+                 std::to_string(ResponseStore::kMaxResponses) + " most recent, at most " +
+                 std::to_string(ResponseStore::kMaxBytes >> 20) + " MiB)");
     for (const json* items : {&kept->conversation, &kept->output})
       for (const json& item : *items) {
         if (auto e = messages.add(item, "previous_response_id's items")) return e;
