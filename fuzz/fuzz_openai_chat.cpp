@@ -1,13 +1,15 @@
 // libFuzzer target for the request parsers of the chat path (the bytes
-// of an HTTP body): OpenAI's chat, Anthropic's messages and count_tokens,
-// Ollama's chat, generate and embed; and the tool-call readers (a model's
-// output, which a client can steer). The first byte picks: even = a
-// request body, by byte % 8 (0 a chat request, 2 an Anthropic one, 6 an
-// Ollama one whose kind the next byte picks: % 4 = 0 /api/chat, 1
-// /api/generate, 2 /api/embed, 3 Anthropic's count_tokens), whose refusal
-// must carry a message and whose tools must give every family's call
-// grammar or an error; odd = an answer in the family (byte >> 1) % 10,
-// which must parse to the same calls whole and streamed in two pieces.
+// of an HTTP body): OpenAI's chat and Responses requests, Anthropic's
+// messages and count_tokens, Ollama's chat, generate and embed; and the
+// tool-call readers (a model's output, which a client can steer). The first
+// byte picks: even = a request body, by byte % 8 (0 a chat request, 2 an
+// Anthropic one, 4 a Responses one, continuing the one kept response when
+// it names "resp_kept", 6 an Ollama one whose kind the next byte picks:
+// % 4 = 0 /api/chat, 1 /api/generate, 2 /api/embed, 3 Anthropic's
+// count_tokens), whose refusal must carry a message and whose tools must
+// give every family's call grammar or an error; odd = an answer in the
+// family (byte >> 1) % 10, which must parse to the same calls whole and
+// streamed in two pieces.
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -17,8 +19,21 @@
 #include "api/anthropic_api.h"
 #include "api/ollama_api.h"
 #include "api/openai_api.h"
+#include "api/responses_api.h"
 #include "chat/harmony.h"
 #include "chat/tool_calls.h"
+
+// A store holding one response, "resp_kept", for Responses requests to continue.
+static revis::node::ResponseStore& kept_response() {
+  static revis::node::ResponseStore* store = [] {
+    auto* kept = new revis::node::ResponseStore();
+    kept->keep("resp_kept", {nlohmann::json::parse(R"([{"role":"user","content":"hi"}])"),
+                             nlohmann::json::parse(R"([{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}])"),
+                             "{}"});
+    return kept;
+  }();
+  return *store;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace revis::node;
@@ -52,7 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       switch (data[0] % 8) {
         case 2: return chat_of(parse_messages_request(text));
         case 6: return ollama();
-        default: return parse_chat_request(text);  // 0 (and 4)
+        case 4: return chat_of(parse_responses_request(text, kept_response()));
+        default: return parse_chat_request(text);  // 0
       }
     }();
     if (!r.ok()) {

@@ -101,7 +101,7 @@ if $fuzzers; then
     >"$corpus/ticket/seed.json"
   printf '[::1]:8080\nhttp://[::1]:8080' >"$corpus/request_guard/seed.txt"
   # The first byte picks: byte % 8 == 0 a chat request body, 2 an Anthropic
-  # one, 6 an Ollama one; odd = a model's answer in family (byte >> 1) % 10
+  # one, 4 a Responses one, 6 an Ollama one; odd = a model's answer in family (byte >> 1) % 10
   # ("'" = harmony).
   printf '0{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}],"tool_choice":"required"}' \
     >"$corpus/openai_chat/request.json"
@@ -110,6 +110,8 @@ if $fuzzers; then
   # 6 Ollama's, the next byte its endpoint ('0' % 4 = 0: /api/chat).
   printf '60{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":{"a":1}}}]},{"role":"tool","content":"2","tool_name":"f"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}],"format":"json","think":false,"options":{"temperature":0,"num_predict":8,"stop":["x"],"num_ctx":512}}' \
     >"$corpus/openai_chat/ollama.json"
+  printf '4{"previous_response_id":"resp_kept","instructions":"s","input":[{"type":"function_call_output","call_id":"c","output":"21"},{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}],"tool_choice":"required","text":{"format":{"type":"text"}},"reasoning":{"effort":"low"}}' \
+    >"$corpus/openai_chat/responses.json"
   printf '1Sure.\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>' >"$corpus/openai_chat/hermes.txt"
   printf "'<|channel|>analysis<|message|>t<|end|><|start|>assistant to=functions.f<|channel|>commentary json<|message|>{\"a\": 1}" \
     >"$corpus/openai_chat/harmony.txt"

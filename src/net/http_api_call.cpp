@@ -6,6 +6,7 @@
 #include "api/anthropic_api.h"
 #include "api/embeddings_api.h"
 #include "api/prompt_count.h"
+#include "api/responses_api.h"
 #include "api/ticket_job.h"
 #include "net/http_session.h"
 
@@ -71,11 +72,8 @@ void HttpSession::messages(std::string body) {
     if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, true); };
     return [self, request = std::move(*request)]() mutable {
       const std::string id = random_id("msg_");
-      const std::string model = request.chat.model;
-      const bool stream = request.chat.stream;
-      self->relay_.emplace(OpenAiRelay::Shape{.stream = stream, .choices = 1, .id = id},
-                           anthropic_format(id, self->state_.node.tier_for_model(model)));
-      self->start_api_request(model, stream, std::move(request.chat_body), std::nullopt, openai_job(std::move(request.chat)));
+      auto format = anthropic_format(id, self->state_.node.tier_for_model(request.chat.model));
+      self->start_rewritten_chat(id, std::move(request.chat_body), std::move(request.chat), std::move(format));
     };
   });
 }
@@ -98,6 +96,33 @@ void HttpSession::count_tokens(std::string body) {
       self->start_api_request(model, false, std::move(request.chat_body), std::nullopt, openai_job(std::move(request.chat)));
     };
   });
+}
+
+void HttpSession::responses(std::string body) {
+  prepare([self = shared_from_this(), body = std::move(body), &store = state_.responses,
+           limits = state_.node.request_limits()]() -> std::function<void()> {
+    auto request = parse_responses_request(body, store, limits);
+    if (!request.ok()) return [self, error = request.error()] { self->refuse_prepared(error, false); };
+    return [self, request = std::move(*request)]() mutable {
+      const std::string id = random_id("resp_");
+      auto format = responses_format({.id = id,
+                                      .model = self->state_.node.tier_for_model(request.chat.model),
+                                      .created = std::time(nullptr),
+                                      .settings = std::move(request.settings),
+                                      .logprobs = request.chat.logprobs,
+                                      .store = request.store ? &self->state_.responses : nullptr,
+                                      .conversation = std::move(request.conversation)});
+      self->start_rewritten_chat(id, std::move(request.chat_body), std::move(request.chat), std::move(format));
+    };
+  });
+}
+
+void HttpSession::start_rewritten_chat(const std::string& id, std::string chat_body, OpenAiRequest chat,
+                                       std::unique_ptr<AnswerFormat> format) {
+  const std::string model = chat.model;
+  const bool stream = chat.stream;
+  relay_.emplace(OpenAiRelay::Shape{.stream = stream, .choices = 1, .id = id}, std::move(format));
+  start_api_request(model, stream, std::move(chat_body), std::nullopt, openai_job(std::move(chat)));
 }
 
 void HttpSession::embeddings(std::string body) {

@@ -5,6 +5,7 @@
 #include <boost/beast/websocket.hpp>
 
 #include "api/anthropic_api.h"
+#include "api/responses_api.h"
 #include "net/access_log.h"
 #include "net/ws_session.h"
 
@@ -141,9 +142,9 @@ bool HttpSession::admitted(const http::request<http::string_body>& req) {
 
 void HttpSession::preflight(const http::request<http::string_body>& req) {
   http::response<http::string_body> res{http::status::no_content, 11};
-  res.set(http::field::allow, "GET, POST, OPTIONS");
+  res.set(http::field::allow, "GET, POST, DELETE, OPTIONS");
   if (!cors_origin_.empty()) {
-    res.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+    res.set(http::field::access_control_allow_methods, "GET, POST, DELETE, OPTIONS");
     const std::string_view asked = field_value(req, http::field::access_control_request_headers);
     res.set(http::field::access_control_allow_headers, asked.empty() ? std::string("Authorization, Content-Type") : std::string(asked));
     res.set(http::field::access_control_max_age, "600");
@@ -208,6 +209,17 @@ void HttpSession::route(http::request<http::string_body>& req, const std::string
   if (path == "/v1/messages/count_tokens") {
     if (!post) return method_not_allowed();
     return count_tokens(std::move(req.body()));
+  }
+  if (path == "/v1/responses") {
+    if (!post) return method_not_allowed();
+    return responses(std::move(req.body()));
+  }
+  if (path.starts_with("/v1/responses/")) {
+    const bool remove = req.method() == http::verb::delete_;
+    if (!get && !remove) return method_not_allowed();
+    const std::string id = path.substr(std::string_view("/v1/responses/").size());
+    auto [status, body] = stored_response_request(state_.responses, id, remove);
+    return respond_json(static_cast<http::status>(status), std::move(body));
   }
   if (ollama_route()) return ollama(req, path);
   if (path == "/v1/revis/stream")

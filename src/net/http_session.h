@@ -4,11 +4,11 @@
 // order, keep-alive or not. The connection is evicted while it waits for a
 // request and the caps are full (net/connection_table.h).
 //
-// An API request (OpenAI chat, completions, embeddings; Anthropic
-// messages; Ollama's chat, generate, embed) is parsed once on a
-// preparation thread, becomes a ticket that
-// carries its job (Ticket::job), and goes to the desk like any other; while
-// it runs the session is that ticket's ClientLink, and the relay
+// An API request (OpenAI chat, completions, responses, embeddings;
+// Anthropic messages; Ollama's chat, generate, embed) is parsed once on a
+// preparation thread, becomes a ticket that carries its job (Ticket::job),
+// and goes to the desk like any other; while it runs the session is that
+// ticket's ClientLink, and the relay
 // (api/openai_relay.h) turns the ticket's events into the API's response or
 // its stream (Server-Sent Events, or Ollama's NDJSON). http_api_call.cpp
 // holds that part, http_ollama.cpp Ollama's endpoints; http_session.cpp the
@@ -83,6 +83,16 @@ class HttpSession : public ClientLink, public ConnectionTable::Idle, public std:
   // Anthropic's Messages API: the request as a chat request, the answer
   // in Anthropic's shapes.
   void messages(std::string body);
+
+  // OpenAI's Responses API: the request as a chat request (the
+  // conversation of a kept response before it), the answer as a response
+  // object, kept in state_.responses unless store is false.
+  void responses(std::string body);
+
+  // A request of another API rewritten as one chat request (`chat`, whose
+  // text `chat_body` a peer gets), answered in `format` under `id`.
+  void start_rewritten_chat(const std::string& id, std::string chat_body, OpenAiRequest chat,
+                            std::unique_ptr<AnswerFormat> format);
 
   void embeddings(std::string body);
 

@@ -6,7 +6,7 @@
 //
 // Thread-safety: ServerState belongs to the I/O thread. A session's work
 // on a preparation thread reads only `node` and `desk`, which are safe from
-// any thread, and `prep`, which is.
+// any thread, and `prep` and `responses`, which are.
 #pragma once
 
 #include <chrono>
@@ -21,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
 
+#include "api/response_store.h"
 #include "net/connection_table.h"
 #include "net/preparation_pool.h"
 #include "net/request_guard.h"
@@ -82,6 +83,7 @@ struct ServerState {
   net::steady_timer accept_timer;
   std::chrono::milliseconds accept_backoff = kFirstAcceptBackoff;
   WarningLimiter accept_warnings, refusal_warnings;
+  ResponseStore responses;  // the Responses API's kept responses (safe from any thread)
 
   ServerState(Node& n, TicketDesk& d, PreparationPool& p, net::io_context& io, ConnectionTable& c);
   // Stops accepting, tells the desk, and stops the executor on a thread of

@@ -4,7 +4,8 @@
 // the accepting node's queue until a peer frees up; a peer killed
 // mid-answer costs the client nothing (the request runs again elsewhere
 // and the stream goes on where it stopped), or, with no attempts left, it
-// gets an error that says why.
+// gets an error that says why. A Responses API request that runs on a peer
+// is kept where it was asked.
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -122,6 +123,43 @@ TEST(FabricOpenAi, RequestsToABusyNodeRunOnAnIdlePeer) {
   EXPECT_EQ(openai_done(a), 2u) << "only the two reference answers";
   expect_one_at_a_time("a", testing::runs_in_log(log_a));
   expect_one_at_a_time("b", testing::runs_in_log(log_b));
+}
+
+// The Responses API through the fabric: a response that runs on a peer is
+// kept on the node the client asked, which continues it by
+// previous_response_id (the peer gets the whole conversation as a chat
+// request).
+TEST(FabricOpenAi, AResponseRunOnAPeerIsKeptWhereItWasAsked) {
+  Cluster cluster(2);
+  ASSERT_TRUE(cluster.start(0));
+  ASSERT_TRUE(cluster.start(1));
+  ASSERT_TRUE(cluster.wait_links(0, 1)) << cluster.node(0).log();
+  const node::HostPort a = cluster.endpoint(0), b = cluster.endpoint(1);
+  Blocker blocker(a);
+  auto r = post(a, "/v1/responses", {{"model", "small"}, {"input", "Why do rivers bend?"}, {"max_output_tokens", 8}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json first = json::parse(r.body);
+  const std::string id = first["id"];
+  r = post(a, "/v1/responses",
+           {{"model", "small"}, {"previous_response_id", id}, {"input", "And lakes?"}, {"max_output_tokens", 4},
+            {"stream", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto events = testing::named_sse_events(r.body);
+  ASSERT_FALSE(events.empty()) << r.body;
+  EXPECT_EQ(events.back().first, "response.incomplete") << r.body;
+  const json second = events.back().second["response"];
+  EXPECT_GT(second["usage"]["input_tokens"].get<int>(), first["usage"]["input_tokens"].get<int>())
+      << "the first turn is in the prompt";
+  EXPECT_TRUE(blocker.release()) << "node a was busy the whole time";
+  const std::string log_b = cluster.logs(1);
+  EXPECT_TRUE(ran(log_b, id)) << log_b;
+  EXPECT_TRUE(ran(log_b, second["id"])) << log_b;
+  auto kept = [](const node::HostPort& node, const std::string& id) {
+    auto got = node::http_request(node, "GET", "/v1/responses/" + id, "", {}, 5000);
+    return got.ok() ? got->status : 0;
+  };
+  EXPECT_EQ(kept(a, id), 200);
+  EXPECT_EQ(kept(b, id), 404) << "kept where the client asked, not where it ran";
 }
 
 TEST(FabricOpenAi, WaitsInTheAcceptingNodesQueueUntilAPeerIsFree) {

@@ -11,6 +11,7 @@
 #include "api/anthropic_api.h"
 #include "net/client.h"
 #include "node/api_node.h"
+#include "support/testdata.h"
 
 namespace revis::node {
 namespace {

@@ -1,5 +1,5 @@
 // A test suite's `revis serve` for the HTTP APIs' integration tests
-// (anthropic_api_test.cpp, ollama_api_test.cpp): the tiny test model as
+// (anthropic_api_test.cpp, ollama_api_test.cpp, responses_api_test.cpp): the tiny test model as
 // tier "small" with the Qwen2.5 template (tool calls), and as tier
 // "thinker" with a template that leaves the model inside <think> unless
 // enable_thinking is false; a 2048-token context and the token "s3cret".

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,22 @@ inline std::vector<std::string> sse_events(const std::string& body) {
     const size_t end = body.find("\n\n", pos);
     out.push_back(body.substr(pos + 6, end - pos - 6));
     pos = end;
+  }
+  return out;
+}
+
+// Named events ("event: name\ndata: {json}\n\n", as Anthropic's and the
+// Responses API's streams are), in order: (name, parsed data).
+inline std::vector<std::pair<std::string, nlohmann::json>> named_sse_events(const std::string& body) {
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  for (size_t start = 0, end; start < body.size(); start = end + 2) {
+    end = body.find("\n\n", start);
+    if (end == std::string::npos) end = body.size();
+    const std::string block = body.substr(start, end - start);
+    const size_t data = block.find("data: ");
+    if (data == std::string::npos) continue;
+    const std::string name = block.rfind("event: ", 0) == 0 ? block.substr(7, block.find('\n') - 7) : "";
+    out.emplace_back(name, nlohmann::json::parse(block.substr(data + 6)));
   }
   return out;
 }
