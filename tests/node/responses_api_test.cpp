@@ -22,7 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-const json kWeatherTool = {{"type", "function"},
+const json kWeatherFunction = {{"type", "function"},
                            {"name", "get_weather"},
                            {"description", "Weather in a city"},
                            {"parameters",
@@ -53,7 +53,7 @@ TEST(ResponsesApi, RewritesInputItemsAsAChatConversation) {
         {{"type", "function_call_output"}, {"call_id", "call_2"},
          {"output", {{{"type", "input_text"}, {"text", "19C"}}}}},
         {{"role", "user"}, {"content", "And tomorrow?"}}}},
-      {"tools", {kWeatherTool}},
+      {"tools", {kWeatherFunction}},
       {"tool_choice", "auto"},
       {"parallel_tool_calls", false},
       {"max_output_tokens", 64},
@@ -140,7 +140,7 @@ TEST(ResponsesApi, AStringIsOneUserMessageAndFormatsAreConstraints) {
     EXPECT_NE(r->chat.grammar, nullptr) << format.dump();
     EXPECT_EQ(r->settings["text"]["format"], format);
   }
-  auto named = parse({{"input", "Hi"}, {"tools", {kWeatherTool}}, {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}}});
+  auto named = parse({{"input", "Hi"}, {"tools", {kWeatherFunction}}, {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}}});
   ASSERT_TRUE(named.ok()) << named.error().message;
   EXPECT_EQ(named->chat.tool_use.choice, ToolChoice::kNamed);
   EXPECT_EQ(named->chat.tool_use.name, "get_weather");
@@ -165,9 +165,9 @@ TEST(ResponsesApi, AStringIsOneUserMessageAndFormatsAreConstraints) {
 
 TEST(ResponsesApi, RefusesWhatItCannotHonourNamingTheField) {
   const json unenforceable = {{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"pattern", "^a"}}}}}};
-  json bad_tool = kWeatherTool;
+  json bad_tool = kWeatherFunction;
   bad_tool["parameters"] = unenforceable;
-  json bad_name = kWeatherTool;
+  json bad_name = kWeatherFunction;
   bad_name["name"] = "get weather";
   const std::pair<json, const char*> cases[] = {
       {json::object(), "input"},
@@ -184,8 +184,8 @@ TEST(ResponsesApi, RefusesWhatItCannotHonourNamingTheField) {
       {{{"input", "x"}, {"tools", {{{"type", "web_search"}}}}}, "tools[0].type"},
       {{{"input", "x"}, {"tools", {bad_tool}}}, "tools[0].parameters"},
       {{{"input", "x"}, {"tools", {bad_name}}}, "tools[0].name"},
-      {{{"input", "x"}, {"tools", {kWeatherTool}}, {"tool_choice", {{"type", "function"}, {"name", "other"}}}}, "tool_choice"},
-      {{{"input", "x"}, {"tools", {kWeatherTool}}, {"tool_choice", {{"type", "allowed_tools"}, {"mode", "auto"}}}},
+      {{{"input", "x"}, {"tools", {kWeatherFunction}}, {"tool_choice", {{"type", "function"}, {"name", "other"}}}}, "tool_choice"},
+      {{{"input", "x"}, {"tools", {kWeatherFunction}}, {"tool_choice", {{"type", "allowed_tools"}, {"mode", "auto"}}}},
        "tool_choice.type"},
       {{{"input", "x"}, {"tool_choice", "required"}}, "tool_choice"},
       {{{"input", "x"}, {"text", {{"format", {{"type", "grammar"}}}}}}, "text.format.type"},
@@ -213,7 +213,7 @@ TEST(ResponsesApi, RefusesWhatItCannotHonourNamingTheField) {
 }
 
 // An answer of 5 tokens to a prompt of 20, 8 of them cached.
-JobResult answer(std::string text, std::string stop_reason) {
+JobResult finished_answer(std::string text, std::string stop_reason) {
   return {.text = std::move(text), .stop_reason = std::move(stop_reason),
           .stats = {.prompt_tokens = 20, .cached_tokens = 8, .generated_tokens = 5}};
 }
@@ -228,7 +228,7 @@ TEST(ResponsesApi, AResponseWithItsItemsStatusAndUsage) {
   ResponseStore store;
   const json conversation = json::parse(R"([{"type":"message","role":"user","content":"Weather?"}])");
   auto format = responses_format(shape(&store, conversation));
-  JobResult r = answer("It is sunny.", "eog");
+  JobResult r = finished_answer("It is sunny.", "eog");
   r.reasoning = "Look it up.";
   r.tool_calls = {{"call_1", "get_weather", R"({"city":"Paris"})"}};
   const json o = json::parse(format->response({&r, 1}, r.stats));
@@ -269,7 +269,7 @@ TEST(ResponsesApi, AResponseWithItsItemsStatusAndUsage) {
 
   // Cut at max_output_tokens: incomplete; without calls an empty answer is still a message.
   for (const char* reason : {"length", "context"}) {
-    JobResult cut = answer("", reason);
+    JobResult cut = finished_answer("", reason);
     const json c = json::parse(responses_format(shape())->response({&cut, 1}, cut.stats));
     EXPECT_EQ(c["status"], "incomplete");
     EXPECT_EQ(c["incomplete_details"]["reason"], "max_output_tokens");
@@ -277,7 +277,7 @@ TEST(ResponsesApi, AResponseWithItsItemsStatusAndUsage) {
     EXPECT_EQ(c["output"][0]["status"], "incomplete");
     EXPECT_EQ(c["output"][0]["content"][0]["text"], "");
   }
-  JobResult only_call = answer("", "eog");
+  JobResult only_call = finished_answer("", "eog");
   only_call.tool_calls = r.tool_calls;
   const json call = json::parse(responses_format(shape())->response({&only_call, 1}, only_call.stats));
   ASSERT_EQ(call["output"].size(), 1u) << "a call alone is no message";
@@ -285,7 +285,7 @@ TEST(ResponsesApi, AResponseWithItsItemsStatusAndUsage) {
 }
 
 TEST(ResponsesApi, AStreamNumbersItsEventsAndEndsWithTheWholeResponse) {
-  JobResult r = answer("Sunny", "eog");
+  JobResult r = finished_answer("Sunny", "eog");
   r.reasoning = "Hmm.";
   r.tool_calls = {{"call_1", "get_weather", R"({"city":"Paris"})"}};
   ResponseStore store;
@@ -343,7 +343,7 @@ TEST(ResponsesApi, AStreamNumbersItsEventsAndEndsWithTheWholeResponse) {
   auto cut_format = responses_format(shape());
   cut_format->begin(0, cut);
   cut_format->content(0, "Sun", {}, cut);
-  cut_format->end(0, answer("Sun", "length"), {}, cut);
+  cut_format->end(0, finished_answer("Sun", "length"), {}, cut);
   cut_format->close(r.stats, cut);
   EXPECT_EQ(cut.back().name, "response.incomplete");
   EXPECT_EQ(json::parse(cut.back().data)["response"]["output"][0]["status"], "incomplete");
@@ -369,7 +369,7 @@ TEST(ResponsesApi, LogprobsRideOnTheDeltasAndTheText) {
   AnswerFormat::Events events;
   format->begin(0, events);
   format->content(0, "Sun", std::span(&a, 1), events);
-  format->end(0, answer("Sun", "stop"), std::span(&b, 1), events);
+  format->end(0, finished_answer("Sun", "stop"), std::span(&b, 1), events);
   format->close({}, events);
   json delta, done;
   for (const SseEvent& e : events) {
@@ -386,16 +386,16 @@ TEST(ResponsesApi, LogprobsRideOnTheDeltasAndTheText) {
 
 TEST(ResponsesApi, PreviousResponseIdContinuesTheKeptConversation) {
   ResponseStore store;
-  auto first = parse({{"instructions", "Be brief."}, {"input", "Weather in Paris?"}, {"tools", {kWeatherTool}}});
+  auto first = parse({{"instructions", "Be brief."}, {"input", "Weather in Paris?"}, {"tools", {kWeatherFunction}}});
   ASSERT_TRUE(first.ok()) << first.error().message;
-  JobResult r = answer("Let me look.", "eog");
+  JobResult r = finished_answer("Let me look.", "eog");
   r.reasoning = "Call the tool.";
   r.tool_calls = {{"call_1", "get_weather", R"({"city":"Paris"})"}};
   responses_format(shape(&store, first->conversation))->response({&r, 1}, r.stats);
 
   auto next = parse({{"previous_response_id", "resp_1"},
                      {"input", {{{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "21C"}}}},
-                     {"tools", {kWeatherTool}}},
+                     {"tools", {kWeatherFunction}}},
                     store);
   ASSERT_TRUE(next.ok()) << next.error().message;
   const auto& m = next->chat.messages;
@@ -507,7 +507,7 @@ TEST_F(ResponsesNode, AnswersWholeAndStreamedAlike) {
 }
 
 TEST_F(ResponsesNode, ARequiredCallThenItsOutputContinuesTheConversation) {
-  const json body = {{"temperature", 0}, {"input", "Weather in Paris?"}, {"tools", {kWeatherTool}},
+  const json body = {{"temperature", 0}, {"input", "Weather in Paris?"}, {"tools", {kWeatherFunction}},
                      {"tool_choice", "required"}};
   auto r = post(body);
   ASSERT_EQ(r.status, 200) << r.body;
@@ -519,7 +519,7 @@ TEST_F(ResponsesNode, ARequiredCallThenItsOutputContinuesTheConversation) {
   EXPECT_EQ(fc["name"], "get_weather");
   const json arguments = json::parse(fc["arguments"].get<std::string>());
   std::string why;
-  EXPECT_TRUE(testing::schema_accepts(arguments, kWeatherTool["parameters"], kWeatherTool["parameters"], &why)) << why;
+  EXPECT_TRUE(testing::schema_accepts(arguments, kWeatherFunction["parameters"], kWeatherFunction["parameters"], &why)) << why;
 
   const auto [last, text] = streamed(body);
   EXPECT_EQ(last["type"], "response.completed");
@@ -527,7 +527,7 @@ TEST_F(ResponsesNode, ARequiredCallThenItsOutputContinuesTheConversation) {
 
   const json next = {{"previous_response_id", o["id"]},
                      {"max_output_tokens", 4},
-                     {"tools", {kWeatherTool}},
+                     {"tools", {kWeatherFunction}},
                      {"input", {{{"type", "function_call_output"}, {"call_id", fc["call_id"]}, {"output", "21C"}}}}};
   auto answer = post(next);
   ASSERT_EQ(answer.status, 200) << answer.body;
