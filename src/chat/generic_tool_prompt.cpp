@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "chat/tool_call_json.h"
 #include "chat/tool_call_markers.h"
 
 namespace revis::node {
@@ -9,12 +10,6 @@ namespace {
 
 using nlohmann::ordered_json;
 using namespace toolcalls;
-
-// JSON text that never throws: client strings were checked as UTF-8 by the
-// API, and anything else is replaced rather than fatal.
-std::string json_text(const ordered_json& value) {
-  return value.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-}
 
 // Two texts as paragraphs of one message.
 std::string joined(const std::string& first, const std::string& second) {

@@ -149,6 +149,19 @@ TEST(ToolCalls, XmlFunctionWithTypedValuesAndSeedWrapper) {
   expect_call(typed.calls[0], "f", {{"zip", "75001"}, {"n", 2}});
 }
 
+// A model may write any bytes: a tagged argument that is not UTF-8 is
+// still a call, its bad bytes U+FFFD (found by fuzz_openai_chat).
+TEST(ToolCalls, TaggedArgumentsThatAreNotUtf8StillParse) {
+  const ParsedAnswer xml = parse_tool_calls(
+      ToolFormat::kXmlFunction, "<tool_call>\n<function=f>\n<parameter=a>\nx\xffy\n</parameter>\n</function>\n</tool_call>", "c");
+  ASSERT_EQ(xml.calls.size(), 1u);
+  expect_call(xml.calls[0], "f", {{"a", "x\xEF\xBF\xBDy"}});
+  const ParsedAnswer glm = parse_tool_calls(
+      ToolFormat::kGlm, "<tool_call>f\n<arg_key>k\xfe</arg_key>\n<arg_value>v</arg_value>\n</tool_call>", "c");
+  ASSERT_EQ(glm.calls.size(), 1u);
+  expect_call(glm.calls[0], "f", {{"k\xEF\xBF\xBD", "v"}});
+}
+
 TEST(ToolCalls, GlmKeyValuePairs) {
   const ParsedAnswer a = parse_tool_calls(
       ToolFormat::kGlm,
