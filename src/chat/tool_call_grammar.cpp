@@ -1,6 +1,8 @@
 // tool_call_grammar() (declared in tool_calls.h): the alternatives of one
 // call per tool, each in its family's syntax (ToolCallFamily::call_gbnf),
-// over the arguments' rules from the tools' parameters schemas.
+// over the arguments' rules from the tools' parameters schemas; a family
+// whose whole answer is one JSON object (generic) puts them in that answer
+// (ToolCallFamily::answer_gbnf).
 #include <algorithm>
 
 #include "chat/tool_call_family.h"
