@@ -136,6 +136,11 @@ TEST(GenericToolCalls, CallsAndResultsRenderAsUserAndAssistantText) {
       << text;
   EXPECT_EQ(text.find("<|im_start|>tool"), std::string::npos) << text;
   EXPECT_EQ(count(text, "<|im_start|>user"), 2u) << text;
+  // tool_choice none (no tools): the earlier calls and results still render.
+  const std::string none = render(chat_of(""), round_trip(), {}, false);
+  EXPECT_EQ(none.find("You can use tools."), std::string::npos) << none;
+  EXPECT_NE(none.find("<|im_start|>assistant\n{\"tool_calls\": [{\"name\": \"get_weather\""), std::string::npos) << none;
+  EXPECT_NE(none.find("<|im_start|>user\n{\"tool_results\": ["), std::string::npos) << none;
 
   // Phi-3.5 drops any role but system, user and assistant: the results
   // must still be there.
