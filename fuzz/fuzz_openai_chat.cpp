@@ -8,7 +8,7 @@
 // % 4 = 0 /api/chat, 1 /api/generate, 2 /api/embed, 3 Anthropic's
 // count_tokens), whose refusal must carry a message and whose tools must
 // give every family's call grammar or an error; odd = an answer in the
-// family (byte >> 1) % 10, which must parse to the same calls whole and
+// family (byte >> 1) % 11, which must parse to the same calls whole and
 // streamed in two pieces.
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   const ToolFormat formats[] = {ToolFormat::kHermes, ToolFormat::kLlama3,      ToolFormat::kMistral,
                                 ToolFormat::kDeepSeek, ToolFormat::kXmlFunction, ToolFormat::kGlm,
-                                ToolFormat::kKimi, ToolFormat::kCommandR,    ToolFormat::kFunctionary, ToolFormat::kHarmony};
+                                ToolFormat::kKimi, ToolFormat::kCommandR,    ToolFormat::kFunctionary, ToolFormat::kHarmony,
+                                ToolFormat::kGeneric};
   if (data[0] % 2 == 0) {
     // The chat request a body becomes, or its refusal.
     auto chat_of = [](auto parsed) -> Outcome<OpenAiRequest> {
@@ -94,6 +95,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < whole.calls.size(); ++i)
     if (streamed.calls[i].name != whole.calls[i].name || streamed.calls[i].arguments != whole.calls[i].arguments)
       __builtin_trap();
+  // A generic answer's words stream as they are decoded: what went out and
+  // what the end adds are the whole answer's content.
+  if (format == ToolFormat::kGeneric && content + streamed.content != whole.content) __builtin_trap();
   if (format == ToolFormat::kHarmony) {
     // Harmony streams through its own splitter: the same thinking, content
     // and calls in two pieces as whole.

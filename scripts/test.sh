@@ -101,8 +101,8 @@ if $fuzzers; then
     >"$corpus/ticket/seed.json"
   printf '[::1]:8080\nhttp://[::1]:8080' >"$corpus/request_guard/seed.txt"
   # The first byte picks: byte % 8 == 0 a chat request body, 2 an Anthropic
-  # one, 4 a Responses one, 6 an Ollama one; odd = a model's answer in family (byte >> 1) % 10
-  # ("'" = harmony).
+  # one, 4 a Responses one, 6 an Ollama one; odd = a model's answer in family
+  # (byte >> 1) % 11 ("-" = Hermes, ")" = harmony, "+" = generic).
   printf '0{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}],"tool_choice":"required"}' \
     >"$corpus/openai_chat/request.json"
   printf '2{"max_tokens":4,"system":"s","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"21"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"}}' \
@@ -112,9 +112,11 @@ if $fuzzers; then
     >"$corpus/openai_chat/ollama.json"
   printf '4{"previous_response_id":"resp_kept","instructions":"s","input":[{"type":"function_call_output","call_id":"c","output":"21"},{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}],"tool_choice":"required","text":{"format":{"type":"text"}},"reasoning":{"effort":"low"}}' \
     >"$corpus/openai_chat/responses.json"
-  printf '1Sure.\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>' >"$corpus/openai_chat/hermes.txt"
-  printf "'<|channel|>analysis<|message|>t<|end|><|start|>assistant to=functions.f<|channel|>commentary json<|message|>{\"a\": 1}" \
+  printf -- '-Sure.\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>' >"$corpus/openai_chat/hermes.txt"
+  printf ')<|channel|>analysis<|message|>t<|end|><|start|>assistant to=functions.f<|channel|>commentary json<|message|>{"a": 1}' \
     >"$corpus/openai_chat/harmony.txt"
+  printf '+{"tool_calls": [{"name": "f", "arguments": {"a": 1}}]}' >"$corpus/openai_chat/generic.txt"
+  printf '+{"response": "caf\\u00e9 \\"q\\""}' >"$corpus/openai_chat/generic-words.txt"
   # The first byte picks the front end: even = GBNF, odd = JSON Schema.
   printf '0root ::= "a" [0-9]+ ("," item)*\nitem ::= [a-z]{1,3}' >"$corpus/grammar/gbnf.txt"
   printf '1{"type":"object","properties":{"n":{"type":"integer","minimum":-5}},"required":["n"]}' >"$corpus/grammar/schema.json"

@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 
+#include "chat/generic_tool_prompt.h"
 #include "jinja/chat_template.h"
 
 namespace revis::node {
@@ -75,6 +76,18 @@ class Placeholders {
   std::vector<std::string> texts_;
 };
 
+// Whether `tpl` renders a system message: it may raise on one (Gemma) or
+// leave it out.
+bool renders_system_role(const jinja::ChatTemplate& tpl, const SpecialTexts& special) {
+  static constexpr std::string_view kProbe = "RVSsystemZ";
+  jinja::ChatTemplateInput input;
+  input.messages = nlohmann::ordered_json::array({{{"role", "system"}, {"content", kProbe}}, {{"role", "user"}, {"content", "Hi"}}});
+  input.bos_token = special.bos;
+  input.eos_token = special.eos;
+  auto text = tpl.render(input);
+  return text.ok() && text->find(kProbe) != std::string::npos;
+}
+
 }  // namespace
 
 Result<ModelChat> model_chat(const ModelInfo& info, std::string_view override_source, std::string_view override_origin) {
@@ -97,6 +110,7 @@ Result<ModelChat> model_chat(const ModelInfo& info, std::string_view override_so
   chat.tpl = std::make_shared<const jinja::ChatTemplate>(std::move(*tpl));
   chat.reasoning = reasoning_tags(source);
   chat.tool_format = tool_format(source);
+  chat.system_role = renders_system_role(*chat.tpl, chat.special);
   return chat;
 }
 
@@ -155,7 +169,12 @@ Status check_no_control_text(const Engine& engine, const nlohmann::ordered_json&
 }
 
 Result<ChatPrompt> render_chat(const ModelChat& chat, std::span<const ChatMessage> messages,
-                               const ChatOptions& options) {
+                               const ChatOptions& options, const ToolRequest& tool_use) {
+  std::vector<ChatMessage> generic;
+  if (!chat.tool_format) {
+    generic = generic_tool_conversation(messages, options.tools ? &*options.tools : nullptr, tool_use, chat.system_role);
+    messages = generic;
+  }
   const Placeholders placeholders(messages);
   jinja::ChatTemplateInput input;
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -163,7 +182,7 @@ Result<ChatPrompt> render_chat(const ModelChat& chat, std::span<const ChatMessag
     for (const auto& [key, value] : messages[i].fields.items()) m[key] = value;
     input.messages.push_back(std::move(m));
   }
-  input.tools = options.tools;
+  if (chat.tool_format) input.tools = options.tools;  // generic: the tools are in the messages
   input.add_generation_prompt = options.add_generation_prompt;
   input.bos_token = chat.special.bos;
   input.eos_token = chat.special.eos;

@@ -86,6 +86,12 @@ struct ModelChat {
   SpecialTexts special;
   std::optional<ReasoningTags> reasoning;  // the template's thinking tags: answers are split (reasoning_split.h)
   std::optional<ToolFormat> tool_format;   // how the template writes tool calls (tool_calls.h)
+  // Whether the template renders a system message (Gemma's raise on one).
+  // Without tool_format, calls take the generic format, whose section on
+  // the tools goes there, or else into the first user message.
+  bool system_role = true;
+  // The format the answer's calls are read in: the template's, or generic.
+  ToolFormat tool_calls_format() const { return tool_format.value_or(ToolFormat::kGeneric); }
 };
 
 // The template of `info` (Engine::load's), or `override_source` when it is
@@ -116,9 +122,12 @@ std::vector<int32_t> shown_special_tokens(const Engine& engine, const ModelChat&
 // text it cannot be kept literal. The error names `field` and the token.
 Status check_no_control_text(const Engine& engine, const nlohmann::ordered_json& value, const std::string& field);
 
-// Renders the conversation through the template. Fails with the template's
+// Renders the conversation through the template. A template without
+// tool-call syntax gets the conversation in the generic format
+// (generic_tool_prompt.h: the tools as `tool_use` allows them, earlier calls
+// and results as message text) and no `tools`. Fails with the template's
 // own message when it raises (raise_exception), or a render error.
 Result<ChatPrompt> render_chat(const ModelChat& chat, std::span<const ChatMessage> messages,
-                               const ChatOptions& options = {});
+                               const ChatOptions& options = {}, const ToolRequest& tool_use = {});
 
 }  // namespace revis::node

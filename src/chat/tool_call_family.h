@@ -24,7 +24,7 @@ struct ToolCallFamily {
   // Where a stream starts holding text as a call (ToolCallSplitter::feed).
   enum class Hold {
     kFromOpener,     // from the first of `openers`
-    kOpeningAnswer,  // when the answer opens with `{` or <|python_tag|> (Llama 3: a call is the whole answer)
+    kOpeningAnswer,  // when the answer opens with one of `openers` (Llama 3, generic: a call is the whole answer)
     kWhole,          // always: a call's header may begin anywhere before it (harmony)
   };
   // How the ids of parsed calls look.
@@ -44,7 +44,7 @@ struct ToolCallFamily {
   // GenerateOptions::shown_tokens).
   std::vector<std::string_view> markers;
   Hold hold = Hold::kFromOpener;
-  std::vector<std::string_view> openers = {};  // Hold::kFromOpener: the texts a call may begin with
+  std::vector<std::string_view> openers = {};  // the texts a call (kFromOpener) or a held answer (kOpeningAnswer) begins with
   // The whole answer's content and calls, without ids. `tools` is the
   // request's array (the tagged families read their arguments' types there).
   ParsedAnswer (*parse)(std::string_view text, const nlohmann::ordered_json& tools);
@@ -58,6 +58,20 @@ struct ToolCallFamily {
   // argument `key` whose value is the GBNF `value`. Null for the families
   // that write the arguments as one JSON object.
   std::string (*argument_gbnf)(const std::string& key, const std::string& value) = nullptr;
+  // Families whose whole answer is one JSON object (generic): the GBNF of
+  // that answer, given the rule `one_call` (one call to one of the tools)
+  // and, when the request lets the model answer in words (tool_choice
+  // auto), the rule `text` of a JSON string. Null for the families whose
+  // grammar is one call. A family with it constrains every answer
+  // (tool_call_grammar_applies).
+  std::string (*answer_gbnf)(const ToolRequest& request, const std::string& one_call,
+                             const std::string& text) = nullptr;
+  // Families whose held answer may carry plain text (generic's `response`):
+  // the content that is certain in `held` (all the held text so far),
+  // reading on from `*from`, which starts at 0 and is kept between calls.
+  // What it returns over a stream is a prefix of the content parse() gives
+  // for the whole answer.
+  std::string (*held_content)(std::string_view held, size_t* from) = nullptr;
 };
 
 // The families in the order their templates are told apart (written_by).
@@ -76,5 +90,6 @@ ToolCallFamily kimi_tool_calls();
 ToolCallFamily command_r_tool_calls();
 ToolCallFamily functionary_tool_calls();
 ToolCallFamily harmony_tool_calls();
+ToolCallFamily generic_tool_calls();  // never written_by a template: the fallback (tool_calls.h)
 
 }  // namespace revis::node

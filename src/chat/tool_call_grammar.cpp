@@ -1,6 +1,8 @@
 // tool_call_grammar() (declared in tool_calls.h): the alternatives of one
 // call per tool, each in its family's syntax (ToolCallFamily::call_gbnf),
-// over the arguments' rules from the tools' parameters schemas.
+// over the arguments' rules from the tools' parameters schemas; a family
+// whose whole answer is one JSON object (generic) puts them in that answer
+// (ToolCallFamily::answer_gbnf).
 #include <algorithm>
 
 #include "chat/tool_call_family.h"
@@ -89,6 +91,10 @@ Result<std::shared_ptr<const Grammar>> tool_call_grammar(ToolFormat format, cons
     }
   }
   if (names.empty()) return Status::error("tool_choice: no tool named \"" + request.name + "\"");
+  // A whole-answer family that lets the model answer in words needs the
+  // rule of a JSON string for those words.
+  const bool words = family.answer_gbnf && request.choice == ToolChoice::kAuto;
+  if (words) schemas.push_back({"tool-answer-text", ordered_json{{"type", "string"}}});
   auto args = schemas.empty() ? Result<std::string>(std::string()) : json_schemas_to_gbnf(schemas);
   if (!args.ok()) return Status::error("tools: parameters of a tool to call: " + args.status().message());
   // Names are [A-Za-z0-9_-] (the API checks), so they need no escaping in JSON.
@@ -100,9 +106,15 @@ Result<std::shared_ptr<const Grammar>> tool_call_grammar(ToolFormat format, cons
     calls += family.call_gbnf(names[i], arguments);
     calls += ')';
   }
-  const std::string gbnf =
-      *args + "revis-tool-call ::= " + (preamble.empty() ? "" : gbnf_literal(preamble) + " ") + "(" + calls + ")\n";
+  const std::string answer =
+      family.answer_gbnf ? family.answer_gbnf(request, "revis-one-call", words ? "tool-answer-text" : "") : "revis-one-call";
+  const std::string gbnf = *args + "revis-one-call ::= " + calls + "\n" + "revis-tool-call ::= " +
+                           (preamble.empty() ? "" : gbnf_literal(preamble) + " ") + "(" + answer + ")\n";
   return Grammar::parse(gbnf, "revis-tool-call");
+}
+
+bool tool_call_grammar_applies(ToolFormat format, const ToolRequest& request) {
+  return request.forced() || tool_call_family(format).answer_gbnf != nullptr;
 }
 
 }  // namespace revis::node

@@ -41,10 +41,14 @@ size_t json_end(std::string_view s) {
   return std::string_view::npos;
 }
 
+std::string json_text(const ordered_json& value) {
+  return value.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
 std::optional<std::string> arguments_text(const ordered_json& args) {
-  if (args.is_object()) return args.dump();
+  if (args.is_object()) return json_text(args);
   if (args.is_string())
-    if (auto inner = parse_json(args.get<std::string>()); inner && inner->is_object()) return inner->dump();
+    if (auto inner = parse_json(args.get<std::string>()); inner && inner->is_object()) return json_text(*inner);
   return std::nullopt;
 }
 

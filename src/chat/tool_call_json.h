@@ -26,6 +26,10 @@ std::optional<nlohmann::ordered_json> parse_json(std::string_view text);
 // bracket), or npos when it does not close.
 size_t json_end(std::string_view s);
 
+// `value` as JSON text. A model's raw text may hold any bytes: those that
+// are not UTF-8 become U+FFFD instead of failing.
+std::string json_text(const nlohmann::ordered_json& value);
+
 // Arguments as the API returns them: a JSON object's text. A string that
 // holds an object is taken as that object.
 std::optional<std::string> arguments_text(const nlohmann::ordered_json& args);

@@ -29,6 +29,13 @@ inline constexpr std::string_view kDsCallsBegin = "<｜tool▁calls▁begin｜>"
                                   kDsSep = "<｜tool▁sep｜>", kDsCallEnd = "<｜tool▁call▁end｜>",
                                   kDsCallsEnd = "<｜tool▁calls▁end｜>";
 
+// The generic format's JSON (tool_calls.h) as the grammar and the prompt
+// write it: the answer's calls or words, and the calls' results as the
+// prompt gives them back.
+inline constexpr std::string_view kGenericCallsKey = "tool_calls", kGenericResponseKey = "response";
+inline constexpr std::string_view kGenericCallsOpen = "{\"tool_calls\": [", kGenericResponseOpen = "{\"response\": ",
+                                  kGenericResultsOpen = "{\"tool_results\": [", kGenericListClose = "]}";
+
 inline bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
 }  // namespace revis::node::toolcalls

@@ -10,7 +10,6 @@
 
 namespace revis::node {
 
-using toolcalls::kPythonTag;
 using toolcalls::kSpace;
 
 std::string ToolCallSplitter::feed(std::string_view text) {
@@ -19,22 +18,29 @@ std::string ToolCallSplitter::feed(std::string_view text) {
   // A harmony call's header may begin anywhere before it: HarmonySplitter
   // streams harmony; here the answer is read whole.
   if (family.hold == ToolCallFamily::Hold::kWhole) holding_ = true;
-  if (holding_) return {};
-  if (family.hold == ToolCallFamily::Hold::kOpeningAnswer) {
-    // A call is the whole answer: held when the answer opens with `{` or
-    // <|python_tag|>, all content otherwise.
+  if (!holding_ && family.hold == ToolCallFamily::Hold::kOpeningAnswer) {
+    // A call is the whole answer: held when the answer opens with an
+    // opener, all content otherwise.
     if (!started_) {
       const size_t b = pending_.find_first_not_of(kSpace);
       if (b == std::string::npos) return {};
       const std::string_view rest = std::string_view(pending_).substr(b);
-      if (rest.front() == '{' || rest.starts_with(kPythonTag)) {
-        holding_ = true;
-        return {};
+      for (std::string_view opener : family.openers) {
+        if (rest.starts_with(opener)) {
+          holding_ = true;
+          break;
+        }
+        if (opener.starts_with(rest)) return {};  // may still open with it
       }
-      if (rest.size() < kPythonTag.size() && kPythonTag.starts_with(rest)) return {};
-      started_ = true;
+      started_ = !holding_;
     }
-    return std::exchange(pending_, std::string());
+    if (!holding_) return std::exchange(pending_, std::string());
+  }
+  if (holding_) {
+    if (!family.held_content) return {};
+    std::string content = family.held_content(pending_, &held_read_);
+    held_sent_ += content.size();
+    return content;
   }
   size_t at = std::string::npos, partial = 0;
   for (std::string_view opener : family.openers) {
@@ -55,7 +61,12 @@ std::string ToolCallSplitter::feed(std::string_view text) {
 ParsedAnswer ToolCallSplitter::finish(std::string_view id_seed) {
   ParsedAnswer out;
   if (holding_) out = parse_tool_calls(format_, pending_, id_seed, tools_);
-  if (out.calls.empty()) out.content = std::move(pending_);
+  if (holding_ && tool_call_family(format_).held_content) {
+    // The parse's content begins with what feed() already sent of it.
+    out.content.erase(0, std::min(held_sent_, out.content.size()));
+  } else if (out.calls.empty()) {
+    out.content = std::move(pending_);
+  }
   pending_.clear();
   return out;
 }

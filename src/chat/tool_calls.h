@@ -18,25 +18,32 @@
 //   functionary     <function=NAME>{...}</function>   (v3.1)
 //   harmony         <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}
 //                   (gpt-oss; its messages also carry the thinking: harmony.h)
+//   generic         {"tool_calls": [{"name": ..., "arguments": {...}}, ...]}   or {"response": "text"}
+//                   (the whole answer; for templates with no tool-call syntax: the prompt
+//                   describes the tools and this shape, generic_tool_prompt.h)
 // The XML families write strings as they are and other values as JSON: an
 // argument the tool declares as a string (or one of some strings) is text,
 // any other that parses as JSON other than a string is that value.
 // Each family is one entry of a table (tool_call_family.h) with its parser
 // in tool_calls_<family>.cpp.
-// The format is chosen from the chat template's source. Text outside the
+// The format is chosen from the chat template's source; a template that
+// writes none of these syntaxes gets the generic one. Text outside the
 // calls stays the answer's content. Output that looks like a call but does
 // not parse is left as content, never dropped.
 //
 // ToolCallSplitter does the same on a stream: content goes out as it comes
 // until the first sign of a call (the family's marker, or for Llama 3 a `{`
 // opening the answer); from there on the text is held and parsed at the end.
+// A generic answer's `response` text streams as content as it is decoded.
 // Harmony answers stream through HarmonySplitter (harmony.h), which also
 // splits off the thinking; ToolCallSplitter holds a harmony answer whole.
 //
 // tool_call_grammar() is the other direction: the GBNF grammar whose
 // sentences are exactly one well-formed call in the family's syntax to one
 // of the given tools, its arguments valid against the tool's parameters
-// schema (tool_choice "required" or a named function).
+// schema (tool_choice "required" or a named function). In the generic
+// format it is the whole answer's: one or more calls (one without
+// parallel_tool_calls), or with tool_choice "auto" a `response` instead.
 //
 // Thread-safety: pure functions; a splitter is used by one thread.
 #pragma once
@@ -61,7 +68,7 @@ namespace revis::node {
 inline constexpr int kMaxToolCallDepth = 128;
 
 enum class ToolFormat {
-  kHermes, kLlama3, kMistral, kDeepSeek, kXmlFunction, kGlm, kKimi, kCommandR, kFunctionary, kHarmony
+  kHermes, kLlama3, kMistral, kDeepSeek, kXmlFunction, kGlm, kKimi, kCommandR, kFunctionary, kHarmony, kGeneric
 };
 
 struct ToolCall {
@@ -88,7 +95,8 @@ struct ToolRequest {
 };
 
 const char* tool_format_name(ToolFormat format);
-// The format a chat template renders assistant tool calls in, if any.
+// The format a chat template renders assistant tool calls in, if any (never
+// kGeneric: that is the fallback for a template with none).
 std::optional<ToolFormat> tool_format(std::string_view template_source);
 // The marker texts of the format (often control tokens, which the
 // generation must show for the calls to be read: GenerateOptions::shown_tokens).
@@ -111,7 +119,8 @@ class ToolCallSplitter {
       : format_(format), tools_(std::move(tools)) {}
 
   // The content that is certain now: not a call, nor a possible start of one
-  // (trailing white space is held too: it goes before a call).
+  // (trailing white space is held too: it goes before a call); in a held
+  // generic answer, its `response` text decoded so far.
   std::string feed(std::string_view text);
   // The calls in what was held, and the rest of the content (all of the held
   // text when it holds no call). The splitter is spent.
@@ -123,15 +132,22 @@ class ToolCallSplitter {
   bool started_ = false;  // content other than white space went out
   bool holding_ = false;  // a call began: everything from there is held
   std::string pending_;
+  size_t held_read_ = 0;  // ToolCallFamily::held_content's place in pending_
+  size_t held_sent_ = 0;  // bytes of content it gave, already sent
 };
 
 // The grammar of one call, in `format`, to one of `tools` (OpenAI's
 // array; only request.name for kNamed), its arguments valid against the
-// tool's parameters. `preamble` comes first (e.g. the close tag of a
+// tool's parameters; in the generic format the whole answer's (above).
+// `preamble` comes first (e.g. the close tag of a
 // thinking block the template left open). Function names must be
 // [A-Za-z0-9_-] (the API checks). Fails naming the tool whose schema revis
 // cannot enforce.
 Result<std::shared_ptr<const Grammar>> tool_call_grammar(ToolFormat format, const nlohmann::ordered_json& tools,
                                                         const ToolRequest& request, std::string_view preamble = {});
+// Whether tool_call_grammar() constrains the answer: a required or named
+// call in any format, and every answer in the generic format (whose whole
+// answer is one JSON object).
+bool tool_call_grammar_applies(ToolFormat format, const ToolRequest& request);
 
 }  // namespace revis::node

@@ -40,7 +40,7 @@ ParsedAnswer parse_glm(std::string_view text, const ordered_json& tools) {
       k = value_end + kArgValueClose.size();
     }
     content += text.substr(pos, open - pos);
-    out.calls.push_back({"", std::string(name), args.dump()});
+    out.calls.push_back({"", std::string(name), json_text(args)});
     pos = close + kToolCallClose.size();
   }
   if (out.calls.empty()) return as_content(text);

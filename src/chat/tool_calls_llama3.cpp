@@ -31,6 +31,7 @@ ToolCallFamily llama3_tool_calls() {
       },
       .markers = {kPythonTag},
       .hold = ToolCallFamily::Hold::kOpeningAnswer,
+      .openers = {"{", kPythonTag},
       .parse = parse_llama3,
       .call_gbnf =
           [](const std::string& name, const std::string& arguments) {

@@ -54,7 +54,7 @@ ParsedAnswer parse_xml_function(std::string_view text, const ordered_json& tools
                                property_schema(tools, name, key));
       p = value_end + kParameterClose.size();
     }
-    out.calls.push_back({"", std::string(name), args.dump()});
+    out.calls.push_back({"", std::string(name), json_text(args)});
     pos = close + kFunctionClose.size();
   }
   if (out.calls.empty()) return as_content(text);

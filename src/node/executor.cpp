@@ -294,18 +294,21 @@ Outcome<std::unique_ptr<Executor::Slot>> Executor::prepare(const std::shared_ptr
     if (token >= n_vocab)
       return NodeError{ErrorCode::kBadRequest, "logit_bias: token " + std::to_string(token) + " is outside the vocabulary of tier " +
                                                    tier->name + " (0.." + std::to_string(n_vocab - 1) + ")"};
-  // With tools, the output is read for calls in the template's syntax; a
-  // required call is enforced with its grammar.
+  // With tools, the output is read for calls in the template's syntax (the
+  // generic format where it has none); a required call, and any generic
+  // answer, is enforced with its grammar.
   const bool reads_tools = !spec.raw && spec.chat_options.tools.has_value();
-  if (reads_tools && !model.chat.tool_format)
-    return NodeError{ErrorCode::kBadRequest, "tools: the chat template of tier " + tier->name + " (" + model.chat.origin +
-                                                 ") has no tool-call syntax revis reads (docs/protocol.md lists "
-                                                 "the families); set one with --chat-template"};
+  const ToolFormat tool_format = model.chat.tool_calls_format();
   std::shared_ptr<const Grammar> grammar = spec.grammar;
-  if (reads_tools && spec.tool_use.forced()) {
+  if (reads_tools && tool_call_grammar_applies(tool_format, spec.tool_use)) {
+    if (grammar)
+      return NodeError{ErrorCode::kBadRequest,
+                       "response_format/grammar: the chat template of tier " + tier->name + " (" + model.chat.origin +
+                           ") has no tool-call syntax, so with tools the whole answer is the generic tool-call JSON; "
+                           "send tools or response_format, not both"};
     // A template that opened a thinking block in the prompt gets it closed first.
     const std::string preamble = slot->prompt.opens_reasoning ? model.chat.reasoning->close + "\n\n" : "";
-    auto calls = tool_call_grammar(*model.chat.tool_format, *spec.chat_options.tools, spec.tool_use, preamble);
+    auto calls = tool_call_grammar(tool_format, *spec.chat_options.tools, spec.tool_use, preamble);
     if (!calls.ok()) return NodeError{ErrorCode::kBadRequest, calls.status().message()};
     grammar = std::move(*calls);
   }
@@ -355,7 +358,7 @@ Outcome<std::unique_ptr<Executor::Slot>> Executor::prepare(const std::shared_ptr
   std::optional<ReasoningSplitter> thinking;
   if (!spec.raw && model.chat.reasoning) thinking.emplace(*model.chat.reasoning, slot->prompt.opens_reasoning);
   std::optional<ToolCallSplitter> calls;
-  if (reads_tools) calls.emplace(*model.chat.tool_format, spec.chat_options.tools.value_or(nlohmann::ordered_json()));
+  if (reads_tools) calls.emplace(tool_format, spec.chat_options.tools.value_or(nlohmann::ordered_json()));
   slot->harmony = !spec.raw && model.chat.tool_format == ToolFormat::kHarmony;
   if (slot->harmony)
     slot->answer.emplace(HarmonySplitter(reads_tools), on_text, job->callbacks.on_reasoning);

@@ -19,7 +19,7 @@ Result<JobPrompt> job_prompt_tokens(const LoadedModel& model, const JobSpec& spe
       if (Status s = check_no_control_text(*model.engine, spec.messages[i].fields, "messages[" + std::to_string(i) + "]");
           !s.ok())
         return s;
-  auto prompt = render_chat(model.chat, spec.messages, spec.chat_options);
+  auto prompt = render_chat(model.chat, spec.messages, spec.chat_options, spec.tool_use);
   if (!prompt.ok()) return prompt.status();
   return JobPrompt{chat_prompt_tokens(*model.engine, model.chat.special, *prompt),
                    model.chat.reasoning && prompt_opens_reasoning(prompt->text, *model.chat.reasoning)};

@@ -149,6 +149,19 @@ TEST(ToolCalls, XmlFunctionWithTypedValuesAndSeedWrapper) {
   expect_call(typed.calls[0], "f", {{"zip", "75001"}, {"n", 2}});
 }
 
+// A model may write any bytes: a tagged argument that is not UTF-8 is
+// still a call, its bad bytes U+FFFD (found by fuzz_openai_chat).
+TEST(ToolCalls, TaggedArgumentsThatAreNotUtf8StillParse) {
+  const ParsedAnswer xml = parse_tool_calls(
+      ToolFormat::kXmlFunction, "<tool_call>\n<function=f>\n<parameter=a>\nx\xffy\n</parameter>\n</function>\n</tool_call>", "c");
+  ASSERT_EQ(xml.calls.size(), 1u);
+  expect_call(xml.calls[0], "f", {{"a", "x\xEF\xBF\xBDy"}});
+  const ParsedAnswer glm = parse_tool_calls(
+      ToolFormat::kGlm, "<tool_call>f\n<arg_key>k\xfe</arg_key>\n<arg_value>v</arg_value>\n</tool_call>", "c");
+  ASSERT_EQ(glm.calls.size(), 1u);
+  expect_call(glm.calls[0], "f", {{"k\xEF\xBF\xBD", "v"}});
+}
+
 TEST(ToolCalls, GlmKeyValuePairs) {
   const ParsedAnswer a = parse_tool_calls(
       ToolFormat::kGlm,
@@ -255,7 +268,9 @@ void expect_streams_like_whole(ToolFormat format, const std::string& text) {
       EXPECT_EQ(end.calls[i].arguments, whole.calls[i].arguments);
       EXPECT_EQ(end.calls[i].id, whole.calls[i].id);
     }
-    if (whole.calls.empty()) EXPECT_EQ(content, text);
+    // Without calls the content is the text as written; a generic answer's
+    // words are decoded.
+    if (whole.calls.empty() && format != ToolFormat::kGeneric) EXPECT_EQ(content, text);
     else EXPECT_EQ(content, whole.content) << text;
   };
   run({});
@@ -291,6 +306,14 @@ TEST(ToolCallSplitter, StreamsLikeTheWholeAnswerPerFamily) {
                             "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"f\", \"parameters\": {}}]<|END_ACTION|>");
   expect_streams_like_whole(ToolFormat::kFunctionary, "Ok <function=f>{\"a\": 1}</function>");
   expect_streams_like_whole(ToolFormat::kFunctionary, "a < b, and <function is a word");
+  expect_streams_like_whole(ToolFormat::kGeneric,
+                            R"({"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]})");
+  expect_streams_like_whole(ToolFormat::kGeneric, R"({"response": "caf\u00e9 \ud83d\ude00 \"q\" \\ done"})");
+  expect_streams_like_whole(ToolFormat::kGeneric, R"(  {"response": "cut off \u00)");
+  expect_streams_like_whole(ToolFormat::kGeneric, R"({"response": "bad \x escape"})");
+  expect_streams_like_whole(ToolFormat::kGeneric, R"({"response": "a", "tool_calls": []})");
+  expect_streams_like_whole(ToolFormat::kGeneric, "Plain words, no JSON.");
+  expect_streams_like_whole(ToolFormat::kGeneric, R"({"respond": "near miss"})");
 }
 
 TEST(ToolCallSplitter, ContentBeforeACallStreamsAtOnce) {

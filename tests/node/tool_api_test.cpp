@@ -1,9 +1,11 @@
 // Tool calls through the OpenAI API on a real node with a random-weight
 // model, one tier per family's template (Hermes/Qwen, Llama 3, Mistral,
-// DeepSeek R1): tool_choice "required" and a named function give a call in
+// DeepSeek R1, ...): tool_choice "required" and a named function give a call in
 // the family's syntax whose arguments validate against the tool's schema,
 // streamed (delta.tool_calls) and not (message.tool_calls); a conversation
-// with the call and its result (role "tool") goes back in.
+// with the call and its result (role "tool") goes back in. Two tiers whose
+// templates have no tool-call syntax (the default ChatML, Gemma 2's) take
+// the generic format, through the chat and the Messages API.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "net/client.h"
 #include "node/node_process.h"
 #include "support/json_schema_check.h"
+#include "support/run_command.h"
 #include "support/sse.h"
 #include "support/testdata.h"
 
@@ -23,6 +26,9 @@ namespace {
 
 using nlohmann::json;
 using testing::NodeProcess;
+
+// Tiers whose templates have no tool-call syntax: the generic format.
+const char* const kGenericTiers[] = {"generic", "generic-gemma"};
 
 const char* const kFamilies[] = {"hermes", "llama3",    "mistral",   "deepseek",    "xml-function",
                                  "glm",    "kimi",      "command-r", "functionary", "harmony"};
@@ -34,7 +40,11 @@ class ToolApi : public ::testing::Test {
                                      ("revis-tool-api-" + std::to_string(::getpid())));
     std::filesystem::create_directories(*dir_);
     const std::string model = testing::testdata("models/qwen2-Q8_0.gguf").string();
+    const std::string llama = testing::testdata("models/llama-spm-Q8_0.gguf").string();  // it has no template
     const std::string templates = testing::testdata("chat/templates").string() + "/";
+    std::ofstream config(*dir_ / "node.toml");
+    config << "[tiers.generic]\nmodel = " << json(llama) << "\n[tiers.generic-gemma]\nmodel = " << json(llama)
+           << "\nchat_template = " << json(templates + "google-gemma-2-2b-it.jinja") << "\n";
     const std::pair<const char*, const char*> tiers[] = {
         {"hermes", "Qwen-Qwen2.5-7B-Instruct.jinja"},
         {"llama3", "meta-llama-Llama-3.1-8B-Instruct.jinja"},
@@ -47,7 +57,6 @@ class ToolApi : public ::testing::Test {
         {"functionary", "meetkai-functionary-medium-v3.1.jinja"},
         {"harmony", "openai-gpt-oss-120b.jinja"},
     };
-    std::ofstream config(*dir_ / "node.toml");
     for (const auto& [name, file] : tiers)
       config << "[tiers." << name << "]\nmodel = " << json(model) << "\nchat_template = " << json(templates + file)
              << "\n";
@@ -61,8 +70,8 @@ class ToolApi : public ::testing::Test {
     std::filesystem::remove_all(*dir_);
     delete dir_;
   }
-  static node::HttpResponse post(const json& body) {
-    auto r = node::http_request(node_->endpoint(), "POST", "/v1/chat/completions", body.dump(),
+  static node::HttpResponse post(const json& body, const std::string& path = "/v1/chat/completions") {
+    auto r = node::http_request(node_->endpoint(), "POST", path, body.dump(),
                                 {{"Content-Type", "application/json"}}, 120000);
     if (!r.ok()) throw std::runtime_error(r.status().message());
     return *r;
@@ -159,10 +168,16 @@ TEST_F(ToolApi, RequiredAndNamedCallsAreValidInEveryFamily) {
 }
 
 // Each family's own call (Mistral's templates take back only its 9-character
-// ids) and the tool's result, sent back as a client does.
+// ids) and the tool's result, sent back as a client does. In the generic
+// format they come back as text in turns the template takes (Gemma 2's
+// refuses a `tool` role and turns that do not alternate).
 TEST_F(ToolApi, ACallAndItsResultGoBackIn) {
-  for (const char* family : kFamilies) {
-    auto first = post(request(family, "required", 11, false));
+  std::vector<const char*> tiers(std::begin(kFamilies), std::end(kFamilies));
+  tiers.insert(tiers.end(), std::begin(kGenericTiers), std::end(kGenericTiers));
+  for (const char* family : tiers) {
+    json first_body = request(family, "required", 11, false);
+    first_body["parallel_tool_calls"] = false;  // one call (a generic answer may hold several)
+    auto first = post(first_body);
     ASSERT_EQ(first.status, 200) << family << ": " << first.body;
     const json message = json::parse(first.body)["choices"][0]["message"];
     ASSERT_EQ(message["tool_calls"].size(), 1u) << family << ": " << first.body;
@@ -210,6 +225,149 @@ TEST_F(ToolApi, ToolFieldsAre400sNamingTheField) {
   auto r = post(body);
   EXPECT_EQ(r.status, 400) << r.body.substr(0, 300);
   EXPECT_NE(r.body.find("tools"), std::string::npos) << r.body;
+}
+
+
+// Templates without tool-call syntax: the answer is the generic JSON, its
+// calls valid against the schemas, one or several as parallel_tool_calls
+// says, only the named tool when one is named.
+TEST_F(ToolApi, GenericCallsOnTemplatesWithoutToolSyntax) {
+  for (const char* tier : kGenericTiers) {
+    for (int seed = 0; seed < 6; ++seed) {
+      const bool stream = seed % 2 == 1;
+      const bool named = seed >= 3;
+      const bool parallel = seed % 3 != 0;
+      const json choice = named ? json{{"type", "function"}, {"function", {{"name", "get_weather"}}}} : json("required");
+      const std::string where = std::string(tier) + " seed " + std::to_string(seed) + (stream ? " streamed" : "");
+      json body = request(tier, choice, seed, stream);
+      body["parallel_tool_calls"] = parallel;
+      auto r = post(body);
+      ASSERT_EQ(r.status, 200) << where << ": " << r.body.substr(0, 400);
+      auto [calls, finish] = calls_of(r, stream);
+      EXPECT_EQ(finish, "tool_calls") << where << ": " << r.body.substr(0, 600);
+      ASSERT_GE(calls.size(), 1u) << where << ": " << r.body.substr(0, 600);
+      if (!parallel) EXPECT_EQ(calls.size(), 1u) << where;
+      for (size_t i = 0; i < calls.size(); ++i) {
+        expect_valid_call(calls[i], where);
+        if (named) EXPECT_EQ(calls[i]["function"]["name"], "get_weather") << where;
+        if (stream) EXPECT_EQ(calls[i]["index"], i) << where;
+      }
+    }
+  }
+}
+
+// tool_choice auto: the model answers with calls or with words, and the
+// same seed gives the same answer streamed (words as delta.content while
+// they are generated) or not. This random model calls; a logit bias
+// towards the tokens of "response" makes it answer in words.
+TEST_F(ToolApi, GenericAutoAnswersInCallsOrWordsStreamedOrNot) {
+  // The tokens of `response` after a quote, as the answer spells them.
+  const testing::CommandResult tokens = testing::run_revis(
+      "tokenize --no-bos --json -m " + testing::shell_quote(testing::testdata("models/llama-spm-Q8_0.gguf").string()) +
+      " -p " + testing::shell_quote("\"response"));
+  ASSERT_EQ(tokens.exit_code, 0) << tokens.err;
+  const json ids = json::parse(tokens.out)["ids"];
+  ASSERT_GE(ids.size(), 2u) << tokens.out;
+  json towards_words = json::object();
+  for (size_t i = 1; i < ids.size(); ++i) towards_words[std::to_string(ids[i].get<int>())] = 100;
+
+  for (int seed = 0; seed < 6; ++seed) {
+    const bool biased = seed >= 3;
+    const std::string where = "seed " + std::to_string(seed) + (biased ? " towards words" : "");
+    json body = request("generic", "auto", seed, false);
+    if (biased) {
+      body["logit_bias"] = towards_words;
+      body["max_tokens"] = 40;
+    }
+    auto whole = post(body);
+    ASSERT_EQ(whole.status, 200) << where << ": " << whole.body.substr(0, 400);
+    const json message = json::parse(whole.body)["choices"][0]["message"];
+    body["stream"] = true;
+    auto streamed = post(body);
+    ASSERT_EQ(streamed.status, 200) << where;
+    const auto [streamed_calls, finish] = calls_of(streamed, true);
+    if (!biased) {
+      ASSERT_TRUE(message.contains("tool_calls")) << where << ": " << whole.body.substr(0, 600);
+      EXPECT_EQ(finish, "tool_calls") << where;
+      ASSERT_EQ(streamed_calls.size(), message["tool_calls"].size()) << where << ": " << streamed.body.substr(0, 600);
+      for (size_t i = 0; i < streamed_calls.size(); ++i) {
+        expect_valid_call(message["tool_calls"][i], where);
+        EXPECT_EQ(streamed_calls[i]["function"], message["tool_calls"][i]["function"]) << where;
+      }
+      continue;
+    }
+    ASSERT_FALSE(message.contains("tool_calls")) << where << ": " << whole.body.substr(0, 600);
+    ASSERT_TRUE(message["content"].is_string()) << where << ": " << whole.body.substr(0, 600);
+    const std::string words = message["content"];
+    EXPECT_FALSE(words.empty()) << where;
+    EXPECT_EQ(words.find("{\"response\""), std::string::npos) << where << ": the words alone";
+    EXPECT_TRUE(streamed_calls.empty()) << where;
+    const testing::StreamedAnswer answer = testing::streamed_answer(streamed.body);
+    EXPECT_EQ(answer.text, words) << where;
+    EXPECT_EQ(answer.finish_reason, "length") << where;
+    int pieces = 0;
+    for (const std::string& data : testing::sse_events(streamed.body)) {
+      const json e = data == "[DONE]" ? json::object() : json::parse(data);
+      if (!e.contains("choices") || e["choices"].empty()) continue;
+      const json& content = e["choices"][0]["delta"]["content"];
+      if (content.is_string() && !content.get<std::string>().empty()) ++pieces;
+    }
+    EXPECT_GE(pieces, 10) << where << ": the words go out as they come";
+  }
+}
+
+// Anthropic's tool_choice any on a template without tool syntax: tool_use
+// blocks whose input validates, whole and streamed.
+TEST_F(ToolApi, GenericCallsThroughTheMessagesApi) {
+  json tools = json::array();
+  for (const json& t : kTools)
+    tools.push_back({{"name", t["function"]["name"]},
+                     {"description", t["function"]["description"]},
+                     {"input_schema", t["function"]["parameters"]}});
+  for (const bool stream : {false, true}) {
+    const json body = {{"model", "generic-gemma"}, {"max_tokens", 300}, {"temperature", 1.0},
+                       {"messages", {{{"role", "user"}, {"content", "What is the weather in Paris?"}}}},
+                       {"tools", tools}, {"tool_choice", {{"type", "any"}}}, {"stream", stream}};
+    auto r = post(body, "/v1/messages");
+    ASSERT_EQ(r.status, 200) << r.body.substr(0, 400);
+    json uses = json::array();
+    if (!stream) {
+      const json m = json::parse(r.body);
+      EXPECT_EQ(m["stop_reason"], "tool_use") << r.body;
+      for (const json& block : m["content"])
+        if (block["type"] == "tool_use") uses.push_back(block);
+    } else {
+      // Each call is one tool_use block with one input_json_delta.
+      for (const std::string& data : testing::sse_events(r.body)) {
+        const json e = json::parse(data);
+        if (e["type"] == "content_block_start" && e["content_block"]["type"] == "tool_use") uses.push_back(e["content_block"]);
+        if (e["type"] == "content_block_delta" && e["delta"]["type"] == "input_json_delta" && !uses.empty())
+          uses.back()["input"] = json::parse(e["delta"]["partial_json"].get<std::string>());
+        if (e["type"] == "message_delta") EXPECT_EQ(e["delta"]["stop_reason"], "tool_use") << r.body.substr(0, 600);
+      }
+    }
+    ASSERT_GE(uses.size(), 1u) << r.body.substr(0, 600);
+    for (const json& use : uses)
+      expect_valid_call({{"type", "function"}, {"id", use["id"]},
+                         {"function", {{"name", use["name"]}, {"arguments", use["input"].dump()}}}},
+                        stream ? "messages streamed" : "messages");
+  }
+}
+
+TEST_F(ToolApi, GenericToolsAndAnotherOutputShapeAre400) {
+  // With tools the whole generic answer is the tool-call JSON: a
+  // response_format would ask for another.
+  json body = request("generic", "auto", 1, false);
+  body["response_format"] = {{"type", "json_object"}};
+  auto r = post(body);
+  EXPECT_EQ(r.status, 400) << r.body.substr(0, 300);
+  EXPECT_NE(r.body.find("response_format"), std::string::npos) << r.body;
+  // tool_choice none: no tools, plain text.
+  json none = request("generic", "none", 1, false);
+  none["max_tokens"] = 4;
+  auto plain = post(none);
+  ASSERT_EQ(plain.status, 200) << plain.body.substr(0, 300);
+  EXPECT_FALSE(json::parse(plain.body)["choices"][0]["message"].contains("tool_calls")) << plain.body;
 }
 
 }  // namespace
