@@ -62,9 +62,24 @@ void Worker::wait(std::chrono::milliseconds d) {
   rung_ = false;
 }
 
-bool Worker::idle() const {
+int Worker::room() const {
   const node::ExecutorSnapshot s = node_.executor().snapshot();
-  return s.ready && s.running_jobs() == 0 && s.queue_length == 0 && !s.stopping;
+  if (!s.ready || s.stopping || s.queue_length > 0) return 0;
+  MutexLock lock(mu_);
+  return s.free_slots() - unhanded_;
+}
+
+void Worker::handed_over() {
+  MutexLock lock(mu_);
+  --unhanded_;
+}
+
+void Worker::reap_runners() {
+  std::erase_if(runners_, [](Runner& r) {
+    if (!r.done->load()) return false;
+    r.thread.join();
+    return true;
+  });
 }
 
 // Streams, the catalogue check, consumers and their subscriptions.
@@ -142,9 +157,10 @@ void Worker::on_cancel(const std::string& id) {
   uint64_t job = 0;
   {
     MutexLock lock(mu_);
-    if (!running_ || running_->id != id) return;  // not running here
-    running_->cancelled = true;
-    job = running_->job;
+    auto running = running_.find(id);
+    if (running == running_.end()) return;  // not running here
+    running->second.cancelled = true;
+    job = running->second.job;
   }
   revis::log_line("info", "broker: ticket " + id + " cancelled by its client");
   if (job) node_.executor().cancel(job, "cancelled by the client");
@@ -250,9 +266,10 @@ void Worker::loop() {
   bool ready = false;
   auto retry = std::chrono::milliseconds(200);
   for (;;) {
+    reap_runners();
     {
       MutexLock lock(mu_);
-      if (stop_) return;
+      if (stop_) break;
     }
     refresh_stats();
     if (!conn_.connected()) {
@@ -269,7 +286,7 @@ void Worker::loop() {
       }
       retry = std::chrono::milliseconds(200);
     }
-    if (!idle()) {
+    if (room() <= 0) {
       wait(kPollInterval);
       continue;
     }
@@ -285,11 +302,23 @@ void Worker::loop() {
       if (*d) {
         got = true;
         next_ = (next_ + i + 1) % pull_.size();
-        run(std::move(*d), pc.task());
+        {
+          MutexLock lock(mu_);
+          ++unhanded_;
+        }
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        std::thread thread([this, done, delivery = std::move(*d), task = pc.task()]() mutable {
+          run(std::move(delivery), task);
+          done->store(true);
+          wake_.notify_all();  // a slot may be free: pull again
+        });
+        runners_.push_back({std::move(thread), std::move(done)});
       }
     }
     if (!got && ready) wait(kPollInterval);
   }
+  for (Runner& r : runners_) r.thread.join();
+  runners_.clear();
 }
 
 void Worker::poison(Delivery& delivery, const std::optional<std::string>& id, const NodeError& error) {
@@ -310,6 +339,17 @@ void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
     MutexLock lock(mu_);
     ++stats_.pulled;
   }
+  // Whatever way the run goes, the ticket stops counting as pulled and not
+  // handed over once it reaches the executor or ends before that.
+  struct Handed {
+    Worker* worker;
+    bool done = false;
+    void now() {
+      if (!done) worker->handed_over();
+      done = true;
+    }
+    ~Handed() { now(); }
+  } handed{this};
   auto parsed = node::parse_ticket_subject_message(delivery->data(), node_.config().max_message_bytes);
   if (auto* rejected = std::get_if<node::RejectedMessage>(&parsed)) return poison(*delivery, rejected->ticket_id, rejected->error);
   auto* ticket = std::get_if<node::Ticket>(&std::get<node::ClientMessage>(parsed));
@@ -319,14 +359,15 @@ void Worker::run(std::unique_ptr<Delivery> delivery, const std::string& task) {
     return poison(*delivery, id, {ErrorCode::kBadRequest, "ticket of taskType " + ticket->task + " published to " + delivery->subject()});
   {
     MutexLock lock(mu_);
-    running_ = Running{id};
+    running_[id] = Running{};
   }
-  execute(*delivery, std::move(*ticket), received);
+  execute(*delivery, std::move(*ticket), received, [&handed] { handed.now(); });
   MutexLock lock(mu_);
-  running_.reset();
+  running_.erase(id);
 }
 
-void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_point received) {
+void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_point received,
+                     const std::function<void()>& handed) {
   const std::string id = ticket.id;
   // Its first run stored a result and died before the ack, or a client
   // cancelled it before it started: done already. Not knowing is not "no":
@@ -363,6 +404,7 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
     finish->cv.notify_all();
   };
   auto admission = node_.executor().submit(std::move(*spec), std::move(callbacks));
+  handed();
   if (!admission.ok()) {
     delivery.nak();
     return count(&Stats::given_back);
@@ -370,15 +412,15 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
   bool cancelled;
   {
     MutexLock l(mu_);
-    running_->job = admission->job_id;
-    cancelled = running_->cancelled;  // a cancel came before the job existed
+    Running& running = running_[id];
+    running.job = admission->job_id;
+    cancelled = running.cancelled;  // a cancel came before the job existed
   }
   if (cancelled) node_.executor().cancel(admission->job_id, "cancelled by the client");
   std::unique_lock<std::mutex> lock(finish->mu);
   while (!finish->cv.wait_for(lock, heartbeat(), [&] { return finish->outcome.has_value(); })) {
     lock.unlock();
     if (Status s = delivery.in_progress(); !s.ok()) revis::log_line("warn", s.message());
-    refresh_stats();
     lock.lock();
   }
   node::Outcome<node::JobResult> outcome = std::move(*finish->outcome);
@@ -386,7 +428,7 @@ void Worker::execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_
   if (outcome.ok()) node::log_job_run(id, outcome->stats);  // every finished run, stored or not
   {
     MutexLock l(mu_);
-    cancelled = running_->cancelled;
+    cancelled = running_[id].cancelled;
   }
   if (!outcome.ok() && outcome.error().code == ErrorCode::kCancelled && !cancelled) {
     delivery.nak();  // shutdown: another node runs it

@@ -3,9 +3,11 @@
 // tiers it has, and the two OpenAI endpoints), shared by every node serving
 // that type.
 //
-// One inference per machine stays the rule: the worker fetches one ticket,
-// and only while the executor is idle (nothing running, nothing queued). It
-// runs the ticket through the executor, sends InProgress every third of the
+// One forward pass per machine stays the rule: the worker fetches a ticket
+// only while the executor has a slot free for it (nothing queued, and more
+// free slots than pulled tickets not yet handed to it), so a node with N
+// slots holds up to N tickets, each run on a thread of its own through the
+// executor, whose batch carries them together. Each sends InProgress every third of the
 // ack wait so a long ticket is not redelivered, publishes token events to
 // revis.events.<ticketID> (a redelivered ticket starts with `retry`), then
 // the final `done` or `error` to revis.results.<ticketID>
@@ -42,6 +44,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,9 +72,9 @@ class Worker {
   // Starts the pulling thread; hooks the executor's observer (before the
   // node starts).
   void start();
-  // Stops pulling: at once if idle, else once the ticket in flight ends
-  // (the executor's shutdown cancels it: it is given back). request_stop()
-  // does not wait; stop() joins the thread.
+  // Stops pulling: at once if idle, else once the tickets in flight end
+  // (the executor's shutdown cancels them: they are given back).
+  // request_stop() does not wait; stop() joins the threads.
   void request_stop();
   void stop();
 
@@ -86,20 +89,33 @@ class Worker {
     std::map<std::string, ConsumerStats> consumers;
     uint64_t pulled = 0, done = 0, failed = 0, terminated = 0, given_back = 0, duplicates = 0, cancelled = 0, given_up = 0;
   };
-  // The ticket being run: a cancel for it stops its job.
+  // A ticket being run: a cancel for it stops its job.
   struct Running {
-    std::string id;
     uint64_t job = 0;  // 0: not submitted yet
     bool cancelled = false;
+  };
+  // The thread running one pulled ticket.
+  struct Runner {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
   };
 
   void loop();
   bool set_up();
   void refresh_stats();
-  bool idle() const;
+  // Tickets the executor could start now beyond those pulled and not yet
+  // handed to it; 0 while it is not ready, stopping, or jobs wait.
+  int room() const EXCLUDES(mu_);
+  // Joins the runners whose ticket is done.
+  void reap_runners();
+  // Runs a pulled ticket, on its runner's thread.
   void run(std::unique_ptr<Delivery> delivery, const std::string& task);
-  // The run of a parsed ticket, with running_ set.
-  void execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_point received);
+  // The run of a parsed ticket, with running_[id] set; `handed` is called
+  // once it is submitted to the executor.
+  void execute(Delivery& delivery, node::Ticket ticket, node::Clock::time_point received,
+               const std::function<void()>& handed);
+  // One pulled ticket fewer waits to reach the executor.
+  void handed_over() EXCLUDES(mu_);
   // An error result, then Term: the ticket can never run.
   void poison(Delivery& delivery, const std::optional<std::string>& id, const node::NodeError& error);
   void wait(std::chrono::milliseconds d);
@@ -133,7 +149,9 @@ class Worker {
   bool stop_ GUARDED_BY(mu_) = false;
   bool rung_ GUARDED_BY(mu_) = false;
   Stats stats_ GUARDED_BY(mu_);
-  std::optional<Running> running_ GUARDED_BY(mu_);
+  std::map<std::string, Running> running_ GUARDED_BY(mu_);  // by ticketID
+  int unhanded_ GUARDED_BY(mu_) = 0;  // pulled tickets not yet submitted to the executor
+  std::vector<Runner> runners_;        // loop thread only
   std::thread thread_;
 };
 

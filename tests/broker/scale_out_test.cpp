@@ -1,7 +1,8 @@
 // revis serve --broker against a real nats-server (docs/scale-out.md): sim
 // nodes pull tickets a test client publishes, exactly one result per
 // ticket, through node deaths, broker restarts, poison and duplicate
-// tickets, and a node with another catalogue.
+// tickets, and a node with another catalogue; a real node with slots holds
+// as many tickets as it has slots.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -198,6 +199,38 @@ TEST_F(BrokerCluster, ThreeNodesThreeHundredTicketsEachExactlyOnce) {
     EXPECT_EQ(b["counters"]["duplicates"], 0) << b.dump();
     testing::expect_one_at_a_time(n->log(), testing::runs_in_log(n->log()));
   }
+}
+
+// A node with N slots holds up to N unacknowledged tickets, runs them in one
+// batch, and each still ends with one result.
+TEST_F(BrokerCluster, ANodeWithSlotsHoldsThatManyTicketsAtOnce) {
+  nodes_.push_back(std::make_unique<NodeProcess>(std::vector<std::string>{
+      "-m", testing::testdata("models/qwen2-Q8_0.gguf").string(), "-t", "1", "--parallel", "3", "--name", "slots",
+      "--broker", urls_, "--broker-ack-wait-ms", std::to_string(ack_wait_ms_), "--catalog", dir_.file("tasks.toml")}));
+  NodeProcess& node = *nodes_.back();
+  ASSERT_TRUE(node.wait_ready()) << node.log();
+  ASSERT_TRUE(wait_pulling(node)) << node.log();
+  const std::vector<std::string> ids = ticket_ids("slot-", 9);
+  for (const std::string& id : ids) publish(id, "hold");  // until the context is full
+  int most = 0;
+  std::map<std::string, json> found;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (found.size() < ids.size() && std::chrono::steady_clock::now() < deadline) {
+    auto stats = consumer_stats(*client_, "hold");
+    ASSERT_TRUE(stats.ok());
+    EXPECT_LE(stats->ack_pending, 3) << "never more tickets held than slots";
+    most = std::max(most, static_cast<int>(stats->ack_pending));
+    collect(ids, found);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(found.size(), ids.size()) << node.log();
+  for (const auto& [id, event] : found) EXPECT_EQ(event["type"], "done") << event.dump();
+  EXPECT_GE(most, 2) << "the node never held two tickets at once:\n" << node.log();
+  EXPECT_EQ(stored(kResultStream), ids.size());
+  EXPECT_EQ(total_done(ids.size()), ids.size());
+  EXPECT_EQ(stored(kTicketStream), 0u);
+  const std::vector<testing::LoggedRun> runs = testing::runs_in_log(node.log());
+  ASSERT_EQ(runs.size(), ids.size()) << "none ran twice";
 }
 
 TEST_F(BrokerCluster, BusyNodeHoldsOneTicketAndKilledNodesTicketCompletesElsewhereOnce) {
