@@ -70,6 +70,9 @@ Outcome<std::string> reasoning_text(const json& item, const std::string& at) {
 // assistant message after it, and an assistant's message and the function
 // calls that follow it are one assistant turn, as chat templates write a
 // turn.
+// A namespace tool's function as the chat request names it.
+std::string qualified_name(const std::string& ns, const std::string& name) { return ns + "__" + name; }
+
 class ChatMessages {
  public:
   explicit ChatMessages(const RequestLimits& limits) : limits_(limits) {}
@@ -142,7 +145,8 @@ std::optional<NodeError> ChatMessages::add_message(const json& item, const std::
 }
 
 std::optional<NodeError> ChatMessages::add_call(const json& item, const std::string& at) {
-  const std::string call_id = string_at(item, "call_id"), name = string_at(item, "name");
+  const std::string call_id = string_at(item, "call_id"), ns = string_at(item, "namespace");
+  const std::string name = ns.empty() ? string_at(item, "name") : qualified_name(ns, string_at(item, "name"));
   if (call_id.empty()) return bad(at + ".call_id must be a non-empty string");
   if (name.empty()) return bad(at + ".name must be a non-empty string");
   const json* arguments = given(item, "arguments");
@@ -202,6 +206,33 @@ Outcome<ordered> chat_tool(const json& tool, const std::string& at) {
     function["strict"] = *strict;  // calls always follow the parameters, strict or not
   }
   return ordered{{"type", "function"}, {"function", std::move(function)}};
+}
+
+// The functions of a namespace tool ({type: namespace, name, description,
+// tools: function tools}) as chat tools named NAMESPACE__NAME, each
+// description led by the namespace's; `namespaced` learns the names.
+std::optional<NodeError> add_namespace_tools(const json& tool, const std::string& at, ordered& tools,
+                                             NamespacedFunctions& namespaced) {
+  const std::string ns = string_at(tool, "name");
+  if (ns.empty()) return bad(at + ".name must be a non-empty string (the namespace)");
+  const json* inner = given(tool, "tools");
+  if (!inner || !inner->is_array() || inner->empty()) return bad(at + ".tools must be a non-empty array of function tools");
+  const std::string about = string_at(tool, "description");
+  for (size_t i = 0; i < inner->size(); ++i) {
+    const std::string where = at + ".tools[" + std::to_string(i) + "]";
+    auto chat = chat_tool((*inner)[i], where);
+    if (!chat.ok()) return chat.error();
+    ordered& function = (*chat)["function"];
+    const std::string name = function.value("name", "");
+    const std::string qualified = qualified_name(ns, name);
+    if (qualified.size() > 64)
+      return bad(where + ".name: \"" + qualified + "\" (the namespace, __, the name) is longer than 64 characters");
+    function["name"] = qualified;
+    if (!about.empty()) function["description"] = "(" + ns + ": " + about + ") " + function.value("description", "");
+    namespaced[qualified] = {ns, name};
+    tools.push_back(std::move(*chat));
+  }
+  return std::nullopt;
 }
 
 // tool_choice: "auto", "none", "required" or {type: function, name}.
@@ -406,9 +437,14 @@ json reasoning_item(const std::string& id, const std::string& text) {
           {"encrypted_content", nullptr}};
 }
 
-json call_item(const std::string& id, const ToolCall& call, const char* status) {
-  return {{"id", id}, {"type", "function_call"}, {"status", status},
-          {"call_id", call.id}, {"name", call.name}, {"arguments", call.arguments}};
+json call_item(const std::string& id, const ToolCall& call, const char* status, const NamespacedFunctions& namespaced) {
+  json item = {{"id", id}, {"type", "function_call"}, {"status", status},
+               {"call_id", call.id}, {"name", call.name}, {"arguments", call.arguments}};
+  if (auto it = namespaced.find(call.name); it != namespaced.end()) {
+    item["namespace"] = it->second.first;
+    item["name"] = it->second.second;
+  }
+  return item;
 }
 
 class ResponsesFormat : public AnswerFormat {
@@ -451,15 +487,17 @@ class ResponsesFormat : public AnswerFormat {
     for (const ToolCall& call : r.tool_calls) {
       const size_t index = output_.size();
       const std::string id = item_id("fc", index);
-      json added = call_item(id, call, "in_progress");
+      json done = call_item(id, call, "completed", shape_.namespaced);
+      json added = done;
+      added["status"] = "in_progress";
       added["arguments"] = "";
       emit(out, "response.output_item.added", {{"output_index", index}, {"item", std::move(added)}});
       // A call is whole only at the end: its arguments are one delta.
       emit(out, "response.function_call_arguments.delta",
            {{"item_id", id}, {"output_index", index}, {"delta", call.arguments}});
       emit(out, "response.function_call_arguments.done",
-           {{"item_id", id}, {"output_index", index}, {"name", call.name}, {"arguments", call.arguments}});
-      output_.push_back(call_item(id, call, "completed"));
+           {{"item_id", id}, {"output_index", index}, {"name", done["name"]}, {"arguments", call.arguments}});
+      output_.push_back(std::move(done));
       emit(out, "response.output_item.done", {{"output_index", index}, {"item", output_.back()}});
     }
   }
@@ -483,7 +521,7 @@ class ResponsesFormat : public AnswerFormat {
       if (shape_.logprobs) add_logprobs(logprobs, r.logprobs);
       output_.push_back(message_item(item_id("msg", output_.size()), r.text, std::move(logprobs)));
     }
-    for (const ToolCall& call : r.tool_calls) output_.push_back(call_item(item_id("fc", output_.size()), call, "completed"));
+    for (const ToolCall& call : r.tool_calls) output_.push_back(call_item(item_id("fc", output_.size()), call, "completed", shape_.namespaced));
     std::string text = json_text(object(incomplete_ ? "incomplete" : "completed", usage_json(usage)));
     keep(text);
     return text;
@@ -625,7 +663,12 @@ Outcome<ResponsesRequest> parse_responses_request(std::string_view body, const R
     if (!tools->is_array()) return bad("tools must be an array");
     chat["tools"] = ordered::array();
     for (size_t i = 0; i < tools->size(); ++i) {
-      auto tool = chat_tool((*tools)[i], "tools[" + std::to_string(i) + "]");
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      if (string_at((*tools)[i], "type") == "namespace") {
+        if (auto e = add_namespace_tools((*tools)[i], at, chat["tools"], out.namespaced)) return *e;
+        continue;
+      }
+      auto tool = chat_tool((*tools)[i], at);
       if (!tool.ok()) return tool.error();
       chat["tools"].push_back(std::move(*tool));
     }

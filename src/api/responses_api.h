@@ -16,6 +16,7 @@
 // earlier conversation and output). GET and DELETE /v1/responses/{id} read
 // and remove a kept one.
 //
+// Function tools may come grouped in namespace tools (NamespacedFunctions).
 // Fields that would change the answer and that revis cannot honour
 // (built-in tools, image and file inputs, background, truncation "auto",
 // a stored prompt, a conversation object) are refused with a 400 naming
@@ -27,8 +28,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +43,12 @@
 
 namespace revis::node {
 
+// A namespace tool's function ({type: namespace, name, tools}: Codex and
+// MCP clients group tools so) is a function of the chat request named
+// NAMESPACE__NAME; this maps such names back to {namespace, name}, which
+// the answer's function_call items carry apart.
+using NamespacedFunctions = std::map<std::string, std::pair<std::string, std::string>>;
+
 struct ResponsesRequest {
   std::string chat_body;  // the equivalent /v1/chat/completions request body, for a peer (OpenAiCall::body)
   OpenAiRequest chat;     // the same request, read
@@ -50,6 +59,7 @@ struct ResponsesRequest {
   // (instructions, tools, tool_choice, text, reasoning, temperature, ...).
   nlohmann::json settings = nlohmann::json::object();
   bool store = true;
+  NamespacedFunctions namespaced;
 };
 
 // Errors are bad_request with a message naming the Responses field; an
@@ -67,6 +77,7 @@ struct ResponsesShape {
   // kept (store: false). A failed one is never kept.
   ResponseStore* store = nullptr;
   nlohmann::json conversation = nlohmann::json::array();
+  NamespacedFunctions namespaced;  // ResponsesRequest::namespaced
 };
 // The answer as a response object, one choice, streamed or whole
 // (answer_format.h).

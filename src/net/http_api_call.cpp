@@ -111,7 +111,8 @@ void HttpSession::responses(std::string body) {
                                       .settings = std::move(request.settings),
                                       .logprobs = request.chat.logprobs,
                                       .store = request.store ? &self->state_.responses : nullptr,
-                                      .conversation = std::move(request.conversation)});
+                                      .conversation = std::move(request.conversation),
+                                      .namespaced = std::move(request.namespaced)});
       self->start_rewritten_chat(id, std::move(request.chat_body), std::move(request.chat), std::move(format));
     };
   });

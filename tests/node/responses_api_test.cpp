@@ -284,6 +284,59 @@ TEST(ResponsesApi, AResponseWithItsItemsStatusAndUsage) {
   EXPECT_EQ(call["output"][0]["type"], "function_call");
 }
 
+// Codex groups tools in namespace tools: their functions reach the template
+// as NAMESPACE__NAME, and the answer's calls carry the namespace apart, as
+// the calls sent back in do.
+TEST(ResponsesApi, NamespaceToolsAreFunctionsWhoseCallsNameTheirNamespace) {
+  json function = kWeatherFunction;
+  function.erase("strict");
+  const json body = {
+      {"input",
+       {{{"role", "user"}, {"content", "Weather?"}},
+        {{"type", "function_call"}, {"call_id", "c1"}, {"namespace", "meteo"}, {"name", "get_weather"},
+         {"arguments", R"({"city":"Oslo"})"}},
+        {{"type", "function_call_output"}, {"call_id", "c1"}, {"output", "-3C"}}}},
+      {"tools", {{{"type", "namespace"}, {"name", "meteo"}, {"description", "Weather tools."}, {"tools", {function}}},
+                 kWeatherFunction}}};
+  auto r = parse(body);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->chat.chat_options.tools->size(), 2u);
+  const auto& flat = (*r->chat.chat_options.tools)[0]["function"];
+  EXPECT_EQ(flat["name"], "meteo__get_weather");
+  EXPECT_EQ(flat["description"], "(meteo: Weather tools.) Weather in a city");
+  EXPECT_EQ((*r->chat.chat_options.tools)[1]["function"]["name"], "get_weather") << "a plain function keeps its name";
+  EXPECT_EQ(r->namespaced.at("meteo__get_weather"), (std::pair<std::string, std::string>{"meteo", "get_weather"}));
+  const auto& call = r->chat.messages.at(1);
+  ASSERT_EQ(call.fields["tool_calls"].size(), 1u);
+  EXPECT_EQ(call.fields["tool_calls"][0]["function"]["name"], "meteo__get_weather")
+      << "a call sent back in names its namespace";
+
+  ResponsesShape namespaced = shape();
+  namespaced.namespaced = r->namespaced;
+  JobResult answer = finished_answer("", "eog");
+  answer.tool_calls = {{"call_9", "meteo__get_weather", R"({"city":"Oslo"})"}, {"call_10", "get_weather", "{}"}};
+  const json whole = json::parse(responses_format(namespaced)->response({&answer, 1}, answer.stats));
+  ASSERT_EQ(whole["output"].size(), 2u);
+  EXPECT_EQ(whole["output"][0]["namespace"], "meteo");
+  EXPECT_EQ(whole["output"][0]["name"], "get_weather");
+  EXPECT_FALSE(whole["output"][1].contains("namespace"));
+  AnswerFormat::Events events;
+  auto streamed = responses_format(namespaced);
+  streamed->begin(0, events);
+  streamed->end(0, answer, {}, events);
+  bool done_named = false;
+  for (const SseEvent& e : events)
+    if (e.name == "response.function_call_arguments.done" && json::parse(e.data)["item_id"] == whole["output"][0]["id"])
+      done_named = json::parse(e.data)["name"] == "get_weather";
+  EXPECT_TRUE(done_named) << "the streamed call names the function, not its chat name";
+
+  json long_name = body;
+  long_name["tools"][0]["name"] = std::string(60, 'n');
+  auto refused = parse(long_name);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("tools[0].tools[0].name"), std::string::npos) << refused.error().message;
+}
+
 TEST(ResponsesApi, AStreamNumbersItsEventsAndEndsWithTheWholeResponse) {
   JobResult r = finished_answer("Sunny", "eog");
   r.reasoning = "Hmm.";
