@@ -34,6 +34,11 @@ class Binder {
       return Status::error("tensor '" + name + "': shape " + t->shape_string() + ", expected " + shape(dims));
     if (!can_dequantize(t->type) || t->type == TensorType::Q8_K)
       return Status::error("tensor '" + name + "': type " + type_name(t->type) + " is not supported for weights");
+    int64_t values = 1;
+    for (int64_t d : dims) values *= d;
+    if (const int64_t block = first_invalid_block(t->type, t->data, values); block >= 0)
+      return Status::error("tensor '" + name + "': block " + std::to_string(block) + " has an invalid " +
+                           type_name(t->type) + " scale (exponent 0xff is NaN)");
     out.type = t->type;
     out.cols = dims[0];
     out.rows = dims.size() > 1 ? dims[1] : 1;
