@@ -59,6 +59,16 @@ class Binder {
     return {};
   }
 
+  // A 2-D tensor of `rows` rows of n values (per-expert biases), converted
+  // to float32, row after row.
+  Status rows(const std::string& name, int64_t n, int64_t rows, std::vector<float>& out) const {
+    Matrix m;
+    if (Status s = matrix(name, {n, rows}, m); !s.ok()) return s;
+    out.resize(static_cast<size_t>(n * rows));
+    for (int64_t r = 0; r < rows; ++r) dequantize_row(m.type, m.row(r), &out[r * n], n);
+    return {};
+  }
+
   // A table of int32 values (type I32) with exactly these dims.
   Status int32s(const std::string& name, const std::vector<int64_t>& dims, std::vector<int32_t>& out) const {
     const gguf::TensorInfo* t = file_.tensor(name);
