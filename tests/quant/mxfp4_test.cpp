@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "quant/blocks.h"
@@ -109,6 +112,28 @@ TEST(Mxfp4, ExponentFfIsTheInvalidBlock) {
   // Other types have no invalid encoding to look for.
   const uint8_t ones[34] = {0xff, 0xff};
   EXPECT_EQ(first_invalid_block(TensorType::Q8_0, ones, 32), -1);
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// llama.cpp's dequantization of 255 blocks (every valid exponent, every
+// code), made by scripts/golden/mxfp4_reference.cpp: the same bits.
+TEST(Mxfp4, DequantizesAsLlamaCppBitForBit) {
+  const std::string dir = std::string(REVIS_REPO_TESTDATA_DIR) + "gpt-oss/quant/";
+  const std::vector<uint8_t> blocks = read_file(dir + "mxfp4.bin"), expected = read_file(dir + "mxfp4.f32");
+  ASSERT_EQ(blocks.size(), 255u * 17);
+  ASSERT_EQ(expected.size(), 255u * 32 * sizeof(float));
+  std::vector<float> y(255 * 32);
+  dequantize_row(TensorType::MXFP4, blocks.data(), y.data(), static_cast<int64_t>(y.size()));
+  for (size_t i = 0; i < y.size(); ++i) {
+    uint32_t want, got;
+    std::memcpy(&want, &expected[i * sizeof(float)], sizeof want);
+    std::memcpy(&got, &y[i], sizeof got);
+    ASSERT_EQ(got, want) << "value " << i << " (block " << i / 32 << ")";
+  }
 }
 
 TEST(Mxfp4, DotAgainstQ8_0MatchesTheHandSum) {
