@@ -315,27 +315,21 @@ struct Q8_0Format {
   }
 };
 
-struct IQ4_NLFormat {
-  using Block = BlockIQ4_NL;
+// 4-bit indices into a table of 16 signed levels (IQ4_NL's codebook,
+// MXFP4's doubled E2M1 values).
+template <typename B, const int8_t* kLevels>
+struct CodebookFormat {
+  using Block = B;
   static constexpr bool kHasOffset = false;
   static void unpack(const Block& b, int8x16_t& w0, int8x16_t& w1) {
-    const int8x16_t codebook = vld1q_s8(kIq4Values);
+    const int8x16_t codebook = vld1q_s8(kLevels);
     const uint8x16_t q = vld1q_u8(b.qs);
     w0 = vqtbl1q_s8(codebook, vandq_u8(q, vdupq_n_u8(0x0f)));
     w1 = vqtbl1q_s8(codebook, vshrq_n_u8(q, 4));
   }
 };
-
-struct MXFP4Format {
-  using Block = BlockMXFP4;
-  static constexpr bool kHasOffset = false;
-  static void unpack(const Block& b, int8x16_t& w0, int8x16_t& w1) {
-    const int8x16_t values = vld1q_s8(kMxfp4Values);
-    const uint8x16_t q = vld1q_u8(b.qs);
-    w0 = vqtbl1q_s8(values, vandq_u8(q, vdupq_n_u8(0x0f)));
-    w1 = vqtbl1q_s8(values, vshrq_n_u8(q, 4));
-  }
-};
+using IQ4_NLFormat = CodebookFormat<BlockIQ4_NL, kIq4Values>;
+using MXFP4Format = CodebookFormat<BlockMXFP4, kMxfp4Values>;
 
 // The float scale of a weight block: a half in every format but MXFP4's.
 template <typename Block>
