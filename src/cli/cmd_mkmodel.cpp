@@ -72,7 +72,8 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
                   "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-tiny, gemma-3-4b, gemma3-small, qwen3moe-tiny, "
                   "deepseek2-tiny, gpt-oss-20b, gpt-oss-tiny");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
-  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 or gpt-oss (alone: a small file)")
+  cmd->add_option("--arch", s.arch,
+                  "llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 or gpt-oss (alone: a small file)")
       ->capture_default_str();
   cmd->add_option("--embd", s.n_embd, "Embedding width")->capture_default_str();
   cmd->add_option("--layers", s.n_layer, "Number of blocks")->capture_default_str();

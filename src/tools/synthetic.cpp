@@ -333,7 +333,8 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     return Status::error("arch: '" + spec.arch +
                          "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 or gpt-oss)");
   if (gpt_oss && (spec.sliding_window <= 0 || spec.rope_scale < 1 || spec.yarn_original_context <= 0))
-    return Status::error("gpt-oss needs a positive sliding window, a YaRN factor of at least 1 and its original context");
+    return Status::error(
+        "gpt-oss needs a positive sliding window, a YaRN factor of at least 1 and its original context");
   if (gemma3 && (spec.sliding_window <= 0 || spec.sliding_pattern <= 0 || spec.rope_scale < 0 || spec.logit_softcap < 0))
     return Status::error("gemma3 needs a positive sliding window and pattern (rope scale and soft cap 0 or positive)");
   if (spec.n_embd <= 0 || spec.n_layer <= 0 || spec.n_head <= 0 || spec.n_head_kv <= 0 ||

@@ -539,7 +539,8 @@ INSTANTIATE_TEST_SUITE_P(Avx512, SimdDot,
                          backend_and_type);
 // The AVX-512 table keeps AVX2's kernel for MXFP4; checked through it all the same.
 INSTANTIATE_TEST_SUITE_P(Avx512Inherited, SimdDot,
-                         ::testing::Combine(::testing::Values(KernelBackend::kAvx512), ::testing::Values(TensorType::MXFP4)),
+                         ::testing::Combine(::testing::Values(KernelBackend::kAvx512),
+                                            ::testing::Values(TensorType::MXFP4)),
                          backend_and_type);
 
 // vec_dot4 through the dispatch table against four vec_dot calls: equal on
