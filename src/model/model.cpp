@@ -380,13 +380,14 @@ void Model::gated_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, 
 }
 
 // Chooses each token's experts and their weights into routed_. The gate
-// gives each expert a probability: a softmax over the router's logits (plus
-// gpt-oss's bias), or a sigmoid of each; gpt-oss chooses by the logits and
-// weighs the chosen by a softmax over their logits alone. The choice takes the top k of probability plus the
-// expert's bias (DeepSeek V3's exp_probs_b, which balances the load), among
-// the experts of the best groups where experts are grouped (a group scores
-// the sum of its best two). The weights are the chosen probabilities,
-// normalised to sum to one where the model says so, then scaled.
+// gives each expert a probability: a softmax over the router's logits, or a
+// sigmoid of each; gpt-oss keeps the logits plus its router bias. The
+// choice takes the top k of probability plus the expert's bias (DeepSeek
+// V3's exp_probs_b, which balances the load), among the experts of the best
+// groups where experts are grouped (a group scores the sum of its best two).
+// The weights are the chosen probabilities (gpt-oss: a softmax over the k
+// chosen logits), normalised to sum to one where the model says so, then
+// scaled.
 void Model::route(const LayerWeights& l, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int n_exp = c.n_expert, k = c.n_expert_used;
