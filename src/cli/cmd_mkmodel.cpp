@@ -70,9 +70,10 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
   cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b, "
                   "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-tiny, gemma-3-4b, gemma3-small, qwen3moe-tiny, "
-                  "deepseek2-tiny");
+                  "deepseek2-tiny, gpt-oss-20b, gpt-oss-tiny");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
-  cmd->add_option("--arch", s.arch, "llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4 or gemma3 (alone: a small file)")
+  cmd->add_option("--arch", s.arch,
+                  "llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 or gpt-oss (alone: a small file)")
       ->capture_default_str();
   cmd->add_option("--embd", s.n_embd, "Embedding width")->capture_default_str();
   cmd->add_option("--layers", s.n_layer, "Number of blocks")->capture_default_str();
@@ -80,14 +81,14 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("--kv-heads", s.n_head_kv, "Key/value heads")->capture_default_str();
   cmd->add_option("--head-dim", s.head_dim, "Head width (default embd/heads)");
   cmd->add_option("--ff", s.n_ff, "Feed-forward width")->capture_default_str();
-  cmd->add_option("--experts", s.n_expert, "Experts (qwen3moe, deepseek4)");
-  cmd->add_option("--experts-used", s.n_expert_used, "Experts per token (qwen3moe, deepseek4)");
-  cmd->add_option("--ff-expert", s.n_ff_expert, "Expert feed-forward width (qwen3moe, deepseek4)");
+  cmd->add_option("--experts", s.n_expert, "Experts (qwen3moe, deepseek4, gpt-oss)");
+  cmd->add_option("--experts-used", s.n_expert_used, "Experts per token (qwen3moe, deepseek4, gpt-oss)");
+  cmd->add_option("--ff-expert", s.n_ff_expert, "Expert feed-forward width (qwen3moe, deepseek4, gpt-oss)");
   cmd->add_option("--vocab", s.n_vocab, "Pad the built-in byte vocabulary to this size");
   cmd->add_option("--vocab-from", s.vocab_from, "Copy the tokenizer from this GGUF");
   cmd->add_flag("--tied", s.tied_output, "Use token_embd as the output matrix");
   cmd->add_option("--nextn", s.n_nextn_layer, "Multi-token-prediction blocks after the layers (deepseek2)");
-  cmd->add_option("--sliding-window", s.sliding_window, "Positions a local layer sees (gemma3)");
+  cmd->add_option("--sliding-window", s.sliding_window, "Positions a local layer sees (gemma3, gpt-oss)");
   cmd->add_option("--sliding-pattern", s.sliding_pattern, "Every this many layers one is global (gemma3)");
   cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3)");
   cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();

@@ -86,7 +86,7 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, std
     }
   for (const Segment& s : segments)
     attend(layer, s.n, s.n_past, *s.kv, pool, &q_[static_cast<size_t>(s.row) * c.q_dim()],
-           &attn_out_[static_cast<size_t>(s.row) * c.n_head * c.head_dim_v]);
+           &attn_out_[static_cast<size_t>(s.row) * c.n_head * c.head_dim_v], l.attn_sinks);
 }
 
 // DeepSeek's multi-head latent attention, in the absorbed form. A token
@@ -176,7 +176,10 @@ void Model::latent_attention(const LayerWeights& l, int layer, int n, std::span<
 // in any chunk. In a sliding-window layer a token at position p meets only
 // positions p - window + 1 .. p: the tiles wholly before that are skipped,
 // and in the tile where its window begins the positions before get weight 0.
-void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out) {
+// sinks (gpt-oss): one logit per query head, added to the softmax's sum at
+// the end; empty for none.
+void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out,
+                   std::span<const float> sinks) {
   const ModelConfig& c = config_;
   const int group = c.n_head / c.n_head_kv;  // query heads sharing one KV head
   const int n_pos = n_past + n;
@@ -256,7 +259,15 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
         }
         for (int t = t0; t < t1; ++t)
           for (int g = 0; g < heads; ++g) {
-            const float inv = 1.0f / sum[slot(t, g)];
+            float inv = 1.0f / sum[slot(t, g)];
+            if (!sinks.empty()) {
+              // The sink is one more term of the sum, e^(sink - max'), with
+              // no value: the output only shrinks.
+              const float sink = sinks[first + g], old_max = max[slot(t, g)];
+              const float new_max = std::max(old_max, sink);
+              const float shrink = std::exp(old_max - new_max);
+              inv = shrink / (sum[slot(t, g)] * shrink + std::exp(sink - new_max));
+            }
             for (float* o = output(t, first + g); o != output(t, first + g) + dim_v; ++o) *o *= inv;
           }
       }

@@ -17,6 +17,7 @@ constexpr ArchEntry kArchitectures[] = {
     {"deepseek2", Architecture::kDeepseek2},
     {"deepseek4", Architecture::kDeepseek4},
     {"gemma3", Architecture::kGemma3},
+    {"gpt-oss", Architecture::kGptOss},
 };
 
 constexpr int64_t kMaxDim = 1 << 20;
@@ -218,6 +219,24 @@ Status read_gemma3(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
   return {};
 }
 
+// gpt-oss: alternate local and global layers (the window is required: a
+// local layer of window 0 would see nothing), both turning RoPE with the
+// file's scaling; routing and the features config.h lists under gpt-oss.
+Status read_gpt_oss(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  Status s;
+  SlidingWindow& w = c.sliding;
+  if (!(s = read_dim(f, p + "attention.sliding_window", 0, 1, 1 << 24, w.window)).ok()) return s;
+  if (!(s = read_dim(f, p + "attention.sliding_window_pattern", 2, 1, 4096, w.pattern)).ok()) return s;
+  if (!(s = read_float(f, p + "rope.freq_base_swa", c.rope_base, 1.0 + 1e-6, 1e12, w.rope_base)).ok()) return s;
+  c.expert_gating = ExpertGating::kSoftmaxOfChosen;
+  c.expert_weights_norm = false;
+  c.has_qkv_bias = true;
+  c.has_attn_sinks = true;
+  c.has_ffn_biases = true;
+  c.clamped_swiglu = true;
+  return {};
+}
+
 }  // namespace
 
 const char* architecture_name(Architecture arch) {
@@ -235,7 +254,8 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (*arch_name == e.gguf_name) c.arch = e.arch, known = true;
   if (!known)
     return Status::error("general.architecture: '" + *arch_name +
-                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4 or gemma3)");
+                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 "
+                         "or gpt-oss)");
   c.name = f.get_string("general.name", *arch_name).value();
   const std::string p = *arch_name + ".";
 
@@ -297,10 +317,12 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   c.has_qk_norm = c.arch == Architecture::kQwen3 || c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kGemma3;
 
   if (c.arch == Architecture::kGemma3 && !(s = read_gemma3(f, p, c)).ok()) return s;
+  if (c.arch == Architecture::kGptOss && !(s = read_gpt_oss(f, p, c)).ok()) return s;
 
   if (c.arch == Architecture::kDeepseek2 && !(s = read_mla(f, p, c)).ok()) return s;
   if (c.arch == Architecture::kDeepseek4 && !(s = read_deepseek4(f, p, c)).ok()) return s;
   const bool moe = c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kDeepseek4 ||
+                   c.arch == Architecture::kGptOss ||
                    (c.arch == Architecture::kDeepseek2 && f.find(p + "expert_count"));
   if (moe && !(s = read_experts(f, p, c)).ok()) return s;
   // Dense layers: all of them, or DeepSeek's leading ones.

@@ -14,7 +14,7 @@
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3 };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
@@ -24,8 +24,9 @@ enum class RopeLayout { kAdjacent, kNeox };
 // How a mixture of experts turns router logits into expert weights:
 // softmax over all experts (qwen3moe, DeepSeek V2), or a sigmoid per expert
 // (DeepSeek V3) or sqrt(softplus) of each (DeepSeek V4), whose selection
-// may add a per-expert bias.
-enum class ExpertGating { kSoftmax, kSigmoid, kSqrtSoftplus };
+// may add a per-expert bias; or the top k by logit, weighted by a softmax
+// over those k logits alone (gpt-oss).
+enum class ExpertGating { kSoftmax, kSigmoid, kSqrtSoftplus, kSoftmaxOfChosen };
 
 // YaRN RoPE scaling (rope.scaling.type = yarn): pairs that turn fewer than
 // beta_slow times over the original context are interpolated (theta *
@@ -71,10 +72,11 @@ struct Deepseek4 {
   std::vector<float> clamp_exp, clamp_shexp;  // SwiGLU limits of the routed and shared experts; 0 = none
 };
 
-// Gemma 3's local attention: most layers see only the last `window`
+// Local attention (gemma3, gpt-oss): most layers see only the last `window`
 // positions (a query at p meets keys at p - window + 1 .. p) and turn their
-// RoPE with their own base and no scaling; every `pattern`-th layer (the
-// last of each group of `pattern`) is global and uses the file's rope.*.
+// RoPE with their own base (gemma3: and no scaling); every `pattern`-th
+// layer (the last of each group of `pattern`) is global and uses the
+// file's rope.*.
 struct SlidingWindow {
   int window = 0;                  // attention.sliding_window; 0: every layer global
   int pattern = 0;                 // attention.sliding_window_pattern
@@ -148,6 +150,15 @@ struct ModelConfig {
   bool gelu_ffn = false;           // GELU (tanh form) instead of SiLU gating
   bool scale_embeddings = false;
   float logit_softcap = 0.0f;      // final_logit_softcapping; 0 = none
+
+  // gpt-oss: a learned logit per query head joins each softmax as one more
+  // position without a value (the attention "sink"); biases on the
+  // attention output, the router and every expert matrix; experts whose
+  // SwiGLU clamps its inputs (ops.h's swiglu_clamped); and the FFN's norm
+  // stored as post_attention_norm.
+  bool has_attn_sinks = false;
+  bool has_ffn_biases = false;       // attn_output.bias, ffn_gate_inp.bias, ffn_*_exps.bias
+  bool clamped_swiglu = false;
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }

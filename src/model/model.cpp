@@ -1,5 +1,5 @@
 // The transformer forward pass shared by llama, qwen2, qwen3, qwen3moe,
-// deepseek2 and gemma3; deepseek4 shares its embedding and output (its
+// deepseek2, gemma3 and gpt-oss; deepseek4 shares its embedding and output (its
 // blocks: deepseek4.cpp).
 // Read forward_chunk() top to bottom: embed, then per layer attention and
 // feed-forward with residual connections, then the output projection.
@@ -11,6 +11,12 @@
 // which see only the last `window` positions. The cache keeps every
 // position of those layers too (simpler, and prefix reuse and checkpoints
 // stay as they are); attention just does not read the older ones.
+//
+// gpt-oss (config.h's gpt-oss fields) alternates sliding-window and global
+// layers like gemma3 but turns both with the file's YaRN RoPE; adds a bias
+// after every matrix but the output, a sink logit per head to attention's
+// softmax (attention.cpp), and routes each token to the top k experts by
+// logit, weighted by a softmax over those k.
 #include "model/model.h"
 
 #include <algorithm>
@@ -116,6 +122,11 @@ void Model::set_up_rope_and_scale() {
     const int width = c.n_layer == 62 ? c.n_embd / c.n_head : key_width;
     query_scale_ = 1.0f / std::sqrt(static_cast<float>(width));
     attn_scale_ = 1.0f;
+  }
+  if (c.arch == Architecture::kGptOss) {
+    ModelConfig local = c;
+    local.rope_base = c.sliding.rope_base;
+    local_rope_ = Rope(local, {});
   }
   if (c.arch == Architecture::kDeepseek2) {
     const float factor = 1.0f / c.rope_freq_scale;
@@ -323,6 +334,8 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
   else
     grouped_query_attention(l, kv_layer, n, segments, pool);
   matmul_.run(pool, l.wo, attn_out_.data(), n, attn_width, xb_.data(), d);
+  if (!l.bo.empty())
+    for (int t = 0; t < n; ++t) add(&xb_[t * d], l.bo.data(), d);
   if (c.has_post_norms)
     for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &xb_[t * d], l.attn_post_norm.data(), d, c.rms_eps);
   add(x_.data(), xb_.data(), n * d);
@@ -339,32 +352,46 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
 }
 
 // out = W_down (act(W_gate x) * W_up x), for n rows of x (out may be x):
-// act is silu (SwiGLU), or gelu for gemma3 (GeGLU).
+// act is silu (SwiGLU), gelu for gemma3 (GeGLU), or gpt-oss's clamped
+// SwiGLU; each product plus its bias where `biases` has one.
 void Model::gated_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
-                      ThreadPool& pool) {
+                      ThreadPool& pool, FfnBiases biases) {
   const int d = config_.n_embd, f = static_cast<int>(gate.rows);
   ffn_gate_.resize(static_cast<size_t>(n) * f);
   ffn_up_.resize(static_cast<size_t>(n) * f);
+  auto add_bias = [n](float* rows, const float* bias, int width) {
+    if (bias)
+      for (int t = 0; t < n; ++t) add(rows + static_cast<size_t>(t) * width, bias, width);
+  };
   matmul_.run(pool, gate, x, n, d, ffn_gate_.data(), f);
+  add_bias(ffn_gate_.data(), biases.gate, f);
   matmul_.run(pool, up, x, n, d, ffn_up_.data(), f);
-  if (config_.gelu_ffn)
+  add_bias(ffn_up_.data(), biases.up, f);
+  if (config_.gelu_ffn) {
     geglu(ffn_gate_.data(), ffn_up_.data(), n * f);
-  else
+  } else if (config_.clamped_swiglu) {
+    constexpr float kAlpha = 1.702f, kLimit = 7.0f;  // gpt-oss's, fixed by the model (not in the file)
+    swiglu_clamped(ffn_gate_.data(), ffn_up_.data(), n * f, kAlpha, kLimit);
+  } else {
     swiglu(ffn_gate_.data(), ffn_up_.data(), n * f);
+  }
   matmul_.run(pool, down, ffn_gate_.data(), n, f, out, d);
+  add_bias(out, biases.down, d);
 }
 
 // Chooses each token's experts and their weights into routed_. The gate
 // gives each expert a probability: a softmax over the router's logits, or a
-// sigmoid of each. The choice takes the top k of probability plus the
-// expert's bias (DeepSeek V3's exp_probs_b, which balances the load), among
-// the experts of the best groups where experts are grouped (a group scores
-// the sum of its best two). The weights are the chosen probabilities,
-// normalised to sum to one where the model says so, then scaled.
+// sigmoid of each; gpt-oss keeps the logits plus its router bias. The
+// choice takes the top k of probability plus the expert's bias (DeepSeek
+// V3's exp_probs_b, which balances the load), among the experts of the best
+// groups where experts are grouped (a group scores the sum of its best two).
+// The weights are the chosen probabilities (gpt-oss: a softmax over the k
+// chosen logits), normalised to sum to one where the model says so, then
+// scaled.
 void Model::route(const LayerWeights& l, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int n_exp = c.n_expert, k = c.n_expert_used;
-  std::vector<float> probs(static_cast<size_t>(n) * n_exp), choice(n_exp);
+  std::vector<float> probs(static_cast<size_t>(n) * n_exp), choice(n_exp), chosen(k);
   matmul_.run(pool, l.router, xb_.data(), n, c.n_embd, probs.data(), n_exp);
   routed_.assign(n_exp, {});
   std::vector<int> order(n_exp);
@@ -374,9 +401,10 @@ void Model::route(const LayerWeights& l, int n, ThreadPool& pool) {
   const bool grouped = c.n_expert_groups > 1 && c.n_expert_groups_used < c.n_expert_groups;
   for (int t = 0; t < n; ++t) {
     float* p = &probs[t * n_exp];
+    if (!l.router_bias.empty()) add(p, l.router_bias.data(), n_exp);
     if (c.expert_gating == ExpertGating::kSoftmax)
       softmax(p, n_exp);
-    else
+    else if (c.expert_gating == ExpertGating::kSigmoid)
       for (int e = 0; e < n_exp; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
     for (int e = 0; e < n_exp; ++e) choice[e] = l.expert_bias.empty() ? p[e] : p[e] + l.expert_bias[e];
     if (grouped) {
@@ -396,6 +424,11 @@ void Model::route(const LayerWeights& l, int n, ThreadPool& pool) {
     }
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(), best_first(choice.data()));
+    if (c.expert_gating == ExpertGating::kSoftmaxOfChosen) {
+      for (int j = 0; j < k; ++j) chosen[j] = p[order[j]];
+      softmax(chosen.data(), k);
+      for (int j = 0; j < k; ++j) p[order[j]] = chosen[j];
+    }
     float sum = 0.0f;
     for (int j = 0; j < k; ++j) sum += p[order[j]];
     for (int j = 0; j < k; ++j) {
@@ -419,8 +452,13 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
     const int m = static_cast<int>(batch.size());
     moe_in_.resize(static_cast<size_t>(m) * d);
     for (int i = 0; i < m; ++i) std::copy_n(&xb_[batch[i].first * d], d, &moe_in_[i * d]);
+    FfnBiases biases;
+    if (!l.gate_exps_bias.empty()) {
+      const size_t f = c.n_ff_expert;
+      biases = {&l.gate_exps_bias[e * f], &l.up_exps_bias[e * f], &l.down_exps_bias[static_cast<size_t>(e) * d]};
+    }
     gated_ffn(l.gate_exps.slice(e), l.up_exps.slice(e), l.down_exps.slice(e), moe_in_.data(), m, moe_in_.data(),
-               pool);
+              pool, biases);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
   // Shared experts (DeepSeek): every token passes them, unweighted.

@@ -32,6 +32,13 @@
 
 namespace revis {
 
+// One FFN's biases (gpt-oss's experts), each null where there is none.
+struct FfnBiases {
+  const float* gate = nullptr;
+  const float* up = nullptr;
+  const float* down = nullptr;
+};
+
 class Model {
  public:
   static Result<std::unique_ptr<Model>> load(std::shared_ptr<const gguf::GgufFile> file);
@@ -129,9 +136,10 @@ class Model {
                                ThreadPool& pool);
   void latent_attention(const LayerWeights& l, int layer, int n, std::span<const Segment> segments,
                         ThreadPool& pool);
-  void attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out);
+  void attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out,
+              std::span<const float> sinks = {});
   void gated_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
-                 ThreadPool& pool);
+                 ThreadPool& pool, FfnBiases biases = {});
   void feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool);
   void route(const LayerWeights& l, int n, ThreadPool& pool);
 
@@ -164,7 +172,7 @@ class Model {
   std::vector<const uint8_t*> released_;  // the data of the tensors given back, sorted
   Rope rope_;
   Rope compressed_rope_;  // deepseek4's compressing blocks and its compressed keys
-  Rope local_rope_;       // gemma3's sliding-window layers
+  Rope local_rope_;       // the sliding-window layers of gemma3 and gpt-oss
   float attn_scale_ = 1.0f;        // the attention scores' factor, 1/sqrt(key width) unscaled
   float query_scale_ = 1.0f;       // gemma3: the queries' factor, after RoPE (attn_scale_ is then 1)
 

@@ -190,6 +190,14 @@ void swiglu(float* gate, const float* up, int n) {
   }
 }
 
+void swiglu_clamped(float* gate, const float* up, int n, float alpha, float limit) {
+  for (int i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    gate[i] = g / (1.0f + std::exp(alpha * -g)) * (u + 1.0f);
+  }
+}
+
 namespace {
 // gelu(h) for every float16 h, itself rounded to float16: 64K values,
 // computed once.

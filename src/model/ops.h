@@ -25,6 +25,11 @@ float softmax_step(float* x, int n, float& max, float& sum);
 // In place: gate[i] = silu(gate[i]) * up[i]  (the SwiGLU activation)
 void swiglu(float* gate, const float* up, int n);
 
+// In place: gate[i] = g / (1 + e^(-alpha g)) * (u + 1), where g is gate[i]
+// capped at limit and u is up[i] clamped to [-limit, limit]: the SwiGLU of
+// gpt-oss's experts (alpha 1.702, limit 7), in ggml's float steps.
+void swiglu_clamped(float* gate, const float* up, int n, float alpha, float limit);
+
 // In place: gate[i] = gelu(gate[i]) * up[i], GELU in its tanh form
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Gemma's GeGLU). As
 // llama.cpp's CPU backend computes it: gelu(x) is looked up by x rounded to

@@ -34,6 +34,11 @@ class Binder {
       return Status::error("tensor '" + name + "': shape " + t->shape_string() + ", expected " + shape(dims));
     if (!can_dequantize(t->type) || t->type == TensorType::Q8_K)
       return Status::error("tensor '" + name + "': type " + type_name(t->type) + " is not supported for weights");
+    int64_t values = 1;
+    for (int64_t d : dims) values *= d;
+    if (const int64_t block = first_invalid_block(t->type, t->data, values); block >= 0)
+      return Status::error("tensor '" + name + "': block " + std::to_string(block) + " has an invalid " +
+                           type_name(t->type) + " scale (exponent 0xff is NaN)");
     out.type = t->type;
     out.cols = dims[0];
     out.rows = dims.size() > 1 ? dims[1] : 1;
@@ -51,6 +56,16 @@ class Binder {
     if (Status s = matrix(name, {n}, m, optional); !s.ok() || m.empty()) return s;
     out.resize(n);
     dequantize_row(m.type, m.data, out.data(), n);
+    return {};
+  }
+
+  // A 2-D tensor of `rows` rows of n values (per-expert biases), converted
+  // to float32, row after row.
+  Status rows(const std::string& name, int64_t n, int64_t rows, std::vector<float>& out) const {
+    Matrix m;
+    if (Status s = matrix(name, {n, rows}, m); !s.ok()) return s;
+    out.resize(static_cast<size_t>(n * rows));
+    for (int64_t r = 0; r < rows; ++r) dequantize_row(m.type, m.row(r), &out[r * n], n);
     return {};
   }
 

@@ -93,7 +93,11 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
     if (!(s = bind.vector(p + "attn_q_norm.weight", c.head_dim_k, l.q_norm)).ok()) return s;
     if (!(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
   }
-  if (!(s = bind.vector(p + "ffn_norm.weight", d, l.ffn_norm)).ok()) return s;
+  // gpt-oss stores the FFN's norm under the name gemma3 gives its post norm.
+  const std::string ffn_norm = c.arch == Architecture::kGptOss ? "post_attention_norm.weight" : "ffn_norm.weight";
+  if (!(s = bind.vector(p + ffn_norm, d, l.ffn_norm)).ok()) return s;
+  if (c.has_attn_sinks && !(s = bind.vector(p + "attn_sinks.weight", c.n_head, l.attn_sinks)).ok()) return s;
+  if (c.has_ffn_biases && !(s = bind.vector(p + "attn_output.bias", d, l.bo)).ok()) return s;
   if (c.has_post_norms) {
     if (!(s = bind.vector(p + "post_attention_norm.weight", d, l.attn_post_norm)).ok()) return s;
     if (!(s = bind.vector(p + "post_ffw_norm.weight", d, l.ffn_post_norm)).ok()) return s;
@@ -105,6 +109,12 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
     if (!(s = bind.matrix(p + "ffn_gate_exps.weight", {d, f, e}, l.gate_exps)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_up_exps.weight", {d, f, e}, l.up_exps)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_down_exps.weight", {f, d, e}, l.down_exps)).ok()) return s;
+    if (c.has_ffn_biases) {
+      if (!(s = bind.vector(p + "ffn_gate_inp.bias", e, l.router_bias)).ok()) return s;
+      if (!(s = bind.rows(p + "ffn_gate_exps.bias", f, e, l.gate_exps_bias)).ok()) return s;
+      if (!(s = bind.rows(p + "ffn_up_exps.bias", f, e, l.up_exps_bias)).ok()) return s;
+      if (!(s = bind.rows(p + "ffn_down_exps.bias", d, e, l.down_exps_bias)).ok()) return s;
+    }
     if (c.n_expert_shared > 0) {
       const int64_t fs = f * c.n_expert_shared;
       if (!(s = bind.matrix(p + "ffn_gate_shexp.weight", {d, fs}, l.gate_shexp)).ok()) return s;

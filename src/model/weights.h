@@ -46,6 +46,8 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv;          // qwen2 only
   std::vector<float> q_norm, k_norm;      // qwen3 and gemma3, one head's width
   std::vector<float> attn_post_norm, ffn_post_norm;  // gemma3: on each branch's output
+  std::vector<float> bo;                  // gpt-oss: attention output bias
+  std::vector<float> attn_sinks;          // gpt-oss: one logit per query head
   // deepseek2's latent attention (config.h's Mla); wq when q_lora_rank is 0.
   Matrix wq_a, wq_b;                      // [n_embd] -> q_lora_rank -> every head's query
   std::vector<float> q_a_norm;
@@ -57,7 +59,11 @@ struct LayerWeights {
   Matrix w_gate, w_up, w_down;            // dense FFN
   Matrix router;                          // [n_embd] -> n_expert logits
   std::vector<float> expert_bias;         // deepseek2 (exp_probs_b): added for the choice only
+  std::vector<float> router_bias;         // gpt-oss: added to the router's logits
   Matrix gate_exps, up_exps, down_exps;   // stacks of n_expert matrices
+  // gpt-oss: each expert's biases, n_expert rows of n_ff_expert (gate, up)
+  // or n_embd (down) values.
+  std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   Matrix gate_shexp, up_shexp, down_shexp;  // deepseek2's shared experts, as one FFN
 
   // Every matrix (the absent ones empty), for code that treats them alike.

@@ -38,6 +38,7 @@ const char* llama_file_type_name(int64_t file_type) {
     case 30: return "IQ4_XS";
     case 31: return "IQ1_M";
     case 32: return "BF16";
+    case 38: return "MXFP4_MOE";
     default: return nullptr;
   }
 }

@@ -8,11 +8,12 @@
 // Internal to src/quant.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 namespace revis::quant {
 
-constexpr int kLegacyBlock = 32;  // values per block of Q4_0 .. Q8_0, IQ4_NL
+constexpr int kLegacyBlock = 32;  // values per block of Q4_0 .. Q8_0, IQ4_NL, MXFP4
 constexpr int kSuperBlock = 256;  // values per block of the K-quants, IQ4_XS, Q8_K
 
 // x = d * (q - 8), q 4-bit. Value j of the block sits in the low nibble of
@@ -131,6 +132,26 @@ struct BlockIQ4_XS {
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
 
+// OCP microscaling FP4: x = 2^(e - 127) * fp4(q), q a 4-bit E2M1 code
+// (sign, 2-bit exponent, 1-bit mantissa) in Q4_0's nibble order. e is an
+// E8M0 exponent; 0xff means NaN in the OCP spec and is refused at load.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+// The E2M1 values times two, so that they are integers and the dot products
+// run on bytes: 0, 0.5, 1, 1.5, 2, 3, 4, 6, then the same negated.
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// The factor applied to kMxfp4Values: 2^(e - 128), the half that undoes
+// their doubling folded in. Exact for every e (e < 2 gives subnormals).
+inline float mxfp4_scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  return std::bit_cast<float>(bits);
+}
+inline constexpr uint8_t kMxfp4InvalidExponent = 0xff;
+
 // --- The grid types --------------------------------------------------------
 //
 // 256-value super-blocks whose values come in groups of 8 (or 4) picked
@@ -221,6 +242,7 @@ static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockIQ2_XXS) == 66);
 static_assert(sizeof(BlockIQ2_XS) == 74);

@@ -46,6 +46,7 @@ constexpr Kernels kScalarKernels[] = {
     {TensorType::Q6_K, TensorType::Q8_K, quant::dequantize_q6_k, quant::quantize_q6_k, quant::dot_q6_k},
     {TensorType::Q8_K, TensorType::Q8_K, quant::dequantize_q8_k, quant::quantize_q8_k, quant::dot_q8_k},
     {TensorType::IQ4_NL, TensorType::Q8_0, quant::dequantize_iq4_nl, quant::quantize_iq4_nl, quant::dot_iq4_nl},
+    {TensorType::MXFP4, TensorType::Q8_0, quant::dequantize_mxfp4, quant::quantize_mxfp4, quant::dot_mxfp4},
     {TensorType::IQ4_XS, TensorType::Q8_K, quant::dequantize_iq4_xs, quant::quantize_uniform<quant::quantize_iq4_xs>, quant::dot_iq4_xs},
     // IQ1 and IQ2 have no plain quantizer: at two bits and below the search
     // must know which values to keep (quantize_row_with_importance).
@@ -227,6 +228,11 @@ bool can_quantize(TensorType type) {
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
   checked_kernels("dequantize_row", type, n).dequantize(src, dst, n);
+}
+
+int64_t first_invalid_block(TensorType type, const void* data, int64_t n) {
+  checked_kernels("first_invalid_block", type, n);
+  return type == TensorType::MXFP4 ? quant::first_invalid_mxfp4_block(data, n) : -1;
 }
 
 void quantize_row(TensorType type, const float* src, void* dst, int64_t n) {

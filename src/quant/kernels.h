@@ -140,6 +140,12 @@ void dequantize_iq4_xs(const void* src, float* dst, int64_t n);
 void quantize_iq4_xs(const float* src, void* dst, int64_t n, const float* importance);
 float dot_iq4_xs(const void* w, const void* a, int64_t n);  // against Q8_K
 
+// mxfp4.cpp: microscaling FP4, against Q8_0.
+void dequantize_mxfp4(const void* src, float* dst, int64_t n);
+void quantize_mxfp4(const float* src, void* dst, int64_t n);
+float dot_mxfp4(const void* w, const void* a, int64_t n);
+int64_t first_invalid_mxfp4_block(const void* src, int64_t n);
+
 // iq_quants.cpp: the grid types, activations in Q8_K.
 void dequantize_iq2_xxs(const void* src, float* dst, int64_t n);
 float dot_iq2_xxs(const void* w, const void* a, int64_t n);

@@ -34,6 +34,11 @@ bool can_dequantize(TensorType type);
 bool can_quantize(TensorType type);
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
+
+// The index of the first block of the n values at data whose scale no
+// encoder writes (MXFP4's exponent 0xff, NaN in the OCP spec), or -1 when
+// every block is valid or the type has no such encoding.
+int64_t first_invalid_block(TensorType type, const void* data, int64_t n);
 void quantize_row(TensorType type, const float* src, void* dst, int64_t n);
 
 // Quantizers that take an importance matrix's weights: importance[i] > 0

@@ -388,6 +388,19 @@ struct IQ4_NLFormat {
   using Block = BlockIQ4_NL;
   static __m256i weights(const Block& b) { return _mm256_shuffle_epi8(iq4_table(), unpack_nibbles(b.qs)); }
 };
+struct MXFP4Format {
+  using Block = BlockMXFP4;
+  static __m256i weights(const Block& b) {
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(load128(kMxfp4Values)), unpack_nibbles(b.qs));
+  }
+};
+
+// The float scale of a weight block: a half in every format but MXFP4's.
+template <typename Block>
+inline float weight_scale(const Block& b) {
+  return half(b.d);
+}
+inline float weight_scale(const BlockMXFP4& b) { return mxfp4_scale(b.e); }
 
 template <int T, typename Format>
 void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
@@ -398,7 +411,7 @@ void dot_signed_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
     const __m256i q_abs = _mm256_abs_epi8(q);
     __m256i sums[T];
     for (int t = 0; t < T; ++t) sums[t] = dot_signed(q_abs, q, load256(act<BlockQ8_0>(a, stride, t, b).qs));
-    acc.add(sums, _mm_mul_ps(row_scales_q8_0<T>(a, stride, b), _mm_set1_ps(half(wb[b].d))));
+    acc.add(sums, _mm_mul_ps(row_scales_q8_0<T>(a, stride, b), _mm_set1_ps(weight_scale(wb[b]))));
   }
   acc.store(out);
 }
@@ -1392,6 +1405,8 @@ void install_avx2(OverrideFn record) {
   record(TensorType::Q4_0, signed_kernels<Q4_0Format>());
   record(TensorType::Q5_0, signed_kernels<Q5_0Format>());
   record(TensorType::IQ4_NL, signed_kernels<IQ4_NLFormat>());
+  // MXFP4's byte scales do not fit the packed forms, which read halves.
+  record(TensorType::MXFP4, dots<dot_signed_rows<1, MXFP4Format>, dot_signed_rows<4, MXFP4Format>>());
   record(TensorType::Q4_1, offset_kernels<Q4_1Format>());
   record(TensorType::Q5_1, offset_kernels<Q5_1Format>());
   record(TensorType::Q2_K, dots<dot_k_rows<1, Q2_KFormat>, dot_k_rows<4, Q2_KFormat>>());

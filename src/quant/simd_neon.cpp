@@ -315,16 +315,28 @@ struct Q8_0Format {
   }
 };
 
-struct IQ4_NLFormat {
-  using Block = BlockIQ4_NL;
+// 4-bit indices into a table of 16 signed levels (IQ4_NL's codebook,
+// MXFP4's doubled E2M1 values).
+template <typename B, const int8_t* kLevels>
+struct CodebookFormat {
+  using Block = B;
   static constexpr bool kHasOffset = false;
   static void unpack(const Block& b, int8x16_t& w0, int8x16_t& w1) {
-    const int8x16_t codebook = vld1q_s8(kIq4Values);
+    const int8x16_t codebook = vld1q_s8(kLevels);
     const uint8x16_t q = vld1q_u8(b.qs);
     w0 = vqtbl1q_s8(codebook, vandq_u8(q, vdupq_n_u8(0x0f)));
     w1 = vqtbl1q_s8(codebook, vshrq_n_u8(q, 4));
   }
 };
+using IQ4_NLFormat = CodebookFormat<BlockIQ4_NL, kIq4Values>;
+using MXFP4Format = CodebookFormat<BlockMXFP4, kMxfp4Values>;
+
+// The float scale of a weight block: a half in every format but MXFP4's.
+template <typename Block>
+inline float weight_scale(const Block& b) {
+  return scale_of(b.d);
+}
+inline float weight_scale(const BlockMXFP4& b) { return mxfp4_scale(b.e); }
 
 struct Q4_1Format {
   using Block = BlockQ4_1;
@@ -365,7 +377,7 @@ void dot_legacy_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, 
   for (int64_t b = 0; b < n / kLegacyBlock; ++b) {
     int8x16_t w0, w1;
     Format::unpack(wb[b], w0, w1);
-    const float dw = scale_of(wb[b].d);
+    const float dw = weight_scale(wb[b]);
     for (int r = 0; r < R; ++r) {
       const BlockQ8_0& ab = rows[r][b];
       const int8x16_t a0 = vld1q_s8(ab.qs), a1 = vld1q_s8(ab.qs + 16);
@@ -828,6 +840,7 @@ void install_neon(OverrideFn record) {
   q8_0.quantize = quantize_q8_0_neon;
   record(TensorType::Q8_0, q8_0);
   record(TensorType::IQ4_NL, dots<dot_legacy_rows<1, IQ4_NLFormat>, dot_legacy_rows<4, IQ4_NLFormat>>());
+  record(TensorType::MXFP4, dots<dot_legacy_rows<1, MXFP4Format>, dot_legacy_rows<4, MXFP4Format>>());
   record(TensorType::Q2_K, k_dots<Q2_KFormat>());
   record(TensorType::Q3_K, k_dots<Q3_KFormat>());
   record(TensorType::Q4_K, k_dots<Q4_KFormat>());

@@ -28,6 +28,7 @@ constexpr Entry kTypes[] = {
     {TensorType::Q6_K, {"Q6_K", 256, 128 + 64 + 16 + 2}},
     {TensorType::Q8_K, {"Q8_K", 256, 4 + 256 + 32}},
     {TensorType::IQ4_NL, {"IQ4_NL", 32, 2 + 16}},
+    {TensorType::MXFP4, {"MXFP4", 32, 1 + 16}},
     {TensorType::IQ4_XS, {"IQ4_XS", 256, 2 + 2 + 4 + 128}},
     {TensorType::IQ2_XXS, {"IQ2_XXS", 256, 2 + 64}},
     {TensorType::IQ2_XS, {"IQ2_XS", 256, 2 + 64 + 8}},

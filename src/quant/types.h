@@ -37,6 +37,7 @@ enum class TensorType : uint32_t {
   I32 = 26,  // integer tables (deepseek4's hash routing), never a weight
   IQ1_M = 29,
   BF16 = 30,
+  MXFP4 = 39,  // gpt-oss's experts
 };
 
 struct TypeTraits {

@@ -174,7 +174,8 @@ Status importance_missing(TensorType type) {
 
 // Norms, biases and the MoE router stay F32 in every mix.
 bool is_quantized_matrix(const std::string& name, const std::vector<int64_t>& dims) {
-  return dims.size() >= 2 && !contains(name, "ffn_gate_inp") && !contains(name, "_norm");
+  // Biases stay float even where they are 2-D (gpt-oss's per-expert ones).
+  return dims.size() >= 2 && !contains(name, "ffn_gate_inp") && !contains(name, "_norm") && !name.ends_with(".bias");
 }
 
 TensorType fit_row_length(TensorType type, int64_t cols) {

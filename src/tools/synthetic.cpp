@@ -81,12 +81,36 @@ std::vector<Preset> presets() {
   gemma3_small.n_ctx = 8192;
   gemma3_small.sliding_window = 32;
   gemma3_small.rope_scale = 8.0f;
+  // gpt-oss-20b: 24 layers alternating a window of 128 and global, YaRN x32
+  // over 4096, 32 experts (4 used) of 2880, 64 query heads and 8 KV heads
+  // of 64 over a width of 2880.
+  SyntheticSpec gpt_oss_20b = make("gpt-oss", "gpt-oss-20b", 2880, 24, 64, 8, 64, 0, 201088, 150000.f, false);
+  gpt_oss_20b.n_ctx = 131072;
+  gpt_oss_20b.sliding_window = 128;
+  gpt_oss_20b.rope_scale = 32.0f;
+  gpt_oss_20b.n_expert = 32;
+  gpt_oss_20b.n_expert_used = 4;
+  gpt_oss_20b.n_ff_expert = 2880;
+  // Its miniature: four layers, a window shorter than a long prompt, 8
+  // experts (4 used), rows of whole MXFP4 blocks.
+  SyntheticSpec gpt_oss_tiny = gpt_oss_20b;
+  gpt_oss_tiny.name = "gpt-oss-tiny";
+  gpt_oss_tiny.n_embd = 128;
+  gpt_oss_tiny.n_layer = 4;
+  gpt_oss_tiny.n_head = 4;
+  gpt_oss_tiny.n_head_kv = 2;
+  gpt_oss_tiny.n_vocab = 0;
+  gpt_oss_tiny.sliding_window = 32;
+  gpt_oss_tiny.n_expert = 8;
+  gpt_oss_tiny.n_ff_expert = 128;
   return {
       {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
       {"gemma3-small", gemma3_small},
       {"qwen3moe-tiny", qwen3moe_tiny},
       {"deepseek2-tiny", deepseek2_tiny},
+      {"gpt-oss-tiny", gpt_oss_tiny},
       {"gemma-3-4b", gemma3_4b},
+      {"gpt-oss-20b", gpt_oss_20b},
       {"llama-3.2-1b", make("llama", "llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 500000.f, true)},
       {"llama-3.1-8b", make("llama", "llama-3.1-8b", 4096, 32, 32, 8, 128, 14336, 128256, 500000.f, false)},
       {"qwen3-0.6b", make("qwen3", "qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 1e6f, true)},
@@ -288,6 +312,7 @@ std::optional<std::string> synthetic_miniature(const std::string& arch) {
   if (arch == "qwen3moe") return "qwen3moe-tiny";
   if (arch == "deepseek2") return "deepseek2-tiny";
   if (arch == "deepseek4") return "deepseek-v4-tiny";
+  if (arch == "gpt-oss") return "gpt-oss-tiny";
   return std::nullopt;  // llama, qwen2, qwen3: the defaults of SyntheticSpec are small already
 }
 
@@ -302,11 +327,14 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
   SyntheticSpec spec = given;
   if (spec.arch == "deepseek4") spec.n_expert_shared = std::max(1, spec.n_expert_shared);  // V4 always has one
   const bool deepseek = spec.arch == "deepseek2", deepseek4 = spec.arch == "deepseek4";
-  const bool gemma3 = spec.arch == "gemma3";
-  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4;
+  const bool gemma3 = spec.arch == "gemma3", gpt_oss = spec.arch == "gpt-oss";
+  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4 || gpt_oss;
   if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe && !gemma3)
     return Status::error("arch: '" + spec.arch +
-                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4 or gemma3)");
+                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 or gpt-oss)");
+  if (gpt_oss && (spec.sliding_window <= 0 || spec.rope_scale < 1 || spec.yarn_original_context <= 0))
+    return Status::error(
+        "gpt-oss needs a positive sliding window, a YaRN factor of at least 1 and its original context");
   if (gemma3 && (spec.sliding_window <= 0 || spec.sliding_pattern <= 0 || spec.rope_scale < 0 || spec.logit_softcap < 0))
     return Status::error("gemma3 needs a positive sliding window and pattern (rope scale and soft cap 0 or positive)");
   if (spec.n_embd <= 0 || spec.n_layer <= 0 || spec.n_head <= 0 || spec.n_head_kv <= 0 ||
@@ -375,6 +403,12 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     }
     if (spec.logit_softcap > 0) out.set_f32(a + "final_logit_softcapping", spec.logit_softcap);
   }
+  if (gpt_oss) {
+    out.set_u32(a + "attention.sliding_window", spec.sliding_window);
+    out.set_string(a + "rope.scaling.type", "yarn");
+    out.set_f32(a + "rope.scaling.factor", spec.rope_scale);
+    out.set_u32(a + "rope.scaling.original_context_length", spec.yarn_original_context);
+  }
   if (moe) {
     out.set_u32(a + "expert_count", spec.n_expert);
     out.set_u32(a + "expert_used_count", spec.n_expert_used);
@@ -415,7 +449,7 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       tensors.push_back({p + "attn_v.weight", {d, kv}});
       tensors.push_back({p + "attn_output.weight", {q, d}});
     }
-    if (spec.arch == "qwen2") {
+    if (spec.arch == "qwen2" || gpt_oss) {
       tensors.push_back({p + "attn_q.bias", {q}});
       tensors.push_back({p + "attn_k.bias", {kv}});
       tensors.push_back({p + "attn_v.bias", {kv}});
@@ -424,8 +458,13 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       tensors.push_back({p + "attn_q_norm.weight", {head_dim}});
       tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
     }
-    if (gemma3) tensors.push_back({p + "post_attention_norm.weight", {d}});
-    tensors.push_back({p + "ffn_norm.weight", {d}});
+    if (gpt_oss) {
+      tensors.push_back({p + "attn_output.bias", {d}});
+      tensors.push_back({p + "attn_sinks.weight", {spec.n_head}});
+    }
+    // gpt-oss's FFN norm goes by the name of gemma3's post norm.
+    if (gemma3 || gpt_oss) tensors.push_back({p + "post_attention_norm.weight", {d}});
+    if (!gpt_oss) tensors.push_back({p + "ffn_norm.weight", {d}});
     if (gemma3) tensors.push_back({p + "post_ffw_norm.weight", {d}});
     if (moe && (!deepseek || i >= spec.n_layer_dense_lead)) {
       const int64_t e = spec.n_expert, f = spec.n_ff_expert, shared = f * spec.n_expert_shared;
@@ -435,6 +474,12 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       tensors.push_back({p + "ffn_gate_exps.weight", {d, f, e}});
       tensors.push_back({p + "ffn_up_exps.weight", {d, f, e}});
       tensors.push_back({p + "ffn_down_exps.weight", {f, d, e}});
+      if (gpt_oss) {
+        tensors.push_back({p + "ffn_gate_inp.bias", {e}});
+        tensors.push_back({p + "ffn_gate_exps.bias", {f, e}});
+        tensors.push_back({p + "ffn_up_exps.bias", {f, e}});
+        tensors.push_back({p + "ffn_down_exps.bias", {d, e}});
+      }
       if (shared > 0) {
         tensors.push_back({p + "ffn_gate_shexp.weight", {d, shared}});
         tensors.push_back({p + "ffn_up_shexp.weight", {d, shared}});
@@ -463,9 +508,15 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     const int64_t cols = dims[0];
     int64_t rows = 1;
     for (size_t k = 1; k < dims.size(); ++k) rows *= dims[k];
-    const TensorType type = choose_tensor_type(spec.mix, name, dims, ctx);
+    TensorType type = choose_tensor_type(spec.mix, name, dims, ctx);
+    // gpt-oss's experts are MXFP4 in every published file, and llama.cpp's
+    // quantizer leaves them so; a float mix keeps them float (a file whose
+    // every product is exact, to check the model's arithmetic by).
+    const bool float_mix = spec.mix == QuantMix::kF16 || spec.mix == QuantMix::kF32;
+    if (gpt_oss && !float_mix && name.ends_with("_exps.weight")) type = TensorType::MXFP4;
+    const bool random_vector = gpt_oss && (name.ends_with(".bias") || name.ends_with("attn_sinks.weight"));
     RowSource source;
-    if (dims.size() == 1) {
+    if (dims.size() == 1 && !random_vector) {
       const float value = name.find(".bias") != std::string::npos ? 0.0f : 1.0f;
       source = [cols, value](int64_t begin, int64_t end, float* values) {
         std::fill(values, values + (end - begin) * cols, value);
@@ -473,7 +524,10 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     } else {
       // Embeddings get a fixed scale; matrices 1/sqrt(fan-in) so activations
       // neither vanish nor explode through the layers.
-      const float stddev = name == "token_embd.weight" ? 1.0f : 1.0f / std::sqrt(static_cast<float>(cols));
+      // gpt-oss's biases and sinks: small and random, so that each one counts.
+      const float stddev = name == "token_embd.weight" ? 1.0f
+                           : random_vector            ? 0.1f
+                                                      : 1.0f / std::sqrt(static_cast<float>(cols));
       const uint64_t seed = hash_name(name, spec.seed);
       source = [cols, seed, stddev, &pool](int64_t first, int64_t last, float* values) {
         pool.parallel_for(last - first, [&](int64_t begin, int64_t end) {

@@ -17,7 +17,7 @@
 namespace revis {
 
 struct SyntheticSpec {
-  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3
+  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss
   std::string name = "synthetic";
   int n_embd = 256;
   int n_layer = 2;
@@ -46,8 +46,13 @@ struct SyntheticSpec {
   // gemma3: sliding-window layers (every sliding_pattern-th layer global)
   // with their own RoPE base, linear RoPE scaling of the global layers
   // (rope_scale: the factor, 0 = none), and the logits' soft cap (0 = none).
+  // gpt-oss: sliding_window on every other layer (the pattern is fixed at
+  // 2), YaRN scaling by rope_scale over yarn_original_context on all of
+  // them, experts in MXFP4 whatever the quantized mix (float in a float
+  // one), random biases and sinks.
   int sliding_window = 0, sliding_pattern = 6;
   float rope_base_swa = 10000.0f, rope_scale = 0.0f, logit_softcap = 0.0f;
+  int yarn_original_context = 4096;
   bool tied_output = false;
   // Vocabulary: copied from this GGUF's tokenizer.* metadata when set;
   // otherwise a built-in byte-level vocabulary (one token per byte plus
@@ -63,7 +68,8 @@ struct SyntheticSpec {
 // V3-style router and latent attention at 1.4B), "deepseek-v4-tiny" (V4
 // Flash's layout at a few MB), "gemma-3-4b", "tiny" (a few MB, for the
 // demo), "gemma3-small" (a few MB: six layers, the last global, window
-// 32), "qwen3moe-tiny" and "deepseek2-tiny" (a few MB each).
+// 32), "qwen3moe-tiny", "deepseek2-tiny" and "gpt-oss-tiny" (a few MB each),
+// "gpt-oss-20b".
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
 // The preset `--arch NAME` alone makes for an architecture whose defaults
 // are not enough (experts, windows, compression), or none.

@@ -207,6 +207,8 @@ void sane_scales(uint8_t* bytes, int64_t blocks, std::mt19937& engine) {
         for (int j = 0; j < 16; ++j) sum += b[i].qs[16 * s + j];
         b[i].bsums[s] = static_cast<int16_t>(sum);
       }
+    } else if constexpr (std::is_same_v<Block, quant::BlockMXFP4>) {
+      b[i].e = static_cast<uint8_t>(118 + engine() % 8);  // 2^-10..2^-3, as the halves above
     } else {
       b[i].d = scale();
       if constexpr (requires { b[i].dmin; }) b[i].dmin = scale();
@@ -232,6 +234,7 @@ void sanitize(TensorType type, std::vector<uint8_t>& row, std::mt19937& engine) 
     case TensorType::Q8_K: return sane_scales<quant::BlockQ8_K>(p, blocks, engine);
     case TensorType::IQ4_NL: return sane_scales<quant::BlockIQ4_NL>(p, blocks, engine);
     case TensorType::IQ4_XS: return sane_scales<quant::BlockIQ4_XS>(p, blocks, engine);
+    case TensorType::MXFP4: return sane_scales<quant::BlockMXFP4>(p, blocks, engine);
     default: FAIL() << "no random-bits layout for " << type_name(type);
   }
 }

@@ -97,7 +97,7 @@ std::vector<TensorType> avx2_dot_types() {
   std::vector<TensorType> types = {TensorType::F32,  TensorType::F16,  TensorType::BF16,   TensorType::Q4_0,
                                    TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,   TensorType::Q8_0,
                                    TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,   TensorType::Q5_K,
-                                   TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
+                                   TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4};
   for (TensorType type : quant_test::grid_types()) types.push_back(type);
   return types;
 }
@@ -334,6 +334,12 @@ std::vector<uint8_t> random_blocks(TensorType type, int64_t n, std::mt19937& rng
     case TensorType::Q6_K: fields = {offsetof(quant::BlockQ6_K, d)}; break;
     case TensorType::IQ4_NL: fields = {offsetof(quant::BlockIQ4_NL, d)}; break;
     case TensorType::IQ4_XS: fields = {offsetof(quant::BlockIQ4_XS, d)}; break;
+    case TensorType::MXFP4: {
+      // A byte exponent, not a half: 2^-8..2^2 as for the others.
+      for (size_t at = 0; at < bytes.size(); at += type_traits(type).block_bytes)
+        bytes[at] = static_cast<uint8_t>(120 + rng() % 11);
+      return bytes;
+    }
     default: ADD_FAILURE() << "no scale layout for " << type_name(type);
   }
   const size_t block_bytes = type_traits(type).block_bytes;
@@ -530,6 +536,11 @@ INSTANTIATE_TEST_SUITE_P(Avx2, SimdDot,
                          backend_and_type);
 INSTANTIATE_TEST_SUITE_P(Avx512, SimdDot,
                          ::testing::Combine(::testing::Values(KernelBackend::kAvx512), ::testing::ValuesIn(avx512_dot_types())),
+                         backend_and_type);
+// The AVX-512 table keeps AVX2's kernel for MXFP4; checked through it all the same.
+INSTANTIATE_TEST_SUITE_P(Avx512Inherited, SimdDot,
+                         ::testing::Combine(::testing::Values(KernelBackend::kAvx512),
+                                            ::testing::Values(TensorType::MXFP4)),
                          backend_and_type);
 
 // vec_dot4 through the dispatch table against four vec_dot calls: equal on

@@ -38,7 +38,8 @@ inline const std::vector<TensorType>& weight_types() {
   static const std::vector<TensorType> types = {
       TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0,   TensorType::Q4_1,
       TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0, TensorType::Q2_K,   TensorType::Q3_K,
-      TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
+      TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
+      TensorType::MXFP4};
   return types;
 }
 
@@ -84,6 +85,7 @@ inline const std::map<TensorType, ScalarKernels>& scalar_kernels() {
       {TensorType::Q6_K, {dequantize_q6_k, quantize_q6_k, dot_q6_k}},
       {TensorType::Q8_K, {dequantize_q8_k, quantize_q8_k, dot_q8_k}},
       {TensorType::IQ4_NL, {dequantize_iq4_nl, quantize_iq4_nl, dot_iq4_nl}},
+      {TensorType::MXFP4, {dequantize_mxfp4, quantize_mxfp4, dot_mxfp4}},
       {TensorType::IQ4_XS, {dequantize_iq4_xs, quantize_uniform<quantize_iq4_xs>, dot_iq4_xs}},
       {TensorType::IQ2_XXS, {dequantize_iq2_xxs, nullptr, dot_iq2_xxs}},
       {TensorType::IQ2_XS, {dequantize_iq2_xs, nullptr, dot_iq2_xs}},
