@@ -263,4 +263,9 @@ DotKernels dot_kernels(TensorType w_type, int64_t n) {
   return {k.dot, k.dot4, k.packed1, k.packed4};
 }
 
+const PackedDot* stripe_form(TensorType w_type, int64_t n) {
+  const PackedDot* form = checked_kernels("stripe_form", w_type, n).packed4;
+  return form && form->weight_rows > 1 && form->dot_one && form->repack_weights ? form : nullptr;
+}
+
 }  // namespace revis

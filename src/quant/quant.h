@@ -113,6 +113,12 @@ struct DotKernels {
 };
 DotKernels dot_kernels(TensorType w_type, int64_t n);
 
+// packed4 where it is a stripe form with dot_one (weight_rows > 1): the
+// form in which every row's products are the same bits for one token or
+// four, so that a model keeps or reads matrices of this type in stripes
+// (striped_weights.h, matmul.h). Null where the active backend has none.
+const PackedDot* stripe_form(TensorType w_type, int64_t n);
+
 // Kernel implementations. The best one the CPU supports is chosen at first
 // use; the scalar reference is always available, and on x86-64 so is AVX2
 // where AVX-512 is. use_kernel_backend() is for tests and benchmarks, and

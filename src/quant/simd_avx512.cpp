@@ -15,8 +15,9 @@
 // Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
 // for Q8_0, Q4_0 and Q5_0 (the K-quant mixes' type for rows that are not
 // whole super-blocks) adds packed forms of dot4 and (Q8_0) dot (quant.h's
-// PackedDot); Q4_K's, Q6_K's and Q8_0's packed dot4 take sixteen rows at
-// once (k_stripes.h, packed_q8_0.h), and so do their dot_one for one token.
+// PackedDot); Q4_K's, Q6_K's, Q8_0's, Q4_0's and F16's packed dot4 take
+// sixteen rows at once (k_stripes.h, packed_q8_0.h, f16_stripes.h), and so
+// do their dot_one for one token.
 // It also overrides the other K-quants (Q2_K, Q3_K, Q5_K) and the grid types
 // (IQ2_*, IQ3_*, IQ1_*): two groups of grid points to a register, their
 // signs a mask (built with BMI2, which every CPU with AVX-512 has). The
@@ -41,6 +42,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/f16_stripes.h"
 #include "quant/iq_grids.h"
 #include "quant/kernels.h"
 #include "quant/packed_q8_0.h"
@@ -231,38 +233,75 @@ struct DpbusdSum {
   }
 };
 
-// Sixteen Q8_0 rows against the first kTokens tokens of a packed group of
-// four (packed_q8_0.h's Q8_0Stripes): out[16t + r]. Each token's steps are
-// the same for any kTokens, so one token alone (dot_one) gets the bits it
-// gets among four. Per block and token, eight vpdpbusd add a row's 32
-// products in its lane to the token's starting sum, which takes the
-// weights' bias of 128 back out; one multiply-add applies the sixteen rows'
+// A stripe's block of levels as vpdpbusd meets them (packed_q8_0.h), step
+// s of eight against a token's dword s: Q8_0's biased bytes as stored;
+// Q4_0's nibbles, the low ones of dword s at step s, the high ones at s + 4.
+struct Q8_0StripeLevels {
+  using Layout = Q8_0Stripes<16>;
+  static constexpr int kStartShift = 0;
+  template <typename Add>
+  static void each(const uint8_t* block, Add add) {
+    for (int s = 0; s < 8; ++s) add(s, load512(block + 64 * s));
+  }
+};
+struct Q4_0StripeLevels {
+  using Layout = Q4_0Stripes<16>;
+  static constexpr int kStartShift = Layout::kStartShift;
+  template <typename Add>
+  static void each(const uint8_t* block, Add add) {
+    const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
+    for (int s = 0; s < 4; ++s) {
+      const __m512i q = load512(block + 64 * s);
+      add(s, _mm512_and_si512(q, low_nibbles));
+      add(s + 4, _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles));
+    }
+  }
+};
+
+// Sixteen rows of Q8_0 or Q4_0 (kLevels) against the first kTokens tokens
+// of a packed group of four (packed_q8_0.h's stripes): out[16t + r]. Each
+// token's steps are the same for any kTokens, so one token alone (dot_one)
+// gets the bits it gets among four. Per block and token, eight vpdpbusd add
+// a row's 32 products in its lane to the token's starting sum, which takes
+// the weights' offset back out; one multiply-add applies the sixteen rows'
 // scales times the token's. Each token's sum goes in two chains, one
 // token's alone in four (DpbusdSum).
-template <int kTokens>
-void dot_q8_0_stripe(const void* w, const void* packed, int64_t n, float* out) {
-  using Layout = Q8_0Stripes<16>;
+template <typename kLevels, int kTokens>
+void dot_legacy_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  using Layout = typename kLevels::Layout;
+  using Activations = Q8_0Stripes<16>;
   constexpr int kChains = kTokens == 1 ? 4 : 2;
   const auto* stripe = static_cast<const uint8_t*>(w);
   const auto* act = static_cast<const uint8_t*>(packed);
   __m512 acc[kTokens];
   for (__m512& a : acc) a = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n / kLegacyBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b, stripe += Layout::kBlockBytes, act += Activations::kActivationBytes) {
     DpbusdSum<kChains> sums[kTokens];
-    for (int t = 0; t < kTokens; ++t)
-      sums[t] = DpbusdSum<kChains>(
-          _mm512_set1_epi32(static_cast<int>(load_u32(act + Layout::kSumsOffset + sizeof(int32_t) * t))));
-    for (int s = 0; s < 8; ++s) {
-      const __m512i q = load512(stripe + 64 * s);
+    for (int t = 0; t < kTokens; ++t) {
+      const int32_t start = static_cast<int32_t>(load_u32(act + Activations::kSumsOffset + sizeof(int32_t) * t));
+      sums[t] = DpbusdSum<kChains>(_mm512_set1_epi32(start >> kLevels::kStartShift));
+    }
+    kLevels::each(stripe, [&](int s, __m512i q) {
       for (int t = 0; t < kTokens; ++t)
         sums[t].add(s, q, _mm512_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s))));
-    }
+    });
     const __m512 d = _mm512_cvtph_ps(load256(stripe + Layout::kDOffset));
-    const auto* token_d = reinterpret_cast<const float*>(act + Layout::kScalesOffset);
+    const auto* token_d = reinterpret_cast<const float*>(act + Activations::kScalesOffset);
     for (int t = 0; t < kTokens; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t].total()), _mm512_mul_ps(d, _mm512_set1_ps(token_d[t])), acc[t]);
   }
   for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
+}
+
+// The stripe form of kLevels' type: sixteen rows, Q8_0Stripes' activations.
+template <typename kLevels>
+const PackedDot* legacy_stripes() {
+  using Layout = typename kLevels::Layout;
+  using Activations = Q8_0Stripes<16>;
+  static const PackedDot four{Activations::bytes, Activations::pack, dot_legacy_stripe<kLevels, 4>,
+                              Layout::weight_bytes, Layout::repack,  16,
+                              dot_legacy_stripe<kLevels, 1>};
+  return &four;
 }
 
 // kOneToken: whether the packed form of dot is this file's quads. Q4_0
@@ -283,13 +322,13 @@ KernelEntry signed_kernels() {
   return entry;
 }
 
-// Q8_0: the quads for one token, stripes of sixteen rows for four.
-KernelEntry q8_0_kernels() {
-  KernelEntry entry = signed_kernels<Q8_0Pair, true>();
-  using Layout = Q8_0Stripes<16>;
-  static const PackedDot four{Layout::bytes,  Layout::pack,   dot_q8_0_stripe<4>, Layout::weight_bytes,
-                              Layout::repack, 16, dot_q8_0_stripe<1>};
-  entry.packed4 = &four;
+// Q8_0 and Q4_0: stripes of sixteen rows for four tokens (and for one, in
+// a model: batch invariance); the quads (Q8_0), AVX2's form with block sums
+// (Q4_0) for one token of a matrix stored as rows.
+template <typename Format, bool kOneToken, typename kLevels>
+KernelEntry striped_legacy_kernels() {
+  KernelEntry entry = signed_kernels<Format, kOneToken>();
+  entry.packed4 = legacy_stripes<kLevels>();
   return entry;
 }
 
@@ -1077,6 +1116,39 @@ void dequantize_f16_avx512(const void* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = half(h[i]);
 }
 
+// Sixteen F16 rows against the first kTokens tokens of a packed group of
+// four (f16_stripes.h): out[16t + r]. A token's sums go in four chains,
+// column c adding to chain c % 4, and are added (0 + 1) + (2 + 3) at the
+// end: the same float steps for any kTokens, so that one token alone
+// (dot_one) gets the bits it gets among four.
+template <int kTokens>
+void dot_f16_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  constexpr int kChains = 4;
+  const auto* stripe = static_cast<const uint8_t*>(w);
+  const auto* act = static_cast<const float*>(packed);
+  __m512 acc[kTokens][kChains];
+  for (auto& token : acc)
+    for (__m512& a : token) a = _mm512_setzero_ps();
+  auto column = [&](int64_t c, int chain) {
+    const __m512 values = _mm512_cvtph_ps(load256(stripe + F16Stripes<16>::kColumnBytes * c));
+    for (int t = 0; t < kTokens; ++t)
+      acc[t][chain] = _mm512_fmadd_ps(values, _mm512_set1_ps(act[4 * c + t]), acc[t][chain]);
+  };
+  int64_t c = 0;
+  for (; c + kChains <= n; c += kChains)
+    for (int k = 0; k < kChains; ++k) column(c + k, k);
+  for (int k = 0; c < n; ++c, ++k) column(c, k);
+  for (int t = 0; t < kTokens; ++t)
+    _mm512_storeu_ps(out + 16 * t, _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
+}
+
+KernelEntry f16_kernels() {
+  using Layout = F16Stripes<16>;
+  static const PackedDot four{Layout::bytes,  Layout::pack, dot_f16_stripe<4>, Layout::weight_bytes,
+                              Layout::repack, 16,           dot_f16_stripe<1>};
+  return {.dequantize = dequantize_f16_avx512, .packed4 = &four};
+}
+
 }  // namespace
 
 bool avx512_supported() {
@@ -1087,8 +1159,8 @@ bool avx512_supported() {
 
 void install_avx512(OverrideFn record) {
   install_avx2(record);
-  record(TensorType::Q8_0, q8_0_kernels());
-  record(TensorType::Q4_0, signed_kernels<Q4_0Pair, false>());
+  record(TensorType::Q8_0, striped_legacy_kernels<Q8_0Pair, true, Q8_0StripeLevels>());
+  record(TensorType::Q4_0, striped_legacy_kernels<Q4_0Pair, false, Q4_0StripeLevels>());
   record(TensorType::Q5_0, signed_kernels<Q5_0Pair, true>());
   record(TensorType::Q2_K, k_kernels<Q2_KPairs>());
   record(TensorType::Q3_K, k_kernels<Q3_KPairs>());
@@ -1102,7 +1174,7 @@ void install_avx512(OverrideFn record) {
   record(TensorType::IQ3_S, k_kernels<IQ3_SPairs>());
   record(TensorType::IQ1_S, k_kernels<IQ1_SPairs>());
   record(TensorType::IQ1_M, k_kernels<IQ1_MPairs>());
-  record(TensorType::F16, {.dequantize = dequantize_f16_avx512});
+  record(TensorType::F16, f16_kernels());
 }
 
 }  // namespace revis::quant
