@@ -872,6 +872,17 @@ inline void store_totals4(const __m512 (&v)[4], float* out) {
   _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1)));
 }
 
+// One vector's total in store_totals4's order (pairs of lanes within each
+// 128-bit quarter, then the quarters), so that dot_k_rows gives a token
+// the same bits alone as among four.
+inline float total_in_quarters(__m512 v) {
+  const __m512 pairs = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4e));              // x0 + x2, x1 + x3
+  const __m512 quarters = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, 0xb1));   // lane 4q: quarter q's total
+  const __m256 halves = _mm256_add_ps(_mm512_castps512_ps256(quarters),
+                                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(quarters), 1)));
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1)));
+}
+
 template <int T, typename Format>
 void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
@@ -907,7 +918,7 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
   if constexpr (T == 4)
     store_totals4(acc, out);
   else
-    for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
+    for (int t = 0; t < T; ++t) out[t] = total_in_quarters(acc[t]);
 }
 
 // One token's Q8_K activations packed for dot_q4_k_one: each block as
@@ -920,36 +931,55 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
 // dot_k_rows takes a broadcast load, a masked shift and a mask for each 64.
 constexpr int kQ4_KOnePieces[16] = {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
 
-void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
+// One Q4_K row against T tokens packed so, `stride` bytes apart: each
+// token's steps the same for any T, so dot_q4_k_four gives every token the
+// bits dot_q4_k_one gives it (what a model's stepwise prefill needs of a
+// matrix stored as rows, matmul.h).
+template <int T>
+void dot_q4_k_tokens(const void* w, const void* packed, size_t stride, int64_t n, float* out) {
   const auto* wb = static_cast<const BlockQ4_K*>(w);
-  const auto* ab = static_cast<const BlockQ8_K*>(packed);
+  const BlockQ8_K* ab[T];
+  for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(packed) + t * stride);
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
-  __m512 acc = _mm512_setzero_ps();
-  __m256 acc_offsets = _mm256_setzero_ps();
+  __m512 acc[T];
+  __m256 acc_offsets[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps(), acc_offsets[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     const KHeader h = Q4_KPairs::header(wb[b]);
-    __m512i sums = _mm512_setzero_si512();
+    __m512i sums[T];
+    for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
     // Half kH: chunks 4kH .. 4kH + 3, from qs[64kH .. 64kH + 63].
     auto add_half = [&]<int kH>() {
       const __m512i bytes = load512(wb[b].qs + 64 * kH);
       const __m512i low = _mm512_and_si512(bytes, low_nibbles);  // chunks 4kH, 4kH + 2
       const __m512i high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);  // 4kH + 1, 4kH + 3
-      const int8_t* a = ab[b].qs + 128 * kH;
-      sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(low, load512(a)),
-                                 spread_slots<4 * kH, 4 * kH, 4 * kH + 2, 4 * kH + 2>(h.scales));
-      sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(high, load512(a + 64)),
-                                 spread_slots<4 * kH + 1, 4 * kH + 1, 4 * kH + 3, 4 * kH + 3>(h.scales));
+      const __m512i low_scales = spread_slots<4 * kH, 4 * kH, 4 * kH + 2, 4 * kH + 2>(h.scales);
+      const __m512i high_scales = spread_slots<4 * kH + 1, 4 * kH + 1, 4 * kH + 3, 4 * kH + 3>(h.scales);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* a = ab[t][b].qs + 128 * kH;
+        sums[t] = _mm512_dpwssd_epi32(sums[t], _mm512_maddubs_epi16(low, load512(a)), low_scales);
+        sums[t] = _mm512_dpwssd_epi32(sums[t], _mm512_maddubs_epi16(high, load512(a + 64)), high_scales);
+      }
     };
     add_half.template operator()<0>();
     add_half.template operator()<1>();
-    add_k_block<Q4_KPairs>(h, ab[b], sums, acc, acc_offsets);
+    for (int t = 0; t < T; ++t) add_k_block<Q4_KPairs>(h, ab[t][b], sums[t], acc[t], acc_offsets[t]);
   }
-  *out = _mm512_reduce_add_ps(add_low8(acc, acc_offsets));
+  for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(add_low8(acc[t], acc_offsets[t]));
+}
+
+void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
+  dot_q4_k_tokens<1>(w, packed, 0, n, out);
+}
+void dot_q4_k_four(const void* w, const void* packed, size_t stride, int64_t n, float* out) {
+  dot_q4_k_tokens<4>(w, packed, stride, n, out);
 }
 
 template <typename Format>
 KernelEntry k_kernels() {
-  return dots<dot_k_rows<1, Format>, dot_k_rows<4, Format>>();
+  KernelEntry entry = dots<dot_k_rows<1, Format>, dot_k_rows<4, Format>>();
+  entry.dot4_exact = true;  // the same totals' order (total_in_quarters)
+  return entry;
 }
 
 // Sixteen Q4_K rows against the first kTokens tokens of a packed group of
@@ -1085,7 +1115,8 @@ void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
 }
 
 KernelEntry q4_k_kernels() {
-  static const PackedDot one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
+  static const PackedDot one{.bytes = q8_k_packed_bytes, .pack = pack_q8_k_pieces<kQ4_KOnePieces>, .dot = dot_q4_k_one,
+                             .dot4 = dot_q4_k_four};
   using Layout = Q4_KStripes<16>;
   static const PackedDot four{Layout::bytes,  Layout::pack,   dot_q4_k_stripe<4>, Layout::weight_bytes,
                               Layout::repack, 16, dot_q4_k_stripe<1>};

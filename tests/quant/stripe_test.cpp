@@ -29,14 +29,7 @@ std::vector<uint8_t> quantized(TensorType type, const std::vector<float>& x) {
   return out;
 }
 
-class StripeForms : public ::testing::TestWithParam<KernelBackend> {
- protected:
-  void SetUp() override {
-    if (!kernel_backend_supported(GetParam())) GTEST_SKIP() << "this CPU lacks " << kernel_backend_name(GetParam());
-    ASSERT_TRUE(use_kernel_backend(GetParam()).ok());
-  }
-  void TearDown() override { ASSERT_TRUE(use_kernel_backend(best_kernel_backend()).ok()); }
-};
+using StripeForms = quant_test::OnEveryBackend;
 
 TEST_P(StripeForms, EveryRowIsTheSameBitsAloneOrAmongOthers) {
   int forms = 0;
@@ -98,9 +91,7 @@ TEST_P(StripeForms, EveryRowIsTheSameBitsAloneOrAmongOthers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StripeForms, ::testing::ValuesIn(kKernelBackends),
-                         [](const ::testing::TestParamInfo<KernelBackend>& info) {
-                           return std::string(kernel_backend_name(info.param));
-                         });
+                         quant_test::BackendName());
 
 }  // namespace
 }  // namespace revis
