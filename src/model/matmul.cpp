@@ -127,6 +127,14 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   const int n_single = n_tokens - n_groups * kGroup;
   const PackedDot* packed_one = kernels.packed1;
   const size_t single_bytes = packed_one ? packed_one->bytes(w.cols) : 0;
+  // Stepwise, tokens still go four at a time where the backend's kernel for
+  // four gives each the very bits of the single-token kernel (quant.h:
+  // DotKernels::dot4_exact, PackedDot::dot4 of packed1): packed as single
+  // tokens, in the single tokens' slices, summed as theirs.
+  const int n_fours = stepwise_ && (packed_one ? packed_one->dot4 != nullptr : kernels.dot4 && kernels.dot4_exact)
+                          ? n_tokens / kGroup
+                          : 0;
+  const int prefetch_groups = n_groups + n_fours;
   packed_activations_.resize(packed_bytes * n_groups + single_bytes * n_single);
   uint8_t* const packed_groups = packed_activations_.data();
   uint8_t* const packed_singles = packed_groups + packed_bytes * n_groups;
@@ -189,12 +197,12 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
       // memory, which the hardware prefetchers only start to cover a few
       // misses into each page. Not near the end, where holding a tile in
       // reserve could leave another thread with nothing to do.
-      bool ahead = grouped && next_row.load(std::memory_order_relaxed) + threads * tile_rows <= w.rows &&
+      bool ahead = prefetch_groups > 0 && next_row.load(std::memory_order_relaxed) + threads * tile_rows <= w.rows &&
                    claim_rows(ahead_begin, ahead_end);
       const size_t ahead_bytes = ahead ? static_cast<size_t>(ahead_end - ahead_begin) * w.row_bytes : 0;
       auto prefetch_ahead = [&](int group) {
-        const size_t from = (ahead_bytes * group / n_groups) & ~size_t{63};
-        const size_t to = ahead_bytes * (group + 1) / n_groups;
+        const size_t from = (ahead_bytes * group / prefetch_groups) & ~size_t{63};
+        const size_t to = ahead_bytes * (group + 1) / prefetch_groups;
         if (ahead) prefetch(w.row(ahead_begin) + from, to - from, Prefetch::kIntoL2);
       };
       int t = 0;
@@ -256,6 +264,21 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
         const int64_t in_next = ahead_begin + (target - end);
         return ahead && in_next < ahead_end ? w.row(in_next) : nullptr;
       };
+      for (; t < n_fours * kGroup; t += kGroup) {
+        prefetch_ahead(t / kGroup);
+        for (int64_t r = begin; r < end; ++r) {
+          float sums[kGroup] = {}, dots[kGroup];
+          for (const Slice& s : single_slices_) {
+            if (packed_one)
+              packed_one->dot4(w.row(r) + s.w_offset, packed_singles + t * single_bytes + s.act_offset, single_bytes,
+                               s.n, dots);
+            else
+              kernels.dot4(w.row(r) + s.w_offset, acts + t * act_row + s.act_offset, act_row, s.n, dots);
+            for (int k = 0; k < kGroup; ++k) sums[k] += dots[k];
+          }
+          for (int k = 0; k < kGroup; ++k) out[(t + k) * out_stride + r] = sums[k];
+        }
+      }
       for (; t < n_tokens; ++t) {
         const uint8_t* a = acts + t * act_row;
         const uint8_t* packed_a = packed_one ? packed_singles + (t - n_groups * kGroup) * single_bytes : nullptr;

@@ -31,7 +31,11 @@
 //    call with that token alone would, so that its row is bit-identical to
 //    such a call's whatever the other tokens of the call; the rows are
 //    still read once, a tile at a time, while each token meets the tile in
-//    turn. The model runs stepwise (model.h: batch invariance).
+//    turn. The model runs stepwise (model.h: batch invariance). Where the
+//    backend's kernel for four tokens gives each the very bits of the
+//    single-token kernel (quant.h's dot4_exact, or packed1's dot4), a
+//    stepwise call still takes tokens four at a time through it, in the
+//    single tokens' slices of columns and summed as theirs.
 // A matrix kept in stripes (weights.h's Matrix::stripes) skips all that
 // choosing: every group of four tokens, the last filled up with copies,
 // meets whole stripes through the stripe form's dot, and a group of one

@@ -9,9 +9,7 @@ namespace {
 
 // The stripe form MatMul would use for m, or null.
 const PackedDot* stripe_form(const Matrix& m) {
-  if (m.empty() || m.stripes) return nullptr;
-  const PackedDot* form = dot_kernels(m.type, m.cols).packed4;
-  return form && form->weight_rows > 1 && form->dot_one && form->repack_weights ? form : nullptr;
+  return m.empty() || m.stripes ? nullptr : revis::stripe_form(m.type, m.cols);
 }
 
 // m as it will be in stripes (data not set yet), and the bytes it takes.

@@ -1,8 +1,8 @@
 // Keeping a model's matrices in stripes of rows for good.
 //
 // Where the active kernel backend has a stripe form of a weight type
-// (quant.h's PackedDot with weight_rows > 1 and dot_one: AVX-512's Q4_K,
-// Q6_K and Q8_0, AVX2's Q4_K, and AVX2's Q8_0 where AVX-VNNI is), MatMul
+// (quant.h's stripe_form: AVX-512's Q4_K, Q6_K, Q8_0, Q4_0 and F16, AVX2's
+// Q4_K and F16, and AVX2's Q8_0 and Q4_0 where AVX-VNNI is), MatMul
 // otherwise rewrites each tile of rows into stripes at every prompt chunk,
 // and a generated token multiplies the stored rows with a one-row kernel
 // that does several times the instructions per product. Rewritten once at

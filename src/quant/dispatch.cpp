@@ -24,6 +24,7 @@ struct Kernels {
   quant::QuantizeFn quantize;  // null for the types revis reads but cannot write
   quant::DotFn dot;
   quant::Dot4Fn dot4 = nullptr;  // null: vec_dot4 calls dot four times
+  bool dot4_exact = false;
   const PackedDot* packed1 = nullptr;
   const PackedDot* packed4 = nullptr;
 };
@@ -98,6 +99,7 @@ void record_override(TensorType type, const quant::KernelEntry& entry) {
     if (entry.quantize) k.quantize = entry.quantize;
     if (entry.dot) k.dot = entry.dot;
     if (entry.dot4) k.dot4 = entry.dot4;
+    if (entry.dot || entry.dot4) k.dot4_exact = entry.dot4_exact;  // a claim about the pair as it now is
     if (entry.packed1) k.packed1 = entry.packed1;
     if (entry.packed4) k.packed4 = entry.packed4;
   }
@@ -266,7 +268,12 @@ void vec_dot4(TensorType w_type, const void* w, const void* a, size_t a_stride, 
 
 DotKernels dot_kernels(TensorType w_type, int64_t n) {
   const Kernels& k = checked_kernels("dot_kernels", w_type, n);
-  return {k.dot, k.dot4, k.packed1, k.packed4};
+  return {k.dot, k.dot4, k.packed1, k.packed4, k.dot4_exact};
+}
+
+const PackedDot* stripe_form(TensorType w_type, int64_t n) {
+  const PackedDot* form = checked_kernels("stripe_form", w_type, n).packed4;
+  return form && form->weight_rows > 1 && form->dot_one && form->repack_weights ? form : nullptr;
 }
 
 }  // namespace revis

@@ -109,27 +109,58 @@ void Q8_0Stripes<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* p
     }
 }
 
-template <int kRows>
-void Q8_0Stripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+namespace {
+
+// Stripes of kRows rows of 32-value blocks, kBlockBytes per block of a
+// stripe: a stripe whose rows run out first gets `filled` up to the scales
+// at kDOffset and zero scales; move_row(block, r, out) then puts row r's
+// block into the stripe's block at out.
+template <int kRows, typename Block, size_t kBlockBytes, size_t kDOffset, typename MoveRow>
+void repack_blocks(const void* w, size_t w_stride, int64_t rows, int64_t n, uint8_t filled, void* out,
+                   MoveRow move_row) {
   auto* o = static_cast<uint8_t*>(out);
   for (int64_t first = 0; first < rows; first += kRows)
     for (int64_t b = 0; b < n / kLegacyBlock; ++b, o += kBlockBytes) {
-      // Filled-up rows: levels 0 (128 biased), d = 0.
       if (first + kRows > rows) {
-        std::memset(o, 0x80, kDOffset);
+        std::memset(o, filled, kDOffset);
         std::memset(o + kDOffset, 0, kBlockBytes - kDOffset);
       }
       for (int r = 0; r < kRows && first + r < rows; ++r) {
-        const BlockQ8_0& block =
-            reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w) + (first + r) * w_stride)[b];
-        for (int s = 0; s < 8; ++s)
-          for (int i = 0; i < 4; ++i) o[4 * kRows * s + 4 * r + i] = static_cast<uint8_t>(block.qs[4 * s + i] ^ 0x80);
+        const Block& block = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + (first + r) * w_stride)[b];
+        move_row(block, r, o);
         std::memcpy(o + kDOffset + sizeof(uint16_t) * r, &block.d, sizeof block.d);
       }
     }
 }
 
+}  // namespace
+
+template <int kRows>
+void Q8_0Stripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+  // Filled-up rows: levels 0 (128 biased).
+  repack_blocks<kRows, BlockQ8_0, kBlockBytes, kDOffset>(w, w_stride, rows, n, 0x80, out,
+                                                         [](const BlockQ8_0& block, int r, uint8_t* o) {
+                                                           for (int s = 0; s < 8; ++s)
+                                                             for (int i = 0; i < 4; ++i)
+                                                               o[4 * kRows * s + 4 * r + i] =
+                                                                   static_cast<uint8_t>(block.qs[4 * s + i] ^ 0x80);
+                                                         });
+}
+
 template struct Q8_0Stripes<8>;
 template struct Q8_0Stripes<16>;
+
+template <int kRows>
+void Q4_0Stripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+  // Filled-up rows: levels 8 (value 0).
+  repack_blocks<kRows, BlockQ4_0, kBlockBytes, kDOffset>(w, w_stride, rows, n, 0x88, out,
+                                                         [](const BlockQ4_0& block, int r, uint8_t* o) {
+                                                           for (int s = 0; s < 4; ++s)
+                                                             std::memcpy(o + 4 * kRows * s + 4 * r, block.qs + 4 * s, 4);
+                                                         });
+}
+
+template struct Q4_0Stripes<8>;
+template struct Q4_0Stripes<16>;
 
 }  // namespace revis::quant

@@ -60,6 +60,17 @@
 // A stripe whose rows run out is filled with zero rows (d = 0). For k a
 // multiple of 32 a stripe's values k.. start at byte kRows x 34 x k / 32.
 //
+// Q4_0Stripes (Q4_0's kernels for four tokens where Q8_0 has stripes):
+// Q8_0Stripes for Q4_0's weights, whose 4-bit levels q (value d x (q - 8))
+// are already vpdpbusd's unsigned side and stay as stored. For each block
+// of a stripe: four vectors, lane r of vector s holding dword s of row r's
+// qs (its low nibbles are values 4s..4s+3, its high nibbles values
+// 16+4s..16+4s+3); then the rows' d as halves (18 bytes per row, as
+// Q4_0's). The activations are Q8_0Stripes': their starting sum -128 x the
+// values' sum, shifted right by four, is -8 x that sum, which takes the
+// levels' offset of 8 back out exactly. Filled-up rows hold level 8 with
+// d = 0.
+//
 // Internal to src/quant.
 #pragma once
 
@@ -123,6 +134,18 @@ struct Q8_0Stripes {
 
   static size_t bytes(int64_t n) { return static_cast<size_t>(n / 32) * kActivationBytes; }
   static void pack(const void* a, size_t a_stride, int64_t n, void* packed);
+  static size_t weight_bytes(int64_t n) { return static_cast<size_t>(n / 32) * kRowBytes; }
+  static void repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out);
+};
+
+// Q4_0Stripes: see above. Activations: Q8_0Stripes<kRows>'s bytes and pack.
+template <int kRows>
+struct Q4_0Stripes {
+  static constexpr size_t kRowBytes = 18;  // per block
+  static constexpr size_t kDOffset = 16 * kRows;
+  static constexpr size_t kBlockBytes = kRows * kRowBytes;
+  static constexpr int kStartShift = 4;  // -128 x sum >> 4 = -8 x sum
+
   static size_t weight_bytes(int64_t n) { return static_cast<size_t>(n / 32) * kRowBytes; }
   static void repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out);
 };

@@ -101,6 +101,10 @@ struct PackedDot {
   void (*repack_weights)(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) = nullptr;
   int weight_rows = 1;
   void (*dot_one)(const void* w, const void* packed, int64_t n, float* out) = nullptr;
+  // A one-token form (weight_rows 1, no repack_weights) may have dot4: one
+  // stored row against four activation rows, each packed by pack() alone,
+  // packed_stride bytes apart; out[k] is the very bits dot() gives row k.
+  void (*dot4)(const void* w, const void* packed, size_t packed_stride, int64_t n, float* out) = nullptr;
 };
 // The most weight_rows of any packed form.
 inline constexpr int kMaxStripeRows = 16;
@@ -109,14 +113,22 @@ inline constexpr int kMaxStripeRows = 16;
 // values, looked up and checked once, for loops over many rows. dot4 is
 // null where the active backend has no four-row kernel for the type: call
 // dot per row then. packed1 and packed4 are null where it has no packed
-// form of dot and dot4.
+// form of dot and dot4. dot4_exact: dot4's out[k] is the very bits dot
+// gives activation row k (each row's float steps in the same order).
 struct DotKernels {
   float (*dot)(const void* w, const void* a, int64_t n);
   void (*dot4)(const void* w, const void* a, size_t a_stride, int64_t n, float* out);
   const PackedDot* packed1;
   const PackedDot* packed4;
+  bool dot4_exact;
 };
 DotKernels dot_kernels(TensorType w_type, int64_t n);
+
+// packed4 where it is a stripe form with dot_one (weight_rows > 1): the
+// form in which every row's products are the same bits for one token or
+// four, so that a model keeps or reads matrices of this type in stripes
+// (striped_weights.h, matmul.h). Null where the active backend has none.
+const PackedDot* stripe_form(TensorType w_type, int64_t n);
 
 // Kernel implementations. The best one the CPU supports is chosen at first
 // use; the scalar reference is always available, and on x86-64 so is AVX2

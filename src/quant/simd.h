@@ -22,6 +22,7 @@ struct KernelEntry {
   QuantizeFn quantize = nullptr;
   DotFn dot = nullptr;
   Dot4Fn dot4 = nullptr;  // null: four calls of dot
+  bool dot4_exact = false;  // quant.h's DotKernels::dot4_exact
   const PackedDot* packed1 = nullptr;
   const PackedDot* packed4 = nullptr;
 };

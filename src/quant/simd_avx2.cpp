@@ -39,6 +39,7 @@
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
 #include "quant/kernels.h"
+#include "quant/f16_stripes.h"
 #include "quant/k_stripes.h"
 #include "quant/packed_q8_0.h"
 #include "quant/simd_x86.h"
@@ -1331,33 +1332,59 @@ void dot_q4_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
 // an add. Without AVX-VNNI the octets stay: vpmaddubsw on the biased
 // weights would saturate.
 
-// Eight Q8_0 rows against the first kTokens tokens of a packed group of
-// four: out[8t + r], each token's bits the same for any kTokens (one token
-// alone is dot_one); a token's integer sum goes in two chains, one token's
-// alone in four, which changes no bit (integer sums are exact).
-template <int kTokens>
-__attribute__((target("avxvnni"))) void dot_q8_0_stripe(const void* w, const void* packed, int64_t n, float* out) {
+// A stripe's block of levels as vpdpbusd meets them, step s of eight
+// against a token's dword s (as AVX-512's twins of these, eight rows).
+struct Q8_0StripeLevels {
   using Layout = Q8_0Stripes<8>;
+  static constexpr int kStartShift = 0;
+  template <typename Add>
+  static void each(const uint8_t* block, Add add) {
+    for (int s = 0; s < 8; ++s) add(s, load256(block + 32 * s));
+  }
+};
+struct Q4_0StripeLevels {
+  using Layout = Q4_0Stripes<8>;
+  static constexpr int kStartShift = Layout::kStartShift;
+  template <typename Add>
+  static void each(const uint8_t* block, Add add) {
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
+    for (int s = 0; s < 4; ++s) {
+      const __m256i q = load256(block + 32 * s);
+      add(s, _mm256_and_si256(q, low_nibbles));
+      add(s + 4, _mm256_and_si256(_mm256_srli_epi16(q, 4), low_nibbles));
+    }
+  }
+};
+
+// Eight rows of Q8_0 or Q4_0 (kLevels) against the first kTokens tokens of
+// a packed group of four: out[8t + r], each token's bits the same for any
+// kTokens (one token alone is dot_one); a token's integer sum goes in two
+// chains, one token's alone in four, which changes no bit (integer sums
+// are exact).
+template <typename kLevels, int kTokens>
+__attribute__((target("avxvnni"))) void dot_legacy_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  using Layout = typename kLevels::Layout;
+  using Activations = Q8_0Stripes<8>;
   constexpr int kChains = kTokens == 1 ? 4 : 2;
   const auto* stripe = static_cast<const uint8_t*>(w);
   const auto* act = static_cast<const uint8_t*>(packed);
   __m256 acc[kTokens];
   for (__m256& a : acc) a = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kLegacyBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b, stripe += Layout::kBlockBytes, act += Activations::kActivationBytes) {
     __m256i sums[kTokens][kChains];
     for (int t = 0; t < kTokens; ++t) {
-      sums[t][0] = _mm256_set1_epi32(static_cast<int>(load_u32(act + Layout::kSumsOffset + sizeof(int32_t) * t)));
+      const int32_t start = static_cast<int32_t>(load_u32(act + Activations::kSumsOffset + sizeof(int32_t) * t));
+      sums[t][0] = _mm256_set1_epi32(start >> kLevels::kStartShift);
       for (int k = 1; k < kChains; ++k) sums[t][k] = _mm256_setzero_si256();
     }
-    for (int s = 0; s < 8; ++s) {
-      const __m256i q = load256(stripe + 32 * s);
+    kLevels::each(stripe, [&](int s, __m256i q) __attribute__((target("avxvnni"))) {
       for (int t = 0; t < kTokens; ++t) {
         __m256i& chain = sums[t][s % kChains];
         chain = _mm256_dpbusd_avx_epi32(chain, q, _mm256_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s))));
       }
-    }
+    });
     const __m256 d = _mm256_cvtph_ps(load128(stripe + Layout::kDOffset));
-    const auto* token_d = reinterpret_cast<const float*>(act + Layout::kScalesOffset);
+    const auto* token_d = reinterpret_cast<const float*>(act + Activations::kScalesOffset);
     for (int t = 0; t < kTokens; ++t) {
       __m256i total = sums[t][0];
       for (int k = 1; k < kChains; ++k) total = _mm256_add_epi32(total, sums[t][k]);
@@ -1365,6 +1392,42 @@ __attribute__((target("avxvnni"))) void dot_q8_0_stripe(const void* w, const voi
     }
   }
   for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(out + 8 * t, acc[t]);
+}
+
+// The stripe form of kLevels' type: eight rows, Q8_0Stripes' activations.
+template <typename kLevels>
+const PackedDot* legacy_stripes() {
+  using Layout = typename kLevels::Layout;
+  using Activations = Q8_0Stripes<8>;
+  static const PackedDot four{Activations::bytes, Activations::pack, dot_legacy_stripe<kLevels, 4>,
+                              Layout::weight_bytes, Layout::repack,  8,
+                              dot_legacy_stripe<kLevels, 1>};
+  return &four;
+}
+
+// Eight F16 rows against the first kTokens tokens of a packed group of
+// four (f16_stripes.h): out[8t + r]. A token's sums go in two chains,
+// column c adding to chain c % 2, added at the end (four tokens' chains
+// fill half the sixteen registers): the same float steps for any kTokens,
+// so that one token alone (dot_one) gets the bits it gets among four.
+template <int kTokens>
+void dot_f16_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  constexpr int kChains = 2;
+  const auto* stripe = static_cast<const uint8_t*>(w);
+  const auto* act = static_cast<const float*>(packed);
+  __m256 acc[kTokens][kChains];
+  for (auto& token : acc)
+    for (__m256& a : token) a = _mm256_setzero_ps();
+  auto column = [&](int64_t c, int chain) {
+    const __m256 values = _mm256_cvtph_ps(load128(stripe + F16Stripes<8>::kColumnBytes * c));
+    for (int t = 0; t < kTokens; ++t)
+      acc[t][chain] = _mm256_fmadd_ps(values, _mm256_set1_ps(act[4 * c + t]), acc[t][chain]);
+  };
+  int64_t c = 0;
+  for (; c + kChains <= n; c += kChains)
+    for (int k = 0; k < kChains; ++k) column(c + k, k);
+  for (int k = 0; c < n; ++c, ++k) column(c, k);
+  for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(out + 8 * t, _mm256_add_ps(acc[t][0], acc[t][1]));
 }
 
 }  // namespace
@@ -1390,19 +1453,22 @@ void install_avx2(OverrideFn record) {
   KernelEntry f16 = dots<dot_float_rows<1, F16Format>, dot_float_rows<4, F16Format>>();
   f16.dequantize = dequantize_f16_avx2;
   f16.quantize = quantize_f16_avx2;
+  using F16Layout = F16Stripes<8>;
+  static const PackedDot f16_four{F16Layout::bytes,  F16Layout::pack, dot_f16_stripe<4>, F16Layout::weight_bytes,
+                                  F16Layout::repack, 8,               dot_f16_stripe<1>};
+  f16.packed4 = &f16_four;
   record(TensorType::F16, f16);
   record(TensorType::BF16, dots<dot_float_rows<1, BF16Format>, dot_float_rows<4, BF16Format>>());
   KernelEntry q8_0 = signed_kernels<Q8_0Format>();
   q8_0.quantize = quantize_q8_0_avx2;
+  KernelEntry q4_0 = signed_kernels<Q4_0Format>();
   if (avx_vnni_supported()) {
-    using Q8_0Layout = Q8_0Stripes<8>;
-    static const PackedDot q8_0_four{Q8_0Layout::bytes,  Q8_0Layout::pack, dot_q8_0_stripe<4>, Q8_0Layout::weight_bytes,
-                                     Q8_0Layout::repack, 8,                dot_q8_0_stripe<1>};
-    q8_0.packed4 = &q8_0_four;
+    q8_0.packed4 = legacy_stripes<Q8_0StripeLevels>();
+    q4_0.packed4 = legacy_stripes<Q4_0StripeLevels>();
   }
   record(TensorType::Q8_0, q8_0);
   record(TensorType::Q8_K, {.quantize = quantize_q8_k_avx2});
-  record(TensorType::Q4_0, signed_kernels<Q4_0Format>());
+  record(TensorType::Q4_0, q4_0);
   record(TensorType::Q5_0, signed_kernels<Q5_0Format>());
   record(TensorType::IQ4_NL, signed_kernels<IQ4_NLFormat>());
   // MXFP4's byte scales do not fit the packed forms, which read halves.

@@ -15,8 +15,9 @@
 // Q4_0 and the K-quants Q4_K and Q6_K (Q4_K_M files are Q4_K + Q6_K), and
 // for Q8_0, Q4_0 and Q5_0 (the K-quant mixes' type for rows that are not
 // whole super-blocks) adds packed forms of dot4 and (Q8_0) dot (quant.h's
-// PackedDot); Q4_K's, Q6_K's and Q8_0's packed dot4 take sixteen rows at
-// once (k_stripes.h, packed_q8_0.h), and so do their dot_one for one token.
+// PackedDot); Q4_K's, Q6_K's, Q8_0's, Q4_0's and F16's packed dot4 take
+// sixteen rows at once (k_stripes.h, packed_q8_0.h, f16_stripes.h), and so
+// do their dot_one for one token.
 // It also overrides the other K-quants (Q2_K, Q3_K, Q5_K) and the grid types
 // (IQ2_*, IQ3_*, IQ1_*): two groups of grid points to a register, their
 // signs a mask (built with BMI2, which every CPU with AVX-512 has). The
@@ -41,6 +42,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/f16_stripes.h"
 #include "quant/iq_grids.h"
 #include "quant/kernels.h"
 #include "quant/packed_q8_0.h"
@@ -231,38 +233,75 @@ struct DpbusdSum {
   }
 };
 
-// Sixteen Q8_0 rows against the first kTokens tokens of a packed group of
-// four (packed_q8_0.h's Q8_0Stripes): out[16t + r]. Each token's steps are
-// the same for any kTokens, so one token alone (dot_one) gets the bits it
-// gets among four. Per block and token, eight vpdpbusd add a row's 32
-// products in its lane to the token's starting sum, which takes the
-// weights' bias of 128 back out; one multiply-add applies the sixteen rows'
+// A stripe's block of levels as vpdpbusd meets them (packed_q8_0.h), step
+// s of eight against a token's dword s: Q8_0's biased bytes as stored;
+// Q4_0's nibbles, the low ones of dword s at step s, the high ones at s + 4.
+struct Q8_0StripeLevels {
+  using Layout = Q8_0Stripes<16>;
+  static constexpr int kStartShift = 0;
+  template <typename Add>
+  static void each(const uint8_t* block, Add add) {
+    for (int s = 0; s < 8; ++s) add(s, load512(block + 64 * s));
+  }
+};
+struct Q4_0StripeLevels {
+  using Layout = Q4_0Stripes<16>;
+  static constexpr int kStartShift = Layout::kStartShift;
+  template <typename Add>
+  static void each(const uint8_t* block, Add add) {
+    const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
+    for (int s = 0; s < 4; ++s) {
+      const __m512i q = load512(block + 64 * s);
+      add(s, _mm512_and_si512(q, low_nibbles));
+      add(s + 4, _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles));
+    }
+  }
+};
+
+// Sixteen rows of Q8_0 or Q4_0 (kLevels) against the first kTokens tokens
+// of a packed group of four (packed_q8_0.h's stripes): out[16t + r]. Each
+// token's steps are the same for any kTokens, so one token alone (dot_one)
+// gets the bits it gets among four. Per block and token, eight vpdpbusd add
+// a row's 32 products in its lane to the token's starting sum, which takes
+// the weights' offset back out; one multiply-add applies the sixteen rows'
 // scales times the token's. Each token's sum goes in two chains, one
 // token's alone in four (DpbusdSum).
-template <int kTokens>
-void dot_q8_0_stripe(const void* w, const void* packed, int64_t n, float* out) {
-  using Layout = Q8_0Stripes<16>;
+template <typename kLevels, int kTokens>
+void dot_legacy_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  using Layout = typename kLevels::Layout;
+  using Activations = Q8_0Stripes<16>;
   constexpr int kChains = kTokens == 1 ? 4 : 2;
   const auto* stripe = static_cast<const uint8_t*>(w);
   const auto* act = static_cast<const uint8_t*>(packed);
   __m512 acc[kTokens];
   for (__m512& a : acc) a = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n / kLegacyBlock; ++b, stripe += Layout::kBlockBytes, act += Layout::kActivationBytes) {
+  for (int64_t b = 0; b < n / kLegacyBlock; ++b, stripe += Layout::kBlockBytes, act += Activations::kActivationBytes) {
     DpbusdSum<kChains> sums[kTokens];
-    for (int t = 0; t < kTokens; ++t)
-      sums[t] = DpbusdSum<kChains>(
-          _mm512_set1_epi32(static_cast<int>(load_u32(act + Layout::kSumsOffset + sizeof(int32_t) * t))));
-    for (int s = 0; s < 8; ++s) {
-      const __m512i q = load512(stripe + 64 * s);
+    for (int t = 0; t < kTokens; ++t) {
+      const int32_t start = static_cast<int32_t>(load_u32(act + Activations::kSumsOffset + sizeof(int32_t) * t));
+      sums[t] = DpbusdSum<kChains>(_mm512_set1_epi32(start >> kLevels::kStartShift));
+    }
+    kLevels::each(stripe, [&](int s, __m512i q) {
       for (int t = 0; t < kTokens; ++t)
         sums[t].add(s, q, _mm512_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s))));
-    }
+    });
     const __m512 d = _mm512_cvtph_ps(load256(stripe + Layout::kDOffset));
-    const auto* token_d = reinterpret_cast<const float*>(act + Layout::kScalesOffset);
+    const auto* token_d = reinterpret_cast<const float*>(act + Activations::kScalesOffset);
     for (int t = 0; t < kTokens; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t].total()), _mm512_mul_ps(d, _mm512_set1_ps(token_d[t])), acc[t]);
   }
   for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
+}
+
+// The stripe form of kLevels' type: sixteen rows, Q8_0Stripes' activations.
+template <typename kLevels>
+const PackedDot* legacy_stripes() {
+  using Layout = typename kLevels::Layout;
+  using Activations = Q8_0Stripes<16>;
+  static const PackedDot four{Activations::bytes, Activations::pack, dot_legacy_stripe<kLevels, 4>,
+                              Layout::weight_bytes, Layout::repack,  16,
+                              dot_legacy_stripe<kLevels, 1>};
+  return &four;
 }
 
 // kOneToken: whether the packed form of dot is this file's quads. Q4_0
@@ -283,13 +322,13 @@ KernelEntry signed_kernels() {
   return entry;
 }
 
-// Q8_0: the quads for one token, stripes of sixteen rows for four.
-KernelEntry q8_0_kernels() {
-  KernelEntry entry = signed_kernels<Q8_0Pair, true>();
-  using Layout = Q8_0Stripes<16>;
-  static const PackedDot four{Layout::bytes,  Layout::pack,   dot_q8_0_stripe<4>, Layout::weight_bytes,
-                              Layout::repack, 16, dot_q8_0_stripe<1>};
-  entry.packed4 = &four;
+// Q8_0 and Q4_0: stripes of sixteen rows for four tokens (and for one, in
+// a model: batch invariance); the quads (Q8_0), AVX2's form with block sums
+// (Q4_0) for one token of a matrix stored as rows.
+template <typename Format, bool kOneToken, typename kLevels>
+KernelEntry striped_legacy_kernels() {
+  KernelEntry entry = signed_kernels<Format, kOneToken>();
+  entry.packed4 = legacy_stripes<kLevels>();
   return entry;
 }
 
@@ -833,6 +872,17 @@ inline void store_totals4(const __m512 (&v)[4], float* out) {
   _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1)));
 }
 
+// One vector's total in store_totals4's order (pairs of lanes within each
+// 128-bit quarter, then the quarters), so that dot_k_rows gives a token
+// the same bits alone as among four.
+inline float total_in_quarters(__m512 v) {
+  const __m512 pairs = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4e));              // x0 + x2, x1 + x3
+  const __m512 quarters = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, 0xb1));   // lane 4q: quarter q's total
+  const __m256 halves = _mm256_add_ps(_mm512_castps512_ps256(quarters),
+                                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(quarters), 1)));
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1)));
+}
+
 template <int T, typename Format>
 void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
@@ -868,7 +918,7 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
   if constexpr (T == 4)
     store_totals4(acc, out);
   else
-    for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
+    for (int t = 0; t < T; ++t) out[t] = total_in_quarters(acc[t]);
 }
 
 // One token's Q8_K activations packed for dot_q4_k_one: each block as
@@ -881,36 +931,55 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
 // dot_k_rows takes a broadcast load, a masked shift and a mask for each 64.
 constexpr int kQ4_KOnePieces[16] = {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
 
-void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
+// One Q4_K row against T tokens packed so, `stride` bytes apart: each
+// token's steps the same for any T, so dot_q4_k_four gives every token the
+// bits dot_q4_k_one gives it (what a model's stepwise prefill needs of a
+// matrix stored as rows, matmul.h).
+template <int T>
+void dot_q4_k_tokens(const void* w, const void* packed, size_t stride, int64_t n, float* out) {
   const auto* wb = static_cast<const BlockQ4_K*>(w);
-  const auto* ab = static_cast<const BlockQ8_K*>(packed);
+  const BlockQ8_K* ab[T];
+  for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(packed) + t * stride);
   const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
-  __m512 acc = _mm512_setzero_ps();
-  __m256 acc_offsets = _mm256_setzero_ps();
+  __m512 acc[T];
+  __m256 acc_offsets[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps(), acc_offsets[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     const KHeader h = Q4_KPairs::header(wb[b]);
-    __m512i sums = _mm512_setzero_si512();
+    __m512i sums[T];
+    for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
     // Half kH: chunks 4kH .. 4kH + 3, from qs[64kH .. 64kH + 63].
     auto add_half = [&]<int kH>() {
       const __m512i bytes = load512(wb[b].qs + 64 * kH);
       const __m512i low = _mm512_and_si512(bytes, low_nibbles);  // chunks 4kH, 4kH + 2
       const __m512i high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);  // 4kH + 1, 4kH + 3
-      const int8_t* a = ab[b].qs + 128 * kH;
-      sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(low, load512(a)),
-                                 spread_slots<4 * kH, 4 * kH, 4 * kH + 2, 4 * kH + 2>(h.scales));
-      sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(high, load512(a + 64)),
-                                 spread_slots<4 * kH + 1, 4 * kH + 1, 4 * kH + 3, 4 * kH + 3>(h.scales));
+      const __m512i low_scales = spread_slots<4 * kH, 4 * kH, 4 * kH + 2, 4 * kH + 2>(h.scales);
+      const __m512i high_scales = spread_slots<4 * kH + 1, 4 * kH + 1, 4 * kH + 3, 4 * kH + 3>(h.scales);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* a = ab[t][b].qs + 128 * kH;
+        sums[t] = _mm512_dpwssd_epi32(sums[t], _mm512_maddubs_epi16(low, load512(a)), low_scales);
+        sums[t] = _mm512_dpwssd_epi32(sums[t], _mm512_maddubs_epi16(high, load512(a + 64)), high_scales);
+      }
     };
     add_half.template operator()<0>();
     add_half.template operator()<1>();
-    add_k_block<Q4_KPairs>(h, ab[b], sums, acc, acc_offsets);
+    for (int t = 0; t < T; ++t) add_k_block<Q4_KPairs>(h, ab[t][b], sums[t], acc[t], acc_offsets[t]);
   }
-  *out = _mm512_reduce_add_ps(add_low8(acc, acc_offsets));
+  for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(add_low8(acc[t], acc_offsets[t]));
+}
+
+void dot_q4_k_one(const void* w, const void* packed, int64_t n, float* out) {
+  dot_q4_k_tokens<1>(w, packed, 0, n, out);
+}
+void dot_q4_k_four(const void* w, const void* packed, size_t stride, int64_t n, float* out) {
+  dot_q4_k_tokens<4>(w, packed, stride, n, out);
 }
 
 template <typename Format>
 KernelEntry k_kernels() {
-  return dots<dot_k_rows<1, Format>, dot_k_rows<4, Format>>();
+  KernelEntry entry = dots<dot_k_rows<1, Format>, dot_k_rows<4, Format>>();
+  entry.dot4_exact = true;  // the same totals' order (total_in_quarters)
+  return entry;
 }
 
 // Sixteen Q4_K rows against the first kTokens tokens of a packed group of
@@ -1046,7 +1115,8 @@ void dot_q6_k_stripe(const void* w, const void* packed, int64_t n, float* out) {
 }
 
 KernelEntry q4_k_kernels() {
-  static const PackedDot one{q8_k_packed_bytes, pack_q8_k_pieces<kQ4_KOnePieces>, dot_q4_k_one};
+  static const PackedDot one{.bytes = q8_k_packed_bytes, .pack = pack_q8_k_pieces<kQ4_KOnePieces>, .dot = dot_q4_k_one,
+                             .dot4 = dot_q4_k_four};
   using Layout = Q4_KStripes<16>;
   static const PackedDot four{Layout::bytes,  Layout::pack,   dot_q4_k_stripe<4>, Layout::weight_bytes,
                               Layout::repack, 16, dot_q4_k_stripe<1>};
@@ -1077,6 +1147,39 @@ void dequantize_f16_avx512(const void* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = half(h[i]);
 }
 
+// Sixteen F16 rows against the first kTokens tokens of a packed group of
+// four (f16_stripes.h): out[16t + r]. A token's sums go in four chains,
+// column c adding to chain c % 4, and are added (0 + 1) + (2 + 3) at the
+// end: the same float steps for any kTokens, so that one token alone
+// (dot_one) gets the bits it gets among four.
+template <int kTokens>
+void dot_f16_stripe(const void* w, const void* packed, int64_t n, float* out) {
+  constexpr int kChains = 4;
+  const auto* stripe = static_cast<const uint8_t*>(w);
+  const auto* act = static_cast<const float*>(packed);
+  __m512 acc[kTokens][kChains];
+  for (auto& token : acc)
+    for (__m512& a : token) a = _mm512_setzero_ps();
+  auto column = [&](int64_t c, int chain) {
+    const __m512 values = _mm512_cvtph_ps(load256(stripe + F16Stripes<16>::kColumnBytes * c));
+    for (int t = 0; t < kTokens; ++t)
+      acc[t][chain] = _mm512_fmadd_ps(values, _mm512_set1_ps(act[4 * c + t]), acc[t][chain]);
+  };
+  int64_t c = 0;
+  for (; c + kChains <= n; c += kChains)
+    for (int k = 0; k < kChains; ++k) column(c + k, k);
+  for (int k = 0; c < n; ++c, ++k) column(c, k);
+  for (int t = 0; t < kTokens; ++t)
+    _mm512_storeu_ps(out + 16 * t, _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
+}
+
+KernelEntry f16_kernels() {
+  using Layout = F16Stripes<16>;
+  static const PackedDot four{Layout::bytes,  Layout::pack, dot_f16_stripe<4>, Layout::weight_bytes,
+                              Layout::repack, 16,           dot_f16_stripe<1>};
+  return {.dequantize = dequantize_f16_avx512, .packed4 = &four};
+}
+
 }  // namespace
 
 bool avx512_supported() {
@@ -1087,8 +1190,8 @@ bool avx512_supported() {
 
 void install_avx512(OverrideFn record) {
   install_avx2(record);
-  record(TensorType::Q8_0, q8_0_kernels());
-  record(TensorType::Q4_0, signed_kernels<Q4_0Pair, false>());
+  record(TensorType::Q8_0, striped_legacy_kernels<Q8_0Pair, true, Q8_0StripeLevels>());
+  record(TensorType::Q4_0, striped_legacy_kernels<Q4_0Pair, false, Q4_0StripeLevels>());
   record(TensorType::Q5_0, signed_kernels<Q5_0Pair, true>());
   record(TensorType::Q2_K, k_kernels<Q2_KPairs>());
   record(TensorType::Q3_K, k_kernels<Q3_KPairs>());
@@ -1102,7 +1205,7 @@ void install_avx512(OverrideFn record) {
   record(TensorType::IQ3_S, k_kernels<IQ3_SPairs>());
   record(TensorType::IQ1_S, k_kernels<IQ1_SPairs>());
   record(TensorType::IQ1_M, k_kernels<IQ1_MPairs>());
-  record(TensorType::F16, {.dequantize = dequantize_f16_avx512});
+  record(TensorType::F16, f16_kernels());
 }
 
 }  // namespace revis::quant

@@ -218,7 +218,7 @@ TEST(MatMul, StripedMatricesGiveEveryTokenTheSameBitsInAnyCall) {
   for (KernelBackend backend : testing::supported_kernel_backends()) {
     const testing::ScopedKernelBackend scoped(backend);
     ASSERT_TRUE(scoped.ok());
-    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0})
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0, TensorType::F16})
       for (int64_t cols : {2048, 8192}) {
         SCOPED_TRACE(std::string(kernel_backend_name(backend)) + " " + type_name(type) + " " + std::to_string(cols));
         const RandomMatrix stack(type, kRows * kMats, cols);

@@ -129,8 +129,12 @@ TEST_F(Avx2, OverridesTheListedKernels) {
   // Q4_K's four tokens: stripes of eight rows.
   ASSERT_NE(avx2.at(TensorType::Q4_K).packed4, nullptr);
   EXPECT_EQ(avx2.at(TensorType::Q4_K).packed4->weight_rows, 8);
-  // Q8_0's four tokens: stripes of eight rows where AVX-VNNI is, else octets.
+  // Q8_0's and Q4_0's four tokens: stripes of eight rows where AVX-VNNI is,
+  // else octets; F16's: stripes of eight rows.
   EXPECT_EQ(avx2.at(TensorType::Q8_0).packed4->weight_rows, quant::avx_vnni_supported() ? 8 : 1);
+  EXPECT_EQ(avx2.at(TensorType::Q4_0).packed4->weight_rows, quant::avx_vnni_supported() ? 8 : 1);
+  ASSERT_NE(avx2.at(TensorType::F16).packed4, nullptr);
+  EXPECT_EQ(avx2.at(TensorType::F16).packed4->weight_rows, 8);
 }
 
 TEST_F(Avx2, DispatchUsesTheOverrides) {
@@ -170,7 +174,7 @@ TEST_F(Avx512, ExtendsTheAvx2Table) {
   EXPECT_EQ(avx512_kernels().at(TensorType::Q8_K).quantize, avx2_kernels().at(TensorType::Q8_K).quantize);
   for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0})
     EXPECT_NE(avx512_kernels().at(type).packed4, avx2_kernels().at(type).packed4) << type_name(type);
-  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0}) {
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0, TensorType::F16}) {
     ASSERT_NE(avx512_kernels().at(type).packed4, nullptr) << type_name(type);
     EXPECT_EQ(avx512_kernels().at(type).packed4->weight_rows, 16) << type_name(type);
   }
@@ -541,6 +545,12 @@ INSTANTIATE_TEST_SUITE_P(Avx512, SimdDot,
 INSTANTIATE_TEST_SUITE_P(Avx512Inherited, SimdDot,
                          ::testing::Combine(::testing::Values(KernelBackend::kAvx512),
                                             ::testing::Values(TensorType::MXFP4)),
+                         backend_and_type);
+// F16 keeps AVX2's dot and dot4 on AVX-512 but has a stripe form of its
+// own there, whose rows expect_dots_match checks bit for bit against
+// dot_one's.
+INSTANTIATE_TEST_SUITE_P(Avx512Stripes, SimdDot,
+                         ::testing::Combine(::testing::Values(KernelBackend::kAvx512), ::testing::Values(TensorType::F16)),
                          backend_and_type);
 
 // vec_dot4 through the dispatch table against four vec_dot calls: equal on

@@ -151,6 +151,22 @@ inline double relative_rms_error(const std::vector<float>& x, const std::vector<
   return std::sqrt(error / norm);
 }
 
+// A test run on each kernel backend in turn (skipped where the CPU lacks
+// it), the best one restored after.
+class OnEveryBackend : public ::testing::TestWithParam<KernelBackend> {
+ protected:
+  void SetUp() override {
+    if (!kernel_backend_supported(GetParam())) GTEST_SKIP() << "this CPU lacks " << kernel_backend_name(GetParam());
+    ASSERT_TRUE(use_kernel_backend(GetParam()).ok());
+  }
+  void TearDown() override { ASSERT_TRUE(use_kernel_backend(best_kernel_backend()).ok()); }
+};
+struct BackendName {
+  std::string operator()(const ::testing::TestParamInfo<KernelBackend>& info) const {
+    return kernel_backend_name(info.param);
+  }
+};
+
 // gtest parameter names: "Q4_K" is a valid test name, so use it as is.
 struct TypeName {
   std::string operator()(const ::testing::TestParamInfo<TensorType>& info) const { return type_name(info.param); }
