@@ -143,7 +143,9 @@ TEST(NetworkCut, HeartbeatNoticesAndTheTicketRunsOnce) {
   // loopback, which no cut touches.
   const node::HostPort a{"127.0.0.1", port_a}, b{veth.inner_ip(), port_b};
   auto args = [&](const char* name, const std::string& host, int port, const std::string& peer) {
-    return std::vector<std::string>{"-m", testing::testdata("models/qwen2-Q8_0.gguf").string(), "-t", "1", "-c", "2048", "--catalog",
+    // One slot each: node a must hand tickets to b.
+    return std::vector<std::string>{"-m", testing::testdata("models/qwen2-Q8_0.gguf").string(), "-t", "1", "-c", "2048",
+                                    "--parallel", "1", "--catalog",
                                     dir.file("tasks.toml"), "--name", name, "--host", host, "--port", std::to_string(port),
                                     "--token", token, "--heartbeat-ms", "500", "--peer", peer};
   };

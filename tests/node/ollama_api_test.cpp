@@ -391,7 +391,7 @@ TEST_F(OllamaNode, FormatConstrainsTheAnswerToTheSchema) {
                        {"required", {"n"}}};
   for (const char* path : {"/api/chat", "/api/generate"}) {
     json body = {{"format", schema}, {"stream", false}, {"options", {{"temperature", 1.0}, {"seed", 7}}}};
-    if (std::string(path) == "/api/chat") body["messages"] = {user("A number?")};
+    if (std::string(path) == "/api/chat") body["messages"] = json::array({user("A number?")});
     else body["prompt"] = "A number?";
     auto r = post(path, body);
     ASSERT_EQ(r.status, 200) << r.body;
