@@ -47,8 +47,18 @@ defs=$(for i in $(seq 20000); do printf '"d%d":{"const":%d},' "$i" "$i"; done)
 refs=$(for i in $(seq 20000); do printf '{"$ref":"#/$defs/d%d"},' "$i"; done)
 chat "$(printf '"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"$defs":{%s},"anyOf":[%s]}}}' \
   "${defs%,}" "${refs%,}")" > "$work/schema-refs-20000"
+# The other dialects' parsers (their shape's prefix picks the route, send()).
+printf '{"input":"hi","max_output_tokens":2,"tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"f","parameters":%s}]}]}' \
+  "$(nested_schema 5000)" > "$work/responses-namespace-parameters-nested-5000"
+printf '{"input":%s"hi"%s}' "$(repeat '[' 20000)" "$(repeat ']' 20000)" > "$work/responses-input-nested-20000"
+printf '{"model":"m","stream":false,"messages":[{"role":"user","content":"hi"}],"options":{"num_predict":2},"format":%s}' \
+  "$(nested_schema 10000)" > "$work/ollama-format-nested-10000"
+printf '{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":%s}]}' \
+  "$(nested_schema 5000)" > "$work/count-tokens-input-schema-nested-5000"
 shapes=(grammar-nested-20000 grammar-repetitions-200x10000 schema-nested-10000 tool-parameters-nested-5000
-        anthropic-input-schema-nested-5000 body-arrays-nested-100000 schema-required-20000 schema-refs-20000)
+        anthropic-input-schema-nested-5000 body-arrays-nested-100000 schema-required-20000 schema-refs-20000
+        responses-namespace-parameters-nested-5000 responses-input-nested-20000 ollama-format-nested-10000
+        count-tokens-input-schema-nested-5000)
 
 # ---- the node
 args=(serve --port 0 --name hostile)
@@ -80,13 +90,18 @@ poll_health() {  # out_file stop_file
 # One request: "STATUS SECONDS", "000" when no answer came.
 send() {  # shape
   local route=/v1/chat/completions
-  [[ $1 == anthropic-* ]] && route=/v1/messages
+  case $1 in
+    anthropic-*) route=/v1/messages ;;
+    responses-*) route=/v1/responses ;;
+    ollama-*) route=/api/chat ;;
+    count-tokens-*) route=/v1/messages/count_tokens ;;
+  esac
   curl -s -o /dev/null -m 300 -w '%{http_code} %{time_total}\n' -H 'Content-Type: application/json' \
     --data-binary @"$work/$1" "$base$route" || echo "000 300"
 }
 
 failed=0
-printf '%-38s %8s %9s %12s %14s %13s\n' shape bytes status "alone (s)" "10 at once (s)" "worst /health"
+printf '%-44s %8s %9s %12s %14s %13s\n' shape bytes status "alone (s)" "10 at once (s)" "worst /health"
 for shape in "${shapes[@]}"; do
   rm -f "$work/stop"
   poll_health "$work/health" "$work/stop" &
@@ -108,7 +123,7 @@ for shape in "${shapes[@]}"; do
   worst_ten=$(cat "$work"/ten.* | awk '{ if ($2 > m) m = $2 } END { print m }')
   statuses=$(cat "$work"/ten.* | awk '{ print $1 }' | sort -u | tr '\n' ' ')
   health=$(cat "$work/health")
-  printf '%-38s %8d %9s %12.3f %14.3f %13s\n' "$shape" "$(stat -c %s "$work/$shape")" "$status" "$alone" "$worst_ten" "$health"
+  printf '%-44s %8d %9s %12.3f %14.3f %13s\n' "$shape" "$(stat -c %s "$work/$shape")" "$status" "$alone" "$worst_ten" "$health"
   if [[ $status == 000 || $statuses == *000* ]]; then echo "  no answer"; failed=1; fi
   if [[ $health == dead ]]; then echo "  /health went unanswered"; failed=1; fi
   if ! grep -q 'data: \[DONE\]' "$work/stream"; then echo "  the streaming request beside it did not complete"; failed=1; fi
