@@ -852,7 +852,8 @@ TEST_F(NodeTest, SubmitCommand) {
 TEST(NodeQueue, FullQueueRefusesTicketsAndHttp) {
   TempDir dir;
   std::ofstream(dir.file("tasks.toml")) << kTestTasks;
-  NodeProcess node({"-m", model("qwen2-Q8_0"), "-t", "2", "--queue-limit", "1", "--catalog", dir.file("tasks.toml")});
+  NodeProcess node({"-m", model("qwen2-Q8_0"), "-t", "2", "--parallel", "1", "--queue-limit", "1", "--catalog",
+                    dir.file("tasks.toml")});
   ASSERT_TRUE(node.wait_ready()) << node.log();
   Conn c(node.endpoint());
   c.send(ticket("f-run", "long", {{"text", "x"}}, true));
