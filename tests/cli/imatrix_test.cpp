@@ -11,6 +11,7 @@
 #include "gguf/gguf.h"
 #include "support/imatrix_reference.h"
 #include "support/run_command.h"
+#include "support/testdata.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/imatrix_file.h"
 
@@ -31,7 +32,12 @@ std::string slurp(const std::string& path) {
 TEST(ImatrixCommand, MatchesADirectComputationResumesAndFeedsQuantize) {
   TempDir tmp;
   const std::string model = tmp.file("m.gguf"), text = tmp.file("text.txt");
-  ASSERT_EQ(run_revis("mkmodel --arch llama --layers 2 --vocab 320 --type F16 -o " + shell_quote(model)).exit_code, 0);
+  // Llama 2's vocabulary: a model that adds BOS, where the chunking matters.
+  ASSERT_EQ(run_revis("mkmodel --arch llama --layers 2 --type F16 --vocab-from " +
+                      shell_quote(testing::testdata("models/llama-spm-F16.gguf").string()) + " -o " +
+                      shell_quote(model))
+                .exit_code,
+            0);
   {
     std::ofstream out(text);
     for (int i = 0; i < 40; ++i) out << "The quick brown fox jumps over the lazy dog, line " << i << ".\n";
@@ -46,12 +52,13 @@ TEST(ImatrixCommand, MatchesADirectComputationResumesAndFeedsQuantize) {
   ASSERT_TRUE(file.ok());
   auto tokenizer = Tokenizer::from_gguf(**file);
   ASSERT_TRUE(tokenizer.ok());
-  const std::vector<int32_t> all = (*tokenizer)->encode(slurp(text), false, false);
+  // As llama-imatrix cuts it: BOS before the whole text, then BOS first in every chunk.
+  ASSERT_TRUE((*tokenizer)->add_bos_default());
+  const std::vector<int32_t> all = (*tokenizer)->encode(slurp(text), true, false);
   const size_t n_chunks = all.size() / 64;
   ASSERT_GE(n_chunks, 3u);
   std::vector<int32_t> used(all.begin(), all.begin() + static_cast<long>(n_chunks * 64));
-  if ((*tokenizer)->add_bos_default())
-    for (size_t c = 0; c < n_chunks; ++c) used[c * 64] = (*tokenizer)->bos();
+  for (size_t c = 0; c < n_chunks; ++c) used[c * 64] = (*tokenizer)->bos();
   auto eps = (*file)->get_float("llama.attention.layer_norm_rms_epsilon", 1e-5);
   ASSERT_TRUE(eps.ok());
   const std::vector<double> expected = testing::attn_q_input_squares(**file, used, static_cast<float>(*eps));

@@ -15,6 +15,7 @@
 
 #include "revis/engine.h"
 #include "support/run_command.h"
+#include "support/testdata.h"
 
 namespace revis {
 namespace {
@@ -33,7 +34,12 @@ double printed_perplexity(const std::string& out) {
 TEST(PerplexityCommand, IsExpOfTheMeanNllOfTheScoredHalves) {
   TempDir tmp;
   const std::string model = tmp.file("m.gguf"), text = tmp.file("text.txt");
-  ASSERT_EQ(run_revis("mkmodel --arch llama --layers 2 --vocab 320 --type Q8_0 -o " + shell_quote(model)).exit_code, 0);
+  // Llama 2's vocabulary: a model that adds BOS, where the chunking matters.
+  ASSERT_EQ(run_revis("mkmodel --arch llama --layers 2 --type Q8_0 --vocab-from " +
+                      shell_quote(testing::testdata("models/llama-spm-F16.gguf").string()) + " -o " +
+                      shell_quote(model))
+                .exit_code,
+            0);
   std::string body;
   for (int i = 0; i < 12; ++i) body += "Pack my box with five dozen liquor jugs, " + std::to_string(i) + ".\n";
   std::ofstream(text) << body;
@@ -46,14 +52,16 @@ TEST(PerplexityCommand, IsExpOfTheMeanNllOfTheScoredHalves) {
   // The same chunks through the engine, probabilities by a plain softmax.
   auto engine = Engine::load({.model_path = model, .n_ctx = 64, .n_threads = 2});
   ASSERT_TRUE(engine.ok()) << engine.status().message();
-  const std::vector<int32_t> tokens = (*engine)->tokenize(body, false, false);
+  // As llama-perplexity cuts it: BOS before the whole text, then BOS first in every chunk.
+  ASSERT_TRUE((*engine)->add_bos_default());
+  const std::vector<int32_t> tokens = (*engine)->tokenize(body, true, false);
   const size_t n_chunks = tokens.size() / 64;
   ASSERT_GE(n_chunks, 2u);
   double sum_log = 0;
   int scored = 0;
   for (size_t c = 0; c < n_chunks; ++c) {
     std::vector<int32_t> chunk(tokens.begin() + static_cast<long>(c * 64), tokens.begin() + static_cast<long>((c + 1) * 64));
-    if ((*engine)->add_bos_default()) chunk[0] = (*engine)->info().bos.id;
+    chunk[0] = (*engine)->info().bos.id;
     auto session = (*engine)->new_session();
     ASSERT_TRUE(session->eval(chunk, true).ok());
     for (int i = 32; i < 63; ++i) {
