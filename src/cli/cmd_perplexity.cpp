@@ -9,7 +9,7 @@
 //
 // --kl-divergence-base FILE also saves each scored position's
 // log-probabilities (tools/kld_base_file.h); with --kl-divergence the run
-// reads FILE instead, scores the tokens it holds (-f and -c may then be
+// reads FILE instead (revis's layout or llama-perplexity's), scores the tokens it holds (-f and -c may then be
 // left out; given, they must give the same chunks), and reports against
 // the reference: mean KL(reference || this model) per position, its 99th
 // percentile and maximum, how often both models' most likely token agree,
@@ -50,7 +50,9 @@ struct Divergence {
   // One position: the reference's row against this model's log-probabilities.
   void add(const KldRow& base, const std::vector<double>& lp, int32_t next) {
     double sum = 0;
-    for (size_t j = 0; j < lp.size(); ++j) sum += std::exp(base.log_probs[j]) * (base.log_probs[j] - lp[j]);
+    for (size_t j = 0; j < lp.size(); ++j)
+      if (base.log_probs[j] > base.weightless_at_or_below)
+        sum += std::exp(base.log_probs[j]) * (base.log_probs[j] - lp[j]);
     kld.push_back(sum);
     const size_t top = static_cast<size_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
     if (top == static_cast<size_t>(base.top)) ++top_agree;
@@ -77,9 +79,11 @@ struct Divergence {
 };
 
 // The reference's chunks for --kl-divergence, checked against this model
-// and, where given, against -f and -c.
+// and, where given, against -f and -c. Each chunk's first token is made BOS
+// where the model adds one: llama-perplexity's files hold the text's
+// tokens, not the BOS it ran in their place.
 Result<std::vector<std::vector<int32_t>>> reference_chunks(const KldBaseReader& base, const Engine& engine,
-                                                           const PerplexityArgs& args,
+                                                           const PerplexityArgs& args, int32_t bos,
                                                            const std::vector<std::vector<int32_t>>* text) {
   const KldBaseHeader& h = base.header();
   if (h.n_vocab != engine.info().n_vocab)
@@ -90,9 +94,11 @@ Result<std::vector<std::vector<int32_t>>> reference_chunks(const KldBaseReader& 
     return Status::error(args.kld_base + ": chunks of " + std::to_string(h.n_ctx) + " tokens, but -c " +
                          std::to_string(args.n_ctx));
   std::vector<std::vector<int32_t>> chunks;
-  for (int c = 0; c < h.n_chunks; ++c)
+  for (int c = 0; c < h.n_chunks; ++c) {
     chunks.emplace_back(h.tokens.begin() + static_cast<ptrdiff_t>(c) * h.n_ctx,
                         h.tokens.begin() + static_cast<ptrdiff_t>(c + 1) * h.n_ctx);
+    if (bos >= 0) chunks.back()[0] = bos;
+  }
   if (text != nullptr) {
     const size_t compared = std::min(text->size(), chunks.size());
     if (text->size() < chunks.size() || !std::equal(chunks.begin(), chunks.begin() + static_cast<ptrdiff_t>(compared),
@@ -122,11 +128,11 @@ int perplexity(const PerplexityArgs& args) {
       {.model_path = args.model, .weights = args.weights, .n_ctx = n_ctx, .n_threads = args.threads});
   if (!engine) return kExitRuntimeError;
 
+  const int32_t bos = engine->add_bos_default() ? engine->info().bos.id : -1;
   std::optional<std::vector<std::vector<int32_t>>> text_tokens;
   if (!args.text.empty()) {
     auto text = read_file(args.text);
     if (!text.ok()) return fail(text.status().message());
-    const int32_t bos = engine->add_bos_default() ? engine->info().bos.id : -1;
     auto chunks = text_chunks(engine->tokenize(*text, /*add_bos=*/false, /*parse_special=*/false), args.text, n_ctx,
                               args.kld ? 0 : args.chunks, bos);
     if (!chunks.ok()) return fail(chunks.status().message());
@@ -134,7 +140,7 @@ int perplexity(const PerplexityArgs& args) {
   }
   std::vector<std::vector<int32_t>> chunks;
   if (base) {
-    auto reference = reference_chunks(*base, *engine, args, text_tokens ? &*text_tokens : nullptr);
+    auto reference = reference_chunks(*base, *engine, args, bos, text_tokens ? &*text_tokens : nullptr);
     if (!reference.ok()) return fail(reference.status().message());
     chunks = std::move(*reference);
   } else {

@@ -13,7 +13,18 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kFixedHeaderBytes = sizeof kMagic + 4 * sizeof(uint32_t);
 constexpr size_t kRowHeaderBytes = 3 * sizeof(uint32_t);
 
-size_t row_bytes(int32_t n_vocab) { return kRowHeaderBytes + sizeof(uint16_t) * static_cast<size_t>(n_vocab); }
+uint64_t row_bytes(int64_t n_vocab) { return kRowHeaderBytes + sizeof(uint16_t) * static_cast<uint64_t>(n_vocab); }
+
+constexpr char kLlamaCppMagic[8] = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
+constexpr size_t kLlamaCppFixedHeaderBytes = sizeof kLlamaCppMagic + 3 * sizeof(int32_t);
+// llama-perplexity counts no base entry at or below this log-probability.
+constexpr double kLlamaCppWeightless = -16.0;
+
+// A llama.cpp row holds the vocabulary rounded up to an even count.
+int64_t llama_cpp_padded_vocab(int64_t n_vocab) { return 2 * ((n_vocab + 1) / 2); }
+uint64_t llama_cpp_row_bytes(int64_t n_vocab) {
+  return 2 * sizeof(float) + sizeof(uint16_t) * static_cast<uint64_t>(llama_cpp_padded_vocab(n_vocab));
+}
 
 }  // namespace
 
@@ -36,9 +47,10 @@ KldBaseWriter::~KldBaseWriter() {
 }
 
 Result<std::unique_ptr<KldBaseWriter>> KldBaseWriter::create(const std::string& path, const KldBaseHeader& header) {
-  if (header.n_vocab <= 0 || header.n_ctx < 2 || header.n_chunks <= 0 ||
+  if (header.n_vocab <= 0 || header.n_ctx < 3 || header.n_chunks <= 0 ||
       header.tokens.size() != static_cast<size_t>(header.n_chunks) * static_cast<size_t>(header.n_ctx))
-    return Status::error(path + ": a KL-divergence base needs n_vocab, n_ctx, n_chunks > 0 and n_chunks * n_ctx tokens");
+    return Status::error(path + ": a KL-divergence base needs n_vocab > 0, n_ctx >= 3, n_chunks > 0 and n_chunks * "
+                                "n_ctx tokens");
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) return Status::error(path + ": cannot create: " + std::strerror(errno));
   std::unique_ptr<KldBaseWriter> writer(new KldBaseWriter(file, path, header));
@@ -122,30 +134,72 @@ Status KldBaseReader::read(void* out, size_t n) {
 
 Status KldBaseReader::read_header(size_t file_size) {
   char magic[sizeof kMagic];
+  if (file_size < sizeof magic || !read(magic, sizeof magic).ok())
+    return Status::error(path_ + ": not a KL-divergence base file (" + std::to_string(file_size) +
+                         " bytes, shorter than a magic)");
+  if (std::memcmp(magic, kMagic, sizeof kMagic) == 0) {
+    layout_ = Layout::kRevis;
+    if (Status s = read_revis_sizes(file_size); !s.ok()) return s;
+  } else if (std::memcmp(magic, kLlamaCppMagic, sizeof kLlamaCppMagic) == 0) {
+    layout_ = Layout::kLlamaCpp;
+    if (Status s = read_llama_cpp_sizes(file_size); !s.ok()) return s;
+  } else {
+    return Status::error(path_ + ": not a KL-divergence base file (expected the magic \"REVISKLD\" of revis "
+                                 "perplexity --kl-divergence-base FILE or \"_logits_\" of llama-perplexity's)");
+  }
+  return read_tokens();
+}
+
+Status KldBaseReader::read_revis_sizes(size_t file_size) {
   uint32_t fields[4];
-  if (file_size < kFixedHeaderBytes || !read(magic, sizeof magic).ok() || std::memcmp(magic, kMagic, sizeof kMagic) != 0)
-    return Status::error(path_ + ": not a KL-divergence base file (expected the magic \"REVISKLD\"; make one with "
-                                 "revis perplexity --kl-divergence-base FILE)");
   if (Status s = read(fields, sizeof fields); !s.ok()) return s;
   if (fields[0] != kVersion)
     return Status::error(path_ + ": version " + std::to_string(fields[0]) + ", expected " + std::to_string(kVersion));
-  constexpr uint32_t kLimit = 1u << 24;
-  if (fields[1] == 0 || fields[1] > kLimit || fields[2] < 2 || fields[2] > kLimit || fields[3] == 0 ||
-      fields[3] > kLimit)
-    return Status::error(path_ + ": n_vocab " + std::to_string(fields[1]) + ", n_ctx " + std::to_string(fields[2]) +
-                         ", n_chunks " + std::to_string(fields[3]) + ": expected each in 1 .. 2^24 (n_ctx >= 2)");
-  header_.n_vocab = static_cast<int32_t>(fields[1]);
-  header_.n_ctx = static_cast<int32_t>(fields[2]);
-  header_.n_chunks = static_cast<int32_t>(fields[3]);
-  const uint64_t n_tokens = uint64_t{fields[2]} * fields[3];
-  const uint64_t n_rows = uint64_t{fields[3]} * static_cast<uint64_t>(kld_rows_per_chunk(header_.n_ctx));
-  const uint64_t expected = kFixedHeaderBytes + 4 * n_tokens + n_rows * row_bytes(header_.n_vocab);
+  return check_sizes(fields[1], fields[2], fields[3], kFixedHeaderBytes, row_bytes(fields[1]), file_size);
+}
+
+Status KldBaseReader::read_llama_cpp_sizes(size_t file_size) {
+  int32_t fields[3];  // n_ctx, n_vocab, n_chunks
+  if (Status s = read(fields, sizeof fields); !s.ok()) return s;
+  return check_sizes(fields[1], fields[0], fields[2], kLlamaCppFixedHeaderBytes, llama_cpp_row_bytes(fields[1]),
+                     file_size);
+}
+
+Status KldBaseReader::check_sizes(int64_t n_vocab, int64_t n_ctx, int64_t n_chunks, uint64_t fixed_bytes,
+                                  uint64_t bytes_a_row, size_t file_size) {
+  const std::string where = path_ + (layout_ == Layout::kLlamaCpp ? " (llama-perplexity's layout)" : "");
+  constexpr int64_t kLimit = int64_t{1} << 24;
+  const auto in_range = [&](const char* field, int64_t value, int64_t least) -> Status {
+    if (value >= least && value <= kLimit) return {};
+    return Status::error(where + ": " + field + " " + std::to_string(value) + ", expected " + std::to_string(least) +
+                         " .. 2^24");
+  };
+  if (Status s = in_range("n_vocab", n_vocab, 1); !s.ok()) return s;
+  // n_ctx >= 3: a chunk with at least one scored position.
+  if (Status s = in_range("n_ctx", n_ctx, 3); !s.ok()) return s;
+  if (Status s = in_range("n_chunks", n_chunks, 1); !s.ok()) return s;
+  header_.n_vocab = static_cast<int32_t>(n_vocab);
+  header_.n_ctx = static_cast<int32_t>(n_ctx);
+  header_.n_chunks = static_cast<int32_t>(n_chunks);
+  // Tokens and rows each fit 64 bits (below 2^50 and 2^47); their bytes may not.
+  const uint64_t n_tokens = static_cast<uint64_t>(n_ctx) * static_cast<uint64_t>(n_chunks);
+  const uint64_t n_rows = static_cast<uint64_t>(n_chunks) * static_cast<uint64_t>(kld_rows_per_chunk(header_.n_ctx));
+  uint64_t expected = 0;
+  if (__builtin_mul_overflow(n_rows, bytes_a_row, &expected) ||
+      __builtin_add_overflow(expected, fixed_bytes + sizeof(int32_t) * n_tokens, &expected))
+    return Status::error(where + ": n_chunks " + std::to_string(n_chunks) + " of n_ctx " + std::to_string(n_ctx) +
+                         " tokens over n_vocab " + std::to_string(n_vocab) +
+                         " make more than 2^64 bytes (not this format)");
   if (file_size != expected)
-    return Status::error(path_ + ": " + std::to_string(file_size) + " bytes, expected " + std::to_string(expected) +
-                         " for " + std::to_string(fields[3]) + " chunks of " + std::to_string(fields[2]) +
-                         " tokens over a vocabulary of " + std::to_string(fields[1]) + " (truncated or not this format)");
-  header_.tokens.resize(n_tokens);
-  if (Status s = read(header_.tokens.data(), 4 * n_tokens); !s.ok()) return s;
+    return Status::error(where + ": " + std::to_string(file_size) + " bytes, expected " + std::to_string(expected) +
+                         " for n_chunks " + std::to_string(n_chunks) + " of n_ctx " + std::to_string(n_ctx) +
+                         " tokens over n_vocab " + std::to_string(n_vocab) + " (truncated or not this format)");
+  return {};
+}
+
+Status KldBaseReader::read_tokens() {
+  header_.tokens.resize(static_cast<size_t>(header_.n_ctx) * static_cast<size_t>(header_.n_chunks));
+  if (Status s = read(header_.tokens.data(), sizeof(int32_t) * header_.tokens.size()); !s.ok()) return s;
   for (size_t i = 0; i < header_.tokens.size(); ++i)
     if (header_.tokens[i] < 0 || header_.tokens[i] >= header_.n_vocab)
       return Status::error(path_ + ": token " + std::to_string(i) + " is " + std::to_string(header_.tokens[i]) +
@@ -154,6 +208,12 @@ Status KldBaseReader::read_header(size_t file_size) {
 }
 
 Result<KldRow> KldBaseReader::next_row() {
+  auto row = layout_ == Layout::kLlamaCpp ? next_llama_cpp_row() : next_revis_row();
+  if (row.ok()) ++rows_read_;
+  return row;
+}
+
+Result<KldRow> KldBaseReader::next_revis_row() {
   float row_header[2];
   uint32_t top = 0;
   if (Status s = read(row_header, sizeof row_header); !s.ok()) return s;
@@ -162,8 +222,9 @@ Result<KldRow> KldBaseReader::next_row() {
   if (Status s = read(q_.data(), sizeof(uint16_t) * q_.size()); !s.ok()) return s;
   const float low = row_header[0], step = row_header[1];
   if (!std::isfinite(low) || !std::isfinite(step) || step < 0 || top >= static_cast<uint32_t>(header_.n_vocab))
-    return Status::error(path_ + ": a row with low " + std::to_string(low) + ", step " + std::to_string(step) +
-                         ", top " + std::to_string(top) + ": expected finite values, step >= 0, top < n_vocab");
+    return Status::error(path_ + ": row " + std::to_string(rows_read_) + " has low " + std::to_string(low) +
+                         ", step " + std::to_string(step) + ", top " + std::to_string(top) +
+                         ": expected finite values, step >= 0, top < n_vocab");
   KldRow row;
   row.top = static_cast<int32_t>(top);
   row.log_probs.resize(q_.size());
@@ -175,6 +236,27 @@ Result<KldRow> KldBaseReader::next_row() {
   const double shift = largest + std::log(sum);
   for (size_t j = 0; j < q_.size(); ++j)
     row.log_probs[j] = double{low} + double{step} * q_[j] - shift;
+  return row;
+}
+
+Result<KldRow> KldBaseReader::next_llama_cpp_row() {
+  float row_header[2];  // scale, min
+  if (Status s = read(row_header, sizeof row_header); !s.ok()) return s;
+  q_.resize(static_cast<size_t>(llama_cpp_padded_vocab(header_.n_vocab)));
+  if (Status s = read(q_.data(), sizeof(uint16_t) * q_.size()); !s.ok()) return s;
+  const double scale = row_header[0], min = row_header[1];
+  // The top's log p is min + 65535 * scale = -log(sum of exp) <= 0, up to float rounding.
+  if (!std::isfinite(scale) || !std::isfinite(min) || scale < 0 || min + 65535.0 * scale > 1e-3)
+    return Status::error(path_ + " (llama-perplexity's layout): row " + std::to_string(rows_read_) + " has scale " +
+                         std::to_string(scale) + ", min " + std::to_string(min) +
+                         ": expected finite values, scale >= 0 and min + 65535 scale <= 0 (a log-probability)");
+  KldRow row;
+  row.log_probs.resize(static_cast<size_t>(header_.n_vocab));
+  for (size_t j = 0; j < row.log_probs.size(); ++j) {
+    row.log_probs[j] = min + scale * q_[j];
+    if (q_[j] > q_[static_cast<size_t>(row.top)]) row.top = static_cast<int32_t>(j);
+  }
+  row.weightless_at_or_below = kLlamaCppWeightless;
   return row;
 }
 

@@ -2,8 +2,9 @@
 // tokens a model was scored on and, for every scored position, its
 // next-token log-probabilities, so that a quantized file can later be
 // compared against them (--kl-divergence) without the reference model.
+// Two layouts are read, told apart by their magic; revis writes its own.
 //
-// Format (little-endian; docs/formats.md):
+// revis's layout (little-endian; docs/formats.md):
 //   "REVISKLD", u32 version (1), u32 n_vocab, u32 n_ctx, u32 n_chunks,
 //   i32 tokens[n_chunks * n_ctx]   (each chunk as it ran, BOS included)
 //   then per chunk, for each scored position i = n_ctx/2 .. n_ctx-2 (the
@@ -15,12 +16,24 @@
 //   the top at q = 65535. A row takes 2 bytes a token instead of 4, and
 //   its log-probabilities are off by at most step / 2 (about 2e-4 nats).
 //
+// llama.cpp's layout (what `llama-perplexity --kl-divergence-base` writes):
+//   "_logits_", i32 n_ctx, i32 n_vocab, i32 n_chunks,
+//   i32 tokens[n_chunks * n_ctx]   (the text's tokens, BOS before the
+//   text but not put first in each chunk), then the same positions, each
+//     f32 scale, f32 min, u16 q[n_vocab rounded up to even]
+//   log p_j = min + scale * q_j, with q = 0 for every log-probability up
+//   to 16 below the top's; the row's top is its first largest q. As
+//   llama.cpp counts them, entries at or below log p = -16 weigh nothing
+//   in a divergence (KldRow::weightless_at_or_below), and rows are not
+//   renormalised.
+//
 // KldBaseWriter and KldBaseReader each own their open file; one thread at a
 // time.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -44,10 +57,14 @@ struct KldBaseHeader {
   std::vector<int32_t> tokens;  // n_chunks * n_ctx
 };
 
-// One stored row, decoded: log_probs[j] = log p_j (normalised to sum 1).
+// One stored row, decoded: log_probs[j] = log p_j (revis's layout:
+// normalised to sum 1).
 struct KldRow {
   int32_t top = 0;
   std::vector<double> log_probs;
+  // Entries with log p at or below this stand for "too small to have been
+  // kept" and are left out of a divergence.
+  double weightless_at_or_below = -std::numeric_limits<double>::infinity();
 };
 
 class KldBaseWriter {
@@ -72,7 +89,7 @@ class KldBaseWriter {
 class KldBaseReader {
  public:
   // Opens `path` and reads its header; an error names what is wrong where
-  // the file is not a complete one of this format.
+  // the file is not a complete one of either layout.
   static Result<std::unique_ptr<KldBaseReader>> open(const std::string& path);
   // The same over bytes held in memory (`name` is what errors call them).
   static Result<std::unique_ptr<KldBaseReader>> parse(std::vector<uint8_t> bytes, const std::string& name);
@@ -82,9 +99,22 @@ class KldBaseReader {
   Result<KldRow> next_row();
 
  private:
+  enum class Layout { kRevis, kLlamaCpp };
   KldBaseReader(std::FILE* file, std::string path, std::vector<uint8_t> bytes);
   Status read_header(size_t file_size);
+  // After the magic: the layout's sizes, checked against the file's size.
+  Status read_revis_sizes(size_t file_size);
+  Status read_llama_cpp_sizes(size_t file_size);
+  // Fills the header's sizes; an error where one is out of range or the
+  // file is not exactly as long as they make it.
+  Status check_sizes(int64_t n_vocab, int64_t n_ctx, int64_t n_chunks, uint64_t fixed_bytes, uint64_t bytes_a_row,
+                     size_t file_size);
+  Status read_tokens();
+  Result<KldRow> next_revis_row();
+  Result<KldRow> next_llama_cpp_row();
   Status read(void* out, size_t n);
+  Layout layout_ = Layout::kRevis;
+  int64_t rows_read_ = 0;
   std::FILE* file_;
   std::string path_;
   std::vector<uint8_t> bytes_;  // the parse() form's input
