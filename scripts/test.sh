@@ -96,6 +96,9 @@ if $fuzzers; then
   # A KL-divergence base of 1 chunk of 4 tokens over a vocabulary of 4: its one scored row is uniform.
   printf 'REVISKLD\x01\0\0\0\x04\0\0\0\x04\0\0\0\x01\0\0\0\0\0\0\0\x01\0\0\0\x02\0\0\0\x03\0\0\0\0\0\x80\xbf\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' \
     >"$corpus/kld_base/seed.kld"
+  # The same in llama-perplexity's layout (n_ctx, n_vocab, n_chunks; per row scale, min, q padded to even).
+  printf '_logits_\x04\0\0\0\x04\0\0\0\x01\0\0\0\0\0\0\0\x01\0\0\0\x02\0\0\0\x03\0\0\0\0\0\0\0\x18\x72\xb1\xbf\0\0\0\0\0\0\0\0' \
+    >"$corpus/kld_base/seed-llama-cpp.kld"
   cp "$testdata"/vocab/*.inp "$corpus/tokenizer/"
   cp "$testdata"/chat/templates/*.jinja "$corpus/jinja/"
   printf '{"type":"ticket","ticketID":"t1","taskType":"summarize","isStreaming":true,"args":{"text":"hi"}}' \
