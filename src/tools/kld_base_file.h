@@ -21,8 +21,8 @@
 //   i32 tokens[n_chunks * n_ctx]   (the text's tokens, BOS before the
 //   text but not put first in each chunk), then the same positions, each
 //     f32 scale, f32 min, u16 q[n_vocab rounded up to even]
-//   log p_j = min + scale * q_j, with q = 0 for every log-probability up
-//   to 16 below the top's; the row's top is its first largest q. As
+//   log p_j = min + scale * q_j; q = 0 stands for every log-probability
+//   16 or more below the top's; the row's top is its first largest q. As
 //   llama.cpp counts them, entries at or below log p = -16 weigh nothing
 //   in a divergence (KldRow::weightless_at_or_below), and rows are not
 //   renormalised.

@@ -154,8 +154,8 @@ TEST(PerplexityLlamaCppBase, AnotherQuantizationAgreesWithLlamaCpp) {
   std::printf("%s", r.out.c_str());
   const double kld = printed(r.out, "mean KL divergence ");
   EXPECT_NEAR(kld, base.mean_kld(q4), 1e-6);
-  // llama.cpp's Q4_K arithmetic (activations rounded to 8 bits) is not
-  // revis's: its figure is matched to 10 %, about its standard error.
+  // The two engines round and sum Q4_K products in different orders:
+  // llama.cpp's figure is matched to 10 %, about its standard error.
   EXPECT_GT(kld, 1e-3);
   EXPECT_NEAR(kld, kFortuneQ4KmKld, 0.1 * kFortuneQ4KmKld);
   EXPECT_NEAR(printed(r.out, "perplexity "), kFortuneQ4KmPpl, 0.01 * kFortuneQ4KmPpl);
