@@ -7,7 +7,7 @@
 # The order, lowest first; it matches the CMake module graph
 # (CMakeLists.txt, revis_module). A folder may include its own headers,
 # include/revis/, and any folder listed before it.
-ORDER="base hash sample jinja quant gguf tokenizer model engine tools grammar kvstore hub bench
+ORDER="base hash sample jinja quant gguf gpu tokenizer model engine tools grammar kvstore hub bench
        chat protocol node api net fabric broker cli"
 # The engine's folders: their headers are internal. Outside them only
 # src/tools, src/bench (and tests/, fuzz/, which are not checked) may

@@ -10,6 +10,8 @@ packages=(
   libxxhash-dev                               # XXH3, the KV checkpoints' checksum
   libedit-dev                                 # revis chat: line editing and history (optional)
   libsystemd-dev systemd dpkg-dev             # sd_notify; systemd-analyze and cpack -G DEB for the package stage
+  libvulkan-dev glslc                         # the Vulkan GPU backend: its loader, and the shader compiler
+  mesa-vulkan-drivers                         # lavapipe, a Vulkan device on the CPU: the GPU tests run on it
   libgtest-dev libgmock-dev                   # tests
   curl                                        # scripts/hostile-requests.sh (a node test) speaks HTTP through it
   libavahi-client-dev avahi-daemon dbus       # revis serve --discover (mDNS), and the daemon its test talks to

@@ -37,12 +37,15 @@ stage() {  # title
   echo "== $1"
 }
 
-stage "release build: revis, the kernel tests and the golden tests on every backend"
+stage "release build: revis, the kernel tests, the golden tests on every backend and on the GPU"
 # The include graph against the module order (no build needed).
 bash scripts/check-layers.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREVIS_TESTDATA_DIR="$testdata" >/dev/null
-cmake --build build -j"$jobs" --target revis test_quant test_model
-ctest --test-dir build -j"$jobs" --output-on-failure -L '^(quant|model)$'
+cmake --build build -j"$jobs" --target revis test_quant test_model test_gpu
+# test_gpu runs on lavapipe (mesa-vulkan-drivers), a Vulkan device on the
+# CPU: every shared golden case teacher-forced, greedy for the en prompt,
+# the CPU/GPU split for the F16 and Q4_K_M files (tests/gpu/golden_gpu_test.cpp).
+ctest --test-dir build -j"$jobs" --output-on-failure -L '^(quant|model|gpu)$'
 
 stage "the dashboard in a browser (chromium, playwright-core)"
 bash scripts/test-web.sh build/revis
@@ -71,11 +74,13 @@ cmake --build build-asan -j"$jobs"
 # forward pass is checked for memory errors on the `en` and `long` prompts
 # (the `code` and `ja` ones take the same paths with other tokens), and not
 # on the scalar backend, whose plain loops took 150 s under the sanitizers.
+# The GPU's golden cases ran in the release stage too; here its shader,
+# session and memory tests check the host side.
 # A parameterized test's ctest name ends in "  # GetParam() = ...", hence
 # the ( |$) after each pattern.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j"$jobs" --output-on-failure \
-    -E '^OtherBackends/.*/scalar_|^Backends/Chunking\..*/scalar( |$)|^(AllCases/Golden|OtherBackends/GoldenOnBackend)\..*_(code|ja)( |$)'
+    -E '^OtherBackends/.*/scalar_|^Backends/Chunking\..*/scalar( |$)|^(AllCases/Golden|OtherBackends/GoldenOnBackend)\..*_(code|ja)( |$)|^(SharedModels|EnPrompt|DenseF16AndQ4KM)/(Golden|Greedy|Split)OnGpu\.'
 
 stage "AArch64 (NEON) cross build + tests under qemu-aarch64"
 bash scripts/test-arm64.sh

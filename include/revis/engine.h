@@ -72,6 +72,14 @@ struct EngineOptions {
   // pressure (which turns decoding into disk reads). Failing to lock is not an
   // error: the engine still runs and ModelInfo::mlock_failure says why.
   bool mlock = false;
+  // Where the layers run: "cpu" (or empty), or "vulkan" / "vulkan:N" for
+  // the N-th GPU Vulkan sees (`revis devices`). With a GPU, gpu_layers is
+  // how many of the last layers it runs (llama.cpp's -ngl; 99 for all),
+  // -1 as many as fit in its memory (or in device_memory bytes, when set);
+  // layers it cannot run stay on the CPU (ModelInfo::device_warnings).
+  std::string device;
+  int gpu_layers = -1;
+  uint64_t device_memory = 0;
   // Run on this engine's thread pool instead of starting one (n_threads is
   // then its count): a draft model beside its target, both evaluated from
   // one thread, never at once.
@@ -110,6 +118,12 @@ struct ModelInfo {
   bool weights_copied = false;   // the weights were read into memory of their own (EngineOptions::weights)
   uint64_t striped_matrices = 0; // of them, matrices kept in stripes of rows (kCopy's note above)
   std::string mlock_failure;     // with EngineOptions::mlock: why locking failed; empty when locked
+  std::string device = "cpu";    // "cpu", or the GPU's name ("llvmpipe (LLVM 15.0.6, 256 bits)")
+  int gpu_layers = 0;            // layers the GPU runs
+  uint64_t device_bytes = 0;     // GPU memory the model's layers and scratch take (caches come per session)
+  uint64_t device_memory_bytes = 0;        // the GPU's memory (or EngineOptions::device_memory)
+  uint64_t device_kv_bytes_per_token = 0;  // a session's cache of the GPU's layers, per position
+  std::vector<std::string> device_warnings;  // layers left on the CPU, and why
   // The file's identity (src/engine/model_digest.h): "sha256:<hex>" (the
   // plain SHA-256 of files up to 32 MiB) or "sha256-sampled:<hex>". The node
   // reports it with every result; fingerprint, its first 64 bits, is what
@@ -224,7 +238,8 @@ class Session {
   // run, run after run; with K/V heads the runs are every key
   // [layer][kv head], then every value [layer][kv head], then any float32
   // state planes [layer][plane] (ModelInfo::kv_state_bytes_per_token).
-  // kv_bytes_per_token() is the sum of the runs' widths.
+  // kv_bytes_per_token() is the sum of the runs' widths. Rows a GPU keeps
+  // are copied into the runs first; the list is empty when that fails.
   //
   // Restoring: truncate(0), read rows into the runs, then adopt_kv(tokens)
   // makes them the history (no logits until the next eval). Saving: another

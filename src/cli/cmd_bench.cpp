@@ -40,6 +40,8 @@ constexpr int kWarmupGenerateSteps = 16;
 constexpr int kArithmeticSamples = 3;
 
 struct BenchArgs {
+  std::string device;   // --device
+  int gpu_layers = -1;  // -ngl
   WeightMemory weights = WeightMemory::kAuto;
   std::string model, depths, kernels, matmul, json_schema, parallel;
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0, batch_tokens = 256;
@@ -98,7 +100,8 @@ nlohmann::json setup_json(const ModelInfo& info, const BenchArgs& args, const st
           {"type", node::weight_label(info)}, {"n_ctx", info.n_ctx}, {"threads", info.n_threads},
           {"kernels", kernels},   {"n", args.n_generate},     {"r", args.repetitions},
           {"seed", args.seed},    {"weights", info.weights_copied ? "copied" : "mapped"},
-          {"striped_matrices", info.striped_matrices}};
+          {"striped_matrices", info.striped_matrices}, {"device", info.device},
+          {"gpu_layers", info.gpu_layers}};
 }
 
 // Speed at context depths (llama-bench -d): per depth, the prefill from
@@ -319,7 +322,9 @@ int run_bench(const BenchArgs& args) {
                              .weights = args.weights,
                              .n_ctx = args.ctx > 0 ? args.ctx : needed_ctx,
                              .n_threads = args.threads,
-                             .mlock = args.mlock});
+                             .mlock = args.mlock,
+                             .device = args.device,
+                             .gpu_layers = args.gpu_layers});
   if (!engine) return 1;
   const ModelInfo& info = engine->info();
   if (args.mlock && !info.mlock_failure.empty())
@@ -472,6 +477,7 @@ void register_bench(CLI::App& app, int& exit_code) {
                            ->needs(parallel));
   model_only.push_back(cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)"));
   for (CLI::Option* option : add_weight_memory_options(*cmd, args->weights)) model_only.push_back(option);
+  for (CLI::Option* option : add_device_options(*cmd, args->device, args->gpu_layers)) model_only.push_back(option);
   model_only.push_back(cmd->add_option("--json-schema", args->json_schema,
                                        "Time sampled generation with and without this JSON Schema's grammar (its cost)")
                            ->excludes(depth)

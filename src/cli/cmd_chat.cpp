@@ -42,6 +42,8 @@ constexpr const char* kCommands =
     "A line ending in \\ continues on the next one. Ctrl-C stops a reply.\n";
 
 struct ChatArgs {
+  std::string device;   // --device
+  int gpu_layers = -1;  // -ngl
   WeightMemory weights = WeightMemory::kAuto;
   std::string model, system, kv_dir, chat_template;
   int n_predict = 512, threads = 0, ctx = 0;
@@ -197,7 +199,12 @@ int chat(ChatArgs& args) {
   args.sampling.seed = args.seed ? *args.seed : std::random_device{}();
   if (Status s = args.sampling.validate(); !s.ok()) return usage_error(s.message());
   auto engine = load_engine(
-      {.model_path = args.model, .weights = args.weights, .n_ctx = args.ctx, .n_threads = args.threads});
+      {.model_path = args.model,
+       .weights = args.weights,
+       .n_ctx = args.ctx,
+       .n_threads = args.threads,
+       .device = args.device,
+       .gpu_layers = args.gpu_layers});
   if (!engine) return 1;
   auto model_chat = load_model_chat(engine->info(), args.chat_template);
   if (!model_chat) return 1;
@@ -323,6 +330,7 @@ void register_chat(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   add_weight_memory_options(*cmd, args->weights);
+  add_device_options(*cmd, args->device, args->gpu_layers);
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
   cmd->add_option("--seed", args->seed, "RNG seed (default: random)");
   cmd->add_option("--kv-dir", args->kv_dir,

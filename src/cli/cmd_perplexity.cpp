@@ -31,6 +31,8 @@ namespace revis::cli {
 namespace {
 
 struct PerplexityArgs {
+  std::string device;   // --device
+  int gpu_layers = -1;  // -ngl
   WeightMemory weights = WeightMemory::kAuto;
   std::string model, text;
   int n_ctx = 512;
@@ -125,7 +127,12 @@ int perplexity(const PerplexityArgs& args) {
     n_ctx = base->header().n_ctx;
   }
   auto engine = load_engine(
-      {.model_path = args.model, .weights = args.weights, .n_ctx = n_ctx, .n_threads = args.threads});
+      {.model_path = args.model,
+       .weights = args.weights,
+       .n_ctx = n_ctx,
+       .n_threads = args.threads,
+       .device = args.device,
+       .gpu_layers = args.gpu_layers});
   if (!engine) return kExitRuntimeError;
 
   const int32_t bos = engine->add_bos_default() ? engine->info().bos.id : -1;
@@ -204,6 +211,7 @@ void register_perplexity(CLI::App& app, int& exit_code) {
   cmd->add_option("--chunk,--chunks", args->chunks, "Score at most this many chunks (default: all the text holds)");
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   add_weight_memory_options(*cmd, args->weights);
+  add_device_options(*cmd, args->device, args->gpu_layers);
   cmd->add_option("--kl-divergence-base", args->kld_base,
                   "Save the scored positions' log-probabilities to FILE (with --kl-divergence: read them from FILE)");
   cmd->add_flag("--kl-divergence", args->kld,

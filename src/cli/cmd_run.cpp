@@ -28,6 +28,8 @@ namespace revis::cli {
 namespace {
 
 struct RunArgs {
+  std::string device;   // --device
+  int gpu_layers = -1;  // -ngl
   WeightMemory weights = WeightMemory::kAuto;
   std::string model, prompt, prompt_file, logits_out, kv_dir;
   int n_predict = 256, threads = 0, ctx = 0;
@@ -122,7 +124,12 @@ int run(RunArgs& args) {
     return usage_error("--ignore-eos and --logits-out cannot go with a grammar: the grammar decides where the output ends");
 
   auto engine = load_engine(
-      {.model_path = args.model, .weights = args.weights, .n_ctx = args.ctx, .n_threads = args.threads});
+      {.model_path = args.model,
+       .weights = args.weights,
+       .n_ctx = args.ctx,
+       .n_threads = args.threads,
+       .device = args.device,
+       .gpu_layers = args.gpu_layers});
   if (!engine) return 1;
   auto drafter = make_drafter(*engine, args.draft);
   if (!drafter.ok()) return fail(drafter.status().message());
@@ -230,6 +237,7 @@ void register_run(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   add_weight_memory_options(*cmd, args->weights);
+  add_device_options(*cmd, args->device, args->gpu_layers);
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
   cmd->add_option("--seed", args->seed, "RNG seed (default: random, printed at the end)");
   cmd->add_option("--stop", args->stop, "Stop when this text is generated (repeatable)");

@@ -95,6 +95,11 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--parallel", o.parallel,
                   "Slots: tickets decoded together in one forward pass (default: as many KV caches as the memory "
                   "budget holds, at most 8)");
+  cmd->add_option("--device", o.device,
+                  "Where the models' layers run: cpu (default) or one GPU, vulkan:N (a node per GPU; revis devices)");
+  cmd->add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
+                  "With a GPU: how many of the last layers it runs unless a tier says (llama.cpp's -ngl; default: "
+                  "as many as fit)");
   cmd->add_option("--batch-tokens", o.batch_tokens,
                   "Tokens one forward pass carries at most; longer prompts go in chunks between the slots' steps "
                   "(default 256)");

@@ -22,6 +22,7 @@ void register_kv(CLI::App& app, int& exit_code);
 void register_batch(CLI::App& app, int& exit_code);
 void register_status(CLI::App& app, int& exit_code);
 void register_template(CLI::App& app, int& exit_code);
+void register_devices(CLI::App& app, int& exit_code);
 // pull, ls, rm (cmd_models.cpp).
 void register_models(CLI::App& app, int& exit_code);
 

@@ -25,6 +25,10 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet) {
                  info.name.c_str(), info.architecture.c_str(), info.n_layer, info.n_vocab,
                  info.file_bytes / 1048576.0, weights_place(info).c_str(), ms, info.n_ctx,
                  info.n_threads);
+  if (info.device != "cpu" && !quiet)
+    std::fprintf(stderr, "GPU %s runs %d of %d layers (%.1f MiB of its memory)\n", info.device.c_str(), info.gpu_layers,
+                 info.n_layer, info.device_bytes / 1048576.0);
+  for (const std::string& warning : info.device_warnings) std::fprintf(stderr, "warning: GPU: %s\n", warning.c_str());
   // Positions past the trained ones are unlike anything the model saw:
   // without RoPE scaling the text degrades there.
   if (info.n_ctx > info.n_ctx_train && info.rope_freq_scale == 1)
@@ -47,6 +51,14 @@ std::vector<CLI::Option*> add_weight_memory_options(CLI::App& cmd, WeightMemory&
                                      "Read the model into memory even where it takes most of it");
   map->excludes(copy);
   return {map, copy};
+}
+
+std::vector<CLI::Option*> add_device_options(CLI::App& cmd, std::string& device_name, int& gpu_layers) {
+  auto* device = cmd.add_option("--device", device_name,
+                                "Where the layers run: cpu (default), vulkan or vulkan:N (revis devices lists them)");
+  auto* layers = cmd.add_option("--gpu-layers,--n-gpu-layers", gpu_layers,
+                                "With a GPU: how many of the last layers it runs (99: all; default: as many as fit; llama.cpp's -ngl)");
+  return {device, layers};
 }
 
 int fail(const std::string& message) {

@@ -38,6 +38,9 @@ void add_sampling_options(CLI::App& cmd, SamplingParams& sampling);
 // (EngineOptions::weights; kAuto when neither is given). Returns the two
 // options.
 std::vector<CLI::Option*> add_weight_memory_options(CLI::App& cmd, WeightMemory& weights);
+// --device cpu|vulkan[:N] and -ngl/--gpu-layers N (EngineOptions::device,
+// gpu_layers). Returns the two options.
+std::vector<CLI::Option*> add_device_options(CLI::App& cmd, std::string& device, int& gpu_layers);
 // Where a loaded engine holds its weights, for progress lines and reports:
 // "mapped", "read into memory" or "read into memory, 113 matrices in stripes".
 std::string weights_place(const ModelInfo& info);

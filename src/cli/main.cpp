@@ -12,7 +12,7 @@
 namespace {
 
 constexpr const char* kFooter = R"(Exit status: 0 done, 1 the work failed (a model, a file, the network), 2 the command line is wrong.
-llama.cpp's -ngl N is accepted and ignored (revis runs on the CPU), and its -hf ORG/REPO[:QUANT] means -m. A repeated option takes its last value.
+llama.cpp's -ngl N means --gpu-layers N (with --device vulkan), and its -hf ORG/REPO[:QUANT] means -m. A repeated option takes its last value.
 Models by name: revis pull ORG/REPO[:QUANT], then -m ORG/REPO[:QUANT] anywhere a model is taken (docs/models.md).
 Environment of `revis serve`: REVIS_HOST, REVIS_PORT, REVIS_MODEL, REVIS_TOKEN (after --config's file, before the flags).)";
 
@@ -44,12 +44,13 @@ int main(int argc, char** argv) {
   revis::cli::register_batch(app, exit_code);
   revis::cli::register_status(app, exit_code);
   revis::cli::register_template(app, exit_code);
+  revis::cli::register_devices(app, exit_code);
   revis::cli::register_models(app, exit_code);
   revis::cli::install_model_references(app);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   revis::cli::rename_hub_flags(args);
-  for (const std::string& note : revis::cli::drop_ignored_flags(args)) std::fprintf(stderr, "%s\n", note.c_str());
+  revis::cli::rename_gpu_layers_flag(args);
   if (auto problem = revis::cli::find_unknown_name(app, args)) return revis::cli::usage_error(*problem);
   // CLI11 takes the arguments last first.
   std::vector<std::string> reversed(args.rbegin(), args.rend());

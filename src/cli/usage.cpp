@@ -58,21 +58,11 @@ std::optional<std::string> closest_name(const std::string& typed, const std::vec
   return best;
 }
 
-std::vector<std::string> drop_ignored_flags(std::vector<std::string>& args) {
-  std::vector<std::string> notes;
-  for (size_t i = 0; i < args.size();) {
-    const std::string& a = args[i];
-    const std::string name = a.substr(0, a.find('='));
-    if (name != "-ngl" && name != "--n-gpu-layers" && name != "--gpu-layers") {
-      ++i;
-      continue;
-    }
-    const bool inline_value = name.size() < a.size();
-    notes.push_back("note: " + name + " ignored: revis runs on the CPU (there is no GPU backend yet)");
-    const size_t n = !inline_value && i + 1 < args.size() ? 2 : 1;
-    args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i + n));
+void rename_gpu_layers_flag(std::vector<std::string>& args) {
+  for (std::string& a : args) {
+    if (a == "--") return;
+    if (a == "-ngl" || a.rfind("-ngl=", 0) == 0) a = "--gpu-layers" + a.substr(4);
   }
-  return notes;
 }
 
 std::optional<std::string> find_unknown_name(const CLI::App& app, const std::vector<std::string>& args) {

@@ -19,9 +19,8 @@ namespace revis::cli {
 // to be what the user meant.
 std::optional<std::string> closest_name(const std::string& typed, const std::vector<std::string>& candidates);
 
-// Removes llama.cpp flags revis accepts but ignores (-ngl N and its long
-// forms: there is no GPU backend yet) from args, returning a note for each.
-std::vector<std::string> drop_ignored_flags(std::vector<std::string>& args);
+// llama.cpp's -ngl N, a one-dash name CLI11 cannot declare, as --gpu-layers N.
+void rename_gpu_layers_flag(std::vector<std::string>& args);
 
 // The first problem CLI11 would report less helpfully, as an error message:
 // an unknown subcommand or an unknown option of the chosen one, each with

@@ -91,6 +91,17 @@ void describe_file(const gguf::GgufFile& file, const Tokenizer& tokenizer, Model
   for (const gguf::TensorInfo& t : file.tensors()) info.tensor_bytes_by_type[type_name(t.type)] += t.n_bytes;
 }
 
+// The GPU index EngineOptions::device names, or -1 for the CPU.
+Result<int> device_index(const std::string& device) {
+  if (device.empty() || device == "cpu") return -1;
+  if (device == "vulkan") return 0;
+  const std::string prefix = "vulkan:";
+  if (device.rfind(prefix, 0) == 0 && device.size() > prefix.size() && device.size() <= prefix.size() + 3 &&
+      device.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
+    return std::stoi(device.substr(prefix.size()));
+  return Status::error("--device " + device + ": expected cpu, vulkan or vulkan:N");
+}
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -100,6 +111,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   if (options.n_ctx < 0) return Status::error("context size: " + std::to_string(options.n_ctx) + " (expected >= 0)");
   if (options.n_threads < 0 || options.n_threads > 1024)
     return Status::error("threads: " + std::to_string(options.n_threads) + " (expected 0..1024)");
+  auto gpu_index = device_index(options.device);
+  if (!gpu_index.ok()) return gpu_index.status();
   auto file = gguf::GgufFile::open(options.model_path, choose_placement(options.model_path, options.weights));
   if (!file.ok()) return file.status();
   auto impl = std::make_unique<Impl>();
@@ -142,6 +155,20 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.weights_copied = impl->file->placement() == gguf::Placement::kCopy;
   info.bytes_per_token = impl->model->bytes_per_token();
   describe_file(*impl->file, *impl->tokenizer, info);
+  if (*gpu_index >= 0) {
+    auto device = gpu::Device::open(*gpu_index);
+    if (!device.ok()) return device.status();
+    info.device = (*device)->info().name;
+    auto placed = impl->model->offload(std::move(*device), options.gpu_layers, options.device_memory, info.n_ctx);
+    if (!placed.ok()) return placed.status().with_context(options.model_path);
+    info.gpu_layers = placed->layers;
+    info.device_bytes = placed->bytes;
+    const gpu::Device* used = impl->model->device();
+    info.device_memory_bytes = options.device_memory > 0 ? options.device_memory : used ? used->info().memory_bytes : 0;
+    info.device_kv_bytes_per_token = static_cast<uint64_t>(placed->layers) * info.n_head_kv *
+                                     (info.head_dim_k + info.head_dim_v) * sizeof(uint16_t);
+    info.device_warnings = placed->warnings;
+  }
   if (info.weights_copied) {
     // After describe_file: the model digest reads the file's copy, whose
     // striped matrices are given back here.
@@ -252,6 +279,8 @@ size_t Session::kv_bytes_per_token() const { return engine_.impl_->info.kv_bytes
 
 std::vector<KvRun> Session::kv_runs() {
   const ModelInfo& info = engine_.impl_->info;
+  // The rows a GPU holds are copied into the host's cache first.
+  if (!engine_.impl_->model->sync_kv_to_host(state_->kv).ok()) return {};
   const size_t n_ctx = static_cast<size_t>(state_->kv.n_ctx());
   std::vector<KvRun> runs;
   for (int part = 0; part < 2; ++part) {
@@ -281,6 +310,7 @@ Status Session::adopt_kv(std::span<const int32_t> tokens) {
                            std::to_string(n_vocab - 1) + ")");
   history_.assign(tokens.begin(), tokens.end());
   state_->rows = 0;
+  state_->kv.forget_device_rows(n);
   std::fill(state_->hidden_known.begin(), state_->hidden_known.end(), false);
   return {};
 }

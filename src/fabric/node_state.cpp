@@ -45,6 +45,8 @@ json to_json(const NodeState& s) {
           {"slotsFree", s.slots_free},
           {"running", s.running},
           {"current", s.current.empty() ? json(nullptr) : json(s.current)},
+          {"device", s.device},
+          {"gpuLayers", s.gpu_layers},
           {"tokPerSec", s.tok_per_s},
           {"executed", s.executed},
           {"job", s.job ? json{{"task", s.job->task},
@@ -97,6 +99,9 @@ Result<NodeState> node_state_from_json(const json& j) {
   s.slots_free = *slots_free;
   s.running = *running;
   if (j.contains("tokPerSec") && j["tokPerSec"].is_number()) s.tok_per_s = j["tokPerSec"].get<double>();
+  // Shown, never acted on; absent from nodes that predate the GPU.
+  if (j.contains("device") && j["device"].is_string()) s.device = j["device"].get<std::string>();
+  if (j.contains("gpuLayers") && j["gpuLayers"].is_number_integer()) s.gpu_layers = j["gpuLayers"].get<int>();
   if (j.contains("executed") && j["executed"].is_number_unsigned()) s.executed = j["executed"].get<uint64_t>();
   if (auto it = j.find("job"); it != j.end() && it->is_object()) {  // absent from nodes that predate it
     // Shown, never acted on: fields of another type read as empty.

@@ -45,6 +45,10 @@ struct NodeState {
     double elapsed_ms = 0;
   };
   std::optional<Job> job;
+  // Where its loaded models' layers run: "cpu", or the GPU's name with the
+  // layers it holds (shown, never acted on).
+  std::string device = "cpu";
+  int gpu_layers = 0;
   double tok_per_s = 0;             // generation speed of the last job it finished
   uint64_t executed = 0;            // jobs it has started
 

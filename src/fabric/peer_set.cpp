@@ -303,6 +303,10 @@ NodeState PeerSet::local_state() const {
         if (ts.name != spec->name) continue;
         loaded = loaded || ts.loaded;
         if (!ts.kv_prefixes.empty()) s.kv_prefixes[t] = ts.kv_prefixes;
+        if (ts.loaded && ts.gpu_layers > 0) {
+          s.device = ts.device;
+          s.gpu_layers = std::max(s.gpu_layers, ts.gpu_layers);
+        }
       }
     if (loaded) s.loaded.push_back(t);
   }

@@ -1,10 +1,20 @@
 #include "model/kv_cache.h"
 
+#include "model/device_layers.h"
+
 #include <sys/mman.h>
 
 #include <new>
 
 namespace revis {
+
+KvCache::~KvCache() = default;
+
+void KvCache::forget_device_rows(int n) {
+  if (!device_kv) return;
+  device_kv->device_rows = 0;
+  device_kv->host_rows = n;
+}
 
 KvCache::KvCache(const ModelConfig& config, int n_ctx)
     : n_ctx_(n_ctx),

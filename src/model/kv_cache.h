@@ -31,15 +31,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/config.h"
 
 namespace revis {
 
+struct DeviceKv;
+
 class KvCache {
  public:
   KvCache(const ModelConfig& config, int n_ctx);
+  ~KvCache();
 
   int n_ctx() const { return n_ctx_; }
   size_t bytes() const { return (keys_.size() + values_.size() + plane_data_.size()) * sizeof(uint16_t); }
@@ -60,6 +64,13 @@ class KvCache {
   int n_planes(int layer) const { return plane_first_.empty() ? 0 : plane_first_[layer + 1] - plane_first_[layer]; }
   // Bytes of one position's rows in every plane of a cache for `config`.
   static size_t plane_bytes_per_position(const ModelConfig& config);
+
+  // The rows of the layers that run on a GPU also live in its memory
+  // (model/device_layers.h); null until such a layer first runs here.
+  std::unique_ptr<DeviceKv> device_kv;
+  // The host rows [0, n) were written from outside (a checkpoint read into
+  // them): the GPU copies them up before it next uses them.
+  void forget_device_rows(int n);
 
  private:
   size_t offset(int layer, int head, int pos) const {

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <numeric>
 
@@ -77,7 +78,9 @@ Result<uint64_t> Model::keep_weights_in_stripes() {
       released_.push_back(data);
     }
   };
-  auto striped = stripe_weights(weights_, give_back);
+  std::vector<bool> on_device(config_.n_layer, false);
+  for (int i = 0; device_ && i < config_.n_layer; ++i) on_device[i] = device_->runs(i);
+  auto striped = stripe_weights(weights_, give_back, on_device);
   if (!striped.ok()) return striped.status().with_context(file_->path());
   std::sort(released_.begin(), released_.end());
   striped_memory_ = std::move(striped->memory);
@@ -198,8 +201,9 @@ Status Model::forward(std::span<const SequenceInput> batch, ThreadPool& pool) {
   // (deepseek4's blocks keep one sequence to a chunk: they walk its cache's
   // compressor state in order).
   std::vector<Segment> segments;
+  Status failed;
   auto run_chunk = [&] {
-    forward_chunk(chunk_tokens_.data(), static_cast<int>(chunk_tokens_.size()), segments, pool);
+    if (failed.ok()) failed = forward_chunk(chunk_tokens_.data(), static_cast<int>(chunk_tokens_.size()), segments, pool);
     chunk_tokens_.clear();
     segments.clear();
   };
@@ -217,7 +221,7 @@ Status Model::forward(std::span<const SequenceInput> batch, ThreadPool& pool) {
   }
   if (!segments.empty()) run_chunk();
   if (step) prefetch_tuner_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
-  return {};
+  return failed;
 }
 
 Status Model::forward_hidden(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool,
@@ -229,13 +233,13 @@ Status Model::forward_hidden(std::span<const int32_t> tokens, int n_past, KvCach
   const int n = static_cast<int>(tokens.size());
   for (int start = 0; start < n; start += kChunk) {
     const Segment segment{&kv, n_past + start, 0, std::min(kChunk, n - start)};
-    forward_chunk(tokens.data() + start, segment.n, {&segment, 1}, pool, sum.data());
+    if (Status s = forward_chunk(tokens.data() + start, segment.n, {&segment, 1}, pool, sum.data()); !s.ok()) return s;
   }
   return {};
 }
 
-void Model::forward_chunk(const int32_t* tokens, int n, std::span<const Segment> segments, ThreadPool& pool,
-                          float* hidden_sum) {
+Status Model::forward_chunk(const int32_t* tokens, int n, std::span<const Segment> segments, ThreadPool& pool,
+                            float* hidden_sum) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   x_.resize(static_cast<size_t>(n) * d);
@@ -251,9 +255,8 @@ void Model::forward_chunk(const int32_t* tokens, int n, std::span<const Segment>
 
   if (c.is_deepseek4())
     deepseek4_blocks(tokens, n, segments.front().n_past, *segments.front().kv, pool);
-  else
-    for (int layer = 0; layer < c.n_layer; ++layer)
-      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, segments, pool);
+  else if (Status s = transformer_layers(n, segments, pool); !s.ok())
+    return s;
 
   // The final hidden states norm(x): of every token where a
   // multi-token-prediction drafter reads them or the embeddings sum them,
@@ -272,10 +275,76 @@ void Model::forward_chunk(const int32_t* tokens, int n, std::span<const Segment>
   }
   if (hidden_sum) {
     for (int t = 0; t < n; ++t) add(hidden_sum, &xb_[t * d], d);
-    return;
+    return {};
   }
   output_logits(segments, pool);
+  return {};
 }
+
+Status Model::transformer_layers(int n, std::span<const Segment> segments, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  std::vector<DeviceLayers::Segment> on_device;
+  for (int layer = 0; layer < c.n_layer;) {
+    if (!device_ || !device_->runs(layer)) {
+      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, segments, pool);
+      ++layer;
+      continue;
+    }
+    int end = layer;
+    while (end < c.n_layer && device_->runs(end)) ++end;
+    if (on_device.empty())
+      for (const Segment& s : segments) on_device.push_back({s.kv, s.n_past, s.row, s.n});
+    if (Status s = device_->run(x_.data(), n, on_device, layer, end); !s.ok()) return s;
+    layer = end;
+  }
+  return {};
+}
+
+Result<Model::Offload> Model::offload(std::unique_ptr<gpu::Device> device, int gpu_layers, uint64_t memory_budget,
+                                      int n_ctx) {
+  const ModelConfig& c = config_;
+  const gpu::DeviceInfo info = device->info();
+  const uint64_t budget = memory_budget > 0 ? memory_budget : info.memory_bytes;
+  // The last `want` layers, those the device can run; the rest stay here.
+  const int want = gpu_layers < 0 ? c.n_layer : std::min(gpu_layers, c.n_layer);
+  Offload placed;
+  std::vector<bool> on_device(c.n_layer, false);
+  std::map<std::string, std::vector<int>> left_out;  // reason -> layers
+  const uint64_t kv_per_layer = 2ull * c.n_head_kv * n_ctx * c.head_dim_k * sizeof(uint16_t);
+  uint64_t bytes = 0;
+  for (int layer = c.n_layer - 1; layer >= c.n_layer - want; --layer) {
+    const LayerWeights& l = weights_.layers[layer];
+    if (std::string why = c.is_deepseek4() ? "the deepseek4 block is not written for the GPU yet"
+                                           : DeviceLayers::unsupported(c, l, layer, info);
+        !why.empty()) {
+      left_out[why].push_back(layer);
+      continue;
+    }
+    uint64_t layer_bytes = kv_per_layer;
+    for (const Matrix* m : l.matrices()) layer_bytes += matrix_bytes(*m);
+    if (bytes + layer_bytes > budget) {
+      if (gpu_layers >= 0)
+        return Status::error("-ngl " + std::to_string(gpu_layers) + ": the layers from " + std::to_string(layer) +
+                             " on need " + std::to_string((bytes + layer_bytes) >> 20) + " MiB with a " +
+                             std::to_string(n_ctx) + "-position cache, and " + info.name + " has " +
+                             std::to_string(budget >> 20) + " MiB (lower -ngl or -c)");
+      break;
+    }
+    bytes += layer_bytes;
+    on_device[layer] = true;
+    ++placed.layers;
+  }
+  for (const auto& [why, layers] : left_out)
+    placed.warnings.push_back(std::to_string(layers.size()) + " layer(s) stay on the CPU (" + why + ")");
+  if (placed.layers == 0) return placed;
+  auto layers = DeviceLayers::create(std::move(device), c, weights_.layers, std::move(on_device), rope_, attn_scale_);
+  if (!layers.ok()) return layers.status();
+  device_ = std::move(*layers);
+  placed.bytes = device_->device().bytes_in_use();
+  return placed;
+}
+
+Status Model::sync_kv_to_host(KvCache& kv) { return device_ ? device_->sync_to_host(kv) : Status(); }
 
 // logits = W_out * norm(x) for the rows whose logits their sequence asks
 // for, gathered so that the output matrix is read once for the chunk.

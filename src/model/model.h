@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "gpu/device.h"
 #include "model/config.h"
+#include "model/device_layers.h"
 #include "model/kv_cache.h"
 #include "model/matmul.h"
 #include "model/prefetch_tuner.h"
@@ -94,6 +96,25 @@ class Model {
   // forward, not to be called while a forward call runs.
   void set_matmul_observer(MatmulObserver* observer) { matmul_.set_observer(observer); }
 
+  // Where the layers run once offload() has placed them on a GPU.
+  struct Offload {
+    int layers = 0;                      // how many run on the device
+    uint64_t bytes = 0;                  // device memory their weights and scratch take
+    std::vector<std::string> warnings;   // layers left on the CPU and why, one line per reason
+  };
+  // Runs layers on `device` (model/device_layers.h): the last `gpu_layers`
+  // of the model (llama.cpp's -ngl; more than n_layer means all), or with
+  // -1 as many as fit beside one session's cache of n_ctx positions in
+  // `memory_budget` bytes (0: the device's memory). A layer the device
+  // cannot run stays on the CPU, named in the warnings. Fails, naming the
+  // bytes needed and available, when the layers asked for do not fit.
+  // Called once, at load, before keep_weights_in_stripes and any forward.
+  Result<Offload> offload(std::unique_ptr<gpu::Device> device, int gpu_layers, uint64_t memory_budget, int n_ctx);
+  const gpu::Device* device() const { return device_ ? &device_->device() : nullptr; }
+  // Copies into kv's host rows what only the GPU holds (before reading
+  // them: a checkpoint); nothing without a GPU.
+  Status sync_kv_to_host(KvCache& kv);
+
   // Keeps every matrix that the active kernel backend has a stripe form
   // for in stripes, in memory of the model's own (striped_weights.h), and
   // gives the file's copy of them back (GgufFile::release). Returns how
@@ -126,8 +147,10 @@ class Model {
   // The chunk's n tokens through the model, segment by segment: each
   // segment's logits and hidden rows as its sequence asks, or with
   // hidden_sum every token's final hidden state added into it.
-  void forward_chunk(const int32_t* tokens, int n, std::span<const Segment> segments, ThreadPool& pool,
-                     float* hidden_sum = nullptr);
+  Status forward_chunk(const int32_t* tokens, int n, std::span<const Segment> segments, ThreadPool& pool,
+                       float* hidden_sum = nullptr);
+  // The chunk's layers, each on the CPU or, for a run of them, the GPU.
+  Status transformer_layers(int n, std::span<const Segment> segments, ThreadPool& pool);
   // The output projection for the chunk's rows in xb_ whose logits are asked for.
   void output_logits(std::span<const Segment> segments, ThreadPool& pool);
   void transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, std::span<const Segment> segments,
@@ -189,6 +212,7 @@ class Model {
   std::vector<std::vector<int>> picked_;
   std::vector<int32_t> chunk_tokens_;                           // a chunk's tokens, sequence after sequence
   std::vector<float> output_in_, output_rows_;                  // the rows whose logits are asked for
+  std::unique_ptr<DeviceLayers> device_;  // the layers on a GPU, if any (offload)
   MatMul matmul_;                 // single-token kernels for every row (batch invariance, above)
   PrefetchTuner prefetch_tuner_;  // times the single-token steps
 };

@@ -56,15 +56,16 @@ Result<StripedWeights> stripe_groups(const std::map<const uint8_t*, std::vector<
 
 }  // namespace
 
-Result<StripedWeights> stripe_weights(ModelWeights& weights,
-                                      const std::function<void(const uint8_t*)>& replaced) {
+Result<StripedWeights> stripe_weights(ModelWeights& weights, const std::function<void(const uint8_t*)>& replaced,
+                                      const std::vector<bool>& layers_elsewhere) {
   std::map<const uint8_t*, std::vector<Matrix*>> by_data;
   auto consider = [&](Matrix* m) {
     if (stripe_form(*m)) by_data[m->data].push_back(m);
   };
   consider(&weights.output);
-  for (LayerWeights& l : weights.layers)
-    for (Matrix* m : l.matrices()) consider(m);
+  for (size_t i = 0; i < weights.layers.size(); ++i)
+    if (i >= layers_elsewhere.size() || !layers_elsewhere[i])
+      for (Matrix* m : weights.layers[i].matrices()) consider(m);
   for (NextnWeights& n : weights.nextn) {
     for (Matrix* m : n.layer.matrices()) consider(m);
     consider(&n.eh_proj);

@@ -37,8 +37,9 @@ struct StripedWeights {
 // matrix's stored data as soon as it is rewritten, so that the caller can
 // give it back before the next: a model in memory then never holds much
 // more than itself, not its stored and striped copies both.
-Result<StripedWeights> stripe_weights(ModelWeights& weights,
-                                      const std::function<void(const uint8_t*)>& replaced = {});
+// Layers flagged in layers_elsewhere (those a GPU runs) are left as they are.
+Result<StripedWeights> stripe_weights(ModelWeights& weights, const std::function<void(const uint8_t*)>& replaced = {},
+                                      const std::vector<bool>& layers_elsewhere = {});
 
 // The same for one matrix (a benchmark's): m points at the stripes
 // afterwards, unless its type has no stripe form here.

@@ -111,9 +111,13 @@ Status parse_tier(const std::string& name, const toml::table& t, const std::stri
       s = get_int(v, where, 0, kMaxDraft, tier.draft_max);
     } else if (key == "parallel") {
       s = get_int(v, where, 0, kMaxSlots, tier.parallel);
+    } else if (key == "gpu_layers") {
+      int layers = 0;
+      s = get_int(v, where, -1, 1 << 16, layers);
+      tier.gpu_layers = layers;
     } else {
-      return Status::error(where +
-                           ": unknown key (a tier has model, ctx, threads, chat_template, draft, lookup, draft_max, parallel)");
+      return Status::error(where + ": unknown key (a tier has model, ctx, threads, chat_template, draft, lookup, "
+                                   "draft_max, parallel, gpu_layers)");
     }
     if (!s.ok()) return s;
   }
@@ -170,6 +174,8 @@ Result<NodeConfig> parse_config(const std::string& text, const std::string& orig
     } else if (key == "lookup") s = get_bool(v, at, c.lookup);
     else if (key == "draft_max") s = get_int(v, at, 0, kMaxDraft, c.draft_max);
     else if (key == "parallel") s = get_int(v, at, 0, kMaxSlots, c.parallel);
+    else if (key == "device") s = get_string(v, at, c.device);
+    else if (key == "gpu_layers") s = get_int(v, at, -1, 1 << 16, c.gpu_layers);
     else if (key == "batch_tokens") s = get_int(v, at, 1, kMaxBatchTokens, c.batch_tokens);
     else if (key == "memory_budget_mb") s = get_int(v, at, 0, int64_t(1) << 40, c.memory_budget_mb);
     else if (key == "kv_dir") {
@@ -292,6 +298,8 @@ Status apply_overrides(NodeConfig& c, const ConfigOverrides& o) {
   if (o.lookup) c.lookup = true;
   if (o.draft_max) c.draft_max = *o.draft_max;
   if (o.parallel) c.parallel = *o.parallel;
+  if (o.device) c.device = *o.device;
+  if (o.gpu_layers) c.gpu_layers = *o.gpu_layers;
   if (o.batch_tokens) c.batch_tokens = *o.batch_tokens;
   if (o.memory_budget_mb) c.memory_budget_mb = *o.memory_budget_mb;
   if (o.kv_dir) c.kv_dir = *o.kv_dir;
@@ -357,6 +365,10 @@ Status validate_config(NodeConfig& c) {
   if (c.parallel < 0 || c.parallel > kMaxSlots)
     return Status::error("parallel " + std::to_string(c.parallel) + " (expected 0.." + std::to_string(kMaxSlots) +
                          ", 0 = from the memory budget)");
+  if (c.device != "cpu" && c.device != "vulkan" && (c.device.rfind("vulkan:", 0) != 0 || c.device.size() == 7 ||
+                                                     c.device.find_first_not_of("0123456789", 7) != std::string::npos))
+    return Status::error("device \"" + c.device + "\" (expected cpu, vulkan or vulkan:N)");
+  if (c.gpu_layers < -1) return Status::error("gpu_layers " + std::to_string(c.gpu_layers) + " (expected -1 or more)");
   if (c.batch_tokens < 1 || c.batch_tokens > kMaxBatchTokens)
     return Status::error("batch_tokens " + std::to_string(c.batch_tokens) + " (expected 1.." +
                          std::to_string(kMaxBatchTokens) + ")");

@@ -21,6 +21,8 @@
 //   parallel = 4                 # slots: tickets decoded together in one forward pass, per tier unless it says
 //                                #   (--parallel; 0: as many KV caches as the memory budget holds, at most 8)
 //   batch_tokens = 256           # tokens one forward pass carries at most: prompt chunks beside the slots' steps
+//   device = "vulkan:0"          # where the layers run: "cpu" (default) or one GPU; a node per GPU (--device)
+//   gpu_layers = 99              # with a GPU: the last N layers on it, unless a tier says (-ngl; -1: as many as fit)
 //   memory_budget_mb = 16384     # resident models above this are unloaded LRU (0: 3/4 of RAM)
 //   kv_dir = "kv"                # KV checkpoints: prompts resume from saved prefixes (docs/kvstore.md)
 //   kv_budget_mb = 20480         # disk the checkpoints may use (0: no limit)
@@ -65,6 +67,7 @@
 //   threads = 8
 //   draft = "qwen2.5-0.5b-q8_0.gguf"  # or lookup = true; draft_max = 8
 //   parallel = 2
+//   gpu_layers = 20
 //
 // Thread-safety: plain values.
 #pragma once
@@ -93,6 +96,7 @@ struct TierConfig {
   std::optional<bool> lookup{}; // prompt lookup; absent: NodeConfig::lookup
   int draft_max = 0;            // 0: NodeConfig::draft_max
   int parallel = 0;             // 0: NodeConfig::parallel
+  std::optional<int> gpu_layers{};  // absent: NodeConfig::gpu_layers
 };
 
 struct NodeConfig {
@@ -112,6 +116,11 @@ struct NodeConfig {
   bool lookup = false; // prompt lookup for every tier that does not say (--lookup)
   int draft_max = 0;   // tokens per draft unless a tier says; 0: kDefaultDraftMax (--draft-max)
   int parallel = 0;    // slots per tier unless it says; 0: from the memory budget (--parallel)
+  // Where the models' layers run (--device): "cpu", or one GPU, "vulkan:N"
+  // (one node per GPU: one inference per device), and how many of the last
+  // layers go there (-ngl; -1: as many as fit), unless a tier says.
+  std::string device = "cpu";
+  int gpu_layers = -1;
   int batch_tokens = 256;  // a forward pass's token budget (--batch-tokens)
   uint64_t memory_budget_mb = 0;
   std::string kv_dir;  // empty: prefixes are reused from RAM only
@@ -164,9 +173,9 @@ struct NodeConfig {
 // Values from the command line; set ones replace the file's.
 struct ConfigOverrides {
   std::optional<std::string> name, host, token, token_file, model, default_tier, catalog, engine;
-  std::optional<std::string> journal, broker, broker_creds, draft;
+  std::optional<std::string> journal, broker, broker_creds, draft, device;
   bool lookup = false;  // --lookup turns it on
-  std::optional<int> draft_max, parallel, batch_tokens;
+  std::optional<int> draft_max, parallel, batch_tokens, gpu_layers;
   std::optional<int> broker_ack_wait_ms, broker_max_deliver, broker_replicas;
   std::optional<int> port, queue_limit, ctx, threads, max_attempts, heartbeat_ms, result_ttl_s, resume_window_ms;
   std::vector<std::string> peers;  // added to the file's

@@ -77,6 +77,10 @@ std::string Metrics::prometheus(const LiveGauges& g) const {
   sample(out, "revis_slots", g.slots);
   header(out, "revis_slots_busy", "gauge", "Jobs in the batch now.");
   sample(out, "revis_slots_busy", g.slots_busy);
+  header(out, "revis_gpu_layers", "gauge", "Layers of the loaded models a GPU runs (--device, -ngl).");
+  sample(out, "revis_gpu_layers", g.gpu_layers);
+  header(out, "revis_gpu_memory_bytes", "gauge", "GPU memory the loaded models' layers take.");
+  sample(out, "revis_gpu_memory_bytes", double(g.gpu_bytes));
   header(out, "revis_prompt_tokens_total", "counter", "Prompt tokens processed.");
   sample(out, "revis_prompt_tokens_total", double(prompt_tokens_));
   header(out, "revis_generated_tokens_total", "counter", "Tokens generated.");

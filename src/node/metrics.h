@@ -25,6 +25,8 @@ struct LiveGauges {
   int slots = 1, slots_busy = 0;
   int models_loaded = 0;
   uint64_t resident_bytes = 0;
+  int gpu_layers = 0;           // of the loaded models, layers a GPU runs
+  uint64_t gpu_bytes = 0;       // GPU memory their layers take
   uint64_t model_loads = 0;
   double uptime_s = 0;
 };

@@ -74,7 +74,9 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
                      .draft_path = t.draft,
                      .lookup = t.lookup.value_or(c.lookup),
                      .draft_max = t.draft_max > 0 ? t.draft_max : c.draft_max,
-                     .slots = t.parallel > 0 ? t.parallel : c.parallel});
+                     .slots = t.parallel > 0 ? t.parallel : c.parallel,
+                     .device = c.device,
+                     .gpu_layers = t.gpu_layers.value_or(c.gpu_layers)});
   std::optional<TierSpec> fallback;
   if (!c.model.empty())
     fallback = TierSpec{.name = "default",
@@ -85,7 +87,9 @@ Result<std::unique_ptr<Node>> Node::create(NodeConfig config) {
                         .draft_path = c.draft,
                         .lookup = c.lookup,
                         .draft_max = c.draft_max,
-                        .slots = c.parallel};
+                        .slots = c.parallel,
+                        .device = c.device,
+                        .gpu_layers = c.gpu_layers};
   const uint64_t budget = c.memory_budget_mb > 0 ? c.memory_budget_mb << 20 : default_budget_bytes();
   node->pool_ = std::make_unique<TierPool>(std::move(tiers), std::move(fallback), budget,
                                            KvCacheConfig{.dir = c.kv_dir, .budget_bytes = c.kv_budget_mb << 20});
@@ -250,7 +254,10 @@ std::string Node::status_json() const {
                      {"digest", t.loaded ? json(t.digest) : json(nullptr)},
                      {"chatTemplate", t.loaded ? json(t.chat_template) : json(nullptr)},
                      {"memoryBytes", t.footprint_bytes},
-                     {"kvPrefixes", t.kv_prefixes}});
+                     {"kvPrefixes", t.kv_prefixes},
+                     {"device", t.device},
+                     {"gpuLayers", t.gpu_layers},
+                     {"deviceBytes", t.device_bytes}});
   if (simulated())
     for (const std::string& name : simulated_tiers())
       tiers.push_back({{"name", name}, {"model", "sim"}, {"loaded", true}, {"ctx", config_.ctx > 0 ? config_.ctx : 4096},
@@ -311,6 +318,12 @@ std::string Node::metrics_text() const {
   g.slots_busy = s.running_jobs();
   g.models_loaded = pool_->loaded_count();
   g.resident_bytes = pool_->resident_bytes();
+  std::set<std::string> counted;  // tiers that share a loaded model count it once
+  for (const TierStatus& t : pool_->status())
+    if (t.loaded && counted.insert(t.digest).second) {
+      g.gpu_layers += t.gpu_layers;
+      g.gpu_bytes += t.device_bytes;
+    }
   g.model_loads = pool_->loads();
   g.uptime_s = uptime_s();
   std::string text = metrics_.prometheus(g);

@@ -21,7 +21,7 @@ int slots_within(uint64_t budget, uint64_t file_bytes, uint64_t slot_kv_bytes) {
 
 bool same_model(const LoadedModel& m, const TierSpec& t) {
   return m.path == t.model_path && m.ctx == t.ctx && m.threads == t.threads && m.chat_template_path == t.chat_template &&
-         m.draft_path == t.draft_path;
+         m.draft_path == t.draft_path && m.device == t.device && m.gpu_layers == t.gpu_layers;
 }
 
 }  // namespace
@@ -76,12 +76,18 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
 
   log_line("info", "loading tier " + tier.name + " from " + tier.model_path);
   const auto start = std::chrono::steady_clock::now();
-  auto engine = Engine::load({.model_path = tier.model_path, .n_ctx = tier.ctx, .n_threads = tier.threads});
+  auto engine = Engine::load({.model_path = tier.model_path,
+                              .n_ctx = tier.ctx,
+                              .n_threads = tier.threads,
+                              .device = tier.device,
+                              .gpu_layers = tier.gpu_layers});
   if (!engine.ok()) return engine.status();
   auto m = std::make_unique<LoadedModel>();
   m->path = tier.model_path;
   m->ctx = tier.ctx;
   m->threads = tier.threads;
+  m->device = tier.device;
+  m->gpu_layers = tier.gpu_layers;
   m->chat_template_path = tier.chat_template;
   m->engine = std::move(*engine);
   const ModelInfo& info = m->engine->info();
@@ -107,6 +113,17 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   // context's KV cache.
   m->slot_kv_bytes = info.kv_bytes_per_token * static_cast<uint64_t>(info.n_ctx);
   m->slots = tier.slots > 0 ? tier.slots : slots_within(budget_, file_bytes, m->slot_kv_bytes);
+  if (info.gpu_layers > 0) {
+    log_line("info", "tier " + tier.name + ": GPU " + info.device + " runs " + std::to_string(info.gpu_layers) + " of " +
+                         std::to_string(info.n_layer) + " layers (" + mib(info.device_bytes) + ")");
+    // Each slot's session keeps the GPU's layers' cache in its memory too.
+    if (tier.slots == 0 && info.device_kv_bytes_per_token > 0) {
+      const uint64_t per_slot = info.device_kv_bytes_per_token * static_cast<uint64_t>(info.n_ctx);
+      const uint64_t room = info.device_memory_bytes > info.device_bytes ? info.device_memory_bytes - info.device_bytes : 0;
+      m->slots = std::clamp(static_cast<int>(std::min<uint64_t>(room / per_slot, kDefaultSlotsMax)), 1, m->slots);
+    }
+  }
+  for (const std::string& warning : info.device_warnings) log_line("warn", "tier " + tier.name + ": GPU: " + warning);
   auto cache = kvstore::PrefixCache::open(
       *m->engine, {.ram_sessions = std::max({1, kv_.ram_sessions, m->slots}),
                    .kv_dir = kv_.dir,
@@ -203,6 +220,9 @@ std::vector<TierStatus> TierPool::status() const {
         s.ctx = m->engine->info().n_ctx;
         s.footprint_bytes = m->footprint_bytes;
         s.kv_prefixes = m->kv_prefixes;
+        s.device = m->engine->info().device;
+        s.gpu_layers = m->engine->info().gpu_layers;
+        s.device_bytes = m->engine->info().device_bytes;
       }
     out.push_back(std::move(s));
   }

@@ -60,6 +60,8 @@ struct TierSpec {
   bool lookup = false;     // prompt lookup
   int draft_max = 0;       // tokens per draft; 0: kDefaultDraftMax
   int slots = 0;           // sequences decoded together; 0: as many KV caches as the budget holds (kDefaultSlotsMax at most)
+  std::string device = "cpu";  // EngineOptions::device
+  int gpu_layers = -1;         // EngineOptions::gpu_layers
 };
 
 // Slots a tier gets when it names none and the memory budget allows more.
@@ -75,6 +77,8 @@ struct KvCacheConfig {
 struct LoadedModel {
   std::string path;
   int ctx = 0, threads = 0;
+  std::string device;
+  int gpu_layers = -1;
   std::string chat_template_path;  // TierSpec::chat_template: tiers differing in it load the model apart
   std::unique_ptr<Engine> engine;
   std::string draft_path;
@@ -99,6 +103,9 @@ struct TierStatus {
   bool loaded = false;
   uint64_t footprint_bytes = 0;
   std::vector<std::string> kv_prefixes;
+  std::string device = "cpu";  // where its layers run: "cpu" or the GPU's name
+  int gpu_layers = 0;
+  uint64_t device_bytes = 0;   // GPU memory its layers take
 };
 
 class TierPool {

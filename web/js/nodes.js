@@ -36,6 +36,8 @@ function card(node) {
       h('dt', {}, 'tiers'), h('dd', {}, (node.tiers || []).map((t) => h('span', { class: loaded.has(t) ? 'tier loaded' : 'tier', title: loaded.has(t) ? 'model loaded' : 'not loaded' }, t))),
       h('dt', {}, 'slots'), h('dd', { title: 'jobs in the batch / slots (one forward pass carries them together)' },
         offline ? '–' : `${node.running ?? 0} / ${node.slots ?? 1}`),
+      h('dt', {}, 'device'), h('dd', { title: 'where the loaded models\' layers run' },
+        node.device && node.device !== 'cpu' ? `${node.device} · ${node.gpuLayers ?? 0} layers` : 'CPU'),
       h('dt', {}, 'job'), h('dd', {}, job ? `${job.task || '?'} · ${job.phase}${node.running > 1 ? ` (+${node.running - 1})` : ''}` : '–'),
       h('dt', {}, 'tok/s'), h('dd', {}, liveTokS !== null ? `${num(liveTokS, 1)} now` : `${num(node.tokPerSec, 1)} last`),
       h('dt', {}, 'queue'), h('dd', {}, offline ? '–' : String(node.queueLength ?? 0)),

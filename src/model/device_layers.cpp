@@ -1,0 +1,325 @@
+#include "model/device_layers.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace revis {
+namespace {
+
+// Tokens per chunk the scratch buffers hold: the model's chunk (model.h).
+constexpr int kRows = 256;
+
+// The weight types the matmul shader is compiled for, by its name suffix.
+const char* shader_type(TensorType t) {
+  switch (t) {
+    case TensorType::F32: return "f32";
+    case TensorType::F16: return "f16";
+    case TensorType::BF16: return "bf16";
+    case TensorType::Q8_0: return "q8_0";
+    case TensorType::Q4_0: return "q4_0";
+    case TensorType::Q4_1: return "q4_1";
+    case TensorType::Q5_0: return "q5_0";
+    case TensorType::Q5_1: return "q5_1";
+    case TensorType::Q4_K: return "q4_k";
+    case TensorType::Q5_K: return "q5_k";
+    case TensorType::Q6_K: return "q6_k";
+    default: return nullptr;
+  }
+}
+
+// Groups for `count` workgroups in a grid no side of which passes Vulkan's
+// guaranteed 65535.
+std::pair<uint32_t, uint32_t> grid(uint64_t count) {
+  const uint64_t x = std::min<uint64_t>(std::max<uint64_t>(count, 1), 65535);
+  return {static_cast<uint32_t>(x), static_cast<uint32_t>((count + x - 1) / x)};
+}
+
+}  // namespace
+
+// A matrix on the device and what the matmul shader needs to read it.
+struct DeviceMatrix {
+  gpu::Buffer data;
+  std::string kernel;
+  uint32_t rows = 0, cols = 0, row_bytes = 0;
+};
+
+struct DeviceLayers::Layer {
+  gpu::Buffer attn_norm, ffn_norm, q_norm, k_norm, bq, bk, bv;
+  DeviceMatrix wq, wk, wv, wo, gate, up, down;
+};
+
+std::string DeviceLayers::unsupported(const ModelConfig& c, const LayerWeights& l, int layer,
+                                      const gpu::DeviceInfo& device) {
+  if (c.arch != Architecture::kLlama && c.arch != Architecture::kQwen2 && c.arch != Architecture::kQwen3 &&
+      c.arch != Architecture::kQwen3Moe)
+    return std::string("the ") + architecture_name(c.arch) + " block is not written for the GPU yet";
+  if (c.is_moe_layer(layer)) return "mixture-of-experts layers are not written for the GPU yet";
+  if (c.head_dim_k != c.head_dim_v || c.head_dim_k > 256 || c.head_dim_k % 2 != 0 || c.rope_dims > c.head_dim_k ||
+      c.n_head % c.n_head_kv != 0)
+    return "head shape " + std::to_string(c.head_dim_k) + "/" + std::to_string(c.head_dim_v) +
+           " is not one the GPU's attention takes (equal key and value widths, even, at most 256)";
+  if (c.sliding.is_local(layer) || c.has_post_norms || c.gelu_ffn || c.clamped_swiglu || !l.bo.empty() ||
+      !l.attn_sinks.empty())
+    return "this layer's variant is not written for the GPU yet";
+  for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+    if (m->empty() || m->stripes) return "a matrix is missing or already in the CPU's stripes";
+    if (!shader_type(m->type)) return std::string("weights of type ") + type_name(m->type) + " are not read by the GPU yet";
+    if (m->cols % 32 != 0) return "a matrix row of " + std::to_string(m->cols) + " values is not whole groups of 32";
+    if (device.max_buffer_bytes > 0 && m->row_bytes * m->rows > device.max_buffer_bytes)
+      return "a matrix of " + std::to_string(m->row_bytes * m->rows) + " bytes is more than one binding of " +
+             device.name + " addresses";
+  }
+  return "";
+}
+
+Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::Device> device, const ModelConfig& c,
+                                                           const std::vector<LayerWeights>& layers,
+                                                           std::vector<bool> on_device, const Rope& rope,
+                                                           float attn_scale) {
+  std::unique_ptr<DeviceLayers> d(new DeviceLayers());
+  d->device_ = std::move(device);
+  d->config_ = c;
+  d->on_device_ = std::move(on_device);
+  d->rope_ = rope;
+  d->attn_scale_ = attn_scale;
+  gpu::Device& dev = *d->device_;
+
+  auto floats = [&](const std::vector<float>& v, const std::string& what) -> Result<gpu::Buffer> {
+    auto b = dev.allocate(std::max<size_t>(v.size(), 1) * sizeof(float), what);
+    if (!b.ok() || v.empty()) return b;
+    if (Status s = dev.write(*b, 0, v.data(), v.size() * sizeof(float)); !s.ok()) return s;
+    return b;
+  };
+  auto matrix = [&](const Matrix& m, const std::string& what) -> Result<DeviceMatrix> {
+    DeviceMatrix out;
+    const size_t bytes = m.row_bytes * m.rows;
+    auto b = dev.allocate(bytes, what);
+    if (!b.ok()) return b.status();
+    if (Status s = dev.write(*b, 0, m.data, bytes); !s.ok()) return s;
+    out.data = std::move(*b);
+    out.kernel = std::string("matmul_") + shader_type(m.type);
+    out.rows = static_cast<uint32_t>(m.rows);
+    out.cols = static_cast<uint32_t>(m.cols);
+    out.row_bytes = static_cast<uint32_t>(m.row_bytes);
+    return out;
+  };
+
+  d->slot_.assign(c.n_layer, -1);
+  for (int i = 0; i < c.n_layer; ++i) {
+    if (!d->on_device_[i]) continue;
+    const LayerWeights& l = layers[i];
+    const std::string name = "layer " + std::to_string(i);
+    auto layer = std::make_unique<Layer>();
+    Status failed;
+    auto take = [&](auto result, auto& into) {
+      if (!failed.ok()) return;
+      if (!result.ok()) failed = result.status();
+      else into = std::move(*result);
+    };
+    take(floats(l.attn_norm, name + " attn_norm"), layer->attn_norm);
+    take(floats(l.ffn_norm, name + " ffn_norm"), layer->ffn_norm);
+    take(floats(l.q_norm, name + " q_norm"), layer->q_norm);
+    take(floats(l.k_norm, name + " k_norm"), layer->k_norm);
+    take(floats(l.bq, name + " bias"), layer->bq);
+    take(floats(l.bk, name + " bias"), layer->bk);
+    take(floats(l.bv, name + " bias"), layer->bv);
+    take(matrix(l.wq, name + " attn_q"), layer->wq);
+    take(matrix(l.wk, name + " attn_k"), layer->wk);
+    take(matrix(l.wv, name + " attn_v"), layer->wv);
+    take(matrix(l.wo, name + " attn_output"), layer->wo);
+    take(matrix(l.w_gate, name + " ffn_gate"), layer->gate);
+    take(matrix(l.w_up, name + " ffn_up"), layer->up);
+    take(matrix(l.w_down, name + " ffn_down"), layer->down);
+    if (!failed.ok()) return failed;
+    d->slot_[i] = static_cast<int>(d->layers_.size());
+    d->layers_.push_back(std::move(layer));
+  }
+
+  const size_t rows = kRows, ff = c.n_ff > 0 ? c.n_ff : 1;
+  struct Scratch {
+    gpu::Buffer* buffer;
+    size_t floats;
+  };
+  for (const Scratch& s : {Scratch{&d->x_, rows * c.n_embd}, Scratch{&d->xb_, rows * c.n_embd},
+                           Scratch{&d->q_, rows * c.q_dim()}, Scratch{&d->k_, rows * c.kv_dim_k()},
+                           Scratch{&d->v_, rows * c.kv_dim_v()}, Scratch{&d->attn_out_, rows * c.q_dim()},
+                           Scratch{&d->gate_, rows * ff}, Scratch{&d->up_, rows * ff},
+                           Scratch{&d->angles_, rows * std::max(c.rope_dims, 2)}, Scratch{&d->none_, 4}}) {
+    auto b = dev.allocate(s.floats * sizeof(float), "scratch rows");
+    if (!b.ok()) return b.status();
+    *s.buffer = std::move(*b);
+  }
+  return d;
+}
+
+DeviceLayers::~DeviceLayers() = default;
+
+int DeviceLayers::layer_count() const { return static_cast<int>(layers_.size()); }
+
+// Makes kv's device rows [0, n_past) valid: allocates its device cache on
+// first use, and copies up the host rows the device lacks.
+Status DeviceLayers::prepare_cache(KvCache& kv, int n_past) {
+  const ModelConfig& c = config_;
+  const size_t hd = c.head_dim_k, head_bytes = static_cast<size_t>(kv.n_ctx()) * hd * sizeof(uint16_t);
+  if (!kv.device_kv) {
+    auto mirror = std::make_unique<DeviceKv>();
+    for (int i = 0; i < c.n_layer; ++i) {
+      if (slot_[i] < 0) continue;
+      const std::string what = "the KV cache of layer " + std::to_string(i) + " (" + std::to_string(kv.n_ctx()) +
+                               " positions; lower -c or -ngl)";
+      auto keys = device_->allocate(head_bytes * c.n_head_kv, what);
+      if (!keys.ok()) return keys.status();
+      auto values = device_->allocate(head_bytes * c.n_head_kv, what);
+      if (!values.ok()) return values.status();
+      mirror->keys.push_back(std::move(*keys));
+      mirror->values.push_back(std::move(*values));
+    }
+    // Whatever the cache holds so far came from the host (a checkpoint).
+    mirror->host_rows = n_past;
+    kv.device_kv = std::move(mirror);
+  }
+  DeviceKv& m = *kv.device_kv;
+  if (m.device_rows < n_past) {
+    if (m.host_rows < n_past)
+      return Status::error("the GPU's cache lacks positions " + std::to_string(m.device_rows) + ".." +
+                           std::to_string(n_past - 1) + " and the host's has only " + std::to_string(m.host_rows));
+    const size_t from = m.device_rows, count = n_past - m.device_rows;
+    for (int i = 0; i < c.n_layer; ++i) {
+      if (slot_[i] < 0) continue;
+      for (int h = 0; h < c.n_head_kv; ++h) {
+        const size_t offset = (static_cast<size_t>(h) * kv.n_ctx() + from) * hd * sizeof(uint16_t);
+        const size_t bytes = count * hd * sizeof(uint16_t);
+        if (Status s = device_->write(m.keys[slot_[i]], offset, kv.key(i, h, from), bytes); !s.ok()) return s;
+        if (Status s = device_->write(m.values[slot_[i]], offset, kv.value(i, h, from), bytes); !s.ok()) return s;
+      }
+    }
+    m.device_rows = n_past;
+  }
+  return {};
+}
+
+Status DeviceLayers::sync_to_host(KvCache& kv) {
+  if (!kv.device_kv) return {};
+  DeviceKv& m = *kv.device_kv;
+  if (m.host_rows >= m.device_rows) return {};
+  const ModelConfig& c = config_;
+  const size_t hd = c.head_dim_k, from = m.host_rows, count = m.device_rows - m.host_rows;
+  for (int i = 0; i < c.n_layer; ++i) {
+    if (slot_[i] < 0) continue;
+    for (int h = 0; h < c.n_head_kv; ++h) {
+      const size_t offset = (static_cast<size_t>(h) * kv.n_ctx() + from) * hd * sizeof(uint16_t);
+      const size_t bytes = count * hd * sizeof(uint16_t);
+      if (Status s = device_->read(m.keys[slot_[i]], offset, kv.key(i, h, from), bytes); !s.ok()) return s;
+      if (Status s = device_->read(m.values[slot_[i]], offset, kv.value(i, h, from), bytes); !s.ok()) return s;
+    }
+  }
+  m.host_rows = m.device_rows;
+  return {};
+}
+
+Status DeviceLayers::run(float* x, int n, std::span<const Segment> segments, int first, int last) {
+  const ModelConfig& c = config_;
+  gpu::Device& dev = *device_;
+  const uint32_t d = c.n_embd, un = n;
+  // RoPE's cos and sin for every row, from the host's angles (rope.h).
+  const int pairs = c.rope_dims / 2;
+  angle_rows_.assign(static_cast<size_t>(n) * pairs * 2, 0.0f);
+  const float mag = rope_.magnitude();
+  for (const Segment& s : segments) {
+    for (int t = 0; t < s.n; ++t)
+      rope_.for_each_angle(s.n_past + t, [&](int i, float theta) {
+        float* cs = &angle_rows_[(static_cast<size_t>(s.row + t) * pairs + i) * 2];
+        cs[0] = std::cos(theta) * mag;
+        cs[1] = std::sin(theta) * mag;
+      });
+    if (Status st = prepare_cache(*s.kv, s.n_past); !st.ok()) return st;
+  }
+  if (Status s = dev.write(x_, 0, x, static_cast<size_t>(n) * d * sizeof(float)); !s.ok()) return s;
+  if (pairs > 0)
+    if (Status s = dev.write(angles_, 0, angle_rows_.data(), angle_rows_.size() * sizeof(float)); !s.ok()) return s;
+
+  struct MatmulPush {
+    uint32_t rows, cols, tokens, row_bytes, x_offset, x_stride, o_offset, o_stride;
+  };
+  auto matmul = [&](const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buffer& out) {
+    const MatmulPush p{m.rows, m.cols, un, m.row_bytes, 0, m.cols, 0, m.rows};
+    const auto [gx, gy] = grid(m.rows);
+    dev.dispatch(m.kernel, {&m.data, &in, &out}, &p, sizeof p, gx, gy);
+  };
+  struct NormPush {
+    uint32_t width, stride, x_offset, o_offset;
+    float eps;
+  };
+  auto rms_norm = [&](const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out) {
+    const NormPush p{d, d, 0, 0, c.rms_eps};
+    dev.dispatch("rms_norm", {&in, &weight, &out}, &p, sizeof p, un);
+  };
+  struct AddPush {
+    uint32_t n, width, x_offset;
+  };
+  auto elementwise = [&](const char* kernel, gpu::Buffer& into, const gpu::Buffer& other, uint64_t count,
+                         uint32_t width) {
+    const AddPush p{static_cast<uint32_t>(count), width, 0};
+    const auto [gx, gy] = grid((count + 255) / 256);
+    dev.dispatch(kernel, {&into, &other}, &p, sizeof p, gx, gy);
+  };
+  struct RopePush {
+    uint32_t row0, n_past, n_head, n_head_kv, head_dim, rope_dims, neox, qk_norm, n_ctx, angle_row0;
+    float eps;
+  };
+  struct AttentionPush {
+    uint32_t row0, n_past, n_head, n_head_kv, head_dim, n_ctx;
+    float scale;
+  };
+
+  dev.begin();
+  for (int i = first; i < last; ++i) {
+    const Layer& l = *layers_[slot_[i]];
+    const int slot = slot_[i];
+    rms_norm(x_, l.attn_norm, xb_);
+    matmul(l.wq, xb_, q_);
+    matmul(l.wk, xb_, k_);
+    matmul(l.wv, xb_, v_);
+    if (c.has_qkv_bias) {
+      elementwise("add", q_, l.bq, static_cast<uint64_t>(n) * c.q_dim(), c.q_dim());
+      elementwise("add", k_, l.bk, static_cast<uint64_t>(n) * c.kv_dim_k(), c.kv_dim_k());
+      elementwise("add", v_, l.bv, static_cast<uint64_t>(n) * c.kv_dim_v(), c.kv_dim_v());
+    }
+    for (const Segment& s : segments) {
+      DeviceKv& m = *s.kv->device_kv;
+      const RopePush rp{static_cast<uint32_t>(s.row), static_cast<uint32_t>(s.n_past), static_cast<uint32_t>(c.n_head),
+                        static_cast<uint32_t>(c.n_head_kv), static_cast<uint32_t>(c.head_dim_k),
+                        static_cast<uint32_t>(c.rope_dims), c.rope_layout == RopeLayout::kNeox ? 1u : 0u,
+                        c.has_qk_norm ? 1u : 0u, static_cast<uint32_t>(s.kv->n_ctx()), static_cast<uint32_t>(s.row),
+                        c.rms_eps};
+      dev.dispatch("rope_store",
+                   {&q_, &k_, &v_, c.has_qk_norm ? &l.q_norm : &none_, c.has_qk_norm ? &l.k_norm : &none_, &angles_,
+                    &m.keys[slot], &m.values[slot]},
+                   &rp, sizeof rp, s.n, c.n_head + c.n_head_kv);
+    }
+    for (const Segment& s : segments) {
+      DeviceKv& m = *s.kv->device_kv;
+      const AttentionPush ap{static_cast<uint32_t>(s.row), static_cast<uint32_t>(s.n_past),
+                             static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv),
+                             static_cast<uint32_t>(c.head_dim_k), static_cast<uint32_t>(s.kv->n_ctx()), attn_scale_};
+      dev.dispatch("attention", {&q_, &m.keys[slot], &m.values[slot], &attn_out_}, &ap, sizeof ap, s.n, c.n_head);
+    }
+    matmul(l.wo, attn_out_, xb_);
+    elementwise("add", x_, xb_, static_cast<uint64_t>(n) * d, 0);
+    rms_norm(x_, l.ffn_norm, xb_);
+    matmul(l.gate, xb_, gate_);
+    matmul(l.up, xb_, up_);
+    elementwise("swiglu", gate_, up_, static_cast<uint64_t>(n) * l.gate.rows, 0);
+    matmul(l.down, gate_, xb_);
+    elementwise("add", x_, xb_, static_cast<uint64_t>(n) * d, 0);
+  }
+  if (Status s = dev.run(); !s.ok()) return s.with_context("GPU " + dev.info().name);
+  for (const Segment& s : segments) {
+    DeviceKv& m = *s.kv->device_kv;
+    m.device_rows = s.n_past + s.n;
+    m.host_rows = std::min(m.host_rows, s.n_past);
+  }
+  return dev.read(x_, 0, x, static_cast<size_t>(n) * d * sizeof(float));
+}
+
+}  // namespace revis

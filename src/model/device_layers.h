@@ -1,0 +1,88 @@
+// DeviceLayers: transformer layers of a Model run on a GPU (gpu::Device)
+// while the rest run on the CPU, llama.cpp's -ngl. The unit of work is the
+// forward pass's chunk, a batch: the rows of every sequence in it go
+// through each matrix together, and each sequence meets its own cache.
+//
+// At load, each layer the device can run (supports(): the dense
+// llama/qwen2/qwen3 block, weights of the types the shaders read) has its
+// weights uploaded once. A layer it cannot run stays on the CPU, and the
+// model says which and why. The keys and values of the device's layers
+// live in device memory (DeviceKv, one per KvCache); the host cache keeps
+// their rows too, copied back only when someone reads it (sync_to_host:
+// checkpoints), and copied up when the host rows were written from
+// outside (a checkpoint restored: forget_device_rows).
+//
+// The device's float steps differ from the CPU kernels' (results agree
+// within the golden tolerances, not to the bit), but are batch-invariant
+// in the same way: a row's results do not depend on the other rows of its
+// chunk, so a session resumed from a checkpoint continues with the bits of
+// a cold prefill on the same device.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/rope.h"
+#include "model/weights.h"
+#include "revis/status.h"
+
+namespace revis {
+
+// The device's copy of one KvCache's rows for the device layers, and how
+// far it and the host's copy are valid.
+struct DeviceKv {
+  std::vector<gpu::Buffer> keys, values;  // per device layer: [kv head][position][head dim] float16
+  int device_rows = 0;                    // positions [0, device_rows) are valid on the device
+  int host_rows = 0;                      // positions [0, host_rows) of the host cache hold them
+};
+
+class DeviceLayers {
+ public:
+  // One sequence's rows [row, row + n) of a chunk, at positions n_past..
+  struct Segment {
+    KvCache* kv;
+    int n_past, row, n;
+  };
+
+  // Why the device cannot run `layer` of this model ("" when it can).
+  static std::string unsupported(const ModelConfig& c, const LayerWeights& l, int layer,
+                                 const gpu::DeviceInfo& device);
+  // Uploads the layers marked in `on_device` (n_layer flags). Fails, naming
+  // the layer and the bytes, when the device has no room.
+  static Result<std::unique_ptr<DeviceLayers>> create(std::unique_ptr<gpu::Device> device, const ModelConfig& c,
+                                                      const std::vector<LayerWeights>& layers,
+                                                      std::vector<bool> on_device, const Rope& rope,
+                                                      float attn_scale);
+  ~DeviceLayers();
+
+  bool runs(int layer) const { return on_device_[layer]; }
+  int layer_count() const;
+  const gpu::Device& device() const { return *device_; }
+
+  // Runs the chunk's n rows of x (n_embd floats each) through layers
+  // [first, last), all on the device, writing the result back to x.
+  Status run(float* x, int n, std::span<const Segment> segments, int first, int last);
+  // Copies the device's rows of `kv` that the host lacks into it.
+  Status sync_to_host(KvCache& kv);
+
+ private:
+  struct Layer;
+  DeviceLayers() = default;
+  Status prepare_cache(KvCache& kv, int n_past);
+  std::unique_ptr<gpu::Device> device_;
+  ModelConfig config_;
+  std::vector<bool> on_device_;
+  std::vector<int> slot_;  // per model layer: its index among the device layers, or -1
+  std::vector<std::unique_ptr<Layer>> layers_;
+  Rope rope_;
+  float attn_scale_ = 1.0f;
+  gpu::Buffer x_, xb_, q_, k_, v_, attn_out_, gate_, up_, angles_, none_;
+  std::vector<float> angle_rows_;
+};
+
+}  // namespace revis

@@ -1,0 +1,115 @@
+// The engine with its layers on the GPU against llama.cpp's outputs on the
+// shared models, with the CPU's tolerances (../shared/testdata/README.md):
+// every case teacher-forced with all layers on the device, greedy
+// generation for the `en` prompt (the device is lavapipe on CI, a CPU:
+// one prompt keeps the stage short), and with -ngl 1 (one layer on the
+// device, one on the CPU) for the F16 and Q4_K_M files.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "gpu_test_device.h"
+#include "revis/engine.h"
+#include "support/golden.h"
+#include "support/golden_engine.h"
+
+namespace revis {
+namespace {
+
+Engine& gpu_engine(const std::string& path, int gpu_layers) {
+  static std::map<std::pair<std::string, int>, std::unique_ptr<Engine>> engines;
+  auto& slot = engines[{path, gpu_layers}];
+  if (!slot) {
+    auto loaded = Engine::load(
+        {.model_path = path, .n_ctx = 512, .n_threads = 2, .device = "vulkan", .gpu_layers = gpu_layers});
+    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+    if (!loaded.ok()) throw std::runtime_error(loaded.status().message());
+    slot = std::move(*loaded);
+  }
+  return *slot;
+}
+
+// The shared set's cases (llama, qwen2, qwen3, qwen3moe), those of one
+// prompt where `prompt` is given (".en").
+std::vector<std::string> shared_cases(const std::string& prompt = "") {
+  std::vector<std::string> names;
+  for (const std::string& name : testing::golden_case_names())
+    if (name.find('/') == std::string::npos && (prompt.empty() || name.ends_with(prompt))) names.push_back(name);
+  return names;
+}
+
+void expect_within_tolerance(const testing::GoldenCase& g, Engine& engine) {
+  testing::TeacherForced r;
+  ASSERT_NO_FATAL_FAILURE(testing::teacher_forced(g, engine, r));
+  const double max_err = r.quantile(1.0), p95 = r.quantile(0.95);
+  if (g.moe) {
+    EXPECT_GE(r.fraction_within(0.30), 0.90) << "max " << max_err;
+    EXPECT_GE(r.argmax_agreement(), 0.95);
+    return;
+  }
+  for (const auto& [k, same] : r.clear) EXPECT_TRUE(same) << "argmax differs at clear position " << k;
+  if (g.is_float_type()) {
+    EXPECT_LE(max_err, 0.03);
+  } else {
+    EXPECT_LE(max_err, 0.30);
+    EXPECT_LE(p95, 0.20);
+  }
+}
+
+class GoldenOnGpu : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { REVIS_REQUIRE_GPU(); }
+};
+
+TEST_P(GoldenOnGpu, TeacherForcedLogitsWithinTolerance) {
+  const testing::GoldenCase g = testing::load_golden(GetParam());
+  Engine& engine = gpu_engine(g.model_file, 99);
+  // Dense layers all run on the device; a mixture of experts stays on the
+  // CPU, saying so.
+  if (g.moe) {
+    EXPECT_EQ(engine.info().gpu_layers, 0);
+    ASSERT_FALSE(engine.info().device_warnings.empty());
+    EXPECT_NE(engine.info().device_warnings[0].find("mixture-of-experts"), std::string::npos);
+  } else {
+    EXPECT_EQ(engine.info().gpu_layers, engine.info().n_layer);
+  }
+  expect_within_tolerance(g, engine);
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, GoldenOnGpu, ::testing::ValuesIn(shared_cases()),
+                         [](const auto& info) { return testing::golden_test_name(info.param); });
+
+using GreedyOnGpu = GoldenOnGpu;
+
+TEST_P(GreedyOnGpu, GenerationMatchesUpToFirstUnclearPosition) {
+  const testing::GoldenCase g = testing::load_golden(GetParam());
+  testing::expect_greedy_generation(g, gpu_engine(g.model_file, 99), g.moe);
+}
+
+INSTANTIATE_TEST_SUITE_P(EnPrompt, GreedyOnGpu, ::testing::ValuesIn(shared_cases(".en")),
+                         [](const auto& info) { return testing::golden_test_name(info.param); });
+
+using SplitOnGpu = GoldenOnGpu;
+
+TEST_P(SplitOnGpu, OneLayerOnTheDeviceOneOnTheCpu) {
+  const testing::GoldenCase g = testing::load_golden(GetParam());
+  Engine& engine = gpu_engine(g.model_file, 1);
+  EXPECT_EQ(engine.info().gpu_layers, 1);
+  expect_within_tolerance(g, engine);
+}
+
+INSTANTIATE_TEST_SUITE_P(DenseF16AndQ4KM, SplitOnGpu,
+                         ::testing::ValuesIn([] {
+                           std::vector<std::string> names;
+                           for (const std::string& n : shared_cases(".en"))
+                             if (n.find("moe") == std::string::npos &&
+                                 (n.find("-F16.") != std::string::npos || n.find("-Q4_K_M.") != std::string::npos))
+                               names.push_back(n);
+                           return names;
+                         }()),
+                         [](const auto& info) { return testing::golden_test_name(info.param); });
+
+}  // namespace
+}  // namespace revis

@@ -1,0 +1,115 @@
+// The matmul shader of every weight type against the CPU's reference
+// (dequantize, then dot in double), on odd shapes: rows that are fewer
+// groups of 32 than the workgroup has threads, an odd row count, and 1, 7
+// and 9 tokens (a partial tile of eight, and one past it). And batch
+// invariance: a token's row is the same bits alone and among others.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu_test_device.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+
+namespace revis {
+namespace {
+
+struct ShaderType {
+  TensorType type;
+  const char* kernel;
+};
+
+const ShaderType kShaderTypes[] = {
+    {TensorType::F32, "matmul_f32"},   {TensorType::F16, "matmul_f16"},   {TensorType::BF16, "matmul_bf16"},
+    {TensorType::Q8_0, "matmul_q8_0"}, {TensorType::Q4_0, "matmul_q4_0"}, {TensorType::Q4_1, "matmul_q4_1"},
+    {TensorType::Q5_0, "matmul_q5_0"}, {TensorType::Q5_1, "matmul_q5_1"}, {TensorType::Q4_K, "matmul_q4_k"},
+    {TensorType::Q5_K, "matmul_q5_k"}, {TensorType::Q6_K, "matmul_q6_k"}};
+
+struct MatmulPush {
+  uint32_t rows, cols, tokens, row_bytes, x_offset, x_stride, o_offset, o_stride;
+};
+
+class MatmulShader : public ::testing::TestWithParam<ShaderType> {
+ protected:
+  void SetUp() override {
+    REVIS_REQUIRE_GPU();
+    auto d = gpu::Device::open(0);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    device_ = std::move(*d);
+  }
+
+  // out[t][r] on the device for a random matrix of `rows` x `cols` and
+  // `tokens` random rows of x; `reference` gets the CPU's values.
+  std::vector<float> run(int rows, int cols, int tokens, std::vector<double>& reference, uint32_t seed) {
+    const TensorType type = GetParam().type;
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const size_t rb = row_bytes(type, cols);
+    std::vector<uint8_t> w(rb * rows);
+    std::vector<float> row(cols), dequant(static_cast<size_t>(rows) * cols);
+    for (int r = 0; r < rows; ++r) {
+      for (float& v : row) v = normal(rng);
+      quantize_row(type, row.data(), &w[r * rb], cols);
+      dequantize_row(type, &w[r * rb], &dequant[static_cast<size_t>(r) * cols], cols);
+    }
+    std::vector<float> x(static_cast<size_t>(tokens) * cols);
+    for (float& v : x) v = normal(rng);
+    reference.assign(static_cast<size_t>(tokens) * rows, 0.0);
+    for (int t = 0; t < tokens; ++t)
+      for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < cols; ++i)
+          reference[t * rows + r] += double(dequant[static_cast<size_t>(r) * cols + i]) * x[t * cols + i];
+
+    auto wb = device_->allocate(w.size(), "weights");
+    auto xb = device_->allocate(x.size() * 4, "x");
+    auto ob = device_->allocate(static_cast<size_t>(tokens) * rows * 4, "out");
+    EXPECT_TRUE(wb.ok() && xb.ok() && ob.ok());
+    EXPECT_TRUE(device_->write(*wb, 0, w.data(), w.size()).ok());
+    EXPECT_TRUE(device_->write(*xb, 0, x.data(), x.size() * 4).ok());
+    const MatmulPush p{static_cast<uint32_t>(rows), static_cast<uint32_t>(cols), static_cast<uint32_t>(tokens),
+                       static_cast<uint32_t>(rb), 0, static_cast<uint32_t>(cols), 0, static_cast<uint32_t>(rows)};
+    device_->begin();
+    device_->dispatch(GetParam().kernel, {&*wb, &*xb, &*ob}, &p, sizeof p, rows);
+    Status s = device_->run();
+    EXPECT_TRUE(s.ok()) << s.message();
+    std::vector<float> out(static_cast<size_t>(tokens) * rows);
+    EXPECT_TRUE(device_->read(*ob, 0, out.data(), out.size() * 4).ok());
+    return out;
+  }
+
+  std::unique_ptr<gpu::Device> device_;
+};
+
+TEST_P(MatmulShader, MatchesTheCpuReferenceOnOddShapes) {
+  const int block = static_cast<int>(type_traits(GetParam().type).block_size);
+  // K-quants: one block and three (fewer groups than threads, and more
+  // than one block); the rest: 3 groups and 70 (more groups than threads).
+  for (const int cols : {std::max(block, 96), std::max(block, 32) * (block == 256 ? 3 : 70)})
+    for (const int tokens : {1, 7, 9}) {
+      std::vector<double> reference;
+      const int rows = 13;
+      const std::vector<float> out = run(rows, cols, tokens, reference, cols * 31 + tokens);
+      for (size_t i = 0; i < out.size(); ++i) {
+        const double tolerance = 1e-4 * std::sqrt(static_cast<double>(cols)) * 4;
+        ASSERT_NEAR(out[i], reference[i], tolerance) << "cols " << cols << " tokens " << tokens << " element " << i;
+      }
+    }
+}
+
+TEST_P(MatmulShader, ATokensRowIsTheSameBitsAloneAndAmongOthers) {
+  const int cols = 256 * 2, rows = 5;
+  std::vector<double> unused;
+  // The same seed gives the same weights and the same first token.
+  const std::vector<float> among = run(rows, cols, 9, unused, 7);
+  const std::vector<float> alone = run(rows, cols, 1, unused, 7);
+  for (int r = 0; r < rows; ++r) EXPECT_EQ(alone[r], among[r]) << "row " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryType, MatmulShader, ::testing::ValuesIn(kShaderTypes),
+                         [](const auto& info) { return std::string(info.param.kernel); });
+
+}  // namespace
+}  // namespace revis
