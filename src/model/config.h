@@ -14,7 +14,7 @@
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss, kQwen35 };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
@@ -82,6 +82,29 @@ struct SlidingWindow {
   int pattern = 0;                 // attention.sliding_window_pattern
   float rope_base = 10000.0f;      // rope.freq_base_swa
   bool is_local(int layer) const { return window > 0 && layer % pattern < pattern - 1; }
+};
+
+// Qwen3.5's gated delta-net layers (qwen35; delta_net.h has the math).
+// Most layers are recurrent: a token's input goes through a causal
+// convolution over the last conv_kernel positions of q, k and v, then
+// updates a state matrix per value head that the query reads. Every
+// other layer (each full_attention_interval-th, or as the file's
+// attention.recurrent_layers says) is full attention with a gated output.
+// A key head serves v_heads / k_heads value heads; every head is
+// head_dim wide (ssm.state_size; ssm.inner_size = head_dim * v_heads).
+struct GatedDeltaNet {
+  int conv_kernel = 0;            // ssm.conv_kernel
+  int head_dim = 0;               // ssm.state_size
+  int k_heads = 0;                // ssm.group_count
+  int v_heads = 0;                // ssm.time_step_rank
+  std::vector<bool> recurrent;    // per layer
+  int key_dim() const { return k_heads * head_dim; }
+  int value_dim() const { return v_heads * head_dim; }
+  int conv_channels() const { return 2 * key_dim() + value_dim(); }
+  // Floats of one layer's state: the convolution's last conv_kernel - 1
+  // inputs, then a head_dim x head_dim matrix per value head.
+  size_t conv_state_floats() const { return static_cast<size_t>(conv_kernel - 1) * conv_channels(); }
+  size_t delta_state_floats() const { return static_cast<size_t>(head_dim) * head_dim * v_heads; }
 };
 
 struct ModelConfig {
@@ -159,6 +182,25 @@ struct ModelConfig {
   bool has_attn_sinks = false;
   bool has_ffn_biases = false;       // attn_output.bias, ffn_gate_inp.bias, ffn_*_exps.bias
   bool clamped_swiglu = false;
+
+  // qwen35: recurrent layers beside gated full attention (GatedDeltaNet),
+  // whose queries carry an output gate per head; M-RoPE sections, of
+  // which a text token turns the first three by its position and the
+  // fourth by 0 (rope.h).
+  GatedDeltaNet delta_net;
+  int rope_sections[4] = {0, 0, 0, 0};
+  float attn_scale = 0.0f;  // attention.scale: the scores' factor; 0 = 1/sqrt(key width)
+  bool is_hybrid() const { return arch == Architecture::kQwen35; }
+  bool is_recurrent(int layer) const { return is_hybrid() && delta_net.recurrent[layer]; }
+  // The layers that keep keys and values, and layer i's place among them.
+  int n_kv_layer() const { return kv_layer(n_layer); }
+  int kv_layer(int layer) const {
+    if (!is_hybrid()) return layer;
+    int k = 0;
+    for (int i = 0; i < layer; ++i) k += delta_net.recurrent[i] ? 0 : 1;
+    return k;
+  }
+  int n_recurrent_layer() const { return n_layer - n_kv_layer(); }
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }

@@ -68,15 +68,34 @@ Status bind_mla(Binder& bind, const std::string& p, const ModelConfig& c, ModelW
   return bind.matrix(p + "attn_output.weight", {heads * m.head_dim_v, d}, l.wo);
 }
 
-// Block i's tensors (blk.i.*): attention, then a dense or an expert FFN as
-// the config says of layer i.
+// A qwen35 recurrent layer's gated delta-net (config.h's GatedDeltaNet).
+Status bind_delta_net(const Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const GatedDeltaNet& g = c.delta_net;
+  const int64_t d = c.n_embd, heads = g.v_heads;
+  Status s;
+  if (!(s = bind.matrix(p + "attn_qkv.weight", {d, g.conv_channels()}, l.ssm_qkv)).ok()) return s;
+  if (!(s = bind.matrix(p + "attn_gate.weight", {d, g.value_dim()}, l.ssm_z)).ok()) return s;
+  if (!(s = bind.rows(p + "ssm_conv1d.weight", g.conv_kernel, g.conv_channels(), l.ssm_conv)).ok()) return s;
+  if (!(s = bind.vector(p + "ssm_dt.bias", heads, l.ssm_dt_bias)).ok()) return s;
+  if (!(s = bind.vector(p + "ssm_a", heads, l.ssm_a)).ok()) return s;
+  if (!(s = bind.matrix(p + "ssm_beta.weight", {d, heads}, l.ssm_beta)).ok()) return s;
+  if (!(s = bind.matrix(p + "ssm_alpha.weight", {d, heads}, l.ssm_alpha)).ok()) return s;
+  if (!(s = bind.vector(p + "ssm_norm.weight", g.head_dim, l.ssm_norm)).ok()) return s;
+  return bind.matrix(p + "ssm_out.weight", {g.value_dim(), d}, l.ssm_out);
+}
+
+// Block i's tensors (blk.i.*): attention (or qwen35's recurrent layer),
+// then a dense or an expert FFN as the config says of layer i.
 Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, LayerWeights& l) {
   const std::string p = "blk." + std::to_string(i) + ".";
   const int64_t d = c.n_embd;
   Status s;
-  const int64_t q = c.q_dim(), kvk = c.kv_dim_k(), kvv = c.kv_dim_v();
+  // qwen35's queries carry each head's output gate after it.
+  const int64_t q = c.q_dim() * (c.is_hybrid() ? 2 : 1), kvk = c.kv_dim_k(), kvv = c.kv_dim_v();
   if (!(s = bind.vector(p + "attn_norm.weight", d, l.attn_norm)).ok()) return s;
-  if (c.is_mla()) {
+  if (c.is_recurrent(i)) {
+    if (!(s = bind_delta_net(bind, p, c, l)).ok()) return s;
+  } else if (c.is_mla()) {
     if (!(s = bind_mla(bind, p, c, w, l)).ok()) return s;
   } else {
     if (!(s = bind.matrix(p + "attn_q.weight", {d, q}, l.wq)).ok()) return s;
@@ -89,12 +108,14 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
     if (!(s = bind.vector(p + "attn_k.bias", kvk, l.bk)).ok()) return s;
     if (!(s = bind.vector(p + "attn_v.bias", kvv, l.bv)).ok()) return s;
   }
-  if (c.has_qk_norm) {
+  if (c.has_qk_norm && !c.is_recurrent(i)) {
     if (!(s = bind.vector(p + "attn_q_norm.weight", c.head_dim_k, l.q_norm)).ok()) return s;
     if (!(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
   }
-  // gpt-oss stores the FFN's norm under the name gemma3 gives its post norm.
-  const std::string ffn_norm = c.arch == Architecture::kGptOss ? "post_attention_norm.weight" : "ffn_norm.weight";
+  // gpt-oss and qwen35 store the FFN's norm under the name gemma3 gives its
+  // post norm.
+  const bool post_named = c.arch == Architecture::kGptOss || c.arch == Architecture::kQwen35;
+  const std::string ffn_norm = post_named ? "post_attention_norm.weight" : "ffn_norm.weight";
   if (!(s = bind.vector(p + ffn_norm, d, l.ffn_norm)).ok()) return s;
   if (c.has_attn_sinks && !(s = bind.vector(p + "attn_sinks.weight", c.n_head, l.attn_sinks)).ok()) return s;
   if (c.has_ffn_biases && !(s = bind.vector(p + "attn_output.bias", d, l.bo)).ok()) return s;
@@ -137,7 +158,8 @@ Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c
   const std::string p = "blk." + std::to_string(c.n_layer) + ".";
   const bool present = std::any_of(file.tensors().begin(), file.tensors().end(),
                                    [&](const gguf::TensorInfo& t) { return t.name.rfind(p, 0) == 0; });
-  if (c.n_nextn_layer == 0 || !present) return {};
+  // qwen35's block is not run: its drafter is not supported yet.
+  if (c.n_nextn_layer == 0 || !present || c.is_hybrid()) return {};
   NextnWeights n;
   Status s;
   if (!(s = bind_layer(bind, c, c.n_layer, w, n.layer)).ok()) return s;
@@ -169,7 +191,8 @@ template <class Layer>
 auto all_matrices(Layer& l) {
   return std::array{&l.wq,      &l.wk,        &l.wv,         &l.wo,       &l.wq_a,       &l.wq_b,     &l.wkv_a,
                     &l.wk_b,    &l.wv_b,      &l.w_gate,     &l.w_up,     &l.w_down,     &l.router,   &l.gate_exps,
-                    &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp};
+                    &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp, &l.ssm_qkv,
+                    &l.ssm_z,   &l.ssm_beta,  &l.ssm_alpha,  &l.ssm_out};
 }
 }  // namespace
 

@@ -65,9 +65,16 @@ struct LayerWeights {
   // or n_embd (down) values.
   std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   Matrix gate_shexp, up_shexp, down_shexp;  // deepseek2's shared experts, as one FFN
+  // qwen35's recurrent layers (config.h's GatedDeltaNet): [q | k | v] before
+  // the convolution, the output gate z, each value head's beta and decay
+  // logits, and the output projection; the convolution's conv_kernel taps
+  // per channel (conv_channels rows), the decay's bias (ssm_dt) and rate
+  // (ssm_a, -exp(A_log)) per value head, the norm of a head's output.
+  Matrix ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;
+  std::vector<float> ssm_conv, ssm_dt_bias, ssm_a, ssm_norm;
 
   // Every matrix (the absent ones empty), for code that treats them alike.
-  static constexpr size_t kMatrices = 19;
+  static constexpr size_t kMatrices = 24;
   std::array<Matrix*, kMatrices> matrices();
   std::array<const Matrix*, kMatrices> matrices() const;
   bool is_expert_stack(const Matrix& m) const { return &m == &gate_exps || &m == &up_exps || &m == &down_exps; }
