@@ -27,8 +27,11 @@ std::pair<int, int> SessionPool::best_match(std::span<const int32_t> prompt) con
   std::pair<int, int> best{-1, 0};
   for (size_t i = 0; i < entries_.size(); ++i) {
     const CachedPrompt& c = entries_[i].cached;
-    const int reusable = resumable_prefix(common_prefix(prompt, c.tokens), static_cast<int>(prompt.size()),
-                                          static_cast<int>(c.tokens.size()), !c.next_logits.empty());
+    int reusable = resumable_prefix(common_prefix(prompt, c.tokens), static_cast<int>(prompt.size()),
+                                    static_cast<int>(c.tokens.size()), !c.next_logits.empty());
+    // A recurrent state continues only from where it stands.
+    const Session& session = *entries_[i].session;
+    if (!session.can_rewind() && reusable != session.n_past()) reusable = 0;
     if (reusable > best.second) best = {static_cast<int>(i), reusable};
   }
   return best;

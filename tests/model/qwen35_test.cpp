@@ -1,6 +1,10 @@
-// qwen35's keys are read (the gated delta-net's shape, which layers recur,
-// M-RoPE sections), and hostile files are refused by name (a convolution of
-// 0 taps, a state that overflows, missing or misshapen tensors).
+// qwen35 beyond the golden cases (tests/testdata/qwen35): its keys are read
+// (the gated delta-net's shape, which layers recur, M-RoPE sections),
+// hostile files are refused by name (a convolution of 0 taps, a state that
+// overflows, missing or misshapen tensors), and a recurrent state is
+// continued only from where it stands: a session resumed in RAM gives the
+// bits of a cold prefill, and one asked to go back fails instead of
+// answering wrongly.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +15,7 @@
 #include "gguf/gguf_writer.h"
 #include "model/config.h"
 #include "revis/engine.h"
+#include "revis/session_pool.h"
 #include "support/gguf_copy.h"
 #include "support/synthetic_file.h"
 #include "support/testdata.h"
@@ -125,6 +130,127 @@ TEST(Qwen35Loader, NamesAMisshapenTensor) {
   const std::string error = load_error(tmp.file("bad.gguf"));
   EXPECT_NE(error.find("tensor 'blk.1.ssm_conv1d.weight': shape [3, 256], expected [4, 256]"), std::string::npos)
       << error;
+}
+
+// Logits after every token of `tokens`, evaluated in pieces of the given
+// sizes one after another in one session.
+std::vector<float> logits_in_pieces(Engine& engine, const std::vector<int32_t>& tokens, std::vector<int> pieces) {
+  auto session = engine.new_session();
+  std::vector<float> all;
+  size_t at = 0;
+  for (int n : pieces) {
+    Status s = session->eval(std::span(tokens).subspan(at, n), /*all_logits=*/true);
+    EXPECT_TRUE(s.ok()) << s.message();
+    for (int r = 0; r < n; ++r) {
+      auto row = session->logits(r);
+      all.insert(all.end(), row.begin(), row.end());
+    }
+    at += n;
+  }
+  return all;
+}
+
+class Qwen35Session : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loaded = Engine::load({.model_path = write_model(tmp_), .n_ctx = 128, .n_threads = 2});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    engine_ = std::move(*loaded);
+    for (int i = 0; i < 40; ++i) tokens_.push_back((i * 37 + 11) % 300);
+  }
+  TempDir tmp_;
+  std::unique_ptr<Engine> engine_;
+  std::vector<int32_t> tokens_;
+};
+
+// The state carried from one eval to the next gives the bits of one eval
+// of everything, however the tokens are split.
+TEST_F(Qwen35Session, ContinuingGivesTheBitsOfOnePrefill) {
+  const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
+  EXPECT_EQ(logits_in_pieces(*engine_, tokens_, {17, 1, 1, 21}), cold);
+  EXPECT_EQ(logits_in_pieces(*engine_, tokens_, {1, 39}), cold);
+}
+
+// Two sequences in one batch, each against its own state, give the bits of
+// each alone.
+TEST_F(Qwen35Session, ABatchOfSequencesGivesEachItsOwnBits) {
+  const std::vector<int32_t> other(tokens_.rbegin(), tokens_.rend());
+  auto a = engine_->new_session(), b = engine_->new_session();
+  ASSERT_TRUE(a->eval(std::span(tokens_).first(10)).ok());
+  const Engine::BatchItem items[] = {{a.get(), std::span(tokens_).subspan(10), true}, {b.get(), other, true}};
+  ASSERT_TRUE(engine_->eval_batch(items).ok());
+  const std::vector<float> alone_a = logits_in_pieces(*engine_, tokens_, {40});
+  const std::vector<float> alone_b = logits_in_pieces(*engine_, other, {40});
+  const size_t n_vocab = engine_->info().n_vocab;
+  for (int r = 0; r < 30; ++r) {
+    auto row = a->logits(r);
+    EXPECT_TRUE(std::equal(row.begin(), row.end(), alone_a.begin() + (10 + r) * n_vocab)) << "a, row " << r;
+  }
+  for (int r = 0; r < 40; ++r) {
+    auto row = b->logits(r);
+    EXPECT_TRUE(std::equal(row.begin(), row.end(), alone_b.begin() + r * n_vocab)) << "b, row " << r;
+  }
+}
+
+// Going back would need the state of an earlier position, which is gone:
+// the eval fails by name instead of answering from the wrong state, and
+// from 0 it starts afresh.
+TEST_F(Qwen35Session, RefusesToGoBack) {
+  auto session = engine_->new_session();
+  EXPECT_FALSE(session->can_rewind());
+  ASSERT_TRUE(session->eval(tokens_).ok());
+  session->truncate(20);
+  Status s = session->eval(std::span(tokens_).subspan(20, 1));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("recurrent state stands at position 40, not 20"), std::string::npos) << s.message();
+  session->truncate(0);
+  ASSERT_TRUE(session->eval(tokens_, true).ok());
+  const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
+  auto last = session->logits(39);
+  EXPECT_TRUE(std::equal(last.begin(), last.end(), cold.end() - last.size()));
+}
+
+// Checkpoints would hold keys and values only: a hybrid session offers
+// none and takes none.
+TEST_F(Qwen35Session, HasNoCheckpoints) {
+  auto session = engine_->new_session();
+  ASSERT_TRUE(session->eval(tokens_).ok());
+  EXPECT_TRUE(session->kv_runs().empty());
+  session->truncate(0);
+  Status s = session->adopt_kv(tokens_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no recurrent state"), std::string::npos) << s.message();
+}
+
+// The pool resumes a session only where its state stands: a prompt that
+// extends the pooled one continues it, bit for bit as a cold prefill; one
+// that shares less starts again.
+TEST_F(Qwen35Session, PoolResumesOnlyWhereTheStateStands) {
+  SessionPool pool(*engine_, 2);
+  const std::span<const int32_t> first = std::span(tokens_).first(25);
+  SessionPool::Checkout c = pool.checkout(first, nullptr);
+  ASSERT_EQ(c.reused, 0);
+  ASSERT_TRUE(c.session->eval(first).ok());
+  pool.checkin(std::move(c.session), {{first.begin(), first.end()}, {}, false});
+
+  SessionPool::Checkout longer = pool.checkout(tokens_, nullptr);
+  EXPECT_EQ(longer.reused, 25);
+  ASSERT_TRUE(longer.session->eval(std::span(tokens_).subspan(25), true).ok());
+  const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
+  const size_t n_vocab = engine_->info().n_vocab;
+  for (int r = 0; r < 15; ++r) {
+    auto row = longer.session->logits(r);
+    EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (25 + r) * n_vocab)) << "row " << r;
+  }
+  pool.checkin(std::move(longer.session), {tokens_, {}, false});
+
+  // Shares 30 tokens with the pooled 40, whose state stands at 40.
+  std::vector<int32_t> diverging(tokens_.begin(), tokens_.begin() + 30);
+  diverging.push_back(7);
+  EXPECT_EQ(pool.peek(diverging), 0);
+  SessionPool::Checkout again = pool.checkout(diverging, nullptr);
+  EXPECT_EQ(again.reused, 0);
+  EXPECT_EQ(again.session->n_past(), 0);
 }
 
 }  // namespace
