@@ -19,6 +19,7 @@ constexpr ArchEntry kArchitectures[] = {
     {"gemma3", Architecture::kGemma3},
     {"gpt-oss", Architecture::kGptOss},
     {"qwen35", Architecture::kQwen35},
+    {"qwen35moe", Architecture::kQwen35Moe},
 };
 
 constexpr int64_t kMaxDim = 1 << 20;
@@ -53,6 +54,12 @@ Status read_experts(const gguf::GgufFile& f, const std::string& p, ModelConfig& 
   if (!(s = read_dim(f, p + "expert_count", 0, 1, 4096, c.n_expert)).ok()) return s;
   if (!(s = read_dim(f, p + "expert_used_count", 0, 1, c.n_expert, c.n_expert_used)).ok()) return s;
   if (!(s = read_dim(f, p + "expert_feed_forward_length", 0, 1, kMaxDim, c.n_ff_expert)).ok()) return s;
+  if (c.arch == Architecture::kQwen35Moe) {
+    // As llama.cpp: the FFN's width where the file gives no shared width.
+    auto dense = f.get_int(p + "feed_forward_length", 0);
+    if (!dense.ok()) return dense.status();
+    return read_dim(f, p + "expert_shared_feed_forward_length", *dense, 1, kMaxDim, c.n_ff_shared);
+  }
   if (c.arch != Architecture::kDeepseek2 && c.arch != Architecture::kDeepseek4) return {};
 
   if (!(s = read_dim(f, p + "leading_dense_block_count", 0, 0, c.n_layer, c.n_layer_dense_lead)).ok()) return s;
@@ -316,8 +323,8 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (*arch_name == e.gguf_name) c.arch = e.arch, known = true;
   if (!known)
     return Status::error("general.architecture: '" + *arch_name +
-                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 "
-                         "or gpt-oss)");
+                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, "
+                         "gpt-oss, qwen35 or qwen35moe)");
   c.name = f.get_string("general.name", *arch_name).value();
   const std::string p = *arch_name + ".";
 
@@ -380,12 +387,12 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
 
   if (c.arch == Architecture::kGemma3 && !(s = read_gemma3(f, p, c)).ok()) return s;
   if (c.arch == Architecture::kGptOss && !(s = read_gpt_oss(f, p, c)).ok()) return s;
-  if (c.arch == Architecture::kQwen35 && !(s = read_qwen35(f, p, c)).ok()) return s;
+  if (c.is_hybrid() && !(s = read_qwen35(f, p, c)).ok()) return s;
 
   if (c.arch == Architecture::kDeepseek2 && !(s = read_mla(f, p, c)).ok()) return s;
   if (c.arch == Architecture::kDeepseek4 && !(s = read_deepseek4(f, p, c)).ok()) return s;
   const bool moe = c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kDeepseek4 ||
-                   c.arch == Architecture::kGptOss ||
+                   c.arch == Architecture::kGptOss || c.arch == Architecture::kQwen35Moe ||
                    (c.arch == Architecture::kDeepseek2 && f.find(p + "expert_count"));
   if (moe && !(s = read_experts(f, p, c)).ok()) return s;
   // Dense layers: all of them, or DeepSeek's leading ones.

@@ -14,7 +14,7 @@
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss, kQwen35 };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss, kQwen35, kQwen35Moe };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
@@ -84,7 +84,8 @@ struct SlidingWindow {
   bool is_local(int layer) const { return window > 0 && layer % pattern < pattern - 1; }
 };
 
-// Qwen3.5's gated delta-net layers (qwen35; delta_net.h has the math).
+// Qwen3.5's gated delta-net layers (qwen35 and qwen35moe; delta_net.cpp
+// has the math).
 // Most layers are recurrent: a token's input goes through a causal
 // convolution over the last conv_kernel positions of q, k and v, then
 // updates a state matrix per value head that the query reads. Every
@@ -138,6 +139,9 @@ struct ModelConfig {
   int n_ff_expert = 0;
   int n_layer_dense_lead = 0;   // the first layers keep a dense FFN (deepseek2)
   int n_expert_shared = 0;      // experts every token passes (ffn_*_shexp), as one FFN
+  // qwen35moe: the shared expert's width (expert_shared_feed_forward_length),
+  // its output scaled per token by sigmoid(ffn_gate_inp_shexp . x); 0: none.
+  int n_ff_shared = 0;
   int n_expert_groups = 0;      // experts come in groups; tokens pick from
   int n_expert_groups_used = 0; // the best groups only (DeepSeek V3)
   ExpertGating expert_gating = ExpertGating::kSoftmax;
@@ -190,7 +194,7 @@ struct ModelConfig {
   GatedDeltaNet delta_net;
   int rope_sections[4] = {0, 0, 0, 0};
   float attn_scale = 0.0f;  // attention.scale: the scores' factor; 0 = 1/sqrt(key width)
-  bool is_hybrid() const { return arch == Architecture::kQwen35; }
+  bool is_hybrid() const { return arch == Architecture::kQwen35 || arch == Architecture::kQwen35Moe; }
   bool is_recurrent(int layer) const { return is_hybrid() && delta_net.recurrent[layer]; }
   // The layers that keep keys and values, and layer i's place among them.
   int n_kv_layer() const { return kv_layer(n_layer); }

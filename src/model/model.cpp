@@ -487,10 +487,18 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
               pool, biases);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
-  // Shared experts (DeepSeek): every token passes them, unweighted.
+  // Shared experts: every token passes them, unweighted (DeepSeek) or
+  // weighted by sigmoid(gate . x) (qwen35moe).
   if (!l.gate_shexp.empty()) {
+    std::vector<float> weight(n, 1.0f);
+    if (!l.shexp_gate.empty())
+      for (int t = 0; t < n; ++t) {
+        float logit = 0.0f;
+        for (int i = 0; i < d; ++i) logit += l.shexp_gate[i] * xb_[t * d + i];
+        weight[t] = 1.0f / (1.0f + std::exp(-logit));
+      }
     gated_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), pool);
-    add(moe_out_.data(), xb_.data(), n * d);
+    for (int t = 0; t < n; ++t) axpy(&moe_out_[t * d], weight[t], &xb_[t * d], d);
   }
   std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());
 }

@@ -114,7 +114,7 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
   }
   // gpt-oss and qwen35 store the FFN's norm under the name gemma3 gives its
   // post norm.
-  const bool post_named = c.arch == Architecture::kGptOss || c.arch == Architecture::kQwen35;
+  const bool post_named = c.arch == Architecture::kGptOss || c.is_hybrid();
   const std::string ffn_norm = post_named ? "post_attention_norm.weight" : "ffn_norm.weight";
   if (!(s = bind.vector(p + ffn_norm, d, l.ffn_norm)).ok()) return s;
   if (c.has_attn_sinks && !(s = bind.vector(p + "attn_sinks.weight", c.n_head, l.attn_sinks)).ok()) return s;
@@ -136,8 +136,9 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
       if (!(s = bind.rows(p + "ffn_up_exps.bias", f, e, l.up_exps_bias)).ok()) return s;
       if (!(s = bind.rows(p + "ffn_down_exps.bias", d, e, l.down_exps_bias)).ok()) return s;
     }
-    if (c.n_expert_shared > 0) {
-      const int64_t fs = f * c.n_expert_shared;
+    if (c.n_ff_shared > 0 && !(s = bind.vector(p + "ffn_gate_inp_shexp.weight", d, l.shexp_gate)).ok()) return s;
+    if (c.n_expert_shared > 0 || c.n_ff_shared > 0) {
+      const int64_t fs = c.n_ff_shared > 0 ? c.n_ff_shared : f * c.n_expert_shared;
       if (!(s = bind.matrix(p + "ffn_gate_shexp.weight", {d, fs}, l.gate_shexp)).ok()) return s;
       if (!(s = bind.matrix(p + "ffn_up_shexp.weight", {d, fs}, l.up_shexp)).ok()) return s;
       if (!(s = bind.matrix(p + "ffn_down_shexp.weight", {fs, d}, l.down_shexp)).ok()) return s;

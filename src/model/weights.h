@@ -65,6 +65,7 @@ struct LayerWeights {
   // or n_embd (down) values.
   std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   Matrix gate_shexp, up_shexp, down_shexp;  // deepseek2's shared experts, as one FFN
+  std::vector<float> shexp_gate;            // qwen35moe: the shared expert's gate, one row
   // qwen35's recurrent layers (config.h's GatedDeltaNet): [q | k | v] before
   // the convolution, the output gate z, each value head's beta and decay
   // logits, and the output projection; the convolution's conv_kernel taps

@@ -121,9 +121,19 @@ std::vector<Preset> presets() {
   qwen35_tiny.ssm_head_dim = 32;
   qwen35_tiny.ssm_k_heads = 2;
   qwen35_tiny.ssm_v_heads = 4;
+  // The mixture of experts in miniature: the same layers, each FFN 8
+  // experts (2 used) of 128 beside a gated shared expert of 128.
+  SyntheticSpec qwen35moe_tiny = qwen35_tiny;
+  qwen35moe_tiny.arch = "qwen35moe";
+  qwen35moe_tiny.name = "qwen35moe-tiny";
+  qwen35moe_tiny.n_ff = 128;
+  qwen35moe_tiny.n_expert = 8;
+  qwen35moe_tiny.n_expert_used = 2;
+  qwen35moe_tiny.n_ff_expert = 128;
   return {
       {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
       {"qwen35-tiny", qwen35_tiny},
+      {"qwen35moe-tiny", qwen35moe_tiny},
       {"qwen3.5-9b", qwen35_9b},
       {"gemma3-small", gemma3_small},
       {"qwen3moe-tiny", qwen3moe_tiny},
@@ -334,6 +344,7 @@ std::optional<std::string> synthetic_miniature(const std::string& arch) {
   if (arch == "deepseek4") return "deepseek-v4-tiny";
   if (arch == "gpt-oss") return "gpt-oss-tiny";
   if (arch == "qwen35") return "qwen35-tiny";
+  if (arch == "qwen35moe") return "qwen35moe-tiny";
   return std::nullopt;  // llama, qwen2, qwen3: the defaults of SyntheticSpec are small already
 }
 
@@ -348,11 +359,13 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
   SyntheticSpec spec = given;
   if (spec.arch == "deepseek4") spec.n_expert_shared = std::max(1, spec.n_expert_shared);  // V4 always has one
   const bool deepseek = spec.arch == "deepseek2", deepseek4 = spec.arch == "deepseek4";
-  const bool gemma3 = spec.arch == "gemma3", gpt_oss = spec.arch == "gpt-oss", qwen35 = spec.arch == "qwen35";
-  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4 || gpt_oss;
+  const bool gemma3 = spec.arch == "gemma3", gpt_oss = spec.arch == "gpt-oss";
+  const bool qwen35moe = spec.arch == "qwen35moe", qwen35 = spec.arch == "qwen35" || qwen35moe;
+  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4 || gpt_oss || qwen35moe;
   if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe && !gemma3 && !qwen35)
     return Status::error("arch: '" + spec.arch +
-                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss or qwen35)");
+                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss, qwen35 "
+                         "or qwen35moe)");
   if (qwen35 && (spec.full_attention_interval <= 0 || spec.conv_kernel <= 0 || spec.ssm_head_dim <= 0 ||
                  spec.ssm_k_heads <= 0 || spec.ssm_v_heads % spec.ssm_k_heads != 0 || spec.rope_dim <= 0 ||
                  spec.rope_sections.size() != 4))
@@ -439,6 +452,8 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     out.set_u32(a + "ssm.time_step_rank", spec.ssm_v_heads);
     out.set_u32(a + "ssm.inner_size", spec.ssm_head_dim * spec.ssm_v_heads);
   }
+  // qwen35moe's one shared expert is as wide as the FFN (n_ff).
+  if (qwen35moe) out.set_u32(a + "expert_shared_feed_forward_length", spec.n_ff);
   if (gpt_oss) {
     out.set_u32(a + "attention.sliding_window", spec.sliding_window);
     out.set_string(a + "rope.scaling.type", "yarn");
@@ -522,7 +537,9 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     if (!gpt_oss && !qwen35) tensors.push_back({p + "ffn_norm.weight", {d}});
     if (gemma3) tensors.push_back({p + "post_ffw_norm.weight", {d}});
     if (moe && (!deepseek || i >= spec.n_layer_dense_lead)) {
-      const int64_t e = spec.n_expert, f = spec.n_ff_expert, shared = f * spec.n_expert_shared;
+      const int64_t e = spec.n_expert, f = spec.n_ff_expert;
+      const int64_t shared = qwen35moe ? spec.n_ff : f * spec.n_expert_shared;
+      if (qwen35moe) tensors.push_back({p + "ffn_gate_inp_shexp.weight", {d}});
       tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});
       if (deepseek4 && i < ds4.hash_layers) tensors.push_back({p + "ffn_gate_tid2eid.weight", {spec.n_expert_used, n_vocab}});
       if (spec.sigmoid_gating || (deepseek4 && i >= ds4.hash_layers)) tensors.push_back({p + "exp_probs_b.bias", {e}});
@@ -570,7 +587,7 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     const bool float_mix = spec.mix == QuantMix::kF16 || spec.mix == QuantMix::kF32;
     if (gpt_oss && !float_mix && name.ends_with("_exps.weight")) type = TensorType::MXFP4;
     const bool random_vector = (gpt_oss && (name.ends_with(".bias") || name.ends_with("attn_sinks.weight"))) ||
-                               (qwen35 && name.ends_with("ssm_dt.bias"));
+                               (qwen35 && (name.ends_with("ssm_dt.bias") || name.ends_with("ffn_gate_inp_shexp.weight")));
     RowSource source;
     if (name.ends_with("ssm_a")) {
       // qwen35's decay rates -e^(A_log), A_log random: below 0, so that the

@@ -132,6 +132,31 @@ TEST(Qwen35Loader, NamesAMisshapenTensor) {
       << error;
 }
 
+// qwen35moe: the same layers, the FFNs experts beside a gated shared expert.
+TEST(Qwen35MoeLoader, ReadsItsExperts) {
+  TempDir tmp;
+  std::optional<SyntheticSpec> spec = synthetic_preset("qwen35moe-tiny");
+  ASSERT_TRUE(spec.has_value());
+  spec->n_vocab = 300;
+  const std::string good = testing::write_synthetic(tmp, *spec);
+  auto file = gguf::GgufFile::open(good);
+  ASSERT_TRUE(file.ok());
+  auto c = read_model_config(**file);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->arch, Architecture::kQwen35Moe);
+  EXPECT_TRUE(c->is_hybrid());
+  EXPECT_EQ(c->delta_net.recurrent, (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(c->n_expert, 8);
+  EXPECT_EQ(c->n_expert_used, 2);
+  EXPECT_EQ(c->n_ff_expert, 128);
+  EXPECT_EQ(c->n_ff_shared, 128);
+  EXPECT_EQ(c->expert_gating, ExpertGating::kSoftmax);
+  EXPECT_TRUE(c->expert_weights_norm);
+  EXPECT_EQ(load_error(good), "loaded");
+  testing::expect_missing_tensors_named(good, {"blk.1.ffn_gate_inp_shexp.weight", "blk.2.ffn_down_shexp.weight",
+                                               "blk.3.ffn_up_exps.weight"});
+}
+
 // Logits after every token of `tokens`, evaluated in pieces of the given
 // sizes one after another in one session.
 std::vector<float> logits_in_pieces(Engine& engine, const std::vector<int32_t>& tokens, std::vector<int> pieces) {
