@@ -20,6 +20,7 @@ constexpr ArchEntry kArchitectures[] = {
     {"gpt-oss", Architecture::kGptOss},
     {"qwen35", Architecture::kQwen35},
     {"qwen35moe", Architecture::kQwen35Moe},
+    {"qwen3next", Architecture::kQwen3Next},
 };
 
 constexpr int64_t kMaxDim = 1 << 20;
@@ -54,7 +55,7 @@ Status read_experts(const gguf::GgufFile& f, const std::string& p, ModelConfig& 
   if (!(s = read_dim(f, p + "expert_count", 0, 1, 4096, c.n_expert)).ok()) return s;
   if (!(s = read_dim(f, p + "expert_used_count", 0, 1, c.n_expert, c.n_expert_used)).ok()) return s;
   if (!(s = read_dim(f, p + "expert_feed_forward_length", 0, 1, kMaxDim, c.n_ff_expert)).ok()) return s;
-  if (c.arch == Architecture::kQwen35Moe) {
+  if (c.arch == Architecture::kQwen35Moe || c.arch == Architecture::kQwen3Next) {
     // As llama.cpp: the FFN's width where the file gives no shared width.
     auto dense = f.get_int(p + "feed_forward_length", 0);
     if (!dense.ok()) return dense.status();
@@ -245,8 +246,19 @@ Status read_gpt_oss(const gguf::GgufFile& f, const std::string& p, ModelConfig& 
   return {};
 }
 
+// Qwen3.5's gated attention: a value as wide as its key (the output gate
+// is one), an optional scale, QK-norm.
+Status read_attention_scale(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  if (c.head_dim_v != c.head_dim_k)
+    return Status::error(p + "attention.value_length: " + std::to_string(c.head_dim_v) + " (expected key_length " +
+                         std::to_string(c.head_dim_k) + ")");
+  c.has_qk_norm = true;
+  return read_float(f, p + "attention.scale", 0.0, 0.0, 1e6, c.attn_scale);
+}
+
 // Qwen3.5: the gated delta-net's shape (config.h's GatedDeltaNet), which
-// layers are recurrent, the M-RoPE sections and the attention's scale.
+// layers are recurrent, the M-RoPE sections (none for qwen3next) and the
+// attention's scale.
 Status read_qwen35(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
   Status s;
   GatedDeltaNet& g = c.delta_net;
@@ -282,6 +294,10 @@ Status read_qwen35(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
     for (int i = 0; i < c.n_layer; ++i) g.recurrent.push_back((i + 1) % interval != 0);
   }
 
+  if (c.arch == Architecture::kQwen3Next) {
+    g.grouped_heads = true;
+    return read_attention_scale(f, p, c);
+  }
   auto sections = f.get_int_array(p + "rope.dimension_sections");
   if (!sections.ok()) return sections.status();
   if (sections->size() < 4)
@@ -298,12 +314,7 @@ Status read_qwen35(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
   if (sum == 0 || sum > c.rope_dims / 2)
     return Status::error(p + "rope.dimension_sections: they sum to " + std::to_string(sum) + " (expected 1.." +
                          std::to_string(c.rope_dims / 2) + ", the rotated pairs)");
-  if (c.head_dim_v != c.head_dim_k)
-    return Status::error(p + "attention.value_length: " + std::to_string(c.head_dim_v) + " (expected key_length " +
-                         std::to_string(c.head_dim_k) + ")");
-  if (!(s = read_float(f, p + "attention.scale", 0.0, 0.0, 1e6, c.attn_scale)).ok()) return s;
-  c.has_qk_norm = true;
-  return {};
+  return read_attention_scale(f, p, c);
 }
 
 }  // namespace
@@ -324,7 +335,7 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   if (!known)
     return Status::error("general.architecture: '" + *arch_name +
                          "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, "
-                         "gpt-oss, qwen35 or qwen35moe)");
+                         "gpt-oss, qwen35, qwen35moe or qwen3next)");
   c.name = f.get_string("general.name", *arch_name).value();
   const std::string p = *arch_name + ".";
 
@@ -393,6 +404,7 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   if (c.arch == Architecture::kDeepseek4 && !(s = read_deepseek4(f, p, c)).ok()) return s;
   const bool moe = c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kDeepseek4 ||
                    c.arch == Architecture::kGptOss || c.arch == Architecture::kQwen35Moe ||
+                   c.arch == Architecture::kQwen3Next ||
                    (c.arch == Architecture::kDeepseek2 && f.find(p + "expert_count"));
   if (moe && !(s = read_experts(f, p, c)).ok()) return s;
   // Dense layers: all of them, or DeepSeek's leading ones.

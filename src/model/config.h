@@ -14,7 +14,8 @@
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss, kQwen35, kQwen35Moe };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss, kQwen35, kQwen35Moe,
+                          kQwen3Next };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
@@ -84,21 +85,26 @@ struct SlidingWindow {
   bool is_local(int layer) const { return window > 0 && layer % pattern < pattern - 1; }
 };
 
-// Qwen3.5's gated delta-net layers (qwen35 and qwen35moe; delta_net.cpp
-// has the math).
+// Qwen3.5's gated delta-net layers (qwen35, qwen35moe, and qwen3next,
+// Qwen3-Next, their forerunner; delta_net.cpp has the math).
 // Most layers are recurrent: a token's input goes through a causal
 // convolution over the last conv_kernel positions of q, k and v, then
 // updates a state matrix per value head that the query reads. Every
 // other layer (each full_attention_interval-th, or as the file's
 // attention.recurrent_layers says) is full attention with a gated output.
-// A key head serves v_heads / k_heads value heads; every head is
-// head_dim wide (ssm.state_size; ssm.inner_size = head_dim * v_heads).
+// A key head serves v_heads / k_heads value heads: value head h reads key
+// head h mod k_heads (qwen35, qwen35moe), or h / (v_heads / k_heads)
+// (qwen3next, whose value heads come grouped by key head), as llama.cpp
+// pairs them; every head is head_dim wide (ssm.state_size; ssm.inner_size
+// = head_dim * v_heads).
 struct GatedDeltaNet {
   int conv_kernel = 0;            // ssm.conv_kernel
   int head_dim = 0;               // ssm.state_size
   int k_heads = 0;                // ssm.group_count
   int v_heads = 0;                // ssm.time_step_rank
   std::vector<bool> recurrent;    // per layer
+  bool grouped_heads = false;     // qwen3next's pairing of value heads with key heads
+  int key_head(int v_head) const { return grouped_heads ? v_head / (v_heads / k_heads) : v_head % k_heads; }
   int key_dim() const { return k_heads * head_dim; }
   int value_dim() const { return v_heads * head_dim; }
   int conv_channels() const { return 2 * key_dim() + value_dim(); }
@@ -187,14 +193,17 @@ struct ModelConfig {
   bool has_ffn_biases = false;       // attn_output.bias, ffn_gate_inp.bias, ffn_*_exps.bias
   bool clamped_swiglu = false;
 
-  // qwen35: recurrent layers beside gated full attention (GatedDeltaNet),
-  // whose queries carry an output gate per head; M-RoPE sections, of
-  // which a text token turns the first three by its position and the
-  // fourth by 0 (rope.h).
+  // qwen35, qwen35moe, qwen3next: recurrent layers beside gated full
+  // attention (GatedDeltaNet), whose queries carry an output gate per
+  // head; qwen35's M-RoPE sections, of which a text token turns the first
+  // three by its position and the fourth by 0 (rope.h); all 0 for
+  // qwen3next, whose RoPE is plain NeoX.
   GatedDeltaNet delta_net;
   int rope_sections[4] = {0, 0, 0, 0};
   float attn_scale = 0.0f;  // attention.scale: the scores' factor; 0 = 1/sqrt(key width)
-  bool is_hybrid() const { return arch == Architecture::kQwen35 || arch == Architecture::kQwen35Moe; }
+  bool is_hybrid() const {
+    return arch == Architecture::kQwen35 || arch == Architecture::kQwen35Moe || arch == Architecture::kQwen3Next;
+  }
   bool is_recurrent(int layer) const { return is_hybrid() && delta_net.recurrent[layer]; }
   // The layers that keep keys and values, and layer i's place among them.
   int n_kv_layer() const { return kv_layer(n_layer); }

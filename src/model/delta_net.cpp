@@ -12,8 +12,8 @@
 //   out         = S^T q / sqrt(head_dim)
 //   y           = rms_norm(out) * silu(W_z x)    per value head
 //
-// and the layer's result is W_out y. Value head h reads key head
-// h mod k_heads, as llama.cpp pairs them. The convolution's inputs and S
+// and the layer's result is W_out y. Value head h reads the key head
+// config.h's GatedDeltaNet::key_head pairs it with. The convolution's inputs and S
 // are the layer's state in the cache (kv_cache.h), carried from one chunk
 // to the next; a sequence's tokens are walked in order, each sequence
 // against its own state, so a token's result does not depend on what
@@ -106,7 +106,7 @@ void Model::gated_delta_net(const LayerWeights& l, int recurrent, int n, std::sp
       std::vector<float> delta(dim);
       for (int64_t h = begin; h < end; ++h) {
         float* m = states + static_cast<size_t>(h) * dim * dim;
-        const int kh = static_cast<int>(h % k_heads);
+        const int kh = g.key_head(static_cast<int>(h));
         for (int t = s.row; t < s.row + s.n; ++t) {
           const float* row = &mix_[static_cast<size_t>(t) * channels];
           const float* q = row + kh * dim;

@@ -68,18 +68,68 @@ Status bind_mla(Binder& bind, const std::string& p, const ModelConfig& c, ModelW
   return bind.matrix(p + "attn_output.weight", {heads * m.head_dim_v, d}, l.wo);
 }
 
-// A qwen35 recurrent layer's gated delta-net (config.h's GatedDeltaNet).
-Status bind_delta_net(const Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+// The rows `order` of m, in that order, as a matrix of m's type that `w` keeps.
+Matrix rows_of(ModelWeights& w, const Matrix& m, const std::vector<int64_t>& order) {
+  std::vector<uint8_t> bytes(order.size() * m.row_bytes);
+  for (size_t i = 0; i < order.size(); ++i) std::copy_n(m.row(order[i]), m.row_bytes, &bytes[i * m.row_bytes]);
+  w.derived_rows.push_back(std::move(bytes));
+  Matrix out = m;
+  out.rows = static_cast<int64_t>(order.size());
+  out.data = w.derived_rows.back().data();
+  return out;
+}
+
+// qwen3next's fused projections, grouped by key head: ssm_ba holds per key
+// head [its value heads' beta | their alpha], and ssm_in (where the file
+// has no attn_qkv and attn_gate, as qwen35's) per key head [q | k | its
+// value heads' v | their z]. Split into qwen35's layout, each value head
+// keeping its place (key head g's j-th is value head g r + j).
+Status split_qkvz(const Binder& bind, const std::string& p, const ModelConfig& c, ModelWeights& w, LayerWeights& l) {
+  const GatedDeltaNet& g = c.delta_net;
+  const int64_t d = c.n_embd, hd = g.head_dim, r = g.v_heads / g.k_heads;
+  const int64_t group = 2 * hd + 2 * r * hd;
+  Matrix qkvz, ba;
+  Status s;
+  if (!(s = bind.matrix(p + "ssm_ba.weight", {d, 2 * g.v_heads}, ba)).ok()) return s;
+  std::vector<int64_t> qkv, z, beta, alpha;
+  for (int64_t k = 0; k < g.k_heads; ++k)
+    for (int64_t j = 0; j < r; ++j) beta.push_back(k * 2 * r + j), alpha.push_back(k * 2 * r + r + j);
+  l.ssm_beta = rows_of(w, ba, beta);
+  l.ssm_alpha = rows_of(w, ba, alpha);
+  if (bind.has(p + "attn_qkv.weight")) {
+    if (!(s = bind.matrix(p + "attn_qkv.weight", {d, g.conv_channels()}, l.ssm_qkv)).ok()) return s;
+    return bind.matrix(p + "attn_gate.weight", {d, g.value_dim()}, l.ssm_z);
+  }
+  if (!(s = bind.matrix(p + "ssm_in.weight", {d, g.k_heads * group}, qkvz)).ok()) return s;
+  for (int part = 0; part < 3; ++part)  // all the q rows, then k, then v
+    for (int64_t k = 0; k < g.k_heads; ++k) {
+      const int64_t first = k * group + (part == 0 ? 0 : part == 1 ? hd : 2 * hd);
+      for (int64_t i = 0; i < (part == 2 ? r * hd : hd); ++i) qkv.push_back(first + i);
+    }
+  for (int64_t k = 0; k < g.k_heads; ++k)
+    for (int64_t i = 0; i < r * hd; ++i) z.push_back(k * group + 2 * hd + r * hd + i);
+  l.ssm_qkv = rows_of(w, qkvz, qkv);
+  l.ssm_z = rows_of(w, qkvz, z);
+  return {};
+}
+
+// A recurrent layer's gated delta-net (config.h's GatedDeltaNet).
+Status bind_delta_net(const Binder& bind, const std::string& p, const ModelConfig& c, ModelWeights& w,
+                      LayerWeights& l) {
   const GatedDeltaNet& g = c.delta_net;
   const int64_t d = c.n_embd, heads = g.v_heads;
   Status s;
-  if (!(s = bind.matrix(p + "attn_qkv.weight", {d, g.conv_channels()}, l.ssm_qkv)).ok()) return s;
-  if (!(s = bind.matrix(p + "attn_gate.weight", {d, g.value_dim()}, l.ssm_z)).ok()) return s;
+  if (c.arch == Architecture::kQwen3Next) {
+    if (!(s = split_qkvz(bind, p, c, w, l)).ok()) return s;
+  } else {
+    if (!(s = bind.matrix(p + "attn_qkv.weight", {d, g.conv_channels()}, l.ssm_qkv)).ok()) return s;
+    if (!(s = bind.matrix(p + "attn_gate.weight", {d, g.value_dim()}, l.ssm_z)).ok()) return s;
+    if (!(s = bind.matrix(p + "ssm_beta.weight", {d, heads}, l.ssm_beta)).ok()) return s;
+    if (!(s = bind.matrix(p + "ssm_alpha.weight", {d, heads}, l.ssm_alpha)).ok()) return s;
+  }
   if (!(s = bind.rows(p + "ssm_conv1d.weight", g.conv_kernel, g.conv_channels(), l.ssm_conv)).ok()) return s;
   if (!(s = bind.vector(p + "ssm_dt.bias", heads, l.ssm_dt_bias)).ok()) return s;
   if (!(s = bind.vector(p + "ssm_a", heads, l.ssm_a)).ok()) return s;
-  if (!(s = bind.matrix(p + "ssm_beta.weight", {d, heads}, l.ssm_beta)).ok()) return s;
-  if (!(s = bind.matrix(p + "ssm_alpha.weight", {d, heads}, l.ssm_alpha)).ok()) return s;
   if (!(s = bind.vector(p + "ssm_norm.weight", g.head_dim, l.ssm_norm)).ok()) return s;
   return bind.matrix(p + "ssm_out.weight", {g.value_dim(), d}, l.ssm_out);
 }
@@ -94,7 +144,7 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
   const int64_t q = c.q_dim() * (c.is_hybrid() ? 2 : 1), kvk = c.kv_dim_k(), kvv = c.kv_dim_v();
   if (!(s = bind.vector(p + "attn_norm.weight", d, l.attn_norm)).ok()) return s;
   if (c.is_recurrent(i)) {
-    if (!(s = bind_delta_net(bind, p, c, l)).ok()) return s;
+    if (!(s = bind_delta_net(bind, p, c, w, l)).ok()) return s;
   } else if (c.is_mla()) {
     if (!(s = bind_mla(bind, p, c, w, l)).ok()) return s;
   } else {

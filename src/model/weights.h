@@ -149,8 +149,11 @@ struct ModelWeights {
   std::vector<Deepseek4Layer> ds4_layers;
   HyperMix hc_head;
   // Matrices made at load rather than mapped: deepseek2's attn_k_b and
-  // attn_v_b, from the fused attn_kv_b of older files.
+  // attn_v_b, from the fused attn_kv_b of older files; qwen3next's q, k, v,
+  // z, beta and alpha rows, from its fused ssm_in and ssm_ba (in their
+  // own type: rows reordered, not converted).
   std::vector<std::vector<float>> derived;
+  std::vector<std::vector<uint8_t>> derived_rows;
 };
 
 // Binds the tensors of `file` to `config` (filling config.n_vocab). Errors

@@ -130,10 +130,17 @@ std::vector<Preset> presets() {
   qwen35moe_tiny.n_expert = 8;
   qwen35moe_tiny.n_expert_used = 2;
   qwen35moe_tiny.n_ff_expert = 128;
+  // Qwen3-Next's layout in miniature: the same, its projections fused per
+  // key head, RoPE without sections.
+  SyntheticSpec qwen3next_tiny = qwen35moe_tiny;
+  qwen3next_tiny.arch = "qwen3next";
+  qwen3next_tiny.name = "qwen3next-tiny";
+  qwen3next_tiny.rope_sections.clear();
   return {
       {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
       {"qwen35-tiny", qwen35_tiny},
       {"qwen35moe-tiny", qwen35moe_tiny},
+      {"qwen3next-tiny", qwen3next_tiny},
       {"qwen3.5-9b", qwen35_9b},
       {"gemma3-small", gemma3_small},
       {"qwen3moe-tiny", qwen3moe_tiny},
@@ -345,6 +352,7 @@ std::optional<std::string> synthetic_miniature(const std::string& arch) {
   if (arch == "gpt-oss") return "gpt-oss-tiny";
   if (arch == "qwen35") return "qwen35-tiny";
   if (arch == "qwen35moe") return "qwen35moe-tiny";
+  if (arch == "qwen3next") return "qwen3next-tiny";
   return std::nullopt;  // llama, qwen2, qwen3: the defaults of SyntheticSpec are small already
 }
 
@@ -360,15 +368,17 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
   if (spec.arch == "deepseek4") spec.n_expert_shared = std::max(1, spec.n_expert_shared);  // V4 always has one
   const bool deepseek = spec.arch == "deepseek2", deepseek4 = spec.arch == "deepseek4";
   const bool gemma3 = spec.arch == "gemma3", gpt_oss = spec.arch == "gpt-oss";
-  const bool qwen35moe = spec.arch == "qwen35moe", qwen35 = spec.arch == "qwen35" || qwen35moe;
+  // qwen3next: qwen35moe's model with fused projections and plain RoPE.
+  const bool qwen3next = spec.arch == "qwen3next", qwen35moe = spec.arch == "qwen35moe" || qwen3next;
+  const bool qwen35 = spec.arch == "qwen35" || qwen35moe;
   const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4 || gpt_oss || qwen35moe;
   if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe && !gemma3 && !qwen35)
     return Status::error("arch: '" + spec.arch +
-                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss, qwen35 "
-                         "or qwen35moe)");
+                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss, qwen35, "
+                         "qwen35moe or qwen3next)");
   if (qwen35 && (spec.full_attention_interval <= 0 || spec.conv_kernel <= 0 || spec.ssm_head_dim <= 0 ||
                  spec.ssm_k_heads <= 0 || spec.ssm_v_heads % spec.ssm_k_heads != 0 || spec.rope_dim <= 0 ||
-                 spec.rope_sections.size() != 4))
+                 (!qwen3next && spec.rope_sections.size() != 4)))
     return Status::error("qwen35 needs an attention interval, a conv kernel, delta-net heads (key heads dividing "
                          "value heads), a rope dim and four rope sections");
   if (gpt_oss && (spec.sliding_window <= 0 || spec.rope_scale < 1 || spec.yarn_original_context <= 0))
@@ -444,7 +454,7 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
   }
   if (qwen35) {
     out.set_u32(a + "rope.dimension_count", spec.rope_dim);
-    out.set_i32_array(a + "rope.dimension_sections", spec.rope_sections);
+    if (!qwen3next) out.set_i32_array(a + "rope.dimension_sections", spec.rope_sections);
     out.set_u32(a + "full_attention_interval", spec.full_attention_interval);
     out.set_u32(a + "ssm.conv_kernel", spec.conv_kernel);
     out.set_u32(a + "ssm.state_size", spec.ssm_head_dim);
@@ -494,13 +504,19 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     if (recurrent) {
       const int64_t hd = spec.ssm_head_dim, heads = spec.ssm_v_heads, value = hd * heads;
       const int64_t channels = 2 * hd * spec.ssm_k_heads + value;
-      tensors.push_back({p + "attn_qkv.weight", {d, channels}});
-      tensors.push_back({p + "attn_gate.weight", {d, value}});
+      if (qwen3next) {
+        // Per key head [q | k | its value heads' v | their z], and [beta | alpha].
+        tensors.push_back({p + "ssm_in.weight", {d, channels + value}});
+        tensors.push_back({p + "ssm_ba.weight", {d, 2 * heads}});
+      } else {
+        tensors.push_back({p + "attn_qkv.weight", {d, channels}});
+        tensors.push_back({p + "attn_gate.weight", {d, value}});
+        tensors.push_back({p + "ssm_beta.weight", {d, heads}});
+        tensors.push_back({p + "ssm_alpha.weight", {d, heads}});
+      }
       tensors.push_back({p + "ssm_conv1d.weight", {spec.conv_kernel, channels}});
       tensors.push_back({p + "ssm_dt.bias", {heads}});
       tensors.push_back({p + "ssm_a", {heads}});
-      tensors.push_back({p + "ssm_beta.weight", {d, heads}});
-      tensors.push_back({p + "ssm_alpha.weight", {d, heads}});
       tensors.push_back({p + "ssm_norm.weight", {hd}});
       tensors.push_back({p + "ssm_out.weight", {value, d}});
     } else if (qwen35) {

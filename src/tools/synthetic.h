@@ -17,7 +17,9 @@
 namespace revis {
 
 struct SyntheticSpec {
-  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss, qwen35, qwen35moe
+  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss,
+  // qwen35, qwen35moe, qwen3next
+  std::string arch = "llama";
   std::string name = "synthetic";
   int n_embd = 256;
   int n_layer = 2;
@@ -55,7 +57,8 @@ struct SyntheticSpec {
   int yarn_original_context = 4096;
   bool tied_output = false;
   // qwen35 (and qwen35moe, whose FFNs are experts beside a gated shared
-  // expert n_ff wide): every full_attention_interval-th layer attends (a gated
+  // expert n_ff wide; and qwen3next, qwen35moe with its projections fused
+  // and no sections): every full_attention_interval-th layer attends (a gated
   // attention whose RoPE turns rope_dim dims in M-RoPE sections), the
   // others are gated delta-nets: a convolution of conv_kernel taps, k_heads
   // key heads and v_heads value heads of ssm_head_dim.
@@ -75,8 +78,9 @@ struct SyntheticSpec {
 // V3-style router and latent attention at 1.4B), "deepseek-v4-tiny" (V4
 // Flash's layout at a few MB), "gemma-3-4b", "tiny" (a few MB, for the
 // demo), "gemma3-small" (a few MB: six layers, the last global, window
-// 32), "qwen3moe-tiny", "deepseek2-tiny", "gpt-oss-tiny", "qwen35-tiny" and
-// "qwen35moe-tiny" (a few MB each), "gpt-oss-20b", "qwen3.5-9b".
+// 32), "qwen3moe-tiny", "deepseek2-tiny", "gpt-oss-tiny", "qwen35-tiny",
+// "qwen35moe-tiny" and "qwen3next-tiny" (a few MB each), "gpt-oss-20b",
+// "qwen3.5-9b".
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
 // The preset `--arch NAME` alone makes for an architecture whose defaults
 // are not enough (experts, windows, compression), or none.

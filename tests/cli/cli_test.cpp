@@ -307,7 +307,8 @@ TEST(MkmodelCommand, EveryArchitectureGeneratesAndRuns) {
 TEST(MkmodelCommand, AnArchitectureAloneMakesASmallFileThatRuns) {
   TempDir tmp;
   for (const char* arch :
-       {"llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4", "gemma3", "gpt-oss", "qwen35", "qwen35moe"}) {
+       {"llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4", "gemma3", "gpt-oss", "qwen35", "qwen35moe",
+        "qwen3next"}) {
     const std::string path = tmp.file(std::string(arch) + ".gguf");
     const auto mk = run_revis(std::string("mkmodel --arch ") + arch + " -o " + shell_quote(path));
     ASSERT_EQ(mk.exit_code, 0) << arch << ": " << mk.err;

@@ -27,12 +27,22 @@ namespace {
 using testing::load_error;
 using testing::TempDir;
 
-// The qwen35-tiny miniature: layers 0-2 recurrent, 3 attention.
-std::string write_model(const TempDir& tmp) {
-  std::optional<SyntheticSpec> spec = synthetic_preset("qwen35-tiny");
+// A miniature (qwen35-tiny: layers 0-2 recurrent, 3 attention) with a
+// vocabulary of 300.
+std::string write_model(const TempDir& tmp, const std::string& preset = "qwen35-tiny") {
+  std::optional<SyntheticSpec> spec = synthetic_preset(preset);
   EXPECT_TRUE(spec.has_value());
   spec->n_vocab = 300;
   return testing::write_synthetic(tmp, *spec);
+}
+
+// The config a file's metadata gives.
+ModelConfig config_of(const std::string& path) {
+  auto file = gguf::GgufFile::open(path);
+  EXPECT_TRUE(file.ok());
+  auto c = read_model_config(**file);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? *c : ModelConfig{};
 }
 
 bool keep(const gguf::TensorInfo&, std::vector<int64_t>&, std::vector<uint8_t>&, gguf::GgufWriter&) { return true; }
@@ -45,26 +55,25 @@ std::string error_with(const TempDir& tmp, const std::function<void(gguf::GgufWr
 
 TEST(Qwen35Loader, ReadsItsKeys) {
   TempDir tmp;
-  auto file = gguf::GgufFile::open(write_model(tmp));
-  ASSERT_TRUE(file.ok());
-  auto c = read_model_config(**file);
-  ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->arch, Architecture::kQwen35);
-  EXPECT_TRUE(c->is_hybrid());
-  const GatedDeltaNet& g = c->delta_net;
+  const ModelConfig c = config_of(write_model(tmp));
+  EXPECT_EQ(c.arch, Architecture::kQwen35);
+  EXPECT_TRUE(c.is_hybrid());
+  const GatedDeltaNet& g = c.delta_net;
   EXPECT_EQ(g.conv_kernel, 4);
   EXPECT_EQ(g.head_dim, 32);
   EXPECT_EQ(g.k_heads, 2);
   EXPECT_EQ(g.v_heads, 4);
   EXPECT_EQ(g.conv_channels(), 2 * 2 * 32 + 4 * 32);
   EXPECT_EQ(g.recurrent, (std::vector<bool>{true, true, true, false}));
-  EXPECT_EQ(c->n_kv_layer(), 1);
-  EXPECT_EQ(c->kv_layer(3), 0);
-  EXPECT_EQ(c->n_recurrent_layer(), 3);
-  EXPECT_EQ(c->rope_dims, 16);
-  EXPECT_EQ(std::vector<int>(c->rope_sections, c->rope_sections + 4), (std::vector<int>{3, 2, 2, 1}));
-  EXPECT_EQ(c->rope_layout, RopeLayout::kNeox);
-  EXPECT_TRUE(c->has_qk_norm);
+  EXPECT_EQ(c.n_kv_layer(), 1);
+  EXPECT_EQ(c.kv_layer(3), 0);
+  EXPECT_EQ(c.n_recurrent_layer(), 3);
+  EXPECT_EQ(c.rope_dims, 16);
+  EXPECT_EQ(std::vector<int>(c.rope_sections, c.rope_sections + 4), (std::vector<int>{3, 2, 2, 1}));
+  EXPECT_EQ(c.rope_layout, RopeLayout::kNeox);
+  EXPECT_TRUE(c.has_qk_norm);
+  EXPECT_FALSE(c.delta_net.grouped_heads);
+  EXPECT_EQ(c.delta_net.key_head(2), 0);  // h mod k_heads
   EXPECT_EQ(load_error(tmp.file("good.gguf")), "loaded");
 }
 
@@ -74,11 +83,7 @@ TEST(Qwen35Loader, ReadsWhichLayersRecurFromTheFile) {
     out.set_i32_array("qwen35.attention.recurrent_layers", {1, 1, 1, 0});
     out.set_u32("qwen35.full_attention_interval", 2);  // the flags win
   });
-  auto file = gguf::GgufFile::open(tmp.file("flags.gguf"));
-  ASSERT_TRUE(file.ok());
-  auto c = read_model_config(**file);
-  ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->delta_net.recurrent, (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(config_of(tmp.file("flags.gguf")).delta_net.recurrent, (std::vector<bool>{true, true, true, false}));
 }
 
 TEST(Qwen35Loader, RefusesAConvolutionOfNoTaps) {
@@ -135,26 +140,37 @@ TEST(Qwen35Loader, NamesAMisshapenTensor) {
 // qwen35moe: the same layers, the FFNs experts beside a gated shared expert.
 TEST(Qwen35MoeLoader, ReadsItsExperts) {
   TempDir tmp;
-  std::optional<SyntheticSpec> spec = synthetic_preset("qwen35moe-tiny");
-  ASSERT_TRUE(spec.has_value());
-  spec->n_vocab = 300;
-  const std::string good = testing::write_synthetic(tmp, *spec);
-  auto file = gguf::GgufFile::open(good);
-  ASSERT_TRUE(file.ok());
-  auto c = read_model_config(**file);
-  ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->arch, Architecture::kQwen35Moe);
-  EXPECT_TRUE(c->is_hybrid());
-  EXPECT_EQ(c->delta_net.recurrent, (std::vector<bool>{true, true, true, false}));
-  EXPECT_EQ(c->n_expert, 8);
-  EXPECT_EQ(c->n_expert_used, 2);
-  EXPECT_EQ(c->n_ff_expert, 128);
-  EXPECT_EQ(c->n_ff_shared, 128);
-  EXPECT_EQ(c->expert_gating, ExpertGating::kSoftmax);
-  EXPECT_TRUE(c->expert_weights_norm);
+  const std::string good = write_model(tmp, "qwen35moe-tiny");
+  const ModelConfig c = config_of(good);
+  EXPECT_EQ(c.arch, Architecture::kQwen35Moe);
+  EXPECT_TRUE(c.is_hybrid());
+  EXPECT_EQ(c.delta_net.recurrent, (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(c.n_expert, 8);
+  EXPECT_EQ(c.n_expert_used, 2);
+  EXPECT_EQ(c.n_ff_expert, 128);
+  EXPECT_EQ(c.n_ff_shared, 128);
+  EXPECT_EQ(c.expert_gating, ExpertGating::kSoftmax);
+  EXPECT_TRUE(c.expert_weights_norm);
   EXPECT_EQ(load_error(good), "loaded");
   testing::expect_missing_tensors_named(good, {"blk.1.ffn_gate_inp_shexp.weight", "blk.2.ffn_down_shexp.weight",
                                                "blk.3.ffn_up_exps.weight"});
+}
+
+// qwen3next: fused projections per key head, value heads grouped by key
+// head, no RoPE sections.
+TEST(Qwen3NextLoader, ReadsItsLayout) {
+  TempDir tmp;
+  const std::string good = write_model(tmp, "qwen3next-tiny");
+  const ModelConfig c = config_of(good);
+  EXPECT_EQ(c.arch, Architecture::kQwen3Next);
+  EXPECT_TRUE(c.is_hybrid());
+  EXPECT_TRUE(c.delta_net.grouped_heads);
+  EXPECT_EQ(c.delta_net.key_head(1), 0);  // value heads 0, 1 read key head 0; 2, 3 key head 1
+  EXPECT_EQ(c.delta_net.key_head(2), 1);
+  EXPECT_EQ(std::vector<int>(c.rope_sections, c.rope_sections + 4), (std::vector<int>{0, 0, 0, 0}));
+  EXPECT_EQ(c.n_ff_shared, 128);
+  EXPECT_EQ(load_error(good), "loaded");
+  testing::expect_missing_tensors_named(good, {"blk.0.ssm_in.weight", "blk.1.ssm_ba.weight"});
 }
 
 // Logits after every token of `tokens`, evaluated in pieces of the given
