@@ -29,9 +29,17 @@ std::pair<int, int> SessionPool::best_match(std::span<const int32_t> prompt) con
     const CachedPrompt& c = entries_[i].cached;
     int reusable = resumable_prefix(common_prefix(prompt, c.tokens), static_cast<int>(prompt.size()),
                                     static_cast<int>(c.tokens.size()), !c.next_logits.empty());
-    // A recurrent state continues only from where it stands.
+    // A recurrent state continues only from where it stands: after all the
+    // session evaluated, the decoded tokens too, when the prompt goes on
+    // from there (a chat's next turn).
     const Session& session = *entries_[i].session;
-    if (!session.can_rewind() && reusable != session.n_past()) reusable = 0;
+    if (!session.can_rewind()) {
+      const int n_past = session.n_past();
+      if (n_past < static_cast<int>(prompt.size()) && common_prefix(prompt, session.history()) == n_past)
+        reusable = n_past;
+      else if (reusable != n_past)
+        reusable = 0;
+    }
     if (reusable > best.second) best = {static_cast<int>(i), reusable};
   }
   return best;

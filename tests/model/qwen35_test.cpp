@@ -264,7 +264,8 @@ TEST_F(Qwen35Session, HasNoCheckpoints) {
 }
 
 // The pool resumes a session only where its state stands: a prompt that
-// extends the pooled one continues it, bit for bit as a cold prefill; one
+// goes on from everything the pooled session evaluated (its prompt of 25
+// and 3 decoded tokens) continues it, bit for bit as a cold prefill; one
 // that shares less starts again.
 TEST_F(Qwen35Session, PoolResumesOnlyWhereTheStateStands) {
   SessionPool pool(*engine_, 2);
@@ -272,16 +273,17 @@ TEST_F(Qwen35Session, PoolResumesOnlyWhereTheStateStands) {
   SessionPool::Checkout c = pool.checkout(first, nullptr);
   ASSERT_EQ(c.reused, 0);
   ASSERT_TRUE(c.session->eval(first).ok());
+  for (int i = 25; i < 28; ++i) ASSERT_TRUE(c.session->eval(std::span(tokens_).subspan(i, 1)).ok());
   pool.checkin(std::move(c.session), {{first.begin(), first.end()}, {}, false});
 
   SessionPool::Checkout longer = pool.checkout(tokens_, nullptr);
-  EXPECT_EQ(longer.reused, 25);
-  ASSERT_TRUE(longer.session->eval(std::span(tokens_).subspan(25), true).ok());
+  EXPECT_EQ(longer.reused, 28);
+  ASSERT_TRUE(longer.session->eval(std::span(tokens_).subspan(28), true).ok());
   const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
   const size_t n_vocab = engine_->info().n_vocab;
-  for (int r = 0; r < 15; ++r) {
+  for (int r = 0; r < 12; ++r) {
     auto row = longer.session->logits(r);
-    EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (25 + r) * n_vocab)) << "row " << r;
+    EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (28 + r) * n_vocab)) << "row " << r;
   }
   pool.checkin(std::move(longer.session), {tokens_, {}, false});
 
