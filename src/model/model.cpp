@@ -1,6 +1,6 @@
 // The transformer forward pass shared by llama, qwen2, qwen3, qwen3moe,
-// deepseek2, gemma3, gpt-oss and qwen35; deepseek4 shares its embedding and output (its
-// blocks: deepseek4.cpp).
+// deepseek2, gemma3, gpt-oss, qwen35, qwen35moe and qwen3next; deepseek4
+// shares its embedding and output (its blocks: deepseek4.cpp).
 // Read forward_chunk() top to bottom: embed, then per layer attention and
 // feed-forward with residual connections, then the output projection.
 //
@@ -17,11 +17,12 @@
 // after every matrix but the output, a sink logit per head to attention's
 // softmax (attention.cpp), and routes each token to the top k experts by
 // logit, weighted by a softmax over those k.
-// qwen35 (config.h's GatedDeltaNet) runs most layers as gated delta-nets
-// (delta_net.cpp) in place of attention; its attention layers gate their
-// output by sigmoid(gate), a second half of each query head (attention.cpp),
-// and turn RoPE by M-RoPE's sections (rope.h). Its FFN's norm, like
-// gpt-oss's, is stored as post_attention_norm.
+// The hybrids qwen35, qwen35moe and qwen3next (config.h's GatedDeltaNet)
+// run most layers as gated delta-nets (delta_net.cpp) in place of
+// attention; their attention layers gate their output by sigmoid(gate), a
+// second half of each query head (attention.cpp), and qwen35's turn RoPE
+// by M-RoPE's sections (rope.h). Their FFN's norm, like gpt-oss's, is
+// stored as post_attention_norm.
 #include "model/model.h"
 
 #include <algorithm>

@@ -1,7 +1,8 @@
 // Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2,
-// deepseek4, gemma3, gpt-oss, qwen35) and its forward pass. forward() evaluates a batch: the
-// tokens of one or more sequences, each appended to its own KvCache, in one
-// pass over the weights, and returns logits for the rows asked for.
+// deepseek4, gemma3, gpt-oss, and the hybrids qwen35, qwen35moe and
+// qwen3next) and its forward pass. forward() evaluates a batch: the tokens
+// of one or more sequences, each appended to its own KvCache, in one pass
+// over the weights, and returns logits for the rows asked for.
 //
 // Batch invariance: a token's logits and KV rows are the same bits whatever
 // else is in the batch (other sequences, a prompt's chunk or a decoding
@@ -66,7 +67,7 @@ class Model {
   // Evaluates every sequence's tokens; the matrices are read once per chunk
   // of up to kChunk tokens of the whole batch. Each sequence must have its
   // own cache. Fails, changing nothing, when a sequence would overflow its
-  // context or names a token outside the vocabulary, or (qwen35) starts
+  // context or names a token outside the vocabulary, or (hybrids) starts
   // neither at 0 nor where its cache's recurrent state stands
   // (kv_cache.h: that state cannot be rewound).
   Status forward(std::span<const SequenceInput> batch, ThreadPool& pool);
@@ -125,7 +126,7 @@ class Model {
   Model() = default;
   void set_up_rope_and_scale();
   Status check_batch(std::span<const int32_t> tokens, int n_past, const KvCache& kv) const;
-  // qwen35: a sequence starting at 0 starts from a zero recurrent state,
+  // Hybrids: a sequence starting at 0 starts from a zero recurrent state,
   // and its state stands at n_past + n after the pass.
   void begin_recurrent(int n_past, KvCache& kv) const;
   void end_recurrent(int n_past, int n, KvCache& kv) const;
@@ -136,11 +137,11 @@ class Model {
                      float* hidden_sum = nullptr);
   // The output projection for the chunk's rows in xb_ whose logits are asked for.
   void output_logits(std::span<const Segment> segments, ThreadPool& pool);
-  // recurrent >= 0: qwen35's recurrent layer of that index (among the
+  // recurrent >= 0: a hybrid's recurrent layer of that index (among the
   // recurrent ones) in place of attention.
   void transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, std::span<const Segment> segments,
                          ThreadPool& pool, int recurrent = -1);
-  // qwen35's gated delta-net over the chunk's rows xb_ (delta_net.cpp),
+  // A hybrid's gated delta-net over the chunk's rows xb_ (delta_net.cpp),
   // into attn_out_, each segment against its cache's state.
   void gated_delta_net(const LayerWeights& l, int recurrent, int n, std::span<const Segment> segments,
                        ThreadPool& pool);
