@@ -82,7 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   call_every_getter(file, "no such key");
   // The model's keys, every architecture's checks (deepseek4's compression
-  // ratios and indexer, gemma3's and gpt-oss's windows, ...): a config or a message.
+  // ratios and indexer, gemma3's and gpt-oss's windows, qwen35's delta-net
+  // shape, ...): a config or a message.
   if (auto config = revis::read_model_config(file); !config.ok() && config.status().message().empty()) __builtin_trap();
 
   volatile uint8_t sink = 0;

@@ -97,6 +97,9 @@ if $fuzzers; then
   head -c 65536 "$testdata"/deepseek2/models/deepseek2-Q8_0.gguf >"$corpus/gguf/deepseek2.gguf"
   head -c 65536 tests/testdata/gemma3/models/gemma3-Q8_0.gguf >"$corpus/gguf/gemma3.gguf"
   head -c 65536 tests/testdata/gpt-oss/models/gpt-oss-Q8_0.gguf >"$corpus/gguf/gpt-oss.gguf"
+  head -c 65536 tests/testdata/qwen35/models/qwen35-Q8_0.gguf >"$corpus/gguf/qwen35.gguf"
+  head -c 65536 tests/testdata/qwen35moe/models/qwen35moe-Q8_0.gguf >"$corpus/gguf/qwen35moe.gguf"
+  head -c 65536 tests/testdata/qwen3next/models/qwen3next-Q8_0.gguf >"$corpus/gguf/qwen3next.gguf"
   cp "$testdata"/moe2bit/imatrix/*.gguf "$corpus/imatrix/"
   # A KL-divergence base of 1 chunk of 4 tokens over a vocabulary of 4: its one scored row is uniform.
   printf 'REVISKLD\x01\0\0\0\x04\0\0\0\x04\0\0\0\x01\0\0\0\0\0\0\0\x01\0\0\0\x02\0\0\0\x03\0\0\0\0\0\x80\xbf\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' \

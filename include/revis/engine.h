@@ -230,6 +230,11 @@ class Session {
   // Forgets every token from position n on; the KV rows before n stay valid.
   // Logits of an earlier eval are dropped with the tokens they followed.
   void truncate(int n);
+  // Whether the cache can continue from a position before n_past(): false
+  // for models with recurrent layers (qwen35), whose state stands at
+  // n_past() alone. Such a session truncated to 0 < n < n_past() fails its
+  // next eval, and it has no checkpoints (kv_runs is empty, adopt_kv fails).
+  bool can_rewind() const;
 
   // Checkpoints (src/kvstore) move rows between a file and the KV cache
   // with no copy in between. The cache is a list of runs: kv_runs()[r]

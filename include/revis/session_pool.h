@@ -8,7 +8,9 @@
 // same prompt. At least the last prompt token is evaluated again, for its
 // logits, unless the whole prompt is cached together with them.
 // resumable_prefix() is that rule; the disk store (src/kvstore) applies it
-// too.
+// too. A model with recurrent layers (Session::can_rewind() false) resumes
+// a session only where its state stands: from everything it evaluated,
+// decoded tokens included, when the prompt starts with all of it.
 //
 // Thread-safety: none; the owner serialises calls (one inference at a time).
 #pragma once

@@ -278,6 +278,9 @@ int run_kv_bench(const KvBenchArgs& args) {
   };
   int exit_code = 0;
   [&] {
+    if (!engine->new_session()->can_rewind())
+      return void(exit_code = fail(engine->info().architecture +
+                                   " has recurrent layers, whose state no checkpoint holds: nothing to bench"));
     // Cold: a store without this prompt; the request leaves a checkpoint behind.
     auto cache = open_cache();
     if (!cache.ok()) return void(exit_code = fail(cache.status().message()));

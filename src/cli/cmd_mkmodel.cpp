@@ -70,10 +70,10 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
   cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b, "
                   "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-tiny, gemma-3-4b, gemma3-small, qwen3moe-tiny, "
-                  "deepseek2-tiny, gpt-oss-20b, gpt-oss-tiny");
+                  "deepseek2-tiny, gpt-oss-20b, gpt-oss-tiny, qwen3.5-9b, qwen35-tiny, qwen35moe-tiny, qwen3next-tiny");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
   cmd->add_option("--arch", s.arch,
-                  "llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 or gpt-oss (alone: a small file)")
+                  "llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss, qwen35, qwen35moe or qwen3next (alone: a small file)")
       ->capture_default_str();
   cmd->add_option("--embd", s.n_embd, "Embedding width")->capture_default_str();
   cmd->add_option("--layers", s.n_layer, "Number of blocks")->capture_default_str();

@@ -144,7 +144,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.head_dim_v = c.head_dim_v;
   info.has_mtp = impl->model->has_nextn();
   info.kv_state_bytes_per_token = KvCache::plane_bytes_per_position(c);
-  info.kv_bytes_per_token = static_cast<uint64_t>(info.n_layer) * info.n_head_kv * (info.head_dim_k + info.head_dim_v) *
+  info.kv_bytes_per_token = static_cast<uint64_t>(c.n_kv_layer()) * info.n_head_kv * (info.head_dim_k + info.head_dim_v) *
                                 sizeof(uint16_t) +
                             info.kv_state_bytes_per_token;
   if (options.share_threads) impl->pool = options.share_threads->impl_->pool;
@@ -275,6 +275,8 @@ void Session::truncate(int n) {
   }
 }
 
+bool Session::can_rewind() const { return !engine_.impl_->model->config().is_hybrid(); }
+
 size_t Session::kv_bytes_per_token() const { return engine_.impl_->info.kv_bytes_per_token; }
 
 std::vector<KvRun> Session::kv_runs() {
@@ -283,9 +285,11 @@ std::vector<KvRun> Session::kv_runs() {
   if (!engine_.impl_->model->sync_kv_to_host(state_->kv).ok()) return {};
   const size_t n_ctx = static_cast<size_t>(state_->kv.n_ctx());
   std::vector<KvRun> runs;
+  // A recurrent state is not kept by position: no run could hold it.
+  if (!can_rewind()) return runs;
   for (int part = 0; part < 2; ++part) {
     const size_t width = static_cast<size_t>(part == 0 ? info.head_dim_k : info.head_dim_v) * sizeof(uint16_t);
-    for (int layer = 0; layer < info.n_layer; ++layer)
+    for (int layer = 0; layer < engine_.impl_->model->config().n_kv_layer(); ++layer)
       for (int head = 0; head < info.n_head_kv; ++head) {
         uint16_t* run = part == 0 ? state_->kv.key(layer, head, 0) : state_->kv.value(layer, head, 0);
         runs.push_back({reinterpret_cast<uint8_t*>(run), width, n_ctx});
@@ -301,6 +305,9 @@ std::vector<KvRun> Session::kv_runs() {
 
 Status Session::adopt_kv(std::span<const int32_t> tokens) {
   const int n = static_cast<int>(tokens.size());
+  if (!can_rewind())
+    return Status::error(std::string("adopt_kv: a checkpoint holds no recurrent state, which ") +
+                         engine_.impl_->info.architecture + " needs to continue");
   if (n > n_ctx()) return Status::error("adopt_kv: " + std::to_string(n) + " tokens do not fit the context of " +
                                         std::to_string(n_ctx()));
   const int n_vocab = engine_.impl_->info.n_vocab;

@@ -27,8 +27,19 @@ std::pair<int, int> SessionPool::best_match(std::span<const int32_t> prompt) con
   std::pair<int, int> best{-1, 0};
   for (size_t i = 0; i < entries_.size(); ++i) {
     const CachedPrompt& c = entries_[i].cached;
-    const int reusable = resumable_prefix(common_prefix(prompt, c.tokens), static_cast<int>(prompt.size()),
-                                          static_cast<int>(c.tokens.size()), !c.next_logits.empty());
+    int reusable = resumable_prefix(common_prefix(prompt, c.tokens), static_cast<int>(prompt.size()),
+                                    static_cast<int>(c.tokens.size()), !c.next_logits.empty());
+    // A recurrent state continues only from where it stands: after all the
+    // session evaluated, the decoded tokens too, when the prompt goes on
+    // from there (a chat's next turn).
+    const Session& session = *entries_[i].session;
+    if (!session.can_rewind()) {
+      const int n_past = session.n_past();
+      if (n_past < static_cast<int>(prompt.size()) && common_prefix(prompt, session.history()) == n_past)
+        reusable = n_past;
+      else if (reusable != n_past)
+        reusable = 0;
+    }
     if (reusable > best.second) best = {static_cast<int>(i), reusable};
   }
   return best;

@@ -140,7 +140,8 @@ void PrefixCache::flush() {
 
 std::unique_ptr<PrefixCache::SaveJob> PrefixCache::save_job(Session& session, const CachedPrompt& cached) {
   const int n = static_cast<int>(cached.tokens.size());
-  if (!store_ || cached.on_disk || n < options_.evict_save_min_tokens || n == 0) return nullptr;
+  if (!store_ || cached.on_disk || n < options_.evict_save_min_tokens || n == 0 || !session.can_rewind())
+    return nullptr;
   auto job = std::make_unique<SaveJob>();
   job->session = &session;
   job->contents.tokens = cached.tokens;

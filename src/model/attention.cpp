@@ -1,5 +1,5 @@
 // Attention of the forward pass (model.h): grouped-query attention (llama,
-// qwen2/3, gemma3) and DeepSeek's multi-head latent attention, each
+// qwen2/3, gemma3, gpt-oss, qwen35's gated form) and DeepSeek's multi-head latent attention, each
 // writing the chunk's keys and values into every segment's own cache and
 // then attending segment by segment (attend: flash attention's order).
 #include <algorithm>
@@ -53,7 +53,17 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, std
   q_.resize(static_cast<size_t>(n) * c.q_dim());
   k_.resize(static_cast<size_t>(n) * c.kv_dim_k());
   v_.resize(static_cast<size_t>(n) * c.kv_dim_v());
-  matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
+  if (c.is_hybrid()) {
+    // qwen35: each head's query is followed by its output gate.
+    const int hd = c.head_dim_k;
+    attn_gate_.resize(static_cast<size_t>(n) * 2 * c.q_dim());
+    matmul_.run(pool, l.wq, xb_.data(), n, d, attn_gate_.data(), 2 * c.q_dim());
+    for (int t = 0; t < n; ++t)
+      for (int h = 0; h < c.n_head; ++h)
+        std::copy_n(&attn_gate_[(static_cast<size_t>(t) * c.n_head + h) * 2 * hd], hd, &q_[t * c.q_dim() + h * hd]);
+  } else {
+    matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
+  }
   matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
   matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
   const Rope& rope = c.sliding.is_local(layer) ? local_rope_ : rope_;
@@ -87,6 +97,15 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, std
   for (const Segment& s : segments)
     attend(layer, s.n, s.n_past, *s.kv, pool, &q_[static_cast<size_t>(s.row) * c.q_dim()],
            &attn_out_[static_cast<size_t>(s.row) * c.n_head * c.head_dim_v], l.attn_sinks);
+  if (c.is_hybrid()) {
+    const int hd = c.head_dim_v;
+    for (int t = 0; t < n; ++t)
+      for (int h = 0; h < c.n_head; ++h) {
+        const float* gate = &attn_gate_[(static_cast<size_t>(t) * c.n_head + h) * 2 * hd + hd];
+        float* out = &attn_out_[(static_cast<size_t>(t) * c.n_head + h) * hd];
+        for (int i = 0; i < hd; ++i) out[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+      }
+  }
 }
 
 // DeepSeek's multi-head latent attention, in the absorbed form. A token

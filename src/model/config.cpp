@@ -18,6 +18,9 @@ constexpr ArchEntry kArchitectures[] = {
     {"deepseek4", Architecture::kDeepseek4},
     {"gemma3", Architecture::kGemma3},
     {"gpt-oss", Architecture::kGptOss},
+    {"qwen35", Architecture::kQwen35},
+    {"qwen35moe", Architecture::kQwen35Moe},
+    {"qwen3next", Architecture::kQwen3Next},
 };
 
 constexpr int64_t kMaxDim = 1 << 20;
@@ -52,6 +55,12 @@ Status read_experts(const gguf::GgufFile& f, const std::string& p, ModelConfig& 
   if (!(s = read_dim(f, p + "expert_count", 0, 1, 4096, c.n_expert)).ok()) return s;
   if (!(s = read_dim(f, p + "expert_used_count", 0, 1, c.n_expert, c.n_expert_used)).ok()) return s;
   if (!(s = read_dim(f, p + "expert_feed_forward_length", 0, 1, kMaxDim, c.n_ff_expert)).ok()) return s;
+  if (c.arch == Architecture::kQwen35Moe || c.arch == Architecture::kQwen3Next) {
+    // As llama.cpp: the FFN's width where the file gives no shared width.
+    auto dense = f.get_int(p + "feed_forward_length", 0);
+    if (!dense.ok()) return dense.status();
+    return read_dim(f, p + "expert_shared_feed_forward_length", *dense, 1, kMaxDim, c.n_ff_shared);
+  }
   if (c.arch != Architecture::kDeepseek2 && c.arch != Architecture::kDeepseek4) return {};
 
   if (!(s = read_dim(f, p + "leading_dense_block_count", 0, 0, c.n_layer, c.n_layer_dense_lead)).ok()) return s;
@@ -237,6 +246,77 @@ Status read_gpt_oss(const gguf::GgufFile& f, const std::string& p, ModelConfig& 
   return {};
 }
 
+// Qwen3.5's gated attention: a value as wide as its key (the output gate
+// is one), an optional scale, QK-norm.
+Status read_attention_scale(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  if (c.head_dim_v != c.head_dim_k)
+    return Status::error(p + "attention.value_length: " + std::to_string(c.head_dim_v) + " (expected key_length " +
+                         std::to_string(c.head_dim_k) + ")");
+  c.has_qk_norm = true;
+  return read_float(f, p + "attention.scale", 0.0, 0.0, 1e6, c.attn_scale);
+}
+
+// Qwen3.5: the gated delta-net's shape (config.h's GatedDeltaNet), which
+// layers are recurrent, the M-RoPE sections (none for qwen3next) and the
+// attention's scale.
+Status read_qwen35(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  Status s;
+  GatedDeltaNet& g = c.delta_net;
+  if (!(s = read_dim(f, p + "ssm.conv_kernel", 0, 1, 64, g.conv_kernel)).ok()) return s;
+  if (!(s = read_dim(f, p + "ssm.state_size", 0, 1, 1024, g.head_dim)).ok()) return s;
+  if (!(s = read_dim(f, p + "ssm.time_step_rank", 0, 1, 4096, g.v_heads)).ok()) return s;
+  if (!(s = read_dim(f, p + "ssm.group_count", 0, 1, g.v_heads, g.k_heads)).ok()) return s;
+  if (g.v_heads % g.k_heads != 0)
+    return Status::error(p + "ssm.group_count: " + std::to_string(g.k_heads) + " does not divide ssm.time_step_rank " +
+                         std::to_string(g.v_heads));
+  int inner = 0;
+  if (!(s = read_dim(f, p + "ssm.inner_size", 0, 1, kMaxDim, inner)).ok()) return s;
+  if (static_cast<int64_t>(inner) != int64_t{g.head_dim} * g.v_heads)
+    return Status::error(p + "ssm.inner_size: " + std::to_string(inner) + " (expected ssm.state_size x ssm.time_step_rank = " +
+                         std::to_string(int64_t{g.head_dim} * g.v_heads) + ")");
+  // A layer's state is read and written whole for every token: more than
+  // 1 GiB of it is no model anyone runs, and would overflow the sizes below.
+  if (g.delta_state_floats() + g.conv_state_floats() > (size_t{1} << 28))
+    return Status::error(p + "ssm.state_size: " + std::to_string(g.head_dim) + " x " + std::to_string(g.head_dim) +
+                         " x " + std::to_string(g.v_heads) + " heads is a recurrent state of more than 1 GiB per layer");
+
+  const std::string layers_key = p + "attention.recurrent_layers";
+  if (f.find(layers_key)) {
+    auto flags = f.get_int_array(layers_key);
+    if (!flags.ok()) return flags.status();
+    if (static_cast<int>(flags->size()) < c.n_layer)
+      return Status::error(layers_key + ": " + std::to_string(flags->size()) + " values (expected one per layer, " +
+                           std::to_string(c.n_layer) + ")");
+    for (int i = 0; i < c.n_layer; ++i) g.recurrent.push_back((*flags)[i] != 0);
+  } else {
+    int interval = 0;
+    if (!(s = read_dim(f, p + "full_attention_interval", 4, 1, 4096, interval)).ok()) return s;
+    for (int i = 0; i < c.n_layer; ++i) g.recurrent.push_back((i + 1) % interval != 0);
+  }
+
+  if (c.arch == Architecture::kQwen3Next) {
+    g.grouped_heads = true;
+    return read_attention_scale(f, p, c);
+  }
+  auto sections = f.get_int_array(p + "rope.dimension_sections");
+  if (!sections.ok()) return sections.status();
+  if (sections->size() < 4)
+    return Status::error(p + "rope.dimension_sections: " + std::to_string(sections->size()) + " values (expected 4)");
+  int64_t sum = 0;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t v = (*sections)[i];
+    if (v < 0 || v > c.rope_dims / 2)
+      return Status::error(p + "rope.dimension_sections: " + std::to_string(v) + " (expected 0.." +
+                           std::to_string(c.rope_dims / 2) + ")");
+    c.rope_sections[i] = static_cast<int>(v);
+    sum += v;
+  }
+  if (sum == 0 || sum > c.rope_dims / 2)
+    return Status::error(p + "rope.dimension_sections: they sum to " + std::to_string(sum) + " (expected 1.." +
+                         std::to_string(c.rope_dims / 2) + ", the rotated pairs)");
+  return read_attention_scale(f, p, c);
+}
+
 }  // namespace
 
 const char* architecture_name(Architecture arch) {
@@ -254,8 +334,8 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (*arch_name == e.gguf_name) c.arch = e.arch, known = true;
   if (!known)
     return Status::error("general.architecture: '" + *arch_name +
-                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 "
-                         "or gpt-oss)");
+                         "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, "
+                         "gpt-oss, qwen35, qwen35moe or qwen3next)");
   c.name = f.get_string("general.name", *arch_name).value();
   const std::string p = *arch_name + ".";
 
@@ -318,11 +398,13 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
 
   if (c.arch == Architecture::kGemma3 && !(s = read_gemma3(f, p, c)).ok()) return s;
   if (c.arch == Architecture::kGptOss && !(s = read_gpt_oss(f, p, c)).ok()) return s;
+  if (c.is_hybrid() && !(s = read_qwen35(f, p, c)).ok()) return s;
 
   if (c.arch == Architecture::kDeepseek2 && !(s = read_mla(f, p, c)).ok()) return s;
   if (c.arch == Architecture::kDeepseek4 && !(s = read_deepseek4(f, p, c)).ok()) return s;
   const bool moe = c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kDeepseek4 ||
-                   c.arch == Architecture::kGptOss ||
+                   c.arch == Architecture::kGptOss || c.arch == Architecture::kQwen35Moe ||
+                   c.arch == Architecture::kQwen3Next ||
                    (c.arch == Architecture::kDeepseek2 && f.find(p + "expert_count"));
   if (moe && !(s = read_experts(f, p, c)).ok()) return s;
   // Dense layers: all of them, or DeepSeek's leading ones.

@@ -14,7 +14,8 @@
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss, kQwen35, kQwen35Moe,
+                          kQwen3Next };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
@@ -84,6 +85,35 @@ struct SlidingWindow {
   bool is_local(int layer) const { return window > 0 && layer % pattern < pattern - 1; }
 };
 
+// Qwen3.5's gated delta-net layers (qwen35, qwen35moe, and qwen3next,
+// Qwen3-Next, their forerunner; delta_net.cpp has the math).
+// Most layers are recurrent: a token's input goes through a causal
+// convolution over the last conv_kernel positions of q, k and v, then
+// updates a state matrix per value head that the query reads. Every
+// other layer (each full_attention_interval-th, or as the file's
+// attention.recurrent_layers says) is full attention with a gated output.
+// A key head serves v_heads / k_heads value heads: value head h reads key
+// head h mod k_heads (qwen35, qwen35moe), or h / (v_heads / k_heads)
+// (qwen3next, whose value heads come grouped by key head), as llama.cpp
+// pairs them; every head is head_dim wide (ssm.state_size; ssm.inner_size
+// = head_dim * v_heads).
+struct GatedDeltaNet {
+  int conv_kernel = 0;            // ssm.conv_kernel
+  int head_dim = 0;               // ssm.state_size
+  int k_heads = 0;                // ssm.group_count
+  int v_heads = 0;                // ssm.time_step_rank
+  std::vector<bool> recurrent;    // per layer
+  bool grouped_heads = false;     // qwen3next's pairing of value heads with key heads
+  int key_head(int v_head) const { return grouped_heads ? v_head / (v_heads / k_heads) : v_head % k_heads; }
+  int key_dim() const { return k_heads * head_dim; }
+  int value_dim() const { return v_heads * head_dim; }
+  int conv_channels() const { return 2 * key_dim() + value_dim(); }
+  // Floats of one layer's state: the convolution's last conv_kernel - 1
+  // inputs, then a head_dim x head_dim matrix per value head.
+  size_t conv_state_floats() const { return static_cast<size_t>(conv_kernel - 1) * conv_channels(); }
+  size_t delta_state_floats() const { return static_cast<size_t>(head_dim) * head_dim * v_heads; }
+};
+
 struct ModelConfig {
   Architecture arch = Architecture::kLlama;
   std::string name;
@@ -115,6 +145,9 @@ struct ModelConfig {
   int n_ff_expert = 0;
   int n_layer_dense_lead = 0;   // the first layers keep a dense FFN (deepseek2)
   int n_expert_shared = 0;      // experts every token passes (ffn_*_shexp), as one FFN
+  // qwen35moe: the shared expert's width (expert_shared_feed_forward_length),
+  // its output scaled per token by sigmoid(ffn_gate_inp_shexp . x); 0: none.
+  int n_ff_shared = 0;
   int n_expert_groups = 0;      // experts come in groups; tokens pick from
   int n_expert_groups_used = 0; // the best groups only (DeepSeek V3)
   ExpertGating expert_gating = ExpertGating::kSoftmax;
@@ -159,6 +192,28 @@ struct ModelConfig {
   bool has_attn_sinks = false;
   bool has_ffn_biases = false;       // attn_output.bias, ffn_gate_inp.bias, ffn_*_exps.bias
   bool clamped_swiglu = false;
+
+  // qwen35, qwen35moe, qwen3next: recurrent layers beside gated full
+  // attention (GatedDeltaNet), whose queries carry an output gate per
+  // head; qwen35's M-RoPE sections, of which a text token turns the first
+  // three by its position and the fourth by 0 (rope.h); all 0 for
+  // qwen3next, whose RoPE is plain NeoX.
+  GatedDeltaNet delta_net;
+  int rope_sections[4] = {0, 0, 0, 0};
+  float attn_scale = 0.0f;  // attention.scale: the scores' factor; 0 = 1/sqrt(key width)
+  bool is_hybrid() const {
+    return arch == Architecture::kQwen35 || arch == Architecture::kQwen35Moe || arch == Architecture::kQwen3Next;
+  }
+  bool is_recurrent(int layer) const { return is_hybrid() && delta_net.recurrent[layer]; }
+  // The layers that keep keys and values, and layer i's place among them.
+  int n_kv_layer() const { return kv_layer(n_layer); }
+  int kv_layer(int layer) const {
+    if (!is_hybrid()) return layer;
+    int k = 0;
+    for (int i = 0; i < layer; ++i) k += delta_net.recurrent[i] ? 0 : 1;
+    return k;
+  }
+  int n_recurrent_layer() const { return n_layer - n_kv_layer(); }
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }

@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <new>
 
 namespace revis {
@@ -22,10 +23,20 @@ KvCache::KvCache(const ModelConfig& config, int n_ctx)
       head_dim_k_(config.head_dim_k),
       head_dim_v_(config.head_dim_v),
       values_in_keys_(config.values_in_keys()),
-      keys_(static_cast<size_t>(config.n_layer) * n_ctx * config.kv_dim_k()),
-      values_(config.values_in_keys() ? 0 : static_cast<size_t>(config.n_layer) * n_ctx * config.kv_dim_v()),
+      keys_(static_cast<size_t>(config.n_kv_layer()) * n_ctx * config.kv_dim_k()),
+      values_(config.values_in_keys() ? 0 : static_cast<size_t>(config.n_kv_layer()) * n_ctx * config.kv_dim_v()),
       planes_(deepseek4_planes(config, n_ctx, plane_first_)),
-      plane_data_(planes_.empty() ? 0 : 2 * (planes_.back().offset + static_cast<size_t>(planes_.back().width) * n_ctx)) {}
+      plane_data_(planes_.empty() ? 0 : 2 * (planes_.back().offset + static_cast<size_t>(planes_.back().width) * n_ctx)) {
+  if (!config.is_hybrid()) return;
+  conv_floats_ = config.delta_net.conv_state_floats();
+  recurrent_stride_ = conv_floats_ + config.delta_net.delta_state_floats();
+  recurrent_.assign(recurrent_stride_ * config.n_recurrent_layer(), 0.0f);
+}
+
+void KvCache::reset_recurrent() {
+  std::fill(recurrent_.begin(), recurrent_.end(), 0.0f);
+  recurrent_pos_ = 0;
+}
 
 std::vector<KvCache::Plane> KvCache::deepseek4_planes(const ModelConfig& c, int n_ctx, std::vector<int>& first) {
   std::vector<Plane> planes;

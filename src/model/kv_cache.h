@@ -20,6 +20,14 @@
 // plane is indexed by position, so the rows of positions [0, n) are all
 // that n tokens leave, whatever their chunking.
 //
+// qwen35 (config.h's GatedDeltaNet) keeps keys and values for its
+// full-attention layers only (their place among them: config.kv_layer),
+// and for each recurrent layer a float32 state that is not indexed by
+// position: the convolution's last inputs and the delta-net's matrices,
+// as they stand after the first recurrent_pos() tokens. That state cannot
+// go back to an earlier position: a forward pass must continue from
+// recurrent_pos() or start again at 0 (model.h).
+//
 // Memory: zeroed pages mapped from the kernel, not written at construction,
 // so a new session costs nothing until its rows are used (a checkpoint read
 // straight into the cache faults its pages in as it lands, instead of after
@@ -46,7 +54,9 @@ class KvCache {
   ~KvCache();
 
   int n_ctx() const { return n_ctx_; }
-  size_t bytes() const { return (keys_.size() + values_.size() + plane_data_.size()) * sizeof(uint16_t); }
+  size_t bytes() const {
+    return (keys_.size() + values_.size() + plane_data_.size()) * sizeof(uint16_t) + recurrent_.size() * sizeof(float);
+  }
 
   uint16_t* key(int layer, int head, int pos) { return keys_.data() + offset(layer, head, pos) * head_dim_k_; }
   uint16_t* value(int layer, int head, int pos) {
@@ -71,6 +81,15 @@ class KvCache {
   // The host rows [0, n) were written from outside (a checkpoint read into
   // them): the GPU copies them up before it next uses them.
   void forget_device_rows(int n);
+
+  // qwen35's state of recurrent layer r (r counts the recurrent layers):
+  // conv_state_floats() and delta_state_floats() values (config.h).
+  float* conv_state(int r) { return &recurrent_[r * recurrent_stride_]; }
+  float* delta_state(int r) { return &recurrent_[r * recurrent_stride_ + conv_floats_]; }
+  int recurrent_pos() const { return recurrent_pos_; }
+  void set_recurrent_pos(int pos) { recurrent_pos_ = pos; }
+  // Zeroes every recurrent state, at position 0.
+  void reset_recurrent();
 
  private:
   size_t offset(int layer, int head, int pos) const {
@@ -104,6 +123,9 @@ class KvCache {
   std::vector<int> plane_first_;  // per layer: its first plane in planes_; then their count
   std::vector<Plane> planes_;
   Buffer plane_data_;             // float32 rows, two halves each
+  size_t conv_floats_ = 0, recurrent_stride_ = 0;
+  std::vector<float> recurrent_;  // per recurrent layer: convolution state, then delta-net state
+  int recurrent_pos_ = 0;
 };
 
 }  // namespace revis

@@ -1,6 +1,6 @@
 // The transformer forward pass shared by llama, qwen2, qwen3, qwen3moe,
-// deepseek2, gemma3 and gpt-oss; deepseek4 shares its embedding and output (its
-// blocks: deepseek4.cpp).
+// deepseek2, gemma3, gpt-oss, qwen35, qwen35moe and qwen3next; deepseek4
+// shares its embedding and output (its blocks: deepseek4.cpp).
 // Read forward_chunk() top to bottom: embed, then per layer attention and
 // feed-forward with residual connections, then the output projection.
 //
@@ -17,6 +17,12 @@
 // after every matrix but the output, a sink logit per head to attention's
 // softmax (attention.cpp), and routes each token to the top k experts by
 // logit, weighted by a softmax over those k.
+// The hybrids qwen35, qwen35moe and qwen3next (config.h's GatedDeltaNet)
+// run most layers as gated delta-nets (delta_net.cpp) in place of
+// attention; their attention layers gate their output by sigmoid(gate), a
+// second half of each query head (attention.cpp), and qwen35's turn RoPE
+// by M-RoPE's sections (rope.h). Their FFN's norm, like gpt-oss's, is
+// stored as post_attention_norm.
 #include "model/model.h"
 
 #include <algorithm>
@@ -98,7 +104,7 @@ void Model::set_up_rope_and_scale() {
   const ModelConfig& c = config_;
   rope_ = Rope(c, weights_.rope_freq_factors);
   const int key_width = c.head_dim_q();
-  attn_scale_ = 1.0f / std::sqrt(static_cast<float>(key_width));
+  attn_scale_ = c.attn_scale > 0 ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(key_width));
   if (c.is_deepseek4()) {
     // Raw blocks rotate at the file's base without scaling; compressing
     // blocks at their own base with the YaRN settings, whose magnitude
@@ -172,7 +178,19 @@ Status Model::check_batch(std::span<const int32_t> tokens, int n_past, const KvC
     if (t < 0 || t >= config_.n_vocab)
       return Status::error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                            std::to_string(config_.n_vocab - 1) + ")");
+  if (config_.is_hybrid() && n_past != 0 && n_past != kv.recurrent_pos())
+    return Status::error("forward: the recurrent state stands at position " + std::to_string(kv.recurrent_pos()) +
+                         ", not " + std::to_string(n_past) + " (" + architecture_name(config_.arch) +
+                         "'s recurrent layers cannot go back; start again at 0)");
   return {};
+}
+
+void Model::begin_recurrent(int n_past, KvCache& kv) const {
+  if (config_.is_hybrid() && n_past == 0) kv.reset_recurrent();
+}
+
+void Model::end_recurrent(int n_past, int n, KvCache& kv) const {
+  if (config_.is_hybrid()) kv.set_recurrent_pos(n_past + n);
 }
 
 Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
@@ -190,8 +208,10 @@ Status Model::forward(std::span<const SequenceInput> batch, ThreadPool& pool) {
       if (&other != &seq && other.kv == seq.kv) return Status::error("forward: two sequences of a batch share a cache");
     total += static_cast<int>(seq.tokens.size());
   }
-  for (const SequenceInput& seq : batch)
+  for (const SequenceInput& seq : batch) {
     if (seq.logits) seq.logits->assign((seq.all_logits ? seq.tokens.size() : 1) * config_.n_vocab, 0.0f);
+    begin_recurrent(seq.n_past, *seq.kv);
+  }
   // A decoding step of one sequence: how its products prefetch is tuned by
   // timing steps.
   const bool step = total == 1;
@@ -220,6 +240,7 @@ Status Model::forward(std::span<const SequenceInput> batch, ThreadPool& pool) {
     }
   }
   if (!segments.empty()) run_chunk();
+  for (const SequenceInput& seq : batch) end_recurrent(seq.n_past, static_cast<int>(seq.tokens.size()), *seq.kv);
   if (step) prefetch_tuner_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   return failed;
 }
@@ -231,10 +252,12 @@ Status Model::forward_hidden(std::span<const int32_t> tokens, int n_past, KvCach
     return Status::error("forward_hidden: the sum holds " + std::to_string(sum.size()) + " values, the model's width is " +
                          std::to_string(config_.n_embd));
   const int n = static_cast<int>(tokens.size());
+  begin_recurrent(n_past, kv);
   for (int start = 0; start < n; start += kChunk) {
     const Segment segment{&kv, n_past + start, 0, std::min(kChunk, n - start)};
     if (Status s = forward_chunk(tokens.data() + start, segment.n, {&segment, 1}, pool, sum.data()); !s.ok()) return s;
   }
+  end_recurrent(n_past, n, kv);
   return {};
 }
 
@@ -286,7 +309,8 @@ Status Model::transformer_layers(int n, std::span<const Segment> segments, Threa
   std::vector<DeviceLayers::Segment> on_device;
   for (int layer = 0; layer < c.n_layer;) {
     if (!device_ || !device_->runs(layer)) {
-      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), layer, n, segments, pool);
+      transformer_block(weights_.layers[layer], c.is_moe_layer(layer), c.kv_layer(layer), n, segments, pool,
+                        c.is_recurrent(layer) ? layer - c.kv_layer(layer) : -1);
       ++layer;
       continue;
     }
@@ -391,18 +415,21 @@ void Model::output_logits(std::span<const Segment> segments, ThreadPool& pool) {
 // gemma3's post norms each branch's output is normed before it is added.
 // The block keeps its keys and values in the cache's layer kv_layer.
 void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n,
-                              std::span<const Segment> segments, ThreadPool& pool) {
+                              std::span<const Segment> segments, ThreadPool& pool, int recurrent) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
-  const int attn_width = c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.head_dim_v);
+  const int attn_width = recurrent >= 0 ? c.delta_net.value_dim()
+                                        : c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.head_dim_v);
   attn_out_.resize(static_cast<size_t>(n) * attn_width);
 
   for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.attn_norm.data(), d, c.rms_eps);
-  if (c.is_mla())
+  if (recurrent >= 0)
+    gated_delta_net(l, recurrent, n, segments, pool);
+  else if (c.is_mla())
     latent_attention(l, kv_layer, n, segments, pool);
   else
     grouped_query_attention(l, kv_layer, n, segments, pool);
-  matmul_.run(pool, l.wo, attn_out_.data(), n, attn_width, xb_.data(), d);
+  matmul_.run(pool, recurrent >= 0 ? l.ssm_out : l.wo, attn_out_.data(), n, attn_width, xb_.data(), d);
   if (!l.bo.empty())
     for (int t = 0; t < n; ++t) add(&xb_[t * d], l.bo.data(), d);
   if (c.has_post_norms)
@@ -530,10 +557,18 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
               pool, biases);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
-  // Shared experts (DeepSeek): every token passes them, unweighted.
+  // Shared experts: every token passes them, unweighted (DeepSeek) or
+  // weighted by sigmoid(gate . x) (qwen35moe).
   if (!l.gate_shexp.empty()) {
+    std::vector<float> weight(n, 1.0f);
+    if (!l.shexp_gate.empty())
+      for (int t = 0; t < n; ++t) {
+        float logit = 0.0f;
+        for (int i = 0; i < d; ++i) logit += l.shexp_gate[i] * xb_[t * d + i];
+        weight[t] = 1.0f / (1.0f + std::exp(-logit));
+      }
     gated_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_.data(), n, xb_.data(), pool);
-    add(moe_out_.data(), xb_.data(), n * d);
+    for (int t = 0; t < n; ++t) axpy(&moe_out_[t * d], weight[t], &xb_[t * d], d);
   }
   std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());
 }

@@ -1,7 +1,8 @@
 // Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2,
-// deepseek4, gemma3) and its forward pass. forward() evaluates a batch: the
-// tokens of one or more sequences, each appended to its own KvCache, in one
-// pass over the weights, and returns logits for the rows asked for.
+// deepseek4, gemma3, gpt-oss, and the hybrids qwen35, qwen35moe and
+// qwen3next) and its forward pass. forward() evaluates a batch: the tokens
+// of one or more sequences, each appended to its own KvCache, in one pass
+// over the weights, and returns logits for the rows asked for.
 //
 // Batch invariance: a token's logits and KV rows are the same bits whatever
 // else is in the batch (other sequences, a prompt's chunk or a decoding
@@ -68,7 +69,9 @@ class Model {
   // Evaluates every sequence's tokens; the matrices are read once per chunk
   // of up to kChunk tokens of the whole batch. Each sequence must have its
   // own cache. Fails, changing nothing, when a sequence would overflow its
-  // context or names a token outside the vocabulary.
+  // context or names a token outside the vocabulary, or (hybrids) starts
+  // neither at 0 nor where its cache's recurrent state stands
+  // (kv_cache.h: that state cannot be rewound).
   Status forward(std::span<const SequenceInput> batch, ThreadPool& pool);
   // One sequence: tokens[0..n) at positions n_past..n_past+n-1; logits
   // receives n rows of n_vocab if all_logits, else the last token's row.
@@ -144,6 +147,10 @@ class Model {
   Model() = default;
   void set_up_rope_and_scale();
   Status check_batch(std::span<const int32_t> tokens, int n_past, const KvCache& kv) const;
+  // Hybrids: a sequence starting at 0 starts from a zero recurrent state,
+  // and its state stands at n_past + n after the pass.
+  void begin_recurrent(int n_past, KvCache& kv) const;
+  void end_recurrent(int n_past, int n, KvCache& kv) const;
   // The chunk's n tokens through the model, segment by segment: each
   // segment's logits and hidden rows as its sequence asks, or with
   // hidden_sum every token's final hidden state added into it.
@@ -153,8 +160,14 @@ class Model {
   Status transformer_layers(int n, std::span<const Segment> segments, ThreadPool& pool);
   // The output projection for the chunk's rows in xb_ whose logits are asked for.
   void output_logits(std::span<const Segment> segments, ThreadPool& pool);
+  // recurrent >= 0: a hybrid's recurrent layer of that index (among the
+  // recurrent ones) in place of attention.
   void transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, std::span<const Segment> segments,
-                         ThreadPool& pool);
+                         ThreadPool& pool, int recurrent = -1);
+  // A hybrid's gated delta-net over the chunk's rows xb_ (delta_net.cpp),
+  // into attn_out_, each segment against its cache's state.
+  void gated_delta_net(const LayerWeights& l, int recurrent, int n, std::span<const Segment> segments,
+                       ThreadPool& pool);
   void grouped_query_attention(const LayerWeights& l, int layer, int n, std::span<const Segment> segments,
                                ThreadPool& pool);
   void latent_attention(const LayerWeights& l, int layer, int n, std::span<const Segment> segments,
@@ -204,6 +217,8 @@ class Model {
   std::vector<float> q_a_, q_latent_, latent_out_;              // latent attention
   std::vector<std::vector<std::pair<int, float>>> routed_;      // expert -> (token, weight)
   std::vector<float> nextn_in_;                                 // multi-token prediction's [e ; h] rows
+  std::vector<float> attn_gate_;                                // qwen35: attention's output gates
+  std::vector<float> mix_, delta_beta_, delta_decay_;           // qwen35's recurrent layers
   // deepseek4: the stream's copies, their normalised rows and mix logits,
   // each token's mix weights, compressor rows, indexer queries and weights,
   // the compressed keys each token reads, grouped output.

@@ -52,6 +52,20 @@ Rope::Rope(const ModelConfig& c, std::vector<float> freq_factors)
   } else {
     magnitude_ = c.yarn.attn_factor;
   }
+  const int sections = c.rope_sections[0] + c.rope_sections[1] + c.rope_sections[2] + c.rope_sections[3];
+  if (sections > 0) {
+    // Interleaved M-RoPE: pair i falls in sector i mod (the sections' sum);
+    // sectors 0, 3, 6, ... below 3 * sections[0] turn by time, 1, 4, ...
+    // below 3 * sections[1] by height, 2, 5, ... below 3 * sections[2] by
+    // width, the rest by the fourth position. A text token's first three
+    // positions are its own, its fourth 0.
+    const int* sec = c.rope_sections;
+    for (int i = 0; i < pairs_; ++i) {
+      const int sector = i % sections;
+      const bool by_position = sector < 3 * sec[sector % 3];
+      still_.push_back(!by_position);
+    }
+  }
 }
 
 void Rope::apply(float* head, int pos) const { rotate(head, pos, 1.0f); }

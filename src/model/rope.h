@@ -4,7 +4,8 @@
 // that turn slowly over the original context, unscaled for the fast ones, a
 // ramp between, and cos and sin grown by YaRN's magnitude gain), and Llama
 // 3's per-pair frequency factors (the rope_freqs tensor: theta divided by
-// factor i), which may combine with either. Immutable after construction;
+// factor i), which may combine with either; and M-RoPE's sections for
+// text (qwen35: config.h's rope_sections). Immutable after construction;
 // any thread may use it.
 #pragma once
 
@@ -36,7 +37,7 @@ class Rope {
       const float theta_unscaled = freq_factors_.empty() ? theta_base : theta_base / freq_factors_[i];
       float theta = freq_scale_ * theta_unscaled;
       if (!yarn_mix_.empty()) theta = theta * (1 - yarn_mix_[i]) + theta_unscaled * yarn_mix_[i];
-      visit(i, theta);
+      visit(i, still_.empty() || !still_[i] ? theta : 0.0f);
       theta_base *= theta_scale_;
     }
   }
@@ -63,6 +64,9 @@ class Rope {
   float magnitude_ = 1.0f;
   std::vector<float> freq_factors_;
   std::vector<float> yarn_mix_;    // YaRN: per pair, the share of the unscaled theta
+  // M-RoPE (qwen35): the pairs of the fourth section, which a text token
+  // turns by position 0, i.e. not at all; empty for other models.
+  std::vector<bool> still_;
 };
 
 }  // namespace revis

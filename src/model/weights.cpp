@@ -68,15 +68,84 @@ Status bind_mla(Binder& bind, const std::string& p, const ModelConfig& c, ModelW
   return bind.matrix(p + "attn_output.weight", {heads * m.head_dim_v, d}, l.wo);
 }
 
-// Block i's tensors (blk.i.*): attention, then a dense or an expert FFN as
-// the config says of layer i.
+// The rows `order` of m, in that order, as a matrix of m's type that `w` keeps.
+Matrix rows_of(ModelWeights& w, const Matrix& m, const std::vector<int64_t>& order) {
+  std::vector<uint8_t> bytes(order.size() * m.row_bytes);
+  for (size_t i = 0; i < order.size(); ++i) std::copy_n(m.row(order[i]), m.row_bytes, &bytes[i * m.row_bytes]);
+  w.derived_rows.push_back(std::move(bytes));
+  Matrix out = m;
+  out.rows = static_cast<int64_t>(order.size());
+  out.data = w.derived_rows.back().data();
+  return out;
+}
+
+// qwen3next's fused projections, grouped by key head: ssm_ba holds per key
+// head [its value heads' beta | their alpha], and ssm_in (where the file
+// has no attn_qkv and attn_gate, as qwen35's) per key head [q | k | its
+// value heads' v | their z]. Split into qwen35's layout, each value head
+// keeping its place (key head g's j-th is value head g r + j).
+Status split_qkvz(const Binder& bind, const std::string& p, const ModelConfig& c, ModelWeights& w, LayerWeights& l) {
+  const GatedDeltaNet& g = c.delta_net;
+  const int64_t d = c.n_embd, hd = g.head_dim, r = g.v_heads / g.k_heads;
+  const int64_t group = 2 * hd + 2 * r * hd;
+  Matrix qkvz, ba;
+  Status s;
+  if (!(s = bind.matrix(p + "ssm_ba.weight", {d, 2 * g.v_heads}, ba)).ok()) return s;
+  std::vector<int64_t> qkv, z, beta, alpha;
+  for (int64_t k = 0; k < g.k_heads; ++k)
+    for (int64_t j = 0; j < r; ++j) beta.push_back(k * 2 * r + j), alpha.push_back(k * 2 * r + r + j);
+  l.ssm_beta = rows_of(w, ba, beta);
+  l.ssm_alpha = rows_of(w, ba, alpha);
+  if (bind.has(p + "attn_qkv.weight")) {
+    if (!(s = bind.matrix(p + "attn_qkv.weight", {d, g.conv_channels()}, l.ssm_qkv)).ok()) return s;
+    return bind.matrix(p + "attn_gate.weight", {d, g.value_dim()}, l.ssm_z);
+  }
+  if (!(s = bind.matrix(p + "ssm_in.weight", {d, g.k_heads * group}, qkvz)).ok()) return s;
+  for (int part = 0; part < 3; ++part)  // all the q rows, then k, then v
+    for (int64_t k = 0; k < g.k_heads; ++k) {
+      const int64_t first = k * group + (part == 0 ? 0 : part == 1 ? hd : 2 * hd);
+      for (int64_t i = 0; i < (part == 2 ? r * hd : hd); ++i) qkv.push_back(first + i);
+    }
+  for (int64_t k = 0; k < g.k_heads; ++k)
+    for (int64_t i = 0; i < r * hd; ++i) z.push_back(k * group + 2 * hd + r * hd + i);
+  l.ssm_qkv = rows_of(w, qkvz, qkv);
+  l.ssm_z = rows_of(w, qkvz, z);
+  return {};
+}
+
+// A recurrent layer's gated delta-net (config.h's GatedDeltaNet).
+Status bind_delta_net(const Binder& bind, const std::string& p, const ModelConfig& c, ModelWeights& w,
+                      LayerWeights& l) {
+  const GatedDeltaNet& g = c.delta_net;
+  const int64_t d = c.n_embd, heads = g.v_heads;
+  Status s;
+  if (c.arch == Architecture::kQwen3Next) {
+    if (!(s = split_qkvz(bind, p, c, w, l)).ok()) return s;
+  } else {
+    if (!(s = bind.matrix(p + "attn_qkv.weight", {d, g.conv_channels()}, l.ssm_qkv)).ok()) return s;
+    if (!(s = bind.matrix(p + "attn_gate.weight", {d, g.value_dim()}, l.ssm_z)).ok()) return s;
+    if (!(s = bind.matrix(p + "ssm_beta.weight", {d, heads}, l.ssm_beta)).ok()) return s;
+    if (!(s = bind.matrix(p + "ssm_alpha.weight", {d, heads}, l.ssm_alpha)).ok()) return s;
+  }
+  if (!(s = bind.rows(p + "ssm_conv1d.weight", g.conv_kernel, g.conv_channels(), l.ssm_conv)).ok()) return s;
+  if (!(s = bind.vector(p + "ssm_dt.bias", heads, l.ssm_dt_bias)).ok()) return s;
+  if (!(s = bind.vector(p + "ssm_a", heads, l.ssm_a)).ok()) return s;
+  if (!(s = bind.vector(p + "ssm_norm.weight", g.head_dim, l.ssm_norm)).ok()) return s;
+  return bind.matrix(p + "ssm_out.weight", {g.value_dim(), d}, l.ssm_out);
+}
+
+// Block i's tensors (blk.i.*): attention (or qwen35's recurrent layer),
+// then a dense or an expert FFN as the config says of layer i.
 Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, LayerWeights& l) {
   const std::string p = "blk." + std::to_string(i) + ".";
   const int64_t d = c.n_embd;
   Status s;
-  const int64_t q = c.q_dim(), kvk = c.kv_dim_k(), kvv = c.kv_dim_v();
+  // qwen35's queries carry each head's output gate after it.
+  const int64_t q = c.q_dim() * (c.is_hybrid() ? 2 : 1), kvk = c.kv_dim_k(), kvv = c.kv_dim_v();
   if (!(s = bind.vector(p + "attn_norm.weight", d, l.attn_norm)).ok()) return s;
-  if (c.is_mla()) {
+  if (c.is_recurrent(i)) {
+    if (!(s = bind_delta_net(bind, p, c, w, l)).ok()) return s;
+  } else if (c.is_mla()) {
     if (!(s = bind_mla(bind, p, c, w, l)).ok()) return s;
   } else {
     if (!(s = bind.matrix(p + "attn_q.weight", {d, q}, l.wq)).ok()) return s;
@@ -89,12 +158,14 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
     if (!(s = bind.vector(p + "attn_k.bias", kvk, l.bk)).ok()) return s;
     if (!(s = bind.vector(p + "attn_v.bias", kvv, l.bv)).ok()) return s;
   }
-  if (c.has_qk_norm) {
+  if (c.has_qk_norm && !c.is_recurrent(i)) {
     if (!(s = bind.vector(p + "attn_q_norm.weight", c.head_dim_k, l.q_norm)).ok()) return s;
     if (!(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
   }
-  // gpt-oss stores the FFN's norm under the name gemma3 gives its post norm.
-  const std::string ffn_norm = c.arch == Architecture::kGptOss ? "post_attention_norm.weight" : "ffn_norm.weight";
+  // gpt-oss and qwen35 store the FFN's norm under the name gemma3 gives its
+  // post norm.
+  const bool post_named = c.arch == Architecture::kGptOss || c.is_hybrid();
+  const std::string ffn_norm = post_named ? "post_attention_norm.weight" : "ffn_norm.weight";
   if (!(s = bind.vector(p + ffn_norm, d, l.ffn_norm)).ok()) return s;
   if (c.has_attn_sinks && !(s = bind.vector(p + "attn_sinks.weight", c.n_head, l.attn_sinks)).ok()) return s;
   if (c.has_ffn_biases && !(s = bind.vector(p + "attn_output.bias", d, l.bo)).ok()) return s;
@@ -115,8 +186,9 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
       if (!(s = bind.rows(p + "ffn_up_exps.bias", f, e, l.up_exps_bias)).ok()) return s;
       if (!(s = bind.rows(p + "ffn_down_exps.bias", d, e, l.down_exps_bias)).ok()) return s;
     }
-    if (c.n_expert_shared > 0) {
-      const int64_t fs = f * c.n_expert_shared;
+    if (c.n_ff_shared > 0 && !(s = bind.vector(p + "ffn_gate_inp_shexp.weight", d, l.shexp_gate)).ok()) return s;
+    if (c.n_expert_shared > 0 || c.n_ff_shared > 0) {
+      const int64_t fs = c.n_ff_shared > 0 ? c.n_ff_shared : f * c.n_expert_shared;
       if (!(s = bind.matrix(p + "ffn_gate_shexp.weight", {d, fs}, l.gate_shexp)).ok()) return s;
       if (!(s = bind.matrix(p + "ffn_up_shexp.weight", {d, fs}, l.up_shexp)).ok()) return s;
       if (!(s = bind.matrix(p + "ffn_down_shexp.weight", {fs, d}, l.down_shexp)).ok()) return s;
@@ -137,7 +209,8 @@ Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c
   const std::string p = "blk." + std::to_string(c.n_layer) + ".";
   const bool present = std::any_of(file.tensors().begin(), file.tensors().end(),
                                    [&](const gguf::TensorInfo& t) { return t.name.rfind(p, 0) == 0; });
-  if (c.n_nextn_layer == 0 || !present) return {};
+  // qwen35's block is not run: its drafter is not supported yet.
+  if (c.n_nextn_layer == 0 || !present || c.is_hybrid()) return {};
   NextnWeights n;
   Status s;
   if (!(s = bind_layer(bind, c, c.n_layer, w, n.layer)).ok()) return s;
@@ -169,7 +242,8 @@ template <class Layer>
 auto all_matrices(Layer& l) {
   return std::array{&l.wq,      &l.wk,        &l.wv,         &l.wo,       &l.wq_a,       &l.wq_b,     &l.wkv_a,
                     &l.wk_b,    &l.wv_b,      &l.w_gate,     &l.w_up,     &l.w_down,     &l.router,   &l.gate_exps,
-                    &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp};
+                    &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp, &l.ssm_qkv,
+                    &l.ssm_z,   &l.ssm_beta,  &l.ssm_alpha,  &l.ssm_out};
 }
 }  // namespace
 

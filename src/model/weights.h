@@ -65,9 +65,17 @@ struct LayerWeights {
   // or n_embd (down) values.
   std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   Matrix gate_shexp, up_shexp, down_shexp;  // deepseek2's shared experts, as one FFN
+  std::vector<float> shexp_gate;            // qwen35moe: the shared expert's gate, one row
+  // qwen35's recurrent layers (config.h's GatedDeltaNet): [q | k | v] before
+  // the convolution, the output gate z, each value head's beta and decay
+  // logits, and the output projection; the convolution's conv_kernel taps
+  // per channel (conv_channels rows), the decay's bias (ssm_dt) and rate
+  // (ssm_a, -exp(A_log)) per value head, the norm of a head's output.
+  Matrix ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;
+  std::vector<float> ssm_conv, ssm_dt_bias, ssm_a, ssm_norm;
 
   // Every matrix (the absent ones empty), for code that treats them alike.
-  static constexpr size_t kMatrices = 19;
+  static constexpr size_t kMatrices = 24;
   std::array<Matrix*, kMatrices> matrices();
   std::array<const Matrix*, kMatrices> matrices() const;
   bool is_expert_stack(const Matrix& m) const { return &m == &gate_exps || &m == &up_exps || &m == &down_exps; }
@@ -141,8 +149,11 @@ struct ModelWeights {
   std::vector<Deepseek4Layer> ds4_layers;
   HyperMix hc_head;
   // Matrices made at load rather than mapped: deepseek2's attn_k_b and
-  // attn_v_b, from the fused attn_kv_b of older files.
+  // attn_v_b, from the fused attn_kv_b of older files; qwen3next's q, k, v,
+  // z, beta and alpha rows, from its fused ssm_in and ssm_ba (in their
+  // own type: rows reordered, not converted).
   std::vector<std::vector<float>> derived;
+  std::vector<std::vector<uint8_t>> derived_rows;
 };
 
 // Binds the tensors of `file` to `config` (filling config.n_vocab). Errors

@@ -172,10 +172,13 @@ Status importance_missing(TensorType type) {
                        "(revis quantize --imatrix FILE: llama.cpp's imatrix GGUF or .dat; revis imatrix makes one)");
 }
 
-// Norms, biases and the MoE router stay F32 in every mix.
+// Norms, biases, the MoE router and the convolution of a recurrent layer
+// (a few taps per channel, which ggml reads as F32 only) stay F32 in every
+// mix.
 bool is_quantized_matrix(const std::string& name, const std::vector<int64_t>& dims) {
   // Biases stay float even where they are 2-D (gpt-oss's per-expert ones).
-  return dims.size() >= 2 && !contains(name, "ffn_gate_inp") && !contains(name, "_norm") && !name.ends_with(".bias");
+  return dims.size() >= 2 && !contains(name, "ffn_gate_inp") && !contains(name, "_norm") &&
+         !name.ends_with(".bias") && !contains(name, "ssm_conv1d");
 }
 
 TensorType fit_row_length(TensorType type, int64_t cols) {

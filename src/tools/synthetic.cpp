@@ -103,8 +103,45 @@ std::vector<Preset> presets() {
   gpt_oss_tiny.sliding_window = 32;
   gpt_oss_tiny.n_expert = 8;
   gpt_oss_tiny.n_ff_expert = 128;
+  // Qwen3.5 9B: 32 layers, every fourth full attention (16 query heads and 4
+  // KV heads of 256, a quarter of each rotating in M-RoPE sections 11, 11,
+  // 10), the others gated delta-nets of 16 key and 32 value heads of 128.
+  SyntheticSpec qwen35_9b = make("qwen35", "qwen3.5-9b", 4096, 32, 16, 4, 256, 12288, 248320, 1e7f, false);
+  qwen35_9b.n_ctx = 262144;
+  qwen35_9b.rope_dim = 64;
+  qwen35_9b.rope_sections = {11, 11, 10, 0};
+  qwen35_9b.ssm_head_dim = 128;
+  qwen35_9b.ssm_k_heads = 16;
+  qwen35_9b.ssm_v_heads = 32;
+  // Its miniature: three delta-net layers and one attention, two value
+  // heads per key head, and sections that leave a pair still.
+  SyntheticSpec qwen35_tiny = make("qwen35", "qwen35-tiny", 128, 4, 4, 2, 64, 384, 0, 1e7f, false);
+  qwen35_tiny.rope_dim = 16;
+  qwen35_tiny.rope_sections = {3, 2, 2, 1};
+  qwen35_tiny.ssm_head_dim = 32;
+  qwen35_tiny.ssm_k_heads = 2;
+  qwen35_tiny.ssm_v_heads = 4;
+  // The mixture of experts in miniature: the same layers, each FFN 8
+  // experts (2 used) of 128 beside a gated shared expert of 128.
+  SyntheticSpec qwen35moe_tiny = qwen35_tiny;
+  qwen35moe_tiny.arch = "qwen35moe";
+  qwen35moe_tiny.name = "qwen35moe-tiny";
+  qwen35moe_tiny.n_ff = 128;
+  qwen35moe_tiny.n_expert = 8;
+  qwen35moe_tiny.n_expert_used = 2;
+  qwen35moe_tiny.n_ff_expert = 128;
+  // Qwen3-Next's layout in miniature: the same, its projections fused per
+  // key head, RoPE without sections.
+  SyntheticSpec qwen3next_tiny = qwen35moe_tiny;
+  qwen3next_tiny.arch = "qwen3next";
+  qwen3next_tiny.name = "qwen3next-tiny";
+  qwen3next_tiny.rope_sections.clear();
   return {
       {"tiny", make("qwen3", "revis-tiny", 256, 4, 4, 2, 64, 768, 0, 1e6f, true)},
+      {"qwen35-tiny", qwen35_tiny},
+      {"qwen35moe-tiny", qwen35moe_tiny},
+      {"qwen3next-tiny", qwen3next_tiny},
+      {"qwen3.5-9b", qwen35_9b},
       {"gemma3-small", gemma3_small},
       {"qwen3moe-tiny", qwen3moe_tiny},
       {"deepseek2-tiny", deepseek2_tiny},
@@ -313,6 +350,9 @@ std::optional<std::string> synthetic_miniature(const std::string& arch) {
   if (arch == "deepseek2") return "deepseek2-tiny";
   if (arch == "deepseek4") return "deepseek-v4-tiny";
   if (arch == "gpt-oss") return "gpt-oss-tiny";
+  if (arch == "qwen35") return "qwen35-tiny";
+  if (arch == "qwen35moe") return "qwen35moe-tiny";
+  if (arch == "qwen3next") return "qwen3next-tiny";
   return std::nullopt;  // llama, qwen2, qwen3: the defaults of SyntheticSpec are small already
 }
 
@@ -328,10 +368,19 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
   if (spec.arch == "deepseek4") spec.n_expert_shared = std::max(1, spec.n_expert_shared);  // V4 always has one
   const bool deepseek = spec.arch == "deepseek2", deepseek4 = spec.arch == "deepseek4";
   const bool gemma3 = spec.arch == "gemma3", gpt_oss = spec.arch == "gpt-oss";
-  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4 || gpt_oss;
-  if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe && !gemma3)
+  // qwen3next: qwen35moe's model with fused projections and plain RoPE.
+  const bool qwen3next = spec.arch == "qwen3next", qwen35moe = spec.arch == "qwen35moe" || qwen3next;
+  const bool qwen35 = spec.arch == "qwen35" || qwen35moe;
+  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4 || gpt_oss || qwen35moe;
+  if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe && !gemma3 && !qwen35)
     return Status::error("arch: '" + spec.arch +
-                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3 or gpt-oss)");
+                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss, qwen35, "
+                         "qwen35moe or qwen3next)");
+  if (qwen35 && (spec.full_attention_interval <= 0 || spec.conv_kernel <= 0 || spec.ssm_head_dim <= 0 ||
+                 spec.ssm_k_heads <= 0 || spec.ssm_v_heads % spec.ssm_k_heads != 0 || spec.rope_dim <= 0 ||
+                 (!qwen3next && spec.rope_sections.size() != 4)))
+    return Status::error("qwen35 needs an attention interval, a conv kernel, delta-net heads (key heads dividing "
+                         "value heads), a rope dim and four rope sections");
   if (gpt_oss && (spec.sliding_window <= 0 || spec.rope_scale < 1 || spec.yarn_original_context <= 0))
     return Status::error(
         "gpt-oss needs a positive sliding window, a YaRN factor of at least 1 and its original context");
@@ -403,6 +452,18 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     }
     if (spec.logit_softcap > 0) out.set_f32(a + "final_logit_softcapping", spec.logit_softcap);
   }
+  if (qwen35) {
+    out.set_u32(a + "rope.dimension_count", spec.rope_dim);
+    if (!qwen3next) out.set_i32_array(a + "rope.dimension_sections", spec.rope_sections);
+    out.set_u32(a + "full_attention_interval", spec.full_attention_interval);
+    out.set_u32(a + "ssm.conv_kernel", spec.conv_kernel);
+    out.set_u32(a + "ssm.state_size", spec.ssm_head_dim);
+    out.set_u32(a + "ssm.group_count", spec.ssm_k_heads);
+    out.set_u32(a + "ssm.time_step_rank", spec.ssm_v_heads);
+    out.set_u32(a + "ssm.inner_size", spec.ssm_head_dim * spec.ssm_v_heads);
+  }
+  // qwen35moe's one shared expert is as wide as the FFN (n_ff).
+  if (qwen35moe) out.set_u32(a + "expert_shared_feed_forward_length", spec.n_ff);
   if (gpt_oss) {
     out.set_u32(a + "attention.sliding_window", spec.sliding_window);
     out.set_string(a + "rope.scaling.type", "yarn");
@@ -439,7 +500,32 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       tensors.push_back({p + "nextn.shared_head_norm.weight", {d}});
     }
     tensors.push_back({p + "attn_norm.weight", {d}});
-    if (deepseek) {
+    const bool recurrent = qwen35 && (i + 1) % spec.full_attention_interval != 0;
+    if (recurrent) {
+      const int64_t hd = spec.ssm_head_dim, heads = spec.ssm_v_heads, value = hd * heads;
+      const int64_t channels = 2 * hd * spec.ssm_k_heads + value;
+      if (qwen3next) {
+        // Per key head [q | k | its value heads' v | their z], and [beta | alpha].
+        tensors.push_back({p + "ssm_in.weight", {d, channels + value}});
+        tensors.push_back({p + "ssm_ba.weight", {d, 2 * heads}});
+      } else {
+        tensors.push_back({p + "attn_qkv.weight", {d, channels}});
+        tensors.push_back({p + "attn_gate.weight", {d, value}});
+        tensors.push_back({p + "ssm_beta.weight", {d, heads}});
+        tensors.push_back({p + "ssm_alpha.weight", {d, heads}});
+      }
+      tensors.push_back({p + "ssm_conv1d.weight", {spec.conv_kernel, channels}});
+      tensors.push_back({p + "ssm_dt.bias", {heads}});
+      tensors.push_back({p + "ssm_a", {heads}});
+      tensors.push_back({p + "ssm_norm.weight", {hd}});
+      tensors.push_back({p + "ssm_out.weight", {value, d}});
+    } else if (qwen35) {
+      // Each query head is followed by its output gate.
+      tensors.push_back({p + "attn_q.weight", {d, 2 * q}});
+      tensors.push_back({p + "attn_k.weight", {d, kv}});
+      tensors.push_back({p + "attn_v.weight", {d, kv}});
+      tensors.push_back({p + "attn_output.weight", {q, d}});
+    } else if (deepseek) {
       add_latent_attention(spec, p, head_dim, tensors);
     } else if (deepseek4) {
       add_deepseek4_attention(spec, ds4, i, p, head_dim, tensors);
@@ -454,7 +540,7 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       tensors.push_back({p + "attn_k.bias", {kv}});
       tensors.push_back({p + "attn_v.bias", {kv}});
     }
-    if (spec.arch == "qwen3" || spec.arch == "qwen3moe" || gemma3) {
+    if (spec.arch == "qwen3" || spec.arch == "qwen3moe" || gemma3 || (qwen35 && !recurrent)) {
       tensors.push_back({p + "attn_q_norm.weight", {head_dim}});
       tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
     }
@@ -462,12 +548,14 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       tensors.push_back({p + "attn_output.bias", {d}});
       tensors.push_back({p + "attn_sinks.weight", {spec.n_head}});
     }
-    // gpt-oss's FFN norm goes by the name of gemma3's post norm.
-    if (gemma3 || gpt_oss) tensors.push_back({p + "post_attention_norm.weight", {d}});
-    if (!gpt_oss) tensors.push_back({p + "ffn_norm.weight", {d}});
+    // gpt-oss's and qwen35's FFN norm goes by the name of gemma3's post norm.
+    if (gemma3 || gpt_oss || qwen35) tensors.push_back({p + "post_attention_norm.weight", {d}});
+    if (!gpt_oss && !qwen35) tensors.push_back({p + "ffn_norm.weight", {d}});
     if (gemma3) tensors.push_back({p + "post_ffw_norm.weight", {d}});
     if (moe && (!deepseek || i >= spec.n_layer_dense_lead)) {
-      const int64_t e = spec.n_expert, f = spec.n_ff_expert, shared = f * spec.n_expert_shared;
+      const int64_t e = spec.n_expert, f = spec.n_ff_expert;
+      const int64_t shared = qwen35moe ? spec.n_ff : f * spec.n_expert_shared;
+      if (qwen35moe) tensors.push_back({p + "ffn_gate_inp_shexp.weight", {d}});
       tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});
       if (deepseek4 && i < ds4.hash_layers) tensors.push_back({p + "ffn_gate_tid2eid.weight", {spec.n_expert_used, n_vocab}});
       if (spec.sigmoid_gating || (deepseek4 && i >= ds4.hash_layers)) tensors.push_back({p + "exp_probs_b.bias", {e}});
@@ -514,9 +602,18 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     // every product is exact, to check the model's arithmetic by).
     const bool float_mix = spec.mix == QuantMix::kF16 || spec.mix == QuantMix::kF32;
     if (gpt_oss && !float_mix && name.ends_with("_exps.weight")) type = TensorType::MXFP4;
-    const bool random_vector = gpt_oss && (name.ends_with(".bias") || name.ends_with("attn_sinks.weight"));
+    const bool random_vector = (gpt_oss && (name.ends_with(".bias") || name.ends_with("attn_sinks.weight"))) ||
+                               (qwen35 && (name.ends_with("ssm_dt.bias") || name.ends_with("ffn_gate_inp_shexp.weight")));
     RowSource source;
-    if (dims.size() == 1 && !random_vector) {
+    if (name.ends_with("ssm_a")) {
+      // qwen35's decay rates -e^(A_log), A_log random: below 0, so that the
+      // state decays.
+      const uint64_t seed = hash_name(name, spec.seed);
+      source = [cols, seed](int64_t, int64_t, float* values) {
+        fill_gaussian(values, cols, seed, 0.5f);
+        for (int64_t i = 0; i < cols; ++i) values[i] = -std::exp(values[i]);
+      };
+    } else if (dims.size() == 1 && !random_vector) {
       const float value = name.find(".bias") != std::string::npos ? 0.0f : 1.0f;
       source = [cols, value](int64_t begin, int64_t end, float* values) {
         std::fill(values, values + (end - begin) * cols, value);

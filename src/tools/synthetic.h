@@ -17,7 +17,9 @@
 namespace revis {
 
 struct SyntheticSpec {
-  std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss
+  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss,
+  // qwen35, qwen35moe, qwen3next
+  std::string arch = "llama";
   std::string name = "synthetic";
   int n_embd = 256;
   int n_layer = 2;
@@ -54,6 +56,14 @@ struct SyntheticSpec {
   float rope_base_swa = 10000.0f, rope_scale = 0.0f, logit_softcap = 0.0f;
   int yarn_original_context = 4096;
   bool tied_output = false;
+  // qwen35 (and qwen35moe, whose FFNs are experts beside a gated shared
+  // expert n_ff wide; and qwen3next, qwen35moe with its projections fused
+  // and no sections): every full_attention_interval-th layer attends (a gated
+  // attention whose RoPE turns rope_dim dims in M-RoPE sections), the
+  // others are gated delta-nets: a convolution of conv_kernel taps, k_heads
+  // key heads and v_heads value heads of ssm_head_dim.
+  int full_attention_interval = 4, conv_kernel = 4, ssm_head_dim = 0, ssm_k_heads = 0, ssm_v_heads = 0;
+  std::vector<int32_t> rope_sections = {};
   // Vocabulary: copied from this GGUF's tokenizer.* metadata when set;
   // otherwise a built-in byte-level vocabulary (one token per byte plus
   // ChatML specials), padded with unused tokens up to n_vocab.
@@ -68,8 +78,9 @@ struct SyntheticSpec {
 // V3-style router and latent attention at 1.4B), "deepseek-v4-tiny" (V4
 // Flash's layout at a few MB), "gemma-3-4b", "tiny" (a few MB, for the
 // demo), "gemma3-small" (a few MB: six layers, the last global, window
-// 32), "qwen3moe-tiny", "deepseek2-tiny" and "gpt-oss-tiny" (a few MB each),
-// "gpt-oss-20b".
+// 32), "qwen3moe-tiny", "deepseek2-tiny", "gpt-oss-tiny", "qwen35-tiny",
+// "qwen35moe-tiny" and "qwen3next-tiny" (a few MB each), "gpt-oss-20b",
+// "qwen3.5-9b".
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
 // The preset `--arch NAME` alone makes for an architecture whose defaults
 // are not enough (experts, windows, compression), or none.

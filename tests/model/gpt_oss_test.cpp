@@ -13,12 +13,14 @@
 #include "model/config.h"
 #include "revis/engine.h"
 #include "support/gguf_copy.h"
+#include "support/synthetic_file.h"
 #include "support/testdata.h"
 #include "tools/synthetic.h"
 
 namespace revis {
 namespace {
 
+using testing::load_error;
 using testing::TempDir;
 
 // The gpt-oss-tiny miniature in `mix` (Q8_0: MXFP4 experts).
@@ -27,16 +29,7 @@ std::string write_model(const TempDir& tmp, QuantMix mix = QuantMix::kF16) {
   EXPECT_TRUE(spec.has_value());
   spec->n_layer = 2;
   spec->mix = mix;
-  ThreadPool pool(2);
-  const std::string path = tmp.file("good.gguf");
-  Status s = write_synthetic_model(*spec, path, pool, nullptr);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return path;
-}
-
-std::string load_error(const std::string& path) {
-  auto engine = Engine::load({.model_path = path, .n_ctx = 64, .n_threads = 2});
-  return engine.ok() ? std::string("loaded") : engine.status().message();
+  return testing::write_synthetic(tmp, *spec);
 }
 
 bool keep(const gguf::TensorInfo&, std::vector<int64_t>&, std::vector<uint8_t>&, gguf::GgufWriter&) { return true; }
@@ -83,29 +76,16 @@ TEST(GptOssLoader, RefusesAWindowThatIsNoNumber) {
 }
 
 TEST(GptOssLoader, NamesAMissingTensor) {
-  for (const std::string name : {"blk.0.attn_sinks.weight", "blk.1.attn_output.bias", "blk.0.ffn_gate_inp.bias",
-                                 "blk.1.ffn_down_exps.bias", "blk.0.post_attention_norm.weight", "blk.1.attn_q.bias"}) {
-    SCOPED_TRACE(name);
-    TempDir tmp;
-    testing::write_gguf_copy(write_model(tmp), tmp.file("bad.gguf"),
-                             [&](const gguf::TensorInfo& t, std::vector<int64_t>&, std::vector<uint8_t>&,
-                                 gguf::GgufWriter&) { return t.name != name; });
-    const std::string error = load_error(tmp.file("bad.gguf"));
-    EXPECT_NE(error.find("tensor '" + name + "' is missing"), std::string::npos) << error;
-  }
+  TempDir tmp;
+  testing::expect_missing_tensors_named(
+      write_model(tmp), {"blk.0.attn_sinks.weight", "blk.1.attn_output.bias", "blk.0.ffn_gate_inp.bias",
+                         "blk.1.ffn_down_exps.bias", "blk.0.post_attention_norm.weight", "blk.1.attn_q.bias"});
 }
 
 TEST(GptOssLoader, NamesASinkTensorOfTheWrongShape) {
   TempDir tmp;
-  testing::write_gguf_copy(write_model(tmp), tmp.file("bad.gguf"),
-                           [](const gguf::TensorInfo& t, std::vector<int64_t>& dims, std::vector<uint8_t>& bytes,
-                              gguf::GgufWriter&) {
-                             if (t.name == "blk.1.attn_sinks.weight") {
-                               dims = {2};
-                               bytes.resize(2 * sizeof(float));
-                             }
-                             return true;
-                           });
+  testing::write_gguf_reshaped(write_model(tmp), tmp.file("bad.gguf"), "blk.1.attn_sinks.weight", {2},
+                               2 * sizeof(float));
   const std::string error = load_error(tmp.file("bad.gguf"));
   EXPECT_NE(error.find("tensor 'blk.1.attn_sinks.weight': shape [2], expected [4]"), std::string::npos) << error;
 }

@@ -36,4 +36,24 @@ inline void write_gguf_copy(const std::string& from, const std::string& path, co
   ASSERT_TRUE(out.write(path).ok());
 }
 
+// Copies `from` to `path` without tensor `name`.
+inline void write_gguf_without(const std::string& from, const std::string& path, const std::string& name) {
+  write_gguf_copy(from, path, [&](const gguf::TensorInfo& t, std::vector<int64_t>&, std::vector<uint8_t>&,
+                                  gguf::GgufWriter&) { return t.name != name; });
+}
+
+// Copies `from` to `path` with tensor `name` of `dims`, its bytes cut or
+// zero-padded to `n_bytes`.
+inline void write_gguf_reshaped(const std::string& from, const std::string& path, const std::string& name,
+                                const std::vector<int64_t>& dims, size_t n_bytes) {
+  write_gguf_copy(from, path, [&](const gguf::TensorInfo& t, std::vector<int64_t>& d, std::vector<uint8_t>& bytes,
+                                  gguf::GgufWriter&) {
+    if (t.name == name) {
+      d = dims;
+      bytes.resize(n_bytes);
+    }
+    return true;
+  });
+}
+
 }  // namespace revis::testing
