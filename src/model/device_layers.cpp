@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/routing.h"
+
 namespace revis {
 namespace {
 
@@ -40,12 +42,13 @@ std::pair<uint32_t, uint32_t> grid(uint64_t count) {
 struct DeviceMatrix {
   gpu::Buffer data;
   std::string kernel;
-  uint32_t rows = 0, cols = 0, row_bytes = 0;
+  uint32_t rows = 0, cols = 0, row_bytes = 0;  // of one matrix of a stack
 };
 
 struct DeviceLayers::Layer {
   gpu::Buffer attn_norm, ffn_norm, q_norm, k_norm, bq, bk, bv;
   DeviceMatrix wq, wk, wv, wo, gate, up, down;
+  DeviceMatrix router, gate_exps, up_exps, down_exps;  // a mixture of experts
 };
 
 std::string DeviceLayers::unsupported(const ModelConfig& c, const LayerWeights& l, int layer,
@@ -53,7 +56,10 @@ std::string DeviceLayers::unsupported(const ModelConfig& c, const LayerWeights& 
   if (c.arch != Architecture::kLlama && c.arch != Architecture::kQwen2 && c.arch != Architecture::kQwen3 &&
       c.arch != Architecture::kQwen3Moe)
     return std::string("the ") + architecture_name(c.arch) + " block is not written for the GPU yet";
-  if (c.is_moe_layer(layer)) return "mixture-of-experts layers are not written for the GPU yet";
+  const bool moe = c.is_moe_layer(layer);
+  if (moe && (c.expert_gating == ExpertGating::kSqrtSoftplus || c.expert_gating == ExpertGating::kSoftmaxOfChosen ||
+              !l.gate_shexp.empty() || !l.gate_exps_bias.empty()))
+    return "mixture-of-experts layers with shared experts or this gating are not written for the GPU yet";
   if (c.head_dim_k != c.head_dim_v || c.head_dim_k > 256 || c.head_dim_k % 2 != 0 || c.rope_dims > c.head_dim_k ||
       c.n_head % c.n_head_kv != 0)
     return "head shape " + std::to_string(c.head_dim_k) + "/" + std::to_string(c.head_dim_v) +
@@ -61,12 +67,15 @@ std::string DeviceLayers::unsupported(const ModelConfig& c, const LayerWeights& 
   if (c.sliding.is_local(layer) || c.has_post_norms || c.gelu_ffn || c.clamped_swiglu || !l.bo.empty() ||
       !l.attn_sinks.empty())
     return "this layer's variant is not written for the GPU yet";
-  for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+  const std::vector<const Matrix*> matrices =
+      moe ? std::vector<const Matrix*>{&l.wq, &l.wk, &l.wv, &l.wo, &l.router, &l.gate_exps, &l.up_exps, &l.down_exps}
+          : std::vector<const Matrix*>{&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down};
+  for (const Matrix* m : matrices) {
     if (m->empty() || m->stripes) return "a matrix is missing or already in the CPU's stripes";
     if (!shader_type(m->type)) return std::string("weights of type ") + type_name(m->type) + " are not read by the GPU yet";
     if (m->cols % 32 != 0) return "a matrix row of " + std::to_string(m->cols) + " values is not whole groups of 32";
-    if (device.max_buffer_bytes > 0 && m->row_bytes * m->rows > device.max_buffer_bytes)
-      return "a matrix of " + std::to_string(m->row_bytes * m->rows) + " bytes is more than one binding of " +
+    if (device.max_buffer_bytes > 0 && m->row_bytes * m->rows * m->n_mats > device.max_buffer_bytes)
+      return "a matrix of " + std::to_string(m->row_bytes * m->rows * m->n_mats) + " bytes is more than one binding of " +
              device.name + " addresses";
   }
   return "";
@@ -92,7 +101,7 @@ Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::
   };
   auto matrix = [&](const Matrix& m, const std::string& what) -> Result<DeviceMatrix> {
     DeviceMatrix out;
-    const size_t bytes = m.row_bytes * m.rows;
+    const size_t bytes = m.row_bytes * m.rows * m.n_mats;
     auto b = dev.allocate(bytes, what);
     if (!b.ok()) return b.status();
     if (Status s = dev.write(*b, 0, m.data, bytes); !s.ok()) return s;
@@ -104,6 +113,7 @@ Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::
     return out;
   };
 
+  d->weights_ = &layers;
   d->slot_.assign(c.n_layer, -1);
   for (int i = 0; i < c.n_layer; ++i) {
     if (!d->on_device_[i]) continue;
@@ -127,15 +137,22 @@ Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::
     take(matrix(l.wk, name + " attn_k"), layer->wk);
     take(matrix(l.wv, name + " attn_v"), layer->wv);
     take(matrix(l.wo, name + " attn_output"), layer->wo);
-    take(matrix(l.w_gate, name + " ffn_gate"), layer->gate);
-    take(matrix(l.w_up, name + " ffn_up"), layer->up);
-    take(matrix(l.w_down, name + " ffn_down"), layer->down);
+    if (c.is_moe_layer(i)) {
+      take(matrix(l.router, name + " ffn_gate_inp"), layer->router);
+      take(matrix(l.gate_exps, name + " ffn_gate_exps"), layer->gate_exps);
+      take(matrix(l.up_exps, name + " ffn_up_exps"), layer->up_exps);
+      take(matrix(l.down_exps, name + " ffn_down_exps"), layer->down_exps);
+    } else {
+      take(matrix(l.w_gate, name + " ffn_gate"), layer->gate);
+      take(matrix(l.w_up, name + " ffn_up"), layer->up);
+      take(matrix(l.w_down, name + " ffn_down"), layer->down);
+    }
     if (!failed.ok()) return failed;
     d->slot_[i] = static_cast<int>(d->layers_.size());
     d->layers_.push_back(std::move(layer));
   }
 
-  const size_t rows = kRows, ff = c.n_ff > 0 ? c.n_ff : 1;
+  const size_t rows = kRows, ff = std::max({c.n_ff, c.n_ff_expert, 1}), experts = std::max(c.n_expert, 1);
   struct Scratch {
     gpu::Buffer* buffer;
     size_t floats;
@@ -144,7 +161,11 @@ Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::
                            Scratch{&d->q_, rows * c.q_dim()}, Scratch{&d->k_, rows * c.kv_dim_k()},
                            Scratch{&d->v_, rows * c.kv_dim_v()}, Scratch{&d->attn_out_, rows * c.q_dim()},
                            Scratch{&d->gate_, rows * ff}, Scratch{&d->up_, rows * ff},
-                           Scratch{&d->angles_, rows * std::max(c.rope_dims, 2)}, Scratch{&d->none_, 4}}) {
+                           Scratch{&d->angles_, rows * std::max(c.rope_dims, 2)}, Scratch{&d->none_, 4},
+                           Scratch{&d->router_logits_, rows * experts}, Scratch{&d->expert_in_, rows * c.n_embd},
+                           Scratch{&d->expert_out_, rows * c.n_embd}, Scratch{&d->moe_out_, rows * c.n_embd},
+                           Scratch{&d->expert_rows_, rows * std::max(c.n_expert_used, 1)},
+                           Scratch{&d->expert_weights_, rows * std::max(c.n_expert_used, 1)}}) {
     auto b = dev.allocate(s.floats * sizeof(float), "scratch rows");
     if (!b.ok()) return b.status();
     *s.buffer = std::move(*b);
@@ -217,10 +238,96 @@ Status DeviceLayers::sync_to_host(KvCache& kv) {
   return {};
 }
 
+// One matrix (of a stack: `mat`) over `tokens` rows of `in`.
+void DeviceLayers::matmul(const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buffer& out, int tokens, int mat) {
+  struct Push {
+    uint32_t rows, cols, tokens, row_bytes, x_offset, x_stride, o_offset, o_stride, w_offset;
+  };
+  const Push p{m.rows, m.cols, static_cast<uint32_t>(tokens), m.row_bytes, 0, m.cols, 0, m.rows,
+               static_cast<uint32_t>(mat) * m.rows * m.row_bytes};
+  const auto [gx, gy] = grid(m.rows);
+  device_->dispatch(m.kernel, {&m.data, &in, &out}, &p, sizeof p, gx, gy);
+}
+
+void DeviceLayers::rms_norm(const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out, int rows) {
+  struct Push {
+    uint32_t width, stride, x_offset, o_offset;
+    float eps;
+  };
+  const uint32_t d = config_.n_embd;
+  const Push p{d, d, 0, 0, config_.rms_eps};
+  device_->dispatch("rms_norm", {&in, &weight, &out}, &p, sizeof p, rows);
+}
+
+// `kernel` over `count` values: add (into += other, other a row of `width`
+// when width > 0), swiglu (into = silu(into) * other).
+void DeviceLayers::elementwise(const char* kernel, gpu::Buffer& into, const gpu::Buffer& other, uint64_t count,
+                               uint32_t width) {
+  struct Push {
+    uint32_t n, width, x_offset;
+  };
+  const Push p{static_cast<uint32_t>(count), width, 0};
+  const auto [gx, gy] = grid((count + 255) / 256);
+  device_->dispatch(kernel, {&into, &other}, &p, sizeof p, gx, gy);
+}
+
+// The mixture of experts of `layer` over the chunk's n rows of xb_ (normed),
+// added into x_. The router runs on the device; its logits come back to
+// choose the experts as the CPU does (routing.h); each chosen expert then
+// runs once over the rows routed to it, gathered side by side, and its
+// weighted outputs go back into their rows in expert order.
+Status DeviceLayers::experts(int layer, int n) {
+  const ModelConfig& c = config_;
+  const Layer& l = *layers_[slot_[layer]];
+  matmul(l.router, xb_, router_logits_, n);
+  if (Status s = device_->run(); !s.ok()) return s;
+  router_rows_.resize(static_cast<size_t>(n) * c.n_expert);
+  if (Status s = device_->read(router_logits_, 0, router_rows_.data(), router_rows_.size() * sizeof(float)); !s.ok())
+    return s;
+  choose_experts(c, (*weights_)[layer], router_rows_.data(), n, routed_);
+  expert_row_list_.clear();
+  expert_weight_list_.clear();
+  for (const auto& rows : routed_)
+    for (const auto& [row, weight] : rows) {
+      expert_row_list_.push_back(static_cast<uint32_t>(row));
+      expert_weight_list_.push_back(weight);
+    }
+  const size_t routed = expert_row_list_.size();
+  if (Status s = device_->write(expert_rows_, 0, expert_row_list_.data(), routed * sizeof(uint32_t)); !s.ok()) return s;
+  if (Status s = device_->write(expert_weights_, 0, expert_weight_list_.data(), routed * sizeof(float)); !s.ok())
+    return s;
+
+  device_->begin();
+  struct Push {
+    uint32_t width, count, first;
+  };
+  const uint32_t d = c.n_embd;
+  const Push zero{static_cast<uint32_t>(n) * d, 0, 0};
+  const auto [zx, zy] = grid((zero.width + 255) / 256);
+  device_->dispatch("zero", {&moe_out_}, &zero, sizeof zero, zx, zy);
+  uint32_t first = 0;
+  for (int e = 0; e < c.n_expert; ++e) {
+    const int m = static_cast<int>(routed_[e].size());
+    if (m == 0) continue;
+    const Push rows{d, static_cast<uint32_t>(m), first};
+    const auto [gx, gy] = grid((static_cast<uint64_t>(m) * d + 255) / 256);
+    device_->dispatch("gather_rows", {&xb_, &expert_rows_, &expert_in_}, &rows, sizeof rows, gx, gy);
+    matmul(l.gate_exps, expert_in_, gate_, m, e);
+    matmul(l.up_exps, expert_in_, up_, m, e);
+    elementwise("swiglu", gate_, up_, static_cast<uint64_t>(m) * l.gate_exps.rows, 0);
+    matmul(l.down_exps, gate_, expert_out_, m, e);
+    device_->dispatch("scatter_add", {&moe_out_, &expert_out_, &expert_rows_, &expert_weights_}, &rows, sizeof rows, gx,
+                      gy);
+    first += static_cast<uint32_t>(m);
+  }
+  elementwise("add", x_, moe_out_, static_cast<uint64_t>(n) * d, 0);
+  return {};
+}
+
 Status DeviceLayers::run(float* x, int n, std::span<const Segment> segments, int first, int last) {
   const ModelConfig& c = config_;
   gpu::Device& dev = *device_;
-  const uint32_t d = c.n_embd, un = n;
+  const uint32_t d = c.n_embd;
   // RoPE's cos and sin for every row, from the host's angles (rope.h).
   const int pairs = c.rope_dims / 2;
   angle_rows_.assign(static_cast<size_t>(n) * pairs * 2, 0.0f);
@@ -238,31 +345,6 @@ Status DeviceLayers::run(float* x, int n, std::span<const Segment> segments, int
   if (pairs > 0)
     if (Status s = dev.write(angles_, 0, angle_rows_.data(), angle_rows_.size() * sizeof(float)); !s.ok()) return s;
 
-  struct MatmulPush {
-    uint32_t rows, cols, tokens, row_bytes, x_offset, x_stride, o_offset, o_stride;
-  };
-  auto matmul = [&](const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buffer& out) {
-    const MatmulPush p{m.rows, m.cols, un, m.row_bytes, 0, m.cols, 0, m.rows};
-    const auto [gx, gy] = grid(m.rows);
-    dev.dispatch(m.kernel, {&m.data, &in, &out}, &p, sizeof p, gx, gy);
-  };
-  struct NormPush {
-    uint32_t width, stride, x_offset, o_offset;
-    float eps;
-  };
-  auto rms_norm = [&](const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out) {
-    const NormPush p{d, d, 0, 0, c.rms_eps};
-    dev.dispatch("rms_norm", {&in, &weight, &out}, &p, sizeof p, un);
-  };
-  struct AddPush {
-    uint32_t n, width, x_offset;
-  };
-  auto elementwise = [&](const char* kernel, gpu::Buffer& into, const gpu::Buffer& other, uint64_t count,
-                         uint32_t width) {
-    const AddPush p{static_cast<uint32_t>(count), width, 0};
-    const auto [gx, gy] = grid((count + 255) / 256);
-    dev.dispatch(kernel, {&into, &other}, &p, sizeof p, gx, gy);
-  };
   struct RopePush {
     uint32_t row0, n_past, n_head, n_head_kv, head_dim, rope_dims, neox, qk_norm, n_ctx, angle_row0;
     float eps;
@@ -276,10 +358,10 @@ Status DeviceLayers::run(float* x, int n, std::span<const Segment> segments, int
   for (int i = first; i < last; ++i) {
     const Layer& l = *layers_[slot_[i]];
     const int slot = slot_[i];
-    rms_norm(x_, l.attn_norm, xb_);
-    matmul(l.wq, xb_, q_);
-    matmul(l.wk, xb_, k_);
-    matmul(l.wv, xb_, v_);
+    rms_norm(x_, l.attn_norm, xb_, n);
+    matmul(l.wq, xb_, q_, n);
+    matmul(l.wk, xb_, k_, n);
+    matmul(l.wv, xb_, v_, n);
     if (c.has_qkv_bias) {
       elementwise("add", q_, l.bq, static_cast<uint64_t>(n) * c.q_dim(), c.q_dim());
       elementwise("add", k_, l.bk, static_cast<uint64_t>(n) * c.kv_dim_k(), c.kv_dim_k());
@@ -304,13 +386,17 @@ Status DeviceLayers::run(float* x, int n, std::span<const Segment> segments, int
                              static_cast<uint32_t>(c.head_dim_k), static_cast<uint32_t>(s.kv->n_ctx()), attn_scale_};
       dev.dispatch("attention", {&q_, &m.keys[slot], &m.values[slot], &attn_out_}, &ap, sizeof ap, s.n, c.n_head);
     }
-    matmul(l.wo, attn_out_, xb_);
+    matmul(l.wo, attn_out_, xb_, n);
     elementwise("add", x_, xb_, static_cast<uint64_t>(n) * d, 0);
-    rms_norm(x_, l.ffn_norm, xb_);
-    matmul(l.gate, xb_, gate_);
-    matmul(l.up, xb_, up_);
+    rms_norm(x_, l.ffn_norm, xb_, n);
+    if (c.is_moe_layer(i)) {
+      if (Status s = experts(i, n); !s.ok()) return s;
+      continue;
+    }
+    matmul(l.gate, xb_, gate_, n);
+    matmul(l.up, xb_, up_, n);
     elementwise("swiglu", gate_, up_, static_cast<uint64_t>(n) * l.gate.rows, 0);
-    matmul(l.down, gate_, xb_);
+    matmul(l.down, gate_, xb_, n);
     elementwise("add", x_, xb_, static_cast<uint64_t>(n) * d, 0);
   }
   if (Status s = dev.run(); !s.ok()) return s.with_context("GPU " + dev.info().name);

@@ -28,10 +28,13 @@
 #include "model/config.h"
 #include "model/kv_cache.h"
 #include "model/rope.h"
+#include "model/routing.h"
 #include "model/weights.h"
 #include "revis/status.h"
 
 namespace revis {
+
+struct DeviceMatrix;
 
 // The device's copy of one KvCache's rows for the device layers, and how
 // far it and the host's copy are valid.
@@ -74,6 +77,11 @@ class DeviceLayers {
   struct Layer;
   DeviceLayers() = default;
   Status prepare_cache(KvCache& kv, int n_past);
+  // Recording the steps of a layer (device_layers.cpp).
+  void matmul(const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buffer& out, int tokens, int mat = 0);
+  void rms_norm(const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out, int rows);
+  void elementwise(const char* kernel, gpu::Buffer& into, const gpu::Buffer& other, uint64_t count, uint32_t width);
+  Status experts(int layer, int n);
   std::unique_ptr<gpu::Device> device_;
   ModelConfig config_;
   std::vector<bool> on_device_;
@@ -81,8 +89,14 @@ class DeviceLayers {
   std::vector<std::unique_ptr<Layer>> layers_;
   Rope rope_;
   float attn_scale_ = 1.0f;
+  const std::vector<LayerWeights>* weights_ = nullptr;  // the model's, for the experts' routing
   gpu::Buffer x_, xb_, q_, k_, v_, attn_out_, gate_, up_, angles_, none_;
-  std::vector<float> angle_rows_;
+  // A mixture of experts: router logits, the rows of one expert, the sum of
+  // the experts' outputs, and the routed rows and weights, expert after expert.
+  gpu::Buffer router_logits_, expert_in_, expert_out_, moe_out_, expert_rows_, expert_weights_;
+  std::vector<float> angle_rows_, router_rows_, expert_weight_list_;
+  std::vector<uint32_t> expert_row_list_;
+  ExpertRows routed_;
 };
 
 }  // namespace revis

@@ -29,6 +29,7 @@
 #include "model/matmul.h"
 #include "model/prefetch_tuner.h"
 #include "model/rope.h"
+#include "model/routing.h"
 #include "model/thread_pool.h"
 #include "model/weights.h"
 #include "revis/status.h"
@@ -177,6 +178,7 @@ class Model {
   void gated_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
                  ThreadPool& pool, FfnBiases biases = {});
   void feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool);
+  // Chooses each token's experts and their weights into routed_ (routing.h).
   void route(const LayerWeights& l, int n, ThreadPool& pool);
 
   // deepseek4 (deepseek4.cpp): the blocks over the hyper-connected stream,
@@ -215,7 +217,7 @@ class Model {
   // Scratch, one row per token of the current chunk.
   std::vector<float> x_, xb_, q_, k_, v_, attn_out_, ffn_gate_, ffn_up_, moe_in_, moe_out_;
   std::vector<float> q_a_, q_latent_, latent_out_;              // latent attention
-  std::vector<std::vector<std::pair<int, float>>> routed_;      // expert -> (token, weight)
+  ExpertRows routed_;                                           // expert -> (token, weight)
   std::vector<float> nextn_in_;                                 // multi-token prediction's [e ; h] rows
   std::vector<float> attn_gate_;                                // qwen35: attention's output gates
   std::vector<float> mix_, delta_beta_, delta_decay_;           // qwen35's recurrent layers

@@ -66,15 +66,8 @@ class GoldenOnGpu : public ::testing::TestWithParam<std::string> {
 TEST_P(GoldenOnGpu, TeacherForcedLogitsWithinTolerance) {
   const testing::GoldenCase g = testing::load_golden(GetParam());
   Engine& engine = gpu_engine(g.model_file, 99);
-  // Dense layers all run on the device; a mixture of experts stays on the
-  // CPU, saying so.
-  if (g.moe) {
-    EXPECT_EQ(engine.info().gpu_layers, 0);
-    ASSERT_FALSE(engine.info().device_warnings.empty());
-    EXPECT_NE(engine.info().device_warnings[0].find("mixture-of-experts"), std::string::npos);
-  } else {
-    EXPECT_EQ(engine.info().gpu_layers, engine.info().n_layer);
-  }
+  EXPECT_EQ(engine.info().gpu_layers, engine.info().n_layer);
+  EXPECT_TRUE(engine.info().device_warnings.empty());
   expect_within_tolerance(g, engine);
 }
 

@@ -29,7 +29,7 @@ const ShaderType kShaderTypes[] = {
     {TensorType::Q5_K, "matmul_q5_k"}, {TensorType::Q6_K, "matmul_q6_k"}};
 
 struct MatmulPush {
-  uint32_t rows, cols, tokens, row_bytes, x_offset, x_stride, o_offset, o_stride;
+  uint32_t rows, cols, tokens, row_bytes, x_offset, x_stride, o_offset, o_stride, w_offset;
 };
 
 class MatmulShader : public ::testing::TestWithParam<ShaderType> {
@@ -70,7 +70,7 @@ class MatmulShader : public ::testing::TestWithParam<ShaderType> {
     EXPECT_TRUE(device_->write(*wb, 0, w.data(), w.size()).ok());
     EXPECT_TRUE(device_->write(*xb, 0, x.data(), x.size() * 4).ok());
     const MatmulPush p{static_cast<uint32_t>(rows), static_cast<uint32_t>(cols), static_cast<uint32_t>(tokens),
-                       static_cast<uint32_t>(rb), 0, static_cast<uint32_t>(cols), 0, static_cast<uint32_t>(rows)};
+                       static_cast<uint32_t>(rb), 0, static_cast<uint32_t>(cols), 0, static_cast<uint32_t>(rows), 0};
     device_->begin();
     device_->dispatch(GetParam().kernel, {&*wb, &*xb, &*ob}, &p, sizeof p, rows);
     Status s = device_->run();

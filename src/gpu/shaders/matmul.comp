@@ -13,6 +13,7 @@ layout(std430, binding = 2) writeonly buffer O { float o[]; };
 layout(push_constant) uniform Push {
   uint rows, cols, tokens, row_bytes;
   uint x_offset, x_stride, o_offset, o_stride;
+  uint w_offset;  // bytes before the matrix (one expert of a stack)
 } p;
 
 #include "bytes.glsl"
@@ -24,7 +25,7 @@ shared float partial[kTokens * 64u];
 void main() {
   const uint r = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (r >= p.rows) return;
-  const uint tid = gl_LocalInvocationID.x, groups = p.cols / 32u, row = r * p.row_bytes;
+  const uint tid = gl_LocalInvocationID.x, groups = p.cols / 32u, row = p.w_offset + r * p.row_bytes;
   for (uint t0 = 0u; t0 < p.tokens; t0 += kTokens) {
     float acc[kTokens];
     [[unroll]] for (uint j = 0u; j < kTokens; ++j) acc[j] = 0.0;
