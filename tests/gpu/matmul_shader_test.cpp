@@ -25,8 +25,9 @@ struct ShaderType {
 const ShaderType kShaderTypes[] = {
     {TensorType::F32, "matmul_f32"},   {TensorType::F16, "matmul_f16"},   {TensorType::BF16, "matmul_bf16"},
     {TensorType::Q8_0, "matmul_q8_0"}, {TensorType::Q4_0, "matmul_q4_0"}, {TensorType::Q4_1, "matmul_q4_1"},
-    {TensorType::Q5_0, "matmul_q5_0"}, {TensorType::Q5_1, "matmul_q5_1"}, {TensorType::Q4_K, "matmul_q4_k"},
-    {TensorType::Q5_K, "matmul_q5_k"}, {TensorType::Q6_K, "matmul_q6_k"}};
+    {TensorType::Q5_0, "matmul_q5_0"}, {TensorType::Q5_1, "matmul_q5_1"}, {TensorType::Q2_K, "matmul_q2_k"},
+    {TensorType::Q3_K, "matmul_q3_k"}, {TensorType::Q4_K, "matmul_q4_k"}, {TensorType::Q5_K, "matmul_q5_k"},
+    {TensorType::Q6_K, "matmul_q6_k"}, {TensorType::IQ4_NL, "matmul_iq4_nl"}, {TensorType::IQ4_XS, "matmul_iq4_xs"}};
 
 struct MatmulPush {
   uint32_t rows, cols, tokens, row_bytes, x_offset, x_stride, o_offset, o_stride, w_offset;

@@ -92,6 +92,52 @@ void dequant_group(uint row, uint g, out float v[32]) {
     const float s = float(signed_byte_at(b + 192u + half_index * 8u + i / 16u + quarter * 2u));
     v[i] = d * s * float(q);
   }
+#elif defined(TYPE_Q2_K)
+  // 84 bytes: 16 scale bytes (low nibble scale, high nibble min), 64 bytes
+  // of 2-bit weights, d, dmin. Group g: half g / 4, bit pair g % 4; its
+  // first 16 weights take one scale byte, the next 16 the following one.
+  const uint b = row + (g >> 3) * 84u, sub = g & 7u, half_index = sub >> 2, shift = (sub & 3u) * 2u;
+  const uint q = b + 16u + half_index * 32u, scale = b + half_index * 8u + (sub & 3u) * 2u;
+  const float d = half_at(b + 80u), dmin = half_at(b + 82u);
+  for (uint i = 0u; i < 32u; ++i) {
+    const uint sc = byte_at(scale + i / 16u);
+    v[i] = d * float(sc & 15u) * float((byte_at(q + i) >> shift) & 3u) - dmin * float(sc >> 4);
+  }
+#elif defined(TYPE_Q3_K)
+  // 110 bytes: 32 bytes of high bits, 64 of 2-bit weights, 12 bytes of 16
+  // packed 6-bit scales (offset 32), d. A weight is its two bits, less 4
+  // where its high bit is clear.
+  const uint b = row + (g >> 3) * 110u, sub = g & 7u, half_index = sub >> 2, shift = (sub & 3u) * 2u;
+  const uint q = b + 32u + half_index * 32u, high = 1u << sub, scales = b + 96u;
+  const float d = half_at(b + 108u);
+  for (uint h = 0u; h < 2u; ++h) {
+    const uint k = half_index * 8u + (sub & 3u) * 2u + h;
+    const uint low = k < 8u ? byte_at(scales + k) & 15u : byte_at(scales + k - 8u) >> 4;
+    const uint top = (byte_at(scales + 8u + (k & 3u)) >> (2u * (k >> 2))) & 3u;
+    const float dl = d * float(int(low | (top << 4)) - 32);
+    for (uint i = h * 16u; i < h * 16u + 16u; ++i) {
+      const int w3 = int((byte_at(q + i) >> shift) & 3u) - ((byte_at(b + i) & high) != 0u ? 0 : 4);
+      v[i] = dl * float(w3);
+    }
+  }
+#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
+  // A non-linear codebook of 16 levels, a float16 scale per 32 weights
+  // (IQ4_NL) or one per 256 with a 6-bit factor per 32 (IQ4_XS).
+  const int kLevels[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+#if defined(TYPE_IQ4_NL)
+  const uint b = row + g * 18u, qs = b + 2u;
+  const float scale = half_at(b);
+#else
+  const uint b = row + (g >> 3) * 136u, sub = g & 7u, qs = b + 8u + sub * 16u;
+  const uint factor = ((byte_at(b + 4u + sub / 2u) >> (4u * (sub & 1u))) & 15u) |
+                      (((byte_at(b + 2u) | (byte_at(b + 3u) << 8)) >> (2u * sub)) & 3u) << 4;
+  const float scale = half_at(b) * float(int(factor) - 32);
+#endif
+  for (uint i = 0u; i < 16u; ++i) {
+    const uint q = byte_at(qs + i);
+    v[i] = scale * float(kLevels[q & 15u]);
+    v[i + 16u] = scale * float(kLevels[q >> 4]);
+  }
 #else
 #error "no weight type defined"
 #endif
