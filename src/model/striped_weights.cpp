@@ -65,6 +65,8 @@ Result<StripedWeights> stripe_weights(ModelWeights& weights,
   consider(&weights.output);
   for (LayerWeights& l : weights.layers)
     for (Matrix* m : l.matrices()) consider(m);
+  for (Deepseek4Layer& l : weights.ds4_layers)
+    for (Matrix* m : l.matrices()) consider(m);
   for (NextnWeights& n : weights.nextn) {
     for (Matrix* m : n.layer.matrices()) consider(m);
     consider(&n.eh_proj);
