@@ -40,7 +40,7 @@ for type in "${types[@]}"; do
 done
 echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 
-DEPTH= ROUNDS=${ROUNDS:-3} REPS=1 PROMPT=${PROMPT:-512} GEN=${GEN:-32} \
+DEPTH='' ROUNDS=${ROUNDS:-3} REPS=1 PROMPT=${PROMPT:-512} GEN=${GEN:-32} \
   scripts/bench-vs-llama-cpp.sh "$llama_bench" "${models[@]}"
 if ((depth > 0)); then
   echo
