@@ -9,8 +9,11 @@ namespace {
 
 struct MkmodelArgs {
   std::string like, type = "F16", output;
+  bool dry_run = false;
   SyntheticSpec spec;
 };
+
+double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
 int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
   SyntheticSpec spec = args.spec;
@@ -50,6 +53,17 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
   const std::optional<QuantMix> mix = parse_quant_mix(args.type);
   if (!mix) return fail("--type '" + args.type + "' is not supported (expected " + quant_mix_names() + ")");
   spec.mix = *mix;
+  if (args.dry_run) {
+    Result<SyntheticSize> size = synthetic_model_size(spec);
+    if (!size.ok()) return fail(size.status().message());
+    std::printf("%s-shaped %s model, %d layers: %d tensors, %llu bytes (%.2f GiB) of tensors; "
+                "%llu bytes (%.2f GiB) of weights read per token\n",
+                spec.arch.c_str(), quant_mix_name(spec.mix), spec.n_layer, size->n_tensors,
+                static_cast<unsigned long long>(size->tensor_bytes), gib(size->tensor_bytes),
+                static_cast<unsigned long long>(size->bytes_per_token), gib(size->bytes_per_token));
+    return 0;
+  }
+  if (args.output.empty()) return usage_error("--output is required (or --dry-run)");
   ThreadPool pool(ThreadPool::default_threads());
   ProgressLine progress("generating");
   Status s = write_synthetic_model(spec, args.output, pool, [&progress](size_t done, size_t total, const std::string& name) {
@@ -67,9 +81,11 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("mkmodel", "Write a synthetic GGUF model (random weights, real layout)");
   auto args = std::make_shared<MkmodelArgs>();
   SyntheticSpec& s = args->spec;
-  cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
+  cmd->add_option("-o,--output", args->output, "Output GGUF file");
+  cmd->add_flag("--dry-run", args->dry_run,
+                "Write nothing: print the file's tensor bytes and the weight bytes a token reads");
   cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b, "
-                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-tiny, gemma-3-4b, gemma3-small, qwen3moe-tiny, "
+                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-flash, deepseek-v4-tiny, gemma-3-4b, gemma3-small, qwen3moe-tiny, "
                   "deepseek2-tiny, gpt-oss-20b, gpt-oss-tiny, qwen3.5-9b, qwen35-tiny, qwen35moe-tiny, qwen3next-tiny");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
   cmd->add_option("--arch", s.arch,
@@ -88,7 +104,7 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("--vocab-from", s.vocab_from, "Copy the tokenizer from this GGUF");
   cmd->add_flag("--tied", s.tied_output, "Use token_embd as the output matrix");
   cmd->add_option("--nextn", s.n_nextn_layer, "Multi-token-prediction blocks after the layers (deepseek2)");
-  cmd->add_option("--sliding-window", s.sliding_window, "Positions a local layer sees (gemma3, gpt-oss)");
+  cmd->add_option("--sliding-window", s.sliding_window, "Positions a local layer sees (gemma3, gpt-oss, deepseek4)");
   cmd->add_option("--sliding-pattern", s.sliding_pattern, "Every this many layers one is global (gemma3)");
   cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3)");
   cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();

@@ -157,13 +157,8 @@ uint64_t Model::bytes_per_token() const {
   // deepseek4's blocks; its multi-token-prediction block (after them) aside.
   for (size_t i = 0; i < std::min(weights_.ds4_layers.size(), static_cast<size_t>(c.n_layer)); ++i) {
     const Deepseek4Layer& l = weights_.ds4_layers[i];
-    for (const Matrix* m : {&l.hc_attn.fn, &l.hc_ffn.fn, &l.wq_a, &l.wq_b, &l.wkv, &l.wo_a, &l.wo_b,
-                            &l.compressor.wkv, &l.compressor.wgate, &l.indexer_compressor.wkv,
-                            &l.indexer_compressor.wgate, &l.indexer_proj, &l.indexer_q_b, &l.router, &l.gate_shexp,
-                            &l.up_shexp, &l.down_shexp})
-      total += matrix_bytes(*m);
-    for (const Matrix* m : {&l.gate_exps, &l.up_exps, &l.down_exps})
-      total += matrix_bytes(*m) / c.n_expert * c.n_expert_used;
+    for (const Matrix* m : l.matrices())
+      total += l.is_expert_stack(*m) ? matrix_bytes(*m) / c.n_expert * c.n_expert_used : matrix_bytes(*m);
   }
   return total;
 }

@@ -66,6 +66,8 @@ Result<StripedWeights> stripe_weights(ModelWeights& weights, const std::function
   for (size_t i = 0; i < weights.layers.size(); ++i)
     if (i >= layers_elsewhere.size() || !layers_elsewhere[i])
       for (Matrix* m : weights.layers[i].matrices()) consider(m);
+  for (Deepseek4Layer& l : weights.ds4_layers)
+    for (Matrix* m : l.matrices()) consider(m);
   for (NextnWeights& n : weights.nextn) {
     for (Matrix* m : n.layer.matrices()) consider(m);
     consider(&n.eh_proj);

@@ -245,10 +245,23 @@ auto all_matrices(Layer& l) {
                     &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp, &l.ssm_qkv,
                     &l.ssm_z,   &l.ssm_beta,  &l.ssm_alpha,  &l.ssm_out};
 }
+auto all_deepseek4_matrices(auto& l) {
+  return std::array{&l.hc_attn.fn,          &l.hc_ffn.fn,       &l.wq_a,
+                    &l.wq_b,                &l.wkv,             &l.wo_a,
+                    &l.wo_b,                &l.compressor.wkv,  &l.compressor.wgate,
+                    &l.indexer_compressor.wkv, &l.indexer_compressor.wgate, &l.indexer_proj,
+                    &l.indexer_q_b,         &l.router,          &l.gate_exps,
+                    &l.up_exps,             &l.down_exps,       &l.gate_shexp,
+                    &l.up_shexp,            &l.down_shexp};
+}
 }  // namespace
 
 std::array<Matrix*, LayerWeights::kMatrices> LayerWeights::matrices() { return all_matrices(*this); }
 std::array<const Matrix*, LayerWeights::kMatrices> LayerWeights::matrices() const { return all_matrices(*this); }
+std::array<Matrix*, Deepseek4Layer::kMatrices> Deepseek4Layer::matrices() { return all_deepseek4_matrices(*this); }
+std::array<const Matrix*, Deepseek4Layer::kMatrices> Deepseek4Layer::matrices() const {
+  return all_deepseek4_matrices(*this);
+}
 
 int64_t Matrix::stored_rows() const {
   if (!stripes) return rows;

@@ -133,6 +133,12 @@ struct Deepseek4Layer {
   std::vector<float> expert_bias;        // blocks routed by score
   std::vector<int32_t> token_experts;    // hash-routed blocks: n_vocab rows of n_expert_used ids
   Matrix gate_exps, up_exps, down_exps, gate_shexp, up_shexp, down_shexp;
+
+  // Every matrix (the absent ones empty), for code that treats them alike.
+  static constexpr size_t kMatrices = 20;
+  std::array<Matrix*, kMatrices> matrices();
+  std::array<const Matrix*, kMatrices> matrices() const;
+  bool is_expert_stack(const Matrix& m) const { return &m == &gate_exps || &m == &up_exps || &m == &down_exps; }
 };
 
 struct ModelWeights {

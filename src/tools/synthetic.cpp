@@ -59,6 +59,35 @@ std::vector<Preset> presets() {
                               .n_head = 4, .head_dim = 64, .n_expert = 8, .n_expert_used = 2, .n_ff_expert = 256,
                               .q_lora_rank = 96, .rope_dim = 16, .n_expert_shared = 1,
                               .expert_weights_scale = 2.5f, .vocab_from = {}, .n_vocab = 1024};
+  // DeepSeek V4 Flash (284B, ~13B active per token), as its published
+  // config.json gives it (huggingface.co/deepseek-ai/DeepSeek-V4-Flash,
+  // quoted whole in alibaba/rtp-llm's deepseek_v4 tests, and summed to
+  // 284.44B / 13.90B active in yzlnew/infra-skills' diagram of it), mapped
+  // to GGUF keys as llama.cpp's conversion/deepseek.py does:
+  //   hidden_size 4096, num_hidden_layers 43, vocab_size 129280;
+  //   num_attention_heads 64, head_dim 512 (one key-value head),
+  //   q_lora_rank 1024, qk_rope_head_dim 64, rope_theta 10000, YaRN factor
+  //   16 over original_max_position_embeddings 65536, max_position_embeddings
+  //   1048576 (context_length), sliding_window 128;
+  //   compress_ratios 0, 0, then 4 and 128 alternating (ds4_raw_layers 2),
+  //   compress_rope_theta 160000 (written for every deepseek4 file);
+  //   index_n_heads 64, index_head_dim 128, index_topk 512;
+  //   o_groups 8, o_lora_rank 1024;
+  //   n_routed_experts 256, num_experts_per_tok 6, moe_intermediate_size
+  //   2048, n_shared_experts 1, routed_scaling_factor 1.5, scoring
+  //   sqrtsoftplus, norm_topk_prob, swiglu_limit 10, num_hash_layers 3;
+  //   hc_mult 4, hc_sinkhorn_iters 20, hc_eps 1e-6, rms_norm_eps 1e-6
+  //   (fixed for every deepseek4 file, as below).
+  // Its one multi-token-prediction block is left out, as llama.cpp's
+  // converter leaves it out by default. The vocabulary is the built-in
+  // byte one padded to V4's size.
+  const SyntheticSpec v4_flash{.arch = "deepseek4", .name = "deepseek-v4-flash", .n_embd = 4096, .n_layer = 43,
+                               .n_head = 64, .head_dim = 512, .n_expert = 256, .n_expert_used = 6,
+                               .n_ff_expert = 2048, .q_lora_rank = 1024, .rope_dim = 64, .n_expert_shared = 1,
+                               .expert_weights_scale = 1.5f, .ds4_raw_layers = 2, .indexer_heads = 64,
+                               .indexer_dim = 128, .indexer_top_k = 512, .out_groups = 8, .out_rank = 1024,
+                               .hash_layers = 3, .n_ctx = 1048576, .sliding_window = 128, .rope_scale = 16.0f,
+                               .yarn_original_context = 65536, .vocab_from = {}, .n_vocab = 129280};
   // Miniatures of the mixtures of experts, for `--arch NAME` alone: two
   // blocks (deepseek2's first dense, as its real ones), 8 experts, 2 used.
   SyntheticSpec qwen3moe_tiny = make("qwen3moe", "qwen3moe-tiny", 256, 2, 4, 2, 64, 0, 0, 1e6f, true);
@@ -155,6 +184,7 @@ std::vector<Preset> presets() {
       {"qwen3-30b-a3b", moe},
       {"deepseek-v2-lite", v2_lite},
       {"deepseek-v3-small", v3_small},
+      {"deepseek-v4-flash", v4_flash},
       {"deepseek-v4-tiny", v4_tiny},
   };
 }
@@ -255,20 +285,28 @@ void add_latent_attention(const SyntheticSpec& spec, const std::string& p, int64
   tensors.push_back({p + "attn_output.weight", {heads * spec.head_dim_v, d}});
 }
 
-// deepseek4's shape beyond the spec's fields: block 0 attends raw, the
-// others alternate compression ratios 4 and 128; the first block is
-// hash-routed; the indexer's keys are as wide as the attention's head.
+// deepseek4's shape: the spec's fields with the miniature's defaults
+// (synthetic.h) where they are 0. The first raw_layers blocks attend raw,
+// the others alternate compression ratios 4 and 128.
 struct Deepseek4Shape {
   std::vector<int32_t> ratios;
-  int rope_dim, q_lora_rank, out_groups, window = 64, top_k = 16, indexer_heads = 4, hash_layers = 1;
+  int rope_dim, q_lora_rank, out_groups, out_rank, window, top_k, indexer_heads, indexer_dim, hash_layers;
 };
 
 Deepseek4Shape deepseek4_shape(const SyntheticSpec& spec, int head_dim) {
+  const auto or_default = [](int value, int fallback) { return value > 0 ? value : fallback; };
   Deepseek4Shape s;
-  for (int i = 0; i < spec.n_layer; ++i) s.ratios.push_back(i == 0 ? 0 : i % 2 == 1 ? 4 : 128);
-  s.rope_dim = spec.rope_dim > 0 ? spec.rope_dim : std::max(2, head_dim / 4 / 2 * 2);
-  s.q_lora_rank = spec.q_lora_rank > 0 ? spec.q_lora_rank : spec.n_embd / 2;
-  s.out_groups = spec.n_head % 2 == 0 ? 2 : 1;
+  const int raw_layers = or_default(spec.ds4_raw_layers, 1);
+  for (int i = 0; i < spec.n_layer; ++i) s.ratios.push_back(i < raw_layers ? 0 : (i - raw_layers) % 2 == 0 ? 4 : 128);
+  s.rope_dim = or_default(spec.rope_dim, std::max(2, head_dim / 4 / 2 * 2));
+  s.q_lora_rank = or_default(spec.q_lora_rank, spec.n_embd / 2);
+  s.out_groups = or_default(spec.out_groups, spec.n_head % 2 == 0 ? 2 : 1);
+  s.out_rank = or_default(spec.out_rank, head_dim);
+  s.window = or_default(spec.sliding_window, 64);
+  s.top_k = or_default(spec.indexer_top_k, 16);
+  s.indexer_heads = or_default(spec.indexer_heads, 4);
+  s.indexer_dim = or_default(spec.indexer_dim, head_dim);
+  s.hash_layers = std::min(spec.n_layer, or_default(spec.hash_layers, 1));
   return s;
 }
 
@@ -280,8 +318,10 @@ void write_deepseek4_metadata(const SyntheticSpec& spec, const Deepseek4Shape& s
   out.set_u32(a + "attention.value_length", head_dim);
   out.set_u32(a + "rope.dimension_count", s.rope_dim);
   out.set_string(a + "rope.scaling.type", "yarn");
-  out.set_f32(a + "rope.scaling.factor", 4.0f);
-  out.set_u32(a + "rope.scaling.original_context_length", std::max(1, spec.n_ctx / 4));
+  const bool yarn_given = spec.rope_scale > 0;
+  out.set_f32(a + "rope.scaling.factor", yarn_given ? spec.rope_scale : 4.0f);
+  out.set_u32(a + "rope.scaling.original_context_length",
+              yarn_given ? spec.yarn_original_context : std::max(1, spec.n_ctx / 4));
   out.set_u32(a + "attention.q_lora_rank", s.q_lora_rank);
   out.set_u32(a + "attention.sliding_window", s.window);
   out.set_u32(a + "expert_shared_count", spec.n_expert_shared);
@@ -290,10 +330,10 @@ void write_deepseek4_metadata(const SyntheticSpec& spec, const Deepseek4Shape& s
   out.set_u32(a + "expert_gating_func", 4);  // sqrt(softplus)
   out.set_f32_array(a + "swiglu_clamp_exp", std::vector<float>(spec.n_layer, 10.0f));
   out.set_u32(a + "attention.indexer.head_count", s.indexer_heads);
-  out.set_u32(a + "attention.indexer.key_length", head_dim);
+  out.set_u32(a + "attention.indexer.key_length", s.indexer_dim);
   out.set_u32(a + "attention.indexer.top_k", s.top_k);
   out.set_u32(a + "attention.output_group_count", s.out_groups);
-  out.set_u32(a + "attention.output_lora_rank", head_dim);
+  out.set_u32(a + "attention.output_lora_rank", s.out_rank);
   out.set_i32_array(a + "attention.compress_ratios", s.ratios);
   out.set_f32(a + "attention.compress_rope_freq_base", 160000.0f);
   out.set_u32(a + "hyper_connection.count", 4);
@@ -318,8 +358,8 @@ void add_deepseek4_attention(const SyntheticSpec& spec, const Deepseek4Shape& s,
   tensors.push_back({p + "attn_q_b.weight", {s.q_lora_rank, heads * head_dim}});
   tensors.push_back({p + "attn_kv.weight", {d, head_dim}});
   tensors.push_back({p + "attn_kv_a_norm.weight", {head_dim}});
-  tensors.push_back({p + "attn_output_a.weight", {heads * head_dim / s.out_groups, head_dim * s.out_groups}});
-  tensors.push_back({p + "attn_output_b.weight", {head_dim * s.out_groups, d}});
+  tensors.push_back({p + "attn_output_a.weight", {heads * head_dim / s.out_groups, int64_t{s.out_rank} * s.out_groups}});
+  tensors.push_back({p + "attn_output_b.weight", {int64_t{s.out_rank} * s.out_groups, d}});
   const int64_t ratio = s.ratios[layer];
   auto compressor = [&](const std::string& prefix, int64_t width) {
     const int64_t state = ratio == 4 ? 2 * width : width;
@@ -331,40 +371,29 @@ void add_deepseek4_attention(const SyntheticSpec& spec, const Deepseek4Shape& s,
   if (ratio != 0) compressor(p + "attn_", head_dim);
   if (ratio == 4) {
     tensors.push_back({p + "indexer.proj.weight", {d, s.indexer_heads}});
-    tensors.push_back({p + "indexer.attn_q_b.weight", {s.q_lora_rank, s.indexer_heads * head_dim}});
-    compressor(p + "indexer_", head_dim);
+    tensors.push_back({p + "indexer.attn_q_b.weight", {s.q_lora_rank, int64_t{s.indexer_heads} * s.indexer_dim}});
+    compressor(p + "indexer_", s.indexer_dim);
   }
 }
 
-}  // namespace
+struct PlannedTensor {
+  std::string name;
+  std::vector<int64_t> dims;  // innermost first
+  TensorType type;
+};
 
-std::optional<SyntheticSpec> synthetic_preset(const std::string& name) {
-  for (const Preset& p : presets())
-    if (name == p.name) return p.spec;
-  return std::nullopt;
-}
+// A spec's file before its weights: the spec as written (defaults filled
+// in), its metadata in `out`, and its tensors with their types.
+struct SyntheticPlan {
+  SyntheticSpec spec;
+  gguf::GgufWriter out;
+  std::vector<PlannedTensor> tensors;
+};
 
-std::optional<std::string> synthetic_miniature(const std::string& arch) {
-  if (arch == "gemma3") return "gemma3-small";
-  if (arch == "qwen3moe") return "qwen3moe-tiny";
-  if (arch == "deepseek2") return "deepseek2-tiny";
-  if (arch == "deepseek4") return "deepseek-v4-tiny";
-  if (arch == "gpt-oss") return "gpt-oss-tiny";
-  if (arch == "qwen35") return "qwen35-tiny";
-  if (arch == "qwen35moe") return "qwen35moe-tiny";
-  if (arch == "qwen3next") return "qwen3next-tiny";
-  return std::nullopt;  // llama, qwen2, qwen3: the defaults of SyntheticSpec are small already
-}
-
-std::vector<std::string> synthetic_preset_names() {
-  std::vector<std::string> names;
-  for (const Preset& p : presets()) names.push_back(p.name);
-  return names;
-}
-
-Status write_synthetic_model(const SyntheticSpec& given, const std::string& path, ThreadPool& pool,
-                             const QuantizeProgress& progress) {
-  SyntheticSpec spec = given;
+Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
+  SyntheticSpec& spec = plan.spec;
+  gguf::GgufWriter& out = plan.out;
+  spec = given;
   if (spec.arch == "deepseek4") spec.n_expert_shared = std::max(1, spec.n_expert_shared);  // V4 always has one
   const bool deepseek = spec.arch == "deepseek2", deepseek4 = spec.arch == "deepseek4";
   const bool gemma3 = spec.arch == "gemma3", gpt_oss = spec.arch == "gpt-oss";
@@ -401,8 +430,12 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     return Status::error("nextn layers: only deepseek2 has multi-token-prediction blocks");
   const int n_blocks = spec.n_layer + spec.n_nextn_layer;
   const Deepseek4Shape ds4 = deepseek4_shape(spec, head_dim);
+  if (deepseek4 && (spec.n_head % ds4.out_groups != 0 || ds4.indexer_dim < ds4.rope_dim || ds4.rope_dim % 2 != 0 ||
+                    ds4.rope_dim > head_dim || ds4.top_k > std::max(1, spec.n_ctx / 4)))
+    return Status::error(
+        "deepseek4 needs output groups that divide the heads, an even rope dim within the head and the indexer's "
+        "keys, and indexer picks within a quarter of the context");
 
-  gguf::GgufWriter out;
   const std::string a = spec.arch + ".";
   out.set_string("general.architecture", spec.arch);
   out.set_string("general.name", spec.name);
@@ -580,11 +613,93 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     }
   }
 
-  // Weights are generated while the file is written, one slice at a time.
   const TensorContext ctx{n_blocks, spec.n_expert, spec.tied_output, spec.n_head / std::max(1, spec.n_head_kv)};
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const auto& [name, dims] = tensors[i];
-    if (name.ends_with("ffn_gate_tid2eid.weight")) {
+  for (auto& [name, dims] : tensors) {
+    TensorType type = name.ends_with("ffn_gate_tid2eid.weight") ? TensorType::I32
+                                                                 : choose_tensor_type(spec.mix, name, dims, ctx);
+    // gpt-oss's experts are MXFP4 in every published file, and llama.cpp's
+    // quantizer leaves them so; a float mix keeps them float (a file whose
+    // every product is exact, to check the model's arithmetic by).
+    const bool float_mix = spec.mix == QuantMix::kF16 || spec.mix == QuantMix::kF32;
+    if (gpt_oss && !float_mix && name.ends_with("_exps.weight")) type = TensorType::MXFP4;
+    plan.tensors.push_back({std::move(name), std::move(dims), type});
+  }
+  return {};
+}
+
+int64_t element_count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// The block a tensor's name belongs to ("blk.N."), or -1.
+int block_of(const std::string& name) {
+  if (!name.starts_with("blk.")) return -1;
+  return std::atoi(name.c_str() + 4);
+}
+
+}  // namespace
+
+std::optional<SyntheticSpec> synthetic_preset(const std::string& name) {
+  for (const Preset& p : presets())
+    if (name == p.name) return p.spec;
+  return std::nullopt;
+}
+
+std::optional<std::string> synthetic_miniature(const std::string& arch) {
+  if (arch == "gemma3") return "gemma3-small";
+  if (arch == "qwen3moe") return "qwen3moe-tiny";
+  if (arch == "deepseek2") return "deepseek2-tiny";
+  if (arch == "deepseek4") return "deepseek-v4-tiny";
+  if (arch == "gpt-oss") return "gpt-oss-tiny";
+  if (arch == "qwen35") return "qwen35-tiny";
+  if (arch == "qwen35moe") return "qwen35moe-tiny";
+  if (arch == "qwen3next") return "qwen3next-tiny";
+  return std::nullopt;  // llama, qwen2, qwen3: the defaults of SyntheticSpec are small already
+}
+
+std::vector<std::string> synthetic_preset_names() {
+  std::vector<std::string> names;
+  for (const Preset& p : presets()) names.push_back(p.name);
+  return names;
+}
+
+
+Result<SyntheticSize> synthetic_model_size(const SyntheticSpec& spec) {
+  SyntheticPlan plan;
+  if (Status s = plan_synthetic_model(spec, plan); !s.ok()) return s;
+  SyntheticSize size;
+  const SyntheticSpec& sp = plan.spec;
+  for (const PlannedTensor& t : plan.tensors) {
+    const uint64_t bytes = row_bytes(t.type, element_count(t.dims));
+    ++size.n_tensors;
+    size.tensor_bytes += bytes;
+    const bool no_product = t.dims.size() < 2 || t.name.ends_with("_ape.weight") || t.type == TensorType::I32;
+    if (no_product || block_of(t.name) >= sp.n_layer) continue;
+    if (t.name == "token_embd.weight")
+      size.bytes_per_token += bytes / static_cast<uint64_t>(t.dims[1]);
+    else if (t.name.ends_with("_exps.weight"))
+      size.bytes_per_token += bytes / static_cast<uint64_t>(sp.n_expert) * static_cast<uint64_t>(sp.n_expert_used);
+    else
+      size.bytes_per_token += bytes;
+  }
+  return size;
+}
+
+Status write_synthetic_model(const SyntheticSpec& given, const std::string& path, ThreadPool& pool,
+                             const QuantizeProgress& progress) {
+  SyntheticPlan plan;
+  if (Status s = plan_synthetic_model(given, plan); !s.ok()) return s;
+  const SyntheticSpec& spec = plan.spec;
+  gguf::GgufWriter& out = plan.out;
+  const bool gpt_oss = spec.arch == "gpt-oss";
+  const bool qwen35 = spec.arch == "qwen35" || spec.arch == "qwen35moe" || spec.arch == "qwen3next";
+  // Weights are generated while the file is written, one slice at a time.
+  const size_t n_tensors = plan.tensors.size();
+  for (size_t i = 0; i < n_tensors; ++i) {
+    const auto& [name, dims, type] = plan.tensors[i];
+    if (type == TensorType::I32) {
       // Hash routing: token t goes to experts t, t + 1, ... (mod n_expert).
       std::vector<int32_t> ids;
       for (int64_t t = 0; t < dims[1]; ++t)
@@ -594,14 +709,7 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       continue;
     }
     const int64_t cols = dims[0];
-    int64_t rows = 1;
-    for (size_t k = 1; k < dims.size(); ++k) rows *= dims[k];
-    TensorType type = choose_tensor_type(spec.mix, name, dims, ctx);
-    // gpt-oss's experts are MXFP4 in every published file, and llama.cpp's
-    // quantizer leaves them so; a float mix keeps them float (a file whose
-    // every product is exact, to check the model's arithmetic by).
-    const bool float_mix = spec.mix == QuantMix::kF16 || spec.mix == QuantMix::kF32;
-    if (gpt_oss && !float_mix && name.ends_with("_exps.weight")) type = TensorType::MXFP4;
+    const int64_t rows = element_count(dims) / cols;
     const bool random_vector = (gpt_oss && (name.ends_with(".bias") || name.ends_with("attn_sinks.weight"))) ||
                                (qwen35 && (name.ends_with("ssm_dt.bias") || name.ends_with("ffn_gate_inp_shexp.weight")));
     RowSource source;
@@ -639,15 +747,15 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
     if (quantize_needs_importance(type))
       importance = [equal = std::make_shared<std::vector<float>>(cols, 1.0f)](int64_t) { return equal->data(); };
     auto produce = quantized_rows_producer(type, rows, cols, std::move(source), pool, std::move(importance));
-    auto with_progress = [i, n = tensors.size(), name = name, &progress, produce](const gguf::GgufWriter::Sink& sink) {
-      if (progress) progress(i, n, name);
+    auto with_progress = [i, n_tensors, name = name, &progress, produce](const gguf::GgufWriter::Sink& sink) {
+      if (progress) progress(i, n_tensors, name);
       return produce(sink);
     };
     if (Status s = out.add_tensor_producer(name, type, dims, row_bytes(type, rows * cols), with_progress); !s.ok())
       return s;
   }
   Status written = out.write(path);
-  if (written.ok() && progress) progress(tensors.size(), tensors.size(), "");
+  if (written.ok() && progress) progress(n_tensors, n_tensors, "");
   return written;
 }
 

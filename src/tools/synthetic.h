@@ -36,9 +36,17 @@ struct SyntheticSpec {
   bool sigmoid_gating = false;
   float expert_weights_scale = 1.0f;
   // deepseek4: the query bottleneck (q_lora_rank, default n_embd / 2), the
-  // RoPE dims (rope_dim, default a quarter of the head), experts, and at
-  // least one shared expert (one where 0); the rest of its shape is fixed
-  // (synthetic.cpp).
+  // RoPE dims (rope_dim, default a quarter of the head), experts, at least
+  // one shared expert (one where 0), its window (sliding_window, default
+  // 64), YaRN over yarn_original_context where rope_scale is set (default
+  // 4 over a quarter of n_ctx), and these, 0 meaning the miniature's
+  // default: raw blocks before the ones that alternate compression ratios 4
+  // and 128 (1), the indexer's heads (4), key width (the head's) and picks
+  // per query (16), the output projection's groups (2, 1 for an odd head
+  // count) and rank per group (the head's width), and the leading blocks
+  // routed by token id (1, at most n_layer).
+  int ds4_raw_layers = 0, indexer_heads = 0, indexer_dim = 0, indexer_top_k = 0;
+  int out_groups = 0, out_rank = 0, hash_layers = 0;
   // deepseek2: multi-token-prediction blocks after the n_layer (block
   // n_layer + i, with its nextn.eh_proj, enorm, hnorm and shared_head_norm;
   // the embedding and the head are the model's).
@@ -75,7 +83,8 @@ struct SyntheticSpec {
 
 // Named shapes of real models: "llama-3.2-1b", "llama-3.1-8b", "qwen3-0.6b",
 // "qwen3-4b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3-small" (a
-// V3-style router and latent attention at 1.4B), "deepseek-v4-tiny" (V4
+// V3-style router and latent attention at 1.4B), "deepseek-v4-flash"
+// (284B; shrink it with n_layer and n_expert), "deepseek-v4-tiny" (V4
 // Flash's layout at a few MB), "gemma-3-4b", "tiny" (a few MB, for the
 // demo), "gemma3-small" (a few MB: six layers, the last global, window
 // 32), "qwen3moe-tiny", "deepseek2-tiny", "gpt-oss-tiny", "qwen35-tiny",
@@ -86,6 +95,18 @@ std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
 // are not enough (experts, windows, compression), or none.
 std::optional<std::string> synthetic_miniature(const std::string& arch);
 std::vector<std::string> synthetic_preset_names();
+
+// What the file of a spec would hold, without writing it: its tensors'
+// bytes, and the weight bytes one token reads (Model::bytes_per_token's
+// count: every matrix once, n_expert_used of each expert stack's n_expert,
+// one embedding row; the multi-token-prediction blocks, vectors, position
+// biases and hash tables aside).
+struct SyntheticSize {
+  int n_tensors = 0;
+  uint64_t tensor_bytes = 0;
+  uint64_t bytes_per_token = 0;
+};
+Result<SyntheticSize> synthetic_model_size(const SyntheticSpec& spec);
 
 // Writes the model; progress reports (tensors done, total, name).
 Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path, ThreadPool& pool,

@@ -320,6 +320,28 @@ TEST(MkmodelCommand, AnArchitectureAloneMakesASmallFileThatRuns) {
   }
 }
 
+// V4 Flash's shape: --dry-run counts the full file without writing it;
+// narrowed (width, experts, vocabulary) but with its own blocks, indexer,
+// output groups and hash-routed layers, it writes a file revis runs past
+// the window.
+TEST(MkmodelCommand, TheV4FlashShapeCountsAndRunsNarrowed) {
+  TempDir tmp;
+  const auto dry = run_revis("mkmodel --like deepseek-v4-flash --type MOE-2BIT --dry-run");
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("43 layers: 1328 tensors"), std::string::npos) << dry.out;
+  EXPECT_EQ(run_revis("mkmodel --like deepseek-v4-flash").exit_code, 2);  // no --output, no --dry-run
+
+  const std::string path = tmp.file("m.gguf");
+  const auto mk = run_revis("mkmodel --like deepseek-v4-flash --layers 4 --embd 256 --heads 8 --experts 8 "
+                            "--ff-expert 128 --vocab 512 --type Q8_0 -o " + shell_quote(path));
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  std::string command = "run -n 2 --temp 0 --json -m " + shell_quote(path);
+  command.append(" -p ").append(600, 'a');  // 600 tokens: past the window of 128
+  const auto r = run_revis(command);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["gen_tokens"], 2);
+}
+
 TEST(MkmodelCommand, SameSeedSameBytes) {
   TempDir tmp;
   ASSERT_EQ(run_revis("mkmodel --like tiny --type Q4_K_M --seed 3 -o " + shell_quote(tmp.file("a.gguf"))).exit_code, 0);

@@ -286,6 +286,14 @@ TEST(Deepseek4Synthetic, TheTinyShapeRunsAndCountsTheUsedExperts) {
         return name.ends_with("_ape.weight") || name.ends_with("tid2eid.weight");
       });
   EXPECT_EQ((*engine)->info().bytes_per_token, expected);
+  // The dry run's count agrees with the file and with the model.
+  Result<SyntheticSize> size = synthetic_model_size(spec);
+  ASSERT_TRUE(size.ok()) << size.status().message();
+  uint64_t tensor_bytes = 0;
+  for (const gguf::TensorInfo& t : (*file)->tensors()) tensor_bytes += t.n_bytes;
+  EXPECT_EQ(size->n_tensors, static_cast<int>((*file)->tensors().size()));
+  EXPECT_EQ(size->tensor_bytes, tensor_bytes);
+  EXPECT_EQ(size->bytes_per_token, expected);
 
   std::vector<int32_t> tokens;
   for (int i = 0; i < 300; ++i) tokens.push_back((i * 37 + 11) % 1000);
@@ -293,6 +301,28 @@ TEST(Deepseek4Synthetic, TheTinyShapeRunsAndCountsTheUsedExperts) {
   ASSERT_TRUE(session->eval(tokens, /*all_logits=*/true).ok());
   for (int k : {0, 130, 299})
     for (float v : session->logits(k)) ASSERT_TRUE(std::isfinite(v)) << "position " << k;
+}
+
+// V4 Flash's real shape: 284B parameters, about 13B of them read per
+// token (the published figures), counted at two bytes each in F16.
+TEST(Deepseek4Synthetic, TheFlashShapeHasV4FlashsParameterCounts) {
+  SyntheticSpec spec = *synthetic_preset("deepseek-v4-flash");
+  Result<SyntheticSize> size = synthetic_model_size(spec);
+  ASSERT_TRUE(size.ok()) << size.status().message();
+  EXPECT_EQ(size->n_tensors, 1328);
+  EXPECT_NEAR(static_cast<double>(size->tensor_bytes) / 2, 284.4e9, 0.2e9);
+  EXPECT_NEAR(static_cast<double>(size->bytes_per_token) / 2, 13.3e9, 0.1e9);
+  // Shrunk to four blocks and 32 experts (every kind of block, the
+  // benchmark's file): the experts not read cost file bytes only.
+  spec.n_layer = 4;
+  Result<SyntheticSize> shrunk = synthetic_model_size(spec);
+  spec.n_expert = 32;
+  Result<SyntheticSize> fewer = synthetic_model_size(spec);
+  ASSERT_TRUE(shrunk.ok() && fewer.ok());
+  EXPECT_LT(fewer->tensor_bytes, shrunk->tensor_bytes / 4);
+  // Per token only the routers shrink (a row per expert, at most float32).
+  EXPECT_LT(fewer->bytes_per_token, shrunk->bytes_per_token);
+  EXPECT_GT(fewer->bytes_per_token, shrunk->bytes_per_token - 4 * 4096 * 256 * sizeof(float));
 }
 
 }  // namespace
