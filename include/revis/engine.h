@@ -120,6 +120,7 @@ struct ModelInfo {
   std::string mlock_failure;     // with EngineOptions::mlock: why locking failed; empty when locked
   std::string device = "cpu";    // "cpu", or the GPU's name ("llvmpipe (LLVM 15.0.6, 256 bits)")
   int gpu_layers = 0;            // layers the GPU runs
+  bool gpu_output = false;       // and the output matrix
   uint64_t device_bytes = 0;     // GPU memory the model's layers and scratch take (caches come per session)
   uint64_t device_memory_bytes = 0;        // the GPU's memory (or EngineOptions::device_memory)
   uint64_t device_kv_bytes_per_token = 0;  // a session's cache of the GPU's layers, per position

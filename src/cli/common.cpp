@@ -26,8 +26,9 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet) {
                  info.file_bytes / 1048576.0, weights_place(info).c_str(), ms, info.n_ctx,
                  info.n_threads);
   if (info.device != "cpu" && !quiet)
-    std::fprintf(stderr, "GPU %s runs %d of %d layers (%.1f MiB of its memory)\n", info.device.c_str(), info.gpu_layers,
-                 info.n_layer, info.device_bytes / 1048576.0);
+    std::fprintf(stderr, "GPU %s runs %d of %d layers%s (%.1f MiB of its memory)\n", info.device.c_str(),
+                 info.gpu_layers, info.n_layer, info.gpu_output ? " and the output matrix" : "",
+                 info.device_bytes / 1048576.0);
   for (const std::string& warning : info.device_warnings) std::fprintf(stderr, "warning: GPU: %s\n", warning.c_str());
   // Positions past the trained ones are unlike anything the model saw:
   // without RoPE scaling the text degrades there.

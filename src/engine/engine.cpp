@@ -162,6 +162,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
     auto placed = impl->model->offload(std::move(*device), options.gpu_layers, options.device_memory, info.n_ctx);
     if (!placed.ok()) return placed.status().with_context(options.model_path);
     info.gpu_layers = placed->layers;
+    info.gpu_output = placed->output;
     info.device_bytes = placed->bytes;
     const gpu::Device* used = impl->model->device();
     info.device_memory_bytes = options.device_memory > 0 ? options.device_memory : used ? used->info().memory_bytes : 0;

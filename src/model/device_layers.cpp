@@ -10,6 +10,9 @@ namespace {
 
 // Tokens per chunk the scratch buffers hold: the model's chunk (model.h).
 constexpr int kRows = 256;
+// Rows of logits the output matrix gives at a time: a row of a 150k
+// vocabulary takes 600 KB of device memory.
+constexpr int kOutputRows = 16;
 
 // The weight types the matmul shader is compiled for, by its name suffix.
 const char* shader_type(TensorType t) {
@@ -74,21 +77,25 @@ std::string DeviceLayers::unsupported(const ModelConfig& c, const LayerWeights& 
   const std::vector<const Matrix*> matrices =
       moe ? std::vector<const Matrix*>{&l.wq, &l.wk, &l.wv, &l.wo, &l.router, &l.gate_exps, &l.up_exps, &l.down_exps}
           : std::vector<const Matrix*>{&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down};
-  for (const Matrix* m : matrices) {
-    if (m->empty() || m->stripes) return "a matrix is missing or already in the CPU's stripes";
-    if (!shader_type(m->type)) return std::string("weights of type ") + type_name(m->type) + " are not read by the GPU yet";
-    if (m->cols % 32 != 0) return "a matrix row of " + std::to_string(m->cols) + " values is not whole groups of 32";
-    if (device.max_buffer_bytes > 0 && m->row_bytes * m->rows * m->n_mats > device.max_buffer_bytes)
-      return "a matrix of " + std::to_string(m->row_bytes * m->rows * m->n_mats) + " bytes is more than one binding of " +
-             device.name + " addresses";
-  }
+  for (const Matrix* m : matrices)
+    if (std::string why = unreadable(*m, device); !why.empty()) return why;
+  return "";
+}
+
+std::string DeviceLayers::unreadable(const Matrix& m, const gpu::DeviceInfo& device) {
+  if (m.empty() || m.stripes) return "a matrix is missing or already in the CPU's stripes";
+  if (!shader_type(m.type)) return std::string("weights of type ") + type_name(m.type) + " are not read by the GPU yet";
+  if (m.cols % 32 != 0) return "a matrix row of " + std::to_string(m.cols) + " values is not whole groups of 32";
+  if (device.max_buffer_bytes > 0 && m.row_bytes * m.rows * m.n_mats > device.max_buffer_bytes)
+    return "a matrix of " + std::to_string(m.row_bytes * m.rows * m.n_mats) + " bytes is more than one binding of " +
+           device.name + " addresses";
   return "";
 }
 
 Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::Device> device, const ModelConfig& c,
                                                            const std::vector<LayerWeights>& layers,
                                                            std::vector<bool> on_device, const Rope& rope,
-                                                           float attn_scale) {
+                                                           float attn_scale, const Matrix* output) {
   std::unique_ptr<DeviceLayers> d(new DeviceLayers());
   d->device_ = std::move(device);
   d->config_ = c;
@@ -174,7 +181,32 @@ Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::
     if (!b.ok()) return b.status();
     *s.buffer = std::move(*b);
   }
+  if (output) {
+    auto m = matrix(*output, "the output matrix");
+    if (!m.ok()) return m.status();
+    d->output_ = std::make_unique<DeviceMatrix>(std::move(*m));
+    auto in = dev.allocate(kOutputRows * c.n_embd * sizeof(float), "output rows");
+    if (!in.ok()) return in.status();
+    auto logits = dev.allocate(kOutputRows * static_cast<size_t>(c.n_vocab) * sizeof(float), "logits");
+    if (!logits.ok()) return logits.status();
+    d->output_in_ = std::move(*in);
+    d->output_logits_ = std::move(*logits);
+  }
   return d;
+}
+
+Status DeviceLayers::output(const float* rows, int m, float* logits) {
+  const size_t d = config_.n_embd, n_vocab = config_.n_vocab;
+  for (int first = 0; first < m; first += kOutputRows) {
+    const int count = std::min(kOutputRows, m - first);
+    if (Status s = device_->write(output_in_, 0, rows + first * d, count * d * sizeof(float)); !s.ok()) return s;
+    device_->begin();
+    matmul(*output_, output_in_, output_logits_, count);
+    if (Status s = device_->run(); !s.ok()) return s.with_context("GPU " + device_->info().name);
+    if (Status s = device_->read(output_logits_, 0, logits + first * n_vocab, count * n_vocab * sizeof(float)); !s.ok())
+      return s;
+  }
+  return {};
 }
 
 DeviceLayers::~DeviceLayers() = default;

@@ -55,12 +55,15 @@ class DeviceLayers {
   // Why the device cannot run `layer` of this model ("" when it can).
   static std::string unsupported(const ModelConfig& c, const LayerWeights& l, int layer,
                                  const gpu::DeviceInfo& device);
-  // Uploads the layers marked in `on_device` (n_layer flags). Fails, naming
-  // the layer and the bytes, when the device has no room.
+  // Why the device cannot multiply by matrix m ("" when it can).
+  static std::string unreadable(const Matrix& m, const gpu::DeviceInfo& device);
+  // Uploads the layers marked in `on_device` (n_layer flags), and the
+  // output matrix where one is given. Fails, naming the layer and the
+  // bytes, when the device has no room.
   static Result<std::unique_ptr<DeviceLayers>> create(std::unique_ptr<gpu::Device> device, const ModelConfig& c,
                                                       const std::vector<LayerWeights>& layers,
-                                                      std::vector<bool> on_device, const Rope& rope,
-                                                      float attn_scale);
+                                                      std::vector<bool> on_device, const Rope& rope, float attn_scale,
+                                                      const Matrix* output);
   ~DeviceLayers();
 
   bool runs(int layer) const { return on_device_[layer]; }
@@ -72,6 +75,11 @@ class DeviceLayers {
   Status run(float* x, int n, std::span<const Segment> segments, int first, int last);
   // Copies the device's rows of `kv` that the host lacks into it.
   Status sync_to_host(KvCache& kv);
+
+  // Whether the output matrix is on the device, and logits = W_out rows
+  // for m rows of n_embd floats into m rows of n_vocab.
+  bool has_output() const { return output_ != nullptr; }
+  Status output(const float* rows, int m, float* logits);
 
  private:
   struct Layer;
@@ -87,6 +95,8 @@ class DeviceLayers {
   std::vector<bool> on_device_;
   std::vector<int> slot_;  // per model layer: its index among the device layers, or -1
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::unique_ptr<DeviceMatrix> output_;
+  gpu::Buffer output_in_, output_logits_;  // kOutputRows rows at a time
   Rope rope_;
   float attn_scale_ = 1.0f;
   const std::vector<LayerWeights>* weights_ = nullptr;  // the model's, for the experts' routing

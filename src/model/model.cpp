@@ -295,8 +295,7 @@ Status Model::forward_chunk(const int32_t* tokens, int n, std::span<const Segmen
     for (int t = 0; t < n; ++t) add(hidden_sum, &xb_[t * d], d);
     return {};
   }
-  output_logits(segments, pool);
-  return {};
+  return output_logits(segments, pool);
 }
 
 Status Model::transformer_layers(int n, std::span<const Segment> segments, ThreadPool& pool) {
@@ -356,9 +355,22 @@ Result<Model::Offload> Model::offload(std::unique_ptr<gpu::Device> device, int g
   for (const auto& [why, layers] : left_out)
     placed.warnings.push_back(std::to_string(layers.size()) + " layer(s) stay on the CPU (" + why + ")");
   if (placed.layers == 0) return placed;
-  auto layers = DeviceLayers::create(std::move(device), c, weights_.layers, std::move(on_device), rope_, attn_scale_);
+  // The output matrix goes too where every layer did and -ngl asks for
+  // more than the layers (llama.cpp's rule), or by default where it fits.
+  bool output = placed.layers == c.n_layer && (gpu_layers < 0 || gpu_layers > c.n_layer);
+  if (output) {
+    std::string why = DeviceLayers::unreadable(weights_.output, info);
+    if (why.empty() && bytes + matrix_bytes(weights_.output) > budget) why = "no room";
+    if (!why.empty()) {
+      placed.warnings.push_back("the output matrix stays on the CPU (" + why + ")");
+      output = false;
+    }
+  }
+  auto layers = DeviceLayers::create(std::move(device), c, weights_.layers, std::move(on_device), rope_, attn_scale_,
+                                     output ? &weights_.output : nullptr);
   if (!layers.ok()) return layers.status();
   device_ = std::move(*layers);
+  placed.output = output;
   placed.bytes = device_->device().bytes_in_use();
   return placed;
 }
@@ -367,7 +379,7 @@ Status Model::sync_kv_to_host(KvCache& kv) { return device_ ? device_->sync_to_h
 
 // logits = W_out * norm(x) for the rows whose logits their sequence asks
 // for, gathered so that the output matrix is read once for the chunk.
-void Model::output_logits(std::span<const Segment> segments, ThreadPool& pool) {
+Status Model::output_logits(std::span<const Segment> segments, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   const size_t n_vocab = c.n_vocab;
@@ -381,28 +393,35 @@ void Model::output_logits(std::span<const Segment> segments, ThreadPool& pool) {
     else if (s.first + s.n == static_cast<int>(seq->tokens.size()))
       rows.push_back({s.row + s.n - 1, seq->logits->data()});
   }
-  if (rows.empty()) return;
+  if (rows.empty()) return {};
   const int m = static_cast<int>(rows.size());
   // One run of rows (a single sequence's) goes straight to its logits.
   bool contiguous = true;
   for (int i = 1; i < m; ++i)
     contiguous = contiguous && rows[i].first == rows[0].first + i && rows[i].second == rows[0].second + i * n_vocab;
+  const float* in = &xb_[rows[0].first * d];
   float* out = rows[0].second;
-  if (contiguous) {
-    matmul_.run(pool, weights_.output, &xb_[rows[0].first * d], m, d, out, c.n_vocab);
-  } else {
+  if (!contiguous) {
     output_in_.resize(static_cast<size_t>(m) * d);
     output_rows_.resize(m * n_vocab);
     for (int i = 0; i < m; ++i) std::copy_n(&xb_[rows[i].first * d], d, &output_in_[i * d]);
-    matmul_.run(pool, weights_.output, output_in_.data(), m, d, output_rows_.data(), c.n_vocab);
-    for (int i = 0; i < m; ++i) std::copy_n(&output_rows_[i * n_vocab], n_vocab, rows[i].second);
+    in = output_in_.data();
+    out = output_rows_.data();
   }
+  if (device_ && device_->has_output()) {
+    if (Status s = device_->output(in, m, out); !s.ok()) return s;
+  } else {
+    matmul_.run(pool, weights_.output, in, m, d, out, c.n_vocab);
+  }
+  if (!contiguous)
+    for (int i = 0; i < m; ++i) std::copy_n(&output_rows_[i * n_vocab], n_vocab, rows[i].second);
   // Soft-capping: cap * tanh(logit / cap).
   if (c.logit_softcap > 0) {
     const float cap = c.logit_softcap;
     for (const auto& [row, logits] : rows)
       for (float* v = logits; v != logits + n_vocab; ++v) *v = std::tanh(*v * (1.0f / cap)) * cap;
   }
+  return {};
 }
 
 // One transformer block over the chunk's rows x_: x += Wo attention(norm(x)),

@@ -103,6 +103,7 @@ class Model {
   // Where the layers run once offload() has placed them on a GPU.
   struct Offload {
     int layers = 0;                      // how many run on the device
+    bool output = false;                 // the output matrix too
     uint64_t bytes = 0;                  // device memory their weights and scratch take
     std::vector<std::string> warnings;   // layers left on the CPU and why, one line per reason
   };
@@ -110,7 +111,8 @@ class Model {
   // of the model (llama.cpp's -ngl; more than n_layer means all), or with
   // -1 as many as fit beside one session's cache of n_ctx positions in
   // `memory_budget` bytes (0: the device's memory). A layer the device
-  // cannot run stays on the CPU, named in the warnings. Fails, naming the
+  // cannot run stays on the CPU, named in the warnings. The output matrix
+  // goes too when every layer did and gpu_layers is -1 or above n_layer. Fails, naming the
   // bytes needed and available, when the layers asked for do not fit.
   // Called once, at load, before keep_weights_in_stripes and any forward.
   Result<Offload> offload(std::unique_ptr<gpu::Device> device, int gpu_layers, uint64_t memory_budget, int n_ctx);
@@ -160,7 +162,7 @@ class Model {
   // The chunk's layers, each on the CPU or, for a run of them, the GPU.
   Status transformer_layers(int n, std::span<const Segment> segments, ThreadPool& pool);
   // The output projection for the chunk's rows in xb_ whose logits are asked for.
-  void output_logits(std::span<const Segment> segments, ThreadPool& pool);
+  Status output_logits(std::span<const Segment> segments, ThreadPool& pool);
   // recurrent >= 0: a hybrid's recurrent layer of that index (among the
   // recurrent ones) in place of attention.
   void transformer_block(const LayerWeights& l, bool moe, int kv_layer, int n, std::span<const Segment> segments,

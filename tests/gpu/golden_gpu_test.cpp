@@ -67,6 +67,7 @@ TEST_P(GoldenOnGpu, TeacherForcedLogitsWithinTolerance) {
   const testing::GoldenCase g = testing::load_golden(GetParam());
   Engine& engine = gpu_engine(g.model_file, 99);
   EXPECT_EQ(engine.info().gpu_layers, engine.info().n_layer);
+  EXPECT_TRUE(engine.info().gpu_output);
   EXPECT_TRUE(engine.info().device_warnings.empty());
   expect_within_tolerance(g, engine);
 }
@@ -90,6 +91,7 @@ TEST_P(SplitOnGpu, OneLayerOnTheDeviceOneOnTheCpu) {
   const testing::GoldenCase g = testing::load_golden(GetParam());
   Engine& engine = gpu_engine(g.model_file, 1);
   EXPECT_EQ(engine.info().gpu_layers, 1);
+  EXPECT_FALSE(engine.info().gpu_output);
   expect_within_tolerance(g, engine);
 }
 
