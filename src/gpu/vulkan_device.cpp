@@ -198,13 +198,28 @@ Result<Device::Impl::Slot> Device::Impl::make_slot(size_t bytes, bool host_visib
     return -1;
   };
   const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  int type = host_visible ? pick(visible) : pick(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | visible);
-  if (type < 0 && !host_visible) type = pick(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  if (type < 0) type = pick(0);
-  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  ai.allocationSize = req.size;
-  ai.memoryTypeIndex = static_cast<uint32_t>(type);
-  if (VkResult r = vkAllocateMemory(device, &ai, nullptr, &s.memory); r != VK_SUCCESS) {
+  // Memory types in the order tried. A discrete card's device-local,
+  // host-visible type is often a 256 MiB window (without resizable BAR):
+  // when it is full, plain device-local memory takes the rest.
+  std::vector<int> types;
+  for (VkMemoryPropertyFlags want :
+       host_visible ? std::vector<VkMemoryPropertyFlags>{visible}
+                    : std::vector<VkMemoryPropertyFlags>{VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | visible,
+                                                         VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0})
+    if (int t = pick(want); t >= 0 && std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+  VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+  int type = -1;
+  for (int t : types) {
+    VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    ai.allocationSize = req.size;
+    ai.memoryTypeIndex = static_cast<uint32_t>(t);
+    r = vkAllocateMemory(device, &ai, nullptr, &s.memory);
+    if (r == VK_SUCCESS) {
+      type = t;
+      break;
+    }
+  }
+  if (type < 0) {
     vkDestroyBuffer(device, s.buffer, nullptr);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) return no_room();
     return Status::error(std::string(what) + ": " + vk_error("vkAllocateMemory", r));

@@ -1,11 +1,11 @@
 #include "model/kv_cache.h"
 
-#include "model/device_layers.h"
-
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <new>
+
+#include "model/device_layers.h"
 
 namespace revis {
 

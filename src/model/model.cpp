@@ -30,7 +30,6 @@
 #include <cmath>
 #include <map>
 #include <memory>
-#include <numeric>
 
 #include "model/ops.h"
 #include "model/striped_weights.h"
