@@ -25,6 +25,9 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, bool quiet) {
                  info.name.c_str(), info.architecture.c_str(), info.n_layer, info.n_vocab,
                  info.file_bytes / 1048576.0, weights_place(info).c_str(), ms, info.n_ctx,
                  info.n_threads);
+  if ((options.device.empty() || options.device == "cpu") && options.gpu_layers >= 0 && !quiet)
+    std::fprintf(stderr, "note: -ngl %d does nothing on the CPU (--device vulkan puts layers on a GPU)\n",
+                 options.gpu_layers);
   if (info.device != "cpu" && !quiet)
     std::fprintf(stderr, "GPU %s runs %d of %d layers%s (%.1f MiB of its memory)\n", info.device.c_str(),
                  info.gpu_layers, info.n_layer, info.gpu_output ? " and the output matrix" : "",

@@ -485,10 +485,10 @@ TEST(CommandLine, MistypedNamesGetTheNearestOneAndExitTwo) {
 
 TEST(CommandLine, LlamaCppHabitsWork) {
   const std::string base = "run -m " + shell_quote(model("llama-spm-Q8_0")) + " -p 'Hello world' --temp 0 --json";
-  // -ngl is accepted with a note, not taken for -n gl.
+  // -ngl is llama.cpp's, not -n gl; on the CPU a note says it does nothing.
   const auto ngl = run_revis(base + " -ngl 99 -n 3");
   ASSERT_EQ(ngl.exit_code, 0) << ngl.err;
-  EXPECT_NE(ngl.err.find("-ngl ignored"), std::string::npos) << ngl.err;
+  EXPECT_NE(ngl.err.find("-ngl 99 does nothing on the CPU"), std::string::npos) << ngl.err;
   EXPECT_EQ(nlohmann::json::parse(ngl.out)["gen_tokens"], 3);
 
   // A repeated option: the last one wins.
