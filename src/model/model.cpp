@@ -87,6 +87,11 @@ Result<uint64_t> Model::keep_weights_in_stripes() {
   for (int i = 0; device_ && i < config_.n_layer; ++i) on_device[i] = device_->runs(i);
   auto striped = stripe_weights(weights_, give_back, on_device);
   if (!striped.ok()) return striped.status().with_context(file_->path());
+  // The layers a GPU runs read its copy of their matrices: the file's goes back.
+  for (int i = 0; i < config_.n_layer; ++i)
+    if (on_device[i])
+      for (const Matrix* m : weights_.layers[i].matrices())
+        if (!m->empty()) give_back(m->data);
   std::sort(released_.begin(), released_.end());
   striped_memory_ = std::move(striped->memory);
   return striped->matrices;

@@ -123,7 +123,8 @@ class Model {
 
   // Keeps every matrix that the active kernel backend has a stripe form
   // for in stripes, in memory of the model's own (striped_weights.h), and
-  // gives the file's copy of them back (GgufFile::release). Returns how
+  // gives the file's copy of them back (GgufFile::release), as it does the
+  // matrices of the layers a GPU runs (offload, before this). Returns how
   // many matrices; 0 where the backend has no stripe forms. Called once,
   // at load, before any forward call.
   Result<uint64_t> keep_weights_in_stripes();
