@@ -156,6 +156,8 @@ struct Device::Impl {
   Result<const Kernel*> kernel(std::string_view name);
   Status submit_and_wait();
   Status copy(VkBuffer src, VkBuffer dst, size_t src_offset, size_t dst_offset, size_t bytes);
+  // The staging buffer of copies to and from memory the host cannot see, made at first use.
+  Status make_staging();
 };
 
 Device::Impl::~Impl() {
@@ -280,6 +282,14 @@ Status Device::Impl::copy(VkBuffer src, VkBuffer dst, size_t src_offset, size_t 
   return submit_and_wait();
 }
 
+Status Device::Impl::make_staging() {
+  if (staging.buffer) return {};
+  auto made = make_slot(kStagingBytes, true, "the staging buffer");
+  if (!made.ok()) return made.status();
+  staging = *made;
+  return {};
+}
+
 Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Device::~Device() = default;
 
@@ -393,11 +403,7 @@ Status Device::write(Buffer& to, size_t offset, const void* data, size_t bytes) 
     std::memcpy(static_cast<uint8_t*>(s.mapped) + offset, data, bytes);
     return {};
   }
-  if (!impl_->staging.buffer) {
-    auto staging = impl_->make_slot(kStagingBytes, true, "the staging buffer");
-    if (!staging.ok()) return staging.status();
-    impl_->staging = *staging;
-  }
+  if (Status st = impl_->make_staging(); !st.ok()) return st;
   for (size_t done = 0; done < bytes; done += kStagingBytes) {
     const size_t part = std::min(kStagingBytes, bytes - done);
     std::memcpy(impl_->staging.mapped, static_cast<const uint8_t*>(data) + done, part);
@@ -413,11 +419,7 @@ Status Device::read(const Buffer& from, size_t offset, void* data, size_t bytes)
     std::memcpy(data, static_cast<const uint8_t*>(s.mapped) + offset, bytes);
     return {};
   }
-  if (!impl_->staging.buffer) {
-    auto staging = impl_->make_slot(kStagingBytes, true, "the staging buffer");
-    if (!staging.ok()) return staging.status();
-    impl_->staging = *staging;
-  }
+  if (Status st = impl_->make_staging(); !st.ok()) return st;
   for (size_t done = 0; done < bytes; done += kStagingBytes) {
     const size_t part = std::min(kStagingBytes, bytes - done);
     if (Status st = impl_->copy(s.buffer, impl_->staging.buffer, offset + done, 0, part); !st.ok()) return st;

@@ -240,17 +240,29 @@ Status DeviceLayers::prepare_cache(KvCache& kv, int n_past) {
     if (m.host_rows < n_past)
       return Status::error("the GPU's cache lacks positions " + std::to_string(m.device_rows) + ".." +
                            std::to_string(n_past - 1) + " and the host's has only " + std::to_string(m.host_rows));
-    const size_t from = m.device_rows, count = n_past - m.device_rows;
-    for (int i = 0; i < c.n_layer; ++i) {
-      if (slot_[i] < 0) continue;
-      for (int h = 0; h < c.n_head_kv; ++h) {
-        const size_t offset = (static_cast<size_t>(h) * kv.n_ctx() + from) * hd * sizeof(uint16_t);
-        const size_t bytes = count * hd * sizeof(uint16_t);
-        if (Status s = device_->write(m.keys[slot_[i]], offset, kv.key(i, h, from), bytes); !s.ok()) return s;
-        if (Status s = device_->write(m.values[slot_[i]], offset, kv.value(i, h, from), bytes); !s.ok()) return s;
+    if (Status s = copy_rows(kv, m.device_rows, n_past - m.device_rows, /*to_device=*/true); !s.ok()) return s;
+    m.device_rows = n_past;
+  }
+  return {};
+}
+
+// Positions [from, from + count) of every device layer's keys and values,
+// between kv's host rows and its device cache, one run per KV head.
+Status DeviceLayers::copy_rows(KvCache& kv, int from, int count, bool to_device) {
+  const ModelConfig& c = config_;
+  const size_t row_bytes = static_cast<size_t>(c.head_dim_k) * sizeof(uint16_t), bytes = count * row_bytes;
+  DeviceKv& m = *kv.device_kv;
+  for (int i = 0; i < c.n_layer; ++i) {
+    if (slot_[i] < 0) continue;
+    for (int h = 0; h < c.n_head_kv; ++h) {
+      const size_t offset = (static_cast<size_t>(h) * kv.n_ctx() + from) * row_bytes;
+      for (auto [device_rows, host_rows] : {std::pair{&m.keys[slot_[i]], kv.key(i, h, from)},
+                                            std::pair{&m.values[slot_[i]], kv.value(i, h, from)}}) {
+        Status s = to_device ? device_->write(*device_rows, offset, host_rows, bytes)
+                             : device_->read(*device_rows, offset, host_rows, bytes);
+        if (!s.ok()) return s;
       }
     }
-    m.device_rows = n_past;
   }
   return {};
 }
@@ -259,17 +271,7 @@ Status DeviceLayers::sync_to_host(KvCache& kv) {
   if (!kv.device_kv) return {};
   DeviceKv& m = *kv.device_kv;
   if (m.host_rows >= m.device_rows) return {};
-  const ModelConfig& c = config_;
-  const size_t hd = c.head_dim_k, from = m.host_rows, count = m.device_rows - m.host_rows;
-  for (int i = 0; i < c.n_layer; ++i) {
-    if (slot_[i] < 0) continue;
-    for (int h = 0; h < c.n_head_kv; ++h) {
-      const size_t offset = (static_cast<size_t>(h) * kv.n_ctx() + from) * hd * sizeof(uint16_t);
-      const size_t bytes = count * hd * sizeof(uint16_t);
-      if (Status s = device_->read(m.keys[slot_[i]], offset, kv.key(i, h, from), bytes); !s.ok()) return s;
-      if (Status s = device_->read(m.values[slot_[i]], offset, kv.value(i, h, from), bytes); !s.ok()) return s;
-    }
-  }
+  if (Status s = copy_rows(kv, m.host_rows, m.device_rows - m.host_rows, /*to_device=*/false); !s.ok()) return s;
   m.host_rows = m.device_rows;
   return {};
 }

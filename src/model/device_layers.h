@@ -85,6 +85,7 @@ class DeviceLayers {
   struct Layer;
   DeviceLayers() = default;
   Status prepare_cache(KvCache& kv, int n_past);
+  Status copy_rows(KvCache& kv, int from, int count, bool to_device);
   // Recording the steps of a layer (device_layers.cpp).
   void matmul(const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buffer& out, int tokens, int mat = 0);
   void rms_norm(const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out, int rows);
