@@ -127,7 +127,8 @@ Status run_matmul_bench(const MatMulBenchArgs& args) {
                .cols = kCols,
                .memory_bytes = args.memory_mib << 20,
                .prefill_tokens = kPrefillTokens,
-               .striped = args.striped});
+               .striped = args.striped,
+               .stepwise = args.stepwise});
     if (!speed.ok()) return Status::error("--matmul: " + speed.status().message());
     MatMulSpeed& s = **speed;
     memory_bytes = s.memory_matrix_bytes();

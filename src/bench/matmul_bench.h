@@ -23,7 +23,8 @@ struct MatMulBenchArgs {
   int threads = 0;                 // 0: physical cores
   size_t memory_mib = 1024;        // >= 1
   bool json = false;
-  bool striped = false;  // the matrices in stripes (matmul_speed.h)
+  bool striped = false;   // the matrices in stripes (matmul_speed.h)
+  bool stepwise = false;  // the products as a model runs them (matmul_speed.h)
 };
 
 // Runs and prints; an error names the flag (--matmul, --kernels) it comes from.

@@ -122,6 +122,7 @@ Result<std::unique_ptr<MatMulSpeed>> MatMulSpeed::create(ThreadPool& pool, const
   state->out.resize(static_cast<size_t>(std::max({state->memory.stored.rows, state->cache.stored.rows,
                                                   options.prefill_tokens * state->prefill.stored.rows})));
   state->options = options;
+  state->matmul.set_stepwise(options.stepwise);
   return std::unique_ptr<MatMulSpeed>(new MatMulSpeed(std::move(state)));
 }
 

@@ -35,6 +35,9 @@ struct MatMulSpeedOptions {
   // it (model/striped_weights.h), where the active backend has a stripe
   // form of the type; stored rows otherwise.
   bool striped = false;
+  // Every token given the single-token bits, as a model runs its matrices
+  // (model/matmul.h: stepwise); off: the fastest grouping.
+  bool stepwise = false;
 };
 
 // The matrices and activations, built once (untimed): a few rows of random

@@ -47,7 +47,7 @@ struct BenchArgs {
   int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0, batch_tokens = 256;
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
-  bool json = false, mlock = false, striped = false;
+  bool json = false, mlock = false, striped = false, stepwise = false;
 };
 
 // "512,2048,8192" -> ascending, distinct, positive counts (of `flag`).
@@ -220,7 +220,8 @@ int run_matmul(const BenchArgs& args) {
                                               .threads = args.threads,
                                               .memory_mib = args.bandwidth_mib,
                                               .json = args.json,
-                                              .striped = args.striped});
+                                              .striped = args.striped,
+                                              .stepwise = args.stepwise});
   return run.ok() ? 0 : fail(run.message());
 }
 
@@ -490,6 +491,10 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_flag("--stripes", args->striped,
                 "With --matmul: keep each matrix in stripes of rows where the kernels have a stripe form, as a "
                 "model read into memory does")
+      ->needs(matmul);
+  cmd->add_flag("--stepwise", args->stepwise,
+                "With --matmul: give every token the bits it would get alone, as a model's products do (batch "
+                "invariance); without --stripes, as a model read from a mapped file does")
       ->needs(matmul);
   cmd->add_option("--kernels", args->kernels,
                   "Kernel backend: scalar, avx2, avx512 or neon (default: the best this CPU has), to compare them");

@@ -36,6 +36,11 @@ int64_t slice_cols(int64_t cols, size_t bytes, size_t limit) {
   return (quanta + slices - 1) / slices * kSliceQuantum;
 }
 
+// The slices of columns of a matrix kept in (or read through) stripes of
+// `form`: the same for every token, so that a row's sum over them is the
+// same bits whichever kernel took the token.
+int64_t stripe_slice(int64_t cols, const PackedDot& form) { return slice_cols(cols, form.bytes(cols), kGroupSliceBytes); }
+
 // From this many tokens on, the threads share the conversion of the
 // activations (a few microseconds per token); below it, waking them would
 // cost more than it saves.
@@ -107,10 +112,19 @@ bool claim(std::atomic<int64_t>& next, int64_t rows, int64_t min_rows, int64_t m
 void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens, int64_t x_stride, float* out,
                  int64_t out_stride) {
   if (observer_ != nullptr) observer_->on_matmul(w, x, n_tokens, x_stride);
-  if (w.stripes) return run_striped(pool, w, x, n_tokens, x_stride, out, out_stride);
+  if (w.stripes) return run_striped(pool, w, *w.stripes, x, n_tokens, x_stride, out, out_stride);
+  // Stepwise, a matrix stored as rows (a mapped file) whose type has a
+  // stripe form with lane_dot gives every token its stripes' bits, as if
+  // it were kept in stripes: groups of tokens meet stripes repacked a tile
+  // at a time, and a few tokens meet the rows where they are stored
+  // through lane_dot, which needs no repacking.
+  const PackedDot* lanes = stepwise_ ? stripe_form(w.type, w.cols) : nullptr;
+  if (lanes && !lanes->lane_dot) lanes = nullptr;
+  if (lanes && n_tokens > kGroup) return run_striped(pool, w, *lanes, x, n_tokens, x_stride, out, out_stride);
   const TensorType act_type = activation_type(w.type);
   const size_t act_row = row_bytes(act_type, w.cols);
-  const DotKernels kernels = dot_kernels(w.type, w.cols);
+  const DotKernels kernels =
+      lanes ? DotKernels{lanes->lane_dot, nullptr, nullptr, nullptr, false} : dot_kernels(w.type, w.cols);
   const bool grouped = kernels.dot4 != nullptr && !stepwise_ && n_tokens >= kGroup;
   const int n_groups = grouped ? n_tokens / kGroup : 0;
   activations_.resize(act_row * n_tokens);
@@ -157,7 +171,9 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
     convert(0, n_groups + n_single);
 
   const int64_t slice = grouped ? slice_cols(w.cols, packed ? packed_bytes : kGroup * act_row, kGroupSliceBytes) : w.cols;
-  const int64_t single_slice = slice_cols(w.cols, w.row_bytes, kPrefetchSliceBytes);
+  // Through lane_dot, a row's slices are its stripes' (run_striped), and
+  // add up as theirs.
+  const int64_t single_slice = lanes ? stripe_slice(w.cols, *lanes) : slice_cols(w.cols, w.row_bytes, kPrefetchSliceBytes);
   // Byte offsets of every slice, worked out once here rather than per row:
   // in the weight rows as the kernel reads them (repacked or stored), and
   // in the activations.
@@ -293,7 +309,7 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
               packed_one->dot(w.row(r) + s.w_offset, packed_a + s.act_offset, s.n, &dot);
             else
               dot = kernels.dot(w.row(r) + s.w_offset, a + s.act_offset, s.n);
-            sum += dot;
+            sum = &s == single_slices_.data() ? dot : sum + dot;  // a first dot of -0 stays -0, as in stripes
           }
           out[t * out_stride + r] = sum;
         }
@@ -308,9 +324,8 @@ void MatMul::run(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens
   });
 }
 
-void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens, int64_t x_stride,
-                         float* out, int64_t out_stride) {
-  const PackedDot& form = *w.stripes;
+void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const PackedDot& form, const float* x, int n_tokens,
+                         int64_t x_stride, float* out, int64_t out_stride) {
   const int stripe_rows = form.weight_rows;
   const TensorType act_type = activation_type(w.type);
   const size_t act_row = row_bytes(act_type, w.cols);
@@ -338,9 +353,7 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const float* x, int 
   else
     convert(0, n_groups);
 
-  // The same slices of columns for every token, so that a row's sum over
-  // them is the same bits whichever kernel took the token.
-  const int64_t slice = slice_cols(w.cols, packed_bytes, kGroupSliceBytes);
+  const int64_t slice = stripe_slice(w.cols, form);
   group_slices_.clear();
   for (int64_t col = 0; col < w.cols; col += slice) {
     const int64_t n = std::min(slice, w.cols - col);
@@ -349,11 +362,20 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const float* x, int 
   // Threads claim whole stripes: one group takes long runs of them, which
   // stream from memory best (the one-token kernels ask for the bytes ahead
   // of them as they go), several groups a tile of them each, re-read from
-  // L2 by every group.
-  const size_t stripe_bytes = stripe_rows * w.row_bytes;
-  const int64_t stripes = w.stored_rows() / stripe_rows;
+  // L2 by every group. A matrix stored as rows has each tile repacked into
+  // stripes by the thread that claims it (run() sends only several groups
+  // here), which costs about as much as one group's products over it.
+  const bool repack = w.stripes == nullptr;
+  const size_t stripe_bytes = stripe_rows * form.weight_bytes(w.cols);
+  const int64_t stripes = repack ? (w.rows + stripe_rows - 1) / stripe_rows : w.stored_rows() / stripe_rows;
   const int64_t tile_stripes = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / stripe_bytes));
-  const int64_t max_stripes = n_groups == 1 ? stripes : tile_stripes;
+  const int64_t max_stripes = n_groups == 1 && !repack ? stripes : tile_stripes;
+  // Where stripes [first, last) are stored, and their bytes there.
+  auto stored = [&](int64_t first) { return repack ? w.row(first * stripe_rows) : w.data + first * stripe_bytes; };
+  auto stored_bytes = [&](int64_t first, int64_t last) {
+    return repack ? static_cast<size_t>(std::min<int64_t>(last * stripe_rows, w.rows) - first * stripe_rows) * w.row_bytes
+                  : static_cast<size_t>(last - first) * stripe_bytes;
+  };
   const int threads = pool.size();
   std::atomic<int64_t> next_stripe{0};
   pool.parallel_for(std::min<int64_t>(threads, (stripes + tile_stripes - 1) / tile_stripes), [&](int64_t, int64_t) {
@@ -366,11 +388,19 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const float* x, int 
       // With several groups the next tile is claimed now and its stripes
       // asked for a share per group, as in run().
       const bool ahead = n_groups > 1 && claim_stripes(ahead_begin, ahead_end);
-      const size_t ahead_bytes = ahead ? static_cast<size_t>(ahead_end - ahead_begin) * stripe_bytes : 0;
+      const size_t ahead_bytes = ahead ? stored_bytes(ahead_begin, ahead_end) : 0;
+      thread_local std::vector<uint8_t> repacked;  // per pool thread, kept across calls
+      if (repack) {
+        const int64_t first_row = begin * stripe_rows;
+        repacked.resize(static_cast<size_t>(end - begin) * stripe_bytes);
+        form.repack_weights(w.row(first_row), w.row_bytes, std::min<int64_t>(end * stripe_rows, w.rows) - first_row,
+                            w.cols, repacked.data());
+      }
+      const uint8_t* tile = repack ? repacked.data() - begin * stripe_bytes : w.data;  // stripe s at s * stripe_bytes
       for (int g = 0; g < n_groups; ++g) {
         if (ahead) {
           const size_t from = (ahead_bytes * g / n_groups) & ~size_t{63}, to = ahead_bytes * (g + 1) / n_groups;
-          prefetch(w.data + ahead_begin * stripe_bytes + from, to - from, Prefetch::kIntoL2);
+          prefetch(stored(ahead_begin) + from, to - from, Prefetch::kIntoL2);
         }
         const uint8_t* packed_group = packed_activations_.data() + g * packed_bytes;
         const int tokens_here = std::min(kGroup, n_tokens - g * kGroup);
@@ -379,7 +409,7 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const float* x, int 
           const int values = tokens_here * stripe_rows;  // dot_one writes one token's
           for (size_t k = 0; k < group_slices_.size(); ++k) {
             const Slice& s = group_slices_[k];
-            const uint8_t* weights = w.data + stripe * stripe_bytes + s.w_offset;
+            const uint8_t* weights = tile + stripe * stripe_bytes + s.w_offset;
             float* into = k == 0 ? sums : dots;
             if (tokens_here == 1)
               form.dot_one(weights, packed_group + s.act_offset, s.n, into);

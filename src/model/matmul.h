@@ -42,6 +42,11 @@
 // through its dot_one, which gives the same bits; so stepwise changes
 // nothing there. One group claims long runs of stripes, to
 // stream them; several claim a tile of stripes each, as above.
+// Stepwise, a matrix stored as rows (a mapped file) whose type has such a
+// stripe form with a lane_dot (quant.h) takes the same path, each tile
+// repacked into stripes by the thread that claims it, when the call has
+// more than four tokens; fewer meet the stored rows through lane_dot, one
+// token at a time. Either way every token gets the bits the stripes give.
 // A matrix is thus read from memory once per call whatever the number of
 // tokens: once per generated token, once per prompt chunk.
 #pragma once
@@ -84,10 +89,11 @@ class MatMul {
   void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
  private:
-  // run() for a matrix kept in stripes (weights.h): every token through
-  // the stripe form's kernels, four at a time or one by one alike.
-  void run_striped(ThreadPool& pool, const Matrix& w, const float* x, int n_tokens, int64_t x_stride, float* out,
-                   int64_t out_stride);
+  // run() for a matrix kept in stripes of `form` (weights.h), or stored as
+  // rows and repacked into them a tile at a time: every token through the
+  // stripe form's kernels, four at a time or one by one alike.
+  void run_striped(ThreadPool& pool, const Matrix& w, const PackedDot& form, const float* x, int n_tokens,
+                   int64_t x_stride, float* out, int64_t out_stride);
 
   // One slice of the columns: n values at byte w_offset of a weight row
   // (w_bytes of it), met by the activations from byte act_offset.

@@ -105,6 +105,12 @@ struct PackedDot {
   // stored row against four activation rows, each packed by pack() alone,
   // packed_stride bytes apart; out[k] is the very bits dot() gives row k.
   void (*dot4)(const void* w, const void* packed, size_t packed_stride, int64_t n, float* out) = nullptr;
+  // A stripe form may have lane_dot: one row where it is stored (never
+  // repacked) against one activation row in activation_type's format (not
+  // packed), giving the very bits dot_one gives that row in its stripe.
+  // With it, a matrix read from a mapped file meets single tokens without
+  // being repacked and still agrees with its stripes bit for bit.
+  float (*lane_dot)(const void* w, const void* a, int64_t n) = nullptr;
 };
 // The most weight_rows of any packed form.
 inline constexpr int kMaxStripeRows = 16;

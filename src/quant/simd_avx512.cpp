@@ -883,6 +883,29 @@ inline float total_in_quarters(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1)));
 }
 
+// A block's integer sums with each of T tokens (a[t] its Q8_K block): its
+// groups' products, each times the group's scale, spread over the lanes.
+template <int T, typename Format>
+inline void k_block_sums(const typename Format::Block& x, const KHeader& h, const BlockQ8_K* const* a, __m512i* sums) {
+  for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
+  auto add_pair = [&]<int kP>(const PairLevels& q) {
+    const __m512i scale = Format::Scales::template pair<kP>(h.scales);
+    for (int t = 0; t < T; ++t) {
+      __m512i y = load512(a[t]->qs + 64 * kP);
+      if constexpr (Format::kSigned) y = _mm512_mask_sub_epi8(y, q.negative, _mm512_setzero_si512(), y);
+      const __m512i products = _mm512_maddubs_epi16(q.q, y);
+      sums[t] = _mm512_dpwssd_epi32(sums[t], products, scale);
+    }
+  };
+  auto add_half = [&]<int kH>() {
+    const HalfLevels q = Format::template levels<kH>(x);
+    add_pair.template operator()<2 * kH>(q.even);
+    add_pair.template operator()<2 * kH + 1>(q.odd);
+  };
+  add_half.template operator()<0>();
+  add_half.template operator()<1>();
+}
+
 template <int T, typename Format>
 void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float* out) {
   const auto* wb = static_cast<const typename Format::Block*>(w);
@@ -892,26 +915,11 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
   __m256 acc_offsets[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps(), acc_offsets[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
-    const typename Format::Block& x = wb[b];
-    const KHeader h = Format::header(x);
+    const KHeader h = Format::header(wb[b]);
+    const BlockQ8_K* blocks[T];
+    for (int t = 0; t < T; ++t) blocks[t] = &ab[t][b];
     __m512i sums[T];
-    for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
-    auto add_pair = [&]<int kP>(const PairLevels& q) {
-      const __m512i scale = Format::Scales::template pair<kP>(h.scales);
-      for (int t = 0; t < T; ++t) {
-        __m512i y = load512(ab[t][b].qs + 64 * kP);
-        if constexpr (Format::kSigned) y = _mm512_mask_sub_epi8(y, q.negative, _mm512_setzero_si512(), y);
-        const __m512i products = _mm512_maddubs_epi16(q.q, y);
-        sums[t] = _mm512_dpwssd_epi32(sums[t], products, scale);
-      }
-    };
-    auto add_half = [&]<int kH>() {
-      const HalfLevels q = Format::template levels<kH>(x);
-      add_pair.template operator()<2 * kH>(q.even);
-      add_pair.template operator()<2 * kH + 1>(q.odd);
-    };
-    add_half.template operator()<0>();
-    add_half.template operator()<1>();
+    k_block_sums<T, Format>(wb[b], h, blocks, sums);
     for (int t = 0; t < T; ++t) add_k_block<Format>(h, ab[t][b], sums[t], acc[t], acc_offsets[t]);
   }
   for (int t = 0; t < T; ++t) acc[t] = add_low8(acc[t], acc_offsets[t]);
@@ -919,6 +927,40 @@ void dot_k_rows(const void* w, const uint8_t* a, size_t stride, int64_t n, float
     store_totals4(acc, out);
   else
     for (int t = 0; t < T; ++t) out[t] = total_in_quarters(acc[t]);
+}
+
+// One Q4_K or Q6_K row, where it is stored, against one Q8_K row, in the
+// float steps of one lane of the type's stripe kernel (dot_q4_k_stripe,
+// dot_q6_k_stripe): per block the integer sums are totalled exactly (the
+// order of integer additions changes nothing), then met by d x da in one
+// multiply-add, and for Q4_K the minimums by dmin x da in a second. A
+// matrix read from a mapped file, never repacked, thus gives each token
+// the bits its stripes would (quant.h's PackedDot::lane_dot).
+template <typename Format>
+float dot_k_lane(const void* w, const void* a, int64_t n) {
+  const auto* wb = static_cast<const typename Format::Block*>(w);
+  const auto* ab = static_cast<const BlockQ8_K*>(a);
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const KHeader h = Format::header(wb[b]);
+    const BlockQ8_K* block = &ab[b];
+    __m512i sums;
+    k_block_sums<1, Format>(wb[b], h, &block, &sums);
+    const __m256i offsets = _mm256_madd_epi16(load256(block->bsums), h.offsets);
+    __m128i offsets4 = _mm_add_epi32(_mm256_castsi256_si128(offsets), _mm256_extracti128_si256(offsets, 1));
+    offsets4 = _mm_add_epi32(offsets4, _mm_shuffle_epi32(offsets4, 0x4e));
+    const int32_t offset = _mm_cvtsi128_si32(_mm_add_epi32(offsets4, _mm_shuffle_epi32(offsets4, 0xb1)));
+    const __m128 scaled = _mm_mul_ps(h.d_dmin, _mm_set1_ps(block->d));  // d x da, dmin x da
+    const int32_t total = _mm512_reduce_add_epi32(sums);
+    if constexpr (Format::kOffsets == Offsets::kOwnScale) {
+      acc = _mm_fmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), total), scaled, acc);
+      acc = _mm_fnmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), offset), _mm_movehdup_ps(scaled), acc);
+    } else {
+      static_assert(Format::kOffsets == Offsets::kSameScale);
+      acc = _mm_fmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), total - offset), scaled, acc);
+    }
+  }
+  return _mm_cvtss_f32(acc);
 }
 
 // One token's Q8_K activations packed for dot_q4_k_one: each block as
@@ -1118,8 +1160,8 @@ KernelEntry q4_k_kernels() {
   static const PackedDot one{.bytes = q8_k_packed_bytes, .pack = pack_q8_k_pieces<kQ4_KOnePieces>, .dot = dot_q4_k_one,
                              .dot4 = dot_q4_k_four};
   using Layout = Q4_KStripes<16>;
-  static const PackedDot four{Layout::bytes,  Layout::pack,   dot_q4_k_stripe<4>, Layout::weight_bytes,
-                              Layout::repack, 16, dot_q4_k_stripe<1>};
+  static const PackedDot four{Layout::bytes,  Layout::pack,       dot_q4_k_stripe<4>, Layout::weight_bytes,
+                              Layout::repack, 16, dot_q4_k_stripe<1>, nullptr,            dot_k_lane<Q4_KPairs>};
   KernelEntry entry = k_kernels<Q4_KPairs>();
   entry.packed1 = &one;
   entry.packed4 = &four;
@@ -1128,8 +1170,8 @@ KernelEntry q4_k_kernels() {
 
 KernelEntry q6_k_kernels() {
   using Layout = Q6_KStripes<16>;
-  static const PackedDot four{Layout::bytes,  Layout::pack,   dot_q6_k_stripe<4>, Layout::weight_bytes,
-                              Layout::repack, 16, dot_q6_k_stripe<1>};
+  static const PackedDot four{Layout::bytes,  Layout::pack,       dot_q6_k_stripe<4>, Layout::weight_bytes,
+                              Layout::repack, 16, dot_q6_k_stripe<1>, nullptr,            dot_k_lane<Q6_KPairs>};
   KernelEntry entry = k_kernels<Q6_KPairs>();
   entry.packed4 = &four;
   return entry;

@@ -202,6 +202,47 @@ TEST_P(BatchInvariance, JoiningAndLeavingChangeNoOtherSequence) {
   }
 }
 
+// A Q4_K_M model read from a mapped file, whose matrices stay as stored
+// rows and are never kept in stripes: each sequence gets the same bits in a
+// batch of five as alone, and on AVX-512, which reads both of its types
+// (Q4_K, Q6_K) through their stripes' lane_dot, the very bits of the same
+// model read into memory and kept in stripes.
+TEST(MappedWeights, KeepBatchInvarianceAndTheStripesBits) {
+  const std::string file = testing::testdata("models/llama-spm-Q4_K_M.gguf").string();
+  const auto& cases = golden_cases(file);
+  constexpr int kBatch = 5;
+  for (KernelBackend backend : simd_backends()) {
+    SCOPED_TRACE(kernel_backend_name(backend));
+    const testing::ScopedKernelBackend scoped(backend);
+    ASSERT_TRUE(scoped.ok());
+    auto mapped = Engine::load({.model_path = file, .weights = WeightMemory::kMap, .n_ctx = 512, .n_threads = 2});
+    ASSERT_TRUE(mapped.ok()) << mapped.status().message();
+    ASSERT_EQ((*mapped)->info().striped_matrices, 0u);
+    const std::vector<Tokens> prompt = prompts(**mapped, cases);
+    const Alone alone = run_alone(**mapped, prompt);
+
+    std::vector<std::unique_ptr<Session>> sessions;
+    std::vector<Engine::BatchItem> items;
+    for (int i = 0; i < kBatch; ++i) {
+      sessions.push_back((*mapped)->new_session());
+      items.push_back({sessions.back().get(), prompt[i], /*all_logits=*/true});
+    }
+    ASSERT_TRUE((*mapped)->eval_batch(items).ok());
+    for (int i = 0; i < kBatch; ++i) ASSERT_TRUE(same_bits(all_rows(*sessions[i]), alone.prompt[i])) << "prompt " << i;
+
+    if (backend != KernelBackend::kAvx512) continue;
+    auto copied = Engine::load({.model_path = file, .weights = WeightMemory::kCopy, .n_ctx = 512, .n_threads = 2});
+    ASSERT_TRUE(copied.ok()) << copied.status().message();
+    ASSERT_GT((*copied)->info().striped_matrices, 0u);
+    const Alone in_stripes = run_alone(**copied, prompt);
+    for (int i = 0; i < kSequences; ++i) {
+      ASSERT_TRUE(same_bits(in_stripes.prompt[i], alone.prompt[i])) << "prompt " << i << ", mapped against copied";
+      for (int s = 0; s < kSteps; ++s)
+        ASSERT_TRUE(same_bits(in_stripes.steps[i][s], alone.steps[i][s])) << "sequence " << i << ", step " << s;
+    }
+  }
+}
+
 TEST(EvalBatch, RefusesAWholeBatchThatCannotRun) {
   auto loaded = Engine::load({.model_path = testing::testdata("models/qwen3-Q8_0.gguf").string(), .n_ctx = 16,
                               .n_threads = 2});

@@ -209,12 +209,14 @@ TEST(MatMul, StepwiseGivesEveryTokenTheSameBitsInAnyCall) {
 // pairs, among nine in order and reversed, and stepwise (what lets
 // speculative decoding verify drafts in groups and a resumed prompt equal a
 // cold one), and equal vec_dot of the stored rows within rounding. 8192
-// values go in slices of columns.
+// values go in slices of columns. Where the stripe form has a lane_dot,
+// the same rows stored as rows (a mapped file) and run stepwise give the
+// same bits as the stripes for any number of tokens.
 TEST(MatMul, StripedMatricesGiveEveryTokenTheSameBitsInAnyCall) {
   constexpr int64_t kRows = 45;
   constexpr int kTokens = 9, kMats = 3;
   ThreadPool pool(2);
-  int striped_types = 0;
+  int striped_types = 0, lane_types = 0;
   for (KernelBackend backend : testing::supported_kernel_backends()) {
     const testing::ScopedKernelBackend scoped(backend);
     ASSERT_TRUE(scoped.ok());
@@ -260,6 +262,24 @@ TEST(MatMul, StripedMatricesGiveEveryTokenTheSameBitsInAnyCall) {
         matmul.run(pool, w, &x[6 * cols], 2, cols, pair.data(), kRows);
         ASSERT_EQ(std::memcmp(pair.data(), &all[6 * kRows], 2 * kRows * sizeof(float)), 0) << "tokens 6 and 7";
 
+        if (form->lane_dot) {
+          ++lane_types;
+          Matrix stored = stack.w;  // the middle matrix, as rows
+          stored.rows = kRows;
+          stored.data = stack.w.row(kRows);
+          matmul.set_stepwise(true);
+          std::vector<float> from_rows(kTokens * kRows);
+          matmul.run(pool, stored, x.data(), kTokens, cols, from_rows.data(), kRows);  // tiles repacked
+          ASSERT_EQ(std::memcmp(from_rows.data(), all.data(), all.size() * sizeof(float)), 0) << "rows, 9 tokens";
+          for (int first : {0, 5, 8}) {  // 4, 3 and 1 tokens through lane_dot
+            const int n = std::min(4, kTokens - first);
+            matmul.run(pool, stored, &x[first * cols], n, cols, from_rows.data(), kRows);
+            ASSERT_EQ(std::memcmp(from_rows.data(), &all[first * kRows], n * kRows * sizeof(float)), 0)
+                << "rows, tokens from " << first;
+          }
+          matmul.set_stepwise(false);
+        }
+
         const TensorType act_type = activation_type(type);
         std::vector<uint8_t> act(row_bytes(act_type, cols));
         for (int t : {0, 8}) {
@@ -273,6 +293,7 @@ TEST(MatMul, StripedMatricesGiveEveryTokenTheSameBitsInAnyCall) {
   }
 #if defined(__x86_64__)
   if (kernel_backend_supported(KernelBackend::kAvx2)) EXPECT_GT(striped_types, 0);
+  if (kernel_backend_supported(KernelBackend::kAvx512)) EXPECT_GT(lane_types, 0);
 #endif
 }
 

@@ -1,7 +1,7 @@
 // Stripe forms (quant.h's stripe_form) on every backend this CPU runs: a
 // row's product with a token is the same bits whichever kernel takes it
-// (dot with four tokens, dot_one with that token alone) and whichever rows
-// share its stripe. That is what batch invariance rests on for matrices
+// (dot with four tokens, dot_one with that token alone, lane_dot with the
+// row where it is stored) and whichever rows share its stripe. That is what batch invariance rests on for matrices
 // kept or read in stripes (src/model/matmul.h).
 #include <bit>
 #include <cstring>
@@ -32,7 +32,7 @@ std::vector<uint8_t> quantized(TensorType type, const std::vector<float>& x) {
 using StripeForms = quant_test::OnEveryBackend;
 
 TEST_P(StripeForms, EveryRowIsTheSameBitsAloneOrAmongOthers) {
-  int forms = 0;
+  int forms = 0, lane_forms = 0;
   for (TensorType type : kStripedTypes) {
     const PackedDot* form = stripe_form(type, kCols);
     if (!form) continue;
@@ -74,6 +74,17 @@ TEST_P(StripeForms, EveryRowIsTheSameBitsAloneOrAmongOthers) {
             << type_name(type) << ": row " << r << ", token " << t << ", dot_one against dot";
       EXPECT_EQ(std::bit_cast<uint32_t>(four[t * rows + rows - 1]), 0u) << type_name(type) << ": the filled-up row";
     }
+    // A row where it is stored, through lane_dot where the form has one:
+    // the same bits as in its stripe.
+    if (form->lane_dot) {
+      ++lane_forms;
+      for (int r = 0; r + 1 < rows; ++r)
+        for (int t = 0; t < 4; ++t) {
+          const float dot = form->lane_dot(weights.data() + r * w_row, tokens.data() + t * a_row, kCols);
+          EXPECT_EQ(std::bit_cast<uint32_t>(dot), std::bit_cast<uint32_t>(four[t * rows + r]))
+              << type_name(type) << ": row " << r << ", token " << t << ", lane_dot against dot";
+        }
+    }
     // Each row alone in a stripe, at its first place: the same bits as
     // beside the others.
     for (int r = 0; r + 1 < rows; ++r) {
@@ -86,8 +97,11 @@ TEST_P(StripeForms, EveryRowIsTheSameBitsAloneOrAmongOthers) {
             << type_name(type) << ": row " << r << " alone in its stripe, token " << t;
     }
   }
-  std::printf("%s: %d stripe forms checked\n", kernel_backend_name(GetParam()), forms);
-  if (GetParam() == KernelBackend::kAvx512) EXPECT_EQ(forms, 5);  // every type listed
+  std::printf("%s: %d stripe forms checked, %d with lane_dot\n", kernel_backend_name(GetParam()), forms, lane_forms);
+  if (GetParam() == KernelBackend::kAvx512) {
+    EXPECT_EQ(forms, 5);       // every type listed
+    EXPECT_EQ(lane_forms, 2);  // Q4_K and Q6_K, the types of Q4_K_M files
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StripeForms, ::testing::ValuesIn(kKernelBackends),
