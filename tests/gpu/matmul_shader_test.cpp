@@ -5,8 +5,10 @@
 // invariance: a token's row is the same bits alone and among others.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "gpu/device.h"
@@ -27,7 +29,10 @@ const ShaderType kShaderTypes[] = {
     {TensorType::Q8_0, "matmul_q8_0"}, {TensorType::Q4_0, "matmul_q4_0"}, {TensorType::Q4_1, "matmul_q4_1"},
     {TensorType::Q5_0, "matmul_q5_0"}, {TensorType::Q5_1, "matmul_q5_1"}, {TensorType::Q2_K, "matmul_q2_k"},
     {TensorType::Q3_K, "matmul_q3_k"}, {TensorType::Q4_K, "matmul_q4_k"}, {TensorType::Q5_K, "matmul_q5_k"},
-    {TensorType::Q6_K, "matmul_q6_k"}, {TensorType::IQ4_NL, "matmul_iq4_nl"}, {TensorType::IQ4_XS, "matmul_iq4_xs"}};
+    {TensorType::Q6_K, "matmul_q6_k"}, {TensorType::IQ4_NL, "matmul_iq4_nl"}, {TensorType::IQ4_XS, "matmul_iq4_xs"},
+    {TensorType::MXFP4, "matmul_mxfp4"}, {TensorType::IQ2_XXS, "matmul_iq2_xxs"}, {TensorType::IQ2_XS, "matmul_iq2_xs"},
+    {TensorType::IQ2_S, "matmul_iq2_s"}, {TensorType::IQ3_XXS, "matmul_iq3_xxs"}, {TensorType::IQ3_S, "matmul_iq3_s"},
+    {TensorType::IQ1_S, "matmul_iq1_s"}, {TensorType::IQ1_M, "matmul_iq1_m"}};
 
 struct MatmulPush {
   uint32_t rows, cols, tokens, row_bytes, x_offset, x_stride, o_offset, o_stride, w_offset;
@@ -50,10 +55,11 @@ class MatmulShader : public ::testing::TestWithParam<ShaderType> {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     const size_t rb = row_bytes(type, cols);
     std::vector<uint8_t> w(rb * rows);
-    std::vector<float> row(cols), dequant(static_cast<size_t>(rows) * cols);
+    std::vector<float> row(cols), dequant(static_cast<size_t>(rows) * cols), ones(cols, 1.0f);
     for (int r = 0; r < rows; ++r) {
       for (float& v : row) v = normal(rng);
-      quantize_row(type, row.data(), &w[r * rb], cols);
+      if (quantize_needs_importance(type)) quantize_row_with_importance(type, row.data(), &w[r * rb], cols, ones.data());
+      else quantize_row(type, row.data(), &w[r * rb], cols);
       dequantize_row(type, &w[r * rb], &dequant[static_cast<size_t>(r) * cols], cols);
     }
     std::vector<float> x(static_cast<size_t>(tokens) * cols);
@@ -67,13 +73,19 @@ class MatmulShader : public ::testing::TestWithParam<ShaderType> {
     auto wb = device_->allocate(w.size(), "weights");
     auto xb = device_->allocate(x.size() * 4, "x");
     auto ob = device_->allocate(static_cast<size_t>(tokens) * rows * 4, "out");
-    EXPECT_TRUE(wb.ok() && xb.ok() && ob.ok());
+    // The grid types read their points from the CPU's tables, bound at 3.
+    const std::span<const uint32_t> points = grid_words(type);
+    auto gb = device_->allocate(std::max<size_t>(points.size_bytes(), 4), "grid");
+    EXPECT_TRUE(wb.ok() && xb.ok() && ob.ok() && gb.ok());
     EXPECT_TRUE(device_->write(*wb, 0, w.data(), w.size()).ok());
     EXPECT_TRUE(device_->write(*xb, 0, x.data(), x.size() * 4).ok());
+    if (!points.empty()) {
+      EXPECT_TRUE(device_->write(*gb, 0, points.data(), points.size_bytes()).ok());
+    }
     const MatmulPush p{static_cast<uint32_t>(rows), static_cast<uint32_t>(cols), static_cast<uint32_t>(tokens),
                        static_cast<uint32_t>(rb), 0, static_cast<uint32_t>(cols), 0, static_cast<uint32_t>(rows), 0};
     device_->begin();
-    device_->dispatch(GetParam().kernel, {&*wb, &*xb, &*ob}, &p, sizeof p, rows);
+    device_->dispatch(GetParam().kernel, {&*wb, &*xb, &*ob, &*gb}, &p, sizeof p, rows);
     Status s = device_->run();
     EXPECT_TRUE(s.ok()) << s.message();
     std::vector<float> out(static_cast<size_t>(tokens) * rows);
