@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <ostream>
 #include <random>
 #include <span>
 #include <string>
@@ -27,6 +28,9 @@ struct ShaderType {
   TensorType type;
   std::string kernel;  // "matmul_" and the type's name in lower case
 };
+
+// ctest's list names a case by its kernel, not by the struct's bytes.
+void PrintTo(const ShaderType& t, std::ostream* os) { *os << t.kernel; }
 
 // Every type a weight may have: each GGUF type id revis knows, less the
 // activations' Q8_1 and Q8_K and the integer tables. A type added to
