@@ -83,8 +83,11 @@ class MatmulShader : public ::testing::TestWithParam<ShaderType> {
     std::vector<float> row(cols), dequant(static_cast<size_t>(rows) * cols), ones(cols, 1.0f);
     for (int r = 0; r < rows; ++r) {
       for (float& v : row) v = normal(rng);
-      if (quantize_needs_importance(type)) quantize_row_with_importance(type, row.data(), &w[r * rb], cols, ones.data());
-      else quantize_row(type, row.data(), &w[r * rb], cols);
+      // The IQ1/IQ2 quantizers need an importance: every value weighs the same.
+      if (quantize_needs_importance(type))
+        quantize_row_with_importance(type, row.data(), &w[r * rb], cols, ones.data());
+      else
+        quantize_row(type, row.data(), &w[r * rb], cols);
       dequantize_row(type, &w[r * rb], &dequant[static_cast<size_t>(r) * cols], cols);
     }
     std::vector<float> x(static_cast<size_t>(tokens) * cols);
