@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/routing.h"
+#include "quant/quant.h"
 
 namespace revis {
 namespace {
@@ -32,6 +33,14 @@ const char* shader_type(TensorType t) {
     case TensorType::Q6_K: return "q6_k";
     case TensorType::IQ4_NL: return "iq4_nl";
     case TensorType::IQ4_XS: return "iq4_xs";
+    case TensorType::MXFP4: return "mxfp4";
+    case TensorType::IQ2_XXS: return "iq2_xxs";
+    case TensorType::IQ2_XS: return "iq2_xs";
+    case TensorType::IQ2_S: return "iq2_s";
+    case TensorType::IQ3_XXS: return "iq3_xxs";
+    case TensorType::IQ3_S: return "iq3_s";
+    case TensorType::IQ1_S: return "iq1_s";
+    case TensorType::IQ1_M: return "iq1_m";
     default: return nullptr;
   }
 }
@@ -48,6 +57,7 @@ std::pair<uint32_t, uint32_t> grid(uint64_t count) {
 // A matrix on the device and what the matmul shader needs to read it.
 struct DeviceMatrix {
   gpu::Buffer data;
+  const gpu::Buffer* grid = nullptr;  // the grid types' points (DeviceLayers::grids_)
   std::string kernel;
   uint32_t rows = 0, cols = 0, row_bytes = 0;  // of one matrix of a stack
 };
@@ -110,8 +120,21 @@ Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::
     if (Status s = dev.write(*b, 0, v.data(), v.size() * sizeof(float)); !s.ok()) return s;
     return b;
   };
+  // Each grid type's points, uploaded once from the CPU's own tables.
+  auto grid = [&](TensorType type) -> Result<const gpu::Buffer*> {
+    const std::span<const uint32_t> words = grid_words(type);
+    if (words.empty()) return nullptr;
+    if (auto it = d->grids_.find(type); it != d->grids_.end()) return &it->second;
+    auto b = dev.allocate(words.size_bytes(), std::string("the grid of ") + type_name(type));
+    if (!b.ok()) return b.status();
+    if (Status s = dev.write(*b, 0, words.data(), words.size_bytes()); !s.ok()) return s;
+    return &d->grids_.emplace(type, std::move(*b)).first->second;
+  };
   auto matrix = [&](const Matrix& m, const std::string& what) -> Result<DeviceMatrix> {
     DeviceMatrix out;
+    auto points = grid(m.type);
+    if (!points.ok()) return points.status();
+    out.grid = *points;
     const size_t bytes = m.row_bytes * m.rows * m.n_mats;
     auto b = dev.allocate(bytes, what);
     if (!b.ok()) return b.status();
@@ -284,7 +307,7 @@ void DeviceLayers::matmul(const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buf
   const Push p{m.rows, m.cols, static_cast<uint32_t>(tokens), m.row_bytes, 0, m.cols, 0, m.rows,
                static_cast<uint32_t>(mat) * m.rows * m.row_bytes};
   const auto [gx, gy] = grid(m.rows);
-  device_->dispatch(m.kernel, {&m.data, &in, &out}, &p, sizeof p, gx, gy);
+  device_->dispatch(m.kernel, {&m.data, &in, &out, m.grid ? m.grid : &none_}, &p, sizeof p, gx, gy);
 }
 
 void DeviceLayers::rms_norm(const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out, int rows) {

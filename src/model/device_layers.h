@@ -19,6 +19,7 @@
 // a cold prefill on the same device.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -97,6 +98,7 @@ class DeviceLayers {
   std::vector<int> slot_;  // per model layer: its index among the device layers, or -1
   std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<DeviceMatrix> output_;
+  std::map<TensorType, gpu::Buffer> grids_;  // the points of each grid type the matrices use
   gpu::Buffer output_in_, output_logits_;  // kOutputRows rows at a time
   Rope rope_;
   float attn_scale_ = 1.0f;

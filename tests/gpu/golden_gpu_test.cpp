@@ -3,7 +3,9 @@
 // every case teacher-forced with all layers on the device, greedy
 // generation for the `en` prompt (the device is lavapipe on CI, a CPU:
 // one prompt keeps the stage short), and with -ngl 1 (one layer on the
-// device, one on the CPU) for the F16 and Q4_K_M files.
+// device, one on the CPU) for the F16 and Q4_K_M files. The moe2bit set
+// (qwen3moe with IQ2_XXS and Q2_K experts, the rest Q8_0) goes teacher-
+// forced with every layer on the device: the grid types' shaders end to end.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -40,6 +42,14 @@ std::vector<std::string> shared_cases(const std::string& prompt = "") {
   return names;
 }
 
+// The cases of a set kept apart ("moe2bit/").
+std::vector<std::string> set_cases(const std::string& folder) {
+  std::vector<std::string> names;
+  for (const std::string& name : testing::golden_case_names())
+    if (name.starts_with(folder)) names.push_back(name);
+  return names;
+}
+
 void expect_within_tolerance(const testing::GoldenCase& g, Engine& engine) {
   testing::TeacherForced r;
   ASSERT_NO_FATAL_FAILURE(testing::teacher_forced(g, engine, r));
@@ -73,6 +83,8 @@ TEST_P(GoldenOnGpu, TeacherForcedLogitsWithinTolerance) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, GoldenOnGpu, ::testing::ValuesIn(shared_cases()),
+                         [](const auto& info) { return testing::golden_test_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(TwoBitExperts, GoldenOnGpu, ::testing::ValuesIn(set_cases("moe2bit/")),
                          [](const auto& info) { return testing::golden_test_name(info.param); });
 
 using GreedyOnGpu = GoldenOnGpu;

@@ -1,8 +1,126 @@
 // One group of 32 weights of a row, dequantized: group g of the row whose
 // bytes start at byte `row`. Each weight type is compiled in by its macro
 // (TYPE_F16, TYPE_Q8_0, ...); the float steps are the CPU reference's
-// (src/quant), so a weight has the same value on both. The K-quants' 256
-// weights per block are its eight groups.
+// (src/quant), so a weight has the same value on both. The K-quants' and
+// the grid types' 256 weights per block are its eight groups.
+
+#if defined(TYPE_IQ2_XXS) || defined(TYPE_IQ2_XS) || defined(TYPE_IQ2_S) || defined(TYPE_IQ3_XXS) || \
+    defined(TYPE_IQ3_S) || defined(TYPE_IQ1_S) || defined(TYPE_IQ1_M)
+#define GRID_TYPE
+// The grid types look their points up in the type's grid, bound at 3 as
+// the host's own table (quant::grid_words): byte k of the words of a point
+// is its value k; an 8-value point is words 2p, 2p + 1, a 4-value one word p.
+layout(std430, binding = 3) readonly buffer Grid { uint grid[]; };
+
+uvec2 grid_point(uint p) { return uvec2(grid[2u * p], grid[2u * p + 1u]); }
+uint point_byte(uvec2 point, uint k) { return (point[k >> 2] >> ((k & 3u) * 8u)) & 0xFFu; }
+
+// The 8 signs a 7-bit field stands for: the eighth makes the minus signs even.
+uint sign_bits(uint field) {
+  const uint seven = field & 127u;
+  return seven | ((uint(bitCount(seven)) & 1u) << 7);
+}
+
+// Point l of a group (values 8l..8l+7): its unsigned values with `signs`
+// applied (IQ2, IQ3), or IQ1's level 8 * value + 1, - 1 where the delta is
+// negative (iq_quants.cpp's unpacking).
+void signed_point(uvec2 point, uint signs, uint l, inout int level[32]) {
+  for (uint k = 0u; k < 8u; ++k) {
+    const int v = int(point_byte(point, k));
+    level[8u * l + k] = ((signs >> k) & 1u) != 0u ? -v : v;
+  }
+}
+void shifted_point(uvec2 point, bool negative_delta, uint l, inout int level[32]) {
+  for (uint k = 0u; k < 8u; ++k)
+    level[8u * l + k] = 8 * (int(point_byte(point, k) << 24) >> 24) + (negative_delta ? -1 : 1);
+}
+uint low_nibble_scale(uint b) { return 2u * (byte_at(b) & 15u) + 1u; }
+uint high_nibble_scale(uint b) { return 2u * (byte_at(b) >> 4) + 1u; }
+
+// Group g of the row (32 values of a 256-value block) unpacked as the CPU
+// does: x = (d * scale[i / 16]) * level[i] * kGridFactor, scale odd.
+void grid_group(uint row, uint g, out float d, out uint scale[2], out int level[32]) {
+  const uint sub = g & 7u;
+#if defined(TYPE_IQ2_XXS)
+  // 66 bytes: d, then per group 4 point bytes and a word of 4 sign fields and the scale.
+  const uint b = row + (g >> 3) * 66u, q = b + 2u + sub * 8u, word = word_at(q + 4u);
+  d = half_at(b);
+  scale[0] = scale[1] = 2u * (word >> 28) + 1u;
+  for (uint l = 0u; l < 4u; ++l) signed_point(grid_point(byte_at(q + l)), sign_bits(word >> (7u * l)), l, level);
+#elif defined(TYPE_IQ2_XS)
+  // 74 bytes: d, 32 16-bit codes (9-bit point, 7 sign bits), 8 scale bytes.
+  const uint b = row + (g >> 3) * 74u;
+  d = half_at(b);
+  scale[0] = low_nibble_scale(b + 66u + sub);
+  scale[1] = high_nibble_scale(b + 66u + sub);
+  for (uint l = 0u; l < 4u; ++l) {
+    const uint code = byte_at(b + 2u + (sub * 4u + l) * 2u) | (byte_at(b + 3u + (sub * 4u + l) * 2u) << 8);
+    signed_point(grid_point(code & 511u), sign_bits(code >> 9), l, level);
+  }
+#elif defined(TYPE_IQ2_S)
+  // 82 bytes: d, 32 point bytes, 32 sign bytes, 8 bytes of index bits 8..9, 8 scale bytes.
+  const uint b = row + (g >> 3) * 82u, high = byte_at(b + 66u + sub);
+  d = half_at(b);
+  scale[0] = low_nibble_scale(b + 74u + sub);
+  scale[1] = high_nibble_scale(b + 74u + sub);
+  for (uint l = 0u; l < 4u; ++l) {
+    const uint index = byte_at(b + 2u + sub * 4u + l) | (((high >> (2u * l)) & 3u) << 8);
+    signed_point(grid_point(index), byte_at(b + 34u + sub * 4u + l), l, level);
+  }
+#elif defined(TYPE_IQ3_XXS)
+  // 98 bytes: d, 64 point bytes (4 values each), per group a word of 4 sign fields and the scale.
+  const uint b = row + (g >> 3) * 98u, points = b + 2u + sub * 8u, word = word_at(b + 66u + sub * 4u);
+  d = half_at(b);
+  scale[0] = scale[1] = 2u * (word >> 28) + 1u;
+  for (uint l = 0u; l < 4u; ++l) {
+    const uvec2 pair = uvec2(grid[byte_at(points + 2u * l)], grid[byte_at(points + 2u * l + 1u)]);
+    signed_point(pair, sign_bits(word >> (7u * l)), l, level);
+  }
+#elif defined(TYPE_IQ3_S)
+  // 110 bytes: d, 64 point bytes, 8 bytes of index bit 8, 32 sign bytes, 4 scale bytes.
+  const uint b = row + (g >> 3) * 110u, points = b + 2u + sub * 8u, high = byte_at(b + 66u + sub);
+  d = half_at(b);
+  scale[0] = scale[1] = 2u * ((byte_at(b + 106u + sub / 2u) >> (4u * (sub & 1u))) & 15u) + 1u;
+  for (uint l = 0u; l < 4u; ++l) {
+    const uint first = byte_at(points + 2u * l) | (((high >> (2u * l)) & 1u) << 8);
+    const uint second = byte_at(points + 2u * l + 1u) | (((high >> (2u * l + 1u)) & 1u) << 8);
+    signed_point(uvec2(grid[first], grid[second]), byte_at(b + 74u + sub * 4u + l), l, level);
+  }
+#elif defined(TYPE_IQ1_S)
+  // 50 bytes: d, 32 point bytes, per group a 16-bit word of index bits 8..10, the scale, the delta's sign.
+  const uint b = row + (g >> 3) * 50u, high = byte_at(b + 34u + sub * 2u) | (byte_at(b + 35u + sub * 2u) << 8);
+  d = half_at(b);
+  scale[0] = scale[1] = 2u * ((high >> 12) & 7u) + 1u;
+  for (uint l = 0u; l < 4u; ++l)
+    shifted_point(grid_point(byte_at(b + 2u + sub * 4u + l) | (((high >> (3u * l)) & 7u) << 8)), (high & 0x8000u) != 0u,
+                  l, level);
+#elif defined(TYPE_IQ1_M)
+  // 56 bytes: 32 point bytes, 16 bytes of a nibble per point (index bits
+  // 8..10, the delta's sign), 4 16-bit words of 3-bit scales whose top
+  // nibbles together are d.
+  const uint b = row + (g >> 3) * 56u;
+  uint d_bits = 0u;
+  for (uint w = 0u; w < 4u; ++w) d_bits |= (byte_at(b + 49u + 2u * w) >> 4) << (4u * w);
+  d = unpackHalf2x16(d_bits).x;
+  const uint word = byte_at(b + 48u + (sub >> 1) * 2u) | (byte_at(b + 49u + (sub >> 1) * 2u) << 8);
+  const uint shift = 6u * (sub & 1u);
+  scale[0] = 2u * ((word >> shift) & 7u) + 1u;
+  scale[1] = 2u * ((word >> (shift + 3u)) & 7u) + 1u;
+  for (uint l = 0u; l < 4u; ++l) {
+    const uint nibble = (byte_at(b + 32u + sub * 2u + l / 2u) >> (4u * (l & 1u))) & 15u;
+    shifted_point(grid_point(byte_at(b + sub * 4u + l) | ((nibble & 7u) << 8)), (nibble & 8u) != 0u, l, level);
+  }
+#endif
+}
+
+#if defined(TYPE_IQ3_XXS)
+const float kGridFactor = 0.25;
+#elif defined(TYPE_IQ3_S)
+const float kGridFactor = 1.0;
+#else
+const float kGridFactor = 0.125;
+#endif
+#endif
 
 #if defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
 // The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block's 12 bytes.
@@ -138,6 +256,24 @@ void dequant_group(uint row, uint g, out float v[32]) {
     v[i] = scale * float(kLevels[q & 15u]);
     v[i + 16u] = scale * float(kLevels[q >> 4]);
   }
+#elif defined(TYPE_MXFP4)
+  // 17 bytes: an E8M0 exponent, then 16 bytes of E2M1 codes in Q4_0's
+  // nibble order. The levels are the codes' values doubled, the scale
+  // 2^(e - 128) (blocks.h: mxfp4_scale; e < 2 is a subnormal).
+  const int kLevels[16] = int[16](0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+  const uint b = row + g * 17u, e = byte_at(b);
+  const float scale = uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+  for (uint i = 0u; i < 16u; ++i) {
+    const uint q = byte_at(b + 1u + i);
+    v[i] = float(kLevels[q & 15u]) * scale;
+    v[i + 16u] = float(kLevels[q >> 4]) * scale;
+  }
+#elif defined(GRID_TYPE)
+  float d;
+  uint scale[2];
+  int level[32];
+  grid_group(row, g, d, scale, level);
+  for (uint i = 0u; i < 32u; ++i) v[i] = (d * float(scale[i / 16u])) * float(level[i]) * kGridFactor;
 #else
 #error "no weight type defined"
 #endif

@@ -5,6 +5,7 @@
 // the same float steps whatever the other tokens of the call: the device
 // side of batch invariance (model/model.h). Tokens go eight at a time, so
 // each group of weights is dequantized once per eight tokens.
+// The grid types (IQ1, IQ2, IQ3) also bind their grid at 3 (dequant.glsl).
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer W { uint w[]; };
