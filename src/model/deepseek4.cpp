@@ -2,7 +2,9 @@
 // it. Read deepseek4_blocks() top to bottom: the embedding becomes n_hc
 // copies of the residual stream; each block reads a mix of the copies,
 // attends, writes back, reads again, runs its experts, writes back; a last
-// mix of the copies goes to the output norm (model.cpp).
+// mix of the copies goes to the output norm (model.cpp). A chunk's rows may
+// belong to several sequences: the matrices take them together, and each
+// row writes and reads its own sequence's cache at its own position.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -59,8 +61,15 @@ float dot(const float* a, const float* b, int n) {
 
 }  // namespace
 
-void Model::deepseek4_blocks(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool) {
+void Model::place_rows(std::span<const Segment> segments) {
+  places_.clear();
+  for (const Segment& s : segments)  // they cover the chunk's rows in order
+    for (int t = 0; t < s.n; ++t) places_.push_back({s.kv, s.n_past + t});
+}
+
+void Model::deepseek4_blocks(const int32_t* tokens, int n, std::span<const Segment> segments, ThreadPool& pool) {
   const ModelConfig& c = config_;
+  place_rows(segments);
   const int d = c.n_embd, n_hc = c.ds4.n_hc;
   // Every copy starts as the token's embedding.
   copies_.resize(static_cast<size_t>(n) * n_hc * d);
@@ -68,7 +77,7 @@ void Model::deepseek4_blocks(const int32_t* tokens, int n, int n_past, KvCache& 
     for (int h = 0; h < n_hc; ++h) std::copy_n(&x_[t * d], d, &copies_[(static_cast<size_t>(t) * n_hc + h) * d]);
 
   for (int layer = 0; layer < c.n_layer; ++layer)
-    deepseek4_block(weights_.ds4_layers[layer], layer, layer, tokens, n, n_past, kv, pool);
+    deepseek4_block(weights_.ds4_layers[layer], layer, layer, tokens, n, pool);
 
   read_copies(weights_.hc_head, /*head=*/true, n, pool);
   std::copy_n(xb_.data(), static_cast<size_t>(n) * d, x_.data());
@@ -78,12 +87,12 @@ void Model::deepseek4_blocks(const int32_t* tokens, int n, int n_past, KvCache& 
 // through the hyper-connections' write. `block` is the file's block (its
 // compression ratio and clamps), kv_layer the cache's layer for its rows.
 void Model::deepseek4_block(const Deepseek4Layer& l, int block, int kv_layer, const int32_t* tokens, int n,
-                            int n_past, KvCache& kv, ThreadPool& pool) {
+                            ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   read_copies(l.hc_attn, false, n, pool);
   for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &xb_[t * d], l.attn_norm.data(), d, c.rms_eps);
-  deepseek4_attention(l, c.ds4.compress_ratios[block], kv_layer, n, n_past, kv, pool);
+  deepseek4_attention(l, c.ds4.compress_ratios[block], kv_layer, n, pool);
   write_copies(n);
 
   read_copies(l.hc_ffn, false, n, pool);
@@ -116,7 +125,9 @@ void Model::deepseek4_nextn_chunk(const int32_t* tokens, const float* hidden, in
     }
   }
   matmul_.run(pool, w.eh_proj, nextn_in_.data(), rows, 2 * d, copies_.data(), d);
-  deepseek4_block(weights_.ds4_layers[c.n_layer], c.n_layer, 0, tokens, n, n_past, kv, pool);
+  const Segment whole{&kv, n_past, 0, n};
+  place_rows({&whole, 1});
+  deepseek4_block(weights_.ds4_layers[c.n_layer], c.n_layer, 0, tokens, n, pool);
 }
 
 // xb_ = each token's read of its copies; the write and carry weights stay
@@ -160,8 +171,7 @@ void Model::write_copies(int n) {
 // to the raw rows of the sliding window and, in compressing blocks, to
 // compressed keys; the output is rotated back (the values carried the
 // keys' rotation), then projected per group of heads (Wo_a) and out (Wo_b).
-void Model::deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
-                                ThreadPool& pool) {
+void Model::deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const Deepseek4& ds = c.ds4;
   const int d = c.n_embd, heads = c.n_head, head = c.head_dim_k, nope = head - c.rope_dims, rank = ds.q_lora_rank;
@@ -175,24 +185,25 @@ void Model::deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, i
   k_.resize(static_cast<size_t>(n) * head);
   matmul_.run(pool, l.wkv, xb_.data(), n, d, k_.data(), head);
   for (int t = 0; t < n; ++t) {
+    const RowPlace at = places_[t];
     for (int h = 0; h < heads; ++h) {
       float* qh = &q_[(static_cast<size_t>(t) * heads + h) * head];
       rms_normalise(qh, qh, head, c.rms_eps);
-      rope.apply(qh + nope, n_past + t);
+      rope.apply(qh + nope, at.pos);
     }
     float* k = &k_[static_cast<size_t>(t) * head];
     rms_norm(k, k, l.kv_norm.data(), head, c.rms_eps);
-    rope.apply(k + nope, n_past + t);
+    rope.apply(k + nope, at.pos);
     if (rotates_attention(c)) hadamard_rotate(k, head);
-    quantize_row(TensorType::F16, k, kv.key(layer, 0, n_past + t), head);
+    quantize_row(TensorType::F16, k, at.kv->key(layer, 0, at.pos), head);
   }
 
   if (ratio != 0) {
-    compress(l.compressor, layer, 0, n, n_past, kv, pool);
-    if (ratio == 4) compress(l.indexer_compressor, layer, kIndexerPlanes, n, n_past, kv, pool);
+    compress(l.compressor, layer, 0, n, pool);
+    if (ratio == 4) compress(l.indexer_compressor, layer, kIndexerPlanes, n, pool);
   }
-  select_compressed(l, ratio, layer, n, n_past, kv, pool);
-  sparse_attention(l, ratio, layer, n, n_past, kv, pool);
+  select_compressed(l, ratio, layer, n, pool);
+  sparse_attention(l, ratio, layer, n, pool);
 
   const int groups = ds.out_groups, group_width = heads * head / groups;
   out_a_.resize(static_cast<size_t>(n) * groups * ds.out_rank);
@@ -209,8 +220,7 @@ void Model::deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, i
 // first position. Ratio 4 reads the group before too (the first half of
 // its rows; the group's own rows give the second half), none before the
 // first group.
-void Model::compress(const Compressor& comp, int layer, int first_plane, int n, int n_past, KvCache& kv,
-                     ThreadPool& pool) {
+void Model::compress(const Compressor& comp, int layer, int first_plane, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd, r = comp.ratio, width = static_cast<int>(comp.wkv.rows);
   const int dim = static_cast<int>(comp.norm.size()), nope = dim - c.rope_dims;
@@ -220,7 +230,8 @@ void Model::compress(const Compressor& comp, int layer, int first_plane, int n, 
   matmul_.run(pool, comp.wkv, xb_.data(), n, d, comp_kv_.data(), width);
   matmul_.run(pool, comp.wgate, xb_.data(), n, d, comp_score_.data(), width);
   for (int t = 0; t < n; ++t) {
-    const int pos = n_past + t;
+    const int pos = places_[t].pos;
+    KvCache& kv = *places_[t].kv;
     float* score = &comp_score_[static_cast<size_t>(t) * width];
     add(score, &comp.ape[static_cast<size_t>(pos % r) * width], width);
     std::copy_n(&comp_kv_[static_cast<size_t>(t) * width], width, kv.plane_row(layer, first_plane + kStateKv, pos));
@@ -228,7 +239,8 @@ void Model::compress(const Compressor& comp, int layer, int first_plane, int n, 
   }
   std::vector<float> parts(2 * r), scores(2 * r);
   for (int t = 0; t < n; ++t) {
-    const int pos = n_past + t;
+    const int pos = places_[t].pos;
+    KvCache& kv = *places_[t].kv;  // the group's rows: this row's sequence, written above or before
     if ((pos + 1) % r != 0) continue;
     const int start = pos + 1 - r;
     float* key = kv.plane_row(layer, first_plane + kCompressedKey, pos);
@@ -261,13 +273,12 @@ void Model::compress(const Compressor& comp, int layer, int first_plane, int n, 
 //   score(e) = sum over indexer heads h of w_h relu(q_h . key_e),
 // with q_h from the query's bottleneck (RoPE'd as the compressed keys) and
 // w_h from the block's input, or all of them where they are no more.
-void Model::select_compressed(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
-                              ThreadPool& pool) {
+void Model::select_compressed(const Deepseek4Layer& l, int ratio, int layer, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const Deepseek4& ds = c.ds4;
   picked_.resize(n);
   for (int t = 0; t < n; ++t) {
-    picked_[t].resize(ratio == 0 ? 0 : (n_past + t + 1) / ratio);
+    picked_[t].resize(ratio == 0 ? 0 : (places_[t].pos + 1) / ratio);
     std::iota(picked_[t].begin(), picked_[t].end(), 0);
   }
   if (ratio != 4) return;
@@ -287,8 +298,9 @@ void Model::select_compressed(const Deepseek4Layer& l, int ratio, int layer, int
       const int visible = static_cast<int>(picks.size());
       if (visible <= ds.indexer_top_k) continue;
       float* q = &index_q_[static_cast<size_t>(t) * ih * idim];
+      KvCache& kv = *places_[t].kv;
       for (int h = 0; h < ih; ++h) {
-        compressed_rope_.apply(q + h * idim + nope, n_past + t);
+        compressed_rope_.apply(q + h * idim + nope, places_[t].pos);
         hadamard_rotate(q + h * idim, idim);
       }
       score.assign(visible, 0.0f);
@@ -312,8 +324,7 @@ void Model::select_compressed(const Deepseek4Layer& l, int ratio, int layer, int
 // carries no value; the output is the weighted keys, rotated back. The
 // query and the weights are rounded to float16 as llama.cpp's products with
 // its float16 cache round them.
-void Model::sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
-                             ThreadPool& pool) {
+void Model::sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int heads = c.n_head, head = c.head_dim_k, nope = head - c.rope_dims;
   const Rope& rope = ratio == 0 ? rope_ : compressed_rope_;
@@ -321,7 +332,8 @@ void Model::sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int 
   pool.parallel_for(n, [&](int64_t begin, int64_t end) {
     std::vector<float> keys, weights;
     for (int t = static_cast<int>(begin); t < end; ++t) {
-      const int pos = n_past + t;
+      const int pos = places_[t].pos;
+      KvCache& kv = *places_[t].kv;
       const int first = std::max(0, pos - c.ds4.n_swa + 1);
       const int n_raw = pos + 1 - first, n_keys = n_raw + static_cast<int>(picked_[t].size());
       keys.resize(static_cast<size_t>(n_keys) * head);

@@ -216,9 +216,7 @@ Status Model::forward(std::span<const SequenceInput> batch, ThreadPool& pool) {
   const bool step = total == 1;
   if (step) matmul_.set_prefetch(prefetch_tuner_.mode());
   const auto began = std::chrono::steady_clock::now();
-  // Chunks of up to kChunk tokens, the sequences' tokens one after another
-  // (deepseek4's blocks keep one sequence to a chunk: they walk its cache's
-  // compressor state in order).
+  // Chunks of up to kChunk tokens, the sequences' tokens one after another.
   std::vector<Segment> segments;
   Status failed;
   auto run_chunk = [&] {
@@ -228,7 +226,6 @@ Status Model::forward(std::span<const SequenceInput> batch, ThreadPool& pool) {
   };
   for (const SequenceInput& seq : batch) {
     const int n = static_cast<int>(seq.tokens.size());
-    if (config_.is_deepseek4() && !segments.empty()) run_chunk();
     for (int first = 0; first < n;) {
       const int room = kChunk - static_cast<int>(chunk_tokens_.size());
       const int len = std::min(room, n - first);
@@ -276,7 +273,7 @@ Status Model::forward_chunk(const int32_t* tokens, int n, std::span<const Segmen
   }
 
   if (c.is_deepseek4())
-    deepseek4_blocks(tokens, n, segments.front().n_past, *segments.front().kv, pool);
+    deepseek4_blocks(tokens, n, segments, pool);
   else if (Status s = transformer_layers(n, segments, pool); !s.ok())
     return s;
 

@@ -186,18 +186,19 @@ class Model {
 
   // deepseek4 (deepseek4.cpp): the blocks over the hyper-connected stream,
   // leaving in x_ the mix of its copies that the output norm reads.
-  void deepseek4_blocks(const int32_t* tokens, int n, int n_past, KvCache& kv, ThreadPool& pool);
-  void deepseek4_block(const Deepseek4Layer& l, int block, int kv_layer, const int32_t* tokens, int n, int n_past,
-                       KvCache& kv, ThreadPool& pool);
+  // The chunk's rows may come from several sequences (segments): every
+  // matrix takes them all at once, and each row meets its own cache at its
+  // own position (places_).
+  void deepseek4_blocks(const int32_t* tokens, int n, std::span<const Segment> segments, ThreadPool& pool);
+  void place_rows(std::span<const Segment> segments);
+  void deepseek4_block(const Deepseek4Layer& l, int block, int kv_layer, const int32_t* tokens, int n,
+                       ThreadPool& pool);
   void read_copies(const HyperMix& m, bool head, int n, ThreadPool& pool);
   void write_copies(int n);
-  void deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
-                           ThreadPool& pool);
-  void compress(const Compressor& comp, int layer, int first_plane, int n, int n_past, KvCache& kv, ThreadPool& pool);
-  void select_compressed(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
-                         ThreadPool& pool);
-  void sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int n, int n_past, KvCache& kv,
-                        ThreadPool& pool);
+  void deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, int n, ThreadPool& pool);
+  void compress(const Compressor& comp, int layer, int first_plane, int n, ThreadPool& pool);
+  void select_compressed(const Deepseek4Layer& l, int ratio, int layer, int n, ThreadPool& pool);
+  void sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int n, ThreadPool& pool);
   void deepseek4_moe(const Deepseek4Layer& l, int block, const int32_t* tokens, int n, ThreadPool& pool);
   // deepseek4's multi-token-prediction block over one chunk (nextn.cpp's
   // forward_nextn), leaving its output copies in copies_.
@@ -230,6 +231,11 @@ class Model {
   std::vector<float> copies_, copies_normed_, mix_logits_, mix_pre_, mix_post_, mix_comb_;
   std::vector<float> comp_kv_, comp_score_, index_q_, index_w_, out_a_;
   std::vector<std::vector<int>> picked_;
+  struct RowPlace {
+    KvCache* kv;
+    int pos;
+  };
+  std::vector<RowPlace> places_;  // each row's cache and position
   std::vector<int32_t> chunk_tokens_;                           // a chunk's tokens, sequence after sequence
   std::vector<float> output_in_, output_rows_;                  // the rows whose logits are asked for
   std::unique_ptr<DeviceLayers> device_;  // the layers on a GPU, if any (offload)
