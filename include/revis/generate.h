@@ -96,6 +96,11 @@ class Drafter {
   // the target evaluates the context in: a drafter that reads the target's
   // own state (mtp_drafter: its hidden states) keeps it. Others ignore it.
   virtual void attach(Session& target) { (void)target; }
+  // A drafter of the same kind with state of its own (a draft model's
+  // session, the MTP block's cache), sharing this one's weights, for one
+  // more sequence drafting at the same time: each generation needs its
+  // own. Null where the kind has no such copy.
+  virtual std::unique_ptr<Drafter> another() const { return nullptr; }
 };
 
 struct GenerateOptions {

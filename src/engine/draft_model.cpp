@@ -1,5 +1,6 @@
 // A draft model (revis/draft.h): a second engine on the target's threads,
-// with one session that follows the context it is given.
+// with one session that follows the context it is given (another(): one
+// more session of the same engine).
 //
 // Each draft first brings the session to the context: it keeps the longest
 // common prefix of what it holds (the drafts the target confirmed are
@@ -15,7 +16,9 @@ namespace {
 
 class DraftModel final : public Drafter {
  public:
-  DraftModel(std::unique_ptr<Engine> engine) : engine_(std::move(engine)), session_(engine_->new_session()) {}
+  explicit DraftModel(std::shared_ptr<Engine> engine) : engine_(std::move(engine)), session_(engine_->new_session()) {}
+
+  std::unique_ptr<Drafter> another() const override { return std::make_unique<DraftModel>(engine_); }
 
   Result<std::vector<int32_t>> draft(std::span<const int32_t> context, int max) override {
     const auto& held = session_->history();
@@ -37,7 +40,7 @@ class DraftModel final : public Drafter {
   }
 
  private:
-  std::unique_ptr<Engine> engine_;
+  std::shared_ptr<Engine> engine_;
   std::unique_ptr<Session> session_;
 };
 
@@ -65,7 +68,7 @@ Result<std::unique_ptr<Drafter>> load_draft_model(const Engine& target, const st
   auto engine = Engine::load(options);
   if (!engine.ok()) return engine.status().with_context("draft model");
   if (Status s = same_vocabulary(target, **engine, path); !s.ok()) return s;
-  return std::unique_ptr<Drafter>(new DraftModel(std::move(*engine)));
+  return std::unique_ptr<Drafter>(new DraftModel(std::shared_ptr<Engine>(std::move(*engine))));
 }
 
 Result<std::unique_ptr<Drafter>> load_drafter(const Engine& target, const std::string& draft) {

@@ -35,6 +35,10 @@ class MtpDrafter final : public Drafter {
   MtpDrafter(Model& model, ThreadPool& pool, int n_ctx)
       : model_(model), pool_(pool), kv_(one_layer(model.config()), n_ctx) {}
 
+  std::unique_ptr<Drafter> another() const override {
+    return std::make_unique<MtpDrafter>(model_, pool_, kv_.n_ctx());
+  }
+
   void attach(Session& target) override {
     if (target_ != &target) held_.clear();
     target_ = &target;

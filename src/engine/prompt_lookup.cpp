@@ -22,6 +22,8 @@ class PromptLookup final : public Drafter {
  public:
   explicit PromptLookup(int max_ngram) : max_ngram_(max_ngram) {}
 
+  std::unique_ptr<Drafter> another() const override { return std::make_unique<PromptLookup>(max_ngram_); }
+
   Result<std::vector<int32_t>> draft(std::span<const int32_t> context, int max) override {
     const int size = static_cast<int>(context.size());
     std::vector<int32_t> out;

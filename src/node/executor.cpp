@@ -64,7 +64,7 @@ struct Executor::Slot {
   LoadedModel* model = nullptr;
   JobPrompt prompt;
   GenerateOptions options;
-  std::unique_ptr<Drafter> lookup;
+  std::unique_ptr<Drafter> drafter;  // this slot's own, where it needs one
   std::unique_ptr<GrammarConstraint> constraint;
   std::vector<LogprobEntry> unsent;  // logprobs not yet sent with a piece of text
   std::optional<AnswerStream> answer;
@@ -313,18 +313,20 @@ Outcome<std::unique_ptr<Executor::Slot>> Executor::prepare(const std::shared_ptr
     grammar = std::move(*calls);
   }
   if (!spec.raw) options.shown_tokens = model.shown_tokens;
-  // Speculative decoding: the tier's draft model, else prompt lookup where
-  // the tier or the task asks for it. A draft model keeps one sequence's
-  // state, so one slot at a time drafts with it; the others decode plainly.
-  const bool draft_model_free =
-      model.draft_model && std::none_of(slots_in_use_.begin(), slots_in_use_.end(), [&](const auto& other) {
-        return !other->done && other->options.drafter == model.draft_model.get();
-      });
-  if (draft_model_free) {
-    options.drafter = model.draft_model.get();
-  } else if (!model.draft_model && (tier->lookup || spec.lookup)) {
-    slot->lookup = prompt_lookup_drafter();
-    options.drafter = slot->lookup.get();
+  // Speculative decoding: the tier's drafter (a draft model, the MTP
+  // block), else prompt lookup where the tier or the task asks for it. A
+  // drafter keeps one sequence's state: a slot that starts while another
+  // drafts with the tier's gets a copy of its own (Drafter::another), the
+  // weights shared.
+  if (model.draft_model) {
+    const bool in_use = std::any_of(slots_in_use_.begin(), slots_in_use_.end(), [&](const auto& other) {
+      return !other->done && other->options.drafter == model.draft_model.get();
+    });
+    if (in_use) slot->drafter = model.draft_model->another();
+    options.drafter = in_use ? slot->drafter.get() : model.draft_model.get();
+  } else if (tier->lookup || spec.lookup) {
+    slot->drafter = prompt_lookup_drafter();
+    options.drafter = slot->drafter.get();
   }
   options.draft_max = tier->draft_max > 0 ? tier->draft_max : kDefaultDraftMax;
   if (grammar) {

@@ -399,6 +399,44 @@ TEST(ExecutorSlots, ACancelledSlotLeavesTheOthersExact) {
   }
 }
 
+// A tier with a draft model: slots that run together each draft with a
+// copy of their own (Drafter::another), and their texts are those of a
+// one-slot node. The draft is the target itself, so every slot's drafts
+// are accepted and counted.
+TEST(ExecutorSlots, EverySlotDraftsAtOnce) {
+  const std::string model = model_path("llama-bpe-Q8_0");
+  auto run = [&](int slots) {
+    Fixture f(8, {{.name = "d", .model_path = model, .ctx = 512, .threads = 2, .draft_path = model, .slots = slots}});
+    Outcomes out;
+    f.executor.start("d");
+    for (int i = 0; i < 3; ++i) {
+      JobSpec s = spec("j" + std::to_string(i), 24, "d");
+      s.messages = {{"user", "Count to " + std::to_string(10 + i)}};
+      s.sampling.temperature = 0.0f;
+      EXPECT_TRUE(f.executor.submit(s, out.callbacks(s.label)).ok());
+    }
+    int most = 0;
+    while (!out.wait(3, 0s)) {
+      most = std::max(most, static_cast<int>(f.executor.snapshot().running.size()));
+      std::this_thread::sleep_for(1ms);
+    }
+    f.executor.shutdown(1s);
+    std::map<std::string, Outcome<JobResult>> results(std::make_move_iterator(out.done.begin()),
+                                                      std::make_move_iterator(out.done.end()));
+    return std::pair{std::move(results), most};
+  };
+  auto [alone, one] = run(1);
+  auto [together, most] = run(3);
+  EXPECT_EQ(one, 1);
+  EXPECT_GE(most, 2) << "the jobs never ran at once";
+  for (auto& [label, outcome] : together) {
+    ASSERT_TRUE(outcome.ok()) << label << ": " << outcome.error().message;
+    EXPECT_GT(outcome->stats.draft_tokens, 0) << label << " did not draft";
+    EXPECT_EQ(outcome->stats.accepted_tokens, outcome->stats.draft_tokens) << label << ": the target drafts itself";
+    expect_same(*alone.at(label), *outcome, label);
+  }
+}
+
 // The slots a tier gets: its own setting, else what the memory budget
 // holds beside the model (at least 1, at most kDefaultSlotsMax).
 TEST(ExecutorSlots, TheBudgetDecidesTheDefault) {
