@@ -3,7 +3,11 @@
 // every case teacher-forced with all layers on the device, greedy
 // generation for the `en` prompt (the device is lavapipe on CI, a CPU:
 // one prompt keeps the stage short), and with -ngl 1 (one layer on the
-// device, one on the CPU) for the F16 and Q4_K_M files.
+// device, one on the CPU) for the F16 and Q4_K_M files. DeepSeek's set
+// (deepseek2/: latent attention, a dense leading layer, sigmoid-gated
+// experts with a shared one, YaRN) runs the `en` and `code` prompts of
+// every file teacher-forced, and `en` split: its `ja` and `long` prompts
+// test nothing the others do not on the device, and cost lavapipe time.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -75,6 +79,18 @@ TEST_P(GoldenOnGpu, TeacherForcedLogitsWithinTolerance) {
 INSTANTIATE_TEST_SUITE_P(SharedModels, GoldenOnGpu, ::testing::ValuesIn(shared_cases()),
                          [](const auto& info) { return testing::golden_test_name(info.param); });
 
+// deepseek2/'s cases of these prompts, of the files whose name holds `file`.
+std::vector<std::string> deepseek2_cases(const std::vector<std::string>& prompts, const std::string& file = "") {
+  std::vector<std::string> names;
+  for (const std::string& name : testing::golden_case_names())
+    for (const std::string& prompt : prompts)
+      if (name.starts_with("deepseek2/" + file) && name.ends_with("." + prompt)) names.push_back(name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Deepseek2, GoldenOnGpu, ::testing::ValuesIn(deepseek2_cases({"en", "code"})),
+                         [](const auto& info) { return testing::golden_test_name(info.param); });
+
 using GreedyOnGpu = GoldenOnGpu;
 
 TEST_P(GreedyOnGpu, GenerationMatchesUpToFirstUnclearPosition) {
@@ -102,6 +118,15 @@ INSTANTIATE_TEST_SUITE_P(DenseF16AndQ4KM, SplitOnGpu,
                              if (n.find("moe") == std::string::npos &&
                                  (n.find("-F16.") != std::string::npos || n.find("-Q4_K_M.") != std::string::npos))
                                names.push_back(n);
+                           return names;
+                         }()),
+                         [](const auto& info) { return testing::golden_test_name(info.param); });
+
+// DeepSeek's dense leading layer and first MoE layer on the CPU, its last
+// MoE layer on the device.
+INSTANTIATE_TEST_SUITE_P(Deepseek2, SplitOnGpu, ::testing::ValuesIn([] {
+                           std::vector<std::string> names = deepseek2_cases({"en"}, "deepseek2-F16");
+                           for (const std::string& n : deepseek2_cases({"en"}, "deepseek2-Q4_K_M")) names.push_back(n);
                            return names;
                          }()),
                          [](const auto& info) { return testing::golden_test_name(info.param); });
