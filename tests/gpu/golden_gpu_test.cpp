@@ -6,8 +6,9 @@
 // device, one on the CPU) for the F16 and Q4_K_M files. DeepSeek's set
 // (deepseek2/: latent attention, a dense leading layer, sigmoid-gated
 // experts with a shared one, YaRN) runs the `en` and `code` prompts of
-// every file teacher-forced, and `en` split: its `ja` and `long` prompts
-// test nothing the others do not on the device, and cost lavapipe time.
+// every file teacher-forced, the `long` one (two chunks, 383 positions) of
+// the YaRN F16 file, and `en` split for F16 and Q4_K_M: the other `long`
+// cases take lavapipe 15 s each, and `ja` adds no path on the device.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -88,7 +89,12 @@ std::vector<std::string> deepseek2_cases(const std::vector<std::string>& prompts
   return names;
 }
 
-INSTANTIATE_TEST_SUITE_P(Deepseek2, GoldenOnGpu, ::testing::ValuesIn(deepseek2_cases({"en", "code"})),
+INSTANTIATE_TEST_SUITE_P(Deepseek2, GoldenOnGpu, ::testing::ValuesIn([] {
+                           std::vector<std::string> names = deepseek2_cases({"en", "code"});
+                           for (const std::string& n : deepseek2_cases({"long"}, "deepseek2-yarn-F16"))
+                             names.push_back(n);
+                           return names;
+                         }()),
                          [](const auto& info) { return testing::golden_test_name(info.param); });
 
 using GreedyOnGpu = GoldenOnGpu;
