@@ -14,6 +14,10 @@ constexpr int kRows = 256;
 // Rows of logits the output matrix gives at a time: a row of a 150k
 // vocabulary takes 600 KB of device memory.
 constexpr int kOutputRows = 16;
+// The widest rows the attention shaders hold (attention.comp,
+// latent_rope_store.comp): keys of 576 halves, values of 512 (DeepSeek
+// V2/V3's latent and RoPE key).
+constexpr int kMaxKeyWidth = 576, kMaxValueWidth = 512;
 
 // The weight types the matmul shader is compiled for, by its name suffix.
 const char* shader_type(TensorType t) {
@@ -66,28 +70,65 @@ struct DeviceLayers::Layer {
   gpu::Buffer attn_norm, ffn_norm, q_norm, k_norm, bq, bk, bv;
   DeviceMatrix wq, wk, wv, wo, gate, up, down;
   DeviceMatrix router, gate_exps, up_exps, down_exps;  // a mixture of experts
+  DeviceMatrix gate_shexp, up_shexp, down_shexp;       // its shared experts, as one FFN
+  gpu::Buffer q_a_norm, kv_a_norm;                     // latent attention
+  DeviceMatrix wq_a, wq_b, wkv_a, wk_b, wv_b;
 };
 
-std::string DeviceLayers::unsupported(const ModelConfig& c, const LayerWeights& l, int layer,
-                                      const gpu::DeviceInfo& device) {
-  if (c.arch != Architecture::kLlama && c.arch != Architecture::kQwen2 && c.arch != Architecture::kQwen3 &&
-      c.arch != Architecture::kQwen3Moe)
-    return std::string("the ") + architecture_name(c.arch) + " block is not written for the GPU yet";
-  const bool moe = c.is_moe_layer(layer);
-  if (moe && (c.expert_gating == ExpertGating::kSqrtSoftplus || c.expert_gating == ExpertGating::kSoftmaxOfChosen ||
-              !l.gate_shexp.empty() || !l.gate_exps_bias.empty()))
-    return "mixture-of-experts layers with shared experts or this gating are not written for the GPU yet";
+namespace {
+
+// The matrices a layer's block multiplies by on the device.
+std::vector<const Matrix*> device_matrices(const ModelConfig& c, const LayerWeights& l, int layer) {
+  std::vector<const Matrix*> m;
+  if (!c.is_mla())
+    m = {&l.wq, &l.wk, &l.wv};
+  else if (c.mla.q_lora_rank > 0)
+    m = {&l.wq_a, &l.wq_b, &l.wkv_a, &l.wk_b, &l.wv_b};
+  else
+    m = {&l.wq, &l.wkv_a, &l.wk_b, &l.wv_b};
+  m.push_back(&l.wo);
+  if (!c.is_moe_layer(layer))
+    m.insert(m.end(), {&l.w_gate, &l.w_up, &l.w_down});
+  else
+    m.insert(m.end(), {&l.router, &l.gate_exps, &l.up_exps, &l.down_exps});
+  if (c.is_moe_layer(layer) && !l.gate_shexp.empty()) m.insert(m.end(), {&l.gate_shexp, &l.up_shexp, &l.down_shexp});
+  return m;
+}
+
+// Why the device's attention cannot take this model's heads ("" when it can).
+std::string unsupported_heads(const ModelConfig& c) {
+  if (c.is_mla()) {
+    if (c.head_dim_k > kMaxKeyWidth || c.mla.kv_lora_rank > kMaxValueWidth || c.mla.kv_lora_rank % 2 != 0 ||
+        c.rope_dims % 2 != 0)
+      return "latent rows of " + std::to_string(c.mla.kv_lora_rank) + " + " + std::to_string(c.rope_dims) +
+             " values are not ones the GPU's attention takes (even, a latent of at most " +
+             std::to_string(kMaxValueWidth) + " and rows of at most " + std::to_string(kMaxKeyWidth) + ")";
+    if (c.attn_temp_scale != 0) return "query temperature is not written for the GPU yet";
+    return "";
+  }
   if (c.head_dim_k != c.head_dim_v || c.head_dim_k > 256 || c.head_dim_k % 2 != 0 || c.rope_dims > c.head_dim_k ||
       c.n_head % c.n_head_kv != 0)
     return "head shape " + std::to_string(c.head_dim_k) + "/" + std::to_string(c.head_dim_v) +
            " is not one the GPU's attention takes (equal key and value widths, even, at most 256)";
+  return "";
+}
+
+}  // namespace
+
+std::string DeviceLayers::unsupported(const ModelConfig& c, const LayerWeights& l, int layer,
+                                      const gpu::DeviceInfo& device) {
+  if (c.arch != Architecture::kLlama && c.arch != Architecture::kQwen2 && c.arch != Architecture::kQwen3 &&
+      c.arch != Architecture::kQwen3Moe && c.arch != Architecture::kDeepseek2)
+    return std::string("the ") + architecture_name(c.arch) + " block is not written for the GPU yet";
+  if (c.is_moe_layer(layer) &&
+      (c.expert_gating == ExpertGating::kSqrtSoftplus || c.expert_gating == ExpertGating::kSoftmaxOfChosen ||
+       !l.shexp_gate.empty() || !l.gate_exps_bias.empty()))
+    return "mixture-of-experts layers with a gated shared expert or this gating are not written for the GPU yet";
+  if (std::string why = unsupported_heads(c); !why.empty()) return why;
   if (c.sliding.is_local(layer) || c.has_post_norms || c.gelu_ffn || c.clamped_swiglu || !l.bo.empty() ||
       !l.attn_sinks.empty())
     return "this layer's variant is not written for the GPU yet";
-  const std::vector<const Matrix*> matrices =
-      moe ? std::vector<const Matrix*>{&l.wq, &l.wk, &l.wv, &l.wo, &l.router, &l.gate_exps, &l.up_exps, &l.down_exps}
-          : std::vector<const Matrix*>{&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down};
-  for (const Matrix* m : matrices)
+  for (const Matrix* m : device_matrices(c, l, layer))
     if (std::string why = unreadable(*m, device); !why.empty()) return why;
   return "";
 }
@@ -167,15 +208,32 @@ Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::
     take(floats(l.bq, name + " bias"), layer->bq);
     take(floats(l.bk, name + " bias"), layer->bk);
     take(floats(l.bv, name + " bias"), layer->bv);
-    take(matrix(l.wq, name + " attn_q"), layer->wq);
-    take(matrix(l.wk, name + " attn_k"), layer->wk);
-    take(matrix(l.wv, name + " attn_v"), layer->wv);
+    take(floats(l.q_a_norm, name + " attn_q_a_norm"), layer->q_a_norm);
+    take(floats(l.kv_a_norm, name + " attn_kv_a_norm"), layer->kv_a_norm);
+    if (!c.is_mla() || c.mla.q_lora_rank == 0) take(matrix(l.wq, name + " attn_q"), layer->wq);
+    if (!c.is_mla()) {
+      take(matrix(l.wk, name + " attn_k"), layer->wk);
+      take(matrix(l.wv, name + " attn_v"), layer->wv);
+    } else {
+      if (c.mla.q_lora_rank > 0) {
+        take(matrix(l.wq_a, name + " attn_q_a"), layer->wq_a);
+        take(matrix(l.wq_b, name + " attn_q_b"), layer->wq_b);
+      }
+      take(matrix(l.wkv_a, name + " attn_kv_a_mqa"), layer->wkv_a);
+      take(matrix(l.wk_b, name + " attn_k_b"), layer->wk_b);
+      take(matrix(l.wv_b, name + " attn_v_b"), layer->wv_b);
+    }
     take(matrix(l.wo, name + " attn_output"), layer->wo);
     if (c.is_moe_layer(i)) {
       take(matrix(l.router, name + " ffn_gate_inp"), layer->router);
       take(matrix(l.gate_exps, name + " ffn_gate_exps"), layer->gate_exps);
       take(matrix(l.up_exps, name + " ffn_up_exps"), layer->up_exps);
       take(matrix(l.down_exps, name + " ffn_down_exps"), layer->down_exps);
+      if (!l.gate_shexp.empty()) {
+        take(matrix(l.gate_shexp, name + " ffn_gate_shexp"), layer->gate_shexp);
+        take(matrix(l.up_shexp, name + " ffn_up_shexp"), layer->up_shexp);
+        take(matrix(l.down_shexp, name + " ffn_down_shexp"), layer->down_shexp);
+      }
     } else {
       take(matrix(l.w_gate, name + " ffn_gate"), layer->gate);
       take(matrix(l.w_up, name + " ffn_up"), layer->up);
@@ -186,21 +244,27 @@ Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::
     d->layers_.push_back(std::move(layer));
   }
 
-  const size_t rows = kRows, ff = std::max({c.n_ff, c.n_ff_expert, 1}), experts = std::max(c.n_expert, 1);
+  size_t ff = std::max({c.n_ff, c.n_ff_expert, 1});
+  for (const LayerWeights& l : layers) ff = std::max<size_t>(ff, l.gate_shexp.rows);
+  const size_t rows = kRows, experts = std::max(c.n_expert, 1), heads = c.n_head;
   struct Scratch {
     gpu::Buffer* buffer;
     size_t floats;
   };
   for (const Scratch& s : {Scratch{&d->x_, rows * c.n_embd}, Scratch{&d->xb_, rows * c.n_embd},
                            Scratch{&d->q_, rows * c.q_dim()}, Scratch{&d->k_, rows * c.kv_dim_k()},
-                           Scratch{&d->v_, rows * c.kv_dim_v()}, Scratch{&d->attn_out_, rows * c.q_dim()},
+                           Scratch{&d->v_, rows * c.kv_dim_v()},
+                           Scratch{&d->attn_out_, rows * std::max(c.q_dim(), c.n_head * c.mla.head_dim_v)},
+                           Scratch{&d->q_a_, rows * c.mla.q_lora_rank},
+                           Scratch{&d->q_latent_, c.is_mla() ? rows * heads * c.head_dim_k : 0},
+                           Scratch{&d->latent_out_, rows * heads * c.mla.kv_lora_rank},
                            Scratch{&d->gate_, rows * ff}, Scratch{&d->up_, rows * ff},
                            Scratch{&d->angles_, rows * std::max(c.rope_dims, 2)}, Scratch{&d->none_, 4},
                            Scratch{&d->router_logits_, rows * experts}, Scratch{&d->expert_in_, rows * c.n_embd},
                            Scratch{&d->expert_out_, rows * c.n_embd}, Scratch{&d->moe_out_, rows * c.n_embd},
                            Scratch{&d->expert_rows_, rows * std::max(c.n_expert_used, 1)},
                            Scratch{&d->expert_weights_, rows * std::max(c.n_expert_used, 1)}}) {
-    auto b = dev.allocate(s.floats * sizeof(float), "scratch rows");
+    auto b = dev.allocate(std::max<size_t>(s.floats, 1) * sizeof(float), "scratch rows");
     if (!b.ok()) return b.status();
     *s.buffer = std::move(*b);
   }
@@ -249,10 +313,14 @@ Status DeviceLayers::prepare_cache(KvCache& kv, int n_past) {
                                " positions; lower -c or -ngl)";
       auto keys = device_->allocate(head_bytes * c.n_head_kv, what);
       if (!keys.ok()) return keys.status();
-      auto values = device_->allocate(head_bytes * c.n_head_kv, what);
-      if (!values.ok()) return values.status();
       mirror->keys.push_back(std::move(*keys));
-      mirror->values.push_back(std::move(*values));
+      gpu::Buffer values;
+      if (!c.values_in_keys()) {
+        auto allocated = device_->allocate(head_bytes * c.n_head_kv, what);
+        if (!allocated.ok()) return allocated.status();
+        values = std::move(*allocated);
+      }
+      mirror->values.push_back(std::move(values));
     }
     // Whatever the cache holds so far came from the host (a checkpoint).
     mirror->host_rows = n_past;
@@ -269,8 +337,9 @@ Status DeviceLayers::prepare_cache(KvCache& kv, int n_past) {
   return {};
 }
 
-// Positions [from, from + count) of every device layer's keys and values,
-// between kv's host rows and its device cache, one run per KV head.
+// Positions [from, from + count) of every device layer's keys and values
+// (the key rows alone where they hold the values), between kv's host rows
+// and its device cache, one run per KV head.
 Status DeviceLayers::copy_rows(KvCache& kv, int from, int count, bool to_device) {
   const ModelConfig& c = config_;
   const size_t row_bytes = static_cast<size_t>(c.head_dim_k) * sizeof(uint16_t), bytes = count * row_bytes;
@@ -281,6 +350,7 @@ Status DeviceLayers::copy_rows(KvCache& kv, int from, int count, bool to_device)
       const size_t offset = (static_cast<size_t>(h) * kv.n_ctx() + from) * row_bytes;
       for (auto [device_rows, host_rows] : {std::pair{&m.keys[slot_[i]], kv.key(i, h, from)},
                                             std::pair{&m.values[slot_[i]], kv.value(i, h, from)}}) {
+        if (device_rows->empty()) continue;
         Status s = to_device ? device_->write(*device_rows, offset, host_rows, bytes)
                              : device_->read(*device_rows, offset, host_rows, bytes);
         if (!s.ok()) return s;
@@ -300,23 +370,32 @@ Status DeviceLayers::sync_to_host(KvCache& kv) {
 }
 
 // One matrix (of a stack: `mat`) over `tokens` rows of `in`.
-void DeviceLayers::matmul(const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buffer& out, int tokens, int mat) {
+void DeviceLayers::matmul(const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buffer& out, int tokens, int mat,
+                          Rows in_rows, Rows out_rows) {
   struct Push {
     uint32_t rows, cols, tokens, row_bytes, x_offset, x_stride, o_offset, o_stride, w_offset;
   };
-  const Push p{m.rows, m.cols, static_cast<uint32_t>(tokens), m.row_bytes, 0, m.cols, 0, m.rows,
+  const Push p{m.rows,
+               m.cols,
+               static_cast<uint32_t>(tokens),
+               m.row_bytes,
+               in_rows.offset,
+               in_rows.stride > 0 ? in_rows.stride : m.cols,
+               out_rows.offset,
+               out_rows.stride > 0 ? out_rows.stride : m.rows,
                static_cast<uint32_t>(mat) * m.rows * m.row_bytes};
   const auto [gx, gy] = grid(m.rows);
   device_->dispatch(m.kernel, {&m.data, &in, &out, m.grid ? m.grid : &none_}, &p, sizeof p, gx, gy);
 }
 
-void DeviceLayers::rms_norm(const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out, int rows) {
+void DeviceLayers::rms_norm(const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out, int rows,
+                            uint32_t width, uint32_t stride) {
   struct Push {
     uint32_t width, stride, x_offset, o_offset;
     float eps;
   };
-  const uint32_t d = config_.n_embd;
-  const Push p{d, d, 0, 0, config_.rms_eps};
+  if (width == 0) width = config_.n_embd;
+  const Push p{width, stride > 0 ? stride : width, 0, 0, config_.rms_eps};
   device_->dispatch("rms_norm", {&in, &weight, &out}, &p, sizeof p, rows);
 }
 
@@ -332,11 +411,23 @@ void DeviceLayers::elementwise(const char* kernel, gpu::Buffer& into, const gpu:
   device_->dispatch(kernel, {&into, &other}, &p, sizeof p, gx, gy);
 }
 
+// out = W_down (silu(W_gate in) * W_up in) for `rows` rows (matrices `mat`
+// of stacks); out may be in.
+void DeviceLayers::gated_ffn(const DeviceMatrix& gate, const DeviceMatrix& up, const DeviceMatrix& down,
+                             const gpu::Buffer& in, gpu::Buffer& out, int rows, int mat) {
+  matmul(gate, in, gate_, rows, mat);
+  matmul(up, in, up_, rows, mat);
+  elementwise("swiglu", gate_, up_, static_cast<uint64_t>(rows) * gate.rows, 0);
+  matmul(down, gate_, out, rows, mat);
+}
+
 // The mixture of experts of `layer` over the chunk's n rows of xb_ (normed),
 // added into x_. The router runs on the device; its logits come back to
-// choose the experts as the CPU does (routing.h); each chosen expert then
-// runs once over the rows routed to it, gathered side by side, and its
-// weighted outputs go back into their rows in expert order.
+// choose the experts as the CPU does (routing.h: every gating's weights,
+// normalised and scaled there); each chosen expert then runs once over the
+// rows routed to it, gathered side by side, and its weighted outputs go
+// back into their rows in expert order. Shared experts (deepseek2) then
+// take every row, their output added unweighted, as on the CPU.
 Status DeviceLayers::experts(int layer, int n) {
   const ModelConfig& c = config_;
   const Layer& l = *layers_[slot_[layer]];
@@ -373,16 +464,115 @@ Status DeviceLayers::experts(int layer, int n) {
     const Push rows{d, static_cast<uint32_t>(m), first};
     const auto [gx, gy] = grid((static_cast<uint64_t>(m) * d + 255) / 256);
     device_->dispatch("gather_rows", {&xb_, &expert_rows_, &expert_in_}, &rows, sizeof rows, gx, gy);
-    matmul(l.gate_exps, expert_in_, gate_, m, e);
-    matmul(l.up_exps, expert_in_, up_, m, e);
-    elementwise("swiglu", gate_, up_, static_cast<uint64_t>(m) * l.gate_exps.rows, 0);
-    matmul(l.down_exps, gate_, expert_out_, m, e);
+    gated_ffn(l.gate_exps, l.up_exps, l.down_exps, expert_in_, expert_out_, m, e);
     device_->dispatch("scatter_add", {&moe_out_, &expert_out_, &expert_rows_, &expert_weights_}, &rows, sizeof rows, gx,
                       gy);
     first += static_cast<uint32_t>(m);
   }
+  if (!l.gate_shexp.data.empty()) {
+    gated_ffn(l.gate_shexp, l.up_shexp, l.down_shexp, xb_, expert_out_, n);
+    elementwise("add", moe_out_, expert_out_, static_cast<uint64_t>(n) * d, 0);
+  }
   elementwise("add", x_, moe_out_, static_cast<uint64_t>(n) * d, 0);
   return {};
+}
+
+// Segment s's rows of `queries` (n_head heads of the cache's key width)
+// against its cache: each head's softmax-weighted values, value_dim wide,
+// into `out`.
+void DeviceLayers::attend(const Segment& s, const gpu::Buffer& queries, const gpu::Buffer& keys,
+                          const gpu::Buffer& values, gpu::Buffer& out, uint32_t value_dim) {
+  const ModelConfig& c = config_;
+  struct Push {
+    uint32_t row0, n_past, n_head, n_head_kv, head_dim, n_ctx, value_dim;
+    float scale;
+  };
+  const Push p{static_cast<uint32_t>(s.row),       static_cast<uint32_t>(s.n_past),
+               static_cast<uint32_t>(c.n_head),    static_cast<uint32_t>(c.n_head_kv),
+               static_cast<uint32_t>(c.head_dim_k), static_cast<uint32_t>(s.kv->n_ctx()),
+               value_dim,                          attn_scale_};
+  device_->dispatch("attention", {&queries, &keys, &values, &out}, &p, sizeof p, s.n, c.n_head);
+}
+
+// Llama/Qwen attention over xb_ into attn_out_: Q, K and V (plus their
+// biases), QK-norm and RoPE, the keys and values into each segment's cache,
+// then attention segment by segment.
+void DeviceLayers::grouped_query_attention(const Layer& l, int slot, int n, std::span<const Segment> segments) {
+  const ModelConfig& c = config_;
+  matmul(l.wq, xb_, q_, n);
+  matmul(l.wk, xb_, k_, n);
+  matmul(l.wv, xb_, v_, n);
+  if (c.has_qkv_bias) {
+    elementwise("add", q_, l.bq, static_cast<uint64_t>(n) * c.q_dim(), c.q_dim());
+    elementwise("add", k_, l.bk, static_cast<uint64_t>(n) * c.kv_dim_k(), c.kv_dim_k());
+    elementwise("add", v_, l.bv, static_cast<uint64_t>(n) * c.kv_dim_v(), c.kv_dim_v());
+  }
+  struct Push {
+    uint32_t row0, n_past, n_head, n_head_kv, head_dim, rope_dims, neox, qk_norm, n_ctx, angle_row0;
+    float eps;
+  };
+  for (const Segment& s : segments) {
+    DeviceKv& m = *s.kv->device_kv;
+    const Push p{static_cast<uint32_t>(s.row), static_cast<uint32_t>(s.n_past), static_cast<uint32_t>(c.n_head),
+                 static_cast<uint32_t>(c.n_head_kv), static_cast<uint32_t>(c.head_dim_k),
+                 static_cast<uint32_t>(c.rope_dims), c.rope_layout == RopeLayout::kNeox ? 1u : 0u,
+                 c.has_qk_norm ? 1u : 0u, static_cast<uint32_t>(s.kv->n_ctx()), static_cast<uint32_t>(s.row),
+                 c.rms_eps};
+    device_->dispatch("rope_store",
+                      {&q_, &k_, &v_, c.has_qk_norm ? &l.q_norm : &none_, c.has_qk_norm ? &l.k_norm : &none_,
+                       &angles_, &m.keys[slot], &m.values[slot]},
+                      &p, sizeof p, s.n, c.n_head + c.n_head_kv);
+  }
+  for (const Segment& s : segments) {
+    DeviceKv& m = *s.kv->device_kv;
+    attend(s, q_, m.keys[slot], m.values[slot], attn_out_, c.head_dim_v);
+  }
+}
+
+// DeepSeek's multi-head latent attention over xb_ into attn_out_, in the
+// CPU's absorbed form (model/attention.cpp's latent_attention): the query
+// through its bottleneck; the cached row [norm(latent) | RoPE key]; each
+// head's query carried into the latent's space by attn_k_b beside its
+// turned RoPE part; attention over the cached rows, the latent serving as
+// the value; attn_v_b taking each head's value out of its weighted latent.
+void DeviceLayers::latent_attention(const Layer& l, int slot, int n, std::span<const Segment> segments) {
+  const ModelConfig& c = config_;
+  const Mla& mla = c.mla;
+  const uint32_t heads = c.n_head, latent = mla.kv_lora_rank, row = c.head_dim_k, hq = c.head_dim_q();
+  if (mla.q_lora_rank > 0) {
+    matmul(l.wq_a, xb_, q_a_, n);
+    rms_norm(q_a_, l.q_a_norm, q_a_, n, mla.q_lora_rank);
+    matmul(l.wq_b, q_a_, q_, n);
+  } else {
+    matmul(l.wq, xb_, q_, n);
+  }
+  matmul(l.wkv_a, xb_, k_, n);
+  rms_norm(k_, l.kv_a_norm, k_, n, latent, row);
+  for (uint32_t h = 0; h < heads; ++h)
+    matmul(l.wk_b, q_, q_latent_, n, static_cast<int>(h), {h * hq, heads * hq}, {h * row, heads * row});
+  struct Push {
+    uint32_t row0, n_past, n_head, latent, rope_dims, nope, neox, angle_row0;
+  };
+  for (const Segment& s : segments) {
+    const Push p{static_cast<uint32_t>(s.row),
+                 static_cast<uint32_t>(s.n_past),
+                 heads,
+                 latent,
+                 static_cast<uint32_t>(c.rope_dims),
+                 static_cast<uint32_t>(mla.head_dim_nope),
+                 c.rope_layout == RopeLayout::kNeox ? 1u : 0u,
+                 static_cast<uint32_t>(s.row)};
+    device_->dispatch("latent_rope_store", {&q_, &q_latent_, &k_, &angles_, &s.kv->device_kv->keys[slot]}, &p,
+                      sizeof p, s.n, heads + 1);
+  }
+  for (const Segment& s : segments) {
+    const gpu::Buffer& rows = s.kv->device_kv->keys[slot];
+    attend(s, q_latent_, rows, rows, latent_out_, latent);
+  }
+  const uint32_t dv = mla.head_dim_v;
+  for (uint32_t h = 0; h < heads; ++h)
+    matmul(l.wv_b, latent_out_, attn_out_, n, static_cast<int>(h), {h * latent, heads * latent},
+           {h * dv, heads * dv});
 }
 
 Status DeviceLayers::run(float* x, int n, std::span<const Segment> segments, int first, int last) {
@@ -406,47 +596,14 @@ Status DeviceLayers::run(float* x, int n, std::span<const Segment> segments, int
   if (pairs > 0)
     if (Status s = dev.write(angles_, 0, angle_rows_.data(), angle_rows_.size() * sizeof(float)); !s.ok()) return s;
 
-  struct RopePush {
-    uint32_t row0, n_past, n_head, n_head_kv, head_dim, rope_dims, neox, qk_norm, n_ctx, angle_row0;
-    float eps;
-  };
-  struct AttentionPush {
-    uint32_t row0, n_past, n_head, n_head_kv, head_dim, n_ctx;
-    float scale;
-  };
-
   dev.begin();
   for (int i = first; i < last; ++i) {
     const Layer& l = *layers_[slot_[i]];
-    const int slot = slot_[i];
     rms_norm(x_, l.attn_norm, xb_, n);
-    matmul(l.wq, xb_, q_, n);
-    matmul(l.wk, xb_, k_, n);
-    matmul(l.wv, xb_, v_, n);
-    if (c.has_qkv_bias) {
-      elementwise("add", q_, l.bq, static_cast<uint64_t>(n) * c.q_dim(), c.q_dim());
-      elementwise("add", k_, l.bk, static_cast<uint64_t>(n) * c.kv_dim_k(), c.kv_dim_k());
-      elementwise("add", v_, l.bv, static_cast<uint64_t>(n) * c.kv_dim_v(), c.kv_dim_v());
-    }
-    for (const Segment& s : segments) {
-      DeviceKv& m = *s.kv->device_kv;
-      const RopePush rp{static_cast<uint32_t>(s.row), static_cast<uint32_t>(s.n_past), static_cast<uint32_t>(c.n_head),
-                        static_cast<uint32_t>(c.n_head_kv), static_cast<uint32_t>(c.head_dim_k),
-                        static_cast<uint32_t>(c.rope_dims), c.rope_layout == RopeLayout::kNeox ? 1u : 0u,
-                        c.has_qk_norm ? 1u : 0u, static_cast<uint32_t>(s.kv->n_ctx()), static_cast<uint32_t>(s.row),
-                        c.rms_eps};
-      dev.dispatch("rope_store",
-                   {&q_, &k_, &v_, c.has_qk_norm ? &l.q_norm : &none_, c.has_qk_norm ? &l.k_norm : &none_, &angles_,
-                    &m.keys[slot], &m.values[slot]},
-                   &rp, sizeof rp, s.n, c.n_head + c.n_head_kv);
-    }
-    for (const Segment& s : segments) {
-      DeviceKv& m = *s.kv->device_kv;
-      const AttentionPush ap{static_cast<uint32_t>(s.row), static_cast<uint32_t>(s.n_past),
-                             static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv),
-                             static_cast<uint32_t>(c.head_dim_k), static_cast<uint32_t>(s.kv->n_ctx()), attn_scale_};
-      dev.dispatch("attention", {&q_, &m.keys[slot], &m.values[slot], &attn_out_}, &ap, sizeof ap, s.n, c.n_head);
-    }
+    if (c.is_mla())
+      latent_attention(l, slot_[i], n, segments);
+    else
+      grouped_query_attention(l, slot_[i], n, segments);
     matmul(l.wo, attn_out_, xb_, n);
     elementwise("add", x_, xb_, static_cast<uint64_t>(n) * d, 0);
     rms_norm(x_, l.ffn_norm, xb_, n);
@@ -454,10 +611,7 @@ Status DeviceLayers::run(float* x, int n, std::span<const Segment> segments, int
       if (Status s = experts(i, n); !s.ok()) return s;
       continue;
     }
-    matmul(l.gate, xb_, gate_, n);
-    matmul(l.up, xb_, up_, n);
-    elementwise("swiglu", gate_, up_, static_cast<uint64_t>(n) * l.gate.rows, 0);
-    matmul(l.down, gate_, xb_, n);
+    gated_ffn(l.gate, l.up, l.down, xb_, xb_, n);
     elementwise("add", x_, xb_, static_cast<uint64_t>(n) * d, 0);
   }
   if (Status s = dev.run(); !s.ok()) return s.with_context("GPU " + dev.info().name);

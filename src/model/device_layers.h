@@ -3,9 +3,10 @@
 // forward pass's chunk, a batch: the rows of every sequence in it go
 // through each matrix together, and each sequence meets its own cache.
 //
-// At load, each layer the device can run (supports(): the dense
-// llama/qwen2/qwen3 block, weights of the types the shaders read) has its
-// weights uploaded once. A layer it cannot run stays on the CPU, and the
+// At load, each layer the device can run (unsupported(): the
+// llama/qwen2/qwen3 block with a dense or qwen3moe FFN, and deepseek2's
+// block of latent attention with a dense FFN or routed and shared experts;
+// weights of the types the shaders read) has its weights uploaded once. A layer it cannot run stays on the CPU, and the
 // model says which and why. The keys and values of the device's layers
 // live in device memory (DeviceKv, one per KvCache); the host cache keeps
 // their rows too, copied back only when someone reads it (sync_to_host:
@@ -40,7 +41,10 @@ struct DeviceMatrix;
 // The device's copy of one KvCache's rows for the device layers, and how
 // far it and the host's copy are valid.
 struct DeviceKv {
-  std::vector<gpu::Buffer> keys, values;  // per device layer: [kv head][position][head dim] float16
+  // Per device layer: [kv head][position][head dim] float16, the host's
+  // layout; no values where they are part of the key rows (latent
+  // attention: config.h's values_in_keys).
+  std::vector<gpu::Buffer> keys, values;
   int device_rows = 0;                    // positions [0, device_rows) are valid on the device
   int host_rows = 0;                      // positions [0, host_rows) of the host cache hold them
 };
@@ -87,10 +91,24 @@ class DeviceLayers {
   DeviceLayers() = default;
   Status prepare_cache(KvCache& kv, int n_past);
   Status copy_rows(KvCache& kv, int from, int count, bool to_device);
+  // Where a matmul's rows lie in its buffer: floats before the first, and
+  // from one to the next (0: packed, the matrix's width).
+  struct Rows {
+    uint32_t offset, stride;
+  };
   // Recording the steps of a layer (device_layers.cpp).
-  void matmul(const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buffer& out, int tokens, int mat = 0);
-  void rms_norm(const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out, int rows);
+  void matmul(const DeviceMatrix& m, const gpu::Buffer& in, gpu::Buffer& out, int tokens, int mat = 0,
+              Rows in_rows = {}, Rows out_rows = {});
+  // `rows` rows of `width` values (0: n_embd), `stride` apart (0: packed).
+  void rms_norm(const gpu::Buffer& in, const gpu::Buffer& weight, gpu::Buffer& out, int rows, uint32_t width = 0,
+                uint32_t stride = 0);
   void elementwise(const char* kernel, gpu::Buffer& into, const gpu::Buffer& other, uint64_t count, uint32_t width);
+  void gated_ffn(const DeviceMatrix& gate, const DeviceMatrix& up, const DeviceMatrix& down, const gpu::Buffer& in,
+                 gpu::Buffer& out, int rows, int mat = 0);
+  void attend(const Segment& s, const gpu::Buffer& queries, const gpu::Buffer& keys, const gpu::Buffer& values,
+              gpu::Buffer& out, uint32_t value_dim);
+  void grouped_query_attention(const Layer& l, int slot, int n, std::span<const Segment> segments);
+  void latent_attention(const Layer& l, int slot, int n, std::span<const Segment> segments);
   Status experts(int layer, int n);
   std::unique_ptr<gpu::Device> device_;
   ModelConfig config_;
@@ -104,6 +122,9 @@ class DeviceLayers {
   float attn_scale_ = 1.0f;
   const std::vector<LayerWeights>* weights_ = nullptr;  // the model's, for the experts' routing
   gpu::Buffer x_, xb_, q_, k_, v_, attn_out_, gate_, up_, angles_, none_;
+  // Latent attention: the query's bottleneck, the absorbed queries, and
+  // each head's attention-weighted latent.
+  gpu::Buffer q_a_, q_latent_, latent_out_;
   // A mixture of experts: router logits, the rows of one expert, the sum of
   // the experts' outputs, and the routed rows and weights, expert after expert.
   gpu::Buffer router_logits_, expert_in_, expert_out_, moe_out_, expert_rows_, expert_weights_;

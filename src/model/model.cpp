@@ -329,7 +329,9 @@ Result<Model::Offload> Model::offload(std::unique_ptr<gpu::Device> device, int g
   Offload placed;
   std::vector<bool> on_device(c.n_layer, false);
   std::map<std::string, std::vector<int>> left_out;  // reason -> layers
-  const uint64_t kv_per_layer = 2ull * c.n_head_kv * n_ctx * c.head_dim_k * sizeof(uint16_t);
+  // Keys and values, or the key rows alone where they hold the values (MLA).
+  const uint64_t kv_per_layer =
+      (c.values_in_keys() ? 1ull : 2ull) * c.n_head_kv * n_ctx * c.head_dim_k * sizeof(uint16_t);
   uint64_t bytes = 0;
   for (int layer = c.n_layer - 1; layer >= c.n_layer - want; --layer) {
     const LayerWeights& l = weights_.layers[layer];

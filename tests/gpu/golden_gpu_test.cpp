@@ -6,8 +6,15 @@
 // device, one on the CPU) for the F16 and Q4_K_M files. The moe2bit set
 // (qwen3moe with IQ2_XXS and Q2_K experts, the rest Q8_0) goes teacher-
 // forced with every layer on the device: the grid types' shaders end to end.
+// DeepSeek's set (deepseek2/: latent attention, a dense leading layer,
+// sigmoid-gated experts with a shared one, YaRN) runs the `en` and `code`
+// prompts of every file teacher-forced, the `long` one (two chunks, 383
+// positions) of the YaRN F16 file, and `en` split for F16 and Q4_K_M: the
+// other `long` cases take lavapipe 15 s each, and `ja` adds no path on the
+// device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -42,11 +49,15 @@ std::vector<std::string> shared_cases(const std::string& prompt = "") {
   return names;
 }
 
-// The cases of a set kept apart ("moe2bit/").
-std::vector<std::string> set_cases(const std::string& folder) {
+// The cases of a set kept apart whose names start with `prefix`
+// ("moe2bit/", "deepseek2/deepseek2-yarn-F16"), of these prompts (all: {}).
+std::vector<std::string> set_cases(const std::string& prefix, const std::vector<std::string>& prompts = {}) {
   std::vector<std::string> names;
   for (const std::string& name : testing::golden_case_names())
-    if (name.starts_with(folder)) names.push_back(name);
+    if (name.starts_with(prefix) &&
+        (prompts.empty() || std::any_of(prompts.begin(), prompts.end(),
+                                        [&](const std::string& p) { return name.ends_with("." + p); })))
+      names.push_back(name);
   return names;
 }
 
@@ -87,6 +98,14 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, GoldenOnGpu, ::testing::ValuesIn(shared_c
 INSTANTIATE_TEST_SUITE_P(TwoBitExperts, GoldenOnGpu, ::testing::ValuesIn(set_cases("moe2bit/")),
                          [](const auto& info) { return testing::golden_test_name(info.param); });
 
+INSTANTIATE_TEST_SUITE_P(Deepseek2, GoldenOnGpu, ::testing::ValuesIn([] {
+                           std::vector<std::string> names = set_cases("deepseek2/", {"en", "code"});
+                           for (const std::string& n : set_cases("deepseek2/deepseek2-yarn-F16", {"long"}))
+                             names.push_back(n);
+                           return names;
+                         }()),
+                         [](const auto& info) { return testing::golden_test_name(info.param); });
+
 using GreedyOnGpu = GoldenOnGpu;
 
 TEST_P(GreedyOnGpu, GenerationMatchesUpToFirstUnclearPosition) {
@@ -114,6 +133,15 @@ INSTANTIATE_TEST_SUITE_P(DenseF16AndQ4KM, SplitOnGpu,
                              if (n.find("moe") == std::string::npos &&
                                  (n.find("-F16.") != std::string::npos || n.find("-Q4_K_M.") != std::string::npos))
                                names.push_back(n);
+                           return names;
+                         }()),
+                         [](const auto& info) { return testing::golden_test_name(info.param); });
+
+// DeepSeek's dense leading layer and first MoE layer on the CPU, its last
+// MoE layer on the device.
+INSTANTIATE_TEST_SUITE_P(Deepseek2, SplitOnGpu, ::testing::ValuesIn([] {
+                           std::vector<std::string> names = set_cases("deepseek2/deepseek2-F16", {"en"});
+                           for (const std::string& n : set_cases("deepseek2/deepseek2-Q4_K_M", {"en"})) names.push_back(n);
                            return names;
                          }()),
                          [](const auto& info) { return testing::golden_test_name(info.param); });

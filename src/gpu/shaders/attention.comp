@@ -4,7 +4,11 @@
 // 0..n_past + t of its KV head (grouped-query). Positions go 64 at a time,
 // one per thread for the scores, with the softmax kept online (a running
 // maximum and sum that each block rescales), so any context length runs in
-// the same shared memory: flash attention's order.
+// the same shared memory: flash attention's order. A position's value is
+// the first value_dim halves of its row in the value cache, rows head_dim
+// apart: the whole row for grouped attention; for multi-head latent
+// attention the latent of the key row itself (both caches bound to one
+// buffer).
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer KC { uint key_cache[]; };
@@ -12,11 +16,11 @@ layout(std430, binding = 2) readonly buffer VC { uint value_cache[]; };
 layout(std430, binding = 3) writeonly buffer O { float o[]; };
 layout(push_constant) uniform Push {
   uint row0, n_past, n_head, n_head_kv;
-  uint head_dim, n_ctx;
+  uint head_dim, n_ctx, value_dim;
   float scale;
 } p;
 
-shared float query[256];
+shared float query[576];  // head_dim <= 576 (DeepSeek's latent and RoPE key)
 shared float weight[64];
 shared float partial[64];
 
@@ -41,7 +45,7 @@ void main() {
   for (uint i = tid; i < hd; i += 64u) query[i] = q[(row * p.n_head + h) * hd + i];
   barrier();
   float running_max = -1.0 / 0.0, running_sum = 0.0;
-  float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);  // dims tid, tid + 64, ... (head_dim <= 256)
+  float acc[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);  // dims tid, tid + 64, ... (value_dim <= 512)
   for (uint first = 0u; first < keys; first += 64u) {
     const uint pos = first + tid;
     float score = -1.0 / 0.0;
@@ -63,9 +67,9 @@ void main() {
     running_sum = running_sum * rescale + block_sum;
     running_max = new_max;
     const uint n = min(64u, keys - first);
-    for (uint j = 0u; j < 4u; ++j) {
+    for (uint j = 0u; j < 8u; ++j) {
       const uint dim = tid + 64u * j;
-      if (dim >= hd) break;
+      if (dim >= p.value_dim) break;
       float a = acc[j] * rescale;
       for (uint i = 0u; i < n; ++i) {
         const uint vb = head_base + (first + i) * hd / 2u + dim / 2u;
@@ -76,8 +80,8 @@ void main() {
     }
     barrier();
   }
-  for (uint j = 0u; j < 4u; ++j) {
+  for (uint j = 0u; j < 8u; ++j) {
     const uint dim = tid + 64u * j;
-    if (dim < hd) o[(row * p.n_head + h) * hd + dim] = acc[j] / running_sum;
+    if (dim < p.value_dim) o[(row * p.n_head + h) * p.value_dim + dim] = acc[j] / running_sum;
   }
 }
