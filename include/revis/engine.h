@@ -77,7 +77,7 @@ struct EngineOptions {
   // how many of the last layers it runs (llama.cpp's -ngl; 99 for all),
   // -1 as many as fit in its memory (or in device_memory bytes, when set);
   // layers it cannot run stay on the CPU (ModelInfo::device_warnings).
-  std::string device;
+  std::string device = "cpu";
   int gpu_layers = -1;
   uint64_t device_memory = 0;
   // Run on this engine's thread pool instead of starting one (n_threads is
