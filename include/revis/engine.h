@@ -111,6 +111,9 @@ struct ModelInfo {
   // kept once per session and per snapshot (Session::keep_recurrent_state)
   // and once per checkpoint, whatever the length; 0 for the others.
   uint64_t recurrent_state_bytes = 0;
+  // A session's memory beside its rows: a hybrid's recurrent state and the
+  // copies of it the session may keep (5 x recurrent_state_bytes); 0 for the others.
+  uint64_t session_state_bytes = 0;
   bool has_mtp = false;      // a multi-token-prediction block (deepseek2 nextn; revis/draft.h's mtp_drafter)
   // Bytes per position the cache keeps beside the K/V heads' rows:
   // deepseek4's float32 compressor planes (model/kv_cache.h), 0 for the

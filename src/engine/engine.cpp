@@ -147,6 +147,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   if (c.is_hybrid())
     info.recurrent_state_bytes = static_cast<uint64_t>(c.n_recurrent_layer()) *
                                  (c.delta_net.conv_state_floats() + c.delta_net.delta_state_floats()) * sizeof(float);
+  info.session_state_bytes = (1 + RecurrentSnapshots::kMax) * info.recurrent_state_bytes;
   info.kv_state_bytes_per_token = KvCache::plane_bytes_per_position(c);
   info.kv_bytes_per_token = static_cast<uint64_t>(c.n_kv_layer()) * info.n_head_kv * (info.head_dim_k + info.head_dim_v) *
                                 sizeof(uint16_t) +

@@ -6,9 +6,15 @@ namespace revis {
 
 void RecurrentSnapshots::keep(int position, std::span<const float> state) {
   drop_after(position - 1);
+  Snapshot snapshot{position, {}};
   // The earliest goes first: a resume gains most from the latest positions.
-  if (static_cast<int>(kept_.size()) >= kMax) kept_.erase(kept_.begin());
-  kept_.push_back({position, std::vector<float>(state.begin(), state.end())});
+  // Its memory is reused, so a long prompt's copies are not fresh pages.
+  if (static_cast<int>(kept_.size()) >= kMax) {
+    snapshot.state = std::move(kept_.front().state);
+    kept_.erase(kept_.begin());
+  }
+  snapshot.state.assign(state.begin(), state.end());
+  kept_.push_back(std::move(snapshot));
 }
 
 std::span<const float> RecurrentSnapshots::at(int position) const {

@@ -201,6 +201,16 @@ class Qwen35Session : public ::testing::Test {
     engine_ = std::move(*loaded);
     for (int i = 0; i < 40; ++i) tokens_.push_back((i * 37 + 11) % 300);
   }
+  // The session's logit rows are those of tokens_[from, 40) in a cold prefill of all 40.
+  void expect_cold_rows(const Session& session, int from) {
+    const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
+    const size_t n_vocab = engine_->info().n_vocab;
+    ASSERT_EQ(session.n_logit_rows(), 40 - from);
+    for (int r = 0; r < 40 - from; ++r) {
+      auto row = session.logits(r);
+      EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (from + r) * n_vocab)) << "row " << r;
+    }
+  }
   TempDir tmp_;
   std::unique_ptr<Engine> engine_;
   std::vector<int32_t> tokens_;
@@ -268,17 +278,25 @@ TEST_F(Qwen35Session, AKeptStateTakesTheSessionBack) {
   EXPECT_EQ(session->recurrent_state_at(17).size() * sizeof(float), engine_->info().recurrent_state_bytes);
   session->truncate(17);
   ASSERT_TRUE(session->eval(std::span(tokens_).subspan(17), true).ok());
-  const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
-  const size_t n_vocab = engine_->info().n_vocab;
-  for (int r = 0; r < 23; ++r) {
-    auto row = session->logits(r);
-    EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (17 + r) * n_vocab)) << "row " << r;
-  }
+  expect_cold_rows(*session, 17);
   // Below a kept state, it is gone: the history before it changed.
   session->truncate(10);
   session->truncate(0);
   ASSERT_TRUE(session->eval(std::span(tokens_).first(20)).ok());
   EXPECT_EQ(session->resumable_at(19), 0);
+}
+
+// A session keeps at most 4 states, the latest ones.
+TEST_F(Qwen35Session, KeepsTheLatestFourStates) {
+  auto session = engine_->new_session();
+  for (int at = 0; at < 25; at += 5) {
+    ASSERT_TRUE(session->eval(std::span(tokens_).subspan(at, 5)).ok());
+    session->keep_recurrent_state();
+  }
+  EXPECT_EQ(session->resumable_at(9), 0) << "the state at 5 was dropped";
+  EXPECT_EQ(session->resumable_at(12), 10);
+  EXPECT_EQ(session->resumable_at(24), 20);
+  EXPECT_FALSE(session->recurrent_state_at(25).empty());
 }
 
 // A checkpoint of a hybrid: the attention layers' rows as runs, and the
@@ -288,6 +306,7 @@ TEST_F(Qwen35Session, ACheckpointHoldsTheAttentionRowsAndTheState) {
   const ModelInfo& info = engine_->info();
   EXPECT_EQ(info.n_kv_layer, 1);
   EXPECT_EQ(info.recurrent_state_bytes, 3 * (3 * 256 + 4 * 32 * 32) * sizeof(float));
+  EXPECT_EQ(info.session_state_bytes, 5 * info.recurrent_state_bytes) << "the state and 4 copies";
   auto saved = engine_->new_session();
   ASSERT_TRUE(saved->eval(std::span(tokens_).first(25)).ok());
   const std::vector<KvRun> runs = saved->kv_runs();
@@ -304,11 +323,7 @@ TEST_F(Qwen35Session, ACheckpointHoldsTheAttentionRowsAndTheState) {
   std::copy(state.begin(), state.end(), resumed->recurrent_state().begin());
   ASSERT_TRUE(resumed->adopt_kv(std::span(tokens_).first(25)).ok());
   ASSERT_TRUE(resumed->eval(std::span(tokens_).subspan(25), true).ok());
-  const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
-  for (int r = 0; r < 15; ++r) {
-    auto row = resumed->logits(r);
-    EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (25 + r) * info.n_vocab)) << "row " << r;
-  }
+  expect_cold_rows(*resumed, 25);
 }
 
 // The pool resumes a session only where its state stands: a prompt that
@@ -327,12 +342,7 @@ TEST_F(Qwen35Session, PoolResumesOnlyWhereTheStateStands) {
   SessionPool::Checkout longer = pool.checkout(tokens_, nullptr);
   EXPECT_EQ(longer.reused, 28);
   ASSERT_TRUE(longer.session->eval(std::span(tokens_).subspan(28), true).ok());
-  const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
-  const size_t n_vocab = engine_->info().n_vocab;
-  for (int r = 0; r < 12; ++r) {
-    auto row = longer.session->logits(r);
-    EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (28 + r) * n_vocab)) << "row " << r;
-  }
+  expect_cold_rows(*longer.session, 28);
   pool.checkin(std::move(longer.session), {tokens_, {}, false});
 
   // Shares 30 tokens with the pooled 40, whose state stands at 40.
@@ -361,12 +371,7 @@ TEST_F(Qwen35Session, PoolResumesFromAKeptState) {
   ASSERT_EQ(next.reused, 25);
   ASSERT_EQ(next.session->n_past(), 25);
   ASSERT_TRUE(next.session->eval(std::span(tokens_).subspan(25), true).ok());
-  const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
-  const size_t n_vocab = engine_->info().n_vocab;
-  for (int r = 0; r < 15; ++r) {
-    auto row = next.session->logits(r);
-    EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (25 + r) * n_vocab)) << "row " << r;
-  }
+  expect_cold_rows(*next.session, 25);
 }
 
 }  // namespace
