@@ -299,6 +299,7 @@ void Session::keep_recurrent_state() {
   // After a truncate to a position with no kept state, the current state
   // belongs to no position of the history.
   if (can_rewind() || n_past() == 0 || state_->kv.recurrent_pos() != n_past()) return;
+  if (!state_->snapshots.at(n_past()).empty()) return;  // kept already (a prompt resumed whole)
   state_->snapshots.keep(n_past(), state_->kv.recurrent_state());
 }
 

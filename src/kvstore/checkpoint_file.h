@@ -1,6 +1,8 @@
 // A checkpoint file: the token ids of a prompt prefix, the KV rows computed
-// for them, and (optionally) the logits after the last token, so that a
-// resumed session can sample at once. docs/kvstore.md has the byte layout.
+// for them, (optionally) the logits after the last token, so that a
+// resumed session can sample at once, and for a model with recurrent layers
+// the recurrent state after the last token. docs/kvstore.md has the byte
+// layout.
 //
 // The rows never pass through a buffer of the whole checkpoint: they are
 // read from the file straight into the session's KV cache, and written from
