@@ -442,8 +442,9 @@ TEST(BackgroundSave, NeitherBlocksTheSessionNorTheNextRequest) {
   expect_equivalent(resumed.result, cold(*engine, prompt, false), engine->info().n_vocab);
 }
 
-// Models with recurrent layers (qwen35, qwen35moe: the golden sets of
-// tests/testdata), on the golden "long" prompt (350 tokens: the forward
+// Models with recurrent layers (qwen35, qwen35moe, qwen3next: the golden
+// sets of tests/testdata; F16 too, whose exact products show the smallest
+// error in a restored state), on the golden "long" prompt (350 tokens: the forward
 // pass's chunks end at 256 and 350). Their checkpoints hold the attention
 // rows and the recurrent state after the whole prompt, so a prompt resumes
 // from one only when it starts with all of it; from RAM, at the end of a
@@ -594,8 +595,9 @@ TEST_P(HybridResume, ADamagedStateFallsBackToCold) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GoldenPrompts, HybridResume,
-                         ::testing::Values("qwen35/qwen35-Q8_0.long", "qwen35moe/qwen35moe-Q8_0.long",
-                                           "qwen35/qwen35-F16.long"),
+                         ::testing::Values("qwen35/qwen35-Q8_0.long", "qwen35/qwen35-F16.long",
+                                           "qwen35moe/qwen35moe-Q8_0.long", "qwen35moe/qwen35moe-F16.long",
+                                           "qwen3next/qwen3next-F16.long"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace_if(name.begin(), name.end(), [](char c) { return !isalnum(c); }, '_');
