@@ -49,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         runs.push_back({rows.data() + at, width, positions});
         at += width * positions;
       }
-    auto contents = read_checkpoint_into(path, h.model, h.shape, runs);
+    std::vector<float> state(h.shape.recurrent_bytes / sizeof(float));
+    auto contents = read_checkpoint_into(path, h.model, h.shape, runs, state);
     require_reason(contents.status());
     if (contents.ok()) {
       if (contents->tokens != summary->tokens) __builtin_trap();

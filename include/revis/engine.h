@@ -106,6 +106,14 @@ struct ModelInfo {
   int n_layer = 0;
   int n_embd = 0;
   int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
+  int n_kv_layer = 0;        // layers with K/V rows: n_layer but a hybrid's recurrent layers
+  // A hybrid's (qwen35) recurrent state, float32, of every recurrent layer:
+  // kept once per session and per snapshot (Session::keep_recurrent_state)
+  // and once per checkpoint, whatever the length; 0 for the others.
+  uint64_t recurrent_state_bytes = 0;
+  // A session's memory beside its rows: a hybrid's recurrent state and the
+  // copies of it the session may keep (5 x recurrent_state_bytes); 0 for the others.
+  uint64_t session_state_bytes = 0;
   bool has_mtp = false;      // a multi-token-prediction block (deepseek2 nextn; revis/draft.h's mtp_drafter)
   // Bytes per position the cache keeps beside the K/V heads' rows:
   // deepseek4's float32 compressor planes (model/kv_cache.h), 0 for the
@@ -231,11 +239,26 @@ class Session {
   // Forgets every token from position n on; the KV rows before n stay valid.
   // Logits of an earlier eval are dropped with the tokens they followed.
   void truncate(int n);
-  // Whether the cache can continue from a position before n_past(): false
-  // for models with recurrent layers (qwen35), whose state stands at
-  // n_past() alone. Such a session truncated to 0 < n < n_past() fails its
-  // next eval, and it has no checkpoints (kv_runs is empty, adopt_kv fails).
+  // Whether the cache can continue from any position before n_past():
+  // false for models with recurrent layers (qwen35), whose state stands at
+  // n_past() and at the positions where keep_recurrent_state() copied it.
+  // Such a session truncated to another position 0 < n < n_past() fails
+  // its next eval.
   bool can_rewind() const;
+  // The highest position at or below min(n, n_past()) from which the next
+  // eval may continue: that position itself but for hybrids, for which it
+  // is n_past(), a kept state's position, or 0.
+  int resumable_at(int n) const;
+  // Hybrids: copies the recurrent state as it stands now, after n_past()
+  // tokens, so that truncate() back to this position restores it and a
+  // checkpoint of these tokens can hold it. A session keeps the last 4
+  // (ModelInfo::recurrent_state_bytes each); truncating below one drops it.
+  // Does nothing for other models, whose rows are kept by position.
+  void keep_recurrent_state();
+  // Hybrids: the recurrent state after the first n tokens (the current one
+  // when n is n_past(), else a kept one), empty when there is none: what a
+  // checkpoint of those tokens stores beside their rows.
+  std::span<const float> recurrent_state_at(int n) const;
 
   // Checkpoints (src/kvstore) move rows between a file and the KV cache
   // with no copy in between. The cache is a list of runs: kv_runs()[r]
@@ -247,14 +270,22 @@ class Session {
   // kv_bytes_per_token() is the sum of the runs' widths. Rows a GPU keeps
   // are copied into the runs first; the list is empty when that fails.
   //
-  // Restoring: truncate(0), read rows into the runs, then adopt_kv(tokens)
-  // makes them the history (no logits until the next eval). Saving: another
+  // A hybrid's runs are its attention layers' keys and values; its
+  // recurrent state is not kept by position, and a checkpoint of n tokens
+  // stores it once, as it stood after them (recurrent_state_at(n)).
+  //
+  // Restoring: truncate(0), read rows into the runs (and a hybrid's state
+  // into recurrent_state()), then adopt_kv(tokens) makes them the history
+  // (no logits until the next eval). Saving: another
   // thread may read rows of positions below n_past() while this session
   // evaluates, since evaluation writes only later positions; nothing may
   // truncate below those positions or destroy the session meanwhile.
   size_t kv_bytes_per_token() const;
   std::vector<KvRun> kv_runs();
   Status adopt_kv(std::span<const int32_t> tokens);
+  // A hybrid's current recurrent state, to read a checkpoint's into; empty
+  // for other models.
+  std::span<float> recurrent_state();
 
  private:
   friend class Engine;

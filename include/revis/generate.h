@@ -127,7 +127,9 @@ struct GenerateOptions {
   // every sampled token (n_prompt_done = the prompt's length).
   std::function<void(int n_prompt_done, int n_generated)> on_progress;
   // Tokens per eval during prefill: the cancellation granularity (any size
-  // gives the same logits).
+  // gives the same logits), and for models with recurrent layers where the
+  // session keeps a copy of its state (Session::keep_recurrent_state: at
+  // each chunk's end and the prompt's), from which a later prompt may resume.
   int prefill_chunk = 256;
   // With a constraint, every step masks the logits with it before sampling
   // and accepts the sampled token; end-of-generation tokens may come only

@@ -9,8 +9,10 @@
 // logits, unless the whole prompt is cached together with them.
 // resumable_prefix() is that rule; the disk store (src/kvstore) applies it
 // too. A model with recurrent layers (Session::can_rewind() false) resumes
-// a session only where its state stands: from everything it evaluated,
-// decoded tokens included, when the prompt starts with all of it.
+// a session only where its state is known: from everything it evaluated,
+// decoded tokens included, when the prompt starts with all of it, or else
+// from the longest usable prefix ending where the session kept a copy of
+// its state (Session::resumable_at: the ends of its prompt's chunks).
 //
 // Thread-safety: none; the owner serialises calls (one inference at a time).
 #pragma once

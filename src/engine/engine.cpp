@@ -143,6 +143,11 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.head_dim_k = c.head_dim_k;
   info.head_dim_v = c.head_dim_v;
   info.has_mtp = impl->model->has_nextn();
+  info.n_kv_layer = c.n_kv_layer();
+  if (c.is_hybrid())
+    info.recurrent_state_bytes = static_cast<uint64_t>(c.n_recurrent_layer()) *
+                                 (c.delta_net.conv_state_floats() + c.delta_net.delta_state_floats()) * sizeof(float);
+  info.session_state_bytes = (1 + RecurrentSnapshots::kMax) * info.recurrent_state_bytes;
   info.kv_state_bytes_per_token = KvCache::plane_bytes_per_position(c);
   info.kv_bytes_per_token = static_cast<uint64_t>(c.n_kv_layer()) * info.n_head_kv * (info.head_dim_k + info.head_dim_v) *
                                 sizeof(uint16_t) +
@@ -205,7 +210,7 @@ std::unique_ptr<Session> Engine::new_session() { return std::unique_ptr<Session>
 
 Session::Session(Engine& engine)
     : engine_(engine),
-      state_(new State{KvCache(engine.impl_->model->config(), engine.impl_->info.n_ctx), {}, 0, {}, {}}) {}
+      state_(new State{KvCache(engine.impl_->model->config(), engine.impl_->info.n_ctx), {}, 0, {}, {}, {}}) {}
 Session::~Session() = default;
 
 int Session::n_ctx() const { return state_->kv.n_ctx(); }
@@ -270,13 +275,44 @@ std::span<const float> Session::logits(int row) const {
 int Session::n_logit_rows() const { return state_->rows; }
 
 void Session::truncate(int n) {
-  if (n >= 0 && n < n_past()) {
-    history_.resize(n);
-    state_->rows = 0;
-  }
+  if (n < 0 || n >= n_past()) return;
+  history_.resize(n);
+  state_->rows = 0;
+  if (can_rewind()) return;
+  // A state kept at n is the one the next eval continues from.
+  state_->snapshots.drop_after(n);
+  const std::span<const float> kept = state_->snapshots.at(n);
+  if (kept.empty()) return;
+  std::copy(kept.begin(), kept.end(), state_->kv.recurrent_state().begin());
+  state_->kv.set_recurrent_pos(n);
 }
 
 bool Session::can_rewind() const { return !engine_.impl_->model->config().is_hybrid(); }
+
+int Session::resumable_at(int n) const {
+  n = std::clamp(n, 0, n_past());
+  if (can_rewind() || (n == n_past() && state_->kv.recurrent_pos() == n)) return n;
+  return state_->snapshots.latest_at_or_below(n);
+}
+
+void Session::keep_recurrent_state() {
+  // After a truncate to a position with no kept state, the current state
+  // belongs to no position of the history.
+  if (can_rewind() || n_past() == 0 || state_->kv.recurrent_pos() != n_past()) return;
+  if (!state_->snapshots.at(n_past()).empty()) return;  // kept already (a prompt resumed whole)
+  state_->snapshots.keep(n_past(), state_->kv.recurrent_state());
+}
+
+std::span<const float> Session::recurrent_state_at(int n) const {
+  if (can_rewind() || n <= 0 || n > n_past()) return {};
+  if (n == n_past() && state_->kv.recurrent_pos() == n) return state_->kv.recurrent_state();
+  return state_->snapshots.at(n);
+}
+
+std::span<float> Session::recurrent_state() {
+  if (can_rewind()) return {};
+  return state_->kv.recurrent_state();
+}
 
 size_t Session::kv_bytes_per_token() const { return engine_.impl_->info.kv_bytes_per_token; }
 
@@ -286,8 +322,6 @@ std::vector<KvRun> Session::kv_runs() {
   if (!engine_.impl_->model->sync_kv_to_host(state_->kv).ok()) return {};
   const size_t n_ctx = static_cast<size_t>(state_->kv.n_ctx());
   std::vector<KvRun> runs;
-  // A recurrent state is not kept by position: no run could hold it.
-  if (!can_rewind()) return runs;
   for (int part = 0; part < 2; ++part) {
     const size_t width = static_cast<size_t>(part == 0 ? info.head_dim_k : info.head_dim_v) * sizeof(uint16_t);
     for (int layer = 0; layer < engine_.impl_->model->config().n_kv_layer(); ++layer)
@@ -306,9 +340,6 @@ std::vector<KvRun> Session::kv_runs() {
 
 Status Session::adopt_kv(std::span<const int32_t> tokens) {
   const int n = static_cast<int>(tokens.size());
-  if (!can_rewind())
-    return Status::error(std::string("adopt_kv: a checkpoint holds no recurrent state, which ") +
-                         engine_.impl_->info.architecture + " needs to continue");
   if (n > n_ctx()) return Status::error("adopt_kv: " + std::to_string(n) + " tokens do not fit the context of " +
                                         std::to_string(n_ctx()));
   const int n_vocab = engine_.impl_->info.n_vocab;
@@ -319,6 +350,9 @@ Status Session::adopt_kv(std::span<const int32_t> tokens) {
   history_.assign(tokens.begin(), tokens.end());
   state_->rows = 0;
   state_->kv.forget_device_rows(n);
+  // The caller read the state after these tokens into recurrent_state().
+  state_->kv.set_recurrent_pos(n);
+  state_->snapshots.clear();
   std::fill(state_->hidden_known.begin(), state_->hidden_known.end(), false);
   return {};
 }

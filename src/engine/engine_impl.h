@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/recurrent_snapshots.h"
 #include "model/model.h"
 #include "revis/engine.h"
 #include "tokenizer/tokenizer.h"
@@ -32,6 +33,7 @@ struct Session::State {
   // an eval wrote (rows restored from a checkpoint have none).
   std::vector<float> hidden;
   std::vector<bool> hidden_known;
+  RecurrentSnapshots snapshots;  // hybrids: the recurrent state at earlier positions
 };
 
 }  // namespace revis

@@ -162,6 +162,9 @@ void Generation::evaluated(const Status& pass) {
         result_.prompt_logits.insert(result_.prompt_logits.end(), l.begin(), l.end());
       }
     prompt_done_ += last_chunk_;
+    // A hybrid's state at the end of each chunk, the prompt's included:
+    // where a later prompt (from RAM) or a checkpoint (on disk) may resume.
+    session_.keep_recurrent_state();
     if (options_.on_progress) options_.on_progress(prompt_done_, 0);
     if (!prefilling()) finish_prefill();
     return;
@@ -178,6 +181,7 @@ void Generation::evaluated(const Status& pass) {
 // detokenizer and stop strings the output goes through.
 void Generation::finish_prefill() {
   if (cached_.cached_tokens == n_prompt_) {
+    session_.keep_recurrent_state();  // as after a prefill (above): the prompt came whole from a cache
     result_.next_logits.assign(cached_.next_logits.begin(), cached_.next_logits.end());
     result_.first_logits_position = n_prompt_ - 1;
     if (options_.record_logits) result_.prompt_logits = result_.next_logits;

@@ -29,17 +29,17 @@ std::pair<int, int> SessionPool::best_match(std::span<const int32_t> prompt) con
     const CachedPrompt& c = entries_[i].cached;
     int reusable = resumable_prefix(common_prefix(prompt, c.tokens), static_cast<int>(prompt.size()),
                                     static_cast<int>(c.tokens.size()), !c.next_logits.empty());
-    // A recurrent state continues only from where it stands: after all the
+    // A recurrent state continues from where it stands, after all the
     // session evaluated, the decoded tokens too, when the prompt goes on
-    // from there (a chat's next turn).
+    // from there (a chat's next turn); otherwise from a position where the
+    // session kept a copy of it (the end of a prompt or of its chunks).
     const Session& session = *entries_[i].session;
-    if (!session.can_rewind()) {
-      const int n_past = session.n_past();
-      if (n_past < static_cast<int>(prompt.size()) && common_prefix(prompt, session.history()) == n_past)
-        reusable = n_past;
-      else if (reusable != n_past)
-        reusable = 0;
-    }
+    const int n_past = session.n_past();
+    if (!session.can_rewind() && n_past < static_cast<int>(prompt.size()) && session.resumable_at(n_past) == n_past &&
+        common_prefix(prompt, session.history()) == n_past)
+      reusable = n_past;
+    else
+      reusable = session.resumable_at(reusable);
     if (reusable > best.second) best = {static_cast<int>(i), reusable};
   }
   return best;

@@ -31,7 +31,7 @@ constexpr uint32_t kFlagHasLogits = 1;
 // Bounds far above any real model; they keep a damaged header from asking
 // for absurd allocations.
 constexpr uint32_t kMaxTokens = 1u << 24, kMaxLayers = 1u << 12, kMaxHeads = 1u << 12, kMaxHeadDim = 1u << 16,
-                   kMaxVocab = 1u << 24, kMaxStateBytes = 1u << 26;
+                   kMaxVocab = 1u << 24, kMaxStateBytes = 1u << 26, kMaxRecurrentBytes = 1u << 30;
 
 void put32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
@@ -52,7 +52,7 @@ uint64_t get64(const uint8_t* p) {
 
 uint64_t payload_bytes_for(const CheckpointHeader& h) {
   return uint64_t{h.n_tokens} * sizeof(int32_t) + (h.has_logits ? uint64_t{h.n_vocab} * sizeof(float) : 0) +
-         uint64_t{h.n_tokens} * h.shape.bytes_per_token();
+         uint64_t{h.n_tokens} * h.shape.bytes_per_token() + h.shape.recurrent_bytes;
 }
 
 std::array<uint8_t, kHeaderBytes> encode_header(const CheckpointHeader& h) {
@@ -73,6 +73,7 @@ std::array<uint8_t, kHeaderBytes> encode_header(const CheckpointHeader& h) {
   put64(&b[64], h.payload_checksum);
   std::memcpy(&b[72], h.writer.data(), std::min(h.writer.size(), kWriterBytes));
   put32(&b[104], h.shape.state_bytes);
+  put32(&b[108], h.shape.recurrent_bytes);
   put64(&b[kHeaderChecksumAt], checksum64(b.data(), kHeaderChecksumAt));
   return b;
 }
@@ -86,9 +87,9 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
     return Status::error("format version 1, this build reads version " + std::to_string(kFormatVersion) +
                          " (version 1 used a checksum of its own, version 2 uses XXH3): an older revis wrote it; "
                          "`revis kv gc` removes it");
-  if (h.version != kFormatVersion)
-    return Status::error("format version " + std::to_string(h.version) + ", this build reads version " +
-                         std::to_string(kFormatVersion));
+  if (h.version != kFormatVersion && h.version != kRecurrentFormatVersion)
+    return Status::error("format version " + std::to_string(h.version) + ", this build reads versions " +
+                         std::to_string(kFormatVersion) + " and " + std::to_string(kRecurrentFormatVersion));
   if (get64(&b[kHeaderChecksumAt]) != checksum64(b, kHeaderChecksumAt))
     return Status::error("header checksum mismatch (the header is damaged)");
   if (get32(&b[12]) != kHeaderBytes)
@@ -102,6 +103,8 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   h.shape.head_dim_k = get32(&b[36]);
   h.shape.head_dim_v = get32(&b[40]);
   h.shape.state_bytes = get32(&b[104]);
+  // Reserved (zero) before version 3.
+  h.shape.recurrent_bytes = h.version == kRecurrentFormatVersion ? get32(&b[108]) : 0;
   h.n_tokens = get32(&b[44]);
   h.n_vocab = get32(&b[48]);
   const uint32_t flags = get32(&b[52]);
@@ -114,11 +117,13 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   if (h.n_tokens == 0 || h.n_tokens > kMaxTokens || s.n_layer == 0 || s.n_layer > kMaxLayers || s.n_head_kv == 0 ||
       s.n_head_kv > kMaxHeads || s.head_dim_k == 0 || s.head_dim_k > kMaxHeadDim ||
       s.head_dim_v > kMaxHeadDim || s.state_bytes > kMaxStateBytes ||
-      (h.has_logits && (h.n_vocab == 0 || h.n_vocab > kMaxVocab)))
+      (h.version == kRecurrentFormatVersion) != (s.recurrent_bytes > 0) || s.recurrent_bytes > kMaxRecurrentBytes ||
+      s.recurrent_bytes % sizeof(float) != 0 || (h.has_logits && (h.n_vocab == 0 || h.n_vocab > kMaxVocab)))
     return Status::error("implausible shape (tokens " + std::to_string(h.n_tokens) + ", layers " +
                          std::to_string(s.n_layer) + ", kv heads " + std::to_string(s.n_head_kv) + ", head dims " +
                          std::to_string(s.head_dim_k) + "/" + std::to_string(s.head_dim_v) + ", state bytes " +
-                         std::to_string(s.state_bytes) + ", vocab " +
+                         std::to_string(s.state_bytes) + ", recurrent state bytes " +
+                         std::to_string(s.recurrent_bytes) + ", vocab " +
                          std::to_string(h.n_vocab) + ")");
   if (h.payload_bytes != payload_bytes_for(h))
     return Status::error("payload size " + std::to_string(h.payload_bytes) + " does not match the shape (expected " +
@@ -215,9 +220,11 @@ void checksum_pieces(std::span<const Piece> pieces, PieceCursor& at, uint64_t by
   }
 }
 
-// The pieces of a payload whose rows are the first n positions of `runs`;
-// `overflow` receives the positions a run has no room for.
-std::vector<Piece> payload_pieces(CheckpointContents& c, std::span<const KvRun> runs, std::vector<uint8_t>& overflow) {
+// The pieces of a payload whose rows are the first n positions of `runs`,
+// followed by the recurrent `state`; `overflow` receives the positions a run
+// has no room for.
+std::vector<Piece> payload_pieces(CheckpointContents& c, std::span<const KvRun> runs, std::span<const float> state,
+                                  std::vector<uint8_t>& overflow) {
   const size_t n = c.tokens.size();
   std::vector<Piece> pieces{{reinterpret_cast<uint8_t*>(c.tokens.data()), n * sizeof(int32_t)},
                             {reinterpret_cast<uint8_t*>(c.logits.data()), c.logits.size() * sizeof(float)}};
@@ -231,16 +238,21 @@ std::vector<Piece> payload_pieces(CheckpointContents& c, std::span<const KvRun> 
     pieces.push_back({overflow.data() + used, (n - fit) * r.bytes_per_position});
     used += (n - fit) * r.bytes_per_position;
   }
+  pieces.push_back({reinterpret_cast<uint8_t*>(const_cast<float*>(state.data())), state.size_bytes()});
   std::erase_if(pieces, [](const Piece& p) { return p.bytes == 0; });
   return pieces;
 }
 
-Status check_runs(std::span<const KvRun> runs, const KvShape& shape) {
+// The memory given for the rows and the recurrent state against the shape.
+Status check_memory(std::span<const KvRun> runs, std::span<const float> state, const KvShape& shape) {
   uint64_t width = 0;
   for (const KvRun& r : runs) width += r.bytes_per_position;
   if (width != shape.bytes_per_token())
     return Status::error("rows of " + std::to_string(width) + " bytes per position, the KV shape has " +
                          std::to_string(shape.bytes_per_token()));
+  if (state.size_bytes() != shape.recurrent_bytes)
+    return Status::error("a recurrent state of " + std::to_string(state.size_bytes()) + " bytes, the KV shape has " +
+                         std::to_string(shape.recurrent_bytes));
   return {};
 }
 
@@ -291,13 +303,13 @@ std::string checkpoint_file_name(uint64_t model, std::span<const int32_t> tokens
 }
 
 Status write_checkpoint(const std::string& path, CheckpointHeader& h, const CheckpointContents& c,
-                        std::span<const KvRun> runs) {
-  h.version = kFormatVersion;
+                        std::span<const KvRun> runs, std::span<const float> state) {
+  h.version = h.shape.recurrent_bytes > 0 ? kRecurrentFormatVersion : kFormatVersion;
   h.n_tokens = static_cast<uint32_t>(c.tokens.size());
   h.has_logits = !c.logits.empty();
   if (h.has_logits) h.n_vocab = static_cast<uint32_t>(c.logits.size());
   if (c.tokens.empty()) return Status::error(path + ": a checkpoint needs at least one token");
-  if (Status s = check_runs(runs, h.shape); !s.ok()) return s.with_context(path);
+  if (Status s = check_memory(runs, state, h.shape); !s.ok()) return s.with_context(path);
   for (const KvRun& r : runs)
     if (r.positions < c.tokens.size())
       return Status::error(path + ": a run of rows holds " + std::to_string(r.positions) + " positions, " +
@@ -305,7 +317,7 @@ Status write_checkpoint(const std::string& path, CheckpointHeader& h, const Chec
   h.payload_bytes = payload_bytes_for(h);
   // The pieces are only read from here on.
   std::vector<uint8_t> no_overflow;
-  const std::vector<Piece> pieces = payload_pieces(const_cast<CheckpointContents&>(c), runs, no_overflow);
+  const std::vector<Piece> pieces = payload_pieces(const_cast<CheckpointContents&>(c), runs, state, no_overflow);
 
   // A name no other writer (thread or process) uses; the leading dot keeps
   // it out of directory scans, and `revis kv gc` removes leftovers.
@@ -362,9 +374,10 @@ Result<CheckpointSummary> read_checkpoint_summary(const std::string& path) {
 }
 
 Result<CheckpointContents> read_checkpoint_into(const std::string& path, uint64_t model, const KvShape& shape,
-                                                std::span<const KvRun> runs, ReadTimings* timings) {
+                                                std::span<const KvRun> runs, std::span<float> state,
+                                                ReadTimings* timings) {
   const auto start = std::chrono::steady_clock::now();
-  if (Status s = check_runs(runs, shape); !s.ok()) return s.with_context(path);
+  if (Status s = check_memory(runs, state, shape); !s.ok()) return s.with_context(path);
   OpenedFile f;
   if (Status s = open_checked(path, f); !s.ok()) return s;
   const CheckpointHeader& h = f.header;
@@ -374,14 +387,16 @@ Result<CheckpointContents> read_checkpoint_into(const std::string& path, uint64_
     return Status::error(path + ": KV shape " + std::to_string(h.shape.n_layer) + " layers x " +
                          std::to_string(h.shape.n_head_kv) + " heads x " + std::to_string(h.shape.head_dim_k) + "/" +
                          std::to_string(h.shape.head_dim_v) + " + " + std::to_string(h.shape.state_bytes) +
-                         " state bytes does not match the model's " + std::to_string(shape.n_layer) + " x " +
+                         " state bytes + " + std::to_string(h.shape.recurrent_bytes) +
+                         " recurrent bytes does not match the model's " + std::to_string(shape.n_layer) + " x " +
                          std::to_string(shape.n_head_kv) + " x " + std::to_string(shape.head_dim_k) + "/" +
-                         std::to_string(shape.head_dim_v) + " + " + std::to_string(shape.state_bytes));
+                         std::to_string(shape.head_dim_v) + " + " + std::to_string(shape.state_bytes) + " + " +
+                         std::to_string(shape.recurrent_bytes));
   CheckpointContents c;
   c.tokens.resize(h.n_tokens);
   c.logits.resize(h.has_logits ? h.n_vocab : 0);
   std::vector<uint8_t> overflow;
-  const std::vector<Piece> pieces = payload_pieces(c, runs, overflow);
+  const std::vector<Piece> pieces = payload_pieces(c, runs, state, overflow);
   ReadTimings t;
   t.bytes = f.file_bytes;
   t.open_ms = ms_since(start);

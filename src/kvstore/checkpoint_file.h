@@ -1,6 +1,8 @@
 // A checkpoint file: the token ids of a prompt prefix, the KV rows computed
-// for them, and (optionally) the logits after the last token, so that a
-// resumed session can sample at once. docs/kvstore.md has the byte layout.
+// for them, (optionally) the logits after the last token, so that a
+// resumed session can sample at once, and for a model with recurrent layers
+// the recurrent state after the last token. docs/kvstore.md has the byte
+// layout.
 //
 // The rows never pass through a buffer of the whole checkpoint: they are
 // read from the file straight into the session's KV cache, and written from
@@ -34,9 +36,13 @@
 
 namespace revis::kvstore {
 
-// Version 2: XXH3 checksums. Version 1 (a checksum of revis's own) is
-// refused with a message that says so; `revis kv gc` removes such files.
+// Version 2: XXH3 checksums. Version 3: version 2 plus a recurrent state
+// after the rows (a hybrid model's), its size in the header; written only
+// for such models, so that earlier builds keep reading the others' files
+// and refuse these by their version. Version 1 (a checksum of revis's own)
+// is refused with a message that says so; `revis kv gc` removes such files.
 constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kRecurrentFormatVersion = 3;
 constexpr const char* kCheckpointSuffix = ".rkv";
 constexpr size_t kCheckpointHeaderBytes = 128;
 
@@ -47,11 +53,15 @@ enum class KvType : uint32_t { kF16 = 1 };
 // head_dim_v is 0 where the values are part of the key rows (DeepSeek's
 // latent attention, src/model/kv_cache.h). state_bytes: bytes per position
 // of the runs after the K/V heads' (ModelInfo::kv_state_bytes_per_token:
-// deepseek4's float32 compressor planes), 0 for the others.
+// deepseek4's float32 compressor planes), 0 for the others. n_layer counts
+// the layers with K/V rows (ModelInfo::n_kv_layer). recurrent_bytes: a
+// hybrid model's recurrent state, float32, stored once after the rows
+// (ModelInfo::recurrent_state_bytes), 0 for the others.
 struct KvShape {
   uint32_t n_layer = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
   KvType type = KvType::kF16;
   uint32_t state_bytes = 0;
+  uint32_t recurrent_bytes = 0;
   uint64_t bytes_per_token() const;
   bool operator==(const KvShape&) const = default;
 };
@@ -75,10 +85,11 @@ struct CheckpointContents {
 };
 
 // Writes the header (payload size and checksum filled in from the data),
-// the tokens, the logits and positions [0, tokens.size()) of every run,
-// atomically at `path`. `runs` are only read.
+// the tokens, the logits, positions [0, tokens.size()) of every run and
+// a hybrid's recurrent state after those tokens (header.shape.recurrent_bytes
+// of it), atomically at `path`. `runs` and `state` are only read.
 Status write_checkpoint(const std::string& path, CheckpointHeader& header, const CheckpointContents& contents,
-                        std::span<const KvRun> runs);
+                        std::span<const KvRun> runs, std::span<const float> state = {});
 
 // Reads and checks only the header and the token ids (for the index).
 struct CheckpointSummary {
@@ -99,10 +110,12 @@ struct ReadTimings {
 
 // Reads a checkpoint written for `model` with `shape` straight into `runs`
 // (positions past a run's `positions` are read and checksummed, then
-// dropped). The rows are trustworthy only when it returns contents; on an
-// error, whatever the runs hold is garbage.
+// dropped) and its recurrent state into `state` (shape.recurrent_bytes of
+// it). The rows and the state are trustworthy only when it returns
+// contents; on an error, whatever they hold is garbage.
 Result<CheckpointContents> read_checkpoint_into(const std::string& path, uint64_t model, const KvShape& shape,
-                                                std::span<const KvRun> runs, ReadTimings* timings = nullptr);
+                                                std::span<const KvRun> runs, std::span<float> state = {},
+                                                ReadTimings* timings = nullptr);
 
 // The file name a checkpoint of `tokens` for `model` gets: the same prefix
 // always maps to the same name, so rewriting it replaces the old file.

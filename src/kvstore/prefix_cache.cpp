@@ -11,18 +11,21 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }
 
 KvShape shape_of(const ModelInfo& info) {
-  return {.n_layer = static_cast<uint32_t>(info.n_layer),
+  return {.n_layer = static_cast<uint32_t>(info.n_kv_layer),
           .n_head_kv = static_cast<uint32_t>(info.n_head_kv),
           .head_dim_k = static_cast<uint32_t>(info.head_dim_k),
           .head_dim_v = static_cast<uint32_t>(info.head_dim_v),
           .type = KvType::kF16,
-          .state_bytes = static_cast<uint32_t>(info.kv_state_bytes_per_token)};
+          .state_bytes = static_cast<uint32_t>(info.kv_state_bytes_per_token),
+          .recurrent_bytes = static_cast<uint32_t>(info.recurrent_state_bytes)};
 }
 
 }  // namespace
 
 PrefixCache::PrefixCache(Engine& engine, PrefixCacheOptions options)
-    : options_(std::move(options)), pool_(engine, options_.ram_sessions) {}
+    : options_(std::move(options)),
+      pool_(engine, options_.ram_sessions),
+      recurrent_(engine.info().recurrent_state_bytes > 0) {}
 
 // A checkpoint on its way to disk: what it holds, where the rows are read
 // from, and how the write went.
@@ -32,13 +35,16 @@ struct PrefixCache::SaveJob {
   CheckpointHeader header;
   CheckpointContents contents;
   std::vector<KvRun> runs;
+  // A hybrid's recurrent state after the tokens, copied: the session's own
+  // moves on as it decodes, and its kept copies may be dropped meanwhile.
+  std::vector<float> state;
   Status status;
   double ms = 0;
   std::thread thread;  // a background save's
 
   void run() {
     const auto start = std::chrono::steady_clock::now();
-    status = write_checkpoint(path, header, contents, runs);
+    status = write_checkpoint(path, header, contents, runs, state);
     ms = ms_since(start);
   }
 };
@@ -71,13 +77,18 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt)
   Lease lease;
   auto evicting = [this](Session& s, CachedPrompt& c) { save(s, c); };
 
-  // The checkpoint sharing the most with the prompt, and how much of it may be used.
+  // The checkpoint sharing the most with the prompt, and how much of it may
+  // be used. A hybrid's checkpoint holds its recurrent state at its end
+  // only: it serves a prompt that starts with all of it, from there.
+  const bool whole_only = recurrent_;
   std::optional<KvStore::Match> disk;
   auto resumable_from_disk = [&] {
-    disk = store_ ? store_->longest_common(prompt) : std::optional<KvStore::Match>();
+    if (!store_) return 0;
+    disk = whole_only ? store_->longest_prefix_of(prompt) : store_->longest_common(prompt);
     if (!disk) return 0;
     const CheckpointHeader& h = disk->entry->header;
-    return resumable_prefix(disk->common, n_prompt, static_cast<int>(h.n_tokens), h.has_logits);
+    const int n = resumable_prefix(disk->common, n_prompt, static_cast<int>(h.n_tokens), h.has_logits);
+    return whole_only && n != static_cast<int>(h.n_tokens) ? 0 : n;
   };
   const int from_ram = pool_.peek(prompt);
   int from_disk = resumable_from_disk();
@@ -100,7 +111,8 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt)
     if (from_disk > 0) {
       // The rows go straight into the (empty) session's cache; its history
       // stays empty until the whole file has been verified.
-      auto contents = store_->load(*disk->entry, lease.session->kv_runs(), &last_restore_);
+      auto contents =
+          store_->load(*disk->entry, lease.session->kv_runs(), lease.session->recurrent_state(), &last_restore_);
       // On failure the entry is dropped and disk->entry dangles.
       Status s = contents.ok() ? lease.session->adopt_kv(prompt.first(from_disk)) : contents.status();
       if (s.ok()) {
@@ -140,9 +152,12 @@ void PrefixCache::flush() {
 
 std::unique_ptr<PrefixCache::SaveJob> PrefixCache::save_job(Session& session, const CachedPrompt& cached) {
   const int n = static_cast<int>(cached.tokens.size());
-  if (!store_ || cached.on_disk || n < options_.evict_save_min_tokens || n == 0 || !session.can_rewind())
-    return nullptr;
+  if (!store_ || cached.on_disk || n < options_.evict_save_min_tokens || n == 0) return nullptr;
+  // A hybrid's prompt is saved only with its state after it (kept at the end of its prefill).
+  const std::span<const float> state = session.recurrent_state_at(n);
+  if (!session.can_rewind() && state.empty()) return nullptr;
   auto job = std::make_unique<SaveJob>();
+  job->state.assign(state.begin(), state.end());
   job->session = &session;
   job->contents.tokens = cached.tokens;
   job->contents.logits = cached.next_logits;

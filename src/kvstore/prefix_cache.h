@@ -15,6 +15,9 @@
 // A checkpoint holds the whole prompt and its next-token logits; a later
 // prompt that shares only part of it resumes from the shared part
 // (engine/session_pool.h), so no separate files of prefixes are needed.
+// A model with recurrent layers is the exception: its checkpoint holds the
+// state after the whole prompt only, and serves prompts that start with
+// all of it.
 // A damaged or foreign file never fails a request: it is reported through
 // `warn` and the prompt is evaluated cold.
 //
@@ -93,6 +96,7 @@ class PrefixCache {
 
   PrefixCacheOptions options_;
   SessionPool pool_;
+  bool recurrent_;  // the model has recurrent layers: a checkpoint resumes only whole
   std::unique_ptr<KvStore> store_;
   double last_save_ms_ = 0;
   ReadTimings last_restore_;

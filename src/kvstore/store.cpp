@@ -104,15 +104,24 @@ std::optional<KvStore::Match> KvStore::longest_common(std::span<const int32_t> t
   return Match{find(m->id), m->common};
 }
 
+std::optional<KvStore::Match> KvStore::longest_prefix_of(std::span<const int32_t> tokens) const {
+  const std::vector<uint64_t> ids = index_.prefixes_of(tokens);  // shortest first
+  if (ids.empty()) return std::nullopt;
+  const StoreEntry* entry = find(ids.back());
+  if (!entry) return std::nullopt;
+  return Match{entry, static_cast<int>(entry->tokens.size())};
+}
+
 bool KvStore::contains(std::span<const int32_t> tokens) const {
   auto m = index_.longest_common(tokens);
   return m && m->common == static_cast<int>(tokens.size()) && m->key_length == m->common;
 }
 
-Result<CheckpointContents> KvStore::load(const StoreEntry& entry, std::span<const KvRun> runs, ReadTimings* timings) {
+Result<CheckpointContents> KvStore::load(const StoreEntry& entry, std::span<const KvRun> runs, std::span<float> state,
+                                        ReadTimings* timings) {
   const uint64_t id = id_of(entry);
   const std::string path = (fs::path(options_.dir) / entry.file).string();
-  auto contents = read_checkpoint_into(path, model_, shape_, runs, timings);
+  auto contents = read_checkpoint_into(path, model_, shape_, runs, state, timings);
   if (!contents.ok()) {
     std::error_code ec;
     drop(id, fs::exists(path, ec));  // a damaged file goes; a vanished one is just forgotten
@@ -165,10 +174,11 @@ void KvStore::install(const CheckpointHeader& header, std::vector<int32_t> token
   if (options_.budget_bytes > 0) evict_to(options_.budget_bytes, find(by_file_.at(name)));
 }
 
-Status KvStore::save(CheckpointHeader& header, const CheckpointContents& contents, std::span<const KvRun> runs) {
+Status KvStore::save(CheckpointHeader& header, const CheckpointContents& contents, std::span<const KvRun> runs,
+                     std::span<const float> state) {
   auto path = prepare(header, contents.tokens);
   if (!path.ok()) return path.status();
-  if (Status s = write_checkpoint(*path, header, contents, runs); !s.ok()) return s;
+  if (Status s = write_checkpoint(*path, header, contents, runs, state); !s.ok()) return s;
   install(header, contents.tokens);
   return {};
 }

@@ -66,13 +66,18 @@ class KvStore {
     int common = 0;  // tokens the entry shares with the query
   };
   std::optional<Match> longest_common(std::span<const int32_t> tokens) const;
+  // The longest entry whose tokens are all a prefix of `tokens`: where a
+  // model with recurrent layers may resume, its state being stored at the
+  // checkpoint's end only.
+  std::optional<Match> longest_prefix_of(std::span<const int32_t> tokens) const;
   bool contains(std::span<const int32_t> tokens) const;
 
   // Reads and checks an entry's file straight into `runs` (a session's KV
-  // cache: Session::kv_runs). A file that fails is removed from the index
+  // cache: Session::kv_runs) and `state` (a hybrid's recurrent state:
+  // Session::recurrent_state). A file that fails is removed from the index
   // (and from the disk, unless it vanished or belongs elsewhere), so it is
   // never tried again; the error says why, and the runs hold garbage.
-  Result<CheckpointContents> load(const StoreEntry& entry, std::span<const KvRun> runs,
+  Result<CheckpointContents> load(const StoreEntry& entry, std::span<const KvRun> runs, std::span<float> state = {},
                                   ReadTimings* timings = nullptr);
   // Counts a hit on `entry`, of which `used` tokens served a prompt, and on
   // every entry that is a prefix of those tokens.
@@ -85,7 +90,8 @@ class KvStore {
   // three.
   Result<std::string> prepare(CheckpointHeader& header, std::span<const int32_t> tokens) const;
   void install(const CheckpointHeader& header, std::vector<int32_t> tokens);
-  Status save(CheckpointHeader& header, const CheckpointContents& contents, std::span<const KvRun> runs);
+  Status save(CheckpointHeader& header, const CheckpointContents& contents, std::span<const KvRun> runs,
+              std::span<const float> state = {});
   // Evicts lowest-value entries (never `keep`) until the files total at most
   // budget_bytes; returns the names of the files removed.
   std::vector<std::string> evict_to(uint64_t budget_bytes, const StoreEntry* keep = nullptr);

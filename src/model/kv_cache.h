@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "model/config.h"
@@ -86,6 +87,9 @@ class KvCache {
   // conv_state_floats() and delta_state_floats() values (config.h).
   float* conv_state(int r) { return &recurrent_[r * recurrent_stride_]; }
   float* delta_state(int r) { return &recurrent_[r * recurrent_stride_ + conv_floats_]; }
+  // Every recurrent layer's state, layer after layer (a checkpoint's copy).
+  std::span<float> recurrent_state() { return recurrent_; }
+  std::span<const float> recurrent_state() const { return recurrent_; }
   int recurrent_pos() const { return recurrent_pos_; }
   void set_recurrent_pos(int pos) { recurrent_pos_ = pos; }
   // Zeroes every recurrent state, at position 0.

@@ -2,6 +2,7 @@
 // damage or mismatch is rejected with a message naming the problem.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -139,7 +140,7 @@ TEST(CheckpointFile, RoundTripsAcrossChunks) {
   ASSERT_TRUE(write_checkpoint(tmp.file("a.rkv"), source.header, source.contents, big.runs).ok());
   RowBuffer rows(wide, 3000);
   ReadTimings timings;
-  auto back = read_checkpoint_into(tmp.file("a.rkv"), kModel, wide, rows.runs, &timings);
+  auto back = read_checkpoint_into(tmp.file("a.rkv"), kModel, wide, rows.runs, {}, &timings);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_TRUE(rows.same_rows(big, 3000));
   EXPECT_EQ(timings.bytes, std::filesystem::file_size(tmp.file("a.rkv")));
@@ -240,9 +241,87 @@ TEST_F(DamagedCheckpoint, OlderVersion) {
 }
 
 TEST_F(DamagedCheckpoint, OtherVersion) {
-  bytes[8] = 3;  // a future format; its header checksum may be defined differently
+  bytes[8] = 4;  // a future format; its header checksum may be defined differently
   write_all(path, bytes);
-  expect_rejected(path, "format version 3, this build reads version 2");
+  expect_rejected(path, "format version 4, this build reads versions 2 and 3");
+}
+
+// A hybrid model's checkpoint: its recurrent state follows the rows, once,
+// in a version 3 file whose header gives its size; the payload checksum
+// covers it, and a file cut short of it is truncated.
+class RecurrentCheckpoint : public ::testing::Test {
+ protected:
+  static KvShape shape() {
+    KvShape s = kShape;
+    s.recurrent_bytes = 24 * sizeof(float);
+    return s;
+  }
+  void SetUp() override {
+    header.model = kModel;
+    header.shape = shape();
+    for (int i = 0; i < 5; ++i) contents.tokens.push_back(100 + i);
+    contents.logits.assign(32, 0.5f);
+    rows.fill(3);
+    for (int i = 0; i < 24; ++i) state.push_back(0.125f * i - 1.0f);
+    ASSERT_TRUE(write_checkpoint(path, header, contents, rows.runs, state).ok());
+    bytes = read_all(path);
+  }
+  Result<CheckpointContents> read(std::vector<float>& into) {
+    RowBuffer back(shape(), 5);
+    return read_checkpoint_into(path, kModel, shape(), back.runs, into);
+  }
+  TempDir tmp;
+  std::string path = tmp.file("r.rkv");
+  CheckpointHeader header;
+  CheckpointContents contents;
+  RowBuffer rows{shape(), 5};
+  std::vector<float> state;
+  std::vector<uint8_t> bytes;
+};
+
+TEST_F(RecurrentCheckpoint, HoldsTheStateAfterTheRows) {
+  EXPECT_EQ(bytes[8], 3) << "format version 3";
+  EXPECT_EQ(bytes[108], 24 * sizeof(float)) << "the state's size in the header";
+  ASSERT_EQ(bytes.size(), 128 + 5 * 4 + 32 * 4 + 5 * kShape.bytes_per_token() + 24 * sizeof(float));
+  EXPECT_EQ(std::memcmp(bytes.data() + bytes.size() - 24 * sizeof(float), state.data(), 24 * sizeof(float)), 0);
+  std::vector<float> back(24, 0.0f);
+  auto r = read(back);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(back, state);
+  EXPECT_EQ(read_checkpoint_summary(path)->header.shape, shape());
+}
+
+TEST_F(RecurrentCheckpoint, ItsStateIsChecked) {
+  std::vector<float> back(24);
+  for (size_t at : {bytes.size() - 1, bytes.size() - 24 * sizeof(float)}) {
+    std::vector<uint8_t> damaged = bytes;
+    damaged[at] ^= 0x04;
+    write_all(path, damaged);
+    auto r = read(back);
+    ASSERT_FALSE(r.ok()) << "byte " << at;
+    EXPECT_NE(r.status().message().find("payload checksum mismatch"), std::string::npos) << r.status().message();
+  }
+  write_all(path, std::vector<uint8_t>(bytes.begin(), bytes.end() - 4));
+  auto cut = read(back);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("truncated"), std::string::npos) << cut.status().message();
+}
+
+TEST_F(RecurrentCheckpoint, NeedsRoomForTheState) {
+  std::vector<float> small(23);
+  auto r = read(small);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("a recurrent state of 92 bytes, the KV shape has 96"), std::string::npos)
+      << r.status().message();
+  // And a model without one reads none: another shape.
+  expect_rejected(path, "does not match the model's", kModel, kShape);
+}
+
+// Files of models without recurrent layers stay version 2, which earlier
+// builds read.
+TEST_F(DamagedCheckpoint, WithoutAStateStaysVersion2) {
+  EXPECT_EQ(bytes[8], 2);
+  EXPECT_EQ(bytes[108], 0);
 }
 
 TEST_F(DamagedCheckpoint, OtherModel) { expect_rejected(path, "written for model", kModel + 1); }

@@ -32,7 +32,7 @@ nlohmann::json read_json(const std::string& path) {
 
 struct KvCli : ::testing::Test {
   TempDir tmp;
-  const std::string model = testing::testdata("models/qwen3-Q4_K_M.gguf").string();
+  std::string model = testing::testdata("models/qwen3-Q4_K_M.gguf").string();
   std::string kv_dir = tmp.file("kv");
 
   nlohmann::json run(const std::string& text, const std::string& logits_file) {
@@ -48,9 +48,22 @@ struct KvCli : ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json{};
   }
+
+  // `revis run` twice: the second process resumes from the first one's
+  // checkpoint, with its logits bit for bit.
+  void expect_second_process_resumes();
 };
 
-TEST_F(KvCli, ASecondProcessResumesWithTheSameLogits) {
+TEST_F(KvCli, ASecondProcessResumesWithTheSameLogits) { expect_second_process_resumes(); }
+
+// A model with recurrent layers (qwen35): its checkpoint holds the
+// recurrent state after the prompt beside the attention rows.
+TEST_F(KvCli, AHybridModelResumesInASecondProcess) {
+  model = REVIS_REPO_TESTDATA_DIR "qwen35/models/qwen35-Q8_0.gguf";
+  expect_second_process_resumes();
+}
+
+void KvCli::expect_second_process_resumes() {
   const nlohmann::json first = run(kText, "cold.json");
   const int n_prompt = first["prompt_tokens"];
   ASSERT_GT(n_prompt, 64) << "the prompt must be long enough to be saved";

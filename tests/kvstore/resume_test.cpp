@@ -17,6 +17,7 @@
 #include "kvstore/checksum.h"
 #include "kvstore/prefix_cache.h"
 #include "revis/generate.h"
+#include "support/golden.h"
 #include "support/kernel_backends.h"
 #include "support/spread_tokens.h"
 #include "support/testdata.h"
@@ -440,6 +441,168 @@ TEST(BackgroundSave, NeitherBlocksTheSessionNorTheNextRequest) {
   EXPECT_EQ(resumed.result.cached_tokens, 150);
   expect_equivalent(resumed.result, cold(*engine, prompt, false), engine->info().n_vocab);
 }
+
+// Models with recurrent layers (qwen35, qwen35moe, qwen3next: the golden
+// sets of tests/testdata; F16 too, whose exact products show the smallest
+// error in a restored state), on the golden "long" prompt (350 tokens: the forward
+// pass's chunks end at 256 and 350). Their checkpoints hold the attention
+// rows and the recurrent state after the whole prompt, so a prompt resumes
+// from one only when it starts with all of it; from RAM, at the end of a
+// prompt or of one of its prefill chunks. Every resume gives the bits of a
+// cold prefill.
+class HybridResume : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const testing::GoldenCase golden = testing::load_golden(GetParam());
+    auto loaded = Engine::load({.model_path = golden.model_file, .n_ctx = 512, .n_threads = 2});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    engine = std::move(*loaded);
+    ASSERT_GT(engine->info().recurrent_state_bytes, 0u);
+    prompt = golden.prompt_tokens;
+    ASSERT_EQ(prompt.size(), 350u);
+  }
+  // The prompt's first n tokens, then `extra` others.
+  Tokens prefix(int n, int extra = 0, int seed = 5) const {
+    Tokens t(prompt.begin(), prompt.begin() + n);
+    for (int32_t id : prompt_tokens(*engine, extra, seed)) t.push_back(id);
+    return t;
+  }
+  void expect_cold_bits(const Cached& resumed, const Tokens& p) {
+    expect_equivalent(resumed.result, cold(*engine, p, true), engine->info().n_vocab);
+  }
+  std::unique_ptr<Engine> engine;
+  Tokens prompt;
+};
+
+TEST_P(HybridResume, WholePromptFromDiskAfterARestart) {
+  TempDir tmp;
+  auto second = restarted_with(*engine, tmp, prompt);
+  ASSERT_TRUE(second);
+  ASSERT_EQ(second->store()->entries().size(), 1u);
+  const StoreEntry& entry = *second->store()->entries()[0];
+  const ModelInfo& info = engine->info();
+  EXPECT_EQ(entry.header.version, kRecurrentFormatVersion);
+  EXPECT_EQ(entry.header.shape.recurrent_bytes, info.recurrent_state_bytes);
+  EXPECT_EQ(entry.bytes, kCheckpointHeaderBytes + 350 * (4 + info.kv_bytes_per_token) + 4 * info.n_vocab +
+                             info.recurrent_state_bytes)
+      << "the attention rows per position, the state once";
+  const Cached resumed = through(*second, *engine, prompt, true);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 350);
+  EXPECT_EQ(resumed.result.first_logits_position, 349);
+  expect_cold_bits(resumed, prompt);
+}
+
+// A checkpoint inside the forward pass's first chunk (100 tokens) and one
+// past it (300): the rest of the prompt is evaluated from the stored state.
+TEST_P(HybridResume, ALongerPromptFromDiskInsideAndAcrossChunks) {
+  for (int saved : {100, 300}) {
+    SCOPED_TRACE("a checkpoint of " + std::to_string(saved) + " tokens");
+    TempDir tmp;
+    auto second = restarted_with(*engine, tmp, prefix(saved));
+    ASSERT_TRUE(second);
+    const Cached resumed = through(*second, *engine, prompt, true);
+    EXPECT_EQ(resumed.source, "disk");
+    EXPECT_EQ(resumed.result.cached_tokens, saved);
+    EXPECT_EQ(resumed.result.first_logits_position, saved);
+    expect_cold_bits(resumed, prompt);
+  }
+}
+
+// A prompt that leaves a checkpoint before its end cannot use it (the state
+// inside it is not stored), but uses a shorter checkpoint it starts with.
+TEST_P(HybridResume, ADivergingPromptResumesOnlyFromAWholeCheckpoint) {
+  TempDir tmp;
+  {
+    auto first = PrefixCache::open(*engine, disk_options(tmp));
+    ASSERT_TRUE(first.ok());
+    through(**first, *engine, prefix(300), false);
+  }
+  const Tokens diverging = prefix(200, 30);
+  {
+    auto second = PrefixCache::open(*engine, disk_options(tmp));
+    ASSERT_TRUE(second.ok());
+    const Cached none = through(**second, *engine, diverging, true);
+    EXPECT_EQ(none.source, "none") << "shares 200 tokens with a checkpoint of 300";
+    EXPECT_EQ(none.result.cached_tokens, 0);
+    expect_cold_bits(none, diverging);
+    through(**second, *engine, prefix(100), false);  // saved at the end, as the diverging prompt is
+  }
+  // On disk: 300, 230 (the diverging prompt) and 100 tokens; this one
+  // shares 200 with the first two and starts with the third.
+  const Tokens another = prefix(200, 30, 9);
+  auto third = PrefixCache::open(*engine, disk_options(tmp));
+  ASSERT_TRUE(third.ok());
+  ASSERT_EQ((*third)->store()->entries().size(), 3u);
+  const Cached resumed = through(**third, *engine, another, true);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 100) << "the checkpoint of 100 it starts with";
+  expect_cold_bits(resumed, another);
+}
+
+// From RAM: the same prompt again (the state kept at its end), a prompt
+// leaving it after the first chunk (the state kept at 256), and one going
+// on past it (where the state stands after the prompt).
+TEST_P(HybridResume, FromRamAtThePromptsEndAndItsChunks) {
+  struct Case {
+    Tokens next;
+    int cached;
+  };
+  for (const Case& c : {Case{prompt, 350}, Case{prefix(300, 20), 256}, Case{prefix(350, 12, 8), 350}}) {
+    SCOPED_TRACE(std::to_string(c.next.size()) + " tokens");
+    auto cache = PrefixCache::open(*engine, {.ram_sessions = 1});
+    ASSERT_TRUE(cache.ok());
+    through(**cache, *engine, prompt, true);
+    const Cached resumed = through(**cache, *engine, c.next, true);
+    EXPECT_EQ(resumed.source, "ram");
+    EXPECT_EQ(resumed.result.cached_tokens, c.cached);
+    expect_cold_bits(resumed, c.next);
+  }
+}
+
+// Damage in the stored state, or a file cut short of it: the checkpoint is
+// refused by name, and the prompt evaluated cold, bit-identically.
+TEST_P(HybridResume, ADamagedStateFallsBackToCold) {
+  const std::vector<std::pair<std::function<void(std::vector<uint8_t>&)>, const char*>> damages = {
+      {[](std::vector<uint8_t>& b) { b[b.size() - 3] ^= 0x20; }, "payload checksum mismatch"},
+      {[](std::vector<uint8_t>& b) { b.resize(b.size() - 8); }, "truncated"}};
+  for (const auto& [apply, why] : damages) {
+    SCOPED_TRACE(why);
+    TempDir tmp;
+    {
+      auto first = PrefixCache::open(*engine, disk_options(tmp));
+      ASSERT_TRUE(first.ok());
+      through(**first, *engine, prompt, false);
+    }
+    for (const auto& d : std::filesystem::directory_iterator(tmp.path())) {
+      std::vector<uint8_t> bytes = testing::read_bytes(d.path());
+      apply(bytes);
+      std::ofstream(d.path(), std::ios::binary | std::ios::trunc)
+          .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    std::vector<std::string> warnings;
+    PrefixCacheOptions options = disk_options(tmp);
+    options.warn = [&](const std::string& m) { warnings.push_back(m); };
+    auto second = PrefixCache::open(*engine, options);
+    ASSERT_TRUE(second.ok());
+    const Cached resumed = through(**second, *engine, prompt, true);
+    EXPECT_EQ(resumed.source, "none");
+    EXPECT_EQ(resumed.result.cached_tokens, 0);
+    ASSERT_FALSE(warnings.empty());
+    EXPECT_NE(warnings[0].find(why), std::string::npos) << warnings[0];
+    expect_cold_bits(resumed, prompt);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GoldenPrompts, HybridResume,
+                         ::testing::Values("qwen35/qwen35-Q8_0.long", "qwen35/qwen35-F16.long",
+                                           "qwen35moe/qwen35moe-Q8_0.long", "qwen35moe/qwen35moe-F16.long",
+                                           "qwen3next/qwen3next-F16.long"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace_if(name.begin(), name.end(), [](char c) { return !isalnum(c); }, '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace revis::kvstore

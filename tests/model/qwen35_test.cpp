@@ -2,12 +2,14 @@
 // (the gated delta-net's shape, which layers recur, M-RoPE sections),
 // hostile files are refused by name (a convolution of 0 taps, a state that
 // overflows, missing or misshapen tensors), and a recurrent state is
-// continued only from where it stands: a session resumed in RAM gives the
-// bits of a cold prefill, and one asked to go back fails instead of
-// answering wrongly.
+// continued only from where it stands or from a copy kept at an earlier
+// position: a session resumed in RAM or from a checkpoint's rows and state
+// gives the bits of a cold prefill, and one asked to go back anywhere else
+// fails instead of answering wrongly.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -199,6 +201,16 @@ class Qwen35Session : public ::testing::Test {
     engine_ = std::move(*loaded);
     for (int i = 0; i < 40; ++i) tokens_.push_back((i * 37 + 11) % 300);
   }
+  // The session's logit rows are those of tokens_[from, 40) in a cold prefill of all 40.
+  void expect_cold_rows(const Session& session, int from) {
+    const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
+    const size_t n_vocab = engine_->info().n_vocab;
+    ASSERT_EQ(session.n_logit_rows(), 40 - from);
+    for (int r = 0; r < 40 - from; ++r) {
+      auto row = session.logits(r);
+      EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (from + r) * n_vocab)) << "row " << r;
+    }
+  }
   TempDir tmp_;
   std::unique_ptr<Engine> engine_;
   std::vector<int32_t> tokens_;
@@ -251,16 +263,67 @@ TEST_F(Qwen35Session, RefusesToGoBack) {
   EXPECT_TRUE(std::equal(last.begin(), last.end(), cold.end() - last.size()));
 }
 
-// Checkpoints would hold keys and values only: a hybrid session offers
-// none and takes none.
-TEST_F(Qwen35Session, HasNoCheckpoints) {
+// A state kept at a position takes the session back there: the tokens
+// after it give the bits of a cold prefill. Positions between kept states
+// fall back to the one before them.
+TEST_F(Qwen35Session, AKeptStateTakesTheSessionBack) {
   auto session = engine_->new_session();
-  ASSERT_TRUE(session->eval(tokens_).ok());
-  EXPECT_TRUE(session->kv_runs().empty());
+  ASSERT_TRUE(session->eval(std::span(tokens_).first(17)).ok());
+  session->keep_recurrent_state();
+  ASSERT_TRUE(session->eval(std::span(tokens_).subspan(17)).ok());
+  EXPECT_EQ(session->resumable_at(40), 40) << "where the state stands";
+  EXPECT_EQ(session->resumable_at(30), 17);
+  EXPECT_EQ(session->resumable_at(16), 0);
+  EXPECT_TRUE(session->recurrent_state_at(30).empty());
+  EXPECT_EQ(session->recurrent_state_at(17).size() * sizeof(float), engine_->info().recurrent_state_bytes);
+  session->truncate(17);
+  ASSERT_TRUE(session->eval(std::span(tokens_).subspan(17), true).ok());
+  expect_cold_rows(*session, 17);
+  // Below a kept state, it is gone: the history before it changed.
+  session->truncate(10);
   session->truncate(0);
-  Status s = session->adopt_kv(tokens_);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("no recurrent state"), std::string::npos) << s.message();
+  ASSERT_TRUE(session->eval(std::span(tokens_).first(20)).ok());
+  EXPECT_EQ(session->resumable_at(19), 0);
+}
+
+// A session keeps at most 4 states, the latest ones.
+TEST_F(Qwen35Session, KeepsTheLatestFourStates) {
+  auto session = engine_->new_session();
+  for (int at = 0; at < 25; at += 5) {
+    ASSERT_TRUE(session->eval(std::span(tokens_).subspan(at, 5)).ok());
+    session->keep_recurrent_state();
+  }
+  EXPECT_EQ(session->resumable_at(9), 0) << "the state at 5 was dropped";
+  EXPECT_EQ(session->resumable_at(12), 10);
+  EXPECT_EQ(session->resumable_at(24), 20);
+  EXPECT_FALSE(session->recurrent_state_at(25).empty());
+}
+
+// A checkpoint of a hybrid: the attention layers' rows as runs, and the
+// state once. Copied into a new session and adopted, it continues with the
+// bits of a cold prefill.
+TEST_F(Qwen35Session, ACheckpointHoldsTheAttentionRowsAndTheState) {
+  const ModelInfo& info = engine_->info();
+  EXPECT_EQ(info.n_kv_layer, 1);
+  EXPECT_EQ(info.recurrent_state_bytes, 3 * (3 * 256 + 4 * 32 * 32) * sizeof(float));
+  EXPECT_EQ(info.session_state_bytes, 5 * info.recurrent_state_bytes) << "the state and 4 copies";
+  auto saved = engine_->new_session();
+  ASSERT_TRUE(saved->eval(std::span(tokens_).first(25)).ok());
+  const std::vector<KvRun> runs = saved->kv_runs();
+  ASSERT_EQ(runs.size(), 2u * info.n_kv_layer * info.n_head_kv) << "keys and values of the attention layer";
+  size_t width = 0;
+  for (const KvRun& r : runs) width += r.bytes_per_position;
+  EXPECT_EQ(width, saved->kv_bytes_per_token());
+  const std::span<const float> state = saved->recurrent_state_at(25);
+  ASSERT_EQ(state.size_bytes(), info.recurrent_state_bytes);
+
+  auto resumed = engine_->new_session();
+  const std::vector<KvRun> into = resumed->kv_runs();
+  for (size_t r = 0; r < runs.size(); ++r) std::memcpy(into[r].data, runs[r].data, 25 * runs[r].bytes_per_position);
+  std::copy(state.begin(), state.end(), resumed->recurrent_state().begin());
+  ASSERT_TRUE(resumed->adopt_kv(std::span(tokens_).first(25)).ok());
+  ASSERT_TRUE(resumed->eval(std::span(tokens_).subspan(25), true).ok());
+  expect_cold_rows(*resumed, 25);
 }
 
 // The pool resumes a session only where its state stands: a prompt that
@@ -279,12 +342,7 @@ TEST_F(Qwen35Session, PoolResumesOnlyWhereTheStateStands) {
   SessionPool::Checkout longer = pool.checkout(tokens_, nullptr);
   EXPECT_EQ(longer.reused, 28);
   ASSERT_TRUE(longer.session->eval(std::span(tokens_).subspan(28), true).ok());
-  const std::vector<float> cold = logits_in_pieces(*engine_, tokens_, {40});
-  const size_t n_vocab = engine_->info().n_vocab;
-  for (int r = 0; r < 12; ++r) {
-    auto row = longer.session->logits(r);
-    EXPECT_TRUE(std::equal(row.begin(), row.end(), cold.begin() + (28 + r) * n_vocab)) << "row " << r;
-  }
+  expect_cold_rows(*longer.session, 28);
   pool.checkin(std::move(longer.session), {tokens_, {}, false});
 
   // Shares 30 tokens with the pooled 40, whose state stands at 40.
@@ -294,6 +352,26 @@ TEST_F(Qwen35Session, PoolResumesOnlyWhereTheStateStands) {
   SessionPool::Checkout again = pool.checkout(diverging, nullptr);
   EXPECT_EQ(again.reused, 0);
   EXPECT_EQ(again.session->n_past(), 0);
+}
+
+// With its state kept at the end of its prompt (as generate() keeps it), a
+// pooled session also serves a prompt that shares the prompt but not the
+// decoded tokens after it, from the prompt's end.
+TEST_F(Qwen35Session, PoolResumesFromAKeptState) {
+  SessionPool pool(*engine_, 1);
+  const std::span<const int32_t> first = std::span(tokens_).first(25);
+  SessionPool::Checkout c = pool.checkout(first, nullptr);
+  ASSERT_TRUE(c.session->eval(first).ok());
+  c.session->keep_recurrent_state();
+  for (int32_t decoded : {3, 5, 8}) ASSERT_TRUE(c.session->eval({&decoded, 1}).ok());
+  pool.checkin(std::move(c.session), {{first.begin(), first.end()}, {}, false});
+
+  EXPECT_EQ(pool.peek(tokens_), 25) << "the kept state, not the decoded tokens'";
+  SessionPool::Checkout next = pool.checkout(tokens_, nullptr);
+  ASSERT_EQ(next.reused, 25);
+  ASSERT_EQ(next.session->n_past(), 25);
+  ASSERT_TRUE(next.session->eval(std::span(tokens_).subspan(25), true).ok());
+  expect_cold_rows(*next.session, 25);
 }
 
 }  // namespace
