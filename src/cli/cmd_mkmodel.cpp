@@ -46,6 +46,8 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     if (given("--sliding-window")) merged.sliding_window = spec.sliding_window;
     if (given("--sliding-pattern")) merged.sliding_pattern = spec.sliding_pattern;
     if (given("--softcap")) merged.logit_softcap = spec.logit_softcap;
+    if (given("--per-layer-embd")) merged.n_embd_per_layer = spec.n_embd_per_layer;
+    if (given("--shared-kv-layers")) merged.shared_kv_layers = spec.shared_kv_layers;
     merged.vocab_from = spec.vocab_from;
     merged.seed = spec.seed;
     spec = merged;
@@ -85,11 +87,12 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_flag("--dry-run", args->dry_run,
                 "Write nothing: print the file's tensor bytes and the weight bytes a token reads");
   cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b, "
-                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-flash, deepseek-v4-tiny, gemma-3-4b, gemma3-small, qwen3moe-tiny, "
+                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-flash, deepseek-v4-tiny, gemma-3-4b, gemma3-small, gemma4-small, qwen3moe-tiny, "
                   "deepseek2-tiny, gpt-oss-20b, gpt-oss-tiny, qwen3.5-9b, qwen35-tiny, qwen35moe-tiny, qwen3next-tiny");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
   cmd->add_option("--arch", s.arch,
-                  "llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss, qwen35, qwen35moe or qwen3next (alone: a small file)")
+                  "llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gemma4, gpt-oss, qwen35, qwen35moe or qwen3next "
+                  "(alone: a small file)")
       ->capture_default_str();
   cmd->add_option("--embd", s.n_embd, "Embedding width")->capture_default_str();
   cmd->add_option("--layers", s.n_layer, "Number of blocks")->capture_default_str();
@@ -105,8 +108,10 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_flag("--tied", s.tied_output, "Use token_embd as the output matrix");
   cmd->add_option("--nextn", s.n_nextn_layer, "Multi-token-prediction blocks after the layers (deepseek2)");
   cmd->add_option("--sliding-window", s.sliding_window, "Positions a local layer sees (gemma3, gpt-oss, deepseek4)");
-  cmd->add_option("--sliding-pattern", s.sliding_pattern, "Every this many layers one is global (gemma3)");
-  cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3)");
+  cmd->add_option("--sliding-pattern", s.sliding_pattern, "Every this many layers one is global (gemma3, gemma4)");
+  cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3, gemma4)");
+  cmd->add_option("--per-layer-embd", s.n_embd_per_layer, "Per-layer embedding width, 0 none (gemma4)");
+  cmd->add_option("--shared-kv-layers", s.shared_kv_layers, "Last layers that read earlier layers' caches (gemma4)");
   cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();
   cmd->callback([args, cmd, &exit_code] { exit_code = mkmodel(*args, *cmd); });
 }

@@ -474,7 +474,8 @@ Result<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key) const
   if (!v) return out;
   const Array* a = v->as_array();
   // Decided by the element type, so that an empty array of strings is still the wrong type.
-  if (!a || !is_integer_type(a->element_type)) return wrong_type(key, "array of integers", *v);
+  if (!a || !(is_integer_type(a->element_type) || a->element_type == ValueType::BOOL))
+    return wrong_type(key, "array of integers", *v);
   out.reserve(a->items.size());
   for (const Value& item : a->items) {
     if (Status s = check_fits_int64(key, item); !s.ok()) return s;

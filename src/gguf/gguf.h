@@ -121,6 +121,7 @@ class GgufFile {
   // Array getters: a missing key gives an empty vector.
   Result<std::vector<std::string>> get_string_array(std::string_view key) const;
   Result<std::vector<float>> get_float_array(std::string_view key) const;
+  // Integers of any width; an array of booleans (per-layer flags) reads as 0 and 1.
   Result<std::vector<int64_t>> get_int_array(std::string_view key) const;
 
  private:

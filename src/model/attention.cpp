@@ -1,5 +1,5 @@
 // Attention of the forward pass (model.h): grouped-query attention (llama,
-// qwen2/3, gemma3, gpt-oss, qwen35's gated form) and DeepSeek's multi-head latent attention, each
+// qwen2/3, gemma3, gemma4, gpt-oss, qwen35's gated form) and DeepSeek's multi-head latent attention, each
 // writing the chunk's keys and values into every segment's own cache and
 // then attending segment by segment (attend: flash attention's order).
 #include <algorithm>
@@ -45,7 +45,8 @@ float* line_aligned(std::vector<float>& storage, size_t count) {
 
 // Llama/Qwen/Gemma attention: every query head meets the keys and values of
 // its group's KV head, stored per token after RoPE (gemma3's local layers
-// turn with their own).
+// turn with their own). A layer without a key projection (gemma4's shared
+// layers) only makes queries and reads what cache layer `layer` holds.
 void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, std::span<const Segment> segments,
                                     ThreadPool& pool) {
   const ModelConfig& c = config_;
@@ -64,8 +65,12 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, std
   } else {
     matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
   }
-  matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
-  matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
+  const bool own_kv = !l.wk.empty();
+  if (own_kv) matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
+  if (!l.wv.empty())
+    matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
+  else if (own_kv)
+    v_ = k_;  // gemma4 without attn_v: the values are the keys' projection (as wide: config.cpp)
   const Rope& rope = c.sliding.is_local(layer) ? local_rope_ : rope_;
   for (const Segment& s : segments)
     for (int t = s.row; t < s.row + s.n; ++t) {
@@ -86,12 +91,14 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, std
         if (query_scale_ != 1.0f)
           for (int i = 0; i < c.head_dim_k; ++i) qh[i] *= query_scale_;
       }
-      for (int h = 0; h < c.n_head_kv; ++h) {
+      for (int h = 0; own_kv && h < c.n_head_kv; ++h) {
         float* kh = k + h * c.head_dim_k;
+        float* vh = v + h * c.head_dim_v;
         if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
+        if (c.is_gemma4()) rms_norm(vh, vh, nullptr, c.head_dim_v, c.rms_eps);
         rope.apply(kh, pos);
         quantize_row(TensorType::F16, kh, kv.key(layer, h, pos), c.head_dim_k);
-        quantize_row(TensorType::F16, v + h * c.head_dim_v, kv.value(layer, h, pos), c.head_dim_v);
+        quantize_row(TensorType::F16, vh, kv.value(layer, h, pos), c.head_dim_v);
       }
     }
   for (const Segment& s : segments)

@@ -17,6 +17,7 @@ constexpr ArchEntry kArchitectures[] = {
     {"deepseek2", Architecture::kDeepseek2},
     {"deepseek4", Architecture::kDeepseek4},
     {"gemma3", Architecture::kGemma3},
+    {"gemma4", Architecture::kGemma4},
     {"gpt-oss", Architecture::kGptOss},
     {"qwen35", Architecture::kQwen35},
     {"qwen35moe", Architecture::kQwen35Moe},
@@ -228,6 +229,56 @@ Status read_gemma3(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
   return {};
 }
 
+// Gemma 4 (config.h's Gemma4): Gemma 3's features, local layers flagged
+// one by one, per-layer embeddings and shared caches. Its published
+// shapes with two head widths (key_length_swa apart from key_length) or
+// per-layer head counts and FFN widths are refused here, by key.
+Status read_gemma4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  Status s;
+  SlidingWindow& w = c.sliding;
+  Gemma4& g = c.gemma4;
+  if (!(s = read_dim(f, p + "attention.sliding_window", 0, 1, 1 << 24, w.window)).ok()) return s;
+  const std::string pattern_key = p + "attention.sliding_window_pattern";
+  auto flags = f.get_int_array(pattern_key);
+  if (!flags.ok()) return flags.status();
+  if (static_cast<int>(flags->size()) != c.n_layer)
+    return Status::error(pattern_key + ": " + std::to_string(flags->size()) + " flags (expected one per layer, " +
+                         std::to_string(c.n_layer) + ")");
+  for (int64_t v : *flags) w.local.push_back(v != 0);
+  if (!(s = read_float(f, p + "rope.freq_base_swa", 10000.0, 1.0 + 1e-6, 1e12, w.rope_base)).ok()) return s;
+  int head_dim_local = 0, value_dim_local = 0;
+  if (!(s = read_dim(f, p + "attention.key_length_swa", 0, 2, 4096, head_dim_local)).ok()) return s;
+  if (!(s = read_dim(f, p + "attention.value_length_swa", 0, 1, 4096, value_dim_local)).ok()) return s;
+  if (head_dim_local != c.head_dim_k || value_dim_local != c.head_dim_v)
+    return Status::error(p + "attention.key_length_swa: " + std::to_string(head_dim_local) + "/" +
+                         std::to_string(value_dim_local) + " (expected the global layers' key_length " +
+                         std::to_string(c.head_dim_k) + "/" + std::to_string(c.head_dim_v) +
+                         ": layers of two head widths are not supported yet)");
+  if (c.head_dim_k != c.head_dim_v)
+    return Status::error(p + "attention.value_length: " + std::to_string(c.head_dim_v) + " (expected key_length " +
+                         std::to_string(c.head_dim_k) + ")");
+  if (!(s = read_dim(f, p + "rope.dimension_count_swa", c.rope_dims, 2, c.head_dim_k, g.rope_dims_local)).ok())
+    return s;
+  if (!(s = read_dim(f, p + "embedding_length_per_layer_input", 0, 0, kMaxDim, g.n_embd_per_layer)).ok()) return s;
+  int shared = 0;
+  if (!(s = read_dim(f, p + "attention.shared_kv_layers", 0, 0, c.n_layer, shared)).ok()) return s;
+  g.first_shared_kv = c.n_layer - shared;
+  if (shared > 0) {
+    // The shared layers read the last local and the last global layer
+    // before them (llama.cpp's pairing), which must be of those kinds.
+    const int first = g.first_shared_kv;
+    if (first < 2 || !w.is_local(first - 2) || w.is_local(first - 1))
+      return Status::error(p + "attention.shared_kv_layers: " + std::to_string(shared) +
+                           " (expected the layers before the shared ones to end with a local and a global layer)");
+  }
+  if (!(s = read_float(f, p + "final_logit_softcapping", 0.0, 0.0, 1e6, c.logit_softcap)).ok()) return s;
+  c.has_post_norms = true;
+  c.gelu_ffn = true;
+  c.scale_embeddings = true;
+  c.attn_scale = 1.0f;
+  return {};
+}
+
 // gpt-oss: alternate local and global layers (the window is required: a
 // local layer of window 0 would see nothing), both turning RoPE with the
 // file's scaling; routing and the features config.h lists under gpt-oss.
@@ -335,7 +386,7 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   if (!known)
     return Status::error("general.architecture: '" + *arch_name +
                          "' is not supported (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, "
-                         "gpt-oss, qwen35, qwen35moe or qwen3next)");
+                         "gemma4, gpt-oss, qwen35, qwen35moe or qwen3next)");
   c.name = f.get_string("general.name", *arch_name).value();
   const std::string p = *arch_name + ".";
 
@@ -394,9 +445,10 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
       c.arch == Architecture::kLlama || c.arch == Architecture::kDeepseek2 || c.arch == Architecture::kDeepseek4;
   c.rope_layout = adjacent ? RopeLayout::kAdjacent : RopeLayout::kNeox;
   c.has_qkv_bias = c.arch == Architecture::kQwen2;
-  c.has_qk_norm = c.arch == Architecture::kQwen3 || c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kGemma3;
+  c.has_qk_norm = c.arch == Architecture::kQwen3 || c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kGemma3 || c.arch == Architecture::kGemma4;
 
   if (c.arch == Architecture::kGemma3 && !(s = read_gemma3(f, p, c)).ok()) return s;
+  if (c.arch == Architecture::kGemma4 && !(s = read_gemma4(f, p, c)).ok()) return s;
   if (c.arch == Architecture::kGptOss && !(s = read_gpt_oss(f, p, c)).ok()) return s;
   if (c.is_hybrid() && !(s = read_qwen35(f, p, c)).ok()) return s;
 

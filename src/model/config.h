@@ -14,8 +14,8 @@
 
 namespace revis {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGptOss, kQwen35, kQwen35Moe,
-                          kQwen3Next };
+enum class Architecture { kLlama, kQwen2, kQwen3, kQwen3Moe, kDeepseek2, kDeepseek4, kGemma3, kGemma4, kGptOss, kQwen35,
+                          kQwen35Moe, kQwen3Next };
 const char* architecture_name(Architecture arch);
 
 // How RoPE pairs up the dimensions of a head: adjacent (x[2i], x[2i+1]) as in
@@ -73,16 +73,36 @@ struct Deepseek4 {
   std::vector<float> clamp_exp, clamp_shexp;  // SwiGLU limits of the routed and shared experts; 0 = none
 };
 
-// Local attention (gemma3, gpt-oss): most layers see only the last `window`
-// positions (a query at p meets keys at p - window + 1 .. p) and turn their
-// RoPE with their own base (gemma3: and no scaling); every `pattern`-th
-// layer (the last of each group of `pattern`) is global and uses the
+// Local attention (gemma3, gemma4, gpt-oss): most layers see only the last
+// `window` positions (a query at p meets keys at p - window + 1 .. p) and
+// turn their RoPE with their own base (gemma3, gemma4: and no scaling);
+// every `pattern`-th layer (the last of each group of `pattern`), or for
+// gemma4 those its per-layer flags leave unmarked, is global and uses the
 // file's rope.*.
 struct SlidingWindow {
   int window = 0;                  // attention.sliding_window; 0: every layer global
   int pattern = 0;                 // attention.sliding_window_pattern
+  std::vector<bool> local;         // gemma4: sliding_window_pattern as one flag per layer
   float rope_base = 10000.0f;      // rope.freq_base_swa
-  bool is_local(int layer) const { return window > 0 && layer % pattern < pattern - 1; }
+  bool is_local(int layer) const {
+    if (!local.empty()) return window > 0 && local[layer];
+    return window > 0 && layer % pattern < pattern - 1;
+  }
+};
+
+// Gemma 4 beyond Gemma 3 (model.cpp's gemma4 notes). Per-layer
+// embeddings: each layer adds a projection of its own slice of a second,
+// per-token embedding (per_layer_token_embd, mixed with a projection of
+// the input embedding), gated by the residual stream. Shared keys and
+// values: the layers from first_shared_kv on compute queries only and
+// read the cache of the last earlier layer of their kind (local or
+// global). Values are RMS-normed without a weight (and are the keys'
+// projection where the layer has no attn_v); attention's scores are not
+// scaled; each layer's output may be multiplied by a learned scalar.
+struct Gemma4 {
+  int n_embd_per_layer = 0;        // embedding_length_per_layer_input; 0: no per-layer embeddings
+  int first_shared_kv = 0;         // block_count - attention.shared_kv_layers
+  int rope_dims_local = 0;         // rope.dimension_count_swa
 };
 
 // Qwen3.5's gated delta-net layers (qwen35, qwen35moe, and qwen3next,
@@ -183,6 +203,8 @@ struct ModelConfig {
   bool gelu_ffn = false;           // GELU (tanh form) instead of SiLU gating
   bool scale_embeddings = false;
   float logit_softcap = 0.0f;      // final_logit_softcapping; 0 = none
+  Gemma4 gemma4;
+  bool is_gemma4() const { return arch == Architecture::kGemma4; }
 
   // gpt-oss: a learned logit per query head joins each softmax as one more
   // position without a value (the attention "sink"); biases on the
@@ -205,15 +227,18 @@ struct ModelConfig {
     return arch == Architecture::kQwen35 || arch == Architecture::kQwen35Moe || arch == Architecture::kQwen3Next;
   }
   bool is_recurrent(int layer) const { return is_hybrid() && delta_net.recurrent[layer]; }
-  // The layers that keep keys and values, and layer i's place among them.
-  int n_kv_layer() const { return kv_layer(n_layer); }
+  // The layers that keep keys and values, and the cache layer that layer
+  // i writes or (gemma4's shared layers) reads.
+  int n_kv_layer() const { return is_gemma4() ? gemma4.first_shared_kv : kv_layer(n_layer); }
   int kv_layer(int layer) const {
+    if (is_gemma4() && layer >= gemma4.first_shared_kv)
+      return gemma4.first_shared_kv - (sliding.is_local(layer) ? 2 : 1);
     if (!is_hybrid()) return layer;
     int k = 0;
     for (int i = 0; i < layer; ++i) k += delta_net.recurrent[i] ? 0 : 1;
     return k;
   }
-  int n_recurrent_layer() const { return n_layer - n_kv_layer(); }
+  int n_recurrent_layer() const { return is_hybrid() ? n_layer - n_kv_layer() : 0; }
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }

@@ -1,5 +1,5 @@
 // The transformer forward pass shared by llama, qwen2, qwen3, qwen3moe,
-// deepseek2, gemma3, gpt-oss, qwen35, qwen35moe and qwen3next; deepseek4
+// deepseek2, gemma3, gemma4, gpt-oss, qwen35, qwen35moe and qwen3next; deepseek4
 // shares its embedding and output (its blocks: deepseek4.cpp).
 // Read forward_chunk() top to bottom: embed, then per layer attention and
 // feed-forward with residual connections, then the output projection.
@@ -11,6 +11,11 @@
 // which see only the last `window` positions. The cache keeps every
 // position of those layers too (simpler, and prefix reuse and checkpoints
 // stay as they are); attention just does not read the older ones.
+//
+// Gemma 4 (config.h's Gemma4) is Gemma 3's path with unscaled attention
+// scores, RMS-normed values, and a step after each block (gemma4.cpp):
+// the block's per-layer embedding and output factor; its shared layers
+// read an earlier layer's cache (attention.cpp).
 //
 // gpt-oss (config.h's gpt-oss fields) alternates sliding-window and global
 // layers like gemma3 but turns both with the file's YaRN RoPE; adds a bias
@@ -122,14 +127,18 @@ void Model::set_up_rope_and_scale() {
     if (c.rope_yarn) compressed.yarn.attn_factor = 1.0f / (1.0f + 0.1f * std::log(1.0f / c.rope_freq_scale));
     compressed_rope_ = Rope(compressed, {});
   }
-  if (c.arch == Architecture::kGemma3) {
-    // Local layers: their own base, no scaling.
+  if (c.arch == Architecture::kGemma3 || c.is_gemma4()) {
+    // Local layers: their own base (gemma4: and rotated width), no scaling;
+    // gemma4's rope_freqs are its global layers' alone.
     ModelConfig local = c;
     local.rope_base = c.sliding.rope_base;
     local.rope_freq_scale = 1.0f;
     local.rope_yarn = false;
     local.yarn = Yarn{};
+    if (c.is_gemma4()) local.rope_dims = c.gemma4.rope_dims_local;
     local_rope_ = Rope(local, {});
+  }
+  if (c.arch == Architecture::kGemma3) {
     // Gemma 3 27B (62 layers) scales by its width per head, n_embd / n_head,
     // the others by the key width (as llama.cpp, after gemma_pytorch).
     const int width = c.n_layer == 62 ? c.n_embd / c.n_head : key_width;
@@ -271,6 +280,7 @@ Status Model::forward_chunk(const int32_t* tokens, int n, std::span<const Segmen
     const float scale = std::sqrt(static_cast<float>(d));
     for (float& v : x_) v *= scale;
   }
+  if (c.is_gemma4()) gemma4_per_layer_inputs(tokens, n, pool);
 
   if (c.is_deepseek4())
     deepseek4_blocks(tokens, n, segments, pool);
@@ -306,6 +316,7 @@ Status Model::transformer_layers(int n, std::span<const Segment> segments, Threa
     if (!device_ || !device_->runs(layer)) {
       transformer_block(weights_.layers[layer], c.is_moe_layer(layer), c.kv_layer(layer), n, segments, pool,
                         c.is_recurrent(layer) ? layer - c.kv_layer(layer) : -1);
+      if (c.is_gemma4()) gemma4_layer_end(weights_.layers[layer], layer, n, pool);
       ++layer;
       continue;
     }

@@ -1,5 +1,5 @@
 // Model: a loaded transformer (llama, qwen2, qwen3, qwen3moe, deepseek2,
-// deepseek4, gemma3, gpt-oss, and the hybrids qwen35, qwen35moe and
+// deepseek4, gemma3, gemma4, gpt-oss, and the hybrids qwen35, qwen35moe and
 // qwen3next) and its forward pass. forward() evaluates a batch: the tokens
 // of one or more sequences, each appended to its own KvCache, in one pass
 // over the weights, and returns logits for the rows asked for.
@@ -184,6 +184,13 @@ class Model {
   // Chooses each token's experts and their weights into routed_ (routing.h).
   void route(const LayerWeights& l, int n, ThreadPool& pool);
 
+  // gemma4 (gemma4.cpp): the chunk's per-layer inputs, from its tokens and
+  // their scaled embeddings in x_, into per_layer_in_; and what follows
+  // block `layer`: its per-layer embedding added to x_, then x_ times its
+  // output factor.
+  void gemma4_per_layer_inputs(const int32_t* tokens, int n, ThreadPool& pool);
+  void gemma4_layer_end(const LayerWeights& l, int layer, int n, ThreadPool& pool);
+
   // deepseek4 (deepseek4.cpp): the blocks over the hyper-connected stream,
   // leaving in x_ the mix of its copies that the output norm reads.
   // The chunk's rows may come from several sequences (segments): every
@@ -224,6 +231,7 @@ class Model {
   ExpertRows routed_;                                           // expert -> (token, weight)
   std::vector<float> nextn_in_;                                 // multi-token prediction's [e ; h] rows
   std::vector<float> attn_gate_;                                // qwen35: attention's output gates
+  std::vector<float> per_layer_in_, per_layer_act_;             // gemma4's per-layer inputs, and one layer's gate
   std::vector<float> mix_, delta_beta_, delta_decay_;           // qwen35's recurrent layers
   // deepseek4: the stream's copies, their normalised rows and mix logits,
   // each token's mix weights, compressor rows, indexer queries and weights,

@@ -36,6 +36,10 @@ void rms_norm(float* out, const float* x, const float* weight, int n, float eps)
   for (int i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
   const float mean = static_cast<float>(sum / n);
   const float scale = 1.0f / std::sqrt(mean + eps);
+  if (!weight) {
+    for (int i = 0; i < n; ++i) out[i] = x[i] * scale;
+    return;
+  }
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 

@@ -7,7 +7,8 @@
 
 namespace revis {
 
-// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]   (out may alias x)
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]   (out may alias x);
+// a null weight multiplies by nothing (gemma4's values).
 void rms_norm(float* out, const float* x, const float* weight, int n, float eps);
 
 // In place: x[i] = exp(x[i] - max) / sum, over n values.

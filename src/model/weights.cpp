@@ -134,6 +134,17 @@ Status bind_delta_net(const Binder& bind, const std::string& p, const ModelConfi
   return bind.matrix(p + "ssm_out.weight", {g.value_dim(), d}, l.ssm_out);
 }
 
+// gemma4's per-layer embedding and output factor of one layer.
+Status bind_gemma4_extras(const Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int64_t d = c.n_embd, e = c.gemma4.n_embd_per_layer;
+  Status s;
+  if (!(s = bind.vector(p + "layer_output_scale.weight", 1, l.out_scale, /*optional=*/true)).ok()) return s;
+  if (e == 0) return {};
+  if (!(s = bind.matrix(p + "inp_gate.weight", {d, e}, l.per_layer_gate)).ok()) return s;
+  if (!(s = bind.matrix(p + "proj.weight", {e, d}, l.per_layer_proj)).ok()) return s;
+  return bind.vector(p + "post_norm.weight", d, l.per_layer_post_norm);
+}
+
 // Block i's tensors (blk.i.*): attention (or qwen35's recurrent layer),
 // then a dense or an expert FFN as the config says of layer i.
 Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, LayerWeights& l) {
@@ -148,9 +159,12 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
   } else if (c.is_mla()) {
     if (!(s = bind_mla(bind, p, c, w, l)).ok()) return s;
   } else {
+    // gemma4: its shared layers make no keys or values (any in the file
+    // go unread), and a layer without attn_v takes its keys' projection.
+    const bool own_kv = !c.is_gemma4() || i < c.gemma4.first_shared_kv;
     if (!(s = bind.matrix(p + "attn_q.weight", {d, q}, l.wq)).ok()) return s;
-    if (!(s = bind.matrix(p + "attn_k.weight", {d, kvk}, l.wk)).ok()) return s;
-    if (!(s = bind.matrix(p + "attn_v.weight", {d, kvv}, l.wv)).ok()) return s;
+    if (own_kv && !(s = bind.matrix(p + "attn_k.weight", {d, kvk}, l.wk)).ok()) return s;
+    if (own_kv && !(s = bind.matrix(p + "attn_v.weight", {d, kvv}, l.wv, /*optional=*/c.is_gemma4())).ok()) return s;
     if (!(s = bind.matrix(p + "attn_output.weight", {c.n_head * int64_t{c.head_dim_v}, d}, l.wo)).ok()) return s;
   }
   if (c.has_qkv_bias) {
@@ -160,8 +174,9 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
   }
   if (c.has_qk_norm && !c.is_recurrent(i)) {
     if (!(s = bind.vector(p + "attn_q_norm.weight", c.head_dim_k, l.q_norm)).ok()) return s;
-    if (!(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
+    if (!l.wk.empty() && !(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
   }
+  if (c.is_gemma4() && !(s = bind_gemma4_extras(bind, p, c, l)).ok()) return s;
   // gpt-oss and qwen35 store the FFN's norm under the name gemma3 gives its
   // post norm.
   const bool post_named = c.arch == Architecture::kGptOss || c.is_hybrid();
@@ -243,7 +258,7 @@ auto all_matrices(Layer& l) {
   return std::array{&l.wq,      &l.wk,        &l.wv,         &l.wo,       &l.wq_a,       &l.wq_b,     &l.wkv_a,
                     &l.wk_b,    &l.wv_b,      &l.w_gate,     &l.w_up,     &l.w_down,     &l.router,   &l.gate_exps,
                     &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp, &l.ssm_qkv,
-                    &l.ssm_z,   &l.ssm_beta,  &l.ssm_alpha,  &l.ssm_out};
+                    &l.ssm_z,   &l.ssm_beta,  &l.ssm_alpha,  &l.ssm_out, &l.per_layer_gate, &l.per_layer_proj};
 }
 auto all_deepseek4_matrices(auto& l) {
   return std::array{&l.hc_attn.fn,          &l.hc_ffn.fn,       &l.wq_a,
@@ -292,6 +307,13 @@ Result<ModelWeights> load_model_weights(const gguf::GgufFile& file, ModelConfig&
   if (w.output.empty()) w.output = w.token_embd;  // tied embeddings
   if (!(s = bind.vector("rope_freqs.weight", c.rope_dims / 2, w.rope_freq_factors, true)).ok()) return s;
 
+  if (c.is_gemma4() && c.gemma4.n_embd_per_layer > 0) {
+    const int64_t slices = int64_t{c.gemma4.n_embd_per_layer} * c.n_layer;
+    if (!(s = bind.matrix("per_layer_token_embd.weight", {slices, v}, w.per_layer_embd)).ok()) return s;
+    if (!(s = bind.matrix("per_layer_model_proj.weight", {d, slices}, w.per_layer_model_proj)).ok()) return s;
+    if (!(s = bind.vector("per_layer_proj_norm.weight", c.gemma4.n_embd_per_layer, w.per_layer_proj_norm)).ok())
+      return s;
+  }
   if (c.is_deepseek4()) {
     if (!(s = bind_deepseek4(bind, c, w)).ok()) return s;
     return w;

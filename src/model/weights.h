@@ -73,9 +73,14 @@ struct LayerWeights {
   // (ssm_a, -exp(A_log)) per value head, the norm of a head's output.
   Matrix ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;
   std::vector<float> ssm_conv, ssm_dt_bias, ssm_a, ssm_norm;
+  // gemma4 (config.h's Gemma4): the per-layer embedding's gate (n_embd ->
+  // n_embd_per_layer) and projection back, the norm of its output, and the
+  // layer output's factor (empty: none).
+  Matrix per_layer_gate, per_layer_proj;
+  std::vector<float> per_layer_post_norm, out_scale;
 
   // Every matrix (the absent ones empty), for code that treats them alike.
-  static constexpr size_t kMatrices = 24;
+  static constexpr size_t kMatrices = 26;
   std::array<Matrix*, kMatrices> matrices();
   std::array<const Matrix*, kMatrices> matrices() const;
   bool is_expert_stack(const Matrix& m) const { return &m == &gate_exps || &m == &up_exps || &m == &down_exps; }
@@ -145,7 +150,12 @@ struct ModelWeights {
   Matrix token_embd;
   std::vector<float> output_norm;
   Matrix output;                          // token_embd when the output is tied
-  std::vector<float> rope_freq_factors;   // Llama 3.1-style; empty when absent
+  std::vector<float> rope_freq_factors;   // Llama 3.1-style (gemma4: its global layers'); empty when absent
+  // gemma4's per-layer embeddings: per token n_layer slices of
+  // n_embd_per_layer (per_layer_token_embd), the projection of the input
+  // embedding to the same (per_layer_model_proj), and one slice's norm.
+  Matrix per_layer_embd, per_layer_model_proj;
+  std::vector<float> per_layer_proj_norm;
   std::vector<LayerWeights> layers;
   // The first multi-token-prediction block, when the file has one
   // (config.n_nextn_layer > 0 and tensors blk.{n_layer}.*); else empty.

@@ -110,6 +110,14 @@ std::vector<Preset> presets() {
   gemma3_small.n_ctx = 8192;
   gemma3_small.sliding_window = 32;
   gemma3_small.rope_scale = 8.0f;
+  // Gemma 4's layout in miniature: local, local, global, then the same
+  // three reading the caches of layers 1 and 2; per-layer embeddings.
+  SyntheticSpec gemma4_small = make("gemma4", "gemma4-small", 128, 6, 4, 2, 64, 384, 0, 1e6f, true);
+  gemma4_small.n_ctx = 8192;
+  gemma4_small.sliding_window = 32;
+  gemma4_small.sliding_pattern = 3;
+  gemma4_small.n_embd_per_layer = 32;
+  gemma4_small.shared_kv_layers = 3;
   // gpt-oss-20b: 24 layers alternating a window of 128 and global, YaRN x32
   // over 4096, 32 experts (4 used) of 2880, 64 query heads and 8 KV heads
   // of 64 over a width of 2880.
@@ -172,6 +180,7 @@ std::vector<Preset> presets() {
       {"qwen3next-tiny", qwen3next_tiny},
       {"qwen3.5-9b", qwen35_9b},
       {"gemma3-small", gemma3_small},
+      {"gemma4-small", gemma4_small},
       {"qwen3moe-tiny", qwen3moe_tiny},
       {"deepseek2-tiny", deepseek2_tiny},
       {"gpt-oss-tiny", gpt_oss_tiny},
@@ -396,15 +405,16 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
   spec = given;
   if (spec.arch == "deepseek4") spec.n_expert_shared = std::max(1, spec.n_expert_shared);  // V4 always has one
   const bool deepseek = spec.arch == "deepseek2", deepseek4 = spec.arch == "deepseek4";
-  const bool gemma3 = spec.arch == "gemma3", gpt_oss = spec.arch == "gpt-oss";
+  const bool gemma4 = spec.arch == "gemma4", gemma3 = spec.arch == "gemma3" || gemma4;
+  const bool gpt_oss = spec.arch == "gpt-oss";
   // qwen3next: qwen35moe's model with fused projections and plain RoPE.
   const bool qwen3next = spec.arch == "qwen3next", qwen35moe = spec.arch == "qwen35moe" || qwen3next;
   const bool qwen35 = spec.arch == "qwen35" || qwen35moe;
   const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4 || gpt_oss || qwen35moe;
   if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe && !gemma3 && !qwen35)
     return Status::error("arch: '" + spec.arch +
-                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss, qwen35, "
-                         "qwen35moe or qwen3next)");
+                         "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gemma4, gpt-oss, "
+                         "qwen35, qwen35moe or qwen3next)");
   if (qwen35 && (spec.full_attention_interval <= 0 || spec.conv_kernel <= 0 || spec.ssm_head_dim <= 0 ||
                  spec.ssm_k_heads <= 0 || spec.ssm_v_heads % spec.ssm_k_heads != 0 || spec.rope_dim <= 0 ||
                  (!qwen3next && spec.rope_sections.size() != 4)))
@@ -415,6 +425,14 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
         "gpt-oss needs a positive sliding window, a YaRN factor of at least 1 and its original context");
   if (gemma3 && (spec.sliding_window <= 0 || spec.sliding_pattern <= 0 || spec.rope_scale < 0 || spec.logit_softcap < 0))
     return Status::error("gemma3 needs a positive sliding window and pattern (rope scale and soft cap 0 or positive)");
+  // gemma4's shared layers read the last local and global layer before them.
+  const int first_shared = spec.n_layer - spec.shared_kv_layers;
+  auto local = [&](int layer) { return layer % spec.sliding_pattern < spec.sliding_pattern - 1; };
+  if (gemma4 && (spec.n_embd_per_layer < 0 || spec.shared_kv_layers < 0 || first_shared < 0 ||
+                 (spec.shared_kv_layers > 0 && (first_shared < 2 || !local(first_shared - 2) || local(first_shared - 1)))))
+    return Status::error("gemma4 needs per-layer embeddings of 0 or more and shared layers after a local and a global "
+                         "layer (" + std::to_string(spec.shared_kv_layers) + " of " + std::to_string(spec.n_layer) +
+                         " layers with every " + std::to_string(spec.sliding_pattern) + "th global)");
   if (spec.n_embd <= 0 || spec.n_layer <= 0 || spec.n_head <= 0 || spec.n_head_kv <= 0 ||
       spec.n_head % spec.n_head_kv != 0)
     return Status::error("dimensions: embd, layers, heads must be positive and kv-heads must divide heads");
@@ -475,9 +493,19 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     out.set_u32(a + "attention.key_length", head_dim);
     out.set_u32(a + "attention.value_length", head_dim);
   }
+  if (gemma4) {
+    std::vector<int32_t> flags;
+    for (int i = 0; i < spec.n_layer; ++i) flags.push_back(local(i) ? 1 : 0);
+    out.set_i32_array(a + "attention.sliding_window_pattern", flags);
+    out.set_u32(a + "attention.key_length_swa", head_dim);
+    out.set_u32(a + "attention.value_length_swa", head_dim);
+    out.set_u32(a + "embedding_length_per_layer_input", spec.n_embd_per_layer);
+    out.set_u32(a + "attention.shared_kv_layers", spec.shared_kv_layers);
+  } else if (gemma3) {
+    out.set_u32(a + "attention.sliding_window_pattern", spec.sliding_pattern);
+  }
   if (gemma3) {
     out.set_u32(a + "attention.sliding_window", spec.sliding_window);
-    out.set_u32(a + "attention.sliding_window_pattern", spec.sliding_pattern);
     out.set_f32(a + "rope.freq_base_swa", spec.rope_base_swa);
     if (spec.rope_scale > 0) {
       out.set_string(a + "rope.scaling.type", "linear");
@@ -519,6 +547,13 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
   tensors.push_back({"token_embd.weight", {d, n_vocab}});
   tensors.push_back({"output_norm.weight", {d}});
   if (!spec.tied_output) tensors.push_back({"output.weight", {d, n_vocab}});
+  const int64_t per_layer = int64_t{spec.n_embd_per_layer} * spec.n_layer;
+  if (gemma4) tensors.push_back({"rope_freqs.weight", {head_dim / 2}});
+  if (gemma4 && per_layer > 0) {
+    tensors.push_back({"per_layer_token_embd.weight", {per_layer, n_vocab}});
+    tensors.push_back({"per_layer_model_proj.weight", {d, per_layer}});
+    tensors.push_back({"per_layer_proj_norm.weight", {spec.n_embd_per_layer}});
+  }
   if (deepseek4) {
     tensors.push_back({"output_hc_fn.weight", {4 * d, 4}});
     tensors.push_back({"output_hc_base.weight", {4}});
@@ -534,6 +569,7 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     }
     tensors.push_back({p + "attn_norm.weight", {d}});
     const bool recurrent = qwen35 && (i + 1) % spec.full_attention_interval != 0;
+    const bool shared_kv = gemma4 && i >= first_shared;
     if (recurrent) {
       const int64_t hd = spec.ssm_head_dim, heads = spec.ssm_v_heads, value = hd * heads;
       const int64_t channels = 2 * hd * spec.ssm_k_heads + value;
@@ -564,8 +600,10 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
       add_deepseek4_attention(spec, ds4, i, p, head_dim, tensors);
     } else {
       tensors.push_back({p + "attn_q.weight", {d, q}});
-      tensors.push_back({p + "attn_k.weight", {d, kv}});
-      tensors.push_back({p + "attn_v.weight", {d, kv}});
+      if (!shared_kv) {
+        tensors.push_back({p + "attn_k.weight", {d, kv}});
+        tensors.push_back({p + "attn_v.weight", {d, kv}});
+      }
       tensors.push_back({p + "attn_output.weight", {q, d}});
     }
     if (spec.arch == "qwen2" || gpt_oss) {
@@ -575,7 +613,13 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     }
     if (spec.arch == "qwen3" || spec.arch == "qwen3moe" || gemma3 || (qwen35 && !recurrent)) {
       tensors.push_back({p + "attn_q_norm.weight", {head_dim}});
-      tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
+      if (!shared_kv) tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
+    }
+    if (gemma4) tensors.push_back({p + "layer_output_scale.weight", {1}});
+    if (gemma4 && per_layer > 0) {
+      tensors.push_back({p + "inp_gate.weight", {d, spec.n_embd_per_layer}});
+      tensors.push_back({p + "proj.weight", {spec.n_embd_per_layer, d}});
+      tensors.push_back({p + "post_norm.weight", {d}});
     }
     if (gpt_oss) {
       tensors.push_back({p + "attn_output.bias", {d}});
@@ -649,6 +693,7 @@ std::optional<SyntheticSpec> synthetic_preset(const std::string& name) {
 
 std::optional<std::string> synthetic_miniature(const std::string& arch) {
   if (arch == "gemma3") return "gemma3-small";
+  if (arch == "gemma4") return "gemma4-small";
   if (arch == "qwen3moe") return "qwen3moe-tiny";
   if (arch == "deepseek2") return "deepseek2-tiny";
   if (arch == "deepseek4") return "deepseek-v4-tiny";
@@ -720,6 +765,14 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       source = [cols, seed](int64_t, int64_t, float* values) {
         fill_gaussian(values, cols, seed, 0.5f);
         for (int64_t i = 0; i < cols; ++i) values[i] = -std::exp(values[i]);
+      };
+    } else if (name == "rope_freqs.weight" || name.ends_with("layer_output_scale.weight")) {
+      // gemma4: its global layers turn the first half of their pairs (the
+      // rest divided by a huge factor stand still), and each layer's
+      // output shrinks a little.
+      const bool rope = name == "rope_freqs.weight";
+      source = [cols, rope](int64_t, int64_t, float* values) {
+        for (int64_t i = 0; i < cols; ++i) values[i] = !rope ? 0.75f : i < cols / 2 ? 1.0f : 1e30f;
       };
     } else if (dims.size() == 1 && !random_vector) {
       const float value = name.find(".bias") != std::string::npos ? 0.0f : 1.0f;

@@ -17,8 +17,8 @@
 namespace revis {
 
 struct SyntheticSpec {
-  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gpt-oss,
-  // qwen35, qwen35moe, qwen3next
+  // llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gemma4,
+  // gpt-oss, qwen35, qwen35moe, qwen3next
   std::string arch = "llama";
   std::string name = "synthetic";
   int n_embd = 256;
@@ -64,6 +64,13 @@ struct SyntheticSpec {
   float rope_base_swa = 10000.0f, rope_scale = 0.0f, logit_softcap = 0.0f;
   int yarn_original_context = 4096;
   bool tied_output = false;
+  // gemma4: gemma3's features with local layers every sliding_pattern-th
+  // one global (written as one flag per layer), per-layer embeddings of
+  // n_embd_per_layer per layer, the last shared_kv_layers layers reading
+  // the cache of the last local and global layer before them, a factor on
+  // each layer's output, and its global layers' RoPE turning half the
+  // pairs (rope_freqs).
+  int n_embd_per_layer = 0, shared_kv_layers = 0;
   // qwen35 (and qwen35moe, whose FFNs are experts beside a gated shared
   // expert n_ff wide; and qwen3next, qwen35moe with its projections fused
   // and no sections): every full_attention_interval-th layer attends (a gated
@@ -87,7 +94,8 @@ struct SyntheticSpec {
 // (284B; shrink it with n_layer and n_expert), "deepseek-v4-tiny" (V4
 // Flash's layout at a few MB), "gemma-3-4b", "tiny" (a few MB, for the
 // demo), "gemma3-small" (a few MB: six layers, the last global, window
-// 32), "qwen3moe-tiny", "deepseek2-tiny", "gpt-oss-tiny", "qwen35-tiny",
+// 32), "gemma4-small" (gemma3-small's shape, every third layer global,
+// the last three sharing caches, per-layer embeddings of 32), "qwen3moe-tiny", "deepseek2-tiny", "gpt-oss-tiny", "qwen35-tiny",
 // "qwen35moe-tiny" and "qwen3next-tiny" (a few MB each), "gpt-oss-20b",
 // "qwen3.5-9b".
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
