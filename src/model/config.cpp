@@ -231,8 +231,9 @@ Status read_gemma3(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
 
 // Gemma 4 (config.h's Gemma4): Gemma 3's features, local layers flagged
 // one by one, per-layer embeddings and shared caches. Its published
-// shapes with two head widths (key_length_swa apart from key_length) or
-// per-layer head counts and FFN widths are refused here, by key.
+// shapes with two head widths (key_length_swa apart from key_length),
+// per-layer head counts and FFN widths, and its experts are refused here,
+// by key.
 Status read_gemma4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
   Status s;
   SlidingWindow& w = c.sliding;
@@ -271,6 +272,8 @@ Status read_gemma4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
       return Status::error(p + "attention.shared_kv_layers: " + std::to_string(shared) +
                            " (expected the layers before the shared ones to end with a local and a global layer)");
   }
+  if (f.find(p + "expert_count"))
+    return Status::error(p + "expert_count: gemma4's mixture of experts is not supported yet (expected a dense file)");
   if (!(s = read_float(f, p + "final_logit_softcapping", 0.0, 0.0, 1e6, c.logit_softcap)).ok()) return s;
   c.has_post_norms = true;
   c.gelu_ffn = true;

@@ -1,0 +1,169 @@
+// Gemma 4 beyond the golden cases (tests/testdata/gemma4): the loader reads
+// its per-layer flags, shared caches and per-layer embeddings, names every
+// missing or misshapen tensor and every key it cannot take (two head
+// widths, experts, shared layers after the wrong kinds), a file without
+// attn_v takes the keys' projection as values, and the GPU leaves every
+// gemma4 layer on the CPU with a reason.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_writer.h"
+#include "model/config.h"
+#include "model/device_layers.h"
+#include "model/weights.h"
+#include "revis/engine.h"
+#include "support/gguf_copy.h"
+#include "support/synthetic_file.h"
+#include "support/testdata.h"
+#include "tools/synthetic.h"
+
+namespace revis {
+namespace {
+
+using testing::load_error;
+using testing::TempDir;
+
+std::string write_model(const TempDir& tmp) {
+  std::optional<SyntheticSpec> spec = synthetic_preset("gemma4-small");
+  EXPECT_TRUE(spec.has_value());
+  spec->n_vocab = 300;
+  return testing::write_synthetic(tmp, *spec);
+}
+
+// A copy of `good` as bad.gguf with `metadata` overriding keys; the message loading it gives.
+std::string error_with(const TempDir& tmp, const std::string& good,
+                       const std::function<void(gguf::GgufWriter&)>& metadata) {
+  testing::write_gguf_copy(
+      good, tmp.file("bad.gguf"),
+      [](const gguf::TensorInfo&, std::vector<int64_t>&, std::vector<uint8_t>&, gguf::GgufWriter&) { return true; },
+      metadata);
+  return load_error(tmp.file("bad.gguf"));
+}
+
+TEST(Gemma4Loader, ReadsItsLayersAndSharedCaches) {
+  TempDir tmp;
+  auto file = gguf::GgufFile::open(write_model(tmp));
+  ASSERT_TRUE(file.ok());
+  auto c = read_model_config(**file);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->arch, Architecture::kGemma4);
+  EXPECT_EQ(c->sliding.window, 32);
+  const std::vector<bool> local = {true, true, false, true, true, false};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(c->sliding.is_local(i), local[i]) << "layer " << i;
+  // Layers 3..5 read the caches of the last local (1) and global (2) layer.
+  EXPECT_EQ(c->n_kv_layer(), 3);
+  const std::vector<int> kv = {0, 1, 2, 1, 1, 2};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(c->kv_layer(i), kv[i]) << "layer " << i;
+  EXPECT_EQ(c->gemma4.n_embd_per_layer, 32);
+  EXPECT_FLOAT_EQ(c->attn_scale, 1.0f);
+  EXPECT_FLOAT_EQ(c->logit_softcap, 0.0f);
+  EXPECT_FLOAT_EQ(c->sliding.rope_base, 10000.0f);
+}
+
+TEST(Gemma4Loader, NamesAMissingTensor) {
+  TempDir tmp;
+  testing::expect_missing_tensors_named(
+      write_model(tmp), {"per_layer_token_embd.weight", "per_layer_model_proj.weight", "per_layer_proj_norm.weight",
+                         "blk.0.inp_gate.weight", "blk.4.proj.weight", "blk.5.post_norm.weight",
+                         "blk.2.attn_k.weight", "blk.1.attn_k_norm.weight", "blk.3.attn_q.weight"});
+}
+
+TEST(Gemma4Loader, NamesAMisshapenTensor) {
+  for (const auto& [name, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"per_layer_model_proj.weight", {128, 160}}, {"blk.0.inp_gate.weight", {128, 16}},
+           {"per_layer_token_embd.weight", {160, 300}}}) {
+    SCOPED_TRACE(name);
+    TempDir tmp;
+    const std::string good = write_model(tmp);
+    testing::write_gguf_reshaped(good, tmp.file("bad.gguf"), name, dims, dims[0] * dims[1] * 2);
+    const std::string error = load_error(tmp.file("bad.gguf"));
+    EXPECT_NE(error.find("tensor '" + name + "': shape"), std::string::npos) << error;
+  }
+}
+
+TEST(Gemma4Loader, RefusesWhatItCannotRunByKey) {
+  TempDir tmp;
+  const std::string good = write_model(tmp);
+  const std::string widths = error_with(tmp, good, [](gguf::GgufWriter& out) {
+    out.set_u32("gemma4.attention.key_length_swa", 128);
+    out.set_u32("gemma4.attention.value_length_swa", 128);
+  });
+  EXPECT_NE(widths.find("gemma4.attention.key_length_swa: 128/128"), std::string::npos) << widths;
+  const std::string experts =
+      error_with(tmp, good, [](gguf::GgufWriter& out) { out.set_u32("gemma4.expert_count", 8); });
+  EXPECT_NE(experts.find("gemma4.expert_count"), std::string::npos) << experts;
+  const std::string flags = error_with(
+      tmp, good, [](gguf::GgufWriter& out) { out.set_i32_array("gemma4.attention.sliding_window_pattern", {1, 0}); });
+  EXPECT_NE(flags.find("gemma4.attention.sliding_window_pattern: 2 flags (expected one per layer, 6)"),
+            std::string::npos)
+      << flags;
+  // Two shared layers would follow a local layer: none for them to read.
+  const std::string shared =
+      error_with(tmp, good, [](gguf::GgufWriter& out) { out.set_u32("gemma4.attention.shared_kv_layers", 2); });
+  EXPECT_NE(shared.find("gemma4.attention.shared_kv_layers: 2"), std::string::npos) << shared;
+  const std::string window =
+      error_with(tmp, good, [](gguf::GgufWriter& out) { out.set_u32("gemma4.attention.sliding_window", 0); });
+  EXPECT_NE(window.find("gemma4.attention.sliding_window: 0"), std::string::npos) << window;
+}
+
+std::vector<float> last_logits(const std::string& path, const std::vector<int32_t>& tokens) {
+  auto engine = Engine::load({.model_path = path, .n_ctx = 64, .n_threads = 2});
+  EXPECT_TRUE(engine.ok()) << engine.status().message();
+  if (!engine.ok()) return {};
+  auto session = (*engine)->new_session();
+  Status s = session->eval(tokens);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return std::vector<float>(session->logits(0).begin(), session->logits(0).end());
+}
+
+// Without attn_v a layer's values are its keys' projection (normed without
+// a weight, not rotated): the file loads, and its logits are those of a
+// file whose attn_v is a copy of attn_k.
+TEST(Gemma4Attention, WithoutAttnVTheValuesAreTheKeysProjection) {
+  TempDir tmp;
+  const std::string good = write_model(tmp);
+  testing::write_gguf_without(good, tmp.file("no_v.gguf"), "blk.0.attn_v.weight");
+  std::vector<uint8_t> keys;
+  {
+    auto in = gguf::GgufFile::open(good);
+    ASSERT_TRUE(in.ok());
+    const gguf::TensorInfo* k = (*in)->tensor("blk.0.attn_k.weight");
+    ASSERT_NE(k, nullptr);
+    keys.assign(k->data, k->data + k->n_bytes);
+  }
+  testing::write_gguf_copy(good, tmp.file("v_is_k.gguf"),
+                           [&](const gguf::TensorInfo& t, std::vector<int64_t>&, std::vector<uint8_t>& bytes,
+                               gguf::GgufWriter&) {
+                             if (t.name == "blk.0.attn_v.weight") bytes = keys;
+                             return true;
+                           });
+  const std::vector<int32_t> tokens = {1, 20, 30, 40, 50, 60, 70};
+  const std::vector<float> without = last_logits(tmp.file("no_v.gguf"), tokens);
+  EXPECT_FALSE(without.empty());
+  EXPECT_EQ(without, last_logits(tmp.file("v_is_k.gguf"), tokens));
+  EXPECT_NE(without, last_logits(good, tokens));
+}
+
+// The GPU runs none of gemma4's layers yet: each stays on the CPU with a
+// reason that names the architecture (Model::offload turns it into the
+// warning "N layer(s) stay on the CPU (...)").
+TEST(Gemma4Device, EveryLayerFallsBackToTheCpuWithAReason) {
+  TempDir tmp;
+  auto file = gguf::GgufFile::open(write_model(tmp));
+  ASSERT_TRUE(file.ok());
+  auto c = read_model_config(**file);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  auto w = load_model_weights(**file, *c);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  for (int layer = 0; layer < c->n_layer; ++layer)
+    EXPECT_EQ(DeviceLayers::unsupported(*c, w->layers[layer], layer, gpu::DeviceInfo{}),
+              "the gemma4 block is not written for the GPU yet")
+        << "layer " << layer;
+}
+
+}  // namespace
+}  // namespace revis
