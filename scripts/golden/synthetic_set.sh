@@ -3,7 +3,7 @@
 # SET-Q8_0.gguf (revis mkmodel with FLAGS and --type F16 or Q8_0) and
 # llama.cpp's golden outputs on them for the shared prompts.
 #   scripts/golden/synthetic_set.sh SET REVIS_BINARY LLAMA_DIR TESTDATA_DIR FLAGS...
-# Needs scripts/golden/build.sh run first. gemma3.sh, gemma4.sh and gpt-oss.sh call it.
+# Needs scripts/golden/build.sh run first. gemma3.sh, gemma4.sh, gemma4moe.sh and gpt-oss.sh call it.
 set -euo pipefail
 set_name=$1
 revis=$2

@@ -231,9 +231,10 @@ Status read_gemma3(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
 
 // Gemma 4 (config.h's Gemma4): Gemma 3's features, local layers flagged
 // one by one, per-layer embeddings and shared caches. Its published
-// shapes with two head widths (key_length_swa apart from key_length),
-// per-layer head counts and FFN widths, and its experts are refused here,
-// by key.
+// shapes with two head widths (key_length_swa apart from key_length) or
+// per-layer head counts and FFN widths are refused here, by key. With
+// expert_count every layer is a mixture of experts beside its dense FFN
+// (config.h's Gemma4), read with the other families' experts below.
 Status read_gemma4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
   Status s;
   SlidingWindow& w = c.sliding;
@@ -272,13 +273,13 @@ Status read_gemma4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
       return Status::error(p + "attention.shared_kv_layers: " + std::to_string(shared) +
                            " (expected the layers before the shared ones to end with a local and a global layer)");
   }
-  if (f.find(p + "expert_count"))
-    return Status::error(p + "expert_count: gemma4's mixture of experts is not supported yet (expected a dense file)");
   if (!(s = read_float(f, p + "final_logit_softcapping", 0.0, 0.0, 1e6, c.logit_softcap)).ok()) return s;
   c.has_post_norms = true;
   c.gelu_ffn = true;
   c.scale_embeddings = true;
   c.attn_scale = 1.0f;
+  c.expert_gating = ExpertGating::kSoftmax;
+  c.expert_weights_norm = true;
   return {};
 }
 
@@ -460,10 +461,11 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   const bool moe = c.arch == Architecture::kQwen3Moe || c.arch == Architecture::kDeepseek4 ||
                    c.arch == Architecture::kGptOss || c.arch == Architecture::kQwen35Moe ||
                    c.arch == Architecture::kQwen3Next ||
-                   (c.arch == Architecture::kDeepseek2 && f.find(p + "expert_count"));
+                   ((c.arch == Architecture::kDeepseek2 || c.is_gemma4()) && f.find(p + "expert_count"));
   if (moe && !(s = read_experts(f, p, c)).ok()) return s;
-  // Dense layers: all of them, or DeepSeek's leading ones.
-  if ((!moe || c.n_layer_dense_lead > 0) && !(s = read_dim(f, p + "feed_forward_length", 0, 1, kMaxDim, c.n_ff)).ok())
+  // Dense layers: all of them, or DeepSeek's leading ones; gemma4's
+  // experts run beside a dense FFN.
+  if ((!moe || c.n_layer_dense_lead > 0 || c.is_gemma4()) && !(s = read_dim(f, p + "feed_forward_length", 0, 1, kMaxDim, c.n_ff)).ok())
     return s;
   return c;
 }

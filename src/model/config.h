@@ -99,6 +99,13 @@ struct SlidingWindow {
 // global). Values are RMS-normed without a weight (and are the keys'
 // projection where the layer has no attn_v); attention's scores are not
 // scaled; each layer's output may be multiplied by a learned scalar.
+// Its mixture of experts (expert_count set) runs in every layer beside the
+// dense FFN: the dense branch reads ffn_norm(x) and is normed by
+// post_ffw_norm_1; the experts read pre_ffw_norm_2(x) and are normed by
+// post_ffw_norm_2; the router reads norm(x) / sqrt(n_embd) times
+// ffn_gate_inp.scale and picks the top k of a softmax, renormalised; each
+// expert's output may be scaled (ffn_down_exps.scale); the two branches'
+// sum goes through post_ffw_norm as a dense FFN's would.
 struct Gemma4 {
   int n_embd_per_layer = 0;        // embedding_length_per_layer_input; 0: no per-layer embeddings
   int first_shared_kv = 0;         // block_count - attention.shared_kv_layers

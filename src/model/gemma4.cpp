@@ -1,8 +1,10 @@
 // Gemma 4's per-layer embeddings and layer output factor (config.h's
-// Gemma4), the step model.cpp runs after each of its blocks. The float
+// Gemma4), the step model.cpp runs after each of its blocks, and its FFN
+// of a dense branch beside experts. The float
 // steps follow llama.cpp's gemma4 graph, so that the logits match its
 // within the golden tolerances.
 #include <cmath>
+#include <span>
 
 #include "model/model.h"
 #include "model/ops.h"
@@ -52,6 +54,37 @@ void Model::gemma4_layer_end(const LayerWeights& l, int layer, int n, ThreadPool
   }
   if (!l.out_scale.empty())
     for (float& v : std::span(x_.data(), static_cast<size_t>(n) * d)) v *= l.out_scale[0];
+}
+
+// xb_ = post_norm_1(dense(xb_)) + post_norm_2(experts(pre_norm_2(x_))),
+// the experts picked by a router that reads norm(x_) / sqrt(n_embd) *
+// router_scale, each one's weight times its output factor (the same
+// product in another order than llama.cpp's, within float rounding).
+void Model::gemma4_ffn_with_experts(const LayerWeights& l, int n, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int d = c.n_embd;
+  const size_t rows = static_cast<size_t>(n) * d;
+  std::vector<float> branch(rows), logits(static_cast<size_t>(n) * c.n_expert);
+  const float router_factor = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int t = 0; t < n; ++t) {
+    float* r = &branch[t * d];
+    rms_norm(r, &x_[t * d], nullptr, d, c.rms_eps);
+    for (int i = 0; i < d; ++i) r[i] = r[i] * router_factor * l.router_scale[i];
+  }
+  matmul_.run(pool, l.router, branch.data(), n, d, logits.data(), c.n_expert);
+  choose_experts(c, l, logits.data(), n, routed_);
+  if (!l.down_exps_scale.empty())
+    for (int e = 0; e < c.n_expert; ++e)
+      for (auto& [row, weight] : routed_[e]) weight *= l.down_exps_scale[e];
+  for (int t = 0; t < n; ++t) rms_norm(&branch[t * d], &x_[t * d], l.ffn_pre_norm_2.data(), d, c.rms_eps);
+  routed_experts(l, branch.data(), n, pool);
+
+  gated_ffn(l.w_gate, l.w_up, l.w_down, xb_.data(), n, xb_.data(), pool);
+  for (int t = 0; t < n; ++t) {
+    rms_norm(&xb_[t * d], &xb_[t * d], l.ffn_post_norm_1.data(), d, c.rms_eps);
+    rms_norm(&moe_out_[t * d], &moe_out_[t * d], l.ffn_post_norm_2.data(), d, c.rms_eps);
+  }
+  add(xb_.data(), moe_out_.data(), static_cast<int>(rows));
 }
 
 }  // namespace revis

@@ -15,7 +15,8 @@
 // Gemma 4 (config.h's Gemma4) is Gemma 3's path with unscaled attention
 // scores, RMS-normed values, and a step after each block (gemma4.cpp):
 // the block's per-layer embedding and output factor; its shared layers
-// read an earlier layer's cache (attention.cpp).
+// read an earlier layer's cache (attention.cpp); its mixture of experts
+// runs beside the dense FFN (gemma4.cpp).
 //
 // gpt-oss (config.h's gpt-oss fields) alternates sliding-window and global
 // layers like gemma3 but turns both with the file's YaRN RoPE; adds a bias
@@ -466,7 +467,9 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
 
   // The feed-forward result lands in xb_.
   for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.ffn_norm.data(), d, c.rms_eps);
-  if (moe)
+  if (moe && c.is_gemma4())
+    gemma4_ffn_with_experts(l, n, pool);
+  else if (moe)
     feed_forward_moe(l, n, pool);
   else
     gated_ffn(l.w_gate, l.w_up, l.w_down, xb_.data(), n, xb_.data(), pool);
@@ -509,20 +512,19 @@ void Model::route(const LayerWeights& l, int n, ThreadPool& pool) {
   choose_experts(config_, l, logits.data(), n, routed_);
 }
 
-void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
+// moe_out_ = the routed_ experts' weighted outputs for n rows of `in`.
+// Each expert runs once over all the tokens routed to it, each token with
+// the bits it would have in any other grouping (model.h).
+void Model::routed_experts(const LayerWeights& l, const float* in, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
-  route(l, n, pool);
-
-  // Each expert runs once over all the tokens routed to it, each token
-  // with the bits it would have in any other grouping (model.h).
   moe_out_.assign(static_cast<size_t>(n) * d, 0.0f);
   for (int e = 0; e < c.n_expert; ++e) {
     const auto& batch = routed_[e];
     if (batch.empty()) continue;
     const int m = static_cast<int>(batch.size());
     moe_in_.resize(static_cast<size_t>(m) * d);
-    for (int i = 0; i < m; ++i) std::copy_n(&xb_[batch[i].first * d], d, &moe_in_[i * d]);
+    for (int i = 0; i < m; ++i) std::copy_n(&in[batch[i].first * d], d, &moe_in_[i * d]);
     FfnBiases biases;
     if (!l.gate_exps_bias.empty()) {
       const size_t f = c.n_ff_expert;
@@ -532,6 +534,13 @@ void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
               pool, biases);
     for (int i = 0; i < m; ++i) axpy(&moe_out_[batch[i].first * d], batch[i].second, &moe_in_[i * d], d);
   }
+}
+
+void Model::feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int d = c.n_embd;
+  route(l, n, pool);
+  routed_experts(l, xb_.data(), n, pool);
   // Shared experts: every token passes them, unweighted (DeepSeek) or
   // weighted by sigmoid(gate . x) (qwen35moe).
   if (!l.gate_shexp.empty()) {

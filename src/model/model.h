@@ -181,6 +181,8 @@ class Model {
   void gated_ffn(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x, int n, float* out,
                  ThreadPool& pool, FfnBiases biases = {});
   void feed_forward_moe(const LayerWeights& l, int n, ThreadPool& pool);
+  // moe_out_: the weighted outputs of the experts routed_ names for n rows of `in`.
+  void routed_experts(const LayerWeights& l, const float* in, int n, ThreadPool& pool);
   // Chooses each token's experts and their weights into routed_ (routing.h).
   void route(const LayerWeights& l, int n, ThreadPool& pool);
 
@@ -190,6 +192,9 @@ class Model {
   // output factor.
   void gemma4_per_layer_inputs(const int32_t* tokens, int n, ThreadPool& pool);
   void gemma4_layer_end(const LayerWeights& l, int layer, int n, ThreadPool& pool);
+  // gemma4's FFN where it has experts: the dense branch over xb_ (the
+  // FFN norm's rows) plus the experts' branch over x_, into xb_.
+  void gemma4_ffn_with_experts(const LayerWeights& l, int n, ThreadPool& pool);
 
   // deepseek4 (deepseek4.cpp): the blocks over the hyper-connected stream,
   // leaving in x_ the mix of its copies that the output norm reads.

@@ -145,6 +145,24 @@ Status bind_gemma4_extras(const Binder& bind, const std::string& p, const ModelC
   return bind.vector(p + "post_norm.weight", d, l.per_layer_post_norm);
 }
 
+// gemma4's experts beside its dense FFN (config.h's Gemma4). Files that
+// fuse the gate and up experts into ffn_gate_up_exps are refused by name.
+Status bind_gemma4_experts(const Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int64_t d = c.n_embd, f = c.n_ff;
+  Status s;
+  if (bind.has(p + "ffn_gate_up_exps.weight") && !bind.has(p + "ffn_gate_exps.weight"))
+    return Status::error("tensor '" + p + "ffn_gate_up_exps.weight': fused gate and up experts are not supported yet "
+                         "(expected ffn_gate_exps and ffn_up_exps)");
+  if (!(s = bind.matrix(p + "ffn_gate.weight", {d, f}, l.w_gate)).ok()) return s;
+  if (!(s = bind.matrix(p + "ffn_up.weight", {d, f}, l.w_up)).ok()) return s;
+  if (!(s = bind.matrix(p + "ffn_down.weight", {f, d}, l.w_down)).ok()) return s;
+  if (!(s = bind.vector(p + "ffn_gate_inp.scale", d, l.router_scale)).ok()) return s;
+  if (!(s = bind.vector(p + "pre_ffw_norm_2.weight", d, l.ffn_pre_norm_2)).ok()) return s;
+  if (!(s = bind.vector(p + "post_ffw_norm_1.weight", d, l.ffn_post_norm_1)).ok()) return s;
+  if (!(s = bind.vector(p + "post_ffw_norm_2.weight", d, l.ffn_post_norm_2)).ok()) return s;
+  return bind.vector(p + "ffn_down_exps.scale", c.n_expert, l.down_exps_scale, /*optional=*/true);
+}
+
 // Block i's tensors (blk.i.*): attention (or qwen35's recurrent layer),
 // then a dense or an expert FFN as the config says of layer i.
 Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, LayerWeights& l) {
@@ -190,6 +208,7 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
   }
   if (c.is_moe_layer(i)) {
     const int64_t e = c.n_expert, f = c.n_ff_expert;
+    if (c.is_gemma4() && !(s = bind_gemma4_experts(bind, p, c, l)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_gate_inp.weight", {d, e}, l.router)).ok()) return s;
     if (!(s = bind.vector(p + "exp_probs_b.bias", e, l.expert_bias, /*optional=*/true)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_gate_exps.weight", {d, f, e}, l.gate_exps)).ok()) return s;

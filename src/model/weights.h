@@ -78,6 +78,10 @@ struct LayerWeights {
   // layer output's factor (empty: none).
   Matrix per_layer_gate, per_layer_proj;
   std::vector<float> per_layer_post_norm, out_scale;
+  // gemma4's experts beside the dense FFN (w_gate, w_up, w_down): the
+  // router's input factors, the branches' norms, each expert's output
+  // factor (empty: none).
+  std::vector<float> router_scale, ffn_pre_norm_2, ffn_post_norm_1, ffn_post_norm_2, down_exps_scale;
 
   // Every matrix (the absent ones empty), for code that treats them alike.
   static constexpr size_t kMatrices = 26;

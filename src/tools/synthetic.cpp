@@ -410,7 +410,9 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
   // qwen3next: qwen35moe's model with fused projections and plain RoPE.
   const bool qwen3next = spec.arch == "qwen3next", qwen35moe = spec.arch == "qwen35moe" || qwen3next;
   const bool qwen35 = spec.arch == "qwen35" || qwen35moe;
-  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4 || gpt_oss || qwen35moe;
+  // gemma4's experts run beside a dense FFN of n_ff.
+  const bool gemma4_moe = gemma4 && spec.n_expert > 0;
+  const bool moe = spec.arch == "qwen3moe" || deepseek || deepseek4 || gpt_oss || qwen35moe || gemma4_moe;
   if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3" && !moe && !gemma3 && !qwen35)
     return Status::error("arch: '" + spec.arch +
                          "' (expected llama, qwen2, qwen3, qwen3moe, deepseek2, deepseek4, gemma3, gemma4, gpt-oss, "
@@ -438,7 +440,7 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     return Status::error("dimensions: embd, layers, heads must be positive and kv-heads must divide heads");
   if (moe && (spec.n_expert <= 0 || spec.n_expert_used <= 0 || spec.n_expert_used > spec.n_expert || spec.n_ff_expert <= 0))
     return Status::error(spec.arch + " needs --experts, --experts-used (<= experts) and --ff-expert");
-  if ((!moe || deepseek) && spec.n_ff <= 0) return Status::error("ff: must be positive");
+  if ((!moe || deepseek || gemma4) && spec.n_ff <= 0) return Status::error("ff: must be positive");
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   if (head_dim <= 0 || head_dim % 2 != 0) return Status::error("head dim: must be positive and even");
   if (deepseek && (spec.kv_lora_rank <= 0 || spec.rope_dim <= 0 || spec.rope_dim % 2 != 0 || spec.head_dim_v <= 0 ||
@@ -460,7 +462,7 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
   out.set_u32(a + "context_length", spec.n_ctx);
   out.set_u32(a + "embedding_length", spec.n_embd);
   out.set_u32(a + "block_count", n_blocks);
-  out.set_u32(a + "feed_forward_length", moe && !deepseek ? spec.n_ff_expert : spec.n_ff);
+  out.set_u32(a + "feed_forward_length", moe && !deepseek && !gemma4 ? spec.n_ff_expert : spec.n_ff);
   out.set_u32(a + "attention.head_count", spec.n_head);
   out.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   out.set_f32(a + "rope.freq_base", spec.rope_base);
@@ -633,6 +635,16 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
       const int64_t e = spec.n_expert, f = spec.n_ff_expert;
       const int64_t shared = qwen35moe ? spec.n_ff : f * spec.n_expert_shared;
       if (qwen35moe) tensors.push_back({p + "ffn_gate_inp_shexp.weight", {d}});
+      if (gemma4) {
+        tensors.push_back({p + "ffn_gate.weight", {d, spec.n_ff}});
+        tensors.push_back({p + "ffn_up.weight", {d, spec.n_ff}});
+        tensors.push_back({p + "ffn_down.weight", {int64_t{spec.n_ff}, d}});
+        tensors.push_back({p + "ffn_gate_inp.scale", {d}});
+        tensors.push_back({p + "pre_ffw_norm_2.weight", {d}});
+        tensors.push_back({p + "post_ffw_norm_1.weight", {d}});
+        tensors.push_back({p + "post_ffw_norm_2.weight", {d}});
+        tensors.push_back({p + "ffn_down_exps.scale", {e}});
+      }
       tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});
       if (deepseek4 && i < ds4.hash_layers) tensors.push_back({p + "ffn_gate_tid2eid.weight", {spec.n_expert_used, n_vocab}});
       if (spec.sigmoid_gating || (deepseek4 && i >= ds4.hash_layers)) tensors.push_back({p + "exp_probs_b.bias", {e}});
@@ -773,6 +785,17 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
       const bool rope = name == "rope_freqs.weight";
       source = [cols, rope](int64_t, int64_t, float* values) {
         for (int64_t i = 0; i < cols; ++i) values[i] = !rope ? 0.75f : i < cols / 2 ? 1.0f : 1e30f;
+      };
+    } else if (name.ends_with("ffn_gate_inp.scale") || name.ends_with("ffn_down_exps.scale")) {
+      // gemma4's expert output factors: around 1, each its own; its router
+      // factors around sqrt(n_embd), undoing the router input's
+      // 1/sqrt(n_embd), so that random router logits spread as a trained
+      // router's do instead of all nearly tying.
+      const uint64_t seed = hash_name(name, spec.seed);
+      const float around = name.ends_with("ffn_gate_inp.scale") ? std::sqrt(static_cast<float>(cols)) : 1.0f;
+      source = [cols, seed, around](int64_t, int64_t, float* values) {
+        fill_gaussian(values, cols, seed, 0.25f);
+        for (int64_t i = 0; i < cols; ++i) values[i] = (values[i] + 1.0f) * around;
       };
     } else if (dims.size() == 1 && !random_vector) {
       const float value = name.find(".bias") != std::string::npos ? 0.0f : 1.0f;

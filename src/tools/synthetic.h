@@ -69,7 +69,8 @@ struct SyntheticSpec {
   // n_embd_per_layer per layer, the last shared_kv_layers layers reading
   // the cache of the last local and global layer before them, a factor on
   // each layer's output, and its global layers' RoPE turning half the
-  // pairs (rope_freqs).
+  // pairs (rope_freqs). With n_expert, every layer's experts run beside
+  // its dense FFN of n_ff, with their router's and outputs' factors.
   int n_embd_per_layer = 0, shared_kv_layers = 0;
   // qwen35 (and qwen35moe, whose FFNs are experts beside a gated shared
   // expert n_ff wide; and qwen3next, qwen35moe with its projections fused

@@ -1,12 +1,14 @@
-// Gemma 4 beyond the golden cases (tests/testdata/gemma4): the loader reads
-// its per-layer flags, shared caches and per-layer embeddings, names every
-// missing or misshapen tensor and every key it cannot take (two head
-// widths, experts, shared layers after the wrong kinds), a file without
-// attn_v takes the keys' projection as values, and the GPU leaves every
-// gemma4 layer on the CPU with a reason.
+// Gemma 4 beyond the golden cases (tests/testdata/gemma4, gemma4moe): the
+// loader reads its per-layer flags, shared caches, per-layer embeddings and
+// experts, names every missing or misshapen tensor and every key or
+// tensor it cannot take (two head widths, fused experts, shared layers
+// after the wrong kinds), a file without attn_v takes the keys'
+// projection as values, and the GPU leaves every gemma4 layer on the CPU
+// with a reason.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,10 +29,14 @@ namespace {
 using testing::load_error;
 using testing::TempDir;
 
-std::string write_model(const TempDir& tmp) {
+// gemma4-small, or with `experts` experts (2 used) beside each dense FFN.
+std::string write_model(const TempDir& tmp, int experts = 0) {
   std::optional<SyntheticSpec> spec = synthetic_preset("gemma4-small");
   EXPECT_TRUE(spec.has_value());
   spec->n_vocab = 300;
+  spec->n_expert = experts;
+  spec->n_expert_used = 2;
+  spec->n_ff_expert = 64;
   return testing::write_synthetic(tmp, *spec);
 }
 
@@ -72,6 +78,53 @@ TEST(Gemma4Loader, NamesAMissingTensor) {
                          "blk.2.attn_k.weight", "blk.1.attn_k_norm.weight", "blk.3.attn_q.weight"});
 }
 
+TEST(Gemma4Loader, ReadsItsExpertsBesideTheDenseFfn) {
+  TempDir tmp;
+  auto file = gguf::GgufFile::open(write_model(tmp, 8));
+  ASSERT_TRUE(file.ok());
+  auto c = read_model_config(**file);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->n_expert, 8);
+  EXPECT_EQ(c->n_expert_used, 2);
+  EXPECT_EQ(c->n_ff_expert, 64);
+  EXPECT_EQ(c->n_ff, 384);
+  EXPECT_EQ(c->expert_gating, ExpertGating::kSoftmax);
+  EXPECT_TRUE(c->expert_weights_norm);
+  for (int i = 0; i < c->n_layer; ++i) EXPECT_TRUE(c->is_moe_layer(i)) << "layer " << i;
+  auto w = load_model_weights(**file, *c);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_FALSE(w->layers[0].w_gate.empty());
+  EXPECT_EQ(w->layers[5].down_exps_scale.size(), 8u);
+}
+
+TEST(Gemma4Loader, NamesAMissingExpertTensor) {
+  TempDir tmp;
+  testing::expect_missing_tensors_named(
+      write_model(tmp, 8), {"blk.0.ffn_gate_inp.scale", "blk.1.pre_ffw_norm_2.weight", "blk.2.post_ffw_norm_1.weight",
+                            "blk.3.post_ffw_norm_2.weight", "blk.4.ffn_up.weight", "blk.5.ffn_down_exps.weight"});
+}
+
+// Fused gate and up experts (ffn_gate_up_exps) are named as not supported yet.
+TEST(Gemma4Loader, RefusesFusedExpertsByName) {
+  TempDir tmp;
+  const std::string good = write_model(tmp, 8);
+  testing::write_gguf_copy(good, tmp.file("bad.gguf"),
+                           [](const gguf::TensorInfo& t, std::vector<int64_t>&, std::vector<uint8_t>&,
+                              gguf::GgufWriter& out) {
+                             if (t.name == "blk.0.ffn_up_exps.weight") return false;
+                             if (t.name != "blk.0.ffn_gate_exps.weight") return true;
+                             // The gate's bytes under the fused name, as wide as the gate alone: only
+                             // the name matters here.
+                             EXPECT_TRUE(out.add_tensor("blk.0.ffn_gate_up_exps.weight", t.type, t.dims, t.data,
+                                                        t.n_bytes).ok());
+                             return false;
+                           });
+  const std::string error = load_error(tmp.file("bad.gguf"));
+  EXPECT_NE(error.find("tensor 'blk.0.ffn_gate_up_exps.weight': fused gate and up experts are not supported yet"),
+            std::string::npos)
+      << error;
+}
+
 TEST(Gemma4Loader, NamesAMisshapenTensor) {
   for (const auto& [name, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
            {"per_layer_model_proj.weight", {128, 160}}, {"blk.0.inp_gate.weight", {128, 16}},
@@ -93,9 +146,13 @@ TEST(Gemma4Loader, RefusesWhatItCannotRunByKey) {
     out.set_u32("gemma4.attention.value_length_swa", 128);
   });
   EXPECT_NE(widths.find("gemma4.attention.key_length_swa: 128/128"), std::string::npos) << widths;
-  const std::string experts =
-      error_with(tmp, good, [](gguf::GgufWriter& out) { out.set_u32("gemma4.expert_count", 8); });
-  EXPECT_NE(experts.find("gemma4.expert_count"), std::string::npos) << experts;
+  // Experts counted in the keys want their tensors.
+  const std::string experts = error_with(tmp, good, [](gguf::GgufWriter& out) {
+    out.set_u32("gemma4.expert_count", 8);
+    out.set_u32("gemma4.expert_used_count", 2);
+    out.set_u32("gemma4.expert_feed_forward_length", 64);
+  });
+  EXPECT_NE(experts.find("tensor 'blk.0.ffn_gate_inp.scale' is missing"), std::string::npos) << experts;
   const std::string flags = error_with(
       tmp, good, [](gguf::GgufWriter& out) { out.set_i32_array("gemma4.attention.sliding_window_pattern", {1, 0}); });
   EXPECT_NE(flags.find("gemma4.attention.sliding_window_pattern: 2 flags (expected one per layer, 6)"),
