@@ -302,13 +302,13 @@ TEST(MkmodelCommand, EveryArchitectureGeneratesAndRuns) {
 }
 
 // `--arch NAME` and nothing else: a small file of every architecture
-// (the mixtures of experts, deepseek4, gemma3, gpt-oss and qwen35 from their miniatures),
+// (the mixtures of experts, deepseek4, gemma3, gemma4, gpt-oss and qwen35 from their miniatures),
 // which revis runs. llama.cpp loads the same files (docs/formats.md).
 TEST(MkmodelCommand, AnArchitectureAloneMakesASmallFileThatRuns) {
   TempDir tmp;
   for (const char* arch :
-       {"llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4", "gemma3", "gpt-oss", "qwen35", "qwen35moe",
-        "qwen3next"}) {
+       {"llama", "qwen2", "qwen3", "qwen3moe", "deepseek2", "deepseek4", "gemma3", "gemma4", "gpt-oss", "qwen35",
+        "qwen35moe", "qwen3next"}) {
     const std::string path = tmp.file(std::string(arch) + ".gguf");
     const auto mk = run_revis(std::string("mkmodel --arch ") + arch + " -o " + shell_quote(path));
     ASSERT_EQ(mk.exit_code, 0) << arch << ": " << mk.err;
