@@ -3,15 +3,16 @@
 // every case teacher-forced with all layers on the device, greedy
 // generation for the `en` prompt (the device is lavapipe on CI, a CPU:
 // one prompt keeps the stage short), and with -ngl 1 (one layer on the
-// device, one on the CPU) for the F16 and Q4_K_M files. The moe2bit set
-// (qwen3moe with IQ2_XXS and Q2_K experts, the rest Q8_0) goes teacher-
-// forced with every layer on the device: the grid types' shaders end to end.
-// DeepSeek's set (deepseek2/: latent attention, a dense leading layer,
-// sigmoid-gated experts with a shared one, YaRN) runs the `en` and `code`
-// prompts of every file teacher-forced, the `long` one (two chunks, 383
-// positions) of the YaRN F16 file, and `en` split for F16 and Q4_K_M: the
-// other `long` cases take lavapipe 15 s each, and `ja` adds no path on the
-// device.
+// device, one on the CPU) for the F16 and Q4_K_M files; gemma4's files,
+// which the GPU has no block for, stay on the CPU with a warning. The
+// moe2bit set (qwen3moe with IQ2_XXS and Q2_K experts, the rest Q8_0) goes
+// teacher-forced with every layer on the device: the grid types' shaders
+// end to end. DeepSeek's set (deepseek2/: latent attention, a dense leading
+// layer, sigmoid-gated experts with a shared one, YaRN) runs the `en` and
+// `code` prompts of every file teacher-forced, the `long` one (two chunks,
+// 383 positions) of the YaRN F16 file, and `en` split for F16 and Q4_K_M:
+// the other `long` cases take lavapipe 15 s each, and `ja` adds no path on
+// the device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -142,6 +143,29 @@ INSTANTIATE_TEST_SUITE_P(DenseF16AndQ4KM, SplitOnGpu,
 INSTANTIATE_TEST_SUITE_P(Deepseek2, SplitOnGpu, ::testing::ValuesIn([] {
                            std::vector<std::string> names = set_cases("deepseek2/deepseek2-F16", {"en"});
                            for (const std::string& n : set_cases("deepseek2/deepseek2-Q4_K_M", {"en"})) names.push_back(n);
+                           return names;
+                         }()),
+                         [](const auto& info) { return testing::golden_test_name(info.param); });
+
+// An architecture the GPU has no block for yet (gemma4): asked for every
+// layer, the device gets none, the warning names how many stay on the CPU
+// and why, and the logits are the CPU's.
+using FallbackOnGpu = GoldenOnGpu;
+
+TEST_P(FallbackOnGpu, EveryLayerStaysOnTheCpuWithAWarning) {
+  const testing::GoldenCase g = testing::load_golden(GetParam());
+  Engine& engine = gpu_engine(g.model_file, 99);
+  EXPECT_EQ(engine.info().gpu_layers, 0);
+  EXPECT_FALSE(engine.info().gpu_output);
+  EXPECT_EQ(engine.info().device_warnings,
+            std::vector<std::string>{"6 layer(s) stay on the CPU (the gemma4 block is not written for the GPU yet)"});
+  expect_within_tolerance(g, engine);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemma4, FallbackOnGpu,
+                         ::testing::ValuesIn([] {
+                           std::vector<std::string> names = set_cases("gemma4/", {"en"});
+                           for (const std::string& n : set_cases("gemma4moe/", {"en"})) names.push_back(n);
                            return names;
                          }()),
                          [](const auto& info) { return testing::golden_test_name(info.param); });
