@@ -442,7 +442,7 @@ TEST(GgufHostile, ArraysNestedAThousandDeep) {
 // One image holding a value of every shape the getters distinguish.
 std::unique_ptr<GgufFile> file_of_every_shape() {
   GgufBytes b;
-  b.header(0, 9);
+  b.header(0, 10);
   b.key("name", ValueType::STRING).str("llama");
   b.key("count", ValueType::UINT32).u32(7);
   b.key("flag", ValueType::BOOL).u8(1);
@@ -450,6 +450,7 @@ std::unique_ptr<GgufFile> file_of_every_shape() {
   b.key("words", ValueType::ARRAY).array_header(ValueType::STRING, 2).str("a").str("b");
   b.key("scores", ValueType::ARRAY).array_header(ValueType::FLOAT32, 1).f32(1.5f);
   b.key("no_words", ValueType::ARRAY).array_header(ValueType::STRING, 0);
+  b.key("layer_flags", ValueType::ARRAY).array_header(ValueType::BOOL, 3).u8(1).u8(0).u8(1);
   b.key("huge", ValueType::UINT64).u64(kAllOnes);
   b.key("huge_ids", ValueType::ARRAY).array_header(ValueType::UINT64, 2).u64(5).u64(uint64_t{1} << 63);
   Result<std::unique_ptr<GgufFile>> result = parse(b.data(), b.size());
@@ -487,8 +488,10 @@ TEST(GgufHostile, GettersOnValuesOfTheWrongTypeNameBothTypes) {
       wrong_type_error(file->get_int_array("no_words"), "no_words: expected array of integers, found array of string"));
   EXPECT_TRUE(wrong_type_error(file->get_float_array("no_words"), "no_words: expected array of f32, found array of string"));
 
-  // Conversions that are allowed: an integer read as a float.
+  // Conversions that are allowed: an integer read as a float, booleans
+  // (per-layer flags, gemma4's sliding_window_pattern) as integers 0 and 1.
   EXPECT_EQ(file->get_float("count", 0).value(), 7.0);
+  EXPECT_EQ(file->get_int_array("layer_flags").value(), (std::vector<int64_t>{1, 0, 1}));
   EXPECT_EQ(file->get_float("scale", 0).value(), 0.25);
   EXPECT_TRUE(file->get_string_array("no_words").value().empty());
 }
