@@ -3,13 +3,16 @@
 // experts, names every missing or misshapen tensor and every key or
 // tensor it cannot take (two head widths, fused experts, shared layers
 // after the wrong kinds), a file without attn_v takes the keys'
-// projection as values, and the GPU leaves every gemma4 layer on the CPU
-// with a reason.
+// projection as values, the cache holds only the layers that make keys, a
+// prompt in pieces gives the bits of it whole, and the GPU leaves every
+// gemma4 layer on the CPU with a reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -203,6 +206,38 @@ TEST(Gemma4Attention, WithoutAttnVTheValuesAreTheKeysProjection) {
   EXPECT_FALSE(without.empty());
   EXPECT_EQ(without, last_logits(tmp.file("v_is_k.gguf"), tokens));
   EXPECT_NE(without, last_logits(good, tokens));
+}
+
+// The shared layers keep no rows of their own: a token's cache is that of
+// the three layers that make keys and values.
+TEST(Gemma4Attention, TheCacheHoldsOnlyTheLayersThatMakeKeys) {
+  TempDir tmp;
+  auto engine = Engine::load({.model_path = write_model(tmp), .n_ctx = 64, .n_threads = 2});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ((*engine)->info().kv_bytes_per_token, 3u * 2 * (64 + 64) * sizeof(uint16_t));
+}
+
+// A prompt evaluated in pieces (the window and the shared layers' reads
+// crossing their borders, as a resumed prefix continues) gives the bits of
+// the prompt evaluated whole, with and without experts.
+TEST(Gemma4Attention, PiecesGiveTheBitsOfTheWhole) {
+  for (int experts : {0, 8}) {
+    SCOPED_TRACE(experts);
+    TempDir tmp;
+    auto engine = Engine::load({.model_path = write_model(tmp, experts), .n_ctx = 256, .n_threads = 2});
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    std::vector<int32_t> tokens(150);
+    for (int i = 0; i < 150; ++i) tokens[i] = 3 + (i * 53) % 250;
+    auto whole = (*engine)->new_session();
+    ASSERT_TRUE(whole->eval(tokens).ok());
+    auto pieces = (*engine)->new_session();
+    for (int start = 0; start < 150; start += 64) {
+      const int len = std::min(64, 150 - start);
+      ASSERT_TRUE(pieces->eval(std::span(tokens).subspan(start, len)).ok());
+    }
+    EXPECT_EQ(std::vector<float>(pieces->logits(0).begin(), pieces->logits(0).end()),
+              std::vector<float>(whole->logits(0).begin(), whole->logits(0).end()));
+  }
 }
 
 // The GPU runs none of gemma4's layers yet: each stays on the CPU with a
