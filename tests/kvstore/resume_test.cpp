@@ -28,15 +28,17 @@ namespace {
 using testing::TempDir;
 using Tokens = std::vector<int32_t>;
 
-// stem: a model of testdata/models, or "<folder>/<stem>" for one of
-// testdata/<folder>/models (the architectures kept apart: deepseek2/...).
+// stem: a model of testdata/models, or "<folder>/<stem>" for one of the
+// models/ of a golden set (the architectures kept apart: deepseek2/...,
+// and the sets this repository made: gemma4/...).
 std::unique_ptr<Engine> load(const std::string& stem) {
   const size_t slash = stem.find('/');
-  const std::string path = slash == std::string::npos
-                               ? "models/" + stem
-                               : stem.substr(0, slash) + "/models/" + stem.substr(slash + 1);
-  auto engine =
-      Engine::load({.model_path = testing::testdata(path + ".gguf").string(), .n_ctx = 512, .n_threads = 2});
+  const std::filesystem::path path =
+      slash == std::string::npos
+          ? testing::testdata("models/" + stem + ".gguf")
+          : testing::golden_path(testing::golden_set(stem.substr(0, slash + 1)),
+                                 "models/" + stem.substr(slash + 1) + ".gguf");
+  auto engine = Engine::load({.model_path = path.string(), .n_ctx = 512, .n_threads = 2});
   EXPECT_TRUE(engine.ok()) << engine.status().message();
   return engine.ok() ? std::move(*engine) : nullptr;
 }
@@ -148,8 +150,9 @@ TEST(ModelIdentity, CheckpointsRecordTheEnginesFingerprintWithoutReopeningTheMod
   EXPECT_EQ((*cache)->store()->entries()[0]->header.model, info.fingerprint);
 }
 
-// The parameters: the model (grouped-query attention, and DeepSeek's latent
-// attention whose cache rows hold no values), and record_logits.
+// The parameters: the model (grouped-query attention, DeepSeek's latent
+// attention whose cache rows hold no values, and gemma4, whose shared
+// layers keep no rows), and record_logits.
 class Resume : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
  protected:
   void SetUp() override {
@@ -219,7 +222,8 @@ TEST_P(Resume, SharedPrefixAndWholePromptFromRam) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LogitsModes, Resume,
-                         ::testing::Combine(::testing::Values("qwen3-Q4_K_M", "deepseek2/deepseek2-Q8_0"),
+                         ::testing::Combine(::testing::Values("qwen3-Q4_K_M", "deepseek2/deepseek2-Q8_0",
+                                                              "gemma4/gemma4-Q8_0", "gemma4moe/gemma4moe-Q8_0"),
                                             ::testing::Values(false, true)),
                          [](const auto& info) {
                            std::string model = std::get<0>(info.param);
