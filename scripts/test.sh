@@ -97,6 +97,8 @@ if $fuzzers; then
   head -c 65536 "$testdata"/deepseek2/models/deepseek2-Q8_0.gguf >"$corpus/gguf/deepseek2.gguf"
   head -c 65536 tests/testdata/gemma3/models/gemma3-Q8_0.gguf >"$corpus/gguf/gemma3.gguf"
   head -c 65536 tests/testdata/gpt-oss/models/gpt-oss-Q8_0.gguf >"$corpus/gguf/gpt-oss.gguf"
+  head -c 65536 tests/testdata/gemma4/models/gemma4-Q8_0.gguf >"$corpus/gguf/gemma4.gguf"
+  head -c 65536 tests/testdata/gemma4moe/models/gemma4moe-Q8_0.gguf >"$corpus/gguf/gemma4moe.gguf"
   head -c 65536 tests/testdata/qwen35/models/qwen35-Q8_0.gguf >"$corpus/gguf/qwen35.gguf"
   head -c 65536 tests/testdata/qwen35moe/models/qwen35moe-Q8_0.gguf >"$corpus/gguf/qwen35moe.gguf"
   head -c 65536 tests/testdata/qwen3next/models/qwen3next-Q8_0.gguf >"$corpus/gguf/qwen3next.gguf"
