@@ -24,6 +24,7 @@ layout(push_constant) uniform Push {
 
 shared float query[576];  // head_dim <= 576 (DeepSeek's latent and RoPE key)
 shared float weight[64];
+
 float block_reduce(float v, bool take_max) {
   float r[1] = float[1](v);
   workgroup_reduce(r, take_max);
