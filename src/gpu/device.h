@@ -3,6 +3,10 @@
 // device memory, copies to and from them, and runs the compute shaders
 // compiled into the binary (src/gpu/shaders/, shader_code below) as one
 // recorded stream of dispatches, each seeing the writes of those before it.
+// The shaders that reduce across a workgroup (matmul, rms_norm, attention)
+// come in two builds: with subgroup arithmetic, run where the device has it
+// for compute shaders, and through shared memory only, run elsewhere or
+// when DeviceOptions asks. Each is batch invariant; their last bits differ.
 //
 // A build without Vulkan (no libvulkan-dev or glslc at configure time) has
 // the same interface: list_devices() and Device::open() then fail, saying
@@ -33,6 +37,7 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;        // the largest device-local heap
   uint64_t max_buffer_bytes = 0;    // the largest range one shader binding may address
   uint32_t subgroup_size = 0;
+  bool subgroup_arithmetic = false;  // subgroupAdd/subgroupMax in compute shaders
   bool float16 = false;             // shaderFloat16
   bool storage16 = false;           // 16-bit storage buffers
   bool cooperative_matrix = false;  // VK_KHR_cooperative_matrix
@@ -47,6 +52,13 @@ Result<std::vector<DeviceInfo>> list_devices();
 std::span<const uint32_t> shader_code(std::string_view name);
 
 class Device;
+
+struct DeviceOptions {
+  // Use the subgroup build of the reducing shaders where the device has
+  // subgroup arithmetic. false keeps the shared-memory build everywhere:
+  // how the tests cover that path on a device that has subgroups.
+  bool subgroups = true;
+};
 
 // A range of device memory. Move-only; freed when destroyed, so it must not
 // outlive its Device.
@@ -64,6 +76,13 @@ class Buffer {
 
  private:
   friend class Device;
+
+struct DeviceOptions {
+  // Use the subgroup build of the reducing shaders where the device has
+  // subgroup arithmetic. false keeps the shared-memory build everywhere:
+  // how the tests cover that path on a device that has subgroups.
+  bool subgroups = true;
+};
   Device* device_ = nullptr;
   uint32_t slot_ = 0;
   size_t bytes_ = 0;
@@ -72,10 +91,12 @@ class Buffer {
 class Device {
  public:
   // Opens device `index` of list_devices() for compute.
-  static Result<std::unique_ptr<Device>> open(int index);
+  static Result<std::unique_ptr<Device>> open(int index, DeviceOptions options = {});
   ~Device();
 
   const DeviceInfo& info() const;
+  // Whether the reducing shaders run their subgroup build on this device.
+  bool uses_subgroups() const;
   // Bytes of the buffers alive now.
   uint64_t bytes_in_use() const;
 

@@ -16,12 +16,13 @@ std::span<const uint32_t> shader_code(std::string_view) { return {}; }
 struct Device::Impl {};
 Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Device::~Device() = default;
-Result<std::unique_ptr<Device>> Device::open(int) { return no_vulkan(); }
+Result<std::unique_ptr<Device>> Device::open(int, DeviceOptions) { return no_vulkan(); }
 const DeviceInfo& Device::info() const {
   static const DeviceInfo none;
   return none;
 }
 uint64_t Device::bytes_in_use() const { return 0; }
+bool Device::uses_subgroups() const { return false; }
 Result<Buffer> Device::allocate(size_t, std::string_view) { return no_vulkan(); }
 Status Device::write(Buffer&, size_t, const void*, size_t) { return no_vulkan(); }
 Status Device::read(const Buffer&, size_t, void*, size_t) { return no_vulkan(); }

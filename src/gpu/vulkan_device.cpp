@@ -4,7 +4,8 @@
 // through a staging buffer and a copy command. Shaders bind their buffers
 // with push descriptors (VK_KHR_push_descriptor), so recording a dispatch
 // needs no descriptor pools or sets; one pipeline per shader is made at
-// first use and kept.
+// first use and kept, from the shader's _subgroups build where the device
+// runs those (uses_subgroups) and the shader has one.
 #include "gpu/device.h"
 
 #include <vulkan/vulkan.h>
@@ -98,6 +99,9 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
       info.memory_bytes = std::max<uint64_t>(info.memory_bytes, mem.memoryHeaps[h].size);
   info.max_buffer_bytes = props.properties.limits.maxStorageBufferRange;
   info.subgroup_size = subgroup.subgroupSize;
+  const VkSubgroupFeatureFlags needed = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  info.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                             (subgroup.supportedOperations & needed) == needed;
   info.float16 = f16.shaderFloat16;
   info.storage16 = s16.storageBuffer16BitAccess;
   info.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
@@ -127,6 +131,7 @@ struct Device::Impl {
   VkFence fence = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory{};
   PFN_vkCmdPushDescriptorSetKHR push_descriptors = nullptr;
+  bool subgroups = false;  // run the _subgroups builds of the reducing shaders
   bool recording = false;
   std::string record_error;  // the first failure while recording, reported by run()
 
@@ -240,7 +245,9 @@ void Device::Impl::free_slot(Slot& s) {
 
 Result<const Device::Impl::Kernel*> Device::Impl::kernel(std::string_view name) {
   if (auto it = kernels.find(name); it != kernels.end()) return &it->second;
-  const std::span<const uint32_t> code = shader_code(name);
+  std::span<const uint32_t> code;
+  if (subgroups) code = shader_code(std::string(name) + "_subgroups");
+  if (code.empty()) code = shader_code(name);
   if (code.empty()) return Status::error("no shader named " + std::string(name) + " in this build");
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   mi.codeSize = code.size() * sizeof(uint32_t);
@@ -293,7 +300,7 @@ Status Device::Impl::make_staging() {
 Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Device::~Device() = default;
 
-Result<std::unique_ptr<Device>> Device::open(int index) {
+Result<std::unique_ptr<Device>> Device::open(int index, DeviceOptions options) {
   auto devices = physical_devices();
   if (!devices.ok()) return devices.status();
   if (index < 0 || index >= static_cast<int>(devices->size()))
@@ -302,6 +309,7 @@ Result<std::unique_ptr<Device>> Device::open(int index) {
   auto impl = std::make_unique<Impl>();
   impl->physical = (*devices)[index];
   impl->info = describe(impl->physical, index);
+  impl->subgroups = options.subgroups && impl->info.subgroup_arithmetic;
   if (!has_extension(impl->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME))
     return Status::error(impl->info.name + ": lacks " VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME ", which revis needs");
   vkGetPhysicalDeviceMemoryProperties(impl->physical, &impl->memory);
@@ -364,6 +372,7 @@ Result<std::unique_ptr<Device>> Device::open(int index) {
 
 const DeviceInfo& Device::info() const { return impl_->info; }
 uint64_t Device::bytes_in_use() const { return impl_->in_use; }
+bool Device::uses_subgroups() const { return impl_->subgroups; }
 
 Result<Buffer> Device::allocate(size_t bytes, std::string_view what) {
   if (impl_->info.max_buffer_bytes > 0 && bytes > impl_->info.max_buffer_bytes)

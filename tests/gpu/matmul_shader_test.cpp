@@ -2,8 +2,10 @@
 // (dequantize, then dot in double), on odd shapes: rows that are fewer
 // groups of 32 than the workgroup has threads, an odd row count, and 1, 7
 // and 9 tokens (a partial tile of eight, and one past it). And batch
-// invariance: a token's row is the same bits alone and among others. And
-// the layers (DeviceLayers) take a matrix of every weight type.
+// invariance: a token's row is the same bits alone and among others. Each
+// in both builds of the shader: subgroup arithmetic (lavapipe has it) and
+// shared memory only. And the layers (DeviceLayers) take a matrix of every
+// weight type.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,11 +28,14 @@ namespace {
 
 struct ShaderType {
   TensorType type;
-  std::string kernel;  // "matmul_" and the type's name in lower case
+  std::string kernel;      // "matmul_" and the type's name in lower case
+  bool subgroups = false;  // DeviceOptions::subgroups
 };
 
-// ctest's list names a case by its kernel, not by the struct's bytes.
-void PrintTo(const ShaderType& t, std::ostream* os) { *os << t.kernel; }
+std::string case_name(const ShaderType& t) { return t.kernel + (t.subgroups ? "_subgroups" : "_shared_memory"); }
+
+// ctest's list names a case by its kernel and build, not by the struct's bytes.
+void PrintTo(const ShaderType& t, std::ostream* os) { *os << case_name(t); }
 
 // Every type a weight may have: each GGUF type id revis knows, less the
 // activations' Q8_1 and Q8_K and the integer tables. A type added to
@@ -46,6 +51,17 @@ std::vector<ShaderType> weight_types() {
     types.push_back({type, kernel});
   }
   return types;
+}
+
+// Every weight type in both builds of the shader.
+std::vector<ShaderType> shader_cases() {
+  std::vector<ShaderType> cases;
+  for (bool subgroups : {true, false})
+    for (ShaderType t : weight_types()) {
+      t.subgroups = subgroups;
+      cases.push_back(t);
+    }
+  return cases;
 }
 
 TEST(EveryWeightType, HasAShaderAndGoesToTheDevice) {
@@ -67,9 +83,10 @@ class MatmulShader : public ::testing::TestWithParam<ShaderType> {
  protected:
   void SetUp() override {
     REVIS_REQUIRE_GPU();
-    auto d = gpu::Device::open(0);
+    auto d = gpu::Device::open(0, {.subgroups = GetParam().subgroups});
     ASSERT_TRUE(d.ok()) << d.status().message();
     device_ = std::move(*d);
+    ASSERT_EQ(device_->uses_subgroups(), GetParam().subgroups && device_->info().subgroup_arithmetic);
   }
 
   // out[t][r] on the device for a random matrix of `rows` x `cols` and
@@ -149,8 +166,8 @@ TEST_P(MatmulShader, ATokensRowIsTheSameBitsAloneAndAmongOthers) {
   for (int r = 0; r < rows; ++r) EXPECT_EQ(alone[r], among[r]) << "row " << r;
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryType, MatmulShader, ::testing::ValuesIn(weight_types()),
-                         [](const auto& info) { return info.param.kernel; });
+INSTANTIATE_TEST_SUITE_P(EveryType, MatmulShader, ::testing::ValuesIn(shader_cases()),
+                         [](const auto& info) { return case_name(info.param); });
 
 }  // namespace
 }  // namespace revis

@@ -8,7 +8,9 @@
 // the first value_dim halves of its row in the value cache, rows head_dim
 // apart: the whole row for grouped attention; for multi-head latent
 // attention the latent of the key row itself (both caches bound to one
-// buffer).
+// buffer). The block's maximum and sum go through reduce.glsl.
+#define REDUCE_WIDTH 1u
+#include "reduce.glsl"
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer KC { uint key_cache[]; };
@@ -22,19 +24,11 @@ layout(push_constant) uniform Push {
 
 shared float query[576];  // head_dim <= 576 (DeepSeek's latent and RoPE key)
 shared float weight[64];
-shared float partial[64];
 
 float block_reduce(float v, bool take_max) {
-  const uint tid = gl_LocalInvocationID.x;
-  partial[tid] = v;
-  barrier();
-  for (uint stride = 32u; stride > 0u; stride >>= 1) {
-    if (tid < stride) partial[tid] = take_max ? max(partial[tid], partial[tid + stride]) : partial[tid] + partial[tid + stride];
-    barrier();
-  }
-  const float r = partial[0];
-  barrier();
-  return r;
+  float r[1] = float[1](v);
+  workgroup_reduce(r, take_max);
+  return r[0];
 }
 
 void main() {

@@ -1,12 +1,14 @@
 #version 450
 // out[t][r] = dot(W row r, x[t]) for every token t: one workgroup per row,
 // its 64 threads taking the row's groups of 32 weights in turn, each
-// token's partial sums added in a fixed tree. A token's result thus takes
-// the same float steps whatever the other tokens of the call: the device
-// side of batch invariance (model/model.h). Tokens go eight at a time, so
-// each group of weights is dequantized once per eight tokens.
-// The grid types (IQ1, IQ2, IQ3) also bind their grid at 3 (dequant.glsl).
-#extension GL_EXT_control_flow_attributes : enable
+// token's partial sums added in a fixed order (reduce.glsl). A token's
+// result thus takes the same float steps whatever the other tokens of the
+// call: the device side of batch invariance (model/model.h). Tokens go
+// eight at a time, so each group of weights is dequantized once per eight
+// tokens. The grid types (IQ1, IQ2, IQ3) also bind their grid at 3
+// (dequant.glsl).
+#define REDUCE_WIDTH 8u
+#include "reduce.glsl"
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer W { uint w[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
@@ -20,8 +22,7 @@ layout(push_constant) uniform Push {
 #include "bytes.glsl"
 #include "dequant.glsl"
 
-const uint kTokens = 8u;
-shared float partial[kTokens * 64u];
+const uint kTokens = REDUCE_WIDTH;
 
 void main() {
   const uint r = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -40,14 +41,7 @@ void main() {
         acc[j] += s;
       }
     }
-    [[unroll]] for (uint j = 0u; j < kTokens; ++j) partial[j * 64u + tid] = acc[j];
-    barrier();
-    for (uint stride = 32u; stride > 0u; stride >>= 1) {
-      if (tid < stride)
-        [[unroll]] for (uint j = 0u; j < kTokens; ++j) partial[j * 64u + tid] += partial[j * 64u + tid + stride];
-      barrier();
-    }
-    if (tid < kTokens && t0 + tid < p.tokens) o[p.o_offset + (t0 + tid) * p.o_stride + r] = partial[tid * 64u];
-    barrier();
+    workgroup_reduce(acc, false);
+    if (tid < kTokens && t0 + tid < p.tokens) o[p.o_offset + (t0 + tid) * p.o_stride + r] = acc[tid];
   }
 }
