@@ -28,6 +28,7 @@ void register_devices(CLI::App& app, int& exit_code) {
         out.push_back({{"device", "vulkan:" + std::to_string(d.index)}, {"name", d.name}, {"type", d.type},
                        {"driver", d.driver}, {"memory_bytes", d.memory_bytes},
                        {"max_buffer_bytes", d.max_buffer_bytes}, {"subgroup_size", d.subgroup_size},
+                       {"subgroup_arithmetic", d.subgroup_arithmetic},
                        {"float16", d.float16}, {"storage16", d.storage16},
                        {"cooperative_matrix", d.cooperative_matrix}});
       std::printf("%s\n", out.dump(2).c_str());
@@ -35,8 +36,9 @@ void register_devices(CLI::App& app, int& exit_code) {
       std::printf("Vulkan sees no device\n");
     } else {
       for (const gpu::DeviceInfo& d : *devices)
-        std::printf("vulkan:%d  %s (%s)  %.1f GiB  subgroup %u  fp16 %s  coopmat %s  %s\n", d.index, d.name.c_str(),
-                    d.type.c_str(), d.memory_bytes / 1073741824.0, d.subgroup_size, d.float16 ? "yes" : "no",
+        std::printf("vulkan:%d  %s (%s)  %.1f GiB  subgroup %u%s  fp16 %s  coopmat %s  %s\n", d.index, d.name.c_str(),
+                    d.type.c_str(), d.memory_bytes / 1073741824.0, d.subgroup_size,
+                    d.subgroup_arithmetic ? " (reductions)" : "", d.float16 ? "yes" : "no",
                     d.cooperative_matrix ? "yes" : "no", d.driver.c_str());
     }
     exit_code = 0;

@@ -28,6 +28,7 @@ TEST(GpuCli, DevicesListsWhatVulkanSees) {
   EXPECT_EQ(j[0]["device"], "vulkan:0");
   EXPECT_FALSE(j[0]["name"].get<std::string>().empty());
   EXPECT_GT(j[0]["memory_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j[0]["subgroup_arithmetic"], gpu::list_devices()->front().subgroup_arithmetic);
 }
 
 // The wiring: the layers go where the flags say and text comes out (the
