@@ -370,7 +370,7 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const PackedDot& for
   const int64_t stripes = repack ? (w.rows + stripe_rows - 1) / stripe_rows : w.stored_rows() / stripe_rows;
   const int64_t tile_stripes = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / stripe_bytes));
   const int64_t max_stripes = n_groups == 1 && !repack ? stripes : tile_stripes;
-  // Where stripes [first, last) are stored, and their bytes there.
+  // Where stripe `first` is stored, and the bytes of stripes [first, last) there.
   auto stored = [&](int64_t first) { return repack ? w.row(first * stripe_rows) : w.data + first * stripe_bytes; };
   auto stored_bytes = [&](int64_t first, int64_t last) {
     return repack ? static_cast<size_t>(std::min<int64_t>(last * stripe_rows, w.rows) - first * stripe_rows) * w.row_bytes
@@ -396,7 +396,9 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const PackedDot& for
         form.repack_weights(w.row(first_row), w.row_bytes, std::min<int64_t>(end * stripe_rows, w.rows) - first_row,
                             w.cols, repacked.data());
       }
-      const uint8_t* tile = repack ? repacked.data() - begin * stripe_bytes : w.data;  // stripe s at s * stripe_bytes
+      auto stripe_at = [&](int64_t stripe) {
+        return repack ? repacked.data() + (stripe - begin) * stripe_bytes : w.data + stripe * stripe_bytes;
+      };
       for (int g = 0; g < n_groups; ++g) {
         if (ahead) {
           const size_t from = (ahead_bytes * g / n_groups) & ~size_t{63}, to = ahead_bytes * (g + 1) / n_groups;
@@ -409,7 +411,7 @@ void MatMul::run_striped(ThreadPool& pool, const Matrix& w, const PackedDot& for
           const int values = tokens_here * stripe_rows;  // dot_one writes one token's
           for (size_t k = 0; k < group_slices_.size(); ++k) {
             const Slice& s = group_slices_[k];
-            const uint8_t* weights = tile + stripe * stripe_bytes + s.w_offset;
+            const uint8_t* weights = stripe_at(stripe) + s.w_offset;
             float* into = k == 0 ? sums : dots;
             if (tokens_here == 1)
               form.dot_one(weights, packed_group + s.act_offset, s.n, into);
