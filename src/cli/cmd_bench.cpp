@@ -40,11 +40,9 @@ constexpr int kWarmupGenerateSteps = 16;
 constexpr int kArithmeticSamples = 3;
 
 struct BenchArgs {
-  std::string device;   // --device
-  int gpu_layers = -1;  // -ngl
-  WeightMemory weights = WeightMemory::kAuto;
-  std::string model, depths, kernels, matmul, json_schema, parallel;
-  int n_prompt = 512, n_generate = 128, repetitions = 5, threads = 0, ctx = 0, batch_tokens = 256;
+  EngineFlags engine;  // -m, -t, --mmap, --device, -ngl
+  std::string depths, kernels, matmul, json_schema, parallel;
+  int n_prompt = 512, n_generate = 128, repetitions = 5, ctx = 0, batch_tokens = 256;
   uint64_t seed = 1;
   size_t bandwidth_mib = 1024;
   bool json = false, mlock = false, striped = false, stepwise = false;
@@ -217,7 +215,7 @@ int run_matmul(const BenchArgs& args) {
   const Status run = bench::run_matmul_bench({.types = split_list(args.matmul),
                                               .kernels = args.kernels,
                                               .repetitions = args.repetitions,
-                                              .threads = args.threads,
+                                              .threads = args.engine.threads,
                                               .memory_mib = args.bandwidth_mib,
                                               .json = args.json,
                                               .striped = args.striped,
@@ -291,7 +289,7 @@ int run_parallel(Engine& engine, const BenchArgs& args, const std::vector<int>& 
 
 int run_bench(const BenchArgs& args) {
   if (!args.matmul.empty()) return run_matmul(args);
-  if (args.model.empty()) return usage_error("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
+  if (args.engine.model.empty()) return usage_error("bench: -m MODEL is required (or --matmul TYPES, to time the kernels alone)");
   if (args.n_prompt < 1) return usage_error("-p: " + std::to_string(args.n_prompt) + " (expected >= 1)");
   if (args.n_generate < 1) return usage_error("-n: " + std::to_string(args.n_generate) + " (expected >= 1)");
   if (args.repetitions < 1) return usage_error("-r: " + std::to_string(args.repetitions) + " (expected >= 1)");
@@ -319,13 +317,9 @@ int run_bench(const BenchArgs& args) {
   if (args.ctx > 0 && args.ctx < needed_ctx)
     return fail("-c " + std::to_string(args.ctx) + " is too small: the benchmark fills " +
                 std::to_string(needed_ctx) + " positions (leave -c out to size it automatically)");
-  auto engine = load_engine({.model_path = args.model,
-                             .weights = args.weights,
-                             .n_ctx = args.ctx > 0 ? args.ctx : needed_ctx,
-                             .n_threads = args.threads,
-                             .mlock = args.mlock,
-                             .device = args.device,
-                             .gpu_layers = args.gpu_layers});
+  EngineOptions options = args.engine.options(args.ctx > 0 ? args.ctx : needed_ctx);
+  options.mlock = args.mlock;
+  auto engine = load_engine(options);
   if (!engine) return 1;
   const ModelInfo& info = engine->info();
   if (args.mlock && !info.mlock_failure.empty())
@@ -450,12 +444,12 @@ void register_bench(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<BenchArgs>();
   // The options that only a model's run reads; --matmul refuses them.
   std::vector<CLI::Option*> model_only;
-  model_only.push_back(cmd->add_option("-m,--model", args->model, "GGUF model file"));
+  model_only.push_back(cmd->add_option("-m,--model", args->engine.model, "GGUF model file"));
   model_only.push_back(
       cmd->add_option("-p,--n-prompt", args->n_prompt, "Prompt tokens to prefill per run")->capture_default_str());
   model_only.push_back(cmd->add_option("-n,--n-gen", args->n_generate, "Tokens to generate per run")->capture_default_str());
   cmd->add_option("-r,--repetitions", args->repetitions, "Timed runs (medians are reported)")->capture_default_str();
-  cmd->add_option("-t,--threads", args->threads, "Threads, for the model and the bandwidth test (default: physical cores)");
+  cmd->add_option("-t,--threads", args->engine.threads, "Threads, for the model and the bandwidth test (default: physical cores)");
   model_only.push_back(cmd->add_option("-c,--ctx-size", args->ctx, "Context size (default: exactly what the runs fill)"));
   model_only.push_back(cmd->add_option("--seed", args->seed, "Seed for the random prompt tokens")->capture_default_str());
   cmd->add_option("--bandwidth-mib", args->bandwidth_mib,
@@ -477,8 +471,7 @@ void register_bench(CLI::App& app, int& exit_code) {
                            ->capture_default_str()
                            ->needs(parallel));
   model_only.push_back(cmd->add_flag("--mlock", args->mlock, "Lock the weights in RAM (a warning if the system refuses)"));
-  for (CLI::Option* option : add_weight_memory_options(*cmd, args->weights)) model_only.push_back(option);
-  for (CLI::Option* option : add_device_options(*cmd, args->device, args->gpu_layers)) model_only.push_back(option);
+  for (CLI::Option* option : add_engine_flags(*cmd, args->engine)) model_only.push_back(option);
   model_only.push_back(cmd->add_option("--json-schema", args->json_schema,
                                        "Time sampled generation with and without this JSON Schema's grammar (its cost)")
                            ->excludes(depth)

@@ -42,11 +42,9 @@ constexpr const char* kCommands =
     "A line ending in \\ continues on the next one. Ctrl-C stops a reply.\n";
 
 struct ChatArgs {
-  std::string device;   // --device
-  int gpu_layers = -1;  // -ngl
-  WeightMemory weights = WeightMemory::kAuto;
-  std::string model, system, kv_dir, chat_template;
-  int n_predict = 512, threads = 0, ctx = 0;
+  EngineFlags engine;  // -m, -t, --mmap, --device, -ngl
+  std::string system, kv_dir, chat_template;
+  int n_predict = 512, ctx = 0;
   std::optional<uint64_t> seed;
   SamplingParams sampling;
   DraftFlags draft;
@@ -198,13 +196,7 @@ int chat(ChatArgs& args) {
     return usage_error("-n: " + std::to_string(args.n_predict) + " (expected >= 1, or -1 for no limit)");
   args.sampling.seed = args.seed ? *args.seed : std::random_device{}();
   if (Status s = args.sampling.validate(); !s.ok()) return usage_error(s.message());
-  auto engine = load_engine(
-      {.model_path = args.model,
-       .weights = args.weights,
-       .n_ctx = args.ctx,
-       .n_threads = args.threads,
-       .device = args.device,
-       .gpu_layers = args.gpu_layers});
+  auto engine = load_engine(args.engine.options(args.ctx));
   if (!engine) return 1;
   auto model_chat = load_model_chat(engine->info(), args.chat_template);
   if (!model_chat) return 1;
@@ -322,15 +314,14 @@ int chat(ChatArgs& args) {
 void register_chat(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("chat", "Talk with a model on the terminal (its chat template, streamed replies)");
   auto args = std::make_shared<ChatArgs>();
-  cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
+  cmd->add_option("-m,--model", args->engine.model, "GGUF model file")->required();
   cmd->add_option("-s,--system", args->system, "System prompt");
   cmd->add_option("--chat-template", args->chat_template,
                   "Jinja chat template file replacing the model's own (tokenizer.chat_template)");
   cmd->add_option("-n,--n-predict", args->n_predict, "Tokens per reply at most; -1 = up to half the context")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
-  add_weight_memory_options(*cmd, args->weights);
-  add_device_options(*cmd, args->device, args->gpu_layers);
+  cmd->add_option("-t,--threads", args->engine.threads, "Threads (default: physical cores)");
+  add_engine_flags(*cmd, args->engine);
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
   cmd->add_option("--seed", args->seed, "RNG seed (default: random)");
   cmd->add_option("--kv-dir", args->kv_dir,

@@ -31,14 +31,11 @@ namespace revis::cli {
 namespace {
 
 struct PerplexityArgs {
-  std::string device;   // --device
-  int gpu_layers = -1;  // -ngl
-  WeightMemory weights = WeightMemory::kAuto;
-  std::string model, text;
+  EngineFlags engine;  // -m, -t, --mmap, --device, -ngl
+  std::string text;
   int n_ctx = 512;
   bool n_ctx_given = false;
   int chunks = 0;  // 0: all the text holds
-  int threads = 0;
   std::string kld_base;  // --kl-divergence-base FILE
   bool kld = false;      // --kl-divergence: compare against kld_base instead of writing it
 };
@@ -90,7 +87,7 @@ Result<std::vector<std::vector<int32_t>>> reference_chunks(const KldBaseReader& 
   const KldBaseHeader& h = base.header();
   if (h.n_vocab != engine.info().n_vocab)
     return Status::error(args.kld_base + ": logits over a vocabulary of " + std::to_string(h.n_vocab) + " tokens; " +
-                         args.model + " has " + std::to_string(engine.info().n_vocab) +
+                         args.engine.model + " has " + std::to_string(engine.info().n_vocab) +
                          " (the reference was another model family)");
   if (args.n_ctx_given && args.n_ctx != h.n_ctx)
     return Status::error(args.kld_base + ": chunks of " + std::to_string(h.n_ctx) + " tokens, but -c " +
@@ -106,7 +103,7 @@ Result<std::vector<std::vector<int32_t>>> reference_chunks(const KldBaseReader& 
     if (text->size() < chunks.size() || !std::equal(chunks.begin(), chunks.begin() + static_cast<ptrdiff_t>(compared),
                                                      text->begin()))
       return Status::error(args.kld_base + ": its " + std::to_string(h.n_chunks) + " chunks are not the tokens of " +
-                           args.text + " under " + args.model + "'s tokenizer (another text, or another vocabulary)");
+                           args.text + " under " + args.engine.model + "'s tokenizer (another text, or another vocabulary)");
   }
   if (args.chunks > 0 && args.chunks < h.n_chunks) chunks.resize(static_cast<size_t>(args.chunks));
   return chunks;
@@ -115,7 +112,7 @@ Result<std::vector<std::vector<int32_t>>> reference_chunks(const KldBaseReader& 
 int perplexity(const PerplexityArgs& args) {
   if (args.n_ctx < 8) return usage_error("-c: expected >= 8 tokens a chunk");
   if (args.chunks < 0) return usage_error("--chunk: expected >= 0");
-  if (args.threads < 0) return usage_error("-t: expected >= 0");
+  if (args.engine.threads < 0) return usage_error("-t: expected >= 0");
   if (args.kld && args.kld_base.empty()) return usage_error("--kl-divergence: needs --kl-divergence-base FILE");
   if (!args.kld && args.text.empty()) return usage_error("-f: the text to score is required");
   std::unique_ptr<KldBaseReader> base;
@@ -126,13 +123,7 @@ int perplexity(const PerplexityArgs& args) {
     base = std::move(*opened);
     n_ctx = base->header().n_ctx;
   }
-  auto engine = load_engine(
-      {.model_path = args.model,
-       .weights = args.weights,
-       .n_ctx = n_ctx,
-       .n_threads = args.threads,
-       .device = args.device,
-       .gpu_layers = args.gpu_layers});
+  auto engine = load_engine(args.engine.options(n_ctx));
   if (!engine) return kExitRuntimeError;
 
   const int32_t bos = engine->add_bos_default() ? engine->info().bos.id : -1;
@@ -204,14 +195,13 @@ int perplexity(const PerplexityArgs& args) {
 void register_perplexity(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("perplexity", "Perplexity of a model over a text, as llama-perplexity measures it");
   auto args = std::make_shared<PerplexityArgs>();
-  cmd->add_option("-m,--model", args->model, "GGUF model")->required();
+  cmd->add_option("-m,--model", args->engine.model, "GGUF model")->required();
   cmd->add_option("-f,--file", args->text, "Text to score (with --kl-divergence: optional, the file holds the tokens)");
   auto* ctx = cmd->add_option("-c,--ctx-size", args->n_ctx,
                               "Tokens a chunk; the second half of each is scored (default 512)");
   cmd->add_option("--chunk,--chunks", args->chunks, "Score at most this many chunks (default: all the text holds)");
-  cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
-  add_weight_memory_options(*cmd, args->weights);
-  add_device_options(*cmd, args->device, args->gpu_layers);
+  cmd->add_option("-t,--threads", args->engine.threads, "Threads (default: physical cores)");
+  add_engine_flags(*cmd, args->engine);
   cmd->add_option("--kl-divergence-base", args->kld_base,
                   "Save the scored positions' log-probabilities to FILE (with --kl-divergence: read them from FILE)");
   cmd->add_flag("--kl-divergence", args->kld,

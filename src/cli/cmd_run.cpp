@@ -28,11 +28,9 @@ namespace revis::cli {
 namespace {
 
 struct RunArgs {
-  std::string device;   // --device
-  int gpu_layers = -1;  // -ngl
-  WeightMemory weights = WeightMemory::kAuto;
-  std::string model, prompt, prompt_file, logits_out, kv_dir;
-  int n_predict = 256, threads = 0, ctx = 0;
+  EngineFlags engine;  // -m, -t, --mmap, --device, -ngl
+  std::string prompt, prompt_file, logits_out, kv_dir;
+  int n_predict = 256, ctx = 0;
   double kv_budget_mib = 0;
   std::optional<uint64_t> seed;
   bool json = false, ignore_eos = false;
@@ -123,13 +121,7 @@ int run(RunArgs& args) {
   if (*grammar && (args.ignore_eos || !args.logits_out.empty()))
     return usage_error("--ignore-eos and --logits-out cannot go with a grammar: the grammar decides where the output ends");
 
-  auto engine = load_engine(
-      {.model_path = args.model,
-       .weights = args.weights,
-       .n_ctx = args.ctx,
-       .n_threads = args.threads,
-       .device = args.device,
-       .gpu_layers = args.gpu_layers});
+  auto engine = load_engine(args.engine.options(args.ctx));
   if (!engine) return 1;
   auto drafter = make_drafter(*engine, args.draft);
   if (!drafter.ok()) return fail(drafter.status().message());
@@ -230,14 +222,13 @@ void add_sampling_options(CLI::App& cmd, SamplingParams& s) {
 void register_run(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("run", "Generate text from a prompt");
   auto args = std::make_shared<RunArgs>();
-  cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
+  cmd->add_option("-m,--model", args->engine.model, "GGUF model file")->required();
   auto* p = cmd->add_option("-p,--prompt", args->prompt, "Prompt text (default: standard input when it is not a terminal)");
   cmd->add_option("-f,--file", args->prompt_file, "Read the prompt from a file")->excludes(p);
   cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most; -1 = until the end or a full context")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
-  add_weight_memory_options(*cmd, args->weights);
-  add_device_options(*cmd, args->device, args->gpu_layers);
+  cmd->add_option("-t,--threads", args->engine.threads, "Threads (default: physical cores)");
+  add_engine_flags(*cmd, args->engine);
   cmd->add_option("-c,--ctx-size", args->ctx, "Context size in tokens (default: model's, at most 4096)");
   cmd->add_option("--seed", args->seed, "RNG seed (default: random, printed at the end)");
   cmd->add_option("--stop", args->stop, "Stop when this text is generated (repeatable)");

@@ -47,22 +47,28 @@ std::string weights_place(const ModelInfo& info) {
   return "read into memory, " + std::to_string(info.striped_matrices) + " matrices in stripes";
 }
 
-std::vector<CLI::Option*> add_weight_memory_options(CLI::App& cmd, WeightMemory& weights) {
+EngineOptions EngineFlags::options(int n_ctx) const {
+  return {.model_path = model,
+          .weights = weights,
+          .n_ctx = n_ctx,
+          .n_threads = threads,
+          .device = device,
+          .gpu_layers = gpu_layers};
+}
+
+std::vector<CLI::Option*> add_engine_flags(CLI::App& cmd, EngineFlags& flags) {
+  WeightMemory& weights = flags.weights;
   auto* map = cmd.add_flag_callback("--mmap", [&weights] { weights = WeightMemory::kMap; },
                                     "Map the model file instead of reading it into memory (default: read it where "
                                     "it takes at most 60% of the available memory; mapped weights decode slower)");
   auto* copy = cmd.add_flag_callback("--no-mmap", [&weights] { weights = WeightMemory::kCopy; },
                                      "Read the model into memory even where it takes most of it");
   map->excludes(copy);
-  return {map, copy};
-}
-
-std::vector<CLI::Option*> add_device_options(CLI::App& cmd, std::string& device_name, int& gpu_layers) {
-  auto* device = cmd.add_option("--device", device_name,
+  auto* device = cmd.add_option("--device", flags.device,
                                 "Where the layers run: cpu (default), vulkan or vulkan:N (revis devices lists them)");
-  auto* layers = cmd.add_option("--gpu-layers,--n-gpu-layers", gpu_layers,
+  auto* layers = cmd.add_option("--gpu-layers,--n-gpu-layers", flags.gpu_layers,
                                 "With a GPU: how many of the last layers it runs (99: all; default: as many as fit; llama.cpp's -ngl)");
-  return {device, layers};
+  return {map, copy, device, layers};
 }
 
 int fail(const std::string& message) {

@@ -34,13 +34,21 @@ int usage_error(const std::string& message);
 // generate; defined with `revis run`'s flags in cmd_run.cpp.
 void add_sampling_options(CLI::App& cmd, SamplingParams& sampling);
 
-// --mmap and --no-mmap (llama.cpp's names), which set `weights`
-// (EngineOptions::weights; kAuto when neither is given). Returns the two
-// options.
-std::vector<CLI::Option*> add_weight_memory_options(CLI::App& cmd, WeightMemory& weights);
-// --device cpu|vulkan[:N] and -ngl/--gpu-layers N (EngineOptions::device,
-// gpu_layers). Returns the two options.
-std::vector<CLI::Option*> add_device_options(CLI::App& cmd, std::string& device, int& gpu_layers);
+// How the generating commands (run, chat, perplexity, bench) load a model:
+// the flags every one of them takes. -m and -t are added by each command,
+// whose help texts and defaults differ; add_engine_flags adds the rest.
+struct EngineFlags {
+  std::string model;                            // -m
+  int threads = 0;                              // -t
+  WeightMemory weights = WeightMemory::kAuto;   // --mmap / --no-mmap (llama.cpp's names)
+  std::string device;                           // --device cpu|vulkan[:N]
+  int gpu_layers = -1;                          // -ngl / --gpu-layers
+  // The engine these flags ask for, with a context of n_ctx tokens.
+  EngineOptions options(int n_ctx) const;
+};
+// Adds --mmap, --no-mmap, --device and --gpu-layers, setting `flags`.
+// Returns those options.
+std::vector<CLI::Option*> add_engine_flags(CLI::App& cmd, EngineFlags& flags);
 // Where a loaded engine holds its weights, for progress lines and reports:
 // "mapped", "read into memory" or "read into memory, 113 matrices in stripes".
 std::string weights_place(const ModelInfo& info);
