@@ -232,7 +232,14 @@ std::vector<std::string> KvStore::prefix_digests(int block, size_t limit) const 
   std::set<std::string> seen;
   for (const auto& [id, e] : entries_) {
     if (e.header.model != model_) continue;
-    for (size_t n = block; n <= e.tokens.size(); n += block) {
+    // A checkpoint with a recurrent state resumes only whole (its state
+    // stands after its last token): it publishes its longest aligned prefix
+    // alone, which a prompt meets when it shares the checkpoint's tokens up
+    // to that point; a prompt that parts from them in the last few tokens
+    // after it is counted as cached but prefills from the start.
+    const bool whole_only = e.header.shape.recurrent_bytes > 0;
+    const size_t first = whole_only ? e.tokens.size() / block * block : block;
+    for (size_t n = std::max<size_t>(first, block); n <= e.tokens.size(); n += block) {
       std::string d = prefix_digest(model_, std::span(e.tokens).first(n));
       if (seen.insert(d).second) found.emplace_back(n, std::move(d));
     }

@@ -106,6 +106,8 @@ class KvStore {
   // Digests of the aligned prefixes (every `block` tokens) of this model's
   // checkpoints, at most `limit`, longest first: what a node advertises so
   // that a dispatcher can route a prompt to where its prefix already is.
+  // A checkpoint that resumes only whole (a recurrent state) gives only its
+  // longest aligned prefix.
   // prefix_digest() computes one for any token sequence.
   std::vector<std::string> prefix_digests(int block, size_t limit) const;
   static std::string prefix_digest(uint64_t model, std::span<const int32_t> tokens);

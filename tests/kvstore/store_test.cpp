@@ -203,5 +203,24 @@ TEST(KvStore, PrefixDigestsAreAlignedAndStable) {
   EXPECT_EQ(std::count(digests.begin(), digests.end(), mine[2]), 0);
 }
 
+TEST(KvStore, ACheckpointThatResumesOnlyWholePublishesItsLongestAlignedPrefix) {
+  TempDir tmp;
+  KvShape shape = kShape;
+  shape.recurrent_bytes = 8 * sizeof(float);
+  auto store = KvStore::open({.dir = tmp.path().string()}, kModel, shape);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  const Tokens t = tokens(0, 200);
+  RowBuffer rows(shape, t.size());
+  rows.fill(static_cast<int>(t.size()));
+  const std::vector<float> state(8, 0.5f);
+  CheckpointHeader header;
+  ASSERT_TRUE((*store)->save(header, {.tokens = t, .logits = {}}, rows.runs, state).ok());
+  // Its state stands after token 200: a prompt sharing 64 or 128 of its
+  // tokens would prefill from the start, so only 192 is published.
+  const std::vector<std::string> digests = (*store)->prefix_digests(64, 10);
+  ASSERT_EQ(digests.size(), 1u);
+  EXPECT_EQ(digests[0], KvStore::prefix_digest(kModel, tokens(0, 192)));
+}
+
 }  // namespace
 }  // namespace revis::kvstore
