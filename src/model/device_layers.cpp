@@ -163,7 +163,7 @@ Result<std::unique_ptr<DeviceLayers>> DeviceLayers::create(std::unique_ptr<gpu::
   };
   // Each grid type's points, uploaded once from the CPU's own tables.
   auto grid = [&](TensorType type) -> Result<const gpu::Buffer*> {
-    const std::span<const uint32_t> words = grid_words(type);
+    const std::span<const std::byte> words = grid_bytes(type);
     if (words.empty()) return nullptr;
     if (auto it = d->grids_.find(type); it != d->grids_.end()) return &it->second;
     auto b = dev.allocate(words.size_bytes(), std::string("the grid of ") + type_name(type));

@@ -2,10 +2,11 @@
 // them, written as level indices to keep the data short: point p of a grid
 // with 8 values packs value k's index into the grid's level list at bits
 // 2k..2k+1 (3k..3k+2 for the 4-value IQ3 grids). The tables iq_grids.h
-// exports are these expanded at compile time; grid_words (quant.h) hands
+// exports are these expanded at compile time; grid_bytes (quant.h) hands
 // the same tables to the GPU, so both read one copy of the grids.
 #include "quant/iq_grids.h"
 
+#include <bit>
 #include <cstddef>
 
 #include "quant/quant.h"
@@ -442,26 +443,6 @@ extern constexpr std::array<uint32_t, 256> kGridIq3Xxs = expand<uint32_t>(kIq3Xx
 extern constexpr std::array<uint32_t, 512> kGridIq3S = expand<uint32_t>(kIq3SPoints, kIq3SLevels);
 extern constexpr std::array<uint64_t, 2048> kGridIq1S = expand<uint64_t>(kIq1SPoints, kIq1Levels);
 
-namespace {
-
-// A grid of 8-value points as 32-bit words, low half first (grid_words).
-template <size_t N>
-constexpr std::array<uint32_t, 2 * N> split_words(const std::array<uint64_t, N>& grid) {
-  std::array<uint32_t, 2 * N> words{};
-  for (size_t p = 0; p < N; ++p) {
-    words[2 * p] = static_cast<uint32_t>(grid[p]);
-    words[2 * p + 1] = static_cast<uint32_t>(grid[p] >> 32);
-  }
-  return words;
-}
-
-constexpr auto kIq2XxsWords = split_words(kGridIq2Xxs);
-constexpr auto kIq2XsWords = split_words(kGridIq2Xs);
-constexpr auto kIq2SWords = split_words(kGridIq2S);
-constexpr auto kIq1SWords = split_words(kGridIq1S);
-
-}  // namespace
-
 extern constexpr std::array<uint16_t, 256> kGridIq2XxsCodes = std::to_array(kIq2XxsPoints);
 extern constexpr std::array<uint16_t, 256> kGridIq3XxsCodes = std::to_array(kIq3XxsPoints);
 extern constexpr std::array<uint16_t, 512> kGridIq3SCodes = std::to_array(kIq3SPoints);
@@ -470,15 +451,20 @@ extern constexpr std::array<uint16_t, 512> kGridIq3SCodes = std::to_array(kIq3SP
 
 namespace revis {
 
-std::span<const uint32_t> grid_words(TensorType type) {
+// Each point's values lie in its word's bytes in order (expand() puts value
+// k at bits 8k), so on a little-endian host the tables' own bytes are the
+// values in grid order.
+static_assert(std::endian::native == std::endian::little, "grid_bytes hands out the tables' memory as is");
+
+std::span<const std::byte> grid_bytes(TensorType type) {
   switch (type) {
-    case TensorType::IQ2_XXS: return quant::kIq2XxsWords;
-    case TensorType::IQ2_XS: return quant::kIq2XsWords;
-    case TensorType::IQ2_S: return quant::kIq2SWords;
-    case TensorType::IQ3_XXS: return quant::kGridIq3Xxs;
-    case TensorType::IQ3_S: return quant::kGridIq3S;
+    case TensorType::IQ2_XXS: return std::as_bytes(std::span(quant::kGridIq2Xxs));
+    case TensorType::IQ2_XS: return std::as_bytes(std::span(quant::kGridIq2Xs));
+    case TensorType::IQ2_S: return std::as_bytes(std::span(quant::kGridIq2S));
+    case TensorType::IQ3_XXS: return std::as_bytes(std::span(quant::kGridIq3Xxs));
+    case TensorType::IQ3_S: return std::as_bytes(std::span(quant::kGridIq3S));
     case TensorType::IQ1_S:
-    case TensorType::IQ1_M: return quant::kIq1SWords;
+    case TensorType::IQ1_M: return std::as_bytes(std::span(quant::kGridIq1S));
     default: return {};
   }
 }

@@ -52,13 +52,13 @@ bool can_quantize_with_importance(TensorType type);
 bool quantize_needs_importance(TensorType type);
 void quantize_row_with_importance(TensorType type, const float* src, void* dst, int64_t n, const float* importance);
 
-// The grid an IQ1/IQ2/IQ3 type's indices point into, as 32-bit words: the
-// four bytes of word j are values 4j..4j+3 of the grid read in order, so a
-// point of 8 values (IQ1, IQ2) is words 2p and 2p + 1 and a point of 4
-// values (IQ3) word p; IQ1's values are int8 (-1, 0, 1), the others
-// unsigned. For a device that looks points up in its own memory
-// (model/device_layers.h). Empty for a type without a grid.
-std::span<const uint32_t> grid_words(TensorType type);
+// The grid an IQ1/IQ2/IQ3 type's indices point into, as bytes: byte i is
+// value i of the grid read in order, so a point of 8 values (IQ1, IQ2) is
+// bytes 8p..8p+7 and a point of 4 values (IQ3) bytes 4p..4p+3; IQ1's values
+// are int8 (-1, 0, 1), the others unsigned. For a device that looks points
+// up in its own memory (model/device_layers.h). Empty for a type without a
+// grid.
+std::span<const std::byte> grid_bytes(TensorType type);
 
 // The format an activation row is converted to before vec_dot with weights of type w.
 TensorType activation_type(TensorType w);

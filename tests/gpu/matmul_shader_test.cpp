@@ -119,7 +119,7 @@ class MatmulShader : public ::testing::TestWithParam<ShaderType> {
     auto xb = device_->allocate(x.size() * 4, "x");
     auto ob = device_->allocate(static_cast<size_t>(tokens) * rows * 4, "out");
     // The grid types read their points from the CPU's tables, bound at 3.
-    const std::span<const uint32_t> points = grid_words(type);
+    const std::span<const std::byte> points = grid_bytes(type);
     auto gb = device_->allocate(std::max<size_t>(points.size_bytes(), 4), "grid");
     EXPECT_TRUE(wb.ok() && xb.ok() && ob.ok() && gb.ok());
     EXPECT_TRUE(device_->write(*wb, 0, w.data(), w.size()).ok());

@@ -8,7 +8,7 @@
     defined(TYPE_IQ3_S) || defined(TYPE_IQ1_S) || defined(TYPE_IQ1_M)
 #define GRID_TYPE
 // The grid types look their points up in the type's grid, bound at 3 as
-// the host's own table (quant::grid_words): byte k of the words of a point
+// the host's own table (grid_bytes, quant.h): byte k of the words of a point
 // is its value k; an 8-value point is words 2p, 2p + 1, a 4-value one word p.
 layout(std430, binding = 3) readonly buffer Grid { uint grid[]; };
 
