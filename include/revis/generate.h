@@ -101,6 +101,10 @@ class Drafter {
   // more sequence drafting at the same time: each generation needs its
   // own. Null where the kind has no such copy.
   virtual std::unique_ptr<Drafter> another() const { return nullptr; }
+  // Bytes of memory this drafter's own state takes at most (a draft
+  // model's session at the full context, the MTP block's cache), which each
+  // copy from another() takes again: a node counts it into every slot.
+  virtual uint64_t state_bytes() const { return 0; }
 };
 
 struct GenerateOptions {

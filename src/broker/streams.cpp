@@ -59,7 +59,10 @@ Status mismatch(const Connection& conn, const char* stream, const char* field, c
 Status verify_stream(const Connection& conn, const WantedStream& w, const jsStreamConfig& c) {
   if (c.SubjectsLen != 1 || std::string(c.Subjects[0]) != w.subject) {
     std::string found;
-    for (int i = 0; i < c.SubjectsLen; ++i) found += (i ? "," : "") + std::string(c.Subjects[i]);
+    for (int i = 0; i < c.SubjectsLen; ++i) {
+      if (i > 0) found += ',';
+      found += c.Subjects[i];
+    }
     return mismatch(conn, w.name, "subjects", "[" + found + "]", std::string("[") + w.subject + "]");
   }
   if (c.Retention != w.retention)

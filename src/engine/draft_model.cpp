@@ -19,6 +19,10 @@ class DraftModel final : public Drafter {
   explicit DraftModel(std::shared_ptr<Engine> engine) : engine_(std::move(engine)), session_(engine_->new_session()) {}
 
   std::unique_ptr<Drafter> another() const override { return std::make_unique<DraftModel>(engine_); }
+  uint64_t state_bytes() const override {
+    const ModelInfo& info = engine_->info();
+    return info.kv_bytes_per_token * static_cast<uint64_t>(info.n_ctx) + info.session_state_bytes;
+  }
 
   Result<std::vector<int32_t>> draft(std::span<const int32_t> context, int max) override {
     const auto& held = session_->history();

@@ -38,6 +38,7 @@ class MtpDrafter final : public Drafter {
   std::unique_ptr<Drafter> another() const override {
     return std::make_unique<MtpDrafter>(model_, pool_, kv_.n_ctx());
   }
+  uint64_t state_bytes() const override { return kv_.bytes(); }
 
   void attach(Session& target) override {
     if (target_ != &target) held_.clear();

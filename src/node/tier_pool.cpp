@@ -111,7 +111,10 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   m->shown_tokens = shown_special_tokens(*m->engine, m->chat);
   // Every slot holds a session of its own; a session keeps a whole
   // context's KV cache (and a hybrid's recurrent state with its copies).
-  m->slot_kv_bytes = info.kv_bytes_per_token * static_cast<uint64_t>(info.n_ctx) + info.session_state_bytes;
+  // A draft model's drafter is copied for each slot that drafts at once,
+  // each copy with its own session.
+  m->slot_kv_bytes = info.kv_bytes_per_token * static_cast<uint64_t>(info.n_ctx) + info.session_state_bytes +
+                     (m->draft_model ? m->draft_model->state_bytes() : 0);
   m->slots = tier.slots > 0 ? tier.slots : slots_within(budget_, file_bytes, m->slot_kv_bytes);
   if (info.gpu_layers > 0) {
     log_line("info", "tier " + tier.name + ": GPU " + info.device + " runs " + std::to_string(info.gpu_layers) + " of " +

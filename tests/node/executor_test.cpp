@@ -450,5 +450,18 @@ TEST(ExecutorSlots, TheBudgetDecidesTheDefault) {
   }
 }
 
+// A draft model's session is copied into every slot that drafts, so a
+// slot's memory counts it beside the target's cache.
+TEST(ExecutorSlots, ASlotCountsItsDraftModelsSession) {
+  const std::string path = model_path("qwen2-Q8_0");
+  TierPool pool({{.name = "t", .model_path = path, .ctx = 512, .threads = 2, .draft_path = path}}, std::nullopt, 0);
+  auto model = pool.acquire(*pool.resolve("t"));
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  ASSERT_TRUE((*model)->draft_model);
+  const uint64_t target = (*model)->engine->info().kv_bytes_per_token * 512u;
+  EXPECT_EQ((*model)->draft_model->state_bytes(), target) << "the draft is the target's file at the same context";
+  EXPECT_EQ((*model)->slot_kv_bytes, 2 * target);
+}
+
 }  // namespace
 }  // namespace revis::node
