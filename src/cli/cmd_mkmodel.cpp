@@ -48,6 +48,7 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     if (given("--softcap")) merged.logit_softcap = spec.logit_softcap;
     if (given("--per-layer-embd")) merged.n_embd_per_layer = spec.n_embd_per_layer;
     if (given("--shared-kv-layers")) merged.shared_kv_layers = spec.shared_kv_layers;
+    if (given("--fused-gate-up")) merged.fused_gate_up_exps = spec.fused_gate_up_exps;
     merged.vocab_from = spec.vocab_from;
     merged.seed = spec.seed;
     spec = merged;
@@ -112,6 +113,8 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3, gemma4)");
   cmd->add_option("--per-layer-embd", s.n_embd_per_layer, "Per-layer embedding width, 0 none (gemma4)");
   cmd->add_option("--shared-kv-layers", s.shared_kv_layers, "Last layers that read earlier layers' caches (gemma4)");
+  cmd->add_flag("--fused-gate-up", s.fused_gate_up_exps,
+                "Write each layer's gate and up experts as one ffn_gate_up_exps tensor (gemma4)");
   cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();
   cmd->callback([args, cmd, &exit_code] { exit_code = mkmodel(*args, *cmd); });
 }

@@ -441,6 +441,8 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
   if (moe && (spec.n_expert <= 0 || spec.n_expert_used <= 0 || spec.n_expert_used > spec.n_expert || spec.n_ff_expert <= 0))
     return Status::error(spec.arch + " needs --experts, --experts-used (<= experts) and --ff-expert");
   if ((!moe || deepseek || gemma4) && spec.n_ff <= 0) return Status::error("ff: must be positive");
+  if (spec.fused_gate_up_exps && !gemma4_moe)
+    return Status::error("fused gate and up experts: only gemma4 with --experts writes them");
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   if (head_dim <= 0 || head_dim % 2 != 0) return Status::error("head dim: must be positive and even");
   if (deepseek && (spec.kv_lora_rank <= 0 || spec.rope_dim <= 0 || spec.rope_dim % 2 != 0 || spec.head_dim_v <= 0 ||
@@ -648,8 +650,12 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
       tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});
       if (deepseek4 && i < ds4.hash_layers) tensors.push_back({p + "ffn_gate_tid2eid.weight", {spec.n_expert_used, n_vocab}});
       if (spec.sigmoid_gating || (deepseek4 && i >= ds4.hash_layers)) tensors.push_back({p + "exp_probs_b.bias", {e}});
-      tensors.push_back({p + "ffn_gate_exps.weight", {d, f, e}});
-      tensors.push_back({p + "ffn_up_exps.weight", {d, f, e}});
+      if (gemma4 && spec.fused_gate_up_exps) {
+        tensors.push_back({p + "ffn_gate_up_exps.weight", {d, 2 * f, e}});
+      } else {
+        tensors.push_back({p + "ffn_gate_exps.weight", {d, f, e}});
+        tensors.push_back({p + "ffn_up_exps.weight", {d, f, e}});
+      }
       tensors.push_back({p + "ffn_down_exps.weight", {f, d, e}});
       if (gpt_oss) {
         tensors.push_back({p + "ffn_gate_inp.bias", {e}});

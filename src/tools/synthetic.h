@@ -72,6 +72,10 @@ struct SyntheticSpec {
   // pairs (rope_freqs). With n_expert, every layer's experts run beside
   // its dense FFN of n_ff, with their router's and outputs' factors.
   int n_embd_per_layer = 0, shared_kv_layers = 0;
+  // gemma4 with n_expert: each expert's gate and up matrices written as
+  // one ffn_gate_up_exps stack (gate rows, then up rows), as published
+  // Gemma 4 MoE files have them.
+  bool fused_gate_up_exps = false;
   // qwen35 (and qwen35moe, whose FFNs are experts beside a gated shared
   // expert n_ff wide; and qwen3next, qwen35moe with its projections fused
   // and no sections): every full_attention_interval-th layer attends (a gated

@@ -1,9 +1,9 @@
 // Gemma 4 beyond the golden cases (tests/testdata/gemma4, gemma4moe): the
 // loader reads its per-layer flags, shared caches, per-layer embeddings and
 // experts, names every missing or misshapen tensor and every key or
-// tensor it cannot take (two head widths, fused experts, shared layers
-// after the wrong kinds), a file without attn_v takes the keys'
-// projection as values, the cache holds only the layers that make keys, a
+// tensor it cannot take (two head widths, shared layers after the wrong
+// kinds), fused gate and up experts split as the separate ones, a file
+// without attn_v takes the keys' projection as values, the cache holds only the layers that make keys, a
 // prompt in pieces gives the bits of it whole, and the GPU leaves every
 // gemma4 layer on the CPU with a reason.
 #include <gtest/gtest.h>
@@ -107,23 +107,71 @@ TEST(Gemma4Loader, NamesAMissingExpertTensor) {
                             "blk.3.post_ffw_norm_2.weight", "blk.4.ffn_up.weight", "blk.5.ffn_down_exps.weight"});
 }
 
-// Fused gate and up experts (ffn_gate_up_exps) are named as not supported yet.
-TEST(Gemma4Loader, RefusesFusedExpertsByName) {
-  TempDir tmp;
-  const std::string good = write_model(tmp, 8);
-  testing::write_gguf_copy(good, tmp.file("bad.gguf"),
-                           [](const gguf::TensorInfo& t, std::vector<int64_t>&, std::vector<uint8_t>&,
-                              gguf::GgufWriter& out) {
-                             if (t.name == "blk.0.ffn_up_exps.weight") return false;
-                             if (t.name != "blk.0.ffn_gate_exps.weight") return true;
-                             // The gate's bytes under the fused name, as wide as the gate alone: only
-                             // the name matters here.
-                             EXPECT_TRUE(out.add_tensor("blk.0.ffn_gate_up_exps.weight", t.type, t.dims, t.data,
-                                                        t.n_bytes).ok());
+// A copy of `good` (8 experts of 64) with each layer's gate and up experts
+// fused into ffn_gate_up_exps, as published files have them: per expert
+// its gate rows, then its up rows. `gate_rows` of each are kept (64: all;
+// fewer makes a misshapen tensor).
+std::string write_fused_copy(const TempDir& tmp, const std::string& good, int64_t gate_rows = 64) {
+  auto src = gguf::GgufFile::open(good);
+  EXPECT_TRUE(src.ok());
+  const std::string path = tmp.file("fused.gguf");
+  testing::write_gguf_copy(good, path,
+                           [&](const gguf::TensorInfo& t, std::vector<int64_t>&, std::vector<uint8_t>&,
+                               gguf::GgufWriter& out) {
+                             if (t.name.ends_with("ffn_up_exps.weight")) return false;
+                             if (!t.name.ends_with("ffn_gate_exps.weight")) return true;
+                             const std::string p = t.name.substr(0, t.name.size() - std::string("ffn_gate_exps.weight").size());
+                             const gguf::TensorInfo* up = (*src)->tensor(p + "ffn_up_exps.weight");
+                             const size_t expert = t.n_bytes / t.dims[2], kept = expert / t.dims[1] * gate_rows;
+                             std::vector<uint8_t> fused;
+                             for (int64_t e = 0; e < t.dims[2]; ++e) {
+                               fused.insert(fused.end(), t.data + e * expert, t.data + e * expert + kept);
+                               fused.insert(fused.end(), up->data + e * expert, up->data + (e + 1) * expert);
+                             }
+                             EXPECT_TRUE(out.add_tensor(p + "ffn_gate_up_exps.weight", t.type,
+                                                        {t.dims[0], gate_rows + t.dims[1], t.dims[2]}, fused.data(),
+                                                        fused.size())
+                                             .ok());
                              return false;
                            });
-  const std::string error = load_error(tmp.file("bad.gguf"));
-  EXPECT_NE(error.find("tensor 'blk.0.ffn_gate_up_exps.weight': fused gate and up experts are not supported yet"),
+  return path;
+}
+
+// Fused gate and up experts split into the stacks the separate tensors
+// give, byte for byte, every expert in its place.
+TEST(Gemma4Loader, SplitsFusedGateUpExperts) {
+  TempDir tmp;
+  const std::string good = write_model(tmp, 8);
+  const std::string fused = write_fused_copy(tmp, good);
+  auto a = gguf::GgufFile::open(good);
+  auto b = gguf::GgufFile::open(fused);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ((*b)->tensor("blk.0.ffn_gate_exps.weight"), nullptr);
+  auto ca = read_model_config(**a);
+  auto cb = read_model_config(**b);
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  auto wa = load_model_weights(**a, *ca);
+  auto wb = load_model_weights(**b, *cb);
+  ASSERT_TRUE(wa.ok()) << wa.status().message();
+  ASSERT_TRUE(wb.ok()) << wb.status().message();
+  for (int layer = 0; layer < ca->n_layer; ++layer)
+    for (auto stack : {&LayerWeights::gate_exps, &LayerWeights::up_exps}) {
+      const Matrix& x = wa->layers[layer].*stack;
+      const Matrix& y = wb->layers[layer].*stack;
+      ASSERT_EQ(y.rows, x.rows);
+      ASSERT_EQ(y.n_mats, x.n_mats);
+      ASSERT_EQ(y.cols, x.cols);
+      for (int64_t e = 0; e < x.n_mats; ++e)
+        EXPECT_TRUE(std::equal(x.slice(e).data, x.slice(e).data + x.rows * x.row_bytes, y.slice(e).data))
+            << "layer " << layer << " expert " << e;
+    }
+}
+
+// A fused stack of the wrong height is named with the shape it needs.
+TEST(Gemma4Loader, NamesAMisshapenFusedExpertTensor) {
+  TempDir tmp;
+  const std::string error = load_error(write_fused_copy(tmp, write_model(tmp, 8), 32));
+  EXPECT_NE(error.find("tensor 'blk.0.ffn_gate_up_exps.weight': shape [128, 96, 8], expected [128, 128, 8]"),
             std::string::npos)
       << error;
 }
