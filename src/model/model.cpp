@@ -161,7 +161,9 @@ void Model::set_up_rope_and_scale() {
 
 uint64_t Model::bytes_per_token() const {
   const ModelConfig& c = config_;
-  uint64_t total = matrix_bytes(weights_.output) + weights_.token_embd.row_bytes;
+  // One row of each embedding table (gemma4's per-layer one too).
+  uint64_t total = matrix_bytes(weights_.output) + weights_.token_embd.row_bytes + weights_.per_layer_embd.row_bytes +
+                   matrix_bytes(weights_.per_layer_model_proj);
   for (const LayerWeights& l : weights_.layers)
     for (const Matrix* m : l.matrices())
       // A token reads n_expert_used of a stack's n_expert matrices.

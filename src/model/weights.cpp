@@ -171,8 +171,9 @@ Status bind_gemma4_extras(const Binder& bind, const std::string& p, const ModelC
 }
 
 // gemma4's experts beside its dense FFN (config.h's Gemma4).
-Status bind_gemma4_experts(const Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
-  const int64_t d = c.n_embd, f = c.n_ff;
+Status bind_gemma4_experts(const Binder& bind, const std::string& p, const ModelConfig& c, int layer,
+                           LayerWeights& l) {
+  const int64_t d = c.n_embd, f = c.ff_width(layer);
   Status s;
   if (!(s = bind.matrix(p + "ffn_gate.weight", {d, f}, l.w_gate)).ok()) return s;
   if (!(s = bind.matrix(p + "ffn_up.weight", {d, f}, l.w_up)).ok()) return s;
@@ -229,7 +230,7 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
   }
   if (c.is_moe_layer(i)) {
     const int64_t e = c.n_expert, f = c.n_ff_expert;
-    if (c.is_gemma4() && !(s = bind_gemma4_experts(bind, p, c, l)).ok()) return s;
+    if (c.is_gemma4() && !(s = bind_gemma4_experts(bind, p, c, i, l)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_gate_inp.weight", {d, e}, l.router)).ok()) return s;
     if (!(s = bind.vector(p + "exp_probs_b.bias", e, l.expert_bias, /*optional=*/true)).ok()) return s;
     if (!(s = bind_gate_up_exps(bind, p, c, w, l)).ok()) return s;
@@ -248,7 +249,7 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
       if (!(s = bind.matrix(p + "ffn_down_shexp.weight", {fs, d}, l.down_shexp)).ok()) return s;
     }
   } else {
-    const int64_t f = c.n_ff;
+    const int64_t f = c.ff_width(i);
     if (!(s = bind.matrix(p + "ffn_gate.weight", {d, f}, l.w_gate)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_up.weight", {d, f}, l.w_up)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_down.weight", {f, d}, l.w_down)).ok()) return s;

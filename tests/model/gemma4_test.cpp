@@ -2,8 +2,9 @@
 // loader reads its per-layer flags, shared caches, per-layer embeddings and
 // experts, names every missing or misshapen tensor and every key or
 // tensor it cannot take (two head widths, shared layers after the wrong
-// kinds), fused gate and up experts split as the separate ones, a file
-// without attn_v takes the keys' projection as values, the cache holds only the layers that make keys, a
+// kinds), fused gate and up experts split as the separate ones, FFN
+// widths read one per layer, a file without attn_v takes the keys'
+// projection as values, the cache holds only the layers that make keys, a
 // prompt in pieces gives the bits of it whole, and the GPU leaves every
 // gemma4 layer on the CPU with a reason.
 #include <gtest/gtest.h>
@@ -216,6 +217,47 @@ TEST(Gemma4Loader, RefusesWhatItCannotRunByKey) {
   const std::string window =
       error_with(tmp, good, [](gguf::GgufWriter& out) { out.set_u32("gemma4.attention.sliding_window", 0); });
   EXPECT_NE(window.find("gemma4.attention.sliding_window: 0"), std::string::npos) << window;
+}
+
+// Double-wide FFNs in the layers that read earlier caches (E2B's layout):
+// one feed_forward_length per layer, each layer's FFN bound at its width.
+TEST(Gemma4Loader, ReadsOneFfnWidthPerLayer) {
+  TempDir tmp;
+  std::optional<SyntheticSpec> spec = synthetic_preset("gemma4-small");
+  ASSERT_TRUE(spec.has_value());
+  spec->n_vocab = 300;
+  spec->double_wide_shared_ffn = true;
+  auto file = gguf::GgufFile::open(testing::write_synthetic(tmp, *spec));
+  ASSERT_TRUE(file.ok());
+  auto c = read_model_config(**file);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->ff_widths, (std::vector<int>{384, 384, 384, 768, 768, 768}));
+  EXPECT_EQ(c->n_ff, 384);
+  auto w = load_model_weights(**file, *c);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(w->layers[i].w_gate.rows, c->ff_width(i)) << "layer " << i;
+    EXPECT_EQ(w->layers[i].w_down.cols, c->ff_width(i)) << "layer " << i;
+  }
+}
+
+TEST(Gemma4Loader, NamesABadFfnWidthArray) {
+  TempDir tmp;
+  const std::string good = write_model(tmp);
+  const std::string count = error_with(
+      tmp, good, [](gguf::GgufWriter& out) { out.set_i32_array("gemma4.feed_forward_length", {384, 384}); });
+  EXPECT_NE(count.find("gemma4.feed_forward_length: 2 values (expected one per layer, 6)"), std::string::npos)
+      << count;
+  const std::string zero = error_with(tmp, good, [](gguf::GgufWriter& out) {
+    out.set_i32_array("gemma4.feed_forward_length", {384, 384, 0, 384, 384, 384});
+  });
+  EXPECT_NE(zero.find("gemma4.feed_forward_length[2]: 0 (expected an integer in 1.."), std::string::npos) << zero;
+  // A width the tensors do not have names the tensor.
+  const std::string wide = error_with(tmp, good, [](gguf::GgufWriter& out) {
+    out.set_i32_array("gemma4.feed_forward_length", {384, 384, 384, 384, 384, 768});
+  });
+  EXPECT_NE(wide.find("tensor 'blk.5.ffn_gate.weight': shape [128, 384], expected [128, 768]"), std::string::npos)
+      << wide;
 }
 
 std::vector<float> last_logits(const std::string& path, const std::vector<int32_t>& tokens) {
