@@ -68,11 +68,14 @@ Status bind_mla(Binder& bind, const std::string& p, const ModelConfig& c, ModelW
   return bind.matrix(p + "attn_output.weight", {heads * m.head_dim_v, d}, l.wo);
 }
 
-// The rows `order` of m, in that order, as a matrix of m's type that `w` keeps.
+// The rows `order` of m, in that order, as a matrix of m's type that `w`
+// keeps; m (a file's tensor) is noted as a split source.
 Matrix rows_of(ModelWeights& w, const Matrix& m, const std::vector<int64_t>& order) {
   std::vector<uint8_t> bytes(order.size() * m.row_bytes);
   for (size_t i = 0; i < order.size(); ++i) std::copy_n(m.row(order[i]), m.row_bytes, &bytes[i * m.row_bytes]);
   w.derived_rows.push_back(std::move(bytes));
+  if (std::find(w.split_sources.begin(), w.split_sources.end(), m.data) == w.split_sources.end())
+    w.split_sources.push_back(m.data);
   Matrix out = m;
   out.rows = static_cast<int64_t>(order.size());
   out.data = w.derived_rows.back().data();
@@ -139,7 +142,8 @@ Status bind_delta_net(const Binder& bind, const std::string& p, const ModelConfi
 // MoE files): per expert n_ff_expert gate rows, then as many up rows, the
 // halves llama.cpp takes of the fused product. The fused stack is split
 // into copies that `w` keeps, so every path (striping, devices) sees the
-// usual two stacks; the cost is those copies' memory beside the mapping.
+// usual two stacks; once they are in stripes, the copies and the file's
+// fused tensor are given back (Model::keep_weights_in_stripes).
 Status bind_gate_up_exps(const Binder& bind, const std::string& p, const ModelConfig& c, ModelWeights& w,
                          LayerWeights& l) {
   const int64_t d = c.n_embd, e = c.n_expert, f = c.n_ff_expert;

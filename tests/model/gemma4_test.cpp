@@ -20,6 +20,7 @@
 #include "gguf/gguf_writer.h"
 #include "model/config.h"
 #include "model/device_layers.h"
+#include "model/model.h"
 #include "model/weights.h"
 #include "revis/engine.h"
 #include "support/gguf_copy.h"
@@ -166,6 +167,24 @@ TEST(Gemma4Loader, SplitsFusedGateUpExperts) {
         EXPECT_TRUE(std::equal(x.slice(e).data, x.slice(e).data + x.rows * x.row_bytes, y.slice(e).data))
             << "layer " << layer << " expert " << e;
     }
+}
+
+// Once the model keeps its weights in stripes, the file's fused tensor
+// (read into memory) is given back: nothing reads it after the split.
+TEST(Gemma4Loader, GivesTheFusedTensorBackOnceInStripes) {
+  TempDir tmp;
+  const std::string fused = write_fused_copy(tmp, write_model(tmp, 8));
+  auto file = gguf::GgufFile::open(fused, gguf::Placement::kCopy);
+  ASSERT_TRUE(file.ok());
+  std::shared_ptr<const gguf::GgufFile> shared = std::move(*file);
+  auto model = Model::load(shared);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto striped = (*model)->keep_weights_in_stripes();
+  ASSERT_TRUE(striped.ok()) << striped.status().message();
+  int given_back = 0;
+  for (const gguf::TensorInfo& t : shared->tensors())
+    if (t.name.ends_with("ffn_gate_up_exps.weight")) given_back += (*model)->reads_in_stripes(t) ? 1 : 0;
+  EXPECT_EQ(given_back, 6);
 }
 
 // A fused stack of the wrong height is named with the shape it needs.
