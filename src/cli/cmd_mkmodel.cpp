@@ -33,7 +33,7 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     const auto given = [&](const char* flag) { return cmd.count(flag) > 0; };
     if (given("--arch")) merged.arch = spec.arch;
     if (given("--embd")) merged.n_embd = spec.n_embd;
-    if (given("--layers")) merged.n_layer = spec.n_layer;
+    if (given("--layers")) merged = with_layers(merged, spec.n_layer);
     if (given("--heads")) merged.n_head = spec.n_head;
     if (given("--kv-heads")) merged.n_head_kv = spec.n_head_kv;
     if (given("--head-dim")) merged.head_dim = spec.head_dim;
@@ -48,6 +48,8 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     if (given("--softcap")) merged.logit_softcap = spec.logit_softcap;
     if (given("--per-layer-embd")) merged.n_embd_per_layer = spec.n_embd_per_layer;
     if (given("--shared-kv-layers")) merged.shared_kv_layers = spec.shared_kv_layers;
+    if (given("--fused-gate-up")) merged.fused_gate_up_exps = spec.fused_gate_up_exps;
+    if (given("--double-wide-ffn")) merged.double_wide_shared_ffn = spec.double_wide_shared_ffn;
     merged.vocab_from = spec.vocab_from;
     merged.seed = spec.seed;
     spec = merged;
@@ -87,7 +89,8 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_flag("--dry-run", args->dry_run,
                 "Write nothing: print the file's tensor bytes and the weight bytes a token reads");
   cmd->add_option("--like", args->like, "Shape of a known model: tiny, llama-3.2-1b, llama-3.1-8b, qwen3-0.6b, qwen3-4b, qwen3-30b-a3b, "
-                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-flash, deepseek-v4-tiny, gemma-3-4b, gemma3-small, gemma4-small, qwen3moe-tiny, "
+                  "deepseek-v2-lite, deepseek-v3-small, deepseek-v4-flash, deepseek-v4-tiny, gemma-3-4b, gemma3-small, gemma4-small, "
+                  "gemma-4-e2b, gemma-4-e4b, gemma-4-26b-a4b, gemma-4-31b, qwen3moe-tiny, "
                   "deepseek2-tiny, gpt-oss-20b, gpt-oss-tiny, qwen3.5-9b, qwen35-tiny, qwen35moe-tiny, qwen3next-tiny");
   cmd->add_option("--type", args->type, "Tensor type mix (as for quantize)")->capture_default_str();
   cmd->add_option("--arch", s.arch,
@@ -112,6 +115,10 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3, gemma4)");
   cmd->add_option("--per-layer-embd", s.n_embd_per_layer, "Per-layer embedding width, 0 none (gemma4)");
   cmd->add_option("--shared-kv-layers", s.shared_kv_layers, "Last layers that read earlier layers' caches (gemma4)");
+  cmd->add_flag("--fused-gate-up", s.fused_gate_up_exps,
+                "Write each layer's gate and up experts as one ffn_gate_up_exps tensor (gemma4)");
+  cmd->add_flag("--double-wide-ffn", s.double_wide_shared_ffn,
+                "Make the layers that read earlier caches twice --ff wide, one feed_forward_length per layer (gemma4)");
   cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();
   cmd->callback([args, cmd, &exit_code] { exit_code = mkmodel(*args, *cmd); });
 }

@@ -38,6 +38,29 @@ Status read_dim(const gguf::GgufFile& f, const std::string& key, int64_t fallbac
   return {};
 }
 
+// Reads `key`, one int per layer or one for all, each within [min, max]:
+// `out` is the first layer's, `per_layer` (n_layer values) filled only when
+// the file gives an array.
+Status read_dims_per_layer(const gguf::GgufFile& f, const std::string& key, int n_layer, int64_t min, int64_t max,
+                           int& out, std::vector<int>& per_layer) {
+  const gguf::Value* v = f.find(key);
+  if (!v || !v->as_array()) return read_dim(f, key, 0, min, max, out);
+  auto values = f.get_int_array(key);
+  if (!values.ok()) return values.status();
+  if (static_cast<int>(values->size()) != n_layer)
+    return Status::error(key + ": " + std::to_string(values->size()) + " values (expected one per layer, " +
+                         std::to_string(n_layer) + ")");
+  for (size_t i = 0; i < values->size(); ++i) {
+    const int64_t x = (*values)[i];
+    if (x < min || x > max)
+      return Status::error(key + "[" + std::to_string(i) + "]: " + std::to_string(x) + " (expected an integer in " +
+                           std::to_string(min) + ".." + std::to_string(max) + ")");
+    per_layer.push_back(static_cast<int>(x));
+  }
+  out = per_layer[0];
+  return {};
+}
+
 // Reads `key` as a float within [min, max].
 Status read_float(const gguf::GgufFile& f, const std::string& key, double fallback, double min, double max,
                   float& out) {
@@ -232,7 +255,7 @@ Status read_gemma3(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
 // Gemma 4 (config.h's Gemma4): Gemma 3's features, local layers flagged
 // one by one, per-layer embeddings and shared caches. Its published
 // shapes with two head widths (key_length_swa apart from key_length) or
-// per-layer head counts and FFN widths are refused here, by key. With
+// per-layer head counts are refused here, by key. With
 // expert_count every layer is a mixture of experts beside its dense FFN
 // (config.h's Gemma4), read with the other families' experts below.
 Status read_gemma4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
@@ -465,7 +488,9 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   if (moe && !(s = read_experts(f, p, c)).ok()) return s;
   // Dense layers: all of them, or DeepSeek's leading ones; gemma4's
   // experts run beside a dense FFN.
-  if ((!moe || c.n_layer_dense_lead > 0 || c.is_gemma4()) && !(s = read_dim(f, p + "feed_forward_length", 0, 1, kMaxDim, c.n_ff)).ok())
+  if ((!moe || c.n_layer_dense_lead > 0 || c.is_gemma4()) &&
+      !(s = read_dims_per_layer(f, p + "feed_forward_length", c.n_layer + c.n_nextn_layer, 1, kMaxDim, c.n_ff,
+                               c.ff_widths)).ok())
     return s;
   return c;
 }

@@ -156,7 +156,12 @@ struct ModelConfig {
   int n_head_kv = 0;
   int head_dim_k = 0;   // may differ from n_embd / n_head (Qwen3)
   int head_dim_v = 0;
+  // The dense FFN's width: n_ff, or where the file gives one
+  // feed_forward_length per layer (Gemma 4 E2B and E4B, whose shared-cache
+  // layers are twice as wide) ff_widths[layer]; n_ff is then layer 0's.
   int n_ff = 0;
+  std::vector<int> ff_widths;
+  int ff_width(int layer) const { return ff_widths.empty() ? n_ff : ff_widths[layer]; }
   float rms_eps = 1e-5f;
 
   RopeLayout rope_layout = RopeLayout::kAdjacent;

@@ -88,6 +88,9 @@ Result<uint64_t> Model::keep_weights_in_stripes() {
       file_->release(*it->second);
       released_.push_back(data);
     }
+    // Rows cut from a file's tensor at load (weights.h's derived_rows).
+    for (std::vector<uint8_t>& rows : weights_.derived_rows)
+      if (rows.data() == data) std::vector<uint8_t>().swap(rows);
   };
   std::vector<bool> on_device(config_.n_layer, false);
   for (int i = 0; device_ && i < config_.n_layer; ++i) on_device[i] = device_->runs(i);
@@ -98,6 +101,9 @@ Result<uint64_t> Model::keep_weights_in_stripes() {
     if (on_device[i])
       for (const Matrix* m : weights_.layers[i].matrices())
         if (!m->empty()) give_back(m->data);
+  // The tensors split at load are read no more: their rows are the
+  // derived matrices' (in stripes now, or still in derived_rows).
+  for (const uint8_t* data : weights_.split_sources) give_back(data);
   std::sort(released_.begin(), released_.end());
   striped_memory_ = std::move(striped->memory);
   return striped->matrices;
@@ -161,7 +167,9 @@ void Model::set_up_rope_and_scale() {
 
 uint64_t Model::bytes_per_token() const {
   const ModelConfig& c = config_;
-  uint64_t total = matrix_bytes(weights_.output) + weights_.token_embd.row_bytes;
+  // One row of each embedding table (gemma4's per-layer one too).
+  uint64_t total = matrix_bytes(weights_.output) + weights_.token_embd.row_bytes + weights_.per_layer_embd.row_bytes +
+                   matrix_bytes(weights_.per_layer_model_proj);
   for (const LayerWeights& l : weights_.layers)
     for (const Matrix* m : l.matrices())
       // A token reads n_expert_used of a stack's n_expert matrices.

@@ -68,11 +68,14 @@ Status bind_mla(Binder& bind, const std::string& p, const ModelConfig& c, ModelW
   return bind.matrix(p + "attn_output.weight", {heads * m.head_dim_v, d}, l.wo);
 }
 
-// The rows `order` of m, in that order, as a matrix of m's type that `w` keeps.
+// The rows `order` of m, in that order, as a matrix of m's type that `w`
+// keeps; m (a file's tensor) is noted as a split source.
 Matrix rows_of(ModelWeights& w, const Matrix& m, const std::vector<int64_t>& order) {
   std::vector<uint8_t> bytes(order.size() * m.row_bytes);
   for (size_t i = 0; i < order.size(); ++i) std::copy_n(m.row(order[i]), m.row_bytes, &bytes[i * m.row_bytes]);
   w.derived_rows.push_back(std::move(bytes));
+  if (std::find(w.split_sources.begin(), w.split_sources.end(), m.data) == w.split_sources.end())
+    w.split_sources.push_back(m.data);
   Matrix out = m;
   out.rows = static_cast<int64_t>(order.size());
   out.data = w.derived_rows.back().data();
@@ -134,6 +137,32 @@ Status bind_delta_net(const Binder& bind, const std::string& p, const ModelConfi
   return bind.matrix(p + "ssm_out.weight", {g.value_dim(), d}, l.ssm_out);
 }
 
+// The gate and up expert stacks of a MoE layer: ffn_gate_exps and
+// ffn_up_exps, or the two fused into ffn_gate_up_exps (published Gemma 4
+// MoE files): per expert n_ff_expert gate rows, then as many up rows, the
+// halves llama.cpp takes of the fused product. The fused stack is split
+// into copies that `w` keeps, so every path (striping, devices) sees the
+// usual two stacks; once they are in stripes, the copies and the file's
+// fused tensor are given back (Model::keep_weights_in_stripes).
+Status bind_gate_up_exps(const Binder& bind, const std::string& p, const ModelConfig& c, ModelWeights& w,
+                         LayerWeights& l) {
+  const int64_t d = c.n_embd, e = c.n_expert, f = c.n_ff_expert;
+  Status s;
+  if (bind.has(p + "ffn_gate_exps.weight") || !bind.has(p + "ffn_gate_up_exps.weight")) {
+    if (!(s = bind.matrix(p + "ffn_gate_exps.weight", {d, f, e}, l.gate_exps)).ok()) return s;
+    return bind.matrix(p + "ffn_up_exps.weight", {d, f, e}, l.up_exps);
+  }
+  Matrix fused;
+  if (!(s = bind.matrix(p + "ffn_gate_up_exps.weight", {d, 2 * f, e}, fused)).ok()) return s;
+  std::vector<int64_t> gate, up;
+  for (int64_t x = 0; x < e; ++x)
+    for (int64_t r = 0; r < f; ++r) gate.push_back(x * 2 * f + r), up.push_back(x * 2 * f + f + r);
+  l.gate_exps = rows_of(w, fused, gate);
+  l.up_exps = rows_of(w, fused, up);
+  l.gate_exps.rows = l.up_exps.rows = f;
+  return {};
+}
+
 // gemma4's per-layer embedding and output factor of one layer.
 Status bind_gemma4_extras(const Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   const int64_t d = c.n_embd, e = c.gemma4.n_embd_per_layer;
@@ -145,14 +174,11 @@ Status bind_gemma4_extras(const Binder& bind, const std::string& p, const ModelC
   return bind.vector(p + "post_norm.weight", d, l.per_layer_post_norm);
 }
 
-// gemma4's experts beside its dense FFN (config.h's Gemma4). Files that
-// fuse the gate and up experts into ffn_gate_up_exps are refused by name.
-Status bind_gemma4_experts(const Binder& bind, const std::string& p, const ModelConfig& c, LayerWeights& l) {
-  const int64_t d = c.n_embd, f = c.n_ff;
+// gemma4's experts beside its dense FFN (config.h's Gemma4).
+Status bind_gemma4_experts(const Binder& bind, const std::string& p, const ModelConfig& c, int layer,
+                           LayerWeights& l) {
+  const int64_t d = c.n_embd, f = c.ff_width(layer);
   Status s;
-  if (bind.has(p + "ffn_gate_up_exps.weight") && !bind.has(p + "ffn_gate_exps.weight"))
-    return Status::error("tensor '" + p + "ffn_gate_up_exps.weight': fused gate and up experts are not supported yet "
-                         "(expected ffn_gate_exps and ffn_up_exps)");
   if (!(s = bind.matrix(p + "ffn_gate.weight", {d, f}, l.w_gate)).ok()) return s;
   if (!(s = bind.matrix(p + "ffn_up.weight", {d, f}, l.w_up)).ok()) return s;
   if (!(s = bind.matrix(p + "ffn_down.weight", {f, d}, l.w_down)).ok()) return s;
@@ -208,11 +234,10 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
   }
   if (c.is_moe_layer(i)) {
     const int64_t e = c.n_expert, f = c.n_ff_expert;
-    if (c.is_gemma4() && !(s = bind_gemma4_experts(bind, p, c, l)).ok()) return s;
+    if (c.is_gemma4() && !(s = bind_gemma4_experts(bind, p, c, i, l)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_gate_inp.weight", {d, e}, l.router)).ok()) return s;
     if (!(s = bind.vector(p + "exp_probs_b.bias", e, l.expert_bias, /*optional=*/true)).ok()) return s;
-    if (!(s = bind.matrix(p + "ffn_gate_exps.weight", {d, f, e}, l.gate_exps)).ok()) return s;
-    if (!(s = bind.matrix(p + "ffn_up_exps.weight", {d, f, e}, l.up_exps)).ok()) return s;
+    if (!(s = bind_gate_up_exps(bind, p, c, w, l)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_down_exps.weight", {f, d, e}, l.down_exps)).ok()) return s;
     if (c.has_ffn_biases) {
       if (!(s = bind.vector(p + "ffn_gate_inp.bias", e, l.router_bias)).ok()) return s;
@@ -228,7 +253,7 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
       if (!(s = bind.matrix(p + "ffn_down_shexp.weight", {fs, d}, l.down_shexp)).ok()) return s;
     }
   } else {
-    const int64_t f = c.n_ff;
+    const int64_t f = c.ff_width(i);
     if (!(s = bind.matrix(p + "ffn_gate.weight", {d, f}, l.w_gate)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_up.weight", {d, f}, l.w_up)).ok()) return s;
     if (!(s = bind.matrix(p + "ffn_down.weight", {f, d}, l.w_down)).ok()) return s;

@@ -174,6 +174,9 @@ struct ModelWeights {
   // own type: rows reordered, not converted).
   std::vector<std::vector<float>> derived;
   std::vector<std::vector<uint8_t>> derived_rows;
+  // The file's tensors that derived_rows were cut from (qwen3next's ssm_in
+  // and ssm_ba, gemma4's ffn_gate_up_exps): nothing reads them after load.
+  std::vector<const uint8_t*> split_sources;
 };
 
 // Binds the tensors of `file` to `config` (filling config.n_vocab). Errors

@@ -1,16 +1,23 @@
 // Byte-level BPE merging (see bpe.h).
 #include "tokenizer/bpe.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <queue>
 
 #include "tokenizer/byte_unicode.h"
+#include "tokenizer/utf8.h"
 
 namespace revis::tok {
 
 Result<BpeModel> BpeModel::create(const Vocab& vocab, const std::vector<std::string>& merges) {
   BpeModel model;
-  for (int b = 0; b < 256; ++b)
+  for (int b = 0; b < 256; ++b) {
     model.byte_token_[b] = vocab.find(byte_to_unicode(static_cast<uint8_t>(b)));
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    model.byte_fallback_[b] = vocab.find(name);
+  }
 
   model.merges_.reserve(merges.size());
   std::string joined;
@@ -41,13 +48,6 @@ Result<BpeModel> BpeModel::create(const Vocab& vocab, const std::vector<std::str
 
 namespace {
 
-struct Symbol {
-  int32_t id;    // token, -1 if the byte has no token
-  int32_t prev;  // neighbours in the live chain, -1 at the ends
-  int32_t next;
-  uint32_t n;  // bytes covered; 0 once merged into its left neighbour
-};
-
 struct Bigram {
   int32_t rank;
   int32_t left;
@@ -65,23 +65,7 @@ struct BigramOrder {
 
 }  // namespace
 
-void BpeModel::tokenize_word(const Vocab& vocab, std::string_view word, bool ignore_merges,
-                             int32_t unk, std::vector<int32_t>& out) const {
-  if (word.empty()) return;
-  if (ignore_merges) {
-    const int32_t whole = vocab.find(bytes_to_unicode_text(word));
-    if (whole >= 0) {
-      out.push_back(whole);
-      return;
-    }
-  }
-
-  std::vector<Symbol> sym(word.size());
-  for (size_t i = 0; i < word.size(); ++i) {
-    sym[i] = Symbol{byte_token_[static_cast<uint8_t>(word[i])], static_cast<int32_t>(i) - 1,
-                    i + 1 < word.size() ? static_cast<int32_t>(i + 1) : -1, 1};
-  }
-
+void BpeModel::merge(std::vector<Symbol>& sym) const {
   std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
   auto try_add = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
@@ -110,12 +94,64 @@ void BpeModel::tokenize_word(const Vocab& vocab, std::string_view word, bool ign
     try_add(a.prev, bg.left);
     try_add(bg.left, a.next);
   }
+}
 
+void BpeModel::tokenize_word(const Vocab& vocab, std::string_view word, bool ignore_merges,
+                             int32_t unk, std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  if (ignore_merges) {
+    const int32_t whole = vocab.find(bytes_to_unicode_text(word));
+    if (whole >= 0) {
+      out.push_back(whole);
+      return;
+    }
+  }
+
+  std::vector<Symbol> sym(word.size());
+  for (size_t i = 0; i < word.size(); ++i) {
+    sym[i] = Symbol{byte_token_[static_cast<uint8_t>(word[i])], static_cast<int32_t>(i) - 1,
+                    i + 1 < word.size() ? static_cast<int32_t>(i + 1) : -1, static_cast<uint32_t>(i), 1};
+  }
+  merge(sym);
   for (int32_t i = 0; i != -1; i = sym[i].next) {
     if (sym[i].id >= 0) {
       out.push_back(sym[i].id);
     } else if (unk >= 0) {
       out.push_back(unk);
+    }
+  }
+}
+
+void BpeModel::tokenize_spm_spelled_word(const Vocab& vocab, std::string_view word, std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  // A run of newlines is looked up whole: Gemma 4's vocabulary has tokens
+  // for them that no merge reaches (llama.cpp does the same).
+  if (word.find_first_not_of('\n') == std::string_view::npos) {
+    const int32_t whole = vocab.find(word);
+    if (whole >= 0) {
+      out.push_back(whole);
+      return;
+    }
+  }
+
+  std::vector<Symbol> sym;
+  sym.reserve(word.size());
+  for (size_t i = 0; i < word.size();) {
+    const size_t n = std::min(word.size() - i, static_cast<size_t>(lead_byte_length(static_cast<uint8_t>(word[i]))));
+    const int32_t index = static_cast<int32_t>(sym.size());
+    sym.push_back(Symbol{vocab.find(word.substr(i, n)), index - 1, i + n < word.size() ? index + 1 : -1,
+                         static_cast<uint32_t>(i), static_cast<uint32_t>(n)});
+    i += n;
+  }
+  merge(sym);
+  for (int32_t i = 0; i != -1; i = sym[i].next) {
+    if (sym[i].id >= 0) {
+      out.push_back(sym[i].id);
+      continue;
+    }
+    for (uint32_t k = 0; k < sym[i].n; ++k) {
+      const int32_t byte = byte_fallback_[static_cast<uint8_t>(word[sym[i].begin + k])];
+      if (byte >= 0) out.push_back(byte);
     }
   }
 }

@@ -131,13 +131,16 @@ Status load(const gguf::GgufFile& file, Tokenizer::Impl& t) {
   if (!file.find(model_key)) return Status::error(model_key + " is missing");
   auto model = file.get_string(model_key);
   if (!model.ok()) return model.status();
+  // Gemma 4's converter names its own model and writes no pre-tokenizer:
+  // BPE in SentencePiece spelling, pre-tokenizer "gemma4".
+  const bool gemma4 = model.value() == "gemma4";
   if (model.value() == "llama") {
     t.type = Tokenizer::Type::kSpm;
-  } else if (model.value() == "gpt2") {
+  } else if (model.value() == "gpt2" || gemma4) {
     t.type = Tokenizer::Type::kBpe;
   } else {
     return Status::error(model_key + " = '" + model.value() +
-                         "' is not supported (expected 'llama' or 'gpt2')");
+                         "' is not supported (expected 'llama', 'gpt2' or 'gemma4')");
   }
 
   if (Status s = load_vocab(file, t.vocab); !s.ok()) return s;
@@ -153,10 +156,11 @@ Status load(const gguf::GgufFile& file, Tokenizer::Impl& t) {
     t.add_space_prefix = true;
   } else {
     // llama.cpp's ids for a byte-level BPE file that names none (GPT-2's
-    // <|endoftext|> would be 50256; 11 is what it falls back to).
-    t.bos = n > 11 ? 11 : -1;
+    // <|endoftext|> would be 50256; 11 is what it falls back to). A gemma4
+    // file has none but its metadata's.
+    t.bos = n > 11 && !gemma4 ? 11 : -1;
     t.eos = t.bos;
-    auto pre_name = file.get_string(key("pre"));
+    auto pre_name = gemma4 ? Result<std::string>(std::string("gemma4")) : file.get_string(key("pre"));
     if (!pre_name.ok()) return pre_name.status();
     auto pre = tok::PreTokenizer::create(pre_name.value(), &t.warnings);
     if (!pre.ok()) return pre.status();
@@ -179,6 +183,7 @@ Status load(const gguf::GgufFile& file, Tokenizer::Impl& t) {
     if (Status s = tok::read_token_id(file, name, n, *id); !s.ok()) return s;
   }
   if (Status s = read_bool(file, "add_bos_token", t.add_bos); !s.ok()) return s;
+  if (t.pre && t.pre->spm_spelling()) t.add_bos = true;
   if (Status s = read_bool(file, "add_eos_token", t.add_eos); !s.ok()) return s;
   if (Status s = read_bool(file, "add_space_prefix", t.add_space_prefix); !s.ok()) return s;
   if (t.add_bos && t.bos < 0) {

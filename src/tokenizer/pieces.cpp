@@ -31,7 +31,7 @@ std::string render_piece(const Tokenizer::Impl& t, int32_t id) {
   }
   if (!(attr & kAttrNormal)) return {};  // unused / undefined types render as nothing
   std::string out;
-  if (t.type == Tokenizer::Type::kSpm) {
+  if (t.type == Tokenizer::Type::kSpm || (t.pre && t.pre->spm_spelling())) {
     static constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
     for (size_t i = 0; i < text.size();) {
       if (text.compare(i, kSpace.size(), kSpace) == 0) {

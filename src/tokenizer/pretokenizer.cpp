@@ -134,6 +134,7 @@ struct Family {
   std::vector<const char*> regexes;
   bool ignore_merges;
   bool add_bos;
+  bool spm_spelling = false;
 };
 
 const std::vector<Family>& families() {
@@ -162,6 +163,8 @@ const std::vector<Family>& families() {
       {"poro", {R"( ?[^(\s|.,!?…。，、।۔،)]+)"}, false, false},
       {"gpt-4o", {kGpt4o}, false, false},
       {"tekken", {kTekken}, true, true},
+      // Merges run over whole lines: only newline runs are split off.
+      {"gemma4", {R"([^\n]+|[\n]+)"}, false, true, true},
   };
   return list;
 }
@@ -217,6 +220,7 @@ const char* family_of(std::string_view pre) {
       {"gpt-4o", "gpt-4o"},
       {"llama4", "gpt-4o"},
       {"tekken", "tekken"},
+      {"gemma4", "gemma4"},
   };
   for (const auto& [alias, family] : aliases) {
     if (alias == pre) return family;
@@ -290,6 +294,7 @@ Result<PreTokenizer> PreTokenizer::create(std::string_view name,
   pre.name_ = family_of(name) ? std::string(name) : std::string("default");
   pre.ignore_merges_ = family->ignore_merges;
   pre.add_bos_ = family->add_bos;
+  pre.spm_spelling_ = family->spm_spelling;
   for (const char* pattern : family->regexes) {
     auto re = Regex::compile(expand_whitespace(pattern));
     if (!re.ok()) return re.status();

@@ -6,6 +6,10 @@
 // uses for each pre-tokenizer name, run with PCRE2 in UTF + UCP mode so
 // \p{L}, \p{N}, \p{P} are real Unicode classes.
 //
+// Gemma 4's vocabulary (tokenizer.ggml.model "gemma4", or pre "gemma4") is
+// BPE in SentencePiece's spelling rather than byte-level: see
+// spm_spelling() below.
+//
 // Two details reproduce llama.cpp's reading of those regexes exactly:
 //  - "\s" means the Unicode White_Space property (PCRE2's own \s would also
 //    take U+180E);
@@ -49,12 +53,20 @@ class PreTokenizer {
   bool ignore_merges() const { return ignore_merges_; }
   // Whether the tokenizer family adds BOS when the metadata does not say.
   bool add_bos_default() const { return add_bos_; }
+  // SentencePiece spelling (Gemma 4): a space is U+2581 in the vocabulary
+  // and is replaced before splitting; merging starts from UTF-8 characters
+  // rather than byte stand-ins, a character without a token falls back to
+  // its <0xNN> byte tokens, and a word of newlines only is one token when
+  // the vocabulary has it. Such a family always adds BOS, whatever the
+  // metadata says, as llama.cpp does.
+  bool spm_spelling() const { return spm_spelling_; }
 
  private:
   PreTokenizer() = default;
   std::string name_;
   bool ignore_merges_ = false;
   bool add_bos_ = false;
+  bool spm_spelling_ = false;
   std::vector<std::shared_ptr<const Regex>> regexes_;
 };
 

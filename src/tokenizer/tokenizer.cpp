@@ -6,6 +6,23 @@
 #include "tokenizer/utf8.h"
 
 namespace revis {
+namespace {
+
+// `text` with every ' ' spelled `space`.
+std::string replace_spaces(std::string_view text, std::string_view space) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == ' ') {
+      out += space;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
@@ -31,8 +48,8 @@ std::vector<int32_t> Tokenizer::encode_fragments(std::string_view text, std::spa
   out.reserve(text.size() / 3 + 4);
   if (add_bos && t.bos >= 0) out.push_back(t.bos);
 
+  static constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
   if (t.type == Type::kSpm) {
-    static constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
     // The input's start counts as "after a special token": it gets the
     // space prefix too.
     bool after_special = true;
@@ -45,13 +62,7 @@ std::vector<int32_t> Tokenizer::encode_fragments(std::string_view text, std::spa
       }
       escaped.clear();
       if (t.add_space_prefix && after_special) escaped += kSpace;
-      for (size_t i = f.begin; i < f.end; ++i) {
-        if (text[i] == ' ') {
-          escaped += kSpace;
-        } else {
-          escaped.push_back(text[i]);
-        }
-      }
+      escaped += replace_spaces(text.substr(f.begin, f.end - f.begin), kSpace);
       t.spm->tokenize(t.vocab, escaped, out);
       after_special = false;
     }
@@ -64,11 +75,17 @@ std::vector<int32_t> Tokenizer::encode_fragments(std::string_view text, std::spa
       }
       // Invalid UTF-8 becomes U+FFFD before splitting, as in llama.cpp; the
       // regexes then run on valid text only.
-      const std::string clean = tok::sanitize(text.substr(f.begin, f.end - f.begin));
+      std::string clean = tok::sanitize(text.substr(f.begin, f.end - f.begin));
+      const bool spm_spelling = t.pre->spm_spelling();
+      if (spm_spelling) clean = replace_spaces(clean, kSpace);
       words.clear();
       t.pre->split(clean, words);
       for (std::string_view w : words) {
-        t.bpe->tokenize_word(t.vocab, w, t.pre->ignore_merges(), t.unk, out);
+        if (spm_spelling) {
+          t.bpe->tokenize_spm_spelled_word(t.vocab, w, out);
+        } else {
+          t.bpe->tokenize_word(t.vocab, w, t.pre->ignore_merges(), t.unk, out);
+        }
       }
     }
   }

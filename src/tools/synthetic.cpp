@@ -118,6 +118,52 @@ std::vector<Preset> presets() {
   gemma4_small.sliding_pattern = 3;
   gemma4_small.n_embd_per_layer = 32;
   gemma4_small.shared_kv_layers = 3;
+  // Gemma 4's published shapes. The numbers are those of each model's
+  // config.json on Hugging Face (google/gemma-4-E2B, -E4B, -26B-A4B, -31B;
+  // read from copies quoted in public code, found with the search tool),
+  // the layer counts as llama.cpp's src/models/gemma4.cpp tells the four
+  // apart (35, 42, 30, 60); the keys and tensors they become are those of
+  // llama.cpp's conversion/gemma.py (Gemma4Model): key_length the global
+  // head width, key_length_swa the local one, head_count_kv per layer where
+  // the global layers have their own count, feed_forward_length per layer
+  // where the shared-cache layers are double-wide, rope_freqs turning a
+  // quarter of the global pairs. All: logits soft-capped at 30, RoPE base
+  // 1e6 global and 10000 local, a vocabulary of 262144, tied output, local
+  // heads of 256 and global ones of 512.
+  // E2B: width 1536, 35 layers (4 local of window 512 to each global), 8
+  // query heads and 1 KV head, FFN 6144 (12288 in the 20 layers that read
+  // earlier caches), per-layer embeddings of 256.
+  const SyntheticSpec gemma4_e2b{
+      .arch = "gemma4", .name = "gemma-4-e2b", .n_embd = 1536, .n_layer = 35, .n_head = 8, .n_head_kv = 1,
+      .head_dim = 256, .n_ff = 6144, .n_ctx = 131072, .rope_base = 1e6f, .sliding_window = 512,
+      .sliding_pattern = 5, .logit_softcap = 30.0f, .tied_output = true, .n_embd_per_layer = 256,
+      .shared_kv_layers = 20, .head_dim_global = 512, .double_wide_shared_ffn = true, .global_rope_share = 0.25f,
+      .vocab_from = {}, .n_vocab = 262144};
+  // E4B: width 2560, 42 layers (5 local of window 512 to each global), 8
+  // query heads and 2 KV heads, FFN 10240, 18 layers reading earlier
+  // caches, per-layer embeddings of 256.
+  const SyntheticSpec gemma4_e4b{
+      .arch = "gemma4", .name = "gemma-4-e4b", .n_embd = 2560, .n_layer = 42, .n_head = 8, .n_head_kv = 2,
+      .head_dim = 256, .n_ff = 10240, .n_ctx = 131072, .rope_base = 1e6f, .sliding_window = 512,
+      .sliding_pattern = 6, .logit_softcap = 30.0f, .tied_output = true, .n_embd_per_layer = 256,
+      .shared_kv_layers = 18, .head_dim_global = 512, .global_rope_share = 0.25f, .vocab_from = {}, .n_vocab = 262144};
+  // 26B-A4B: width 2816, 30 layers (5 local of window 1024 to each global),
+  // 16 query heads, 8 KV heads local and 2 global, whose keys serve as
+  // values (no attn_v); a dense FFN of 2112 beside 128 experts of 704 (8
+  // used), their gate and up fused (ffn_gate_up_exps).
+  const SyntheticSpec gemma4_26b{
+      .arch = "gemma4", .name = "gemma-4-26b-a4b", .n_embd = 2816, .n_layer = 30, .n_head = 16, .n_head_kv = 8,
+      .head_dim = 256, .n_ff = 2112, .n_expert = 128, .n_expert_used = 8, .n_ff_expert = 704, .n_ctx = 262144,
+      .rope_base = 1e6f, .sliding_window = 1024, .sliding_pattern = 6, .logit_softcap = 30.0f, .tied_output = true,
+      .fused_gate_up_exps = true, .head_dim_global = 512, .n_head_kv_global = 2, .global_k_eq_v = true,
+      .global_rope_share = 0.25f, .vocab_from = {}, .n_vocab = 262144};
+  // 31B: the same layout at width 5376 and 60 layers, 32 query heads, 16
+  // KV heads local and 4 global, a dense FFN of 21504.
+  const SyntheticSpec gemma4_31b{
+      .arch = "gemma4", .name = "gemma-4-31b", .n_embd = 5376, .n_layer = 60, .n_head = 32, .n_head_kv = 16,
+      .head_dim = 256, .n_ff = 21504, .n_ctx = 262144, .rope_base = 1e6f, .sliding_window = 1024,
+      .sliding_pattern = 6, .logit_softcap = 30.0f, .tied_output = true, .head_dim_global = 512,
+      .n_head_kv_global = 4, .global_k_eq_v = true, .global_rope_share = 0.25f, .vocab_from = {}, .n_vocab = 262144};
   // gpt-oss-20b: 24 layers alternating a window of 128 and global, YaRN x32
   // over 4096, 32 experts (4 used) of 2880, 64 query heads and 8 KV heads
   // of 64 over a width of 2880.
@@ -185,6 +231,10 @@ std::vector<Preset> presets() {
       {"deepseek2-tiny", deepseek2_tiny},
       {"gpt-oss-tiny", gpt_oss_tiny},
       {"gemma-3-4b", gemma3_4b},
+      {"gemma-4-e2b", gemma4_e2b},
+      {"gemma-4-e4b", gemma4_e4b},
+      {"gemma-4-26b-a4b", gemma4_26b},
+      {"gemma-4-31b", gemma4_31b},
       {"gpt-oss-20b", gpt_oss_20b},
       {"llama-3.2-1b", make("llama", "llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 500000.f, true)},
       {"llama-3.1-8b", make("llama", "llama-3.1-8b", 4096, 32, 32, 8, 128, 14336, 128256, 500000.f, false)},
@@ -441,8 +491,26 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
   if (moe && (spec.n_expert <= 0 || spec.n_expert_used <= 0 || spec.n_expert_used > spec.n_expert || spec.n_ff_expert <= 0))
     return Status::error(spec.arch + " needs --experts, --experts-used (<= experts) and --ff-expert");
   if ((!moe || deepseek || gemma4) && spec.n_ff <= 0) return Status::error("ff: must be positive");
+  if (spec.fused_gate_up_exps && !gemma4_moe)
+    return Status::error("fused gate and up experts: only gemma4 with --experts writes them");
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   if (head_dim <= 0 || head_dim % 2 != 0) return Status::error("head dim: must be positive and even");
+  // gemma4: the global layers' own head width and KV heads, the shared
+  // layers' FFN width (0 or false: as the others).
+  const int global_head_dim = gemma4 && spec.head_dim_global > 0 ? spec.head_dim_global : head_dim;
+  if (global_head_dim % 2 != 0) return Status::error("global head dim: must be even");
+  if (gemma4 && spec.n_head_kv_global > 0 && spec.n_head % spec.n_head_kv_global != 0)
+    return Status::error("global kv-heads must divide heads");
+  if ((spec.head_dim_global > 0 || spec.n_head_kv_global > 0 || spec.global_k_eq_v || spec.double_wide_shared_ffn) &&
+      !gemma4)
+    return Status::error("global head width, global kv-heads, k = v and double-wide FFNs: gemma4 only");
+  auto head_dim_of = [&](int layer) { return int64_t{gemma4 && !local(layer) ? global_head_dim : head_dim}; };
+  auto kv_heads_of = [&](int layer) {
+    return int64_t{gemma4 && !local(layer) && spec.n_head_kv_global > 0 ? spec.n_head_kv_global : spec.n_head_kv};
+  };
+  auto ff_of = [&](int layer) {
+    return int64_t{spec.n_ff} * (gemma4 && spec.double_wide_shared_ffn && layer >= first_shared ? 2 : 1);
+  };
   if (deepseek && (spec.kv_lora_rank <= 0 || spec.rope_dim <= 0 || spec.rope_dim % 2 != 0 || spec.head_dim_v <= 0 ||
                    spec.q_lora_rank < 0 || spec.n_layer_dense_lead < 0 || spec.n_layer_dense_lead > spec.n_layer))
     return Status::error("deepseek2 needs a kv-lora rank, an even rope dim, a value dim and at most layers dense layers");
@@ -462,7 +530,13 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
   out.set_u32(a + "context_length", spec.n_ctx);
   out.set_u32(a + "embedding_length", spec.n_embd);
   out.set_u32(a + "block_count", n_blocks);
-  out.set_u32(a + "feed_forward_length", moe && !deepseek && !gemma4 ? spec.n_ff_expert : spec.n_ff);
+  if (gemma4 && spec.double_wide_shared_ffn && spec.shared_kv_layers > 0) {
+    std::vector<int32_t> widths;
+    for (int i = 0; i < spec.n_layer; ++i) widths.push_back(static_cast<int32_t>(ff_of(i)));
+    out.set_i32_array(a + "feed_forward_length", widths);
+  } else {
+    out.set_u32(a + "feed_forward_length", moe && !deepseek && !gemma4 ? spec.n_ff_expert : spec.n_ff);
+  }
   out.set_u32(a + "attention.head_count", spec.n_head);
   out.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   out.set_f32(a + "rope.freq_base", spec.rope_base);
@@ -490,10 +564,16 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     }
   } else if (deepseek4) {
     write_deepseek4_metadata(spec, ds4, head_dim, out);
+  } else if (gemma4 && spec.n_head_kv_global > 0 && spec.n_head_kv_global != spec.n_head_kv) {
+    std::vector<int32_t> heads;
+    for (int i = 0; i < spec.n_layer; ++i) heads.push_back(kv_heads_of(i));
+    out.set_i32_array(a + "attention.head_count_kv", heads);
+    out.set_u32(a + "attention.key_length", global_head_dim);
+    out.set_u32(a + "attention.value_length", global_head_dim);
   } else {
     out.set_u32(a + "attention.head_count_kv", spec.n_head_kv);
-    out.set_u32(a + "attention.key_length", head_dim);
-    out.set_u32(a + "attention.value_length", head_dim);
+    out.set_u32(a + "attention.key_length", gemma4 ? global_head_dim : head_dim);
+    out.set_u32(a + "attention.value_length", gemma4 ? global_head_dim : head_dim);
   }
   if (gemma4) {
     std::vector<int32_t> flags;
@@ -501,6 +581,10 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     out.set_i32_array(a + "attention.sliding_window_pattern", flags);
     out.set_u32(a + "attention.key_length_swa", head_dim);
     out.set_u32(a + "attention.value_length_swa", head_dim);
+    if (global_head_dim != head_dim) {
+      out.set_u32(a + "rope.dimension_count", global_head_dim);
+      out.set_u32(a + "rope.dimension_count_swa", head_dim);
+    }
     out.set_u32(a + "embedding_length_per_layer_input", spec.n_embd_per_layer);
     out.set_u32(a + "attention.shared_kv_layers", spec.shared_kv_layers);
   } else if (gemma3) {
@@ -545,12 +629,12 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
 
   // (name, dims innermost first); 1-D tensors are norms (ones) or biases (zeros).
   std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
-  const int64_t d = spec.n_embd, q = int64_t{spec.n_head} * head_dim, kv = int64_t{spec.n_head_kv} * head_dim;
+  const int64_t d = spec.n_embd;
   tensors.push_back({"token_embd.weight", {d, n_vocab}});
   tensors.push_back({"output_norm.weight", {d}});
   if (!spec.tied_output) tensors.push_back({"output.weight", {d, n_vocab}});
   const int64_t per_layer = int64_t{spec.n_embd_per_layer} * spec.n_layer;
-  if (gemma4) tensors.push_back({"rope_freqs.weight", {head_dim / 2}});
+  if (gemma4) tensors.push_back({"rope_freqs.weight", {global_head_dim / 2}});
   if (gemma4 && per_layer > 0) {
     tensors.push_back({"per_layer_token_embd.weight", {per_layer, n_vocab}});
     tensors.push_back({"per_layer_model_proj.weight", {d, per_layer}});
@@ -570,6 +654,8 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
       tensors.push_back({p + "nextn.shared_head_norm.weight", {d}});
     }
     tensors.push_back({p + "attn_norm.weight", {d}});
+    const int64_t layer_head_dim = head_dim_of(i), q = int64_t{spec.n_head} * layer_head_dim,
+                  kv = kv_heads_of(i) * layer_head_dim;
     const bool recurrent = qwen35 && (i + 1) % spec.full_attention_interval != 0;
     const bool shared_kv = gemma4 && i >= first_shared;
     if (recurrent) {
@@ -604,7 +690,7 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
       tensors.push_back({p + "attn_q.weight", {d, q}});
       if (!shared_kv) {
         tensors.push_back({p + "attn_k.weight", {d, kv}});
-        tensors.push_back({p + "attn_v.weight", {d, kv}});
+        if (!(spec.global_k_eq_v && !local(i))) tensors.push_back({p + "attn_v.weight", {d, kv}});
       }
       tensors.push_back({p + "attn_output.weight", {q, d}});
     }
@@ -614,8 +700,8 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
       tensors.push_back({p + "attn_v.bias", {kv}});
     }
     if (spec.arch == "qwen3" || spec.arch == "qwen3moe" || gemma3 || (qwen35 && !recurrent)) {
-      tensors.push_back({p + "attn_q_norm.weight", {head_dim}});
-      if (!shared_kv) tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
+      tensors.push_back({p + "attn_q_norm.weight", {layer_head_dim}});
+      if (!shared_kv) tensors.push_back({p + "attn_k_norm.weight", {layer_head_dim}});
     }
     if (gemma4) tensors.push_back({p + "layer_output_scale.weight", {1}});
     if (gemma4 && per_layer > 0) {
@@ -636,9 +722,9 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
       const int64_t shared = qwen35moe ? spec.n_ff : f * spec.n_expert_shared;
       if (qwen35moe) tensors.push_back({p + "ffn_gate_inp_shexp.weight", {d}});
       if (gemma4) {
-        tensors.push_back({p + "ffn_gate.weight", {d, spec.n_ff}});
-        tensors.push_back({p + "ffn_up.weight", {d, spec.n_ff}});
-        tensors.push_back({p + "ffn_down.weight", {int64_t{spec.n_ff}, d}});
+        tensors.push_back({p + "ffn_gate.weight", {d, ff_of(i)}});
+        tensors.push_back({p + "ffn_up.weight", {d, ff_of(i)}});
+        tensors.push_back({p + "ffn_down.weight", {ff_of(i), d}});
         tensors.push_back({p + "ffn_gate_inp.scale", {d}});
         tensors.push_back({p + "pre_ffw_norm_2.weight", {d}});
         tensors.push_back({p + "post_ffw_norm_1.weight", {d}});
@@ -648,8 +734,12 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
       tensors.push_back({p + "ffn_gate_inp.weight", {d, e}});
       if (deepseek4 && i < ds4.hash_layers) tensors.push_back({p + "ffn_gate_tid2eid.weight", {spec.n_expert_used, n_vocab}});
       if (spec.sigmoid_gating || (deepseek4 && i >= ds4.hash_layers)) tensors.push_back({p + "exp_probs_b.bias", {e}});
-      tensors.push_back({p + "ffn_gate_exps.weight", {d, f, e}});
-      tensors.push_back({p + "ffn_up_exps.weight", {d, f, e}});
+      if (gemma4 && spec.fused_gate_up_exps) {
+        tensors.push_back({p + "ffn_gate_up_exps.weight", {d, 2 * f, e}});
+      } else {
+        tensors.push_back({p + "ffn_gate_exps.weight", {d, f, e}});
+        tensors.push_back({p + "ffn_up_exps.weight", {d, f, e}});
+      }
       tensors.push_back({p + "ffn_down_exps.weight", {f, d, e}});
       if (gpt_oss) {
         tensors.push_back({p + "ffn_gate_inp.bias", {e}});
@@ -663,9 +753,9 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
         tensors.push_back({p + "ffn_down_shexp.weight", {shared, d}});
       }
     } else {
-      tensors.push_back({p + "ffn_gate.weight", {d, spec.n_ff}});
-      tensors.push_back({p + "ffn_up.weight", {d, spec.n_ff}});
-      tensors.push_back({p + "ffn_down.weight", {int64_t{spec.n_ff}, d}});
+      tensors.push_back({p + "ffn_gate.weight", {d, ff_of(i)}});
+      tensors.push_back({p + "ffn_up.weight", {d, ff_of(i)}});
+      tensors.push_back({p + "ffn_down.weight", {ff_of(i), d}});
     }
   }
 
@@ -703,6 +793,20 @@ std::optional<SyntheticSpec> synthetic_preset(const std::string& name) {
   return std::nullopt;
 }
 
+SyntheticSpec with_layers(SyntheticSpec spec, int n_layer) {
+  const int before = spec.n_layer;
+  spec.n_layer = n_layer;
+  if (spec.shared_kv_layers <= 0 || before <= 0 || n_layer <= 0) return spec;
+  // The layers that make their own caches, in proportion, rounded up to
+  // whole groups of local layers and their global one: the shared layers
+  // must follow a local and a global layer.
+  const int group = std::max(1, spec.sliding_pattern);
+  const int own = std::max(1, ((before - spec.shared_kv_layers) * n_layer + before - 1) / before);
+  const int own_groups = (own + group - 1) / group * group;
+  spec.shared_kv_layers = std::max(0, n_layer - own_groups);
+  return spec;
+}
+
 std::optional<std::string> synthetic_miniature(const std::string& arch) {
   if (arch == "gemma3") return "gemma3-small";
   if (arch == "gemma4") return "gemma4-small";
@@ -734,7 +838,7 @@ Result<SyntheticSize> synthetic_model_size(const SyntheticSpec& spec) {
     size.tensor_bytes += bytes;
     const bool no_product = t.dims.size() < 2 || t.name.ends_with("_ape.weight") || t.type == TensorType::I32;
     if (no_product || block_of(t.name) >= sp.n_layer) continue;
-    if (t.name == "token_embd.weight")
+    if (t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight")
       size.bytes_per_token += bytes / static_cast<uint64_t>(t.dims[1]);
     else if (t.name.ends_with("_exps.weight"))
       size.bytes_per_token += bytes / static_cast<uint64_t>(sp.n_expert) * static_cast<uint64_t>(sp.n_expert_used);
@@ -779,12 +883,14 @@ Status write_synthetic_model(const SyntheticSpec& given, const std::string& path
         for (int64_t i = 0; i < cols; ++i) values[i] = -std::exp(values[i]);
       };
     } else if (name == "rope_freqs.weight" || name.ends_with("layer_output_scale.weight")) {
-      // gemma4: its global layers turn the first half of their pairs (the
-      // rest divided by a huge factor stand still), and each layer's
+      // gemma4: its global layers turn the first global_rope_share of
+      // their pairs (the rest divided by a huge factor stand still), as its
+      // converter writes them, and each layer's
       // output shrinks a little.
       const bool rope = name == "rope_freqs.weight";
-      source = [cols, rope](int64_t, int64_t, float* values) {
-        for (int64_t i = 0; i < cols; ++i) values[i] = !rope ? 0.75f : i < cols / 2 ? 1.0f : 1e30f;
+      const auto turning = static_cast<int64_t>(static_cast<double>(cols) * spec.global_rope_share);
+      source = [cols, rope, turning](int64_t, int64_t, float* values) {
+        for (int64_t i = 0; i < cols; ++i) values[i] = !rope ? 0.75f : i < turning ? 1.0f : 1e30f;
       };
     } else if (name.ends_with("ffn_gate_inp.scale") || name.ends_with("ffn_down_exps.scale")) {
       // gemma4's expert output factors: around 1, each its own; its router

@@ -72,6 +72,21 @@ struct SyntheticSpec {
   // pairs (rope_freqs). With n_expert, every layer's experts run beside
   // its dense FFN of n_ff, with their router's and outputs' factors.
   int n_embd_per_layer = 0, shared_kv_layers = 0;
+  // gemma4 with n_expert: each expert's gate and up matrices written as
+  // one ffn_gate_up_exps stack (gate rows, then up rows), as published
+  // Gemma 4 MoE files have them.
+  bool fused_gate_up_exps = false;
+  // gemma4's published shapes: the global layers' head width
+  // (head_dim_global, key_length; head_dim is then the local layers',
+  // key_length_swa) and KV heads (n_head_kv_global, written as one
+  // head_count_kv per layer), 0 meaning the local layers'; global layers
+  // without attn_v, their keys' projection serving as values
+  // (global_k_eq_v); the shared-cache layers' FFN twice n_ff wide, written
+  // as one feed_forward_length per layer (double_wide_shared_ffn); the
+  // share of a global head's pairs that turn (rope_freqs).
+  int head_dim_global = 0, n_head_kv_global = 0;
+  bool global_k_eq_v = false, double_wide_shared_ffn = false;
+  float global_rope_share = 0.5f;
   // qwen35 (and qwen35moe, whose FFNs are experts beside a gated shared
   // expert n_ff wide; and qwen3next, qwen35moe with its projections fused
   // and no sections): every full_attention_interval-th layer attends (a gated
@@ -98,8 +113,14 @@ struct SyntheticSpec {
 // 32), "gemma4-small" (gemma3-small's shape, every third layer global,
 // the last three sharing caches, per-layer embeddings of 32), "qwen3moe-tiny", "deepseek2-tiny", "gpt-oss-tiny", "qwen35-tiny",
 // "qwen35moe-tiny" and "qwen3next-tiny" (a few MB each), "gpt-oss-20b",
-// "qwen3.5-9b".
+// "qwen3.5-9b", and Gemma 4's "gemma-4-e2b", "gemma-4-e4b",
+// "gemma-4-26b-a4b" and "gemma-4-31b" (shrink them with n_layer and
+// n_vocab).
 std::optional<SyntheticSpec> synthetic_preset(const std::string& name);
+// `spec` cut (or grown) to n_layer blocks. A gemma4 spec whose last layers
+// read earlier caches keeps about the same share of them, after whole
+// groups of local layers and their global one (--like with --layers).
+SyntheticSpec with_layers(SyntheticSpec spec, int n_layer);
 // The preset `--arch NAME` alone makes for an architecture whose defaults
 // are not enough (experts, windows, compression), or none.
 std::optional<std::string> synthetic_miniature(const std::string& arch);
@@ -108,7 +129,7 @@ std::vector<std::string> synthetic_preset_names();
 // What the file of a spec would hold, without writing it: its tensors'
 // bytes, and the weight bytes one token reads (Model::bytes_per_token's
 // count: every matrix once, n_expert_used of each expert stack's n_expert,
-// one embedding row; the multi-token-prediction blocks, vectors, position
+// one row of each embedding table; the multi-token-prediction blocks, vectors, position
 // biases and hash tables aside).
 struct SyntheticSize {
   int n_tensors = 0;

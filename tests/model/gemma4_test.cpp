@@ -1,8 +1,9 @@
 // Gemma 4 beyond the golden cases (tests/testdata/gemma4, gemma4moe): the
 // loader reads its per-layer flags, shared caches, per-layer embeddings and
 // experts, names every missing or misshapen tensor and every key or
-// tensor it cannot take (two head widths, fused experts, shared layers
-// after the wrong kinds), a file without attn_v takes the keys'
+// tensor it cannot take (two head widths, shared layers after the wrong
+// kinds), fused gate and up experts split as the separate ones, FFN
+// widths read one per layer, a file without attn_v takes the keys'
 // projection as values, the cache holds only the layers that make keys, a
 // prompt in pieces gives the bits of it whole, and the GPU leaves every
 // gemma4 layer on the CPU with a reason.
@@ -19,6 +20,7 @@
 #include "gguf/gguf_writer.h"
 #include "model/config.h"
 #include "model/device_layers.h"
+#include "model/model.h"
 #include "model/weights.h"
 #include "revis/engine.h"
 #include "support/gguf_copy.h"
@@ -107,23 +109,89 @@ TEST(Gemma4Loader, NamesAMissingExpertTensor) {
                             "blk.3.post_ffw_norm_2.weight", "blk.4.ffn_up.weight", "blk.5.ffn_down_exps.weight"});
 }
 
-// Fused gate and up experts (ffn_gate_up_exps) are named as not supported yet.
-TEST(Gemma4Loader, RefusesFusedExpertsByName) {
-  TempDir tmp;
-  const std::string good = write_model(tmp, 8);
-  testing::write_gguf_copy(good, tmp.file("bad.gguf"),
-                           [](const gguf::TensorInfo& t, std::vector<int64_t>&, std::vector<uint8_t>&,
-                              gguf::GgufWriter& out) {
-                             if (t.name == "blk.0.ffn_up_exps.weight") return false;
-                             if (t.name != "blk.0.ffn_gate_exps.weight") return true;
-                             // The gate's bytes under the fused name, as wide as the gate alone: only
-                             // the name matters here.
-                             EXPECT_TRUE(out.add_tensor("blk.0.ffn_gate_up_exps.weight", t.type, t.dims, t.data,
-                                                        t.n_bytes).ok());
+// A copy of `good` (8 experts of 64) with each layer's gate and up experts
+// fused into ffn_gate_up_exps, as published files have them: per expert
+// its gate rows, then its up rows. `gate_rows` of each are kept (64: all;
+// fewer makes a misshapen tensor).
+std::string write_fused_copy(const TempDir& tmp, const std::string& good, int64_t gate_rows = 64) {
+  auto src = gguf::GgufFile::open(good);
+  EXPECT_TRUE(src.ok());
+  const std::string path = tmp.file("fused.gguf");
+  testing::write_gguf_copy(good, path,
+                           [&](const gguf::TensorInfo& t, std::vector<int64_t>&, std::vector<uint8_t>&,
+                               gguf::GgufWriter& out) {
+                             if (t.name.ends_with("ffn_up_exps.weight")) return false;
+                             if (!t.name.ends_with("ffn_gate_exps.weight")) return true;
+                             const std::string p = t.name.substr(0, t.name.size() - std::string("ffn_gate_exps.weight").size());
+                             const gguf::TensorInfo* up = (*src)->tensor(p + "ffn_up_exps.weight");
+                             const size_t expert = t.n_bytes / t.dims[2], kept = expert / t.dims[1] * gate_rows;
+                             std::vector<uint8_t> fused;
+                             for (int64_t e = 0; e < t.dims[2]; ++e) {
+                               fused.insert(fused.end(), t.data + e * expert, t.data + e * expert + kept);
+                               fused.insert(fused.end(), up->data + e * expert, up->data + (e + 1) * expert);
+                             }
+                             EXPECT_TRUE(out.add_tensor(p + "ffn_gate_up_exps.weight", t.type,
+                                                        {t.dims[0], gate_rows + t.dims[1], t.dims[2]}, fused.data(),
+                                                        fused.size())
+                                             .ok());
                              return false;
                            });
-  const std::string error = load_error(tmp.file("bad.gguf"));
-  EXPECT_NE(error.find("tensor 'blk.0.ffn_gate_up_exps.weight': fused gate and up experts are not supported yet"),
+  return path;
+}
+
+// Fused gate and up experts split into the stacks the separate tensors
+// give, byte for byte, every expert in its place.
+TEST(Gemma4Loader, SplitsFusedGateUpExperts) {
+  TempDir tmp;
+  const std::string good = write_model(tmp, 8);
+  const std::string fused = write_fused_copy(tmp, good);
+  auto a = gguf::GgufFile::open(good);
+  auto b = gguf::GgufFile::open(fused);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ((*b)->tensor("blk.0.ffn_gate_exps.weight"), nullptr);
+  auto ca = read_model_config(**a);
+  auto cb = read_model_config(**b);
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  auto wa = load_model_weights(**a, *ca);
+  auto wb = load_model_weights(**b, *cb);
+  ASSERT_TRUE(wa.ok()) << wa.status().message();
+  ASSERT_TRUE(wb.ok()) << wb.status().message();
+  for (int layer = 0; layer < ca->n_layer; ++layer)
+    for (auto stack : {&LayerWeights::gate_exps, &LayerWeights::up_exps}) {
+      const Matrix& x = wa->layers[layer].*stack;
+      const Matrix& y = wb->layers[layer].*stack;
+      ASSERT_EQ(y.rows, x.rows);
+      ASSERT_EQ(y.n_mats, x.n_mats);
+      ASSERT_EQ(y.cols, x.cols);
+      for (int64_t e = 0; e < x.n_mats; ++e)
+        EXPECT_TRUE(std::equal(x.slice(e).data, x.slice(e).data + x.rows * x.row_bytes, y.slice(e).data))
+            << "layer " << layer << " expert " << e;
+    }
+}
+
+// Once the model keeps its weights in stripes, the file's fused tensor
+// (read into memory) is given back: nothing reads it after the split.
+TEST(Gemma4Loader, GivesTheFusedTensorBackOnceInStripes) {
+  TempDir tmp;
+  const std::string fused = write_fused_copy(tmp, write_model(tmp, 8));
+  auto file = gguf::GgufFile::open(fused, gguf::Placement::kCopy);
+  ASSERT_TRUE(file.ok());
+  std::shared_ptr<const gguf::GgufFile> shared = std::move(*file);
+  auto model = Model::load(shared);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto striped = (*model)->keep_weights_in_stripes();
+  ASSERT_TRUE(striped.ok()) << striped.status().message();
+  int given_back = 0;
+  for (const gguf::TensorInfo& t : shared->tensors())
+    if (t.name.ends_with("ffn_gate_up_exps.weight")) given_back += (*model)->reads_in_stripes(t) ? 1 : 0;
+  EXPECT_EQ(given_back, 6);
+}
+
+// A fused stack of the wrong height is named with the shape it needs.
+TEST(Gemma4Loader, NamesAMisshapenFusedExpertTensor) {
+  TempDir tmp;
+  const std::string error = load_error(write_fused_copy(tmp, write_model(tmp, 8), 32));
+  EXPECT_NE(error.find("tensor 'blk.0.ffn_gate_up_exps.weight': shape [128, 96, 8], expected [128, 128, 8]"),
             std::string::npos)
       << error;
 }
@@ -168,6 +236,47 @@ TEST(Gemma4Loader, RefusesWhatItCannotRunByKey) {
   const std::string window =
       error_with(tmp, good, [](gguf::GgufWriter& out) { out.set_u32("gemma4.attention.sliding_window", 0); });
   EXPECT_NE(window.find("gemma4.attention.sliding_window: 0"), std::string::npos) << window;
+}
+
+// Double-wide FFNs in the layers that read earlier caches (E2B's layout):
+// one feed_forward_length per layer, each layer's FFN bound at its width.
+TEST(Gemma4Loader, ReadsOneFfnWidthPerLayer) {
+  TempDir tmp;
+  std::optional<SyntheticSpec> spec = synthetic_preset("gemma4-small");
+  ASSERT_TRUE(spec.has_value());
+  spec->n_vocab = 300;
+  spec->double_wide_shared_ffn = true;
+  auto file = gguf::GgufFile::open(testing::write_synthetic(tmp, *spec));
+  ASSERT_TRUE(file.ok());
+  auto c = read_model_config(**file);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->ff_widths, (std::vector<int>{384, 384, 384, 768, 768, 768}));
+  EXPECT_EQ(c->n_ff, 384);
+  auto w = load_model_weights(**file, *c);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(w->layers[i].w_gate.rows, c->ff_width(i)) << "layer " << i;
+    EXPECT_EQ(w->layers[i].w_down.cols, c->ff_width(i)) << "layer " << i;
+  }
+}
+
+TEST(Gemma4Loader, NamesABadFfnWidthArray) {
+  TempDir tmp;
+  const std::string good = write_model(tmp);
+  const std::string count = error_with(
+      tmp, good, [](gguf::GgufWriter& out) { out.set_i32_array("gemma4.feed_forward_length", {384, 384}); });
+  EXPECT_NE(count.find("gemma4.feed_forward_length: 2 values (expected one per layer, 6)"), std::string::npos)
+      << count;
+  const std::string zero = error_with(tmp, good, [](gguf::GgufWriter& out) {
+    out.set_i32_array("gemma4.feed_forward_length", {384, 384, 0, 384, 384, 384});
+  });
+  EXPECT_NE(zero.find("gemma4.feed_forward_length[2]: 0 (expected an integer in 1.."), std::string::npos) << zero;
+  // A width the tensors do not have names the tensor.
+  const std::string wide = error_with(tmp, good, [](gguf::GgufWriter& out) {
+    out.set_i32_array("gemma4.feed_forward_length", {384, 384, 384, 384, 384, 768});
+  });
+  EXPECT_NE(wide.find("tensor 'blk.5.ffn_gate.weight': shape [128, 384], expected [128, 768]"), std::string::npos)
+      << wide;
 }
 
 std::vector<float> last_logits(const std::string& path, const std::vector<int32_t>& tokens) {

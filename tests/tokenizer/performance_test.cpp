@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, std::string>> long_texts() {
 class LongInput : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LongInput, Encodes) {
-  Loaded l = load(testdata() / "vocab" / ("ggml-vocab-" + GetParam() + ".gguf"));
+  Loaded l = load(vocab_file(GetParam()));
   ASSERT_TRUE(l.tok);
   for (const auto& [name, text] : long_texts()) {
     const auto ids = l.tok->encode(text, true, true);

@@ -33,6 +33,19 @@ TEST(PreTokenizer, Llama3) {
   EXPECT_EQ(split("llama-bpe", "x   y"), (V{"x", "  ", " y"}));
 }
 
+// Gemma 4 merges whole lines (spaces already U+2581): only runs of
+// newlines are split off, and "\r" stays inside a line.
+TEST(PreTokenizer, Gemma4SplitsNewlineRunsOnly) {
+  EXPECT_EQ(split("gemma4", "a b  12,3\n\n\tc\r\n"), (V{"a b  12,3", "\n\n", "\tc\r", "\n"}));
+  auto p = PreTokenizer::create("gemma4", nullptr);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p.value().spm_spelling());
+  EXPECT_TRUE(p.value().add_bos_default());
+  auto gpt2 = PreTokenizer::create("gpt-2", nullptr);
+  ASSERT_TRUE(gpt2.ok());
+  EXPECT_FALSE(gpt2.value().spm_spelling());
+}
+
 TEST(PreTokenizer, Qwen2SplitsSingleDigits) {
   EXPECT_EQ(split("qwen2", "abc 123"), (V{"abc", " ", "1", "2", "3"}));
 }

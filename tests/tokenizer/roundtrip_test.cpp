@@ -13,7 +13,7 @@ namespace revis::test {
 namespace {
 
 std::vector<std::string> vocab_strings(const std::string& vocab) {
-  return split(read_file(testdata() / "vocab" / ("ggml-vocab-" + vocab + ".gguf.inp")),
+  return split(read_file(vocab_file(vocab).string() + ".inp"),
                "\n__ggml_vocab_test__\n");
 }
 
@@ -24,7 +24,7 @@ std::string expected_decode(const Tokenizer& tok, const std::string& text) {
 class RoundTrip : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RoundTrip, VocabTestStrings) {
-  Loaded l = load(testdata() / "vocab" / ("ggml-vocab-" + GetParam() + ".gguf"));
+  Loaded l = load(vocab_file(GetParam()));
   ASSERT_TRUE(l.tok);
   for (const std::string& text : vocab_strings(GetParam())) {
     const auto ids = l.tok->encode(text, false, false);
@@ -34,7 +34,7 @@ TEST_P(RoundTrip, VocabTestStrings) {
 
 // Random valid UTF-8 (ASCII, Latin, CJK, emoji, odd whitespace) survives.
 TEST_P(RoundTrip, RandomUtf8) {
-  Loaded l = load(testdata() / "vocab" / ("ggml-vocab-" + GetParam() + ".gguf"));
+  Loaded l = load(vocab_file(GetParam()));
   ASSERT_TRUE(l.tok);
   std::mt19937 rng(1234);
   const std::vector<std::pair<uint32_t, uint32_t>> ranges = {

@@ -158,8 +158,19 @@ class GgufWriter {
 // The vocabularies under testdata/vocab, and a gtest parameter-name printer
 // for them ("deepseek-llm" -> "deepseek_llm": names may not hold '-').
 inline const std::vector<std::string>& vocab_names() {
-  static const std::vector<std::string> names = {"llama-spm", "phi-3", "gpt-2", "deepseek-coder", "deepseek-llm"};
+  static const std::vector<std::string> names = {"llama-spm", "phi-3", "gpt-2", "deepseek-coder", "deepseek-llm",
+                                                 "gemma4"};
   return names;
+}
+
+// ggml-vocab-NAME.gguf: the shared test data's, or for gemma4 this
+// repository's (scripts/golden/gemma4_vocab.sh). Its .inp and .out lie
+// beside it.
+inline std::filesystem::path vocab_file(const std::string& name) {
+  const std::filesystem::path dir = name == "gemma4"
+                                        ? std::filesystem::path(REVIS_REPO_TESTDATA_DIR) / "gemma4-vocab"
+                                        : testdata() / "vocab";
+  return dir / ("ggml-vocab-" + name + ".gguf");
 }
 
 inline std::string vocab_param_name(const ::testing::TestParamInfo<std::string>& info) {

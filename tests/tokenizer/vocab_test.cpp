@@ -17,9 +17,8 @@ struct Case {
 };
 
 std::vector<Case> read_cases(const std::string& vocab) {
-  const auto dir = testdata() / "vocab";
-  const std::string inp = read_file(dir / ("ggml-vocab-" + vocab + ".gguf.inp"));
-  const std::string outp = read_file(dir / ("ggml-vocab-" + vocab + ".gguf.out"));
+  const std::string inp = read_file(vocab_file(vocab).string() + ".inp");
+  const std::string outp = read_file(vocab_file(vocab).string() + ".out");
   const auto texts = split(inp, "\n__ggml_vocab_test__\n");
   auto lines = split(outp, "\n");
   // The .out file ends with a newline: one line per case plus an empty tail.
@@ -40,7 +39,7 @@ class VocabTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VocabTest, MatchesLlamaCpp) {
   const std::string vocab = GetParam();
-  Loaded l = load(testdata() / "vocab" / ("ggml-vocab-" + vocab + ".gguf"));
+  Loaded l = load(vocab_file(vocab));
   ASSERT_TRUE(l.tok);
   const auto cases = read_cases(vocab);
   ASSERT_FALSE(cases.empty());
