@@ -13,7 +13,7 @@
 // run greedily ahead of the target in a session of its own, kept in step
 // with the context it is given.
 //
-// A multi-token-prediction head (DeepSeek's nextn block, inside the target's
+// A multi-token-prediction head (the nextn block of DeepSeek or Qwen3.5, inside the target's
 // own file) guesses the token after next from the target's final hidden
 // state and the next token's embedding, and chains on its own output: no
 // second model, one layer's work per draft token (docs/architecture.md).

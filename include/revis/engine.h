@@ -112,9 +112,11 @@ struct ModelInfo {
   // and once per checkpoint, whatever the length; 0 for the others.
   uint64_t recurrent_state_bytes = 0;
   // A session's memory beside its rows: a hybrid's recurrent state and the
-  // copies of it the session may keep (5 x recurrent_state_bytes); 0 for the others.
+  // copies of it the session may keep (5 x recurrent_state_bytes); 0 for the
+  // others. Speculative decoding adds draft_max + 1 copies
+  // (Session::keep_recent_states).
   uint64_t session_state_bytes = 0;
-  bool has_mtp = false;      // a multi-token-prediction block (deepseek2 nextn; revis/draft.h's mtp_drafter)
+  bool has_mtp = false;      // a multi-token-prediction block (nextn; revis/draft.h's mtp_drafter)
   // Bytes per position the cache keeps beside the K/V heads' rows:
   // deepseek4's float32 compressor planes (model/kv_cache.h), 0 for the
   // others. They are runs of Session::kv_runs() after the heads'.
@@ -242,12 +244,13 @@ class Session {
   // Whether the cache can continue from any position before n_past():
   // false for models with recurrent layers (qwen35), whose state stands at
   // n_past() and at the positions where keep_recurrent_state() copied it.
-  // Such a session truncated to another position 0 < n < n_past() fails
-  // its next eval.
+  // Such a session truncated to another position 0 < n < n_past() (one
+  // keep_recurrent_state() or keep_recent_states() kept no state for)
+  // fails its next eval.
   bool can_rewind() const;
   // The highest position at or below min(n, n_past()) from which the next
   // eval may continue: that position itself but for hybrids, for which it
-  // is n_past(), a kept state's position, or 0.
+  // is n_past(), a kept or recent state's position, or 0.
   int resumable_at(int n) const;
   // Hybrids: copies the recurrent state as it stands now, after n_past()
   // tokens, so that truncate() back to this position restores it and a
@@ -255,6 +258,14 @@ class Session {
   // (ModelInfo::recurrent_state_bytes each); truncating below one drops it.
   // Does nothing for other models, whose rows are kept by position.
   void keep_recurrent_state();
+  // Hybrids: keeps a copy of the recurrent state after each of the last
+  // `positions` tokens evaluated, written as each is evaluated
+  // (ModelInfo::recurrent_state_bytes apiece), so that truncate() may go
+  // back to any of them: what speculative decoding needs to take back a
+  // rejected draft, bit for bit as if it had never been evaluated. Raising
+  // the count forgets the copies made so far; lowering it does nothing.
+  // Does nothing for other models.
+  void keep_recent_states(int positions);
   // Hybrids: the recurrent state after the first n tokens (the current one
   // when n is n_past(), else a kept one), empty when there is none: what a
   // checkpoint of those tokens stores beside their rows.
@@ -293,6 +304,11 @@ class Session {
   explicit Session(Engine& engine);
   // After the model evaluated tokens into this session's state: the history.
   void appended(std::span<const int32_t> tokens, bool all_logits);
+  // keep_recent_states' copy of the state after n tokens; empty when none.
+  std::span<const float> recent_state(int n) const;
+  // Where the next eval of n tokens writes the state after each (null: no
+  // copy), or null when this session keeps none.
+  float* const* recent_destinations(int n);
   Engine& engine_;
   std::unique_ptr<State> state_;
   std::vector<int32_t> history_;

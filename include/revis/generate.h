@@ -23,6 +23,9 @@
 // sampled output keeps the same distribution (Sampler::sample_draft's
 // rejection sampling) though not the same draws. The constraint, the logit
 // bias, the penalties and logprobs apply to every position as without it.
+// A model with recurrent layers takes rejected guesses back from copies of
+// its state after each token of the step (Session::keep_recent_states:
+// draft_max + 1 of them per session).
 //
 // Thread-safety: runs on the calling thread, and the callbacks, the
 // constraint and the drafter are called on it; `cancel` may be set from

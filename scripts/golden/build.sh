@@ -17,4 +17,7 @@ cmake -S "$llama" -B "$llama/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_N
 cmake --build "$llama/build" -j2 --target llama
 g++ -O2 -std=c++17 "$here/llama_golden.cpp" -I "$llama/include" -I "$llama/ggml/include" \
   -L "$llama/build/bin" -Wl,-rpath,"$llama/build/bin" -lllama -lggml -lggml-base -o "$llama/build/llama_golden"
-echo "built $llama/build/llama_golden"
+# The MTP tool reads llama.cpp's staging API (src/llama-ext.h).
+g++ -O2 -std=c++17 "$here/llama_mtp_golden.cpp" -I "$llama/include" -I "$llama/ggml/include" -I "$llama/src" \
+  -L "$llama/build/bin" -Wl,-rpath,"$llama/build/bin" -lllama -lggml -lggml-base -o "$llama/build/llama_mtp_golden"
+echo "built $llama/build/llama_golden and llama_mtp_golden"

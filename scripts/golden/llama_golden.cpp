@@ -10,56 +10,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "llama.h"
+#include "llama_tool.h"
 
 namespace {
 
 constexpr int kGreedy = 32;
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "llama_golden: %s\n", what.c_str());
-  std::exit(1);
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_ints(const std::vector<llama_token>& v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + "]";
-}
+[[noreturn]] void die(const std::string& what) { golden::die("llama_golden", what); }
 
 // Runs tokens at positions pos.. in one batch; logits for every row when all.
 void decode(llama_context* ctx, const std::vector<llama_token>& tokens, int pos, bool all) {
   llama_batch batch = llama_batch_init(static_cast<int>(tokens.size()), 0, 1);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    batch.token[i] = tokens[i];
-    batch.pos[i] = pos + static_cast<int>(i);
-    batch.n_seq_id[i] = 1;
-    batch.seq_id[i][0] = 0;
-    batch.logits[i] = all || i + 1 == tokens.size();
-  }
+  for (size_t i = 0; i < tokens.size(); ++i)
+    golden::set_row(batch, static_cast<int>(i), tokens[i], pos + static_cast<int>(i), all || i + 1 == tokens.size());
   batch.n_tokens = static_cast<int>(tokens.size());
   if (llama_decode(ctx, batch) != 0) die("llama_decode failed");
   llama_batch_free(batch);
@@ -77,29 +44,13 @@ llama_token argmax(const float* row, int n) {
 int main(int argc, char** argv) {
   if (argc != 4) die("usage: llama_golden MODEL.gguf PROMPT_FILE OUT_STEM");
   const std::string model_path = argv[1], out_stem = argv[3];
-  std::ifstream prompt_in(argv[2], std::ios::binary);
-  std::stringstream buf;
-  buf << prompt_in.rdbuf();
-  const std::string prompt = buf.str();
+  const std::string prompt = golden::read_text(argv[2]);
 
-  llama_backend_init();
-  llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
-  llama_model* model = llama_model_load_from_file(model_path.c_str(), mp);
-  if (!model) die("cannot load " + model_path);
+  llama_model* model = golden::load_model("llama_golden", model_path);
   const llama_vocab* vocab = llama_model_get_vocab(model);
   const int n_vocab = llama_vocab_n_tokens(vocab);
 
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 1024;
-  cp.n_batch = 1024;
-  cp.n_ubatch = 512;
-  cp.n_threads = 2;
-  cp.n_threads_batch = 2;
-  cp.type_k = GGML_TYPE_F16;
-  cp.type_v = GGML_TYPE_F16;
-  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  llama_context* ctx = llama_init_from_model(model, cp);
+  llama_context* ctx = llama_init_from_model(model, golden::context_params());
   if (!ctx) die("cannot create a context");
 
   // The prompt's tokens: BOS where the model adds one, special tokens not parsed.
@@ -132,9 +83,9 @@ int main(int argc, char** argv) {
   const std::string base = logits_path.substr(logits_path.find_last_of('/') + 1);
   std::string model_name = model_path.substr(model_path.find_last_of('/') + 1);
   std::ofstream json(out_stem + ".json");
-  json << "{\"model\": " << json_string(model_name) << ", \"prompt\": " << json_string(prompt)
-       << ", \"n_vocab\": " << n_vocab << ", \"prompt_tokens\": " << json_ints(prompt_tokens)
-       << ", \"greedy\": " << json_ints(greedy) << ", \"logits_file\": " << json_string(base)
+  json << "{\"model\": " << golden::json_string(model_name) << ", \"prompt\": " << golden::json_string(prompt)
+       << ", \"n_vocab\": " << n_vocab << ", \"prompt_tokens\": " << golden::json_ints(prompt_tokens)
+       << ", \"greedy\": " << golden::json_ints(greedy) << ", \"logits_file\": " << golden::json_string(base)
        << ", \"n_rows\": " << tokens.size() << "}\n";
 
   llama_free(ctx);

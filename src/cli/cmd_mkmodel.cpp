@@ -109,7 +109,7 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("--vocab", s.n_vocab, "Pad the built-in byte vocabulary to this size");
   cmd->add_option("--vocab-from", s.vocab_from, "Copy the tokenizer from this GGUF");
   cmd->add_flag("--tied", s.tied_output, "Use token_embd as the output matrix");
-  cmd->add_option("--nextn", s.n_nextn_layer, "Multi-token-prediction blocks after the layers (deepseek2)");
+  cmd->add_option("--nextn", s.n_nextn_layer, "Multi-token-prediction blocks after the layers (deepseek2, qwen35, qwen35moe)");
   cmd->add_option("--sliding-window", s.sliding_window, "Positions a local layer sees (gemma3, gpt-oss, deepseek4)");
   cmd->add_option("--sliding-pattern", s.sliding_pattern, "Every this many layers one is global (gemma3, gemma4)");
   cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3, gemma4)");

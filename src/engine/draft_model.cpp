@@ -29,8 +29,11 @@ class DraftModel final : public Drafter {
     const size_t common =
         std::mismatch(held.begin(), held.end(), context.begin(), context.end()).first - held.begin();
     // The logits after the context's last token come from evaluating it.
-    const size_t keep = std::min(common, context.size() - 1);
-    session_->truncate(static_cast<int>(keep));
+    // A hybrid draft model goes back over the drafts the target rejected
+    // (at most max) by its recent states, further only by evaluating again.
+    session_->keep_recent_states(max + 1);
+    const int keep = session_->resumable_at(static_cast<int>(std::min(common, context.size() - 1)));
+    session_->truncate(keep);
     if (Status s = session_->eval(context.subspan(keep)); !s.ok()) return s.with_context("draft model");
     std::vector<int32_t> out;
     while (true) {

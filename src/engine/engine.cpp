@@ -210,7 +210,7 @@ std::unique_ptr<Session> Engine::new_session() { return std::unique_ptr<Session>
 
 Session::Session(Engine& engine)
     : engine_(engine),
-      state_(new State{KvCache(engine.impl_->model->config(), engine.impl_->info.n_ctx), {}, 0, {}, {}, {}}) {}
+      state_(new State{KvCache(engine.impl_->model->config(), engine.impl_->info.n_ctx), {}, 0, {}, {}, {}, {}, 0, 1, {}}) {}
 Session::~Session() = default;
 
 int Session::n_ctx() const { return state_->kv.n_ctx(); }
@@ -228,7 +228,8 @@ Status Engine::eval_batch(std::span<const BatchItem> items) {
       return Status::error("eval_batch: an item's session is missing or belongs to another engine");
     Session::State& st = *item.session->state_;
     batch.push_back({item.tokens, item.session->n_past(), &st.kv, item.all_logits, &st.logits,
-                     st.hidden.empty() ? nullptr : st.hidden.data()});
+                     st.hidden.empty() ? nullptr : st.hidden.data(),
+                     item.session->recent_destinations(static_cast<int>(item.tokens.size()))});
   }
   if (Status s = impl_->model->forward(batch, *impl_->pool); !s.ok()) return s;
   for (const BatchItem& item : items) item.session->appended(item.tokens, item.all_logits);
@@ -240,6 +241,37 @@ void Session::appended(std::span<const int32_t> tokens, bool all_logits) {
   st.rows = all_logits ? static_cast<int>(tokens.size()) : 1;
   if (!st.hidden.empty()) std::fill_n(st.hidden_known.begin() + n_past(), tokens.size(), true);
   history_.insert(history_.end(), tokens.begin(), tokens.end());
+}
+
+void Session::keep_recent_states(int positions) {
+  State& st = *state_;
+  if (can_rewind() || positions <= st.recent_slots) return;
+  st.recent_slots = positions;
+  st.recent.assign(static_cast<size_t>(positions) * st.kv.recurrent_state().size(), 0.0f);
+  st.recent_first = n_past() + 1;
+}
+
+std::span<const float> Session::recent_state(int n) const {
+  const State& st = *state_;
+  if (st.recent_slots == 0 || n < st.recent_first || n > n_past()) return {};
+  const size_t size = st.kv.recurrent_state().size();
+  return std::span<const float>(st.recent).subspan((n % st.recent_slots) * size, size);
+}
+
+float* const* Session::recent_destinations(int n) {
+  State& st = *state_;
+  if (st.recent_slots == 0) return nullptr;
+  const size_t size = st.kv.recurrent_state().size();
+  // An eval from 0 starts from a zero state; the slots of the oldest
+  // positions are written over (before the pass: one that fails midway
+  // leaves them half written).
+  if (n_past() == 0) st.recent_first = 1;
+  st.recent_first = std::max(st.recent_first, n_past() + n + 1 - st.recent_slots);
+  // Only the last recent_slots tokens of a longer eval are kept.
+  st.recent_dest.assign(n, nullptr);
+  for (int i = std::max(0, n - st.recent_slots); i < n; ++i)
+    st.recent_dest[i] = st.recent.data() + ((n_past() + i + 1) % st.recent_slots) * size;
+  return st.recent_dest.data();
 }
 
 void Session::keep_hidden_states() {
@@ -262,6 +294,7 @@ Result<std::vector<float>> Session::mean_hidden_state(std::span<const int32_t> t
   state_->rows = 0;
   if (!state_->hidden.empty()) std::fill_n(state_->hidden_known.begin() + n_past(), tokens.size(), false);
   history_.insert(history_.end(), tokens.begin(), tokens.end());
+  state_->recent_first = n_past() + 1;  // this pass kept no recent states
   for (float& v : mean) v /= static_cast<float>(tokens.size());
   return mean;
 }
@@ -279,9 +312,15 @@ void Session::truncate(int n) {
   history_.resize(n);
   state_->rows = 0;
   if (can_rewind()) return;
-  // A state kept at n is the one the next eval continues from.
+  // A state kept at n is the one the next eval continues from: a recent
+  // one (a rejected draft's position) or a snapshot. The recent states
+  // above n are gone with their tokens.
   state_->snapshots.drop_after(n);
-  const std::span<const float> kept = state_->snapshots.at(n);
+  std::span<const float> kept = recent_state(n);
+  if (kept.empty()) {
+    state_->recent_first = n + 1;
+    kept = state_->snapshots.at(n);
+  }
   if (kept.empty()) return;
   std::copy(kept.begin(), kept.end(), state_->kv.recurrent_state().begin());
   state_->kv.set_recurrent_pos(n);
@@ -291,7 +330,7 @@ bool Session::can_rewind() const { return !engine_.impl_->model->config().is_hyb
 
 int Session::resumable_at(int n) const {
   n = std::clamp(n, 0, n_past());
-  if (can_rewind() || (n == n_past() && state_->kv.recurrent_pos() == n)) return n;
+  if (can_rewind() || (n == n_past() && state_->kv.recurrent_pos() == n) || !recent_state(n).empty()) return n;
   return state_->snapshots.latest_at_or_below(n);
 }
 
@@ -306,6 +345,7 @@ void Session::keep_recurrent_state() {
 std::span<const float> Session::recurrent_state_at(int n) const {
   if (can_rewind() || n <= 0 || n > n_past()) return {};
   if (n == n_past() && state_->kv.recurrent_pos() == n) return state_->kv.recurrent_state();
+  if (const auto recent = recent_state(n); !recent.empty()) return recent;
   return state_->snapshots.at(n);
 }
 
@@ -353,6 +393,7 @@ Status Session::adopt_kv(std::span<const int32_t> tokens) {
   // The caller read the state after these tokens into recurrent_state().
   state_->kv.set_recurrent_pos(n);
   state_->snapshots.clear();
+  state_->recent_first = n + 1;
   std::fill(state_->hidden_known.begin(), state_->hidden_known.end(), false);
   return {};
 }

@@ -34,6 +34,12 @@ struct Session::State {
   std::vector<float> hidden;
   std::vector<bool> hidden_known;
   RecurrentSnapshots snapshots;  // hybrids: the recurrent state at earlier positions
+  // Hybrids, keep_recent_states: the state after position q (recent_first
+  // <= q <= n_past, fewer than recent_slots back) in slot q % recent_slots,
+  // and each token's slot for the eval under way.
+  std::vector<float> recent;
+  int recent_slots = 0, recent_first = 1;
+  std::vector<float*> recent_dest;
 };
 
 }  // namespace revis

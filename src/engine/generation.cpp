@@ -128,9 +128,14 @@ Status Generation::start() {
   start_time_ = Clock::now();
   const int n_cached = cached_.cached_tokens;
   if (n_cached == 0) session_.truncate(0);  // without a cache, start from an empty session
-  // Rejected drafts are taken back by truncating, which a recurrent state cannot follow.
-  drafter_ = options_.draft_max > 0 && session_.can_rewind() ? options_.drafter : nullptr;
-  if (drafter_) drafter_->attach(session_);
+  // Rejected drafts are taken back by truncating: at most draft_max
+  // positions, from a step of draft_max + 1 tokens, which a hybrid's
+  // recurrent state follows from its copies after each of them.
+  drafter_ = options_.draft_max > 0 ? options_.drafter : nullptr;
+  if (drafter_) {
+    drafter_->attach(session_);
+    session_.keep_recent_states(options_.draft_max + 1);
+  }
   result_.n_prompt = n_prompt_;
   result_.cached_tokens = n_cached;
   result_.first_logits_position = n_cached;

@@ -23,9 +23,11 @@ namespace revis {
 namespace {
 
 // A one-layer cache of the target's shape: the nextn block's rows (for
-// deepseek4, of that block's compression ratio).
+// deepseek4, of that block's compression ratio; for a hybrid, of full
+// attention, with no recurrent state).
 ModelConfig one_layer(ModelConfig config) {
   if (config.is_deepseek4()) config.ds4.compress_ratios = {config.ds4.compress_ratios[config.n_layer]};
+  if (config.is_hybrid()) config.delta_net.recurrent = {false};
   config.n_layer = 1;
   return config;
 }
@@ -91,9 +93,8 @@ class MtpDrafter final : public Drafter {
 Result<std::unique_ptr<Drafter>> mtp_drafter(const Engine& target) {
   Engine::Impl& e = *target.impl_;
   if (!e.model->has_nextn())
-    return Status::error(e.info.path +
-                         ": the model has no multi-token-prediction block (deepseek2.nextn_predict_layers and "
-                         "blk.N.nextn.* tensors) to draft with");
+    return Status::error(e.info.path + ": the model has no multi-token-prediction block (" + e.info.architecture +
+                         ".nextn_predict_layers and blk.N.nextn.* tensors) to draft with");
   return std::unique_ptr<Drafter>(new MtpDrafter(*e.model, *e.pool, e.info.n_ctx));
 }
 

@@ -139,6 +139,7 @@ struct GatedDeltaNet {
   // inputs, then a head_dim x head_dim matrix per value head.
   size_t conv_state_floats() const { return static_cast<size_t>(conv_kernel - 1) * conv_channels(); }
   size_t delta_state_floats() const { return static_cast<size_t>(head_dim) * head_dim * v_heads; }
+  size_t state_floats() const { return conv_state_floats() + delta_state_floats(); }
 };
 
 struct ModelConfig {
@@ -193,7 +194,7 @@ struct ModelConfig {
   float attn_temp_scale = 0.0f;
   int attn_temp_length = 0;
   // The multi-token-prediction blocks after the n_layer of the model
-  // (deepseek2.nextn_predict_layers); the first drafts (weights.h's
+  // (ARCH.nextn_predict_layers: deepseek2, deepseek4, qwen35, qwen35moe); the first drafts (weights.h's
   // NextnWeights, Model::forward_nextn).
   int n_nextn_layer = 0;
 
@@ -238,7 +239,11 @@ struct ModelConfig {
   bool is_hybrid() const {
     return arch == Architecture::kQwen35 || arch == Architecture::kQwen35Moe || arch == Architecture::kQwen3Next;
   }
-  bool is_recurrent(int layer) const { return is_hybrid() && delta_net.recurrent[layer]; }
+  // The multi-token-prediction block after the n_layer layers is full
+  // attention (llama.cpp's qwen35 loader flags only the trunk recurrent).
+  bool is_recurrent(int layer) const {
+    return is_hybrid() && layer < static_cast<int>(delta_net.recurrent.size()) && delta_net.recurrent[layer];
+  }
   // The layers that keep keys and values, and the cache layer that layer
   // i writes or (gemma4's shared layers) reads.
   int n_kv_layer() const { return is_gemma4() ? gemma4.first_shared_kv : kv_layer(n_layer); }
@@ -251,6 +256,8 @@ struct ModelConfig {
     return k;
   }
   int n_recurrent_layer() const { return is_hybrid() ? n_layer - n_kv_layer() : 0; }
+  // Floats of every recurrent layer's state together (KvCache::recurrent_state).
+  size_t recurrent_state_floats() const { return n_recurrent_layer() * delta_net.state_floats(); }
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }

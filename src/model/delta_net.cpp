@@ -17,7 +17,11 @@
 // are the layer's state in the cache (kv_cache.h), carried from one chunk
 // to the next; a sequence's tokens are walked in order, each sequence
 // against its own state, so a token's result does not depend on what
-// else is in the batch.
+// else is in the batch. A sequence that asks for its states per token
+// (SequenceInput::recurrent_states) gets a copy of each layer's state after
+// every token: for the delta rule one more write of a matrix it has just
+// read and written several times over, a small share of the layer's cost.
+#include <algorithm>
 #include <cmath>
 
 #include "model/model.h"
@@ -64,6 +68,14 @@ void Model::gated_delta_net(const LayerWeights& l, int recurrent, int n, std::sp
   // The causal convolution, channel by channel: each walks its sequence's
   // tokens in order over the window [state | this token], then keeps the
   // last taps - 1 inputs as the state.
+  // Where token t of segment s leaves its state (null: nowhere), at this
+  // layer's place in the destination.
+  const size_t layer_offset = static_cast<size_t>(recurrent) * g.state_floats();
+  auto state_copy = [layer_offset](const Segment& s, int t) -> float* {
+    if (!s.seq || !s.seq->recurrent_states) return nullptr;
+    float* dest = s.seq->recurrent_states[s.first + t - s.row];
+    return dest ? dest + layer_offset : nullptr;
+  };
   for (const Segment& s : segments) {
     float* state = s.kv->conv_state(recurrent);
     pool.parallel_for(channels, [&](int64_t begin, int64_t end) {
@@ -79,6 +91,7 @@ void Model::gated_delta_net(const LayerWeights& l, int recurrent, int n, std::sp
           for (int k = 0; k < taps; ++k) sum += window[k] * w[k];
           x = silu(sum);
           std::copy(window.begin() + 1, window.end(), window.begin());
+          if (float* copy = state_copy(s, t)) std::copy_n(window.begin(), taps - 1, copy + ch * (taps - 1));
         }
         std::copy_n(window.begin(), taps - 1, kept);
       }
@@ -119,6 +132,8 @@ void Model::gated_delta_net(const LayerWeights& l, int recurrent, int n, std::sp
           for (int j = 0; j < dim; ++j) axpy(&m[j * dim], delta[j], k, dim);
           float* out = &attn_out_[static_cast<size_t>(t) * value_dim + h * dim];
           for (int j = 0; j < dim; ++j) out[j] = dot(&m[j * dim], q, dim) * scale;
+          if (float* copy = state_copy(s, t))
+            std::copy_n(m, dim * dim, copy + g.conv_state_floats() + static_cast<size_t>(h) * dim * dim);
         }
       }
     });

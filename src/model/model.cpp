@@ -195,7 +195,7 @@ Status Model::check_batch(std::span<const int32_t> tokens, int n_past, const KvC
     if (t < 0 || t >= config_.n_vocab)
       return Status::error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                            std::to_string(config_.n_vocab - 1) + ")");
-  if (config_.is_hybrid() && n_past != 0 && n_past != kv.recurrent_pos())
+  if (config_.is_hybrid() && !kv.recurrent_state().empty() && n_past != 0 && n_past != kv.recurrent_pos())
     return Status::error("forward: the recurrent state stands at position " + std::to_string(kv.recurrent_pos()) +
                          ", not " + std::to_string(n_past) + " (" + architecture_name(config_.arch) +
                          "'s recurrent layers cannot go back; start again at 0)");

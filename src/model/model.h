@@ -66,13 +66,19 @@ class Model {
     // hidden_rows[position * config().nextn_hidden_width()], what a
     // multi-token-prediction drafter reads.
     float* hidden_rows = nullptr;
+    // Hybrids, non-null: one destination per token (null ones skipped) for
+    // the recurrent state as it stands after that token, every recurrent
+    // layer's, laid out as KvCache::recurrent_state(): what lets a session
+    // go back to a position inside this pass (a rejected draft).
+    float* const* recurrent_states = nullptr;
   };
   // Evaluates every sequence's tokens; the matrices are read once per chunk
   // of up to kChunk tokens of the whole batch. Each sequence must have its
   // own cache. Fails, changing nothing, when a sequence would overflow its
   // context or names a token outside the vocabulary, or (hybrids) starts
   // neither at 0 nor where its cache's recurrent state stands
-  // (kv_cache.h: that state cannot be rewound).
+  // (kv_cache.h: that state cannot be rewound; a cache without recurrent
+  // layers, the nextn block's, may start anywhere).
   Status forward(std::span<const SequenceInput> batch, ThreadPool& pool);
   // One sequence: tokens[0..n) at positions n_past..n_past+n-1; logits
   // receives n rows of n_vocab if all_logits, else the last token's row.

@@ -1,7 +1,10 @@
-// The multi-token-prediction block's forward pass (deepseek2's nextn,
-// docs/architecture.md). For a token x at position p and a hidden state h:
+// The multi-token-prediction block's forward pass (the nextn block of
+// deepseek2 and of qwen35 / qwen35moe, docs/architecture.md). For a token x
+// at position p and a hidden state h:
 //   x' = eh_proj [enorm(embed(x)) ; hnorm(h)]
-//   x' = transformer block(x')            (its own KV rows, layer 0 of kv)
+//   x' = transformer block(x')            (its own KV rows, layer 0 of kv;
+//                                          qwen35's is a gated full-attention
+//                                          block, never a recurrent one)
 //   h' = head_norm(x'),  logits = head h'
 // h' is what a drafter feeds back as the next position's h. deepseek4's h
 // is the stream's n_hc copies: each goes through eh_proj beside the same

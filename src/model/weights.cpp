@@ -268,8 +268,7 @@ Status bind_nextn(Binder& bind, const gguf::GgufFile& file, const ModelConfig& c
   const std::string p = "blk." + std::to_string(c.n_layer) + ".";
   const bool present = std::any_of(file.tensors().begin(), file.tensors().end(),
                                    [&](const gguf::TensorInfo& t) { return t.name.rfind(p, 0) == 0; });
-  // qwen35's block is not run: its drafter is not supported yet.
-  if (c.n_nextn_layer == 0 || !present || c.is_hybrid()) return {};
+  if (c.n_nextn_layer == 0 || !present) return {};
   NextnWeights n;
   Status s;
   if (!(s = bind_layer(bind, c, c.n_layer, w, n.layer)).ok()) return s;

@@ -90,7 +90,7 @@ struct LayerWeights {
   bool is_expert_stack(const Matrix& m) const { return &m == &gate_exps || &m == &up_exps || &m == &down_exps; }
 };
 
-// A multi-token-prediction block (deepseek2's nextn, docs/architecture.md):
+// A multi-token-prediction block (the nextn block of deepseek2 and qwen35, docs/architecture.md):
 // a transformer layer whose input mixes a token's embedding with the
 // model's hidden state, and its own output head. The optional tensors fall
 // back to the model's: embed (token_embd), head (output), head_norm

@@ -110,11 +110,17 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   if (!m->chat.warning.empty()) log_line("warn", tier.model_path + ": " + m->chat.warning);
   m->shown_tokens = shown_special_tokens(*m->engine, m->chat);
   // Every slot holds a session of its own; a session keeps a whole
-  // context's KV cache (and a hybrid's recurrent state with its copies).
-  // A draft model's drafter is copied for each slot that drafts at once,
-  // each copy with its own session.
+  // context's KV cache (and a hybrid's recurrent state with its copies,
+  // plus one per draft token and one more where the tier drafts:
+  // Session::keep_recent_states). A draft model's drafter is copied for
+  // each slot that drafts at once, each copy with its own session.
+  const bool drafts = !tier.draft_path.empty() || tier.lookup;
+  const uint64_t draft_states =
+      drafts ? static_cast<uint64_t>((tier.draft_max > 0 ? tier.draft_max : kDefaultDraftMax) + 1) *
+                   info.recurrent_state_bytes
+             : 0;
   m->slot_kv_bytes = info.kv_bytes_per_token * static_cast<uint64_t>(info.n_ctx) + info.session_state_bytes +
-                     (m->draft_model ? m->draft_model->state_bytes() : 0);
+                     draft_states + (m->draft_model ? m->draft_model->state_bytes() : 0);
   m->slots = tier.slots > 0 ? tier.slots : slots_within(budget_, file_bytes, m->slot_kv_bytes);
   if (info.gpu_layers > 0) {
     log_line("info", "tier " + tier.name + ": GPU " + info.device + " runs " + std::to_string(info.gpu_layers) + " of " +

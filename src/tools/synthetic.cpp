@@ -514,8 +514,8 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
   if (deepseek && (spec.kv_lora_rank <= 0 || spec.rope_dim <= 0 || spec.rope_dim % 2 != 0 || spec.head_dim_v <= 0 ||
                    spec.q_lora_rank < 0 || spec.n_layer_dense_lead < 0 || spec.n_layer_dense_lead > spec.n_layer))
     return Status::error("deepseek2 needs a kv-lora rank, an even rope dim, a value dim and at most layers dense layers");
-  if (spec.n_nextn_layer < 0 || (spec.n_nextn_layer > 0 && !deepseek))
-    return Status::error("nextn layers: only deepseek2 has multi-token-prediction blocks");
+  if (spec.n_nextn_layer < 0 || (spec.n_nextn_layer > 0 && !deepseek && spec.arch != "qwen35" && spec.arch != "qwen35moe"))
+    return Status::error("nextn layers: only deepseek2, qwen35 and qwen35moe have multi-token-prediction blocks");
   const int n_blocks = spec.n_layer + spec.n_nextn_layer;
   const Deepseek4Shape ds4 = deepseek4_shape(spec, head_dim);
   if (deepseek4 && (spec.n_head % ds4.out_groups != 0 || ds4.indexer_dim < ds4.rope_dim || ds4.rope_dim % 2 != 0 ||
@@ -608,6 +608,7 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     out.set_u32(a + "ssm.group_count", spec.ssm_k_heads);
     out.set_u32(a + "ssm.time_step_rank", spec.ssm_v_heads);
     out.set_u32(a + "ssm.inner_size", spec.ssm_head_dim * spec.ssm_v_heads);
+    if (spec.n_nextn_layer > 0) out.set_u32(a + "nextn_predict_layers", spec.n_nextn_layer);
   }
   // qwen35moe's one shared expert is as wide as the FFN (n_ff).
   if (qwen35moe) out.set_u32(a + "expert_shared_feed_forward_length", spec.n_ff);
@@ -656,7 +657,8 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     tensors.push_back({p + "attn_norm.weight", {d}});
     const int64_t layer_head_dim = head_dim_of(i), q = int64_t{spec.n_head} * layer_head_dim,
                   kv = kv_heads_of(i) * layer_head_dim;
-    const bool recurrent = qwen35 && (i + 1) % spec.full_attention_interval != 0;
+    // qwen35's MTP block is a full-attention block, whatever the interval.
+    const bool recurrent = qwen35 && i < spec.n_layer && (i + 1) % spec.full_attention_interval != 0;
     const bool shared_kv = gemma4 && i >= first_shared;
     if (recurrent) {
       const int64_t hd = spec.ssm_head_dim, heads = spec.ssm_v_heads, value = hd * heads;

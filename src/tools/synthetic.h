@@ -47,7 +47,7 @@ struct SyntheticSpec {
   // routed by token id (1, at most n_layer).
   int ds4_raw_layers = 0, indexer_heads = 0, indexer_dim = 0, indexer_top_k = 0;
   int out_groups = 0, out_rank = 0, hash_layers = 0;
-  // deepseek2: multi-token-prediction blocks after the n_layer (block
+  // deepseek2, qwen35, qwen35moe: multi-token-prediction blocks after the n_layer (block
   // n_layer + i, with its nextn.eh_proj, enorm, hnorm and shared_head_norm;
   // the embedding and the head are the model's).
   int n_nextn_layer = 0;

@@ -120,6 +120,26 @@ TEST(RunCommand, DraftMtpUsesTheModelsOwnHead) {
   EXPECT_NE(refused.err.find("no multi-token-prediction block"), std::string::npos) << refused.err;
 }
 
+// Hybrids draft too: a qwen35 file from mkmodel --nextn 1 keeps its text
+// with its MTP head, with itself as the draft model and with prompt lookup.
+TEST(RunCommand, DraftsOnAHybridKeepTheText) {
+  TempDir tmp;
+  const std::string path = tmp.file("qwen35.gguf");
+  const auto mk = run_revis("mkmodel --arch qwen35 --vocab 512 --nextn 1 -o " + shell_quote(path));
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  const std::string base = "run -m " + shell_quote(path) + " -p 'The cat sat on the mat.' -n 16 --temp 0 --ignore-eos --json";
+  const auto plain = run_revis(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const nlohmann::json p = nlohmann::json::parse(plain.out);
+  for (const std::string& flags : {std::string(" --draft mtp"), " --draft " + shell_quote(path), std::string(" --lookup")}) {
+    const auto r = run_revis(base + flags + " --draft-max 3");
+    ASSERT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["text"], p["text"]) << flags;
+    EXPECT_GT(j["draft_tokens"].get<int>(), 0) << flags;
+  }
+}
+
 // --grammar and --json-schema hold a random-weight model's sampled output
 // to them; a grammar that does not compile is a usage error naming the flag.
 TEST(RunCommand, GrammarAndJsonSchemaHoldTheOutput) {

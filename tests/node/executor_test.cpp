@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -208,6 +209,28 @@ TEST(Executor, TooLongAndModelUnavailable) {
   f.executor.shutdown(1s);
 }
 
+// One prompt three ways: on tier "plain", on tier "drafted" and on "plain"
+// with prompt lookup.
+void submit_plain_drafted_lookup(Fixture& f, Outcomes& out, int max_tokens) {
+  JobSpec lookup = spec("same", max_tokens, "plain");
+  lookup.lookup = true;
+  ASSERT_TRUE(f.executor.submit(spec("same", max_tokens, "plain"), out.callbacks("plain")).ok());
+  ASSERT_TRUE(f.executor.submit(spec("same", max_tokens, "drafted"), out.callbacks("drafted")).ok());
+  ASSERT_TRUE(f.executor.submit(lookup, out.callbacks("lookup")).ok());
+}
+
+// The jobs of `labels` gave the text of the job "plain", with drafts.
+void expect_plain_text_drafted(Outcomes& out, std::initializer_list<const char*> labels) {
+  for (const char* label : labels) {
+    const auto& o = out.of(label);
+    ASSERT_TRUE(o.ok()) << label << ": " << o.error().message;
+    EXPECT_EQ(o->text, out.of("plain").value().text) << label;
+    EXPECT_GT(o->stats.draft_tokens, 0) << label;
+    EXPECT_LE(o->stats.accepted_tokens, o->stats.draft_tokens) << label;
+    std::printf("%s: drafted %d accepted %d\n", label, o->stats.draft_tokens, o->stats.accepted_tokens);
+  }
+}
+
 // Speculative decoding: a tier's draft model, and prompt lookup asked by a
 // job (a catalogue task), give the text plain decoding gives, and the stats
 // count the drafts; a draft of another vocabulary makes the tier unavailable.
@@ -220,24 +243,32 @@ TEST(Executor, SpeculativeTiersKeepTheTextAndReportDrafts) {
                  .draft_path = model_path("llama-spm-Q4_0")}});
   Outcomes out;
   f.executor.start();
-  JobSpec lookup = spec("same", 24, "plain");
-  lookup.lookup = true;
-  ASSERT_TRUE(f.executor.submit(spec("same", 24, "plain"), out.callbacks("plain")).ok());
-  ASSERT_TRUE(f.executor.submit(spec("same", 24, "drafted"), out.callbacks("drafted")).ok());
-  ASSERT_TRUE(f.executor.submit(lookup, out.callbacks("lookup")).ok());
+  submit_plain_drafted_lookup(f, out, 24);
   ASSERT_TRUE(f.executor.submit(spec("same", 4, "wrong"), out.callbacks("wrong")).ok());
   ASSERT_TRUE(out.wait(4));
   ASSERT_TRUE(out.of("plain").ok()) << out.of("plain").error().message;
   EXPECT_EQ(out.of("plain").value().stats.draft_tokens, 0);
-  for (const char* label : {"drafted", "lookup"}) {
-    const auto& o = out.of(label);
-    ASSERT_TRUE(o.ok()) << label << ": " << o.error().message;
-    EXPECT_EQ(o->text, out.of("plain").value().text) << label;
-    EXPECT_GT(o->stats.draft_tokens, 0) << label;
-    EXPECT_LE(o->stats.accepted_tokens, o->stats.draft_tokens) << label;
-  }
+  expect_plain_text_drafted(out, {"drafted", "lookup"});
   EXPECT_EQ(out.of("wrong").error().code, ErrorCode::kModelUnavailable);
   EXPECT_NE(out.of("wrong").error().message.find("vocabulary"), std::string::npos) << out.of("wrong").error().message;
+  f.executor.shutdown(1s);
+}
+
+// The same on a hybrid (qwen35): the slots take rejected drafts back
+// through the recurrent states they keep. The target drafting for itself
+// has every draft accepted; prompt lookup on its text has some rejected.
+TEST(Executor, HybridTiersDraftToo) {
+  const std::string target = REVIS_REPO_TESTDATA_DIR "qwen35/models/qwen35-Q8_0.gguf";
+  Fixture f(8, {{.name = "plain", .model_path = target, .ctx = 512, .threads = 2},
+                {.name = "drafted", .model_path = target, .ctx = 512, .threads = 2, .draft_path = target}});
+  Outcomes out;
+  f.executor.start();
+  submit_plain_drafted_lookup(f, out, 48);
+  ASSERT_TRUE(out.wait(3));
+  ASSERT_TRUE(out.of("plain").ok()) << out.of("plain").error().message;
+  expect_plain_text_drafted(out, {"drafted", "lookup"});
+  EXPECT_EQ(out.of("drafted").value().stats.accepted_tokens, out.of("drafted").value().stats.draft_tokens);
+  EXPECT_LT(out.of("lookup").value().stats.accepted_tokens, out.of("lookup").value().stats.draft_tokens);
   f.executor.shutdown(1s);
 }
 

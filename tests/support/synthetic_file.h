@@ -15,10 +15,11 @@
 
 namespace revis::testing {
 
-// Writes `spec` as tmp's good.gguf and returns its path.
-inline std::string write_synthetic(const TempDir& tmp, const SyntheticSpec& spec) {
+// Writes `spec` as tmp's file `name` and returns its path.
+inline std::string write_synthetic(const TempDir& tmp, const SyntheticSpec& spec,
+                                   const std::string& name = "good.gguf") {
   ThreadPool pool(2);
-  const std::string path = tmp.file("good.gguf");
+  const std::string path = tmp.file(name);
   Status s = write_synthetic_model(spec, path, pool, nullptr);
   EXPECT_TRUE(s.ok()) << s.message();
   return path;
