@@ -4,10 +4,10 @@
 
 namespace revis {
 
-CompressorCache::Strided::Strided(size_t row_bytes_, int stride_, int n_ctx)
-    : row_bytes(row_bytes_),
-      bytes_per_position((row_bytes_ + stride_ - 1) / stride_),
-      stride(stride_),
+CompressorCache::Strided::Strided(size_t bytes, int every, int n_ctx)
+    : row_bytes(bytes),
+      bytes_per_position((bytes + every - 1) / every),
+      stride(every),
       data(static_cast<size_t>(n_ctx) * bytes_per_position) {}
 
 int CompressorCache::resume_interval_of(const ModelConfig& c) {

@@ -25,6 +25,10 @@
 // every row completed by position n. A checkpoint of n tokens stores
 // exactly those bytes, as it does the raw rows.
 //
+// Memory: ordinary vectors, zeroed when the session is made (V4 Flash: 10
+// KiB a position of context and the 16 MiB ring), unlike the raw rows'
+// pages, which cost nothing until used (kv_cache.h).
+//
 // Thread-safety: none; part of one session's KvCache.
 #pragma once
 
