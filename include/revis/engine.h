@@ -43,10 +43,15 @@ class Drafter;
 
 // Rows of the KV cache in memory: `positions` positions of
 // `bytes_per_position` bytes each, contiguous from `data` (Session::kv_runs).
+// A run whose rows each cover several positions (deepseek4's compressed
+// keys: positions_per_row of them) spreads a row's bytes over them; the
+// bytes of positions after its last whole row belong to a row a later
+// position completes, so a checkpoint stores zeros for them.
 struct KvRun {
   uint8_t* data = nullptr;
   size_t bytes_per_position = 0;
   size_t positions = 0;
+  size_t positions_per_row = 1;
 };
 
 // How an engine holds the model's weights.
@@ -107,19 +112,28 @@ struct ModelInfo {
   int n_embd = 0;
   int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
   int n_kv_layer = 0;        // layers with K/V rows: n_layer but a hybrid's recurrent layers
-  // A hybrid's (qwen35) recurrent state, float32, of every recurrent layer:
-  // kept once per session and per snapshot (Session::keep_recurrent_state)
-  // and once per checkpoint, whatever the length; 0 for the others.
+  // The state a session holds besides its rows, float32, kept per snapshot
+  // (Session::keep_recurrent_state) and once per checkpoint, whatever the
+  // length: a hybrid's (qwen35) recurrent state of every recurrent layer;
+  // deepseek4's compressor rows of the groups open at a position (its
+  // tail, model/compressor_cache.h); 0 for the others.
   uint64_t recurrent_state_bytes = 0;
   // A session's memory beside its rows: a hybrid's recurrent state and the
-  // copies of it the session may keep (5 x recurrent_state_bytes); 0 for the
-  // others. Speculative decoding adds draft_max + 1 copies
-  // (Session::keep_recent_states).
+  // copies of it the session may keep (5 x recurrent_state_bytes);
+  // deepseek4's compressor ring and 6 tails (4 kept copies, 2 for
+  // checkpoints); 0 for the others. Speculative decoding on a hybrid adds
+  // draft_max + 1 copies (Session::keep_recent_states).
   uint64_t session_state_bytes = 0;
+  // Where a checkpoint's prefix can resume without evaluating anything
+  // again: multiples of this, besides the checkpoint's end. 1 for most
+  // models; deepseek4: its largest compression ratio (a shorter prefix
+  // resumes from the multiple below and evaluates the rest); 0 for
+  // hybrids, whose checkpoints resume whole only.
+  int kv_resume_interval = 1;
   bool has_mtp = false;      // a multi-token-prediction block (nextn; revis/draft.h's mtp_drafter)
   // Bytes per position the cache keeps beside the K/V heads' rows:
-  // deepseek4's float32 compressor planes (model/kv_cache.h), 0 for the
-  // others. They are runs of Session::kv_runs() after the heads'.
+  // deepseek4's compressed keys and resume copies (model/compressor_cache.h),
+  // 0 for the others. They are runs of Session::kv_runs() after the heads'.
   uint64_t kv_state_bytes_per_token = 0;
   uint64_t kv_bytes_per_token = 0;  // a session's whole cache per position (its K/V rows and those planes)
   int n_threads = 0;
@@ -246,17 +260,23 @@ class Session {
   // n_past() and at the positions where keep_recurrent_state() copied it.
   // Such a session truncated to another position 0 < n < n_past() (one
   // keep_recurrent_state() or keep_recent_states() kept no state for)
-  // fails its next eval.
+  // fails its next eval. deepseek4 can: its compressors keep their state
+  // for the last CompressorCache::kRewind positions, at kept copies and at
+  // resume points (ModelInfo::kv_resume_interval); truncated elsewhere, the
+  // next eval first evaluates the tokens from the resume point below again.
   bool can_rewind() const;
   // The highest position at or below min(n, n_past()) from which the next
-  // eval may continue: that position itself but for hybrids, for which it
-  // is n_past(), a kept or recent state's position, or 0.
+  // eval may continue with nothing evaluated again: that position itself
+  // but for hybrids, for which it is n_past(), a kept or recent state's
+  // position, or 0, and deepseek4, for which it is the resume point below
+  // unless its compressors' state is at hand there.
   int resumable_at(int n) const;
   // Hybrids: copies the recurrent state as it stands now, after n_past()
   // tokens, so that truncate() back to this position restores it and a
-  // checkpoint of these tokens can hold it. A session keeps the last 4
-  // (ModelInfo::recurrent_state_bytes each); truncating below one drops it.
-  // Does nothing for other models, whose rows are kept by position.
+  // checkpoint of these tokens can hold it (deepseek4: its compressors'
+  // tail). A session keeps the last 4 (ModelInfo::recurrent_state_bytes
+  // each); truncating below one drops it. Does nothing for other models,
+  // whose rows are kept by position.
   void keep_recurrent_state();
   // Hybrids: keeps a copy of the recurrent state after each of the last
   // `positions` tokens evaluated, written as each is evaluated
@@ -268,7 +288,8 @@ class Session {
   void keep_recent_states(int positions);
   // Hybrids: the recurrent state after the first n tokens (the current one
   // when n is n_past(), else a kept one), empty when there is none: what a
-  // checkpoint of those tokens stores beside their rows.
+  // checkpoint of those tokens stores beside their rows. deepseek4: its
+  // compressors' tail at n, kept or taken from the current state.
   std::span<const float> recurrent_state_at(int n) const;
 
   // Checkpoints (src/kvstore) move rows between a file and the KV cache
@@ -293,9 +314,13 @@ class Session {
   // truncate below those positions or destroy the session meanwhile.
   size_t kv_bytes_per_token() const;
   std::vector<KvRun> kv_runs();
-  Status adopt_kv(std::span<const int32_t> tokens);
-  // A hybrid's current recurrent state, to read a checkpoint's into; empty
-  // for other models.
+  // read_tokens: how many tokens the checkpoint read into the runs held
+  // (its state is the one after them); 0: tokens.size().
+  Status adopt_kv(std::span<const int32_t> tokens, size_t read_tokens = 0);
+  // A hybrid's current recurrent state, to read a checkpoint's into;
+  // deepseek4: a buffer for a checkpoint's tail, which the next adopt_kv
+  // takes as the state after its tokens (without it, adopt_kv continues
+  // from the resume point below them); empty for other models.
   std::span<float> recurrent_state();
 
  private:
@@ -309,6 +334,12 @@ class Session {
   // Where the next eval of n tokens writes the state after each (null: no
   // copy), or null when this session keeps none.
   float* const* recent_destinations(int n);
+  // Whether the session holds a state besides its rows (ModelInfo::recurrent_state_bytes).
+  bool keeps_state() const;
+  // deepseek4: evaluates again the tokens between where its compressors'
+  // state stands and n_past() (after a truncate or adopt_kv that left it
+  // at a resume point below), so that the next eval continues from n_past().
+  Status catch_up();
   Engine& engine_;
   std::unique_ptr<State> state_;
   std::vector<int32_t> history_;

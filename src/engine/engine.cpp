@@ -144,11 +144,21 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.head_dim_v = c.head_dim_v;
   info.has_mtp = impl->model->has_nextn();
   info.n_kv_layer = c.n_kv_layer();
-  if (c.is_hybrid())
+  if (c.is_hybrid()) {
     info.recurrent_state_bytes = static_cast<uint64_t>(c.n_recurrent_layer()) *
                                  (c.delta_net.conv_state_floats() + c.delta_net.delta_state_floats()) * sizeof(float);
-  info.session_state_bytes = (1 + RecurrentSnapshots::kMax) * info.recurrent_state_bytes;
-  info.kv_state_bytes_per_token = KvCache::plane_bytes_per_position(c);
+    info.session_state_bytes = (1 + RecurrentSnapshots::kMax) * info.recurrent_state_bytes;
+    info.kv_resume_interval = 0;
+  }
+  if (CompressorCache::needed(c)) {
+    info.kv_state_bytes_per_token = CompressorCache::bytes_per_position(c);
+    info.recurrent_state_bytes = CompressorCache::tail_bytes(c);
+    // The ring, the kept copies of its tail, and the two a checkpoint's
+    // read and write go through.
+    info.session_state_bytes =
+        CompressorCache::ring_bytes(c) + (RecurrentSnapshots::kMax + 2) * info.recurrent_state_bytes;
+    info.kv_resume_interval = CompressorCache::resume_interval_of(c);
+  }
   info.kv_bytes_per_token = static_cast<uint64_t>(c.n_kv_layer()) * info.n_head_kv * (info.head_dim_k + info.head_dim_v) *
                                 sizeof(uint16_t) +
                             info.kv_state_bytes_per_token;
@@ -210,7 +220,7 @@ std::unique_ptr<Session> Engine::new_session() { return std::unique_ptr<Session>
 
 Session::Session(Engine& engine)
     : engine_(engine),
-      state_(new State{KvCache(engine.impl_->model->config(), engine.impl_->info.n_ctx), {}, 0, {}, {}, {}, {}, 0, 1, {}}) {}
+      state_(new State{KvCache(engine.impl_->model->config(), engine.impl_->info.n_ctx), {}, 0, {}, {}, {}, {}, 0, 1, {}, {}, false}) {}
 Session::~Session() = default;
 
 int Session::n_ctx() const { return state_->kv.n_ctx(); }
@@ -226,6 +236,7 @@ Status Engine::eval_batch(std::span<const BatchItem> items) {
   for (const BatchItem& item : items) {
     if (!item.session || &item.session->engine_ != this)
       return Status::error("eval_batch: an item's session is missing or belongs to another engine");
+    if (Status s = item.session->catch_up(); !s.ok()) return s;
     Session::State& st = *item.session->state_;
     batch.push_back({item.tokens, item.session->n_past(), &st.kv, item.all_logits, &st.logits,
                      st.hidden.empty() ? nullptr : st.hidden.data(),
@@ -289,6 +300,7 @@ std::span<const float> Session::hidden_state(int pos) const {
 Result<std::vector<float>> Session::mean_hidden_state(std::span<const int32_t> tokens) {
   Engine::Impl& e = *engine_.impl_;
   std::vector<float> mean(static_cast<size_t>(e.info.n_embd), 0.0f);
+  if (Status s = catch_up(); !s.ok()) return s;
   Status s = e.model->forward_hidden(tokens, n_past(), state_->kv, *e.pool, mean);
   if (!s.ok()) return s;
   state_->rows = 0;
@@ -308,14 +320,25 @@ std::span<const float> Session::logits(int row) const {
 int Session::n_logit_rows() const { return state_->rows; }
 
 void Session::truncate(int n) {
+  state_->tail_staged = false;
   if (n < 0 || n >= n_past()) return;
   history_.resize(n);
   state_->rows = 0;
-  if (can_rewind()) return;
-  // A state kept at n is the one the next eval continues from: a recent
-  // one (a rejected draft's position) or a snapshot. The recent states
-  // above n are gone with their tokens.
+  if (!keeps_state()) return;
+  // A state kept at n is the one the next eval continues from.
   state_->snapshots.drop_after(n);
+  if (CompressorCache* cc = state_->kv.compressor()) {
+    // Else from the resume point at or below n; the next eval evaluates
+    // the tokens from there to n again (catch_up).
+    const std::span<const float> kept = state_->snapshots.at(n);
+    if (!kept.empty())
+      cc->restore_tail(n, kept);
+    else if (!cc->can_continue(n))
+      cc->restore_resume_point(n / cc->resume_interval() * cc->resume_interval());
+    return;
+  }
+  // A hybrid's: a recent one (a rejected draft's position) or a snapshot.
+  // The recent states above n are gone with their tokens.
   std::span<const float> kept = recent_state(n);
   if (kept.empty()) {
     state_->recent_first = n + 1;
@@ -328,30 +351,67 @@ void Session::truncate(int n) {
 
 bool Session::can_rewind() const { return !engine_.impl_->model->config().is_hybrid(); }
 
+bool Session::keeps_state() const { return engine_.impl_->info.recurrent_state_bytes > 0; }
+
 int Session::resumable_at(int n) const {
   n = std::clamp(n, 0, n_past());
+  if (const CompressorCache* cc = state_->kv.compressor()) {
+    if (cc->can_continue(n)) return n;
+    const int interval = cc->resume_interval();
+    return std::max(n / interval * interval, state_->snapshots.latest_at_or_below(n));
+  }
   if (can_rewind() || (n == n_past() && state_->kv.recurrent_pos() == n) || !recent_state(n).empty()) return n;
   return state_->snapshots.latest_at_or_below(n);
 }
 
 void Session::keep_recurrent_state() {
+  if (!keeps_state() || n_past() == 0) return;
+  if (!state_->snapshots.at(n_past()).empty()) return;  // kept already (a prompt resumed whole)
   // After a truncate to a position with no kept state, the current state
   // belongs to no position of the history.
-  if (can_rewind() || n_past() == 0 || state_->kv.recurrent_pos() != n_past()) return;
-  if (!state_->snapshots.at(n_past()).empty()) return;  // kept already (a prompt resumed whole)
+  if (const CompressorCache* cc = state_->kv.compressor()) {
+    if (!cc->can_continue(n_past())) return;
+    state_->tail.resize(cc->tail_floats());
+    cc->save_tail(n_past(), state_->tail);
+    state_->snapshots.keep(n_past(), state_->tail);
+    return;
+  }
+  if (state_->kv.recurrent_pos() != n_past()) return;
   state_->snapshots.keep(n_past(), state_->kv.recurrent_state());
 }
 
 std::span<const float> Session::recurrent_state_at(int n) const {
-  if (can_rewind() || n <= 0 || n > n_past()) return {};
+  if (!keeps_state() || n <= 0 || n > n_past()) return {};
+  if (const CompressorCache* cc = state_->kv.compressor()) {
+    const std::span<const float> kept = state_->snapshots.at(n);
+    if (!kept.empty() || !cc->can_continue(n)) return kept;
+    state_->tail.resize(cc->tail_floats());
+    cc->save_tail(n, state_->tail);
+    return state_->tail;
+  }
   if (n == n_past() && state_->kv.recurrent_pos() == n) return state_->kv.recurrent_state();
   if (const auto recent = recent_state(n); !recent.empty()) return recent;
   return state_->snapshots.at(n);
 }
 
 std::span<float> Session::recurrent_state() {
+  if (const CompressorCache* cc = state_->kv.compressor()) {
+    state_->tail.resize(cc->tail_floats());
+    state_->tail_staged = true;
+    return state_->tail;
+  }
   if (can_rewind()) return {};
   return state_->kv.recurrent_state();
+}
+
+Status Session::catch_up() {
+  CompressorCache* cc = state_->kv.compressor();
+  if (!cc || cc->can_continue(n_past())) return {};
+  const int from = cc->stands_at();
+  const std::span<const int32_t> again = std::span(history_).subspan(from);
+  const Model::SequenceInput replay{again, from, &state_->kv, false, &state_->logits,
+                                    state_->hidden.empty() ? nullptr : state_->hidden.data()};
+  return engine_.impl_->model->forward({&replay, 1}, *engine_.impl_->pool);
 }
 
 size_t Session::kv_bytes_per_token() const { return engine_.impl_->info.kv_bytes_per_token; }
@@ -370,15 +430,11 @@ std::vector<KvRun> Session::kv_runs() {
         runs.push_back({reinterpret_cast<uint8_t*>(run), width, n_ctx});
       }
   }
-  KvCache& kv = state_->kv;
-  for (int layer = 0; layer < info.n_layer; ++layer)
-    for (int plane = 0; plane < kv.n_planes(layer); ++plane)
-      runs.push_back({reinterpret_cast<uint8_t*>(kv.plane_row(layer, plane, 0)),
-                      kv.plane_width(layer, plane) * sizeof(float), n_ctx});
+  if (CompressorCache* cc = state_->kv.compressor()) cc->append_runs(runs);
   return runs;
 }
 
-Status Session::adopt_kv(std::span<const int32_t> tokens) {
+Status Session::adopt_kv(std::span<const int32_t> tokens, size_t read_tokens) {
   const int n = static_cast<int>(tokens.size());
   if (n > n_ctx()) return Status::error("adopt_kv: " + std::to_string(n) + " tokens do not fit the context of " +
                                         std::to_string(n_ctx()));
@@ -392,6 +448,14 @@ Status Session::adopt_kv(std::span<const int32_t> tokens) {
   state_->kv.forget_device_rows(n);
   // The caller read the state after these tokens into recurrent_state().
   state_->kv.set_recurrent_pos(n);
+  if (CompressorCache* cc = state_->kv.compressor()) {
+    // Without a tail read for these tokens, from the resume point below (catch_up).
+    if (state_->tail_staged && n > 0 && (read_tokens == 0 || read_tokens == tokens.size()))
+      cc->restore_tail(n, state_->tail);
+    else
+      cc->restore_resume_point(n / cc->resume_interval() * cc->resume_interval());
+    state_->tail_staged = false;
+  }
   state_->snapshots.clear();
   state_->recent_first = n + 1;
   std::fill(state_->hidden_known.begin(), state_->hidden_known.end(), false);

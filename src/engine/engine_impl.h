@@ -33,13 +33,20 @@ struct Session::State {
   // an eval wrote (rows restored from a checkpoint have none).
   std::vector<float> hidden;
   std::vector<bool> hidden_known;
-  RecurrentSnapshots snapshots;  // hybrids: the recurrent state at earlier positions
+  // Hybrids: the recurrent state at earlier positions; deepseek4: its
+  // compressors' tail (model/compressor_cache.h) there.
+  RecurrentSnapshots snapshots;
   // Hybrids, keep_recent_states: the state after position q (recent_first
   // <= q <= n_past, fewer than recent_slots back) in slot q % recent_slots,
   // and each token's slot for the eval under way.
   std::vector<float> recent;
   int recent_slots = 0, recent_first = 1;
   std::vector<float*> recent_dest;
+  // deepseek4: a tail on its way to or from a checkpoint; staged: one was
+  // handed out to read a checkpoint's into (recurrent_state()), which the
+  // next adopt_kv takes.
+  std::vector<float> tail;
+  bool tail_staged = false;
 };
 
 }  // namespace revis

@@ -87,11 +87,15 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
     return Status::error("format version 1, this build reads version " + std::to_string(kFormatVersion) +
                          " (version 1 used a checksum of its own, version 2 uses XXH3): an older revis wrote it; "
                          "`revis kv gc` removes it");
-  if (h.version != kFormatVersion && h.version != kRecurrentFormatVersion)
+  if (h.version != kFormatVersion && h.version != kRecurrentFormatVersion && h.version != kCompressorFormatVersion)
     return Status::error("format version " + std::to_string(h.version) + ", this build reads versions " +
-                         std::to_string(kFormatVersion) + " and " + std::to_string(kRecurrentFormatVersion));
+                         std::to_string(kFormatVersion) + " to " + std::to_string(kCompressorFormatVersion));
   if (get64(&b[kHeaderChecksumAt]) != checksum64(b, kHeaderChecksumAt))
     return Status::error("header checksum mismatch (the header is damaged)");
+  if (h.version == kFormatVersion && get32(&b[104]) != 0)
+    return Status::error("format version 2 with per-position state planes (deepseek4's compressor rows as an "
+                         "earlier build kept them), this build keeps them compact in version " +
+                         std::to_string(kCompressorFormatVersion) + ": an older revis wrote it; `revis kv gc` removes it");
   if (get32(&b[12]) != kHeaderBytes)
     return Status::error("header size " + std::to_string(get32(&b[12])) + ", expected " + std::to_string(kHeaderBytes));
   h.model = get64(&b[16]);
@@ -104,7 +108,7 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   h.shape.head_dim_v = get32(&b[40]);
   h.shape.state_bytes = get32(&b[104]);
   // Reserved (zero) before version 3.
-  h.shape.recurrent_bytes = h.version == kRecurrentFormatVersion ? get32(&b[108]) : 0;
+  h.shape.recurrent_bytes = h.version >= kRecurrentFormatVersion ? get32(&b[108]) : 0;
   h.n_tokens = get32(&b[44]);
   h.n_vocab = get32(&b[48]);
   const uint32_t flags = get32(&b[52]);
@@ -117,7 +121,8 @@ Result<CheckpointHeader> decode_header(const uint8_t* b) {
   if (h.n_tokens == 0 || h.n_tokens > kMaxTokens || s.n_layer == 0 || s.n_layer > kMaxLayers || s.n_head_kv == 0 ||
       s.n_head_kv > kMaxHeads || s.head_dim_k == 0 || s.head_dim_k > kMaxHeadDim ||
       s.head_dim_v > kMaxHeadDim || s.state_bytes > kMaxStateBytes ||
-      (h.version == kRecurrentFormatVersion) != (s.recurrent_bytes > 0) || s.recurrent_bytes > kMaxRecurrentBytes ||
+      (h.version >= kRecurrentFormatVersion) != (s.recurrent_bytes > 0) ||
+      (h.version == kCompressorFormatVersion) != (s.state_bytes > 0) || s.recurrent_bytes > kMaxRecurrentBytes ||
       s.recurrent_bytes % sizeof(float) != 0 || (h.has_logits && (h.n_vocab == 0 || h.n_vocab > kMaxVocab)))
     return Status::error("implausible shape (tokens " + std::to_string(h.n_tokens) + ", layers " +
                          std::to_string(s.n_layer) + ", kv heads " + std::to_string(s.n_head_kv) + ", head dims " +
@@ -221,19 +226,20 @@ void checksum_pieces(std::span<const Piece> pieces, PieceCursor& at, uint64_t by
 }
 
 // The pieces of a payload whose rows are the first n positions of `runs`,
-// followed by the recurrent `state`; `overflow` receives the positions a run
-// has no room for.
+// followed by the state; `overflow` (zeros when writing) stands for the
+// positions a run has no room for and those past its last whole row.
 std::vector<Piece> payload_pieces(CheckpointContents& c, std::span<const KvRun> runs, std::span<const float> state,
                                   std::vector<uint8_t>& overflow) {
   const size_t n = c.tokens.size();
   std::vector<Piece> pieces{{reinterpret_cast<uint8_t*>(c.tokens.data()), n * sizeof(int32_t)},
                             {reinterpret_cast<uint8_t*>(c.logits.data()), c.logits.size() * sizeof(float)}};
+  auto fits = [n](const KvRun& r) { return std::min(n / r.positions_per_row * r.positions_per_row, r.positions); };
   size_t overflow_bytes = 0;
-  for (const KvRun& r : runs) overflow_bytes += (n - std::min(n, r.positions)) * r.bytes_per_position;
+  for (const KvRun& r : runs) overflow_bytes += (n - fits(r)) * r.bytes_per_position;
   overflow.resize(overflow_bytes);
   size_t used = 0;
   for (const KvRun& r : runs) {
-    const size_t fit = std::min(n, r.positions);
+    const size_t fit = fits(r);
     pieces.push_back({r.data, fit * r.bytes_per_position});
     pieces.push_back({overflow.data() + used, (n - fit) * r.bytes_per_position});
     used += (n - fit) * r.bytes_per_position;
@@ -304,7 +310,9 @@ std::string checkpoint_file_name(uint64_t model, std::span<const int32_t> tokens
 
 Status write_checkpoint(const std::string& path, CheckpointHeader& h, const CheckpointContents& c,
                         std::span<const KvRun> runs, std::span<const float> state) {
-  h.version = h.shape.recurrent_bytes > 0 ? kRecurrentFormatVersion : kFormatVersion;
+  h.version = h.shape.state_bytes > 0        ? kCompressorFormatVersion
+              : h.shape.recurrent_bytes > 0 ? kRecurrentFormatVersion
+                                            : kFormatVersion;
   h.n_tokens = static_cast<uint32_t>(c.tokens.size());
   h.has_logits = !c.logits.empty();
   if (h.has_logits) h.n_vocab = static_cast<uint32_t>(c.logits.size());
@@ -316,8 +324,8 @@ Status write_checkpoint(const std::string& path, CheckpointHeader& h, const Chec
                            std::to_string(c.tokens.size()) + " tokens to write");
   h.payload_bytes = payload_bytes_for(h);
   // The pieces are only read from here on.
-  std::vector<uint8_t> no_overflow;
-  const std::vector<Piece> pieces = payload_pieces(const_cast<CheckpointContents&>(c), runs, state, no_overflow);
+  std::vector<uint8_t> zeros;
+  const std::vector<Piece> pieces = payload_pieces(const_cast<CheckpointContents&>(c), runs, state, zeros);
 
   // A name no other writer (thread or process) uses; the leading dot keeps
   // it out of directory scans, and `revis kv gc` removes leftovers.

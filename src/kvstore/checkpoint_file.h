@@ -39,10 +39,15 @@ namespace revis::kvstore {
 // Version 2: XXH3 checksums. Version 3: version 2 plus a recurrent state
 // after the rows (a hybrid model's), its size in the header; written only
 // for such models, so that earlier builds keep reading the others' files
-// and refuse these by their version. Version 1 (a checksum of revis's own)
-// is refused with a message that says so; `revis kv gc` removes such files.
+// and refuse these by their version. Version 4: deepseek4's, whose runs
+// after the heads' are its compact compressor rows (model/compressor_cache.h)
+// and whose state after the rows is its compressors' tail. Version 1 (a
+// checksum of revis's own) and version 2 files of deepseek4 (per-position
+// compressor planes) are refused with a message that says so, not
+// converted: a checkpoint is a cache; `revis kv gc` removes such files.
 constexpr uint32_t kFormatVersion = 2;
 constexpr uint32_t kRecurrentFormatVersion = 3;
+constexpr uint32_t kCompressorFormatVersion = 4;
 constexpr const char* kCheckpointSuffix = ".rkv";
 constexpr size_t kCheckpointHeaderBytes = 128;
 
@@ -53,10 +58,10 @@ enum class KvType : uint32_t { kF16 = 1 };
 // head_dim_v is 0 where the values are part of the key rows (DeepSeek's
 // latent attention, src/model/kv_cache.h). state_bytes: bytes per position
 // of the runs after the K/V heads' (ModelInfo::kv_state_bytes_per_token:
-// deepseek4's float32 compressor planes), 0 for the others. n_layer counts
-// the layers with K/V rows (ModelInfo::n_kv_layer). recurrent_bytes: a
-// hybrid model's recurrent state, float32, stored once after the rows
-// (ModelInfo::recurrent_state_bytes), 0 for the others.
+// deepseek4's compressed keys and resume copies), 0 for the others. n_layer
+// counts the layers with K/V rows (ModelInfo::n_kv_layer). recurrent_bytes:
+// the state stored once after the rows, float32 (ModelInfo::recurrent_state_bytes:
+// a hybrid's recurrent state, deepseek4's compressor tail), 0 for the others.
 struct KvShape {
   uint32_t n_layer = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
   KvType type = KvType::kF16;

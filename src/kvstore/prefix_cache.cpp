@@ -25,7 +25,8 @@ KvShape shape_of(const ModelInfo& info) {
 PrefixCache::PrefixCache(Engine& engine, PrefixCacheOptions options)
     : options_(std::move(options)),
       pool_(engine, options_.ram_sessions),
-      recurrent_(engine.info().recurrent_state_bytes > 0) {}
+      resume_interval_(engine.info().kv_resume_interval),
+      keeps_state_(engine.info().recurrent_state_bytes > 0) {}
 
 // A checkpoint on its way to disk: what it holds, where the rows are read
 // from, and how the write went.
@@ -80,7 +81,8 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt)
   // The checkpoint sharing the most with the prompt, and how much of it may
   // be used. A hybrid's checkpoint holds its recurrent state at its end
   // only: it serves a prompt that starts with all of it, from there.
-  const bool whole_only = recurrent_;
+  // deepseek4's serves its end or a resume point (ModelInfo::kv_resume_interval).
+  const bool whole_only = resume_interval_ == 0;
   std::optional<KvStore::Match> disk;
   auto resumable_from_disk = [&] {
     if (!store_) return 0;
@@ -88,7 +90,8 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt)
     if (!disk) return 0;
     const CheckpointHeader& h = disk->entry->header;
     const int n = resumable_prefix(disk->common, n_prompt, static_cast<int>(h.n_tokens), h.has_logits);
-    return whole_only && n != static_cast<int>(h.n_tokens) ? 0 : n;
+    if (n == static_cast<int>(h.n_tokens)) return n;
+    return whole_only ? 0 : n / resume_interval_ * resume_interval_;
   };
   const int from_ram = pool_.peek(prompt);
   int from_disk = resumable_from_disk();
@@ -114,7 +117,8 @@ Result<PrefixCache::Lease> PrefixCache::acquire(std::span<const int32_t> prompt)
       auto contents =
           store_->load(*disk->entry, lease.session->kv_runs(), lease.session->recurrent_state(), &last_restore_);
       // On failure the entry is dropped and disk->entry dangles.
-      Status s = contents.ok() ? lease.session->adopt_kv(prompt.first(from_disk)) : contents.status();
+      Status s = contents.ok() ? lease.session->adopt_kv(prompt.first(from_disk), contents->tokens.size())
+                               : contents.status();
       if (s.ok()) {
         lease.cached.cached_tokens = from_disk;
         lease.source = "disk";
@@ -153,9 +157,10 @@ void PrefixCache::flush() {
 std::unique_ptr<PrefixCache::SaveJob> PrefixCache::save_job(Session& session, const CachedPrompt& cached) {
   const int n = static_cast<int>(cached.tokens.size());
   if (!store_ || cached.on_disk || n < options_.evict_save_min_tokens || n == 0) return nullptr;
-  // A hybrid's prompt is saved only with its state after it (kept at the end of its prefill).
+  // A hybrid's (deepseek4's) prompt is saved only with its state after it
+  // (kept at the end of its prefill).
   const std::span<const float> state = session.recurrent_state_at(n);
-  if (!session.can_rewind() && state.empty()) return nullptr;
+  if (keeps_state_ && state.empty()) return nullptr;
   auto job = std::make_unique<SaveJob>();
   job->state.assign(state.begin(), state.end());
   job->session = &session;

@@ -17,7 +17,9 @@
 // (engine/session_pool.h), so no separate files of prefixes are needed.
 // A model with recurrent layers is the exception: its checkpoint holds the
 // state after the whole prompt only, and serves prompts that start with
-// all of it.
+// all of it. deepseek4's serves its whole prompt or the longest shared
+// prefix cut to a resume point (ModelInfo::kv_resume_interval); the rest
+// of the prompt is evaluated.
 // A damaged or foreign file never fails a request: it is reported through
 // `warn` and the prompt is evaluated cold.
 //
@@ -96,7 +98,8 @@ class PrefixCache {
 
   PrefixCacheOptions options_;
   SessionPool pool_;
-  bool recurrent_;  // the model has recurrent layers: a checkpoint resumes only whole
+  int resume_interval_;  // ModelInfo::kv_resume_interval: 0, a checkpoint resumes only whole
+  bool keeps_state_;     // a checkpoint holds a state after its rows (ModelInfo::recurrent_state_bytes)
   std::unique_ptr<KvStore> store_;
   double last_save_ms_ = 0;
   ReadTimings last_restore_;

@@ -17,9 +17,6 @@
 namespace revis {
 namespace {
 
-// The planes of a compressing layer in the cache (kv_cache.h).
-constexpr int kStateKv = 0, kStateScore = 1, kCompressedKey = 2, kIndexerPlanes = 3;
-
 float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
@@ -199,8 +196,9 @@ void Model::deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, i
   }
 
   if (ratio != 0) {
-    compress(l.compressor, layer, 0, n, pool);
-    if (ratio == 4) compress(l.indexer_compressor, layer, kIndexerPlanes, n, pool);
+    compress(l.compressor, layer, CompressorCache::kAttention, n, pool);
+    if (ratio == 4) compress(l.indexer_compressor, layer, CompressorCache::kIndexer, n, pool);
+    for (int t = 0; t < n; ++t) places_[t].kv->compressor()->wrote(places_[t].pos);
   }
   select_compressed(l, ratio, layer, n, pool);
   sparse_attention(l, ratio, layer, n, pool);
@@ -214,13 +212,14 @@ void Model::deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, i
 }
 
 // Each position's key parts kv = Wkv x and scores Wgate x + ape[pos % ratio]
-// go to the state planes; a position that closes a group of `ratio` also
-// makes the group's compressed key: per value i, the softmax over the
-// group's scores weighs its key parts, then norm and RoPE at the group's
-// first position. Ratio 4 reads the group before too (the first half of
-// its rows; the group's own rows give the second half), none before the
-// first group.
-void Model::compress(const Compressor& comp, int layer, int first_plane, int n, ThreadPool& pool) {
+// go to the compressor's state rows; a position that closes a group of
+// `ratio` also makes the group's compressed key: per value i, the softmax
+// over the group's scores weighs its key parts, then norm and RoPE at the
+// group's first position. Ratio 4 reads the group before too (the first
+// half of its rows; the group's own rows give the second half), none
+// before the first group. Positions go in order, each group made as soon
+// as its last row is in: the cache keeps only the rows of open groups.
+void Model::compress(const Compressor& comp, int layer, CompressorCache::Which which, int n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd, r = comp.ratio, width = static_cast<int>(comp.wkv.rows);
   const int dim = static_cast<int>(comp.norm.size()), nope = dim - c.rope_dims;
@@ -229,42 +228,38 @@ void Model::compress(const Compressor& comp, int layer, int first_plane, int n, 
   comp_score_.resize(static_cast<size_t>(n) * width);
   matmul_.run(pool, comp.wkv, xb_.data(), n, d, comp_kv_.data(), width);
   matmul_.run(pool, comp.wgate, xb_.data(), n, d, comp_score_.data(), width);
+  std::vector<float> parts(2 * r), scores(2 * r), key(dim);
   for (int t = 0; t < n; ++t) {
     const int pos = places_[t].pos;
-    KvCache& kv = *places_[t].kv;
+    CompressorCache& cache = *places_[t].kv->compressor();
     float* score = &comp_score_[static_cast<size_t>(t) * width];
     add(score, &comp.ape[static_cast<size_t>(pos % r) * width], width);
-    std::copy_n(&comp_kv_[static_cast<size_t>(t) * width], width, kv.plane_row(layer, first_plane + kStateKv, pos));
-    std::copy_n(score, width, kv.plane_row(layer, first_plane + kStateScore, pos));
-  }
-  std::vector<float> parts(2 * r), scores(2 * r);
-  for (int t = 0; t < n; ++t) {
-    const int pos = places_[t].pos;
-    KvCache& kv = *places_[t].kv;  // the group's rows: this row's sequence, written above or before
+    std::copy_n(&comp_kv_[static_cast<size_t>(t) * width], width, cache.state_parts(layer, which, pos));
+    std::copy_n(score, width, cache.state_scores(layer, which, pos));
     if ((pos + 1) % r != 0) continue;
-    const int start = pos + 1 - r;
-    float* key = kv.plane_row(layer, first_plane + kCompressedKey, pos);
+    const int start = pos + 1 - r;  // the group's rows: this row's sequence, written above or before
     for (int i = 0; i < dim; ++i) {
       int m = 0;
       if (overlap)
         for (int j = start - r; j < start; ++j, ++m) {
-          parts[m] = j < 0 ? 0.0f : kv.plane_row(layer, first_plane + kStateKv, j)[i];
-          scores[m] = j < 0 ? -INFINITY : kv.plane_row(layer, first_plane + kStateScore, j)[i];
+          parts[m] = j < 0 ? 0.0f : cache.state_parts(layer, which, j)[i];
+          scores[m] = j < 0 ? -INFINITY : cache.state_scores(layer, which, j)[i];
         }
       const int own = overlap ? dim + i : i;
       for (int j = start; j <= pos; ++j, ++m) {
-        parts[m] = kv.plane_row(layer, first_plane + kStateKv, j)[own];
-        scores[m] = kv.plane_row(layer, first_plane + kStateScore, j)[own];
+        parts[m] = cache.state_parts(layer, which, j)[own];
+        scores[m] = cache.state_scores(layer, which, j)[own];
       }
       softmax(scores.data(), m);
       double sum = 0;
       for (int j = 0; j < m; ++j) sum += static_cast<double>(parts[j] * scores[j]);
       key[i] = static_cast<float>(sum);
     }
-    rms_norm(key, key, comp.norm.data(), dim, c.rms_eps);
-    compressed_rope_.apply(key + nope, start);
-    if (first_plane == kIndexerPlanes || rotates_attention(c)) hadamard_rotate(key, dim);
-    round_to_f16(key, dim);
+    rms_norm(key.data(), key.data(), comp.norm.data(), dim, c.rms_eps);
+    compressed_rope_.apply(key.data() + nope, start);
+    if (which == CompressorCache::kIndexer || rotates_attention(c)) hadamard_rotate(key.data(), dim);
+    quantize_row(TensorType::F16, key.data(), cache.key(layer, which, pos / r), dim);
+    cache.closed_group(layer, which, pos);
   }
 }
 
@@ -292,22 +287,22 @@ void Model::select_compressed(const Deepseek4Layer& l, int ratio, int layer, int
   matmul_.run(pool, l.indexer_proj, xb_.data(), n, c.n_embd, index_w_.data(), ih);
   const float w_scale = 1.0f / std::sqrt(static_cast<float>(idim * ih));
   pool.parallel_for(n, [&](int64_t begin, int64_t end) {
-    std::vector<float> score;
+    std::vector<float> score, key(idim);
     for (int t = static_cast<int>(begin); t < end; ++t) {
       std::vector<int>& picks = picked_[t];
       const int visible = static_cast<int>(picks.size());
       if (visible <= ds.indexer_top_k) continue;
       float* q = &index_q_[static_cast<size_t>(t) * ih * idim];
-      KvCache& kv = *places_[t].kv;
+      CompressorCache& cache = *places_[t].kv->compressor();
       for (int h = 0; h < ih; ++h) {
         compressed_rope_.apply(q + h * idim + nope, places_[t].pos);
         hadamard_rotate(q + h * idim, idim);
       }
       score.assign(visible, 0.0f);
       for (int e = 0; e < visible; ++e) {
-        const float* key = kv.plane_row(layer, kIndexerPlanes + kCompressedKey, (e + 1) * ratio - 1);
+        dequantize_row(TensorType::F16, cache.key(layer, CompressorCache::kIndexer, e), key.data(), idim);
         for (int h = 0; h < ih; ++h)
-          score[e] += std::max(0.0f, dot(q + h * idim, key, idim)) * (index_w_[t * ih + h] * w_scale);
+          score[e] += std::max(0.0f, dot(q + h * idim, key.data(), idim)) * (index_w_[t * ih + h] * w_scale);
       }
       // Ties are common (relu leaves many keys at 0): they fall as
       // llama.cpp's top-k lets them, std::partial_sort with this order
@@ -339,8 +334,8 @@ void Model::sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int 
       keys.resize(static_cast<size_t>(n_keys) * head);
       dequantize_row(TensorType::F16, kv.key(layer, 0, first), keys.data(), static_cast<int64_t>(n_raw) * head);
       for (size_t e = 0; e < picked_[t].size(); ++e)
-        std::copy_n(kv.plane_row(layer, kCompressedKey, (picked_[t][e] + 1) * ratio - 1), head,
-                    &keys[(n_raw + e) * head]);
+        dequantize_row(TensorType::F16, kv.compressor()->key(layer, CompressorCache::kAttention, picked_[t][e]),
+                       &keys[(n_raw + e) * head], head);
       weights.resize(n_keys + 1);
       for (int h = 0; h < heads; ++h) {
         float* q = &q_[(static_cast<size_t>(t) * heads + h) * head];

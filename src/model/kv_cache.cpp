@@ -25,8 +25,7 @@ KvCache::KvCache(const ModelConfig& config, int n_ctx)
       values_in_keys_(config.values_in_keys()),
       keys_(static_cast<size_t>(config.n_kv_layer()) * n_ctx * config.kv_dim_k()),
       values_(config.values_in_keys() ? 0 : static_cast<size_t>(config.n_kv_layer()) * n_ctx * config.kv_dim_v()),
-      planes_(deepseek4_planes(config, n_ctx, plane_first_)),
-      plane_data_(planes_.empty() ? 0 : 2 * (planes_.back().offset + static_cast<size_t>(planes_.back().width) * n_ctx)) {
+      compressor_(CompressorCache::needed(config) ? std::make_unique<CompressorCache>(config, n_ctx) : nullptr) {
   if (!config.is_hybrid()) return;
   conv_floats_ = config.delta_net.conv_state_floats();
   recurrent_stride_ = conv_floats_ + config.delta_net.delta_state_floats();
@@ -36,38 +35,6 @@ KvCache::KvCache(const ModelConfig& config, int n_ctx)
 void KvCache::reset_recurrent() {
   std::fill(recurrent_.begin(), recurrent_.end(), 0.0f);
   recurrent_pos_ = 0;
-}
-
-std::vector<KvCache::Plane> KvCache::deepseek4_planes(const ModelConfig& c, int n_ctx, std::vector<int>& first) {
-  std::vector<Plane> planes;
-  if (!c.is_deepseek4()) return planes;
-  size_t offset = 0;
-  auto add = [&](int width) {
-    planes.push_back({offset, width});
-    offset += static_cast<size_t>(width) * n_ctx;
-  };
-  for (int layer = 0; layer < c.n_layer; ++layer) {
-    first.push_back(static_cast<int>(planes.size()));
-    const int ratio = c.ds4.compress_ratios[layer];
-    if (ratio == 0) continue;
-    const int overlap = ratio == 4 ? 2 : 1;  // ratio 4's state rows serve two groups
-    add(overlap * c.head_dim_k);
-    add(overlap * c.head_dim_k);
-    add(c.head_dim_k);
-    if (ratio != 4) continue;
-    add(2 * c.ds4.indexer_dim);
-    add(2 * c.ds4.indexer_dim);
-    add(c.ds4.indexer_dim);
-  }
-  first.push_back(static_cast<int>(planes.size()));
-  return planes;
-}
-
-size_t KvCache::plane_bytes_per_position(const ModelConfig& config) {
-  std::vector<int> first;
-  size_t floats = 0;
-  for (const Plane& p : deepseek4_planes(config, 1, first)) floats += p.width;
-  return floats * sizeof(float);
 }
 
 KvCache::Buffer::Buffer(size_t n) : size_(n) {

@@ -12,13 +12,9 @@
 // value() points into the key row and value_stride() is the key row's width.
 //
 // deepseek4 (config.h's Deepseek4) caches its one key-value head per token
-// as MLA does its row, and for each compressing layer float32 planes of one
-// row per position: the compressor's state (plane 0 its key parts, 1 their
-// scores), and the compressed key a group makes (plane 2, in the row of the
-// group's last position, rounded to float16 as llama.cpp's cache keeps
-// it); for ratio 4 the indexer's state and keys as planes 3 to 5. Every
-// plane is indexed by position, so the rows of positions [0, n) are all
-// that n tokens leave, whatever their chunking.
+// as MLA does its row; its compressing layers keep the rest in a
+// CompressorCache (model/compressor_cache.h): compressed keys per group,
+// the state of the groups still open, and copies of it at resume points.
 //
 // qwen35 (config.h's GatedDeltaNet) keeps keys and values for its
 // full-attention layers only (their place among them: config.kv_layer),
@@ -43,6 +39,7 @@
 #include <span>
 #include <vector>
 
+#include "model/compressor_cache.h"
 #include "model/config.h"
 
 namespace revis {
@@ -56,7 +53,8 @@ class KvCache {
 
   int n_ctx() const { return n_ctx_; }
   size_t bytes() const {
-    return (keys_.size() + values_.size() + plane_data_.size()) * sizeof(uint16_t) + recurrent_.size() * sizeof(float);
+    return (keys_.size() + values_.size()) * sizeof(uint16_t) + recurrent_.size() * sizeof(float) +
+           (compressor_ ? compressor_->bytes() : 0);
   }
 
   uint16_t* key(int layer, int head, int pos) { return keys_.data() + offset(layer, head, pos) * head_dim_k_; }
@@ -66,15 +64,9 @@ class KvCache {
   // Halves from one position's value to the next's.
   int value_stride() const { return values_in_keys_ ? head_dim_k_ : head_dim_v_; }
 
-  // deepseek4's planes (above): row `pos` of plane `plane` of `layer`.
-  float* plane_row(int layer, int plane, int pos) {
-    const Plane& p = planes_[plane_first_[layer] + plane];
-    return reinterpret_cast<float*>(plane_data_.data()) + p.offset + static_cast<size_t>(pos) * p.width;
-  }
-  int plane_width(int layer, int plane) const { return planes_[plane_first_[layer] + plane].width; }
-  int n_planes(int layer) const { return plane_first_.empty() ? 0 : plane_first_[layer + 1] - plane_first_[layer]; }
-  // Bytes of one position's rows in every plane of a cache for `config`.
-  static size_t plane_bytes_per_position(const ModelConfig& config);
+  // deepseek4's compressing layers (above); null for other models.
+  CompressorCache* compressor() { return compressor_.get(); }
+  const CompressorCache* compressor() const { return compressor_.get(); }
 
   // The rows of the layers that run on a GPU also live in its memory
   // (model/device_layers.h); null until such a layer first runs here.
@@ -114,19 +106,11 @@ class KvCache {
     size_t size_ = 0;
   };
 
-  struct Plane {
-    size_t offset;  // floats from the start of plane_data_
-    int width;      // floats per row
-  };
-  static std::vector<Plane> deepseek4_planes(const ModelConfig& config, int n_ctx, std::vector<int>& first);
-
   int n_ctx_;
   int n_head_kv_, head_dim_k_, head_dim_v_;
   bool values_in_keys_;
   Buffer keys_, values_;
-  std::vector<int> plane_first_;  // per layer: its first plane in planes_; then their count
-  std::vector<Plane> planes_;
-  Buffer plane_data_;             // float32 rows, two halves each
+  std::unique_ptr<CompressorCache> compressor_;
   size_t conv_floats_ = 0, recurrent_stride_ = 0;
   std::vector<float> recurrent_;  // per recurrent layer: convolution state, then delta-net state
   int recurrent_pos_ = 0;

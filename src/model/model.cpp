@@ -199,11 +199,16 @@ Status Model::check_batch(std::span<const int32_t> tokens, int n_past, const KvC
     return Status::error("forward: the recurrent state stands at position " + std::to_string(kv.recurrent_pos()) +
                          ", not " + std::to_string(n_past) + " (" + architecture_name(config_.arch) +
                          "'s recurrent layers cannot go back; start again at 0)");
+  if (const CompressorCache* cc = kv.compressor(); cc && !cc->can_continue(n_past))
+    return Status::error("forward: deepseek4's compressor state stands at position " + std::to_string(cc->stands_at()) +
+                         ", not " + std::to_string(n_past) +
+                         " (evaluate the tokens in between again, or restore a resume point)");
   return {};
 }
 
 void Model::begin_recurrent(int n_past, KvCache& kv) const {
   if (config_.is_hybrid() && n_past == 0) kv.reset_recurrent();
+  if (kv.compressor() && n_past == 0) kv.compressor()->restore_resume_point(0);
 }
 
 void Model::end_recurrent(int n_past, int n, KvCache& kv) const {

@@ -158,7 +158,8 @@ class Model {
   void set_up_rope_and_scale();
   Status check_batch(std::span<const int32_t> tokens, int n_past, const KvCache& kv) const;
   // Hybrids: a sequence starting at 0 starts from a zero recurrent state,
-  // and its state stands at n_past + n after the pass.
+  // and its state stands at n_past + n after the pass. deepseek4: one
+  // starting at 0 starts its compressors afresh.
   void begin_recurrent(int n_past, KvCache& kv) const;
   void end_recurrent(int n_past, int n, KvCache& kv) const;
   // The chunk's n tokens through the model, segment by segment: each
@@ -214,7 +215,7 @@ class Model {
   void read_copies(const HyperMix& m, bool head, int n, ThreadPool& pool);
   void write_copies(int n);
   void deepseek4_attention(const Deepseek4Layer& l, int ratio, int layer, int n, ThreadPool& pool);
-  void compress(const Compressor& comp, int layer, int first_plane, int n, ThreadPool& pool);
+  void compress(const Compressor& comp, int layer, CompressorCache::Which which, int n, ThreadPool& pool);
   void select_compressed(const Deepseek4Layer& l, int ratio, int layer, int n, ThreadPool& pool);
   void sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int n, ThreadPool& pool);
   void deepseek4_moe(const Deepseek4Layer& l, int block, const int32_t* tokens, int n, ThreadPool& pool);

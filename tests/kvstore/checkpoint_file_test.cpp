@@ -2,6 +2,7 @@
 // damage or mismatch is rejected with a message naming the problem.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -241,14 +242,29 @@ TEST_F(DamagedCheckpoint, OlderVersion) {
 }
 
 TEST_F(DamagedCheckpoint, OtherVersion) {
-  bytes[8] = 4;  // a future format; its header checksum may be defined differently
+  bytes[8] = 5;  // a future format; its header checksum may be defined differently
   write_all(path, bytes);
-  expect_rejected(path, "format version 4, this build reads versions 2 and 3");
+  expect_rejected(path, "format version 5, this build reads versions 2 to 4");
 }
 
 // A hybrid model's checkpoint: its recurrent state follows the rows, once,
 // in a version 3 file whose header gives its size; the payload checksum
 // covers it, and a file cut short of it is truncated.
+// A header for kModel with `shape`, and contents of n tokens from `first`
+// with 32 logits of `logit`.
+CheckpointHeader header_with(const KvShape& shape) {
+  CheckpointHeader h;
+  h.model = kModel;
+  h.shape = shape;
+  return h;
+}
+CheckpointContents contents_of(int n, int32_t first, float logit) {
+  CheckpointContents c;
+  for (int i = 0; i < n; ++i) c.tokens.push_back(first + i);
+  c.logits.assign(32, logit);
+  return c;
+}
+
 class RecurrentCheckpoint : public ::testing::Test {
  protected:
   static KvShape shape() {
@@ -257,10 +273,6 @@ class RecurrentCheckpoint : public ::testing::Test {
     return s;
   }
   void SetUp() override {
-    header.model = kModel;
-    header.shape = shape();
-    for (int i = 0; i < 5; ++i) contents.tokens.push_back(100 + i);
-    contents.logits.assign(32, 0.5f);
     rows.fill(3);
     for (int i = 0; i < 24; ++i) state.push_back(0.125f * i - 1.0f);
     ASSERT_TRUE(write_checkpoint(path, header, contents, rows.runs, state).ok());
@@ -272,8 +284,8 @@ class RecurrentCheckpoint : public ::testing::Test {
   }
   TempDir tmp;
   std::string path = tmp.file("r.rkv");
-  CheckpointHeader header;
-  CheckpointContents contents;
+  CheckpointHeader header = header_with(shape());
+  CheckpointContents contents = contents_of(5, 100, 0.5f);
   RowBuffer rows{shape(), 5};
   std::vector<float> state;
   std::vector<uint8_t> bytes;
@@ -315,6 +327,104 @@ TEST_F(RecurrentCheckpoint, NeedsRoomForTheState) {
       << r.status().message();
   // And a model without one reads none: another shape.
   expect_rejected(path, "does not match the model's", kModel, kShape);
+}
+
+// deepseek4's checkpoint (version 4): runs of compact compressor rows after
+// the heads' (state_bytes per position, a run's rows each covering several
+// positions), then its compressors' tail once. Bytes of a row that a
+// position past the checkpoint's end completes are stored as zeros, so a
+// save never reads what a session goes on writing. Every region is
+// checked, and a file cut short anywhere is truncated.
+class CompressorCheckpoint : public ::testing::Test {
+ protected:
+  static constexpr size_t kStride = 4, kRowBytes = 12;  // 3 bytes per position
+  static KvShape shape() {
+    KvShape s = kShape;
+    s.state_bytes = kRowBytes / kStride;
+    s.recurrent_bytes = 8 * sizeof(float);
+    return s;
+  }
+  struct Rows {
+    RowBuffer heads{kShape, 10};
+    std::vector<uint8_t> keys = std::vector<uint8_t>(10 * kRowBytes / kStride);
+    std::vector<float> tail = std::vector<float>(8);
+    std::vector<KvRun> runs() {
+      std::vector<KvRun> r = heads.runs;
+      r.push_back({keys.data(), kRowBytes / kStride, 10, kStride});
+      return r;
+    }
+  };
+  void SetUp() override {
+    saved.heads.fill(9);
+    for (size_t i = 0; i < saved.keys.size(); ++i) saved.keys[i] = static_cast<uint8_t>(i + 1);
+    for (int i = 0; i < 8; ++i) saved.tail[i] = 0.5f * i;
+    ASSERT_TRUE(write_checkpoint(path, header, contents, saved.runs(), saved.tail).ok());
+    bytes = read_all(path);
+  }
+  Result<CheckpointContents> read(Rows& into) {
+    return read_checkpoint_into(path, kModel, shape(), into.runs(), into.tail);
+  }
+  TempDir tmp;
+  std::string path = tmp.file("d.rkv");
+  CheckpointHeader header = header_with(shape());
+  CheckpointContents contents = contents_of(7, 40, 0.25f);
+  Rows saved;
+  std::vector<uint8_t> bytes;
+};
+
+TEST_F(CompressorCheckpoint, IsVersion4WithWholeRowsAndTheTail) {
+  EXPECT_EQ(bytes[8], 4) << "format version 4";
+  const size_t keys_at = 128 + 7 * 4 + 32 * 4 + 7 * kShape.bytes_per_token();
+  ASSERT_EQ(bytes.size(), keys_at + 7 * kRowBytes / kStride + 8 * sizeof(float));
+  // 7 positions: the row of positions 0..3 whole, then zeros for 4..6 (its
+  // row is completed at position 7).
+  EXPECT_TRUE(std::equal(saved.keys.begin(), saved.keys.begin() + kRowBytes, bytes.begin() + keys_at));
+  EXPECT_TRUE(std::all_of(bytes.begin() + keys_at + kRowBytes, bytes.begin() + keys_at + 7 * kRowBytes / kStride,
+                          [](uint8_t b) { return b == 0; }));
+  Rows back;
+  auto r = read(back);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(back.heads.same_rows(saved.heads, 7));
+  EXPECT_TRUE(std::equal(saved.keys.begin(), saved.keys.begin() + kRowBytes, back.keys.begin()));
+  EXPECT_EQ(back.tail, saved.tail);
+}
+
+TEST_F(CompressorCheckpoint, DamageAndTruncationAreRefused) {
+  Rows back;
+  for (size_t at : {size_t{104}, size_t{108}, bytes.size() - 8 * sizeof(float) - 1, bytes.size() - 1}) {
+    SCOPED_TRACE("byte " + std::to_string(at));
+    std::vector<uint8_t> damaged = bytes;
+    damaged[at] ^= 0x20;
+    write_all(path, damaged);
+    auto r = read(back);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(at < 128 ? "header checksum mismatch" : "payload checksum mismatch"),
+              std::string::npos)
+        << r.status().message();
+  }
+  for (size_t keep : {bytes.size() - 1, bytes.size() - 8 * sizeof(float), bytes.size() / 2, size_t{128}}) {
+    SCOPED_TRACE("kept " + std::to_string(keep) + " bytes");
+    write_all(path, std::vector<uint8_t>(bytes.begin(), bytes.begin() + keep));
+    auto r = read(back);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("truncated"), std::string::npos) << r.status().message();
+  }
+}
+
+// A deepseek4 checkpoint of an earlier build (version 2, its compressor
+// planes per position) is refused by name, not converted: a checkpoint is
+// a cache, and `revis kv gc` removes it.
+TEST_F(CompressorCheckpoint, AnEarlierBuildsPerPositionPlanesAreRefused) {
+  bytes[8] = 2;
+  for (int i = 108; i < 112; ++i) bytes[i] = 0;  // version 2 had no state after the rows
+  const uint64_t sum = checksum64(bytes.data(), 120);
+  for (int i = 0; i < 8; ++i) bytes[120 + i] = static_cast<uint8_t>(sum >> (8 * i));
+  write_all(path, bytes);
+  auto summary = read_checkpoint_summary(path);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_NE(summary.status().message().find("format version 2 with per-position state planes"), std::string::npos)
+      << summary.status().message();
+  EXPECT_NE(summary.status().message().find("`revis kv gc` removes it"), std::string::npos);
 }
 
 // Files of models without recurrent layers stay version 2, which earlier

@@ -454,16 +454,17 @@ TEST(BackgroundSave, NeitherBlocksTheSessionNorTheNextRequest) {
 // from one only when it starts with all of it; from RAM, at the end of a
 // prompt or of one of its prefill chunks. Every resume gives the bits of a
 // cold prefill.
-class HybridResume : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    const testing::GoldenCase golden = testing::load_golden(GetParam());
+// A model's golden prompt, for the fixtures of models that keep a state
+// besides their rows.
+struct GoldenPrompt {
+  void load(const std::string& golden_case, size_t n_tokens) {
+    const testing::GoldenCase golden = testing::load_golden(golden_case);
     auto loaded = Engine::load({.model_path = golden.model_file, .n_ctx = 512, .n_threads = 2});
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
     engine = std::move(*loaded);
     ASSERT_GT(engine->info().recurrent_state_bytes, 0u);
     prompt = golden.prompt_tokens;
-    ASSERT_EQ(prompt.size(), 350u);
+    ASSERT_EQ(prompt.size(), n_tokens);
   }
   // The prompt's first n tokens, then `extra` others.
   Tokens prefix(int n, int extra = 0, int seed = 5) const {
@@ -474,28 +475,57 @@ class HybridResume : public ::testing::TestWithParam<std::string> {
   void expect_cold_bits(const Cached& resumed, const Tokens& p) {
     expect_equivalent(resumed.result, cold(*engine, p, true), engine->info().n_vocab);
   }
+  // The whole prompt saved, then resumed after a restart: a file of
+  // `version` with the rows per position and the state once, and the
+  // bits of a cold prefill.
+  void whole_prompt_from_disk(uint32_t version) {
+    TempDir tmp;
+    auto second = restarted_with(*engine, tmp, prompt);
+    ASSERT_TRUE(second);
+    ASSERT_EQ(second->store()->entries().size(), 1u);
+    const StoreEntry& entry = *second->store()->entries()[0];
+    const ModelInfo& info = engine->info();
+    const int n = static_cast<int>(prompt.size());
+    EXPECT_EQ(entry.header.version, version);
+    EXPECT_EQ(entry.header.shape.recurrent_bytes, info.recurrent_state_bytes);
+    EXPECT_EQ(entry.header.shape.state_bytes, info.kv_state_bytes_per_token);
+    EXPECT_EQ(entry.bytes, kCheckpointHeaderBytes + n * (4 + info.kv_bytes_per_token) + 4 * info.n_vocab +
+                               info.recurrent_state_bytes)
+        << "the rows per position, the state once";
+    const Cached resumed = through(*second, *engine, prompt, true);
+    EXPECT_EQ(resumed.source, "disk");
+    EXPECT_EQ(resumed.result.cached_tokens, n);
+    EXPECT_EQ(resumed.result.first_logits_position, n - 1);
+    expect_cold_bits(resumed, prompt);
+  }
+  // After the prompt ran in a pool of one session, each case's prompt
+  // resumes from RAM with `cached` tokens, giving a cold prefill's bits.
+  struct RamCase {
+    Tokens next;
+    int cached;
+  };
+  void from_ram(const std::vector<RamCase>& cases) {
+    for (const RamCase& c : cases) {
+      SCOPED_TRACE(std::to_string(c.next.size()) + " tokens");
+      auto cache = PrefixCache::open(*engine, {.ram_sessions = 1});
+      ASSERT_TRUE(cache.ok());
+      through(**cache, *engine, prompt, true);
+      const Cached resumed = through(**cache, *engine, c.next, true);
+      EXPECT_EQ(resumed.source, "ram");
+      EXPECT_EQ(resumed.result.cached_tokens, c.cached);
+      expect_cold_bits(resumed, c.next);
+    }
+  }
   std::unique_ptr<Engine> engine;
   Tokens prompt;
 };
 
-TEST_P(HybridResume, WholePromptFromDiskAfterARestart) {
-  TempDir tmp;
-  auto second = restarted_with(*engine, tmp, prompt);
-  ASSERT_TRUE(second);
-  ASSERT_EQ(second->store()->entries().size(), 1u);
-  const StoreEntry& entry = *second->store()->entries()[0];
-  const ModelInfo& info = engine->info();
-  EXPECT_EQ(entry.header.version, kRecurrentFormatVersion);
-  EXPECT_EQ(entry.header.shape.recurrent_bytes, info.recurrent_state_bytes);
-  EXPECT_EQ(entry.bytes, kCheckpointHeaderBytes + 350 * (4 + info.kv_bytes_per_token) + 4 * info.n_vocab +
-                             info.recurrent_state_bytes)
-      << "the attention rows per position, the state once";
-  const Cached resumed = through(*second, *engine, prompt, true);
-  EXPECT_EQ(resumed.source, "disk");
-  EXPECT_EQ(resumed.result.cached_tokens, 350);
-  EXPECT_EQ(resumed.result.first_logits_position, 349);
-  expect_cold_bits(resumed, prompt);
-}
+class HybridResume : public ::testing::TestWithParam<std::string>, protected GoldenPrompt {
+ protected:
+  void SetUp() override { load(GetParam(), 350); }
+};
+
+TEST_P(HybridResume, WholePromptFromDiskAfterARestart) { whole_prompt_from_disk(kRecurrentFormatVersion); }
 
 // A checkpoint inside the forward pass's first chunk (100 tokens) and one
 // past it (300): the rest of the prompt is evaluated from the stored state.
@@ -548,20 +578,7 @@ TEST_P(HybridResume, ADivergingPromptResumesOnlyFromAWholeCheckpoint) {
 // leaving it after the first chunk (the state kept at 256), and one going
 // on past it (where the state stands after the prompt).
 TEST_P(HybridResume, FromRamAtThePromptsEndAndItsChunks) {
-  struct Case {
-    Tokens next;
-    int cached;
-  };
-  for (const Case& c : {Case{prompt, 350}, Case{prefix(300, 20), 256}, Case{prefix(350, 12, 8), 350}}) {
-    SCOPED_TRACE(std::to_string(c.next.size()) + " tokens");
-    auto cache = PrefixCache::open(*engine, {.ram_sessions = 1});
-    ASSERT_TRUE(cache.ok());
-    through(**cache, *engine, prompt, true);
-    const Cached resumed = through(**cache, *engine, c.next, true);
-    EXPECT_EQ(resumed.source, "ram");
-    EXPECT_EQ(resumed.result.cached_tokens, c.cached);
-    expect_cold_bits(resumed, c.next);
-  }
+  from_ram({{prompt, 350}, {prefix(300, 20), 256}, {prefix(350, 12, 8), 350}});
 }
 
 // Damage in the stored state, or a file cut short of it: the checkpoint is
@@ -607,6 +624,64 @@ INSTANTIATE_TEST_SUITE_P(GoldenPrompts, HybridResume,
                            std::replace_if(name.begin(), name.end(), [](char c) { return !isalnum(c); }, '_');
                            return name;
                          });
+
+// deepseek4 (../shared/testdata/deepseek4's F16 file, its golden "long"
+// prompt of 352 tokens: two groups of its ratio-128 blocks close in it).
+// Its compressors keep their state compactly (model/compressor_cache.h):
+// a checkpoint (version 4) serves its whole prompt, or a shorter shared
+// prefix from the resume point at or below it (a multiple of 128), the
+// rest evaluated; from RAM the same, or from where the session stands.
+// Every resume gives the bits of a cold prefill.
+class Deepseek4Resume : public ::testing::Test, protected GoldenPrompt {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(load("deepseek4/deepseek4-F16.long", 352));
+    ASSERT_EQ(engine->info().kv_resume_interval, 128);
+  }
+};
+
+// Blocks 1 and 3 compress by 4 (keys and indexer keys of 64), 2 and 4 by
+// 128 (keys of 64): per token the raw rows (5 blocks x 64 halves), the
+// keys per group and ratio 4's resume copies (4 rows of 64 parts and 64
+// scores, for both compressors, every 128 positions); once, the tail of
+// the open groups.
+TEST_F(Deepseek4Resume, BytesPerTokenFollowTheCompactLayout) {
+  const ModelInfo& info = engine->info();
+  EXPECT_EQ(info.kv_state_bytes_per_token,
+            2u * (64 * 2 / 4 + 64 * 2 / 4 + 2 * (2 * 4 * 64 * 4 / 128)) + 2u * (64 * 2 / 128));
+  EXPECT_EQ(info.kv_bytes_per_token, 5u * 64 * 2 + info.kv_state_bytes_per_token);
+  EXPECT_EQ(info.recurrent_state_bytes, (2u * 2 * 8 * (128 + 128) + 2u * 2 * 128 * 64) * sizeof(float));
+}
+
+TEST_F(Deepseek4Resume, WholePromptFromDiskIsAVersion4File) { whole_prompt_from_disk(kCompressorFormatVersion); }
+
+// A prompt sharing 300 tokens with a checkpoint resumes at 256 (not a
+// resume point: the one below), one sharing 256 at 256, one sharing 200
+// at 128; a checkpoint of 300 tokens serves its whole prompt from its tail.
+TEST_F(Deepseek4Resume, APrefixFromDiskResumesFromTheResumePointBelow) {
+  struct Case {
+    Tokens saved, next;
+    int cached;
+  };
+  for (const Case& c : {Case{prompt, prefix(300, 20), 256}, Case{prompt, prefix(256, 20), 256},
+                        Case{prompt, prefix(200, 12), 128}, Case{prefix(300, 0), prompt, 300}}) {
+    SCOPED_TRACE(std::to_string(c.saved.size()) + " tokens saved, " + std::to_string(c.next.size()) + " asked");
+    TempDir tmp;
+    auto second = restarted_with(*engine, tmp, c.saved);
+    ASSERT_TRUE(second);
+    const Cached resumed = through(*second, *engine, c.next, true);
+    EXPECT_EQ(resumed.source, "disk");
+    EXPECT_EQ(resumed.result.cached_tokens, c.cached);
+    expect_cold_bits(resumed, c.next);
+  }
+}
+
+// From RAM: the same prompt again (its tail kept at its end), a prompt
+// leaving it at 300 (resumed at 256), and one going on past it (where the
+// session stands after the prompt and its decoded tokens).
+TEST_F(Deepseek4Resume, FromRamAtAResumePointOrWhereTheSessionStands) {
+  from_ram({{prompt, 352}, {prefix(300, 20), 256}, {prefix(352, 12, 8), 352}});
+}
 
 }  // namespace
 }  // namespace revis::kvstore
