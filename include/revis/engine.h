@@ -105,14 +105,18 @@ struct ModelInfo {
   float rope_freq_scale = 1; // linear RoPE scaling from the metadata; 1 = none
   int n_layer = 0;
   int n_embd = 0;
-  int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
-  int n_kv_layer = 0;        // layers with K/V rows: n_layer but a hybrid's recurrent layers
-  // A hybrid's (qwen35) recurrent state, float32, of every recurrent layer:
-  // kept once per session and per snapshot (Session::keep_recurrent_state)
-  // and once per checkpoint, whatever the length; 0 for the others.
+  int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer kept by position
+  // Layers with K/V rows by position: n_layer but a hybrid's recurrent
+  // layers and the sliding-window layers (gemma3, gemma4, gpt-oss), which
+  // keep a ring of rows, a fixed size whatever the context.
+  int n_kv_layer = 0;
+  // The state a session keeps beside its rows by position, a fixed size
+  // whatever the length, and once per checkpoint: a hybrid's (qwen35)
+  // recurrent state, float32, of every recurrent layer, or the
+  // sliding-window layers' rings (model/kv_cache.h); 0 for the others.
   uint64_t recurrent_state_bytes = 0;
-  // A session's memory beside its rows: a hybrid's recurrent state and the
-  // copies of it the session may keep (5 x recurrent_state_bytes); 0 for the others.
+  // A session's memory beside its rows: that state, and for a hybrid the
+  // copies of it the session may keep (5 x recurrent_state_bytes).
   uint64_t session_state_bytes = 0;
   bool has_mtp = false;      // a multi-token-prediction block (deepseek2 nextn; revis/draft.h's mtp_drafter)
   // Bytes per position the cache keeps beside the K/V heads' rows:
@@ -241,13 +245,20 @@ class Session {
   void truncate(int n);
   // Whether the cache can continue from any position before n_past():
   // false for models with recurrent layers (qwen35), whose state stands at
-  // n_past() and at the positions where keep_recurrent_state() copied it.
-  // Such a session truncated to another position 0 < n < n_past() fails
-  // its next eval.
+  // n_past() and at the positions where keep_recurrent_state() copied it,
+  // and for sliding-window layers, whose rings hold the last positions
+  // only. Such a session truncated to a position resumable_at() does not
+  // give fails its next eval.
   bool can_rewind() const;
+  // How many of the last positions evaluated can always be taken back
+  // (truncate, then eval): every one where can_rewind(), none for a
+  // hybrid, and for sliding-window layers what their rings hold beyond the
+  // window (more than a forward pass's chunk, 256).
+  int rewind_reach() const;
   // The highest position at or below min(n, n_past()) from which the next
   // eval may continue: that position itself but for hybrids, for which it
-  // is n_past(), a kept state's position, or 0.
+  // is n_past(), a kept state's position, or 0, and for sliding-window
+  // layers, for which it is 0 once their rings lost the window before n.
   int resumable_at(int n) const;
   // Hybrids: copies the recurrent state as it stands now, after n_past()
   // tokens, so that truncate() back to this position restores it and a
@@ -256,7 +267,8 @@ class Session {
   // Does nothing for other models, whose rows are kept by position.
   void keep_recurrent_state();
   // Hybrids: the recurrent state after the first n tokens (the current one
-  // when n is n_past(), else a kept one), empty when there is none: what a
+  // when n is n_past(), else a kept one); sliding-window layers: the rings,
+  // while they hold the window before n. Empty when there is none: what a
   // checkpoint of those tokens stores beside their rows.
   std::span<const float> recurrent_state_at(int n) const;
 
@@ -272,7 +284,9 @@ class Session {
   //
   // A hybrid's runs are its attention layers' keys and values; its
   // recurrent state is not kept by position, and a checkpoint of n tokens
-  // stores it once, as it stood after them (recurrent_state_at(n)).
+  // stores it once, as it stood after them (recurrent_state_at(n)). So do
+  // a sliding-window model's: its runs are its global layers', its rings
+  // the state.
   //
   // Restoring: truncate(0), read rows into the runs (and a hybrid's state
   // into recurrent_state()), then adopt_kv(tokens) makes them the history
@@ -283,8 +297,8 @@ class Session {
   size_t kv_bytes_per_token() const;
   std::vector<KvRun> kv_runs();
   Status adopt_kv(std::span<const int32_t> tokens);
-  // A hybrid's current recurrent state, to read a checkpoint's into; empty
-  // for other models.
+  // A hybrid's current recurrent state or the rings, to read a
+  // checkpoint's into; empty for other models.
   std::span<float> recurrent_state();
 
  private:

@@ -139,19 +139,20 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.rope_freq_scale = c.rope_freq_scale;
   info.n_layer = c.n_layer;
   info.n_embd = c.n_embd;
-  info.n_head_kv = c.n_head_kv;
-  info.head_dim_k = c.head_dim_k;
-  info.head_dim_v = c.head_dim_v;
   info.has_mtp = impl->model->has_nextn();
-  info.n_kv_layer = c.n_kv_layer();
-  if (c.is_hybrid())
-    info.recurrent_state_bytes = static_cast<uint64_t>(c.n_recurrent_layer()) *
-                                 (c.delta_net.conv_state_floats() + c.delta_net.delta_state_floats()) * sizeof(float);
-  info.session_state_bytes = (1 + RecurrentSnapshots::kMax) * info.recurrent_state_bytes;
+  // The layers kept by position (a sliding-window layer's ring is state).
+  for (const KvCache::LayerShape& layer : KvCache::layer_shapes(c, 1)) {
+    if (layer.ring) continue;
+    if (info.n_kv_layer++ > 0) continue;
+    info.n_head_kv = layer.n_head_kv;
+    info.head_dim_k = layer.dim_k;
+    info.head_dim_v = layer.dim_v;
+  }
+  info.recurrent_state_bytes = KvCache::state_bytes(c);
+  // A hybrid's session keeps copies of its state; rings are kept once.
+  info.session_state_bytes = (c.is_hybrid() ? 1 + RecurrentSnapshots::kMax : 1) * info.recurrent_state_bytes;
   info.kv_state_bytes_per_token = KvCache::plane_bytes_per_position(c);
-  info.kv_bytes_per_token = static_cast<uint64_t>(c.n_kv_layer()) * info.n_head_kv * (info.head_dim_k + info.head_dim_v) *
-                                sizeof(uint16_t) +
-                            info.kv_state_bytes_per_token;
+  info.kv_bytes_per_token = KvCache::bytes_per_position(c);
   if (options.share_threads) impl->pool = options.share_threads->impl_->pool;
   info.n_threads = impl->pool                 ? impl->pool->size()
                    : options.n_threads > 0 ? options.n_threads
@@ -278,7 +279,7 @@ void Session::truncate(int n) {
   if (n < 0 || n >= n_past()) return;
   history_.resize(n);
   state_->rows = 0;
-  if (can_rewind()) return;
+  if (!engine_.impl_->model->config().is_hybrid()) return;
   // A state kept at n is the one the next eval continues from.
   state_->snapshots.drop_after(n);
   const std::span<const float> kept = state_->snapshots.at(n);
@@ -287,25 +288,32 @@ void Session::truncate(int n) {
   state_->kv.set_recurrent_pos(n);
 }
 
-bool Session::can_rewind() const { return !engine_.impl_->model->config().is_hybrid(); }
+bool Session::can_rewind() const { return state_->kv.recurrent_state().empty(); }
+
+int Session::rewind_reach() const { return state_->kv.rewind_reach(); }
 
 int Session::resumable_at(int n) const {
   n = std::clamp(n, 0, n_past());
-  if (can_rewind() || (n == n_past() && state_->kv.recurrent_pos() == n)) return n;
+  if (state_->kv.can_continue_at(n)) return n;
   return state_->snapshots.latest_at_or_below(n);
 }
 
 void Session::keep_recurrent_state() {
   // After a truncate to a position with no kept state, the current state
-  // belongs to no position of the history.
-  if (can_rewind() || n_past() == 0 || state_->kv.recurrent_pos() != n_past()) return;
+  // belongs to no position of the history. Rings are too big to copy: only
+  // a hybrid's state is kept.
+  if (!engine_.impl_->model->config().is_hybrid() || n_past() == 0 || state_->kv.recurrent_pos() != n_past()) return;
   if (!state_->snapshots.at(n_past()).empty()) return;  // kept already (a prompt resumed whole)
   state_->snapshots.keep(n_past(), state_->kv.recurrent_state());
 }
 
 std::span<const float> Session::recurrent_state_at(int n) const {
   if (can_rewind() || n <= 0 || n > n_past()) return {};
-  if (n == n_past() && state_->kv.recurrent_pos() == n) return state_->kv.recurrent_state();
+  // A ring that holds the window before n is a state of position n: the
+  // rows of later positions in it are rewritten before they are read.
+  if ((n == n_past() && state_->kv.recurrent_pos() == n) ||
+      (!engine_.impl_->model->config().is_hybrid() && state_->kv.can_continue_at(n)))
+    return state_->kv.recurrent_state();
   return state_->snapshots.at(n);
 }
 
@@ -322,14 +330,16 @@ std::vector<KvRun> Session::kv_runs() {
   if (!engine_.impl_->model->sync_kv_to_host(state_->kv).ok()) return {};
   const size_t n_ctx = static_cast<size_t>(state_->kv.n_ctx());
   std::vector<KvRun> runs;
-  for (int part = 0; part < 2; ++part) {
-    const size_t width = static_cast<size_t>(part == 0 ? info.head_dim_k : info.head_dim_v) * sizeof(uint16_t);
-    for (int layer = 0; layer < engine_.impl_->model->config().n_kv_layer(); ++layer)
-      for (int head = 0; head < info.n_head_kv; ++head) {
+  for (int part = 0; part < 2; ++part)
+    for (int layer = 0; layer < engine_.impl_->model->config().n_kv_layer(); ++layer) {
+      const KvCache::LayerShape& shape = state_->kv.shape(layer);
+      if (shape.ring) continue;  // state (recurrent_state), not rows by position
+      const size_t width = static_cast<size_t>(part == 0 ? shape.dim_k : shape.dim_v) * sizeof(uint16_t);
+      for (int head = 0; head < shape.n_head_kv; ++head) {
         uint16_t* run = part == 0 ? state_->kv.key(layer, head, 0) : state_->kv.value(layer, head, 0);
         runs.push_back({reinterpret_cast<uint8_t*>(run), width, n_ctx});
       }
-  }
+    }
   KvCache& kv = state_->kv;
   for (int layer = 0; layer < info.n_layer; ++layer)
     for (int plane = 0; plane < kv.n_planes(layer); ++plane)

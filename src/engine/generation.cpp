@@ -128,8 +128,9 @@ Status Generation::start() {
   start_time_ = Clock::now();
   const int n_cached = cached_.cached_tokens;
   if (n_cached == 0) session_.truncate(0);  // without a cache, start from an empty session
-  // Rejected drafts are taken back by truncating, which a recurrent state cannot follow.
-  drafter_ = options_.draft_max > 0 && session_.can_rewind() ? options_.drafter : nullptr;
+  // Rejected drafts are taken back by truncating, which a recurrent state
+  // cannot follow (a ring can, that far back: a step's drafts and token).
+  drafter_ = options_.draft_max > 0 && options_.draft_max < session_.rewind_reach() ? options_.drafter : nullptr;
   if (drafter_) drafter_->attach(session_);
   result_.n_prompt = n_prompt_;
   result_.cached_tokens = n_cached;

@@ -23,6 +23,7 @@
 
 #include "gguf/gguf.h"
 #include "gpu/device.h"
+#include "model/cache_walk.h"
 #include "model/config.h"
 #include "model/device_layers.h"
 #include "model/kv_cache.h"
@@ -135,8 +136,8 @@ class Model {
 
  private:
   // Tokens per pass through the layers in a forward call: what bounds the
-  // scratch rows below (model.cpp says why 256).
-  static constexpr int kChunk = 256;
+  // scratch rows below and the cache's rings (cache_walk.h).
+  static constexpr int kChunk = kChunkTokens;
 
   // Rows [row, row + n) of a chunk: tokens of one sequence at positions
   // n_past.. of kv, the first of them token `first` of `seq` (null for the
@@ -151,8 +152,8 @@ class Model {
   Model() = default;
   void set_up_rope_and_scale();
   Status check_batch(std::span<const int32_t> tokens, int n_past, const KvCache& kv) const;
-  // Hybrids: a sequence starting at 0 starts from a zero recurrent state,
-  // and its state stands at n_past + n after the pass.
+  // Hybrids: a sequence starting at 0 starts from a zero recurrent state;
+  // after the pass, every cache's state stands at n_past + n (kv.wrote).
   void begin_recurrent(int n_past, KvCache& kv) const;
   void end_recurrent(int n_past, int n, KvCache& kv) const;
   // The chunk's n tokens through the model, segment by segment: each

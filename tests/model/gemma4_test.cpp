@@ -209,12 +209,17 @@ TEST(Gemma4Attention, WithoutAttnVTheValuesAreTheKeysProjection) {
 }
 
 // The shared layers keep no rows of their own: a token's cache is that of
-// the three layers that make keys and values.
+// the three layers that make keys and values, of which the global one
+// keeps rows by position and the two local ones rings of 384 rows (a
+// window of 32 and a chunk of 256, in tiles of 128), whatever the context.
 TEST(Gemma4Attention, TheCacheHoldsOnlyTheLayersThatMakeKeys) {
   TempDir tmp;
   auto engine = Engine::load({.model_path = write_model(tmp), .n_ctx = 64, .n_threads = 2});
   ASSERT_TRUE(engine.ok()) << engine.status().message();
-  EXPECT_EQ((*engine)->info().kv_bytes_per_token, 3u * 2 * (64 + 64) * sizeof(uint16_t));
+  EXPECT_EQ((*engine)->info().n_kv_layer, 1);
+  EXPECT_EQ((*engine)->info().kv_bytes_per_token, 1u * 2 * (64 + 64) * sizeof(uint16_t));
+  EXPECT_EQ((*engine)->info().recurrent_state_bytes, 2u * 2 * 384 * (64 + 64) * sizeof(uint16_t));
+  EXPECT_EQ((*engine)->info().session_state_bytes, (*engine)->info().recurrent_state_bytes);
 }
 
 // A prompt evaluated in pieces (the window and the shared layers' reads
