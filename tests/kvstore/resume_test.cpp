@@ -31,14 +31,14 @@ using Tokens = std::vector<int32_t>;
 // stem: a model of testdata/models, or "<folder>/<stem>" for one of the
 // models/ of a golden set (the architectures kept apart: deepseek2/...,
 // and the sets this repository made: gemma4/...).
-std::unique_ptr<Engine> load(const std::string& stem) {
+std::unique_ptr<Engine> load(const std::string& stem, int n_ctx = 512) {
   const size_t slash = stem.find('/');
   const std::filesystem::path path =
       slash == std::string::npos
           ? testing::testdata("models/" + stem + ".gguf")
           : testing::golden_path(testing::golden_set(stem.substr(0, slash + 1)),
                                  "models/" + stem.substr(slash + 1) + ".gguf");
-  auto engine = Engine::load({.model_path = path.string(), .n_ctx = 512, .n_threads = 2});
+  auto engine = Engine::load({.model_path = path.string(), .n_ctx = n_ctx, .n_threads = 2});
   EXPECT_TRUE(engine.ok()) << engine.status().message();
   return engine.ok() ? std::move(*engine) : nullptr;
 }
@@ -602,6 +602,99 @@ INSTANTIATE_TEST_SUITE_P(GoldenPrompts, HybridResume,
                          ::testing::Values("qwen35/qwen35-Q8_0.long", "qwen35/qwen35-F16.long",
                                            "qwen35moe/qwen35moe-Q8_0.long", "qwen35moe/qwen35moe-F16.long",
                                            "qwen3next/qwen3next-F16.long"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace_if(name.begin(), name.end(), [](char c) { return !isalnum(c); }, '_');
+                           return name;
+                         });
+
+// Models with sliding-window layers (gemma3, gpt-oss: the golden sets of
+// tests/testdata, windows of 32), whose rings (384 rows) a prompt of 700
+// tokens wraps almost twice. A checkpoint holds the global layers' rows
+// and the rings after the whole prompt, so it is used only whole; from
+// RAM a session goes back as far as its rings still hold the window (353
+// positions here), else the prompt is evaluated cold. Every resume gives
+// the bits of a cold prefill.
+class SlidingResume : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    engine = load(GetParam(), 1024);
+    ASSERT_TRUE(engine);
+    ASSERT_GT(engine->info().recurrent_state_bytes, 0u);
+    prompt = prompt_tokens(*engine, 700, 3);
+  }
+  Tokens prefix(int n, int extra = 0, int seed = 5) const {
+    Tokens t(prompt.begin(), prompt.begin() + n);
+    for (int32_t id : prompt_tokens(*engine, extra, seed)) t.push_back(id);
+    return t;
+  }
+  void expect_cold_bits(const Cached& resumed, const Tokens& p) {
+    expect_equivalent(resumed.result, cold(*engine, p, true), engine->info().n_vocab);
+  }
+  std::unique_ptr<Engine> engine;
+  Tokens prompt;
+};
+
+TEST_P(SlidingResume, WholePromptFromDiskAfterARestart) {
+  TempDir tmp;
+  auto second = restarted_with(*engine, tmp, prompt);
+  ASSERT_TRUE(second);
+  ASSERT_EQ(second->store()->entries().size(), 1u);
+  const StoreEntry& entry = *second->store()->entries()[0];
+  const ModelInfo& info = engine->info();
+  EXPECT_EQ(entry.header.version, kRecurrentFormatVersion);
+  EXPECT_EQ(entry.header.shape.recurrent_bytes, info.recurrent_state_bytes);
+  EXPECT_EQ(entry.bytes, kCheckpointHeaderBytes + 700 * (4 + info.kv_bytes_per_token) + 4 * info.n_vocab +
+                             info.recurrent_state_bytes)
+      << "the global layers' rows per position, the rings once";
+  const Cached resumed = through(*second, *engine, prompt, true);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 700);
+  expect_cold_bits(resumed, prompt);
+}
+
+TEST_P(SlidingResume, ALongerPromptFromDiskButNotADivergingOne) {
+  TempDir tmp;
+  auto second = restarted_with(*engine, tmp, prefix(500));
+  ASSERT_TRUE(second);
+  const Cached resumed = through(*second, *engine, prompt, true);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 500);
+  expect_cold_bits(resumed, prompt);
+
+  TempDir other;
+  auto third = restarted_with(*engine, other, prompt);
+  ASSERT_TRUE(third);
+  const Tokens diverging = prefix(600, 20);
+  const Cached none = through(*third, *engine, diverging, true);
+  EXPECT_EQ(none.source, "none") << "shares 600 tokens with a checkpoint of 700";
+  expect_cold_bits(none, diverging);
+}
+
+// From RAM, after the prompt and 6 generated tokens (the rings stand at
+// 706 and hold from 322 on): the prompt again, a prompt going on past it,
+// one leaving it at 600 (its window among the rings' rows) and one leaving
+// it at 200 (lost: cold).
+TEST_P(SlidingResume, FromRamWhileTheRingsHoldTheWindow) {
+  struct Case {
+    Tokens next;
+    int cached;
+  };
+  for (const Case& c : {Case{prompt, 700}, Case{prefix(700, 12, 8), 700}, Case{prefix(600, 20), 600},
+                        Case{prefix(200, 20), 0}}) {
+    SCOPED_TRACE(std::to_string(c.next.size()) + " tokens, " + std::to_string(c.cached) + " cached");
+    auto cache = PrefixCache::open(*engine, {.ram_sessions = 1});
+    ASSERT_TRUE(cache.ok());
+    through(**cache, *engine, prompt, true);
+    const Cached resumed = through(**cache, *engine, c.next, true);
+    EXPECT_EQ(resumed.source, c.cached > 0 ? "ram" : "none");
+    EXPECT_EQ(resumed.result.cached_tokens, c.cached);
+    expect_cold_bits(resumed, c.next);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GoldenModels, SlidingResume,
+                         ::testing::Values("gemma3/gemma3-Q8_0", "gemma3/gemma3-F16", "gpt-oss/gpt-oss-Q8_0"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace_if(name.begin(), name.end(), [](char c) { return !isalnum(c); }, '_');
