@@ -3,7 +3,9 @@
 # SET-Q8_0.gguf (revis mkmodel with FLAGS and --type F16 or Q8_0) and
 # llama.cpp's golden outputs on them for the shared prompts.
 #   scripts/golden/synthetic_set.sh SET REVIS_BINARY LLAMA_DIR TESTDATA_DIR FLAGS...
-# Needs scripts/golden/build.sh run first. gemma3.sh, gemma4.sh, gemma4moe.sh and gpt-oss.sh call it.
+# TYPES and PROMPTS (environment) narrow the files and prompts, for a set
+# that must stay small: default "F16 Q8_0" and "en code ja long".
+# Needs scripts/golden/build.sh run first. gemma3.sh, gemma4.sh, gemma4moe.sh, gemma4wide.sh and gpt-oss.sh call it.
 set -euo pipefail
 set_name=$1
 revis=$2
@@ -13,7 +15,9 @@ shift 4
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=$repo/tests/testdata/$set_name
 mkdir -p "$out/models" "$out/golden"
-for type in F16 Q8_0; do
+types=${TYPES:-F16 Q8_0}
+prompt_ids=${PROMPTS:-en code ja long}
+for type in $types; do
   "$revis" mkmodel "$@" --type "$type" \
     --vocab-from "$shared/models/llama-spm-F16.gguf" -o "$out/models/$set_name-$type.gguf"
 done
@@ -23,8 +27,8 @@ import json, sys
 for p in json.load(open(sys.argv[1])):
     open(f"{sys.argv[2]}/{p['id']}.txt", "w").write(p["text"])
 PY
-for type in F16 Q8_0; do
-  for id in en code ja long; do
+for type in $types; do
+  for id in $prompt_ids; do
     "$llama/build/llama_golden" "$out/models/$set_name-$type.gguf" "$prompts/$id.txt" \
       "$out/golden/$set_name-$type.$id" 2> "$prompts/log"  || { cat "$prompts/log"; exit 1; }
   done

@@ -48,6 +48,8 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     if (given("--softcap")) merged.logit_softcap = spec.logit_softcap;
     if (given("--per-layer-embd")) merged.n_embd_per_layer = spec.n_embd_per_layer;
     if (given("--shared-kv-layers")) merged.shared_kv_layers = spec.shared_kv_layers;
+    if (given("--head-dim-swa")) merged.head_dim_swa = spec.head_dim_swa;
+    if (given("--layer-kv-heads")) merged.layer_kv_heads = spec.layer_kv_heads;
     merged.vocab_from = spec.vocab_from;
     merged.seed = spec.seed;
     spec = merged;
@@ -112,6 +114,9 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3, gemma4)");
   cmd->add_option("--per-layer-embd", s.n_embd_per_layer, "Per-layer embedding width, 0 none (gemma4)");
   cmd->add_option("--shared-kv-layers", s.shared_kv_layers, "Last layers that read earlier layers' caches (gemma4)");
+  cmd->add_option("--head-dim-swa", s.head_dim_swa, "Head width of the local layers, 0 as --head-dim (gemma4)");
+  cmd->add_option("--layer-kv-heads", s.layer_kv_heads, "Key/value heads of each layer, comma-separated (gemma4)")
+      ->delimiter(',');
   cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();
   cmd->callback([args, cmd, &exit_code] { exit_code = mkmodel(*args, *cmd); });
 }

@@ -443,6 +443,17 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
   if ((!moe || deepseek || gemma4) && spec.n_ff <= 0) return Status::error("ff: must be positive");
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   if (head_dim <= 0 || head_dim % 2 != 0) return Status::error("head dim: must be positive and even");
+  const int head_dim_swa = spec.head_dim_swa > 0 ? spec.head_dim_swa : head_dim;
+  if ((spec.head_dim_swa != 0 || !spec.layer_kv_heads.empty()) && !gemma4)
+    return Status::error("head dim swa, layer kv heads: gemma4 only");
+  if (head_dim_swa % 2 != 0) return Status::error("head dim swa: must be even");
+  if (!spec.layer_kv_heads.empty() && static_cast<int>(spec.layer_kv_heads.size()) != spec.n_layer)
+    return Status::error("layer kv heads: " + std::to_string(spec.layer_kv_heads.size()) +
+                         " counts (expected one per layer, " + std::to_string(spec.n_layer) + ")");
+  for (int heads : spec.layer_kv_heads)
+    if (heads <= 0 || spec.n_head % heads != 0)
+      return Status::error("layer kv heads: " + std::to_string(heads) + " does not divide the " +
+                           std::to_string(spec.n_head) + " heads");
   if (deepseek && (spec.kv_lora_rank <= 0 || spec.rope_dim <= 0 || spec.rope_dim % 2 != 0 || spec.head_dim_v <= 0 ||
                    spec.q_lora_rank < 0 || spec.n_layer_dense_lead < 0 || spec.n_layer_dense_lead > spec.n_layer))
     return Status::error("deepseek2 needs a kv-lora rank, an even rope dim, a value dim and at most layers dense layers");
@@ -499,8 +510,12 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     std::vector<int32_t> flags;
     for (int i = 0; i < spec.n_layer; ++i) flags.push_back(local(i) ? 1 : 0);
     out.set_i32_array(a + "attention.sliding_window_pattern", flags);
-    out.set_u32(a + "attention.key_length_swa", head_dim);
-    out.set_u32(a + "attention.value_length_swa", head_dim);
+    out.set_u32(a + "attention.key_length_swa", head_dim_swa);
+    out.set_u32(a + "attention.value_length_swa", head_dim_swa);
+    if (head_dim_swa != head_dim) out.set_u32(a + "rope.dimension_count_swa", head_dim_swa);
+    if (!spec.layer_kv_heads.empty())
+      out.set_i32_array(a + "attention.head_count_kv",
+                        std::vector<int32_t>(spec.layer_kv_heads.begin(), spec.layer_kv_heads.end()));
     out.set_u32(a + "embedding_length_per_layer_input", spec.n_embd_per_layer);
     out.set_u32(a + "attention.shared_kv_layers", spec.shared_kv_layers);
   } else if (gemma3) {
@@ -572,6 +587,10 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     tensors.push_back({p + "attn_norm.weight", {d}});
     const bool recurrent = qwen35 && (i + 1) % spec.full_attention_interval != 0;
     const bool shared_kv = gemma4 && i >= first_shared;
+    // gemma4's layers may differ in head width and KV heads.
+    const int64_t layer_head_dim = gemma4 && local(i) ? head_dim_swa : head_dim;
+    const int64_t layer_q = int64_t{spec.n_head} * layer_head_dim;
+    const int64_t layer_kv = (spec.layer_kv_heads.empty() ? spec.n_head_kv : spec.layer_kv_heads[i]) * layer_head_dim;
     if (recurrent) {
       const int64_t hd = spec.ssm_head_dim, heads = spec.ssm_v_heads, value = hd * heads;
       const int64_t channels = 2 * hd * spec.ssm_k_heads + value;
@@ -601,12 +620,12 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     } else if (deepseek4) {
       add_deepseek4_attention(spec, ds4, i, p, head_dim, tensors);
     } else {
-      tensors.push_back({p + "attn_q.weight", {d, q}});
+      tensors.push_back({p + "attn_q.weight", {d, layer_q}});
       if (!shared_kv) {
-        tensors.push_back({p + "attn_k.weight", {d, kv}});
-        tensors.push_back({p + "attn_v.weight", {d, kv}});
+        tensors.push_back({p + "attn_k.weight", {d, layer_kv}});
+        tensors.push_back({p + "attn_v.weight", {d, layer_kv}});
       }
-      tensors.push_back({p + "attn_output.weight", {q, d}});
+      tensors.push_back({p + "attn_output.weight", {layer_q, d}});
     }
     if (spec.arch == "qwen2" || gpt_oss) {
       tensors.push_back({p + "attn_q.bias", {q}});
@@ -614,8 +633,8 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
       tensors.push_back({p + "attn_v.bias", {kv}});
     }
     if (spec.arch == "qwen3" || spec.arch == "qwen3moe" || gemma3 || (qwen35 && !recurrent)) {
-      tensors.push_back({p + "attn_q_norm.weight", {head_dim}});
-      if (!shared_kv) tensors.push_back({p + "attn_k_norm.weight", {head_dim}});
+      tensors.push_back({p + "attn_q_norm.weight", {layer_head_dim}});
+      if (!shared_kv) tensors.push_back({p + "attn_k_norm.weight", {layer_head_dim}});
     }
     if (gemma4) tensors.push_back({p + "layer_output_scale.weight", {1}});
     if (gemma4 && per_layer > 0) {

@@ -72,6 +72,12 @@ struct SyntheticSpec {
   // pairs (rope_freqs). With n_expert, every layer's experts run beside
   // its dense FFN of n_ff, with their router's and outputs' factors.
   int n_embd_per_layer = 0, shared_kv_layers = 0;
+  // gemma4's published shapes: the local layers' head width (written as
+  // key_length_swa and value_length_swa, and their RoPE turning all of
+  // it; 0: head_dim), and a KV head count per layer (written as an array;
+  // empty: n_head_kv in each).
+  int head_dim_swa = 0;
+  std::vector<int> layer_kv_heads = {};
   // qwen35 (and qwen35moe, whose FFNs are experts beside a gated shared
   // expert n_ff wide; and qwen3next, qwen35moe with its projections fused
   // and no sections): every full_attention_interval-th layer attends (a gated
