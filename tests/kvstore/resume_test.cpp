@@ -457,7 +457,46 @@ TEST(BackgroundSave, NeitherBlocksTheSessionNorTheNextRequest) {
 // from one only when it starts with all of it; from RAM, at the end of a
 // prompt or of one of its prefill chunks. Every resume gives the bits of a
 // cold prefill.
-class HybridResume : public ::testing::TestWithParam<std::string> {
+// A model whose cache holds state beside its rows by position (a hybrid's
+// recurrent state, sliding-window rings): a prompt, its variations, and
+// the checks that a resume gives the bits of a cold prefill.
+class StateResume : public ::testing::TestWithParam<std::string> {
+ protected:
+  // The prompt's first n tokens, then `extra` others.
+  Tokens prefix(int n, int extra = 0, int seed = 5) const {
+    Tokens t(prompt.begin(), prompt.begin() + n);
+    for (int32_t id : prompt_tokens(*engine, extra, seed)) t.push_back(id);
+    return t;
+  }
+  void expect_cold_bits(const Cached& resumed, const Tokens& p) {
+    expect_equivalent(resumed.result, cold(*engine, p, true), engine->info().n_vocab);
+  }
+  // The whole prompt saved by one cache, resumed by the next from disk: a
+  // version 3 file with the rows by position and the state once.
+  void expect_whole_prompt_from_disk() {
+    TempDir tmp;
+    auto second = restarted_with(*engine, tmp, prompt);
+    ASSERT_TRUE(second);
+    ASSERT_EQ(second->store()->entries().size(), 1u);
+    const StoreEntry& entry = *second->store()->entries()[0];
+    const ModelInfo& info = engine->info();
+    const size_t n = prompt.size();
+    EXPECT_EQ(entry.header.version, kRecurrentFormatVersion);
+    EXPECT_EQ(entry.header.shape.recurrent_bytes, info.recurrent_state_bytes);
+    EXPECT_EQ(entry.bytes, kCheckpointHeaderBytes + n * (4 + info.kv_bytes_per_token) + 4 * info.n_vocab +
+                               info.recurrent_state_bytes)
+        << "the rows per position, the state once";
+    const Cached resumed = through(*second, *engine, prompt, true);
+    EXPECT_EQ(resumed.source, "disk");
+    EXPECT_EQ(resumed.result.cached_tokens, static_cast<int>(n));
+    EXPECT_EQ(resumed.result.first_logits_position, static_cast<int>(n) - 1);
+    expect_cold_bits(resumed, prompt);
+  }
+  std::unique_ptr<Engine> engine;
+  Tokens prompt;
+};
+
+class HybridResume : public StateResume {
  protected:
   void SetUp() override {
     const testing::GoldenCase golden = testing::load_golden(GetParam());
@@ -468,37 +507,9 @@ class HybridResume : public ::testing::TestWithParam<std::string> {
     prompt = golden.prompt_tokens;
     ASSERT_EQ(prompt.size(), 350u);
   }
-  // The prompt's first n tokens, then `extra` others.
-  Tokens prefix(int n, int extra = 0, int seed = 5) const {
-    Tokens t(prompt.begin(), prompt.begin() + n);
-    for (int32_t id : prompt_tokens(*engine, extra, seed)) t.push_back(id);
-    return t;
-  }
-  void expect_cold_bits(const Cached& resumed, const Tokens& p) {
-    expect_equivalent(resumed.result, cold(*engine, p, true), engine->info().n_vocab);
-  }
-  std::unique_ptr<Engine> engine;
-  Tokens prompt;
 };
 
-TEST_P(HybridResume, WholePromptFromDiskAfterARestart) {
-  TempDir tmp;
-  auto second = restarted_with(*engine, tmp, prompt);
-  ASSERT_TRUE(second);
-  ASSERT_EQ(second->store()->entries().size(), 1u);
-  const StoreEntry& entry = *second->store()->entries()[0];
-  const ModelInfo& info = engine->info();
-  EXPECT_EQ(entry.header.version, kRecurrentFormatVersion);
-  EXPECT_EQ(entry.header.shape.recurrent_bytes, info.recurrent_state_bytes);
-  EXPECT_EQ(entry.bytes, kCheckpointHeaderBytes + 350 * (4 + info.kv_bytes_per_token) + 4 * info.n_vocab +
-                             info.recurrent_state_bytes)
-      << "the attention rows per position, the state once";
-  const Cached resumed = through(*second, *engine, prompt, true);
-  EXPECT_EQ(resumed.source, "disk");
-  EXPECT_EQ(resumed.result.cached_tokens, 350);
-  EXPECT_EQ(resumed.result.first_logits_position, 349);
-  expect_cold_bits(resumed, prompt);
-}
+TEST_P(HybridResume, WholePromptFromDiskAfterARestart) { expect_whole_prompt_from_disk(); }
 
 // A checkpoint inside the forward pass's first chunk (100 tokens) and one
 // past it (300): the rest of the prompt is evaluated from the stored state.
@@ -618,7 +629,7 @@ INSTANTIATE_TEST_SUITE_P(GoldenPrompts, HybridResume,
 // RAM a session goes back as far as its rings still hold the window (353
 // positions here), else the prompt is evaluated cold. Every resume gives
 // the bits of a cold prefill.
-class SlidingResume : public ::testing::TestWithParam<std::string> {
+class SlidingResume : public StateResume {
  protected:
   void SetUp() override {
     engine = load(GetParam(), 1024);
@@ -626,35 +637,9 @@ class SlidingResume : public ::testing::TestWithParam<std::string> {
     ASSERT_GT(engine->info().recurrent_state_bytes, 0u);
     prompt = prompt_tokens(*engine, 700, 3);
   }
-  Tokens prefix(int n, int extra = 0, int seed = 5) const {
-    Tokens t(prompt.begin(), prompt.begin() + n);
-    for (int32_t id : prompt_tokens(*engine, extra, seed)) t.push_back(id);
-    return t;
-  }
-  void expect_cold_bits(const Cached& resumed, const Tokens& p) {
-    expect_equivalent(resumed.result, cold(*engine, p, true), engine->info().n_vocab);
-  }
-  std::unique_ptr<Engine> engine;
-  Tokens prompt;
 };
 
-TEST_P(SlidingResume, WholePromptFromDiskAfterARestart) {
-  TempDir tmp;
-  auto second = restarted_with(*engine, tmp, prompt);
-  ASSERT_TRUE(second);
-  ASSERT_EQ(second->store()->entries().size(), 1u);
-  const StoreEntry& entry = *second->store()->entries()[0];
-  const ModelInfo& info = engine->info();
-  EXPECT_EQ(entry.header.version, kRecurrentFormatVersion);
-  EXPECT_EQ(entry.header.shape.recurrent_bytes, info.recurrent_state_bytes);
-  EXPECT_EQ(entry.bytes, kCheckpointHeaderBytes + 700 * (4 + info.kv_bytes_per_token) + 4 * info.n_vocab +
-                             info.recurrent_state_bytes)
-      << "the global layers' rows per position, the rings once";
-  const Cached resumed = through(*second, *engine, prompt, true);
-  EXPECT_EQ(resumed.source, "disk");
-  EXPECT_EQ(resumed.result.cached_tokens, 700);
-  expect_cold_bits(resumed, prompt);
-}
+TEST_P(SlidingResume, WholePromptFromDiskAfterARestart) { expect_whole_prompt_from_disk(); }
 
 TEST_P(SlidingResume, ALongerPromptFromDiskButNotADivergingOne) {
   TempDir tmp;

@@ -134,28 +134,27 @@ TEST_P(SlidingRing, GoesBackOnlyWhileTheRingsHoldTheWindow) {
 
 // docs/kvstore.md's figures: the global layers' bytes per position, the
 // rings' fixed bytes, for Gemma-3-27B's and gpt-oss-20b's published shapes.
+ModelConfig sliding_shape(Architecture arch, int layers, int kv_heads, int head_dim, int window, int pattern) {
+  ModelConfig c;
+  c.arch = arch;
+  c.n_layer = layers;
+  c.n_head_kv = kv_heads;
+  c.head_dim_k = c.head_dim_v = head_dim;
+  c.sliding.window = window;
+  c.sliding.pattern = pattern;
+  return c;
+}
+
 TEST(SlidingRingBytes, RealShapes) {
-  ModelConfig gemma;
-  gemma.arch = Architecture::kGemma3;
-  gemma.n_layer = 62;
-  gemma.n_head_kv = 16;
-  gemma.head_dim_k = gemma.head_dim_v = 128;
-  gemma.sliding.window = 1024;
-  gemma.sliding.pattern = 6;
+  const ModelConfig gemma = sliding_shape(Architecture::kGemma3, 62, 16, 128, 1024, 6);
   EXPECT_EQ(KvCache::bytes_per_position(gemma), 10u * 16 * 256 * 2) << "10 global layers";
   EXPECT_EQ(KvCache::state_bytes(gemma), 52u * 16 * 1280 * 256 * 2) << "52 rings of 1280 rows: 520 MiB";
-  ModelConfig oss;
-  oss.arch = Architecture::kGptOss;
-  oss.n_layer = 24;
-  oss.n_head_kv = 8;
-  oss.head_dim_k = oss.head_dim_v = 64;
-  oss.sliding.window = 128;
-  oss.sliding.pattern = 2;
+  const ModelConfig oss = sliding_shape(Architecture::kGptOss, 24, 8, 64, 128, 2);
   EXPECT_EQ(KvCache::bytes_per_position(oss), 12u * 8 * 128 * 2);
   EXPECT_EQ(KvCache::state_bytes(oss), 12u * 8 * 384 * 128 * 2) << "9 MiB";
-  oss.sliding.window = 0;  // every layer global: no rings
-  EXPECT_EQ(KvCache::bytes_per_position(oss), 24u * 8 * 128 * 2);
-  EXPECT_EQ(KvCache::state_bytes(oss), 0u);
+  const ModelConfig global = sliding_shape(Architecture::kGptOss, 24, 8, 64, 0, 2);  // no window: no rings
+  EXPECT_EQ(KvCache::bytes_per_position(global), 24u * 8 * 128 * 2);
+  EXPECT_EQ(KvCache::state_bytes(global), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, SlidingRing, ::testing::Values("gemma3-small", "gpt-oss-tiny", "gemma4-small"),
