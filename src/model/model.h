@@ -73,7 +73,8 @@ class Model {
   // own cache. Fails, changing nothing, when a sequence would overflow its
   // context or names a token outside the vocabulary, or (hybrids) starts
   // neither at 0 nor where its cache's recurrent state stands
-  // (kv_cache.h: that state cannot be rewound).
+  // (kv_cache.h: that state cannot be rewound), or (sliding-window
+  // layers) at a position whose window the cache's rings no longer hold.
   Status forward(std::span<const SequenceInput> batch, ThreadPool& pool);
   // One sequence: tokens[0..n) at positions n_past..n_past+n-1; logits
   // receives n rows of n_vocab if all_logits, else the last token's row.
