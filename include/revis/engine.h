@@ -110,19 +110,23 @@ struct ModelInfo {
   float rope_freq_scale = 1; // linear RoPE scaling from the metadata; 1 = none
   int n_layer = 0;
   int n_embd = 0;
-  int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer
-  int n_kv_layer = 0;        // layers with K/V rows: n_layer but a hybrid's recurrent layers
-  // The state a session holds besides its rows, float32, kept per snapshot
-  // (Session::keep_recurrent_state) and once per checkpoint, whatever the
-  // length: a hybrid's (qwen35) recurrent state of every recurrent layer;
-  // deepseek4's compressor rows of the groups open at a position (its
-  // tail, model/compressor_cache.h); 0 for the others.
+  int n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // the KV cache's shape per layer kept by position
+  // Layers with K/V rows by position: n_layer but a hybrid's recurrent
+  // layers and the sliding-window layers (gemma3, gemma4, gpt-oss), which
+  // keep a ring of rows, a fixed size whatever the context.
+  int n_kv_layer = 0;
+  // The state a session keeps beside its rows by position, a fixed size
+  // whatever the length, and once per checkpoint: a hybrid's (qwen35)
+  // recurrent state, float32, of every recurrent layer; the sliding-window
+  // layers' rings (model/kv_cache.h); deepseek4's compressor rows of the
+  // groups open at a position (its tail, model/compressor_cache.h); 0 for
+  // the others.
   uint64_t recurrent_state_bytes = 0;
-  // A session's memory beside its rows: a hybrid's recurrent state and the
-  // copies of it the session may keep (5 x recurrent_state_bytes);
-  // deepseek4's compressor ring and 6 tails (4 kept copies, 2 for
-  // checkpoints); 0 for the others. Speculative decoding on a hybrid adds
-  // draft_max + 1 copies (Session::keep_recent_states).
+  // A session's memory beside its rows: that state, and the copies a
+  // hybrid may keep (5 x recurrent_state_bytes); deepseek4's compressor
+  // ring and 6 tails (4 kept copies, 2 for checkpoints). Speculative
+  // decoding on a hybrid adds draft_max + 1 copies
+  // (Session::keep_recent_states).
   uint64_t session_state_bytes = 0;
   // Where a checkpoint's prefix can resume without evaluating anything
   // again: multiples of this, besides the checkpoint's end. 1 for most
@@ -257,19 +261,27 @@ class Session {
   void truncate(int n);
   // Whether the cache can continue from any position before n_past():
   // false for models with recurrent layers (qwen35), whose state stands at
-  // n_past() and at the positions where keep_recurrent_state() copied it.
-  // Such a session truncated to another position 0 < n < n_past() (one
-  // keep_recurrent_state() or keep_recent_states() kept no state for)
-  // fails its next eval. deepseek4 can: its compressors keep their state
-  // for the last CompressorCache::kRewind positions, at kept copies and at
-  // resume points (ModelInfo::kv_resume_interval); truncated elsewhere, the
-  // next eval first evaluates the tokens from the resume point below again.
+  // n_past() and at the positions where keep_recurrent_state() copied it,
+  // and for sliding-window layers, whose rings hold the last positions
+  // only. Such a session truncated to a position resumable_at() does not
+  // give fails its next eval. deepseek4 can: its compressors keep their
+  // state for the last CompressorCache::kRewind positions, at kept copies
+  // and at resume points (ModelInfo::kv_resume_interval); truncated
+  // elsewhere, the next eval first evaluates the tokens from the resume
+  // point below again.
   bool can_rewind() const;
+  // How many of the last positions evaluated can always be taken back
+  // (truncate, then eval) with nothing evaluated again: every one for
+  // caches kept by position; for a hybrid, those keep_recent_states()
+  // keeps; for sliding-window layers, what their rings hold beyond the
+  // window (more than a forward pass's chunk, 256); deepseek4's 16.
+  int rewind_reach() const;
   // The highest position at or below min(n, n_past()) from which the next
   // eval may continue with nothing evaluated again: that position itself
   // but for hybrids, for which it is n_past(), a kept or recent state's
-  // position, or 0, and deepseek4, for which it is the resume point below
-  // unless its compressors' state is at hand there.
+  // position, or 0; for sliding-window layers, for which it is 0 once
+  // their rings lost the window before n; and deepseek4, for which it is
+  // the resume point below unless its compressors' state is at hand there.
   int resumable_at(int n) const;
   // Hybrids: copies the recurrent state as it stands now, after n_past()
   // tokens, so that truncate() back to this position restores it and a
@@ -287,9 +299,10 @@ class Session {
   // Does nothing for other models.
   void keep_recent_states(int positions);
   // Hybrids: the recurrent state after the first n tokens (the current one
-  // when n is n_past(), else a kept one), empty when there is none: what a
-  // checkpoint of those tokens stores beside their rows. deepseek4: its
-  // compressors' tail at n, kept or taken from the current state.
+  // when n is n_past(), else a kept one); sliding-window layers: the rings,
+  // while they hold the window before n; deepseek4: its compressors' tail
+  // at n, kept or taken from the current state. Empty when there is none:
+  // what a checkpoint of those tokens stores beside their rows.
   std::span<const float> recurrent_state_at(int n) const;
 
   // Checkpoints (src/kvstore) move rows between a file and the KV cache
@@ -304,7 +317,9 @@ class Session {
   //
   // A hybrid's runs are its attention layers' keys and values; its
   // recurrent state is not kept by position, and a checkpoint of n tokens
-  // stores it once, as it stood after them (recurrent_state_at(n)).
+  // stores it once, as it stood after them (recurrent_state_at(n)). So do
+  // a sliding-window model's: its runs are its global layers', its rings
+  // the state.
   //
   // Restoring: truncate(0), read rows into the runs (and a hybrid's state
   // into recurrent_state()), then adopt_kv(tokens) makes them the history
@@ -317,10 +332,11 @@ class Session {
   // read_tokens: how many tokens the checkpoint read into the runs held
   // (its state is the one after them); 0: tokens.size().
   Status adopt_kv(std::span<const int32_t> tokens, size_t read_tokens = 0);
-  // A hybrid's current recurrent state, to read a checkpoint's into;
-  // deepseek4: a buffer for a checkpoint's tail, which the next adopt_kv
-  // takes as the state after its tokens (without it, adopt_kv continues
-  // from the resume point below them); empty for other models.
+  // A hybrid's current recurrent state or the rings, to read a
+  // checkpoint's into; deepseek4: a buffer for a checkpoint's tail, which
+  // the next adopt_kv takes as the state after its tokens (without it,
+  // adopt_kv continues from the resume point below them); empty for other
+  // models.
   std::span<float> recurrent_state();
 
  private:

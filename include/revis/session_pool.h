@@ -12,7 +12,9 @@
 // a session only where its state is known: from everything it evaluated,
 // decoded tokens included, when the prompt starts with all of it, or else
 // from the longest usable prefix ending where the session kept a copy of
-// its state (Session::resumable_at: the ends of its prompt's chunks).
+// its state (Session::resumable_at: the ends of its prompt's chunks). A
+// model with sliding-window layers likewise, but from any prefix whose
+// window its rings still hold (the last few hundred positions).
 //
 // Thread-safety: none; the owner serialises calls (one inference at a time).
 #pragma once

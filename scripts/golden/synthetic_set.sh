@@ -5,7 +5,7 @@
 #   scripts/golden/synthetic_set.sh SET REVIS_BINARY LLAMA_DIR TESTDATA_DIR FLAGS...
 # SET_TYPES and SET_PROMPTS narrow the types (default "F16 Q8_0") and the
 # prompts (default "en code ja long") for a set that must stay small.
-# Needs scripts/golden/build.sh run first. gemma3.sh, gemma4.sh, gemma4moe.sh and gpt-oss.sh call it.
+# Needs scripts/golden/build.sh run first. gemma3.sh, gemma4.sh, gemma4moe.sh, gemma4wide.sh and gpt-oss.sh call it.
 set -euo pipefail
 set_name=$1
 revis=$2

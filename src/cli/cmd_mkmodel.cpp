@@ -50,6 +50,8 @@ int mkmodel(MkmodelArgs& args, const CLI::App& cmd) {
     if (given("--shared-kv-layers")) merged.shared_kv_layers = spec.shared_kv_layers;
     if (given("--fused-gate-up")) merged.fused_gate_up_exps = spec.fused_gate_up_exps;
     if (given("--double-wide-ffn")) merged.double_wide_shared_ffn = spec.double_wide_shared_ffn;
+    if (given("--head-dim-swa")) merged.head_dim_swa = spec.head_dim_swa;
+    if (given("--layer-kv-heads")) merged.layer_kv_heads = spec.layer_kv_heads;
     merged.vocab_from = spec.vocab_from;
     merged.seed = spec.seed;
     spec = merged;
@@ -119,6 +121,9 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
                 "Write each layer's gate and up experts as one ffn_gate_up_exps tensor (gemma4)");
   cmd->add_flag("--double-wide-ffn", s.double_wide_shared_ffn,
                 "Make the layers that read earlier caches twice --ff wide, one feed_forward_length per layer (gemma4)");
+  cmd->add_option("--head-dim-swa", s.head_dim_swa, "Head width of the local layers, 0 as --head-dim (gemma4)");
+  cmd->add_option("--layer-kv-heads", s.layer_kv_heads, "Key/value heads of each layer, comma-separated (gemma4)")
+      ->delimiter(',');
   cmd->add_option("--seed", s.seed, "Seed for the weights")->capture_default_str();
   cmd->callback([args, cmd, &exit_code] { exit_code = mkmodel(*args, *cmd); });
 }

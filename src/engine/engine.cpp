@@ -139,17 +139,20 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.rope_freq_scale = c.rope_freq_scale;
   info.n_layer = c.n_layer;
   info.n_embd = c.n_embd;
-  info.n_head_kv = c.n_head_kv;
-  info.head_dim_k = c.head_dim_k;
-  info.head_dim_v = c.head_dim_v;
   info.has_mtp = impl->model->has_nextn();
-  info.n_kv_layer = c.n_kv_layer();
-  if (c.is_hybrid()) {
-    info.recurrent_state_bytes = static_cast<uint64_t>(c.n_recurrent_layer()) *
-                                 (c.delta_net.conv_state_floats() + c.delta_net.delta_state_floats()) * sizeof(float);
-    info.session_state_bytes = (1 + RecurrentSnapshots::kMax) * info.recurrent_state_bytes;
-    info.kv_resume_interval = 0;
+  // The layers kept by position (a sliding-window layer's ring is state).
+  for (const KvCache::LayerShape& layer : KvCache::layer_shapes(c, 1)) {
+    if (layer.ring) continue;
+    if (info.n_kv_layer++ > 0) continue;
+    info.n_head_kv = layer.n_head_kv;
+    info.head_dim_k = layer.dim_k;
+    info.head_dim_v = layer.dim_v;
   }
+  info.recurrent_state_bytes = KvCache::state_bytes(c);
+  // A hybrid's session keeps copies of its state; rings are kept once.
+  info.session_state_bytes = (c.is_hybrid() ? 1 + RecurrentSnapshots::kMax : 1) * info.recurrent_state_bytes;
+  // A checkpoint with a hybrid's state or rings resumes whole only.
+  if (info.recurrent_state_bytes > 0) info.kv_resume_interval = 0;
   if (CompressorCache::needed(c)) {
     info.kv_state_bytes_per_token = CompressorCache::bytes_per_position(c);
     info.recurrent_state_bytes = CompressorCache::tail_bytes(c);
@@ -159,9 +162,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
         CompressorCache::ring_bytes(c) + (RecurrentSnapshots::kMax + 2) * info.recurrent_state_bytes;
     info.kv_resume_interval = CompressorCache::resume_interval_of(c);
   }
-  info.kv_bytes_per_token = static_cast<uint64_t>(c.n_kv_layer()) * info.n_head_kv * (info.head_dim_k + info.head_dim_v) *
-                                sizeof(uint16_t) +
-                            info.kv_state_bytes_per_token;
+  info.kv_bytes_per_token = KvCache::bytes_per_position(c);
   if (options.share_threads) impl->pool = options.share_threads->impl_->pool;
   info.n_threads = impl->pool                 ? impl->pool->size()
                    : options.n_threads > 0 ? options.n_threads
@@ -256,7 +257,7 @@ void Session::appended(std::span<const int32_t> tokens, bool all_logits) {
 
 void Session::keep_recent_states(int positions) {
   State& st = *state_;
-  if (can_rewind() || positions <= st.recent_slots) return;
+  if (!engine_.impl_->model->config().is_hybrid() || positions <= st.recent_slots) return;
   st.recent_slots = positions;
   st.recent.assign(static_cast<size_t>(positions) * st.kv.recurrent_state().size(), 0.0f);
   st.recent_first = n_past() + 1;
@@ -337,6 +338,8 @@ void Session::truncate(int n) {
       cc->restore_resume_point(n / cc->resume_interval() * cc->resume_interval());
     return;
   }
+  // Rings: resumable_at() said whether their window before n is there.
+  if (!engine_.impl_->model->config().is_hybrid()) return;
   // A hybrid's: a recent one (a rejected draft's position) or a snapshot.
   // The recent states above n are gone with their tokens.
   std::span<const float> kept = recent_state(n);
@@ -349,7 +352,13 @@ void Session::truncate(int n) {
   state_->kv.set_recurrent_pos(n);
 }
 
-bool Session::can_rewind() const { return !engine_.impl_->model->config().is_hybrid(); }
+bool Session::can_rewind() const { return state_->kv.recurrent_state().empty(); }
+
+int Session::rewind_reach() const {
+  // A hybrid goes back as far as keep_recent_states keeps its states.
+  if (engine_.impl_->model->config().is_hybrid()) return std::max(0, state_->recent_slots - 1);
+  return state_->kv.rewind_reach();
+}
 
 bool Session::keeps_state() const { return engine_.impl_->info.recurrent_state_bytes > 0; }
 
@@ -360,7 +369,7 @@ int Session::resumable_at(int n) const {
     const int interval = cc->resume_interval();
     return std::max(n / interval * interval, state_->snapshots.latest_at_or_below(n));
   }
-  if (can_rewind() || (n == n_past() && state_->kv.recurrent_pos() == n) || !recent_state(n).empty()) return n;
+  if (state_->kv.can_continue_at(n) || !recent_state(n).empty()) return n;
   return state_->snapshots.latest_at_or_below(n);
 }
 
@@ -376,7 +385,8 @@ void Session::keep_recurrent_state() {
     state_->snapshots.keep(n_past(), state_->tail);
     return;
   }
-  if (state_->kv.recurrent_pos() != n_past()) return;
+  // Rings are too big to copy: only a hybrid's state is kept.
+  if (!engine_.impl_->model->config().is_hybrid() || state_->kv.recurrent_pos() != n_past()) return;
   state_->snapshots.keep(n_past(), state_->kv.recurrent_state());
 }
 
@@ -389,7 +399,11 @@ std::span<const float> Session::recurrent_state_at(int n) const {
     cc->save_tail(n, state_->tail);
     return state_->tail;
   }
-  if (n == n_past() && state_->kv.recurrent_pos() == n) return state_->kv.recurrent_state();
+  // A ring that holds the window before n is a state of position n: the
+  // rows of later positions in it are rewritten before they are read.
+  if ((n == n_past() && state_->kv.recurrent_pos() == n) ||
+      (!engine_.impl_->model->config().is_hybrid() && state_->kv.can_continue_at(n)))
+    return state_->kv.recurrent_state();
   if (const auto recent = recent_state(n); !recent.empty()) return recent;
   return state_->snapshots.at(n);
 }
@@ -422,14 +436,16 @@ std::vector<KvRun> Session::kv_runs() {
   if (!engine_.impl_->model->sync_kv_to_host(state_->kv).ok()) return {};
   const size_t n_ctx = static_cast<size_t>(state_->kv.n_ctx());
   std::vector<KvRun> runs;
-  for (int part = 0; part < 2; ++part) {
-    const size_t width = static_cast<size_t>(part == 0 ? info.head_dim_k : info.head_dim_v) * sizeof(uint16_t);
-    for (int layer = 0; layer < engine_.impl_->model->config().n_kv_layer(); ++layer)
-      for (int head = 0; head < info.n_head_kv; ++head) {
+  for (int part = 0; part < 2; ++part)
+    for (int layer = 0; layer < engine_.impl_->model->config().n_kv_layer(); ++layer) {
+      const KvCache::LayerShape& shape = state_->kv.shape(layer);
+      if (shape.ring) continue;  // state (recurrent_state), not rows by position
+      const size_t width = static_cast<size_t>(part == 0 ? shape.dim_k : shape.dim_v) * sizeof(uint16_t);
+      for (int head = 0; head < shape.n_head_kv; ++head) {
         uint16_t* run = part == 0 ? state_->kv.key(layer, head, 0) : state_->kv.value(layer, head, 0);
         runs.push_back({reinterpret_cast<uint8_t*>(run), width, n_ctx});
       }
-  }
+    }
   if (CompressorCache* cc = state_->kv.compressor()) cc->append_runs(runs);
   return runs;
 }

@@ -129,12 +129,15 @@ Status Generation::start() {
   const int n_cached = cached_.cached_tokens;
   if (n_cached == 0) session_.truncate(0);  // without a cache, start from an empty session
   // Rejected drafts are taken back by truncating: at most draft_max
-  // positions, from a step of draft_max + 1 tokens, which a hybrid's
-  // recurrent state follows from its copies after each of them.
-  drafter_ = options_.draft_max > 0 ? options_.drafter : nullptr;
-  if (drafter_) {
-    drafter_->attach(session_);
+  // positions, from a step of draft_max + 1 tokens. A hybrid's recurrent
+  // state follows from its copies after each of them (keep_recent_states);
+  // rings and deepseek4's compressors reach back a fixed distance
+  // (rewind_reach), which bounds the drafts.
+  if (options_.draft_max > 0 && options_.drafter) {
     session_.keep_recent_states(options_.draft_max + 1);
+    draft_max_ = std::min(options_.draft_max, session_.rewind_reach() - 1);
+    drafter_ = draft_max_ > 0 ? options_.drafter : nullptr;
+    if (drafter_) drafter_->attach(session_);
   }
   result_.n_prompt = n_prompt_;
   result_.cached_tokens = n_cached;
@@ -285,7 +288,7 @@ void Generation::prepare_step(int32_t token) {
   // k drafts yield at most k + 1 tokens, and take k more positions.
   const int n_generated = static_cast<int>(result_.generated.size());
   const int room = std::min(
-      {options_.draft_max, options_.max_tokens - n_generated - 1, session_.n_ctx() - session_.n_past() - 1});
+      {draft_max_, options_.max_tokens - n_generated - 1, session_.n_ctx() - session_.n_past() - 1});
   if (drafter_ && room > 0) {
     auto guess = drafter_->draft(context_, room);
     if (!guess.ok()) return finish(guess.status().with_context("drafter"));

@@ -94,6 +94,7 @@ class Generation {
   // session row `row_` holds the logits that choose the next token (row j
   // follows drafts_[j - 1]); `context_` is the prompt and the output so far.
   Drafter* drafter_ = nullptr;
+  int draft_max_ = 0;  // tokens per draft: options_.draft_max, or less where the session reaches back less
   std::vector<int32_t> context_, drafts_, step_;
   size_t row_ = 0;
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "model/cache_walk.h"
 #include "model/model.h"
 #include "model/ops.h"
 #include "quant/quant.h"
@@ -21,14 +22,6 @@ constexpr int kAttentionQueries = 64;
 // heads four at a time (ops.h); MLA's single KV head serves all the heads
 // (16 to 128), which would otherwise be one task for one thread.
 constexpr int kAttentionHeadsPerTask = 4;
-
-// Positions of the cache that attention takes at a time (a tile): their
-// keys or values (16 KiB of halves) stay in L1 while every token of a block
-// meets them, and the scores of a tile (queries x heads x tile floats, 128
-// KiB at most for 64-halves rows) stay in L2 at any depth. At least 32
-// positions, so that MLA's wide rows still fill whole tiles of kernel work.
-constexpr size_t kAttentionTileBytes = 16 * 1024;
-constexpr int kAttentionMinTile = 32;
 
 // Room for `count` floats in `storage`, starting on a cache line. Attention's
 // kernels read their rows 32 bytes at a time; from malloc's 16-byte alignment
@@ -47,28 +40,30 @@ float* line_aligned(std::vector<float>& storage, size_t count) {
 // its group's KV head, stored per token after RoPE (gemma3's local layers
 // turn with their own). A layer without a key projection (gemma4's shared
 // layers) only makes queries and reads what cache layer `layer` holds.
+// Head counts and widths are the layer's own (gemma4's differ by layer).
 void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, std::span<const Segment> segments,
                                     ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int d = c.n_embd;
-  q_.resize(static_cast<size_t>(n) * c.q_dim());
-  k_.resize(static_cast<size_t>(n) * c.kv_dim_k());
-  v_.resize(static_cast<size_t>(n) * c.kv_dim_v());
+  const int hk = c.key_width(layer), hv = c.value_width(layer), n_kv = c.kv_heads(layer);
+  const int q_dim = c.n_head * hk, kv_dim_k = n_kv * hk, kv_dim_v = n_kv * hv;
+  q_.resize(static_cast<size_t>(n) * q_dim);
+  k_.resize(static_cast<size_t>(n) * kv_dim_k);
+  v_.resize(static_cast<size_t>(n) * kv_dim_v);
   if (c.is_hybrid()) {
     // qwen35: each head's query is followed by its output gate.
-    const int hd = c.head_dim_k;
-    attn_gate_.resize(static_cast<size_t>(n) * 2 * c.q_dim());
-    matmul_.run(pool, l.wq, xb_.data(), n, d, attn_gate_.data(), 2 * c.q_dim());
+    attn_gate_.resize(static_cast<size_t>(n) * 2 * q_dim);
+    matmul_.run(pool, l.wq, xb_.data(), n, d, attn_gate_.data(), 2 * q_dim);
     for (int t = 0; t < n; ++t)
       for (int h = 0; h < c.n_head; ++h)
-        std::copy_n(&attn_gate_[(static_cast<size_t>(t) * c.n_head + h) * 2 * hd], hd, &q_[t * c.q_dim() + h * hd]);
+        std::copy_n(&attn_gate_[(static_cast<size_t>(t) * c.n_head + h) * 2 * hk], hk, &q_[t * q_dim + h * hk]);
   } else {
-    matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), c.q_dim());
+    matmul_.run(pool, l.wq, xb_.data(), n, d, q_.data(), q_dim);
   }
   const bool own_kv = !l.wk.empty();
-  if (own_kv) matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), c.kv_dim_k());
+  if (own_kv) matmul_.run(pool, l.wk, xb_.data(), n, d, k_.data(), kv_dim_k);
   if (!l.wv.empty())
-    matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), c.kv_dim_v());
+    matmul_.run(pool, l.wv, xb_.data(), n, d, v_.data(), kv_dim_v);
   else if (own_kv)
     v_ = k_;  // gemma4 without attn_v: the values are the keys' projection (as wide: config.cpp)
   const Rope& rope = c.sliding.is_local(layer) ? local_rope_ : rope_;
@@ -76,41 +71,40 @@ void Model::grouped_query_attention(const LayerWeights& l, int layer, int n, std
     for (int t = s.row; t < s.row + s.n; ++t) {
       const int pos = s.n_past + t - s.row;
       KvCache& kv = *s.kv;
-      float* q = &q_[t * c.q_dim()];
-      float* k = &k_[t * c.kv_dim_k()];
-      float* v = &v_[t * c.kv_dim_v()];
+      float* q = &q_[t * q_dim];
+      float* k = &k_[t * kv_dim_k];
+      float* v = &v_[t * kv_dim_v];
       if (c.has_qkv_bias) {
-        add(q, l.bq.data(), c.q_dim());
-        add(k, l.bk.data(), c.kv_dim_k());
-        add(v, l.bv.data(), c.kv_dim_v());
+        add(q, l.bq.data(), q_dim);
+        add(k, l.bk.data(), kv_dim_k);
+        add(v, l.bv.data(), kv_dim_v);
       }
       for (int h = 0; h < c.n_head; ++h) {
-        float* qh = q + h * c.head_dim_k;
-        if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), c.head_dim_k, c.rms_eps);
+        float* qh = q + h * hk;
+        if (c.has_qk_norm) rms_norm(qh, qh, l.q_norm.data(), hk, c.rms_eps);
         rope.apply(qh, pos);
         if (query_scale_ != 1.0f)
-          for (int i = 0; i < c.head_dim_k; ++i) qh[i] *= query_scale_;
+          for (int i = 0; i < hk; ++i) qh[i] *= query_scale_;
       }
-      for (int h = 0; own_kv && h < c.n_head_kv; ++h) {
-        float* kh = k + h * c.head_dim_k;
-        float* vh = v + h * c.head_dim_v;
-        if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), c.head_dim_k, c.rms_eps);
-        if (c.is_gemma4()) rms_norm(vh, vh, nullptr, c.head_dim_v, c.rms_eps);
+      for (int h = 0; own_kv && h < n_kv; ++h) {
+        float* kh = k + h * hk;
+        float* vh = v + h * hv;
+        if (c.has_qk_norm) rms_norm(kh, kh, l.k_norm.data(), hk, c.rms_eps);
+        if (c.is_gemma4()) rms_norm(vh, vh, nullptr, hv, c.rms_eps);
         rope.apply(kh, pos);
-        quantize_row(TensorType::F16, kh, kv.key(layer, h, pos), c.head_dim_k);
-        quantize_row(TensorType::F16, vh, kv.value(layer, h, pos), c.head_dim_v);
+        quantize_row(TensorType::F16, kh, kv.key(layer, h, pos), hk);
+        quantize_row(TensorType::F16, vh, kv.value(layer, h, pos), hv);
       }
     }
   for (const Segment& s : segments)
-    attend(layer, s.n, s.n_past, *s.kv, pool, &q_[static_cast<size_t>(s.row) * c.q_dim()],
-           &attn_out_[static_cast<size_t>(s.row) * c.n_head * c.head_dim_v], l.attn_sinks);
+    attend(layer, s.n, s.n_past, *s.kv, pool, &q_[static_cast<size_t>(s.row) * q_dim],
+           &attn_out_[static_cast<size_t>(s.row) * c.n_head * hv], l.attn_sinks);
   if (c.is_hybrid()) {
-    const int hd = c.head_dim_v;
     for (int t = 0; t < n; ++t)
       for (int h = 0; h < c.n_head; ++h) {
-        const float* gate = &attn_gate_[(static_cast<size_t>(t) * c.n_head + h) * 2 * hd + hd];
-        float* out = &attn_out_[(static_cast<size_t>(t) * c.n_head + h) * hd];
-        for (int i = 0; i < hd; ++i) out[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+        const float* gate = &attn_gate_[(static_cast<size_t>(t) * c.n_head + h) * 2 * hv + hv];
+        float* out = &attn_out_[(static_cast<size_t>(t) * c.n_head + h) * hv];
+        for (int i = 0; i < hv; ++i) out[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
       }
   }
 }
@@ -201,16 +195,18 @@ void Model::latent_attention(const LayerWeights& l, int layer, int n, std::span<
 // batch, so a token's output has the same bits decoded alone or prefilled
 // in any chunk. In a sliding-window layer a token at position p meets only
 // positions p - window + 1 .. p: the tiles wholly before that are skipped,
-// and in the tile where its window begins the positions before get weight 0.
+// and in the tile where its window begins the positions before get weight 0
+// (in a ring their rows may hold later positions: finite, weighed by 0).
 // sinks (gpt-oss): one logit per query head, added to the softmax's sum at
 // the end; empty for none.
 void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, float* queries, float* out,
                    std::span<const float> sinks) {
   const ModelConfig& c = config_;
-  const int group = c.n_head / c.n_head_kv;  // query heads sharing one KV head
+  const KvCache::LayerShape& shape = kv.shape(layer);
+  const int group = c.n_head / shape.n_head_kv;  // query heads sharing one KV head
   const int n_pos = n_past + n;
-  const int dim_k = c.head_dim_k, dim_v = c.is_mla() ? c.mla.kv_lora_rank : c.head_dim_v;
-  const int value_stride = kv.value_stride();
+  const int dim_k = shape.dim_k, dim_v = c.is_mla() ? c.mla.kv_lora_rank : shape.dim_v;
+  const int value_stride = kv.value_stride(layer);
   const float scale = attn_scale_;
   const int window = c.sliding.is_local(layer) ? c.sliding.window : 0;
   // The first position token t sees.
@@ -221,8 +217,7 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
   const int heads_per_task = std::min(group, kAttentionHeadsPerTask);
   const int blocks_per_kv_head = (group + heads_per_task - 1) / heads_per_task;
   const int row_halves = std::max(dim_k, value_stride);
-  const int tile = std::max(kAttentionMinTile,
-                            static_cast<int>(kAttentionTileBytes / (sizeof(uint16_t) * row_halves)) / 8 * 8);
+  const int tile = attention_tile(row_halves);
   const size_t tile_stride = (tile + kLineFloats - 1) / kLineFloats * kLineFloats;
   auto query = [&](int t, int h) { return &queries[(static_cast<size_t>(t) * c.n_head + h) * dim_k]; };
   auto output = [&](int t, int h) { return &out[(static_cast<size_t>(t) * c.n_head + h) * dim_v]; };
@@ -231,7 +226,7 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
   // does when it multiplies them with its float16 cache. The rounding is tiny,
   // but attention amplifies it: without it our logits differ from llama.cpp's
   // by ~0.03 rms on quantized models, with it by ~0.0001.
-  pool.parallel_for(c.n_head_kv * blocks_per_kv_head, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(shape.n_head_kv * blocks_per_kv_head, [&](int64_t begin, int64_t end) {
     // Per pool thread, kept across calls: a tile's scores per (query, query
     // head of the task) of a block, each row starting on a cache line; and
     // the running max and sum of each.
@@ -243,8 +238,6 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
       const int kv_head = task / blocks_per_kv_head;
       const int first = kv_head * group + task % blocks_per_kv_head * heads_per_task;
       const int heads = std::min(heads_per_task, (kv_head + 1) * group - first);
-      const uint16_t* keys = kv.key(layer, kv_head, 0);
-      const uint16_t* values = kv.value(layer, kv_head, 0);
       for (int t0 = 0; t0 < n; t0 += block) {
         const int t1 = std::min(n, t0 + block);
         auto slot = [&](int t, int g) { return static_cast<size_t>(t - t0) * heads + g; };
@@ -264,10 +257,15 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
           const int t_first = std::max(t0, p0 - n_past);
           const int t_last = window > 0 ? std::min(t1, p0 + tile + window - 1 - n_past) : t1;
           auto count = [&](int t) { return std::min(tile, n_past + t + 1 - p0); };
-          const int ahead = n_pos - p0;  // rows the kernels may ask for ahead
+          // A tile's rows are contiguous, in a ring too (its rows are whole
+          // tiles); the kernels may ask for the rows after it, to the
+          // walk's or the ring's end.
+          const uint16_t* keys = kv.key(layer, kv_head, p0);
+          const uint16_t* values = kv.value(layer, kv_head, p0);
+          const int ahead = shape.ring ? std::min(n_pos - p0, shape.rows - p0 % shape.rows) : n_pos - p0;
           for (int t = t_first; t < t_last; ++t)
-            attention_scores(query(t, first), dim_k, heads, keys + static_cast<size_t>(p0) * dim_k, count(t), ahead,
-                             dim_k, scale, row_scores(t, 0), tile_stride);
+            attention_scores(query(t, first), dim_k, heads, keys, count(t), ahead, dim_k, scale, row_scores(t, 0),
+                             tile_stride);
           for (int t = t_first; t < t_last; ++t) {
             const int hidden = std::max(0, first_seen(t) - p0);  // positions before the window
             for (int g = 0; g < heads; ++g) {
@@ -280,8 +278,8 @@ void Model::attend(int layer, int n, int n_past, KvCache& kv, ThreadPool& pool, 
             }
           }
           for (int t = t_first; t < t_last; ++t)
-            add_weighted_values(row_scores(t, 0), tile_stride, heads, values + static_cast<size_t>(p0) * value_stride,
-                                count(t), ahead, dim_v, value_stride, output(t, first), dim_v);
+            add_weighted_values(row_scores(t, 0), tile_stride, heads, values, count(t), ahead, dim_v, value_stride,
+                                output(t, first), dim_v);
         }
         for (int t = t0; t < t1; ++t)
           for (int g = 0; g < heads; ++g) {

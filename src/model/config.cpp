@@ -253,9 +253,9 @@ Status read_gemma3(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
 }
 
 // Gemma 4 (config.h's Gemma4): Gemma 3's features, local layers flagged
-// one by one, per-layer embeddings and shared caches. Its published
-// shapes with two head widths (key_length_swa apart from key_length) or
-// per-layer head counts are refused here, by key. With
+// one by one, per-layer embeddings and shared caches, the local layers'
+// own head width (key_length_swa) and, read with the other families',
+// per-layer KV head counts and FFN widths. With
 // expert_count every layer is a mixture of experts beside its dense FFN
 // (config.h's Gemma4), read with the other families' experts below.
 Status read_gemma4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
@@ -271,18 +271,19 @@ Status read_gemma4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
                          std::to_string(c.n_layer) + ")");
   for (int64_t v : *flags) w.local.push_back(v != 0);
   if (!(s = read_float(f, p + "rope.freq_base_swa", 10000.0, 1.0 + 1e-6, 1e12, w.rope_base)).ok()) return s;
-  int head_dim_local = 0, value_dim_local = 0;
-  if (!(s = read_dim(f, p + "attention.key_length_swa", 0, 2, 4096, head_dim_local)).ok()) return s;
-  if (!(s = read_dim(f, p + "attention.value_length_swa", 0, 1, 4096, value_dim_local)).ok()) return s;
-  if (head_dim_local != c.head_dim_k || value_dim_local != c.head_dim_v)
-    return Status::error(p + "attention.key_length_swa: " + std::to_string(head_dim_local) + "/" +
-                         std::to_string(value_dim_local) + " (expected the global layers' key_length " +
-                         std::to_string(c.head_dim_k) + "/" + std::to_string(c.head_dim_v) +
-                         ": layers of two head widths are not supported yet)");
+  // The local layers' heads may be narrower than the global ones' (the
+  // published files: 256 against 512); each kind's key is as wide as its value.
   if (c.head_dim_k != c.head_dim_v)
     return Status::error(p + "attention.value_length: " + std::to_string(c.head_dim_v) + " (expected key_length " +
                          std::to_string(c.head_dim_k) + ")");
-  if (!(s = read_dim(f, p + "rope.dimension_count_swa", c.rope_dims, 2, c.head_dim_k, g.rope_dims_local)).ok())
+  if (!(s = read_dim(f, p + "attention.key_length_swa", c.head_dim_k, 2, 4096, w.head_dim_k)).ok()) return s;
+  if (!(s = read_dim(f, p + "attention.value_length_swa", w.head_dim_k, 1, 4096, w.head_dim_v)).ok()) return s;
+  if (w.head_dim_k % 2 != 0) return Status::error(p + "attention.key_length_swa: must be even for RoPE");
+  if (w.head_dim_v != w.head_dim_k)
+    return Status::error(p + "attention.value_length_swa: " + std::to_string(w.head_dim_v) +
+                         " (expected key_length_swa " + std::to_string(w.head_dim_k) + ")");
+  if (!(s = read_dim(f, p + "rope.dimension_count_swa", std::min(c.rope_dims, w.head_dim_k), 2, w.head_dim_k,
+                     g.rope_dims_local)).ok())
     return s;
   if (!(s = read_dim(f, p + "embedding_length_per_layer_input", 0, 0, kMaxDim, g.n_embd_per_layer)).ok()) return s;
   int shared = 0;
@@ -403,6 +404,36 @@ const char* architecture_name(Architecture arch) {
   return "?";
 }
 
+// attention.head_count_kv: one count, or (gemma4) one per layer; each
+// must divide head_count. n_head_kv is then the largest.
+Status read_head_count_kv(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  const std::string key = p + "attention.head_count_kv";
+  const gguf::Value* value = f.find(key);
+  std::vector<int64_t> counts;
+  if (value && value->as_array()) {
+    if (!c.is_gemma4()) return Status::error(key + ": an array (expected one integer)");
+    auto read = f.get_int_array(key);
+    if (!read.ok()) return read.status();
+    counts = *read;
+    if (static_cast<int>(counts.size()) != c.n_layer)
+      return Status::error(key + ": " + std::to_string(counts.size()) + " counts (expected one per layer, " +
+                           std::to_string(c.n_layer) + ")");
+  } else {
+    int count = 0;
+    if (Status s = read_dim(f, key, c.n_head, 1, c.n_head, count); !s.ok()) return s;
+    counts.push_back(count);
+  }
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const std::string which = value && value->as_array() ? " (layer " + std::to_string(i) + ")" : "";
+    if (counts[i] < 1 || counts[i] > c.n_head || c.n_head % counts[i] != 0)
+      return Status::error(key + ": " + std::to_string(counts[i]) + which + " does not divide head_count " +
+                           std::to_string(c.n_head));
+    c.n_head_kv = std::max(c.n_head_kv, static_cast<int>(counts[i]));
+  }
+  if (counts.size() > 1) c.layer_head_kv.assign(counts.begin(), counts.end());
+  return {};
+}
+
 Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   ModelConfig c;
   auto arch_name = f.get_string("general.architecture");
@@ -423,10 +454,7 @@ Result<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   if (!(s = read_dim(f, p + "nextn_predict_layers", 0, 0, c.n_layer - 1, c.n_nextn_layer)).ok()) return s;
   c.n_layer -= c.n_nextn_layer;
   if (!(s = read_dim(f, p + "attention.head_count", 0, 1, 4096, c.n_head)).ok()) return s;
-  if (!(s = read_dim(f, p + "attention.head_count_kv", c.n_head, 1, c.n_head, c.n_head_kv)).ok()) return s;
-  if (c.n_head % c.n_head_kv != 0)
-    return Status::error(p + "attention.head_count_kv: " + std::to_string(c.n_head_kv) + " does not divide head_count " +
-                         std::to_string(c.n_head));
+  if (!(s = read_head_count_kv(f, p, c)).ok()) return s;
   const int default_head_dim = c.n_embd % c.n_head == 0 ? c.n_embd / c.n_head : 0;
   if (!(s = read_dim(f, p + "attention.key_length", default_head_dim, 2, 4096, c.head_dim_k)).ok()) return s;
   if (!(s = read_dim(f, p + "attention.value_length", c.head_dim_k, 1, 4096, c.head_dim_v)).ok()) return s;

@@ -84,6 +84,9 @@ struct SlidingWindow {
   int pattern = 0;                 // attention.sliding_window_pattern
   std::vector<bool> local;         // gemma4: sliding_window_pattern as one flag per layer
   float rope_base = 10000.0f;      // rope.freq_base_swa
+  // gemma4: a local layer's key and value widths (attention.key_length_swa,
+  // value_length_swa); 0: the file's key_length and value_length.
+  int head_dim_k = 0, head_dim_v = 0;
   bool is_local(int layer) const {
     if (!local.empty()) return window > 0 && local[layer];
     return window > 0 && layer % pattern < pattern - 1;
@@ -269,6 +272,16 @@ struct ModelConfig {
   int q_dim() const { return n_head * head_dim_q(); }
   int kv_dim_k() const { return n_head_kv * head_dim_k; }
   int kv_dim_v() const { return n_head_kv * head_dim_v; }
+  // Layer by layer, where gemma4's published shapes differ between layers:
+  // its per-layer head_count_kv, its local layers' widths; else the above.
+  std::vector<int> layer_head_kv;  // empty: n_head_kv in every layer
+  int kv_heads(int layer) const { return layer_head_kv.empty() ? n_head_kv : layer_head_kv[layer]; }
+  int key_width(int layer) const {
+    return sliding.is_local(layer) && sliding.head_dim_k > 0 ? sliding.head_dim_k : head_dim_k;
+  }
+  int value_width(int layer) const {
+    return sliding.is_local(layer) && sliding.head_dim_v > 0 ? sliding.head_dim_v : head_dim_v;
+  }
 };
 
 // Reads and validates the hyperparameters. Errors name the key and the value

@@ -309,6 +309,10 @@ Status DeviceLayers::prepare_cache(KvCache& kv, int n_past) {
     auto mirror = std::make_unique<DeviceKv>();
     for (int i = 0; i < c.n_layer; ++i) {
       if (slot_[i] < 0) continue;
+      // The device keeps rows by position; a ring (kv_cache.h) has none to
+      // mirror, and unsupported() leaves sliding-window layers here.
+      if (kv.shape(c.kv_layer(i)).ring)
+        return Status::error("layer " + std::to_string(i) + " keeps a ring of rows, which the GPU does not mirror");
       const std::string what = "the KV cache of layer " + std::to_string(i) + " (" + std::to_string(kv.n_ctx()) +
                                " positions; lower -c or -ngl)";
       auto keys = device_->allocate(head_bytes * c.n_head_kv, what);

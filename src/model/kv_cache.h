@@ -1,10 +1,20 @@
-// KvCache: the keys and values of every layer for positions [0, n_ctx),
-// stored as float16 (half the memory of float32, and what llama.cpp keeps by
-// default). Keys are stored after RoPE. Owned by one session.
+// KvCache: the keys and values of every cache layer, stored as float16
+// (half the memory of float32, and what llama.cpp keeps by default). Keys
+// are stored after RoPE. Owned by one session.
 //
-// Layout: [layer][kv head][position][head dim], so the history of one head
+// Geometry is per layer (layer_shapes): each has its own KV head count and
+// key and value widths, and its rows. A global layer keeps one row per
+// position, [0, n_ctx). A sliding-window layer (config.h's SlidingWindow)
+// keeps a ring: position p lives in row p % ring_rows, where ring_rows is
+// the window plus the most positions one forward pass writes before it
+// reads (cache_walk.h's chunk), rounded up to whole attention tiles, so
+// that a pass never overwrites a row a query of it still needs and no tile
+// wraps. A ring is state, not rows by position: it holds the positions
+// [ring_first(), recurrent_pos()), and a pass may continue at p only while
+// the window before p is among them (can_continue_at).
+//
+// Layout: per layer [kv head][row][head dim], so the history of one head
 // is one contiguous run that attention converts and scans in a single pass.
-// A token takes n_head_kv * (head_dim_k + head_dim_v) halves per layer.
 //
 // Multi-head latent attention (deepseek2) caches one row per token and
 // layer, [latent | RoPE key] (config.h: one KV head, head_dim_v = 0): its
@@ -23,6 +33,10 @@
 // as they stand after the first recurrent_pos() tokens. That state cannot
 // go back to an earlier position: a forward pass must continue from
 // recurrent_pos() or start again at 0 (model.h).
+//
+// recurrent_state() is a cache's state not indexed by position, what a
+// checkpoint stores whole: the recurrent layers' floats, or every ring,
+// layer after layer (their float16 rows, in pairs, as floats).
 //
 // Memory: zeroed pages mapped from the kernel, not written at construction,
 // so a new session costs nothing until its rows are used (a checkpoint read
@@ -48,21 +62,46 @@ struct DeviceKv;
 
 class KvCache {
  public:
-  KvCache(const ModelConfig& config, int n_ctx);
+  // min_ring_rows: rings of at least that many rows (a longer rewind
+  // reach; with n_ctx, a ring that never wraps).
+  KvCache(const ModelConfig& config, int n_ctx, int min_ring_rows = 0);
   ~KvCache();
+
+  // One cache layer's geometry: rows is n_ctx, or a ring's rows.
+  struct LayerShape {
+    int n_head_kv = 0, dim_k = 0, dim_v = 0;  // dim_v 0: the values are in the key rows
+    int rows = 0;
+    bool ring = false;
+  };
+  static std::vector<LayerShape> layer_shapes(const ModelConfig& config, int n_ctx, int min_ring_rows = 0);
+  // Bytes that one position takes in the layers kept by position (their
+  // keys and values, and deepseek4's compressed keys and resume copies);
+  // the rings are not among them.
+  static size_t bytes_per_position(const ModelConfig& config);
+  // Bytes of recurrent_state() for `config`, whatever the context.
+  static size_t state_bytes(const ModelConfig& config);
 
   int n_ctx() const { return n_ctx_; }
   size_t bytes() const {
-    return (keys_.size() + values_.size()) * sizeof(uint16_t) + recurrent_.size() * sizeof(float) +
+    return (keys_.size() + rings_.size()) * sizeof(uint16_t) + recurrent_.size() * sizeof(float) +
            (compressor_ ? compressor_->bytes() : 0);
   }
+  const LayerShape& shape(int layer) const { return layers_[layer].shape; }
 
-  uint16_t* key(int layer, int head, int pos) { return keys_.data() + offset(layer, head, pos) * head_dim_k_; }
+  uint16_t* key(int layer, int head, int pos) {
+    const Layer& l = layers_[layer];
+    return l.keys + (static_cast<size_t>(head) * l.shape.rows + row(l, pos)) * l.shape.dim_k;
+  }
   uint16_t* value(int layer, int head, int pos) {
-    return values_in_keys_ ? key(layer, head, pos) : values_.data() + offset(layer, head, pos) * head_dim_v_;
+    const Layer& l = layers_[layer];
+    if (l.shape.dim_v == 0) return key(layer, head, pos);
+    return l.values + (static_cast<size_t>(head) * l.shape.rows + row(l, pos)) * l.shape.dim_v;
   }
   // Halves from one position's value to the next's.
-  int value_stride() const { return values_in_keys_ ? head_dim_k_ : head_dim_v_; }
+  int value_stride(int layer) const {
+    const LayerShape& s = layers_[layer].shape;
+    return s.dim_v == 0 ? s.dim_k : s.dim_v;
+  }
 
   // deepseek4's compressing layers (above); null for other models.
   CompressorCache* compressor() { return compressor_.get(); }
@@ -75,21 +114,43 @@ class KvCache {
   // them): the GPU copies them up before it next uses them.
   void forget_device_rows(int n);
 
+  // Whether a forward pass may start at position p: always for a cache
+  // kept by position; for a hybrid at 0 or recurrent_pos(); with rings at
+  // 0 or where every ring holds the window before p.
+  bool can_continue_at(int p) const;
+  // How many of the positions last written can always be taken back
+  // (truncate, then continue) with nothing evaluated again: any without
+  // state, none for a hybrid, for rings what a ring holds beyond its
+  // window, for deepseek4 its compressors' CompressorCache::kRewind.
+  int rewind_reach() const;
+  // A forward pass wrote positions [n_past, n_past + n).
+  void wrote(int n_past, int n);
+  // The first position every ring holds (0 without rings).
+  int ring_first() const { return ring_first_; }
+
   // qwen35's state of recurrent layer r (r counts the recurrent layers):
   // conv_state_floats() and delta_state_floats() values (config.h).
   float* conv_state(int r) { return &recurrent_[r * recurrent_stride_]; }
   float* delta_state(int r) { return &recurrent_[r * recurrent_stride_ + conv_floats_]; }
-  // Every recurrent layer's state, layer after layer (a checkpoint's copy).
-  std::span<float> recurrent_state() { return recurrent_; }
-  std::span<const float> recurrent_state() const { return recurrent_; }
+  // The state not indexed by position (above); empty without.
+  std::span<float> recurrent_state();
+  std::span<const float> recurrent_state() const { return const_cast<KvCache*>(this)->recurrent_state(); }
+  // The position the state stands at. set_recurrent_pos: a state was
+  // written from outside (a checkpoint, a kept copy) as it stood after pos
+  // tokens; of a ring, only the window before pos is trusted.
   int recurrent_pos() const { return recurrent_pos_; }
-  void set_recurrent_pos(int pos) { recurrent_pos_ = pos; }
+  void set_recurrent_pos(int pos);
   // Zeroes every recurrent state, at position 0.
   void reset_recurrent();
 
  private:
-  size_t offset(int layer, int head, int pos) const {
-    return (static_cast<size_t>(layer) * n_head_kv_ + head) * n_ctx_ + pos;
+  struct Layer {
+    LayerShape shape;
+    uint16_t* keys = nullptr;
+    uint16_t* values = nullptr;
+  };
+  static size_t row(const Layer& l, int pos) {
+    return l.shape.ring ? static_cast<size_t>(pos) % l.shape.rows : static_cast<size_t>(pos);
   }
   // n float16 values of zeroed anonymous memory, unmapped on destruction.
   class Buffer {
@@ -107,9 +168,11 @@ class KvCache {
   };
 
   int n_ctx_;
-  int n_head_kv_, head_dim_k_, head_dim_v_;
-  bool values_in_keys_;
-  Buffer keys_, values_;
+  int window_ = 0;                // of the ring layers; 0 without
+  std::vector<Layer> layers_;
+  Buffer keys_;                   // the layers kept by position: keys, then values, layer after layer
+  Buffer rings_;                  // the ring layers', likewise: recurrent_state()
+  int ring_first_ = 0;
   std::unique_ptr<CompressorCache> compressor_;
   size_t conv_floats_ = 0, recurrent_stride_ = 0;
   std::vector<float> recurrent_;  // per recurrent layer: convolution state, then delta-net state

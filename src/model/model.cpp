@@ -8,9 +8,8 @@
 // times sqrt(n_embd); an RMS norm on the output of attention and of the FFN
 // before each joins the residual; a GELU-gated FFN; queries scaled after
 // RoPE rather than the scores; sliding-window layers with their own RoPE,
-// which see only the last `window` positions. The cache keeps every
-// position of those layers too (simpler, and prefix reuse and checkpoints
-// stay as they are); attention just does not read the older ones.
+// which see only the last `window` positions and keep only a ring of rows
+// a little longer than that (kv_cache.h).
 //
 // Gemma 4 (config.h's Gemma4) is Gemma 3's path with unscaled attention
 // scores, RMS-normed values, and a step after each block (gemma4.cpp):
@@ -203,6 +202,10 @@ Status Model::check_batch(std::span<const int32_t> tokens, int n_past, const KvC
     return Status::error("forward: deepseek4's compressor state stands at position " + std::to_string(cc->stands_at()) +
                          ", not " + std::to_string(n_past) +
                          " (evaluate the tokens in between again, or restore a resume point)");
+  if (!kv.can_continue_at(n_past))
+    return Status::error("forward: the sliding-window layers hold positions " + std::to_string(kv.ring_first()) +
+                         ".." + std::to_string(kv.recurrent_pos() - 1) + ", not the window before position " +
+                         std::to_string(n_past) + " (start again at 0)");
   return {};
 }
 
@@ -211,9 +214,7 @@ void Model::begin_recurrent(int n_past, KvCache& kv) const {
   if (kv.compressor() && n_past == 0) kv.compressor()->restore_resume_point(0);
 }
 
-void Model::end_recurrent(int n_past, int n, KvCache& kv) const {
-  if (config_.is_hybrid()) kv.set_recurrent_pos(n_past + n);
-}
+void Model::end_recurrent(int n_past, int n, KvCache& kv) const { kv.wrote(n_past, n); }
 
 Status Model::forward(std::span<const int32_t> tokens, int n_past, KvCache& kv, ThreadPool& pool, bool all_logits,
                       std::vector<float>& logits) {
@@ -461,7 +462,7 @@ void Model::transformer_block(const LayerWeights& l, bool moe, int kv_layer, int
   const ModelConfig& c = config_;
   const int d = c.n_embd;
   const int attn_width = recurrent >= 0 ? c.delta_net.value_dim()
-                                        : c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.head_dim_v);
+                                        : c.n_head * (c.is_mla() ? c.mla.head_dim_v : c.value_width(kv_layer));
   attn_out_.resize(static_cast<size_t>(n) * attn_width);
 
   for (int t = 0; t < n; ++t) rms_norm(&xb_[t * d], &x_[t * d], l.attn_norm.data(), d, c.rms_eps);

@@ -23,6 +23,7 @@
 
 #include "gguf/gguf.h"
 #include "gpu/device.h"
+#include "model/cache_walk.h"
 #include "model/config.h"
 #include "model/device_layers.h"
 #include "model/kv_cache.h"
@@ -78,7 +79,8 @@ class Model {
   // context or names a token outside the vocabulary, or (hybrids) starts
   // neither at 0 nor where its cache's recurrent state stands
   // (kv_cache.h: that state cannot be rewound; a cache without recurrent
-  // layers, the nextn block's, may start anywhere).
+  // layers, the nextn block's, may start anywhere), or (sliding-window
+  // layers) at a position whose window the cache's rings no longer hold.
   Status forward(std::span<const SequenceInput> batch, ThreadPool& pool);
   // One sequence: tokens[0..n) at positions n_past..n_past+n-1; logits
   // receives n rows of n_vocab if all_logits, else the last token's row.
@@ -141,8 +143,8 @@ class Model {
 
  private:
   // Tokens per pass through the layers in a forward call: what bounds the
-  // scratch rows below (model.cpp says why 256).
-  static constexpr int kChunk = 256;
+  // scratch rows below and the cache's rings (cache_walk.h).
+  static constexpr int kChunk = kChunkTokens;
 
   // Rows [row, row + n) of a chunk: tokens of one sequence at positions
   // n_past.. of kv, the first of them token `first` of `seq` (null for the
@@ -157,9 +159,9 @@ class Model {
   Model() = default;
   void set_up_rope_and_scale();
   Status check_batch(std::span<const int32_t> tokens, int n_past, const KvCache& kv) const;
-  // Hybrids: a sequence starting at 0 starts from a zero recurrent state,
-  // and its state stands at n_past + n after the pass. deepseek4: one
-  // starting at 0 starts its compressors afresh.
+  // Hybrids: a sequence starting at 0 starts from a zero recurrent state;
+  // deepseek4: one starting at 0 starts its compressors afresh. After the
+  // pass, every cache's state stands at n_past + n (kv.wrote).
   void begin_recurrent(int n_past, KvCache& kv) const;
   void end_recurrent(int n_past, int n, KvCache& kv) const;
   // The chunk's n tokens through the model, segment by segment: each

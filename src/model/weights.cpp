@@ -195,8 +195,10 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
   const std::string p = "blk." + std::to_string(i) + ".";
   const int64_t d = c.n_embd;
   Status s;
-  // qwen35's queries carry each head's output gate after it.
-  const int64_t q = c.q_dim() * (c.is_hybrid() ? 2 : 1), kvk = c.kv_dim_k(), kvv = c.kv_dim_v();
+  // qwen35's queries carry each head's output gate after it; gemma4's
+  // widths and KV heads are the layer's own.
+  const int64_t hk = c.is_mla() ? c.head_dim_q() : c.key_width(i), hv = c.value_width(i), kv_heads = c.kv_heads(i);
+  const int64_t q = c.n_head * hk * (c.is_hybrid() ? 2 : 1), kvk = kv_heads * hk, kvv = kv_heads * hv;
   if (!(s = bind.vector(p + "attn_norm.weight", d, l.attn_norm)).ok()) return s;
   if (c.is_recurrent(i)) {
     if (!(s = bind_delta_net(bind, p, c, w, l)).ok()) return s;
@@ -209,7 +211,7 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
     if (!(s = bind.matrix(p + "attn_q.weight", {d, q}, l.wq)).ok()) return s;
     if (own_kv && !(s = bind.matrix(p + "attn_k.weight", {d, kvk}, l.wk)).ok()) return s;
     if (own_kv && !(s = bind.matrix(p + "attn_v.weight", {d, kvv}, l.wv, /*optional=*/c.is_gemma4())).ok()) return s;
-    if (!(s = bind.matrix(p + "attn_output.weight", {c.n_head * int64_t{c.head_dim_v}, d}, l.wo)).ok()) return s;
+    if (!(s = bind.matrix(p + "attn_output.weight", {c.n_head * hv, d}, l.wo)).ok()) return s;
   }
   if (c.has_qkv_bias) {
     if (!(s = bind.vector(p + "attn_q.bias", q, l.bq)).ok()) return s;
@@ -217,8 +219,8 @@ Status bind_layer(Binder& bind, const ModelConfig& c, int i, ModelWeights& w, La
     if (!(s = bind.vector(p + "attn_v.bias", kvv, l.bv)).ok()) return s;
   }
   if (c.has_qk_norm && !c.is_recurrent(i)) {
-    if (!(s = bind.vector(p + "attn_q_norm.weight", c.head_dim_k, l.q_norm)).ok()) return s;
-    if (!l.wk.empty() && !(s = bind.vector(p + "attn_k_norm.weight", c.head_dim_k, l.k_norm)).ok()) return s;
+    if (!(s = bind.vector(p + "attn_q_norm.weight", hk, l.q_norm)).ok()) return s;
+    if (!l.wk.empty() && !(s = bind.vector(p + "attn_k_norm.weight", hk, l.k_norm)).ok()) return s;
   }
   if (c.is_gemma4() && !(s = bind_gemma4_extras(bind, p, c, l)).ok()) return s;
   // gpt-oss and qwen35 store the FFN's norm under the name gemma3 gives its

@@ -495,17 +495,29 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     return Status::error("fused gate and up experts: only gemma4 with --experts writes them");
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   if (head_dim <= 0 || head_dim % 2 != 0) return Status::error("head dim: must be positive and even");
-  // gemma4: the global layers' own head width and KV heads, the shared
-  // layers' FFN width (0 or false: as the others).
+  // gemma4: the global and local layers' own head widths and KV heads,
+  // the shared layers' FFN width (0 or false: as the others).
   const int global_head_dim = gemma4 && spec.head_dim_global > 0 ? spec.head_dim_global : head_dim;
-  if (global_head_dim % 2 != 0) return Status::error("global head dim: must be even");
+  const int local_head_dim = gemma4 && spec.head_dim_swa > 0 ? spec.head_dim_swa : head_dim;
+  if (global_head_dim % 2 != 0 || local_head_dim % 2 != 0) return Status::error("global and local head dims: must be even");
   if (gemma4 && spec.n_head_kv_global > 0 && spec.n_head % spec.n_head_kv_global != 0)
     return Status::error("global kv-heads must divide heads");
-  if ((spec.head_dim_global > 0 || spec.n_head_kv_global > 0 || spec.global_k_eq_v || spec.double_wide_shared_ffn) &&
+  if ((spec.head_dim_global > 0 || spec.head_dim_swa > 0 || spec.n_head_kv_global > 0 || !spec.layer_kv_heads.empty() ||
+       spec.global_k_eq_v || spec.double_wide_shared_ffn) &&
       !gemma4)
-    return Status::error("global head width, global kv-heads, k = v and double-wide FFNs: gemma4 only");
-  auto head_dim_of = [&](int layer) { return int64_t{gemma4 && !local(layer) ? global_head_dim : head_dim}; };
+    return Status::error("global and local head widths, per-layer kv-heads, k = v and double-wide FFNs: gemma4 only");
+  if (!spec.layer_kv_heads.empty() && static_cast<int>(spec.layer_kv_heads.size()) != spec.n_layer)
+    return Status::error("layer kv heads: " + std::to_string(spec.layer_kv_heads.size()) +
+                         " counts (expected one per layer, " + std::to_string(spec.n_layer) + ")");
+  for (int heads : spec.layer_kv_heads)
+    if (heads <= 0 || spec.n_head % heads != 0)
+      return Status::error("layer kv heads: " + std::to_string(heads) + " does not divide the " +
+                           std::to_string(spec.n_head) + " heads");
+  auto head_dim_of = [&](int layer) {
+    return int64_t{!gemma4 ? head_dim : local(layer) ? local_head_dim : global_head_dim};
+  };
   auto kv_heads_of = [&](int layer) {
+    if (!spec.layer_kv_heads.empty() && layer < spec.n_layer) return int64_t{spec.layer_kv_heads[layer]};
     return int64_t{gemma4 && !local(layer) && spec.n_head_kv_global > 0 ? spec.n_head_kv_global : spec.n_head_kv};
   };
   auto ff_of = [&](int layer) {
@@ -564,9 +576,10 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     }
   } else if (deepseek4) {
     write_deepseek4_metadata(spec, ds4, head_dim, out);
-  } else if (gemma4 && spec.n_head_kv_global > 0 && spec.n_head_kv_global != spec.n_head_kv) {
+  } else if (gemma4 && ((spec.n_head_kv_global > 0 && spec.n_head_kv_global != spec.n_head_kv) ||
+                         !spec.layer_kv_heads.empty())) {
     std::vector<int32_t> heads;
-    for (int i = 0; i < spec.n_layer; ++i) heads.push_back(kv_heads_of(i));
+    for (int i = 0; i < spec.n_layer; ++i) heads.push_back(static_cast<int32_t>(kv_heads_of(i)));
     out.set_i32_array(a + "attention.head_count_kv", heads);
     out.set_u32(a + "attention.key_length", global_head_dim);
     out.set_u32(a + "attention.value_length", global_head_dim);
@@ -579,11 +592,11 @@ Status plan_synthetic_model(const SyntheticSpec& given, SyntheticPlan& plan) {
     std::vector<int32_t> flags;
     for (int i = 0; i < spec.n_layer; ++i) flags.push_back(local(i) ? 1 : 0);
     out.set_i32_array(a + "attention.sliding_window_pattern", flags);
-    out.set_u32(a + "attention.key_length_swa", head_dim);
-    out.set_u32(a + "attention.value_length_swa", head_dim);
-    if (global_head_dim != head_dim) {
+    out.set_u32(a + "attention.key_length_swa", local_head_dim);
+    out.set_u32(a + "attention.value_length_swa", local_head_dim);
+    if (global_head_dim != local_head_dim) {
       out.set_u32(a + "rope.dimension_count", global_head_dim);
-      out.set_u32(a + "rope.dimension_count_swa", head_dim);
+      out.set_u32(a + "rope.dimension_count_swa", local_head_dim);
     }
     out.set_u32(a + "embedding_length_per_layer_input", spec.n_embd_per_layer);
     out.set_u32(a + "attention.shared_kv_layers", spec.shared_kv_layers);

@@ -76,15 +76,18 @@ struct SyntheticSpec {
   // one ffn_gate_up_exps stack (gate rows, then up rows), as published
   // Gemma 4 MoE files have them.
   bool fused_gate_up_exps = false;
-  // gemma4's published shapes: the global layers' head width
-  // (head_dim_global, key_length; head_dim is then the local layers',
-  // key_length_swa) and KV heads (n_head_kv_global, written as one
-  // head_count_kv per layer), 0 meaning the local layers'; global layers
-  // without attn_v, their keys' projection serving as values
-  // (global_k_eq_v); the shared-cache layers' FFN twice n_ff wide, written
-  // as one feed_forward_length per layer (double_wide_shared_ffn); the
-  // share of a global head's pairs that turn (rope_freqs).
-  int head_dim_global = 0, n_head_kv_global = 0;
+  // gemma4's published shapes: head_dim is both kinds of layers' width
+  // unless the global layers have their own (head_dim_global, written as
+  // key_length) or the local ones (head_dim_swa, key_length_swa); KV heads
+  // likewise n_head_kv unless the global layers have their own
+  // (n_head_kv_global) or every layer is given one (layer_kv_heads), then
+  // written as one head_count_kv per layer; global layers without attn_v,
+  // their keys' projection serving as values (global_k_eq_v); the
+  // shared-cache layers' FFN twice n_ff wide, written as one
+  // feed_forward_length per layer (double_wide_shared_ffn); the share of a
+  // global head's pairs that turn (rope_freqs).
+  int head_dim_global = 0, head_dim_swa = 0, n_head_kv_global = 0;
+  std::vector<int> layer_kv_heads = {};
   bool global_k_eq_v = false, double_wide_shared_ffn = false;
   float global_rope_share = 0.5f;
   // qwen35 (and qwen35moe, whose FFNs are experts beside a gated shared

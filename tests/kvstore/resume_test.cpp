@@ -31,14 +31,14 @@ using Tokens = std::vector<int32_t>;
 // stem: a model of testdata/models, or "<folder>/<stem>" for one of the
 // models/ of a golden set (the architectures kept apart: deepseek2/...,
 // and the sets this repository made: gemma4/...).
-std::unique_ptr<Engine> load(const std::string& stem) {
+std::unique_ptr<Engine> load(const std::string& stem, int n_ctx = 512) {
   const size_t slash = stem.find('/');
   const std::filesystem::path path =
       slash == std::string::npos
           ? testing::testdata("models/" + stem + ".gguf")
           : testing::golden_path(testing::golden_set(stem.substr(0, slash + 1)),
                                  "models/" + stem.substr(slash + 1) + ".gguf");
-  auto engine = Engine::load({.model_path = path.string(), .n_ctx = 512, .n_threads = 2});
+  auto engine = Engine::load({.model_path = path.string(), .n_ctx = n_ctx, .n_threads = 2});
   EXPECT_TRUE(engine.ok()) << engine.status().message();
   return engine.ok() ? std::move(*engine) : nullptr;
 }
@@ -197,9 +197,12 @@ TEST_P(Resume, SharedPrefixFromDisk) {
   auto second = PrefixCache::open(*engine, disk_options(tmp));
   ASSERT_TRUE(second.ok());
   const Cached resumed = through(**second, *engine, other, record);
-  EXPECT_EQ(resumed.source, "disk");
-  EXPECT_EQ(resumed.result.cached_tokens, 140) << "every shared token";
-  EXPECT_EQ(resumed.result.first_logits_position, 140);
+  // gemma4's sliding-window rings are state, stored once: its checkpoints
+  // serve only prompts that start with all of them (SlidingResume).
+  const int shared = engine->info().recurrent_state_bytes > 0 ? 0 : 140;
+  EXPECT_EQ(resumed.source, shared > 0 ? "disk" : "none");
+  EXPECT_EQ(resumed.result.cached_tokens, shared) << "every shared token";
+  EXPECT_EQ(resumed.result.first_logits_position, shared);
   expect_equivalent(resumed.result, cold(*engine, other, record), n_vocab);
 }
 
@@ -499,7 +502,8 @@ struct GoldenPrompt {
     expect_cold_bits(resumed, prompt);
   }
   // After the prompt ran in a pool of one session, each case's prompt
-  // resumes from RAM with `cached` tokens, giving a cold prefill's bits.
+  // resumes from RAM with `cached` tokens (0: from none, cold), giving a
+  // cold prefill's bits.
   struct RamCase {
     Tokens next;
     int cached;
@@ -511,7 +515,7 @@ struct GoldenPrompt {
       ASSERT_TRUE(cache.ok());
       through(**cache, *engine, prompt, true);
       const Cached resumed = through(**cache, *engine, c.next, true);
-      EXPECT_EQ(resumed.source, "ram");
+      EXPECT_EQ(resumed.source, c.cached > 0 ? "ram" : "none");
       EXPECT_EQ(resumed.result.cached_tokens, c.cached);
       expect_cold_bits(resumed, c.next);
     }
@@ -682,6 +686,59 @@ TEST_F(Deepseek4Resume, APrefixFromDiskResumesFromTheResumePointBelow) {
 TEST_F(Deepseek4Resume, FromRamAtAResumePointOrWhereTheSessionStands) {
   from_ram({{prompt, 352}, {prefix(300, 20), 256}, {prefix(352, 12, 8), 352}});
 }
+
+// Models with sliding-window layers (gemma3, gpt-oss: the golden sets of
+// tests/testdata, windows of 32), whose rings (384 rows) a prompt of 700
+// tokens wraps almost twice. A checkpoint holds the global layers' rows
+// and the rings after the whole prompt, so it is used only whole; from
+// RAM a session goes back as far as its rings still hold the window (353
+// positions here), else the prompt is evaluated cold. Every resume gives
+// the bits of a cold prefill.
+class SlidingResume : public ::testing::TestWithParam<std::string>, protected GoldenPrompt {
+ protected:
+  void SetUp() override {
+    engine = kvstore::load(GetParam(), 1024);
+    ASSERT_TRUE(engine);
+    ASSERT_GT(engine->info().recurrent_state_bytes, 0u);
+    prompt = prompt_tokens(*engine, 700, 3);
+  }
+};
+
+TEST_P(SlidingResume, WholePromptFromDiskAfterARestart) { whole_prompt_from_disk(kRecurrentFormatVersion); }
+
+TEST_P(SlidingResume, ALongerPromptFromDiskButNotADivergingOne) {
+  TempDir tmp;
+  auto second = restarted_with(*engine, tmp, prefix(500));
+  ASSERT_TRUE(second);
+  const Cached resumed = through(*second, *engine, prompt, true);
+  EXPECT_EQ(resumed.source, "disk");
+  EXPECT_EQ(resumed.result.cached_tokens, 500);
+  expect_cold_bits(resumed, prompt);
+
+  TempDir other;
+  auto third = restarted_with(*engine, other, prompt);
+  ASSERT_TRUE(third);
+  const Tokens diverging = prefix(600, 20);
+  const Cached none = through(*third, *engine, diverging, true);
+  EXPECT_EQ(none.source, "none") << "shares 600 tokens with a checkpoint of 700";
+  expect_cold_bits(none, diverging);
+}
+
+// From RAM, after the prompt and 6 generated tokens (the rings stand at
+// 706 and hold from 322 on): the prompt again, a prompt going on past it,
+// one leaving it at 600 (its window among the rings' rows) and one leaving
+// it at 200 (lost: cold).
+TEST_P(SlidingResume, FromRamWhileTheRingsHoldTheWindow) {
+  from_ram({{prompt, 700}, {prefix(700, 12, 8), 700}, {prefix(600, 20), 600}, {prefix(200, 20), 0}});
+}
+
+INSTANTIATE_TEST_SUITE_P(GoldenModels, SlidingResume,
+                         ::testing::Values("gemma3/gemma3-Q8_0", "gemma3/gemma3-F16", "gpt-oss/gpt-oss-Q8_0"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace_if(name.begin(), name.end(), [](char c) { return !isalnum(c); }, '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace revis::kvstore

@@ -1,9 +1,11 @@
 // Gemma 4 beyond the golden cases (tests/testdata/gemma4, gemma4moe): the
 // loader reads its per-layer flags, shared caches, per-layer embeddings and
 // experts, names every missing or misshapen tensor and every key or
-// tensor it cannot take (two head widths, shared layers after the wrong
-// kinds), fused gate and up experts split as the separate ones, FFN
-// widths read one per layer, a file without attn_v takes the keys'
+// tensor it cannot take (a local key and value of two widths, per-layer
+// KV heads that do not divide the heads, shared layers after the wrong
+// kinds), reads two head widths and KV heads per layer, splits fused gate
+// and up experts as the separate ones, reads FFN widths one per layer, a
+// file without attn_v takes the keys'
 // projection as values, the cache holds only the layers that make keys, a
 // prompt in pieces gives the bits of it whole, and the GPU leaves every
 // gemma4 layer on the CPU with a reason.
@@ -20,6 +22,7 @@
 #include "gguf/gguf_writer.h"
 #include "model/config.h"
 #include "model/device_layers.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/weights.h"
 #include "revis/engine.h"
@@ -209,14 +212,65 @@ TEST(Gemma4Loader, NamesAMisshapenTensor) {
   }
 }
 
+// The published shapes: local layers narrower than the global ones, and
+// a KV head count per layer; the cache takes each layer's geometry.
+TEST(Gemma4Loader, ReadsTwoHeadWidthsAndKvHeadsPerLayer) {
+  std::optional<SyntheticSpec> spec = synthetic_preset("gemma4-small");
+  ASSERT_TRUE(spec.has_value());
+  spec->n_vocab = 300;
+  spec->head_dim_swa = 32;
+  spec->layer_kv_heads = {2, 4, 1, 2, 4, 1};
+  TempDir tmp;
+  auto file = gguf::GgufFile::open(testing::write_synthetic(tmp, *spec));
+  ASSERT_TRUE(file.ok());
+  auto c = read_model_config(**file);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->key_width(0), 32);
+  EXPECT_EQ(c->value_width(1), 32);
+  EXPECT_EQ(c->key_width(2), 64) << "the global layer";
+  EXPECT_EQ(c->gemma4.rope_dims_local, 32);
+  EXPECT_EQ(c->kv_heads(1), 4);
+  EXPECT_EQ(c->kv_heads(2), 1);
+  EXPECT_EQ(c->n_head_kv, 4) << "the largest";
+  const std::vector<KvCache::LayerShape> shapes = KvCache::layer_shapes(*c, 64);
+  ASSERT_EQ(shapes.size(), 3u);
+  EXPECT_EQ(shapes[1].n_head_kv, 4);
+  EXPECT_EQ(shapes[1].dim_k, 32);
+  EXPECT_TRUE(shapes[1].ring);
+  EXPECT_EQ(shapes[2].n_head_kv, 1);
+  EXPECT_EQ(shapes[2].dim_v, 64);
+  EXPECT_FALSE(shapes[2].ring);
+  auto engine = Engine::load({.model_path = tmp.file("good.gguf"), .n_ctx = 64, .n_threads = 2});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ((*engine)->info().kv_bytes_per_token, 1u * (64 + 64) * sizeof(uint16_t));
+  auto session = (*engine)->new_session();
+  std::vector<int32_t> tokens(60);  // past the window of 32
+  for (int i = 0; i < 60; ++i) tokens[i] = 3 + (i * 31) % 290;
+  Status s = session->eval(tokens);
+  EXPECT_TRUE(s.ok()) << s.message();
+}
+
 TEST(Gemma4Loader, RefusesWhatItCannotRunByKey) {
   TempDir tmp;
   const std::string good = write_model(tmp);
   const std::string widths = error_with(tmp, good, [](gguf::GgufWriter& out) {
     out.set_u32("gemma4.attention.key_length_swa", 128);
-    out.set_u32("gemma4.attention.value_length_swa", 128);
+    out.set_u32("gemma4.attention.value_length_swa", 64);
   });
-  EXPECT_NE(widths.find("gemma4.attention.key_length_swa: 128/128"), std::string::npos) << widths;
+  EXPECT_NE(widths.find("gemma4.attention.value_length_swa: 64 (expected key_length_swa 128)"), std::string::npos)
+      << widths;
+  const std::string odd = error_with(
+      tmp, good, [](gguf::GgufWriter& out) { out.set_i32_array("gemma4.attention.head_count_kv", {2, 3, 2, 2, 2, 2}); });
+  EXPECT_NE(odd.find("gemma4.attention.head_count_kv: 3 (layer 1) does not divide head_count 4"), std::string::npos)
+      << odd;
+  const std::string short_array = error_with(
+      tmp, good, [](gguf::GgufWriter& out) { out.set_i32_array("gemma4.attention.head_count_kv", {2, 2}); });
+  EXPECT_NE(short_array.find("gemma4.attention.head_count_kv: 2 counts (expected one per layer, 6)"),
+            std::string::npos)
+      << short_array;
+  const std::string ffn = error_with(
+      tmp, good, [](gguf::GgufWriter& out) { out.set_i32_array("gemma4.feed_forward_length", {384, 384}); });
+  EXPECT_NE(ffn.find("gemma4.feed_forward_length"), std::string::npos) << ffn;
   // Experts counted in the keys want their tensors.
   const std::string experts = error_with(tmp, good, [](gguf::GgufWriter& out) {
     out.set_u32("gemma4.expert_count", 8);
@@ -318,12 +372,17 @@ TEST(Gemma4Attention, WithoutAttnVTheValuesAreTheKeysProjection) {
 }
 
 // The shared layers keep no rows of their own: a token's cache is that of
-// the three layers that make keys and values.
+// the three layers that make keys and values, of which the global one
+// keeps rows by position and the two local ones rings of 384 rows (a
+// window of 32 and a chunk of 256, in tiles of 128), whatever the context.
 TEST(Gemma4Attention, TheCacheHoldsOnlyTheLayersThatMakeKeys) {
   TempDir tmp;
   auto engine = Engine::load({.model_path = write_model(tmp), .n_ctx = 64, .n_threads = 2});
   ASSERT_TRUE(engine.ok()) << engine.status().message();
-  EXPECT_EQ((*engine)->info().kv_bytes_per_token, 3u * 2 * (64 + 64) * sizeof(uint16_t));
+  EXPECT_EQ((*engine)->info().n_kv_layer, 1);
+  EXPECT_EQ((*engine)->info().kv_bytes_per_token, 1u * 2 * (64 + 64) * sizeof(uint16_t));
+  EXPECT_EQ((*engine)->info().recurrent_state_bytes, 2u * 2 * 384 * (64 + 64) * sizeof(uint16_t));
+  EXPECT_EQ((*engine)->info().session_state_bytes, (*engine)->info().recurrent_state_bytes);
 }
 
 // A prompt evaluated in pieces (the window and the shared layers' reads

@@ -1,7 +1,7 @@
 // The llama.cpp golden cases in ../shared/testdata/golden (and in the
 // folders of the sets kept apart, such as deepseek2/ and moe2bit/, and of
 // the sets this repository made itself under tests/testdata, such as
-// gemma3/, gemma4/, gemma4moe/, gemma4moe-fused/, gpt-oss/, qwen35/, qwen35moe/ and qwen3next/; a case's name
+// gemma3/, gemma4/, gemma4moe/, gemma4moe-fused/, gemma4wide/, gpt-oss/, qwen35/, qwen35moe/ and qwen3next/; a case's name
 // starts with its folder: "moe2bit/qwen3moe-MOE2.en")
 // and the tolerance rules of the shared README, shared by the engine test
 // and the CLI test.
@@ -43,8 +43,8 @@ struct GoldenSet {
 inline const std::vector<GoldenSet>& golden_sets() {
   static const std::vector<GoldenSet> sets = {
       {"", false, false}, {"deepseek2/", false, true}, {"moe2bit/", false, true}, {"gemma3/", true, false},
-      {"gemma4/", true, false}, {"gemma4moe/", true, true}, {"gemma4moe-fused/", true, true}, {"gpt-oss/", true, true},
-      {"qwen35/", true, false},
+      {"gemma4/", true, false}, {"gemma4moe/", true, true}, {"gemma4moe-fused/", true, true}, {"gemma4wide/", true, false},
+      {"gpt-oss/", true, true}, {"qwen35/", true, false},
       {"qwen35moe/", true, true},
       {"qwen3next/", true, true}};
   return sets;
