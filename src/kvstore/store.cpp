@@ -226,20 +226,19 @@ std::vector<std::string> KvStore::aligned_prefix_digests(uint64_t model, std::sp
   return out;
 }
 
-std::vector<std::string> KvStore::prefix_digests(int block, size_t limit) const {
+std::vector<std::string> KvStore::prefix_digests(int block, size_t limit, int resume_interval) const {
   if (block <= 0 || model_ == 0) return {};
   std::vector<std::pair<size_t, std::string>> found;
   std::set<std::string> seen;
   for (const auto& [id, e] : entries_) {
     if (e.header.model != model_) continue;
-    // A checkpoint with a recurrent state resumes only whole (its state
-    // stands after its last token): it publishes its longest aligned prefix
-    // alone, which a prompt meets when it shares the checkpoint's tokens up
-    // to that point; a prompt that parts from them in the last few tokens
-    // after it is counted as cached but prefills from the start.
-    const bool whole_only = e.header.shape.recurrent_bytes > 0;
-    const size_t first = whole_only ? e.tokens.size() / block * block : block;
-    for (size_t n = std::max<size_t>(first, block); n <= e.tokens.size(); n += block) {
+    for (size_t n = block; n <= e.tokens.size(); n += block) {
+      // The longest aligned prefix stands for the whole checkpoint (a
+      // prompt that parts from it in its last tokens after that point is
+      // counted as cached, though it is served only at a resume point);
+      // shorter ones only where a shorter prefix resumes.
+      const bool longest = n + block > e.tokens.size();
+      if (!longest && (resume_interval <= 0 || n % resume_interval != 0)) continue;
       std::string d = prefix_digest(model_, std::span(e.tokens).first(n));
       if (seen.insert(d).second) found.emplace_back(n, std::move(d));
     }

@@ -106,10 +106,11 @@ class KvStore {
   // Digests of the aligned prefixes (every `block` tokens) of this model's
   // checkpoints, at most `limit`, longest first: what a node advertises so
   // that a dispatcher can route a prompt to where its prefix already is.
-  // A checkpoint that resumes only whole (a recurrent state) gives only its
-  // longest aligned prefix.
-  // prefix_digest() computes one for any token sequence.
-  std::vector<std::string> prefix_digests(int block, size_t limit) const;
+  // resume_interval (ModelInfo::kv_resume_interval): a checkpoint serves a
+  // shorter prefix of its tokens only at multiples of it, none where 0 (a
+  // state stored for its end only), so only those and its longest aligned
+  // prefix are given. prefix_digest() computes one for any token sequence.
+  std::vector<std::string> prefix_digests(int block, size_t limit, int resume_interval = 1) const;
   static std::string prefix_digest(uint64_t model, std::span<const int32_t> tokens);
   // prefix_digest() of the first `block`, 2 x `block`, ... tokens, shortest
   // first: a prompt's side of that comparison.

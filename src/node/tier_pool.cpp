@@ -141,7 +141,8 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   if (!cache.ok()) return cache.status();
   m->cache = std::move(*cache);
   if (m->cache->store()) {
-    m->kv_prefixes = m->cache->store()->prefix_digests(kPrefixDigestBlock, kPrefixDigestLimit);
+    m->kv_prefixes =
+        m->cache->store()->prefix_digests(kPrefixDigestBlock, kPrefixDigestLimit, info.kv_resume_interval);
     log_line("info", "KV checkpoints in " + kv_.dir + ": " + std::to_string(m->cache->store()->entries().size()) +
                          " files, " + mib(m->cache->store()->total_bytes()));
   }
@@ -188,7 +189,8 @@ bool TierPool::with_loaded(std::string_view tier, const std::function<void(const
 
 void TierPool::refresh_kv_prefixes(LoadedModel& m) {
   if (!m.cache || !m.cache->store()) return;
-  std::vector<std::string> digests = m.cache->store()->prefix_digests(kPrefixDigestBlock, kPrefixDigestLimit);
+  std::vector<std::string> digests = m.cache->store()->prefix_digests(kPrefixDigestBlock, kPrefixDigestLimit,
+                                                                       m.engine->info().kv_resume_interval);
   MutexLock lock(mutex_);
   m.kv_prefixes = std::move(digests);
 }

@@ -203,7 +203,7 @@ TEST(KvStore, PrefixDigestsAreAlignedAndStable) {
   EXPECT_EQ(std::count(digests.begin(), digests.end(), mine[2]), 0);
 }
 
-TEST(KvStore, ACheckpointThatResumesOnlyWholePublishesItsLongestAlignedPrefix) {
+TEST(KvStore, ACheckpointPublishesOnlyThePrefixesItResumesFrom) {
   TempDir tmp;
   KvShape shape = kShape;
   shape.recurrent_bytes = 8 * sizeof(float);
@@ -217,9 +217,13 @@ TEST(KvStore, ACheckpointThatResumesOnlyWholePublishesItsLongestAlignedPrefix) {
   ASSERT_TRUE((*store)->save(header, {.tokens = t, .logits = {}}, rows.runs, state).ok());
   // Its state stands after token 200: a prompt sharing 64 or 128 of its
   // tokens would prefill from the start, so only 192 is published.
-  const std::vector<std::string> digests = (*store)->prefix_digests(64, 10);
+  const std::vector<std::string> digests = (*store)->prefix_digests(64, 10, 0);
   ASSERT_EQ(digests.size(), 1u);
   EXPECT_EQ(digests[0], KvStore::prefix_digest(kModel, tokens(0, 192)));
+  // With resume points every 128 tokens (deepseek4), 128 serves too.
+  const std::vector<std::string> points = (*store)->prefix_digests(64, 10, 128);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[1], KvStore::prefix_digest(kModel, tokens(0, 128)));
 }
 
 }  // namespace
