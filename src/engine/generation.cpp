@@ -135,7 +135,7 @@ Status Generation::start() {
   // (rewind_reach), which bounds the drafts.
   if (options_.draft_max > 0 && options_.drafter) {
     session_.keep_recent_states(options_.draft_max + 1);
-    draft_max_ = std::min(options_.draft_max, session_.rewind_reach() - 1);
+    draft_max_ = std::min(options_.draft_max, session_.rewind_reach());
     drafter_ = draft_max_ > 0 ? options_.drafter : nullptr;
     if (drafter_) drafter_->attach(session_);
   }

@@ -84,6 +84,7 @@ TEST_P(HybridDrafting, GoesBackOverARejectedDraftToTheBitsOfAColdRun) {
 
   auto drafted = engine->new_session();
   drafted->keep_recent_states(5);
+  EXPECT_EQ(drafted->rewind_reach(), 4) << "states after the last 5 tokens: the last 4 can be taken back";
   ASSERT_TRUE(drafted->eval(prompt).ok());
   ASSERT_TRUE(drafted->eval(step, /*all_logits=*/true).ok());
   // The states after each of the step's tokens, none before it.
