@@ -128,6 +128,10 @@ struct ModelInfo {
   // decoding on a hybrid adds draft_max + 1 copies
   // (Session::keep_recent_states).
   uint64_t session_state_bytes = 0;
+  // What a speculating session keeps per draft token to take back a
+  // rejected one (Session::keep_recent_states): a hybrid's recurrent
+  // state; 0 for the others, whose caches go back by themselves.
+  uint64_t draft_state_bytes = 0;
   // Where a checkpoint's prefix can resume without evaluating anything
   // again: multiples of this, besides the checkpoint's end. 1 for most
   // models; deepseek4: its largest compression ratio (a shorter prefix

@@ -151,6 +151,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& options) {
   info.recurrent_state_bytes = KvCache::state_bytes(c);
   // A hybrid's session keeps copies of its state; rings are kept once.
   info.session_state_bytes = (c.is_hybrid() ? 1 + RecurrentSnapshots::kMax : 1) * info.recurrent_state_bytes;
+  if (c.is_hybrid()) info.draft_state_bytes = info.recurrent_state_bytes;
   // A checkpoint with a hybrid's state or rings resumes whole only.
   if (info.recurrent_state_bytes > 0) info.kv_resume_interval = 0;
   if (CompressorCache::needed(c)) {

@@ -117,7 +117,7 @@ Result<LoadedModel*> TierPool::acquire(const TierSpec& tier, double* load_ms) {
   const bool drafts = !tier.draft_path.empty() || tier.lookup;
   const uint64_t draft_states =
       drafts ? static_cast<uint64_t>((tier.draft_max > 0 ? tier.draft_max : kDefaultDraftMax) + 1) *
-                   info.recurrent_state_bytes
+                   info.draft_state_bytes
              : 0;
   m->slot_kv_bytes = info.kv_bytes_per_token * static_cast<uint64_t>(info.n_ctx) + info.session_state_bytes +
                      draft_states + (m->draft_model ? m->draft_model->state_bytes() : 0);

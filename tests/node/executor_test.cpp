@@ -494,5 +494,24 @@ TEST(ExecutorSlots, ASlotCountsItsDraftModelsSession) {
   EXPECT_EQ((*model)->slot_kv_bytes, 2 * target);
 }
 
+// Only a hybrid keeps a state per draft token; a sliding-window model's
+// rings, state too, go back by themselves, so a drafting tier of one
+// counts its cache and rings once per slot.
+TEST(ExecutorSlots, OnlyAHybridCountsAStatePerDraftToken) {
+  for (const char* file : {"gemma3/models/gemma3-Q8_0.gguf", "qwen35/models/qwen35-Q8_0.gguf"}) {
+    SCOPED_TRACE(file);
+    const std::string path = std::string(REVIS_REPO_TESTDATA_DIR) + file;
+    TierPool pool({{.name = "t", .model_path = path, .ctx = 512, .threads = 2, .lookup = true}}, std::nullopt, 0);
+    auto model = pool.acquire(*pool.resolve("t"));
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    const ModelInfo& info = (*model)->engine->info();
+    ASSERT_GT(info.recurrent_state_bytes, 0u);
+    const bool hybrid = std::string(file).find("qwen35") != std::string::npos;
+    EXPECT_EQ(info.draft_state_bytes, hybrid ? info.recurrent_state_bytes : 0u);
+    EXPECT_EQ((*model)->slot_kv_bytes, info.kv_bytes_per_token * 512u + info.session_state_bytes +
+                                           (kDefaultDraftMax + 1) * info.draft_state_bytes);
+  }
+}
+
 }  // namespace
 }  // namespace revis::node
