@@ -111,10 +111,17 @@ void Q8_0Stripes<kRows>::pack(const void* a, size_t a_stride, int64_t n, void* p
 
 namespace {
 
+// A block's scale as a stripe stores it: Q8_0's and Q4_0's half, MXFP4's
+// exponent byte.
+inline const uint16_t& stored_scale(const BlockQ8_0& b) { return b.d; }
+inline const uint16_t& stored_scale(const BlockQ4_0& b) { return b.d; }
+inline const uint8_t& stored_scale(const BlockMXFP4& b) { return b.e; }
+
 // Stripes of kRows rows of 32-value blocks, kBlockBytes per block of a
 // stripe: a stripe whose rows run out first gets `filled` up to the scales
 // at kDOffset and zero scales; move_row(block, r, out) then puts row r's
-// block into the stripe's block at out.
+// block into the stripe's block at out, and its scale goes to row r's
+// place after kDOffset.
 template <int kRows, typename Block, size_t kBlockBytes, size_t kDOffset, typename MoveRow>
 void repack_blocks(const void* w, size_t w_stride, int64_t rows, int64_t n, uint8_t filled, void* out,
                    MoveRow move_row) {
@@ -128,7 +135,8 @@ void repack_blocks(const void* w, size_t w_stride, int64_t rows, int64_t n, uint
       for (int r = 0; r < kRows && first + r < rows; ++r) {
         const Block& block = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + (first + r) * w_stride)[b];
         move_row(block, r, o);
-        std::memcpy(o + kDOffset + sizeof(uint16_t) * r, &block.d, sizeof block.d);
+        const auto& scale = stored_scale(block);
+        std::memcpy(o + kDOffset + sizeof scale * r, &scale, sizeof scale);
       }
     }
 }
@@ -150,17 +158,37 @@ void Q8_0Stripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, in
 template struct Q8_0Stripes<8>;
 template struct Q8_0Stripes<16>;
 
+namespace {
+
+// Q4_0's and MXFP4's nibbles, as stored: dword s of row r's qs goes to
+// lane r of vector s.
+template <int kRows, typename Block, size_t kBlockBytes, size_t kScalesOffset>
+void repack_nibbles(const void* w, size_t w_stride, int64_t rows, int64_t n, uint8_t filled, void* out) {
+  repack_blocks<kRows, Block, kBlockBytes, kScalesOffset>(w, w_stride, rows, n, filled, out,
+                                                          [](const Block& block, int r, uint8_t* o) {
+                                                            for (int s = 0; s < 4; ++s)
+                                                              std::memcpy(o + 4 * kRows * s + 4 * r, block.qs + 4 * s, 4);
+                                                          });
+}
+
+}  // namespace
+
 template <int kRows>
 void Q4_0Stripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
   // Filled-up rows: levels 8 (value 0).
-  repack_blocks<kRows, BlockQ4_0, kBlockBytes, kDOffset>(w, w_stride, rows, n, 0x88, out,
-                                                         [](const BlockQ4_0& block, int r, uint8_t* o) {
-                                                           for (int s = 0; s < 4; ++s)
-                                                             std::memcpy(o + 4 * kRows * s + 4 * r, block.qs + 4 * s, 4);
-                                                         });
+  repack_nibbles<kRows, BlockQ4_0, kBlockBytes, kDOffset>(w, w_stride, rows, n, 0x88, out);
 }
 
 template struct Q4_0Stripes<8>;
 template struct Q4_0Stripes<16>;
+
+template <int kRows>
+void Mxfp4Stripes<kRows>::repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out) {
+  // Filled-up rows: code 0 (value 0).
+  repack_nibbles<kRows, BlockMXFP4, kBlockBytes, kScaleOffset>(w, w_stride, rows, n, 0x00, out);
+}
+
+template struct Mxfp4Stripes<8>;
+template struct Mxfp4Stripes<16>;
 
 }  // namespace revis::quant

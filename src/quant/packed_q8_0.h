@@ -71,6 +71,14 @@
 // levels' offset of 8 back out exactly. Filled-up rows hold level 8 with
 // d = 0.
 //
+// Mxfp4Stripes (MXFP4's kernels for four tokens where Q4_0 has stripes):
+// Q4_0Stripes' nibbles for MXFP4's 4-bit codes, which the kernels look up
+// in kMxfp4Values plus 16, vpdpbusd's unsigned side; the activations are
+// Q8_0Stripes', whose starting sum shifted right by three, -16 x the sum,
+// takes that 16 back out exactly. After the nibbles, the rows' E8M0 scale
+// bytes (17 bytes per row, as MXFP4's). Filled-up rows hold code 0 (value
+// 0) with scale byte 0.
+//
 // Internal to src/quant.
 #pragma once
 
@@ -145,6 +153,19 @@ struct Q4_0Stripes {
   static constexpr size_t kDOffset = 16 * kRows;
   static constexpr size_t kBlockBytes = kRows * kRowBytes;
   static constexpr int kStartShift = 4;  // -128 x sum >> 4 = -8 x sum
+
+  static size_t weight_bytes(int64_t n) { return static_cast<size_t>(n / 32) * kRowBytes; }
+  static void repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out);
+};
+
+// Mxfp4Stripes: see above. Activations: Q8_0Stripes<kRows>'s bytes and pack.
+template <int kRows>
+struct Mxfp4Stripes {
+  static constexpr size_t kRowBytes = 17;  // per block
+  static constexpr size_t kScaleOffset = 16 * kRows;
+  static constexpr size_t kBlockBytes = kRows * kRowBytes;
+  static constexpr int kStartShift = 3;  // -128 x sum >> 3 = -16 x sum
+  static constexpr int kLevelOffset = 16;
 
   static size_t weight_bytes(int64_t n) { return static_cast<size_t>(n / 32) * kRowBytes; }
   static void repack(const void* w, size_t w_stride, int64_t rows, int64_t n, void* out);

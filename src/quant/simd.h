@@ -55,8 +55,8 @@ KernelEntry dots() {
 
 // simd_avx2.cpp (x86-64, compiled with -mavx2 -mfma -mf16c)
 bool avx2_supported();
-// AVX2 with AVX-VNNI (256-bit vpdpbusd): install_avx2 then keeps Q8_0 in
-// stripes of eight rows.
+// AVX2 with AVX-VNNI (256-bit vpdpbusd): install_avx2 then keeps Q8_0,
+// Q4_0 and MXFP4 in stripes of eight rows.
 bool avx_vnni_supported();
 void install_avx2(OverrideFn record);
 

@@ -1341,22 +1341,48 @@ struct Q8_0StripeLevels {
   static void each(const uint8_t* block, Add add) {
     for (int s = 0; s < 8; ++s) add(s, load256(block + 32 * s));
   }
+  static __m256 scales(const uint8_t* block) { return _mm256_cvtph_ps(load128(block + Layout::kDOffset)); }
 };
+// Applies add(s, levels) to the nibbles of a Q4_0 or MXFP4 stripe block,
+// each nibble turned into its level by `level`.
+template <typename Add, typename Level>
+inline void each_nibble(const uint8_t* block, Add add, Level level) {
+  const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
+  for (int s = 0; s < 4; ++s) {
+    const __m256i q = load256(block + 32 * s);
+    add(s, level(_mm256_and_si256(q, low_nibbles)));
+    add(s + 4, level(_mm256_and_si256(_mm256_srli_epi16(q, 4), low_nibbles)));
+  }
+}
 struct Q4_0StripeLevels {
   using Layout = Q4_0Stripes<8>;
   static constexpr int kStartShift = Layout::kStartShift;
   template <typename Add>
   static void each(const uint8_t* block, Add add) {
-    const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
-    for (int s = 0; s < 4; ++s) {
-      const __m256i q = load256(block + 32 * s);
-      add(s, _mm256_and_si256(q, low_nibbles));
-      add(s + 4, _mm256_and_si256(_mm256_srli_epi16(q, 4), low_nibbles));
-    }
+    each_nibble(block, add, [](__m256i q) { return q; });
+  }
+  static __m256 scales(const uint8_t* block) { return _mm256_cvtph_ps(load128(block + Layout::kDOffset)); }
+};
+struct Mxfp4StripeLevels {
+  using Layout = Mxfp4Stripes<8>;
+  static constexpr int kStartShift = Layout::kStartShift;
+  template <typename Add>
+  static void each(const uint8_t* block, Add add) {
+    const __m256i levels = _mm256_add_epi8(_mm256_broadcastsi128_si256(load128(kMxfp4Values)),
+                                           _mm256_set1_epi8(Layout::kLevelOffset));
+    each_nibble(block, add, [levels](__m256i q) { return _mm256_shuffle_epi8(levels, q); });
+  }
+  // mxfp4_scale of eight exponent bytes.
+  static __m256 scales(const uint8_t* block) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + Layout::kScaleOffset)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256i below_two = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, below_two));
   }
 };
 
-// Eight rows of Q8_0 or Q4_0 (kLevels) against the first kTokens tokens of
+// Eight rows of Q8_0, Q4_0 or MXFP4 (kLevels) against the first kTokens tokens of
 // a packed group of four: out[8t + r], each token's bits the same for any
 // kTokens (one token alone is dot_one); a token's integer sum goes in two
 // chains, one token's alone in four, which changes no bit (integer sums
@@ -1383,7 +1409,7 @@ __attribute__((target("avxvnni"))) void dot_legacy_stripe(const void* w, const v
         chain = _mm256_dpbusd_avx_epi32(chain, q, _mm256_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s))));
       }
     });
-    const __m256 d = _mm256_cvtph_ps(load128(stripe + Layout::kDOffset));
+    const __m256 d = kLevels::scales(stripe);
     const auto* token_d = reinterpret_cast<const float*>(act + Activations::kScalesOffset);
     for (int t = 0; t < kTokens; ++t) {
       __m256i total = sums[t][0];
@@ -1471,8 +1497,11 @@ void install_avx2(OverrideFn record) {
   record(TensorType::Q4_0, q4_0);
   record(TensorType::Q5_0, signed_kernels<Q5_0Format>());
   record(TensorType::IQ4_NL, signed_kernels<IQ4_NLFormat>());
-  // MXFP4's byte scales do not fit the packed forms, which read halves.
-  record(TensorType::MXFP4, dots<dot_signed_rows<1, MXFP4Format>, dot_signed_rows<4, MXFP4Format>>());
+  // MXFP4's byte scales do not fit the octets, which read halves; the
+  // stripes read them as they are.
+  KernelEntry mxfp4 = dots<dot_signed_rows<1, MXFP4Format>, dot_signed_rows<4, MXFP4Format>>();
+  if (avx_vnni_supported()) mxfp4.packed4 = legacy_stripes<Mxfp4StripeLevels>();
+  record(TensorType::MXFP4, mxfp4);
   record(TensorType::Q4_1, offset_kernels<Q4_1Format>());
   record(TensorType::Q5_1, offset_kernels<Q5_1Format>());
   record(TensorType::Q2_K, dots<dot_k_rows<1, Q2_KFormat>, dot_k_rows<4, Q2_KFormat>>());

@@ -235,7 +235,9 @@ struct DpbusdSum {
 
 // A stripe's block of levels as vpdpbusd meets them (packed_q8_0.h), step
 // s of eight against a token's dword s: Q8_0's biased bytes as stored;
-// Q4_0's nibbles, the low ones of dword s at step s, the high ones at s + 4.
+// Q4_0's nibbles, the low ones of dword s at step s, the high ones at s + 4;
+// MXFP4's nibbles the same way, each looked up as its biased level. And
+// the sixteen rows' scales as floats.
 struct Q8_0StripeLevels {
   using Layout = Q8_0Stripes<16>;
   static constexpr int kStartShift = 0;
@@ -243,22 +245,47 @@ struct Q8_0StripeLevels {
   static void each(const uint8_t* block, Add add) {
     for (int s = 0; s < 8; ++s) add(s, load512(block + 64 * s));
   }
+  static __m512 scales(const uint8_t* block) { return _mm512_cvtph_ps(load256(block + Layout::kDOffset)); }
 };
+// Applies add(s, levels) to the nibbles of a Q4_0 or MXFP4 stripe block,
+// each nibble turned into its level by `level`.
+template <typename Add, typename Level>
+inline void each_nibble(const uint8_t* block, Add add, Level level) {
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
+  for (int s = 0; s < 4; ++s) {
+    const __m512i q = load512(block + 64 * s);
+    add(s, level(_mm512_and_si512(q, low_nibbles)));
+    add(s + 4, level(_mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles)));
+  }
+}
 struct Q4_0StripeLevels {
   using Layout = Q4_0Stripes<16>;
   static constexpr int kStartShift = Layout::kStartShift;
   template <typename Add>
   static void each(const uint8_t* block, Add add) {
-    const __m512i low_nibbles = _mm512_set1_epi8(0x0f);
-    for (int s = 0; s < 4; ++s) {
-      const __m512i q = load512(block + 64 * s);
-      add(s, _mm512_and_si512(q, low_nibbles));
-      add(s + 4, _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles));
-    }
+    each_nibble(block, add, [](__m512i q) { return q; });
+  }
+  static __m512 scales(const uint8_t* block) { return _mm512_cvtph_ps(load256(block + Layout::kDOffset)); }
+};
+struct Mxfp4StripeLevels {
+  using Layout = Mxfp4Stripes<16>;
+  static constexpr int kStartShift = Layout::kStartShift;
+  template <typename Add>
+  static void each(const uint8_t* block, Add add) {
+    const __m512i levels = _mm512_add_epi8(_mm512_broadcast_i32x4(load128(kMxfp4Values)),
+                                           _mm512_set1_epi8(Layout::kLevelOffset));
+    each_nibble(block, add, [levels](__m512i q) { return _mm512_shuffle_epi8(levels, q); });
+  }
+  // mxfp4_scale of sixteen exponent bytes.
+  static __m512 scales(const uint8_t* block) {
+    const __m512i e = _mm512_cvtepu8_epi32(load128(block + Layout::kScaleOffset));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, subnormal));
   }
 };
 
-// Sixteen rows of Q8_0 or Q4_0 (kLevels) against the first kTokens tokens
+// Sixteen rows of Q8_0, Q4_0 or MXFP4 (kLevels) against the first kTokens tokens
 // of a packed group of four (packed_q8_0.h's stripes): out[16t + r]. Each
 // token's steps are the same for any kTokens, so one token alone (dot_one)
 // gets the bits it gets among four. Per block and token, eight vpdpbusd add
@@ -285,7 +312,7 @@ void dot_legacy_stripe(const void* w, const void* packed, int64_t n, float* out)
       for (int t = 0; t < kTokens; ++t)
         sums[t].add(s, q, _mm512_set1_epi32(static_cast<int>(load_u32(act + 32 * t + 4 * s))));
     });
-    const __m512 d = _mm512_cvtph_ps(load256(stripe + Layout::kDOffset));
+    const __m512 d = kLevels::scales(stripe);
     const auto* token_d = reinterpret_cast<const float*>(act + Activations::kScalesOffset);
     for (int t = 0; t < kTokens; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t].total()), _mm512_mul_ps(d, _mm512_set1_ps(token_d[t])), acc[t]);
@@ -1248,6 +1275,8 @@ void install_avx512(OverrideFn record) {
   record(TensorType::IQ1_S, k_kernels<IQ1_SPairs>());
   record(TensorType::IQ1_M, k_kernels<IQ1_MPairs>());
   record(TensorType::F16, f16_kernels());
+  // MXFP4 keeps AVX2's dot and dot4 for matrices not in stripes.
+  record(TensorType::MXFP4, {.packed4 = legacy_stripes<Mxfp4StripeLevels>()});
 }
 
 }  // namespace revis::quant

@@ -25,6 +25,7 @@ constexpr MixEntry kMixes[] = {
     {QuantMix::kQ3_K_M, "Q3_K_M", 12}, {QuantMix::kQ3_K_L, "Q3_K_L", 13}, {QuantMix::kIQ2_XS, "IQ2_XS", 20},
     {QuantMix::kIQ3_XXS, "IQ3_XXS", 23}, {QuantMix::kIQ3_S, "IQ3_S", 26}, {QuantMix::kIQ4_XS, "IQ4_XS", 30},
     {QuantMix::kMoe2Bit, "MOE-2BIT", 19}, {QuantMix::kMoe3Bit, "MOE-3BIT", 23},
+    {QuantMix::kMxfp4Moe, "MXFP4_MOE", 38},
 };
 
 // The layers whose attn_v / ffn_down get more bits in the _M mixes.
@@ -256,6 +257,7 @@ TensorType choose_tensor_type(QuantMix mix, const std::string& name, const std::
     case QuantMix::kQ5_K_M: type = is_output || more_bits ? TensorType::Q6_K : TensorType::Q5_K; break;
     case QuantMix::kMoe2Bit: type = routed_expert_mix(name, TensorType::IQ2_XXS, TensorType::Q2_K); break;
     case QuantMix::kMoe3Bit: type = routed_expert_mix(name, TensorType::IQ3_XXS, TensorType::IQ4_XS); break;
+    case QuantMix::kMxfp4Moe: type = dims.size() >= 3 && dims[2] > 1 ? TensorType::MXFP4 : TensorType::Q8_0; break;
     default: type = low_bit_type(mix, role_of(name, ctx), layer_of(name), ctx); break;
   }
   // Many experts share one attention: its K and V are worth keeping precise.

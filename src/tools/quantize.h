@@ -17,6 +17,9 @@
 //                           needs an importance matrix (IQ2_XXS)
 //   MOE-3BIT                the same shape a step up: routed experts' gate
 //                           and up IQ3_XXS, down IQ4_XS, the rest Q8_0
+//   MXFP4_MOE               gpt-oss's published form, llama.cpp's mix of that
+//                           name: every expert stack (a 3-D tensor) MXFP4,
+//                           every other matrix Q8_0
 // Always: 1-D tensors (norms, biases, RoPE factors) and the MoE router stay
 // F32; in models with 8 or more experts attn_k and attn_v are Q8_0, and
 // attn_output Q5_K in the mixes of four bits and less. A type on a row
@@ -42,7 +45,7 @@ namespace revis {
 
 enum class QuantMix {
   kF32, kF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K_M, kQ5_K_M, kQ6_K,
-  kQ2_K, kQ3_K_S, kQ3_K_M, kQ3_K_L, kIQ2_XS, kIQ3_XXS, kIQ3_S, kIQ4_XS, kMoe2Bit, kMoe3Bit,
+  kQ2_K, kQ3_K_S, kQ3_K_M, kQ3_K_L, kIQ2_XS, kIQ3_XXS, kIQ3_S, kIQ4_XS, kMoe2Bit, kMoe3Bit, kMxfp4Moe,
 };
 
 std::optional<QuantMix> parse_quant_mix(const std::string& name);  // case-insensitive

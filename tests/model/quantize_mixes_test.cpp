@@ -87,6 +87,15 @@ TEST(QuantizeMixes, FollowLlamaCppsRules) {
   for (const Case& c : cases)
     EXPECT_EQ(type_name(choose_tensor_type(c.mix, c.name, {c.cols, 4096}, c.ctx)), std::string(type_name(c.expected)))
         << quant_mix_name(c.mix) << " " << c.name;
+  // MXFP4_MOE goes by shape, as llama.cpp's mix of that name does: every
+  // stack of experts MXFP4, whatever its name; the rest Q8_0, biases F32.
+  EXPECT_EQ(choose_tensor_type(QuantMix::kMxfp4Moe, "blk.0.ffn_gate_up_exps.weight", {2880, 5760, 32}, moe), T::MXFP4);
+  EXPECT_EQ(choose_tensor_type(QuantMix::kMxfp4Moe, "blk.0.ffn_down_exps.weight", {2880, 2880, 32}, moe), T::MXFP4);
+  EXPECT_EQ(choose_tensor_type(QuantMix::kMxfp4Moe, "blk.0.attn_q.weight", {2880, 4096}, moe), T::Q8_0);
+  EXPECT_EQ(choose_tensor_type(QuantMix::kMxfp4Moe, "output.weight", {2880, 201088}, moe), T::Q8_0);
+  EXPECT_EQ(choose_tensor_type(QuantMix::kMxfp4Moe, "blk.0.ffn_down_exps.bias", {2880, 32}, moe), T::F32);
+  EXPECT_EQ(std::string(quant_mix_name(*parse_quant_mix("mxfp4_moe"))), "MXFP4_MOE");
+  EXPECT_EQ(llama_file_type(QuantMix::kMxfp4Moe), 38u);
 }
 
 // A small llama-shaped model with random weights.

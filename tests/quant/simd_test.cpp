@@ -174,7 +174,8 @@ TEST_F(Avx512, ExtendsTheAvx2Table) {
   EXPECT_EQ(avx512_kernels().at(TensorType::Q8_K).quantize, avx2_kernels().at(TensorType::Q8_K).quantize);
   for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0})
     EXPECT_NE(avx512_kernels().at(type).packed4, avx2_kernels().at(type).packed4) << type_name(type);
-  for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0, TensorType::F16}) {
+  for (TensorType type :
+       {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0, TensorType::F16, TensorType::MXFP4}) {
     ASSERT_NE(avx512_kernels().at(type).packed4, nullptr) << type_name(type);
     EXPECT_EQ(avx512_kernels().at(type).packed4->weight_rows, 16) << type_name(type);
   }
@@ -541,7 +542,8 @@ INSTANTIATE_TEST_SUITE_P(Avx2, SimdDot,
 INSTANTIATE_TEST_SUITE_P(Avx512, SimdDot,
                          ::testing::Combine(::testing::Values(KernelBackend::kAvx512), ::testing::ValuesIn(avx512_dot_types())),
                          backend_and_type);
-// The AVX-512 table keeps AVX2's kernel for MXFP4; checked through it all the same.
+// The AVX-512 table keeps AVX2's dot and dot4 for MXFP4, with stripes of
+// its own, whose rows expect_dots_match checks bit for bit against dot_one's.
 INSTANTIATE_TEST_SUITE_P(Avx512Inherited, SimdDot,
                          ::testing::Combine(::testing::Values(KernelBackend::kAvx512),
                                             ::testing::Values(TensorType::MXFP4)),

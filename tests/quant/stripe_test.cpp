@@ -20,7 +20,7 @@ namespace {
 // The types whose stripe forms feed a model's prefill, and a row length of
 // several blocks and slices (n = 512 also has Q4_K's whole super-blocks).
 constexpr TensorType kStripedTypes[] = {TensorType::F16, TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K,
-                                        TensorType::Q6_K};
+                                        TensorType::Q6_K, TensorType::MXFP4};
 constexpr int64_t kCols = 512;
 
 std::vector<uint8_t> quantized(TensorType type, const std::vector<float>& x) {
@@ -99,7 +99,7 @@ TEST_P(StripeForms, EveryRowIsTheSameBitsAloneOrAmongOthers) {
   }
   std::printf("%s: %d stripe forms checked, %d with lane_dot\n", kernel_backend_name(GetParam()), forms, lane_forms);
   if (GetParam() == KernelBackend::kAvx512) {
-    EXPECT_EQ(forms, 5);       // every type listed
+    EXPECT_EQ(forms, 6);       // every type listed
     EXPECT_EQ(lane_forms, 2);  // Q4_K and Q6_K, the types of Q4_K_M files
   }
 }
