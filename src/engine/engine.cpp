@@ -336,7 +336,7 @@ void Session::truncate(int n) {
     if (!kept.empty())
       cc->restore_tail(n, kept);
     else if (!cc->can_continue(n))
-      cc->restore_resume_point(n / cc->resume_interval() * cc->resume_interval());
+      cc->restore_resume_point(cc->resume_point_at_or_below(n));
     return;
   }
   // Rings: resumable_at() said whether their window before n is there.
@@ -367,8 +367,7 @@ int Session::resumable_at(int n) const {
   n = std::clamp(n, 0, n_past());
   if (const CompressorCache* cc = state_->kv.compressor()) {
     if (cc->can_continue(n)) return n;
-    const int interval = cc->resume_interval();
-    return std::max(n / interval * interval, state_->snapshots.latest_at_or_below(n));
+    return std::max(cc->resume_point_at_or_below(n), state_->snapshots.latest_at_or_below(n));
   }
   if (state_->kv.can_continue_at(n) || !recent_state(n).empty()) return n;
   return state_->snapshots.latest_at_or_below(n);
@@ -432,7 +431,6 @@ Status Session::catch_up() {
 size_t Session::kv_bytes_per_token() const { return engine_.impl_->info.kv_bytes_per_token; }
 
 std::vector<KvRun> Session::kv_runs() {
-  const ModelInfo& info = engine_.impl_->info;
   // The rows a GPU holds are copied into the host's cache first.
   if (!engine_.impl_->model->sync_kv_to_host(state_->kv).ok()) return {};
   const size_t n_ctx = static_cast<size_t>(state_->kv.n_ctx());
@@ -470,7 +468,7 @@ Status Session::adopt_kv(std::span<const int32_t> tokens, size_t read_tokens) {
     if (state_->tail_staged && n > 0 && (read_tokens == 0 || read_tokens == tokens.size()))
       cc->restore_tail(n, state_->tail);
     else
-      cc->restore_resume_point(n / cc->resume_interval() * cc->resume_interval());
+      cc->restore_resume_point(cc->resume_point_at_or_below(n));
     state_->tail_staged = false;
   }
   state_->snapshots.clear();

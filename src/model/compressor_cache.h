@@ -71,6 +71,8 @@ class CompressorCache {
 
   // Multiples of this are resume points.
   int resume_interval() const { return interval_; }
+  // The resume point a continuation at n restarts from without the ring.
+  int resume_point_at_or_below(int n) const { return n / interval_ * interval_; }
   // Whether the next tokens may be evaluated at position n without more
   // rows: n is 0, or the ring holds every state row a continuation at n
   // reads (n within kRewind of the furthest position written since the

@@ -50,10 +50,19 @@ void hadamard_rotate(float* x, int n) {
 // caches whose head is as wide as the indexer's key.
 bool rotates_attention(const ModelConfig& c) { return c.head_dim_k == c.ds4.indexer_dim; }
 
-float dot(const float* a, const float* b, int n) {
-  float sum = 0.0f;
-  for (int i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
+// scores[h * scores_stride + e - first] = q_h . key e, for heads h of q
+// (dim floats apart) and compressed keys e in [first, last): in one call
+// where the cache's rows lie dim halves apart, else a row at a time (a
+// key's score has the same bits either way, ops.h).
+void compressed_scores(CompressorCache& cache, int layer, CompressorCache::Which which, const float* q, int heads,
+                       int dim, int first, int last, float* scores, size_t scores_stride) {
+  if (last - first > 1 && cache.key(layer, which, first + 1) - cache.key(layer, which, first) == dim) {
+    attention_scores(q, dim, heads, cache.key(layer, which, first), last - first, last - first, dim, 1.0f, scores,
+                     scores_stride);
+    return;
+  }
+  for (int e = first; e < last; ++e)
+    attention_scores(q, dim, heads, cache.key(layer, which, e), 1, 1, dim, 1.0f, scores + (e - first), scores_stride);
 }
 
 }  // namespace
@@ -286,32 +295,35 @@ void Model::select_compressed(const Deepseek4Layer& l, int ratio, int layer, int
   index_w_.resize(static_cast<size_t>(n) * ih);
   matmul_.run(pool, l.indexer_proj, xb_.data(), n, c.n_embd, index_w_.data(), ih);
   const float w_scale = 1.0f / std::sqrt(static_cast<float>(idim * ih));
-  pool.parallel_for(n, [&](int64_t begin, int64_t end) {
-    std::vector<float> score, key(idim);
-    for (int t = static_cast<int>(begin); t < end; ++t) {
-      std::vector<int>& picks = picked_[t];
-      const int visible = static_cast<int>(picks.size());
-      if (visible <= ds.indexer_top_k) continue;
-      float* q = &index_q_[static_cast<size_t>(t) * ih * idim];
-      CompressorCache& cache = *places_[t].kv->compressor();
-      for (int h = 0; h < ih; ++h) {
-        compressed_rope_.apply(q + h * idim + nope, places_[t].pos);
-        hadamard_rotate(q + h * idim, idim);
-      }
-      score.assign(visible, 0.0f);
-      for (int e = 0; e < visible; ++e) {
-        dequantize_row(TensorType::F16, cache.key(layer, CompressorCache::kIndexer, e), key.data(), idim);
-        for (int h = 0; h < ih; ++h)
-          score[e] += std::max(0.0f, dot(q + h * idim, key.data(), idim)) * (index_w_[t * ih + h] * w_scale);
-      }
-      // Ties are common (relu leaves many keys at 0): they fall as
-      // llama.cpp's top-k lets them, std::partial_sort with this order
-      // over the keys in position order.
-      std::partial_sort(picks.begin(), picks.begin() + ds.indexer_top_k, picks.end(),
-                        [&](int a, int b) { return score[a] > score[b]; });
-      picks.resize(ds.indexer_top_k);
+  // A token at a time, its keys split among the threads: a decoding step
+  // has one token and thousands of keys.
+  std::vector<float> score;
+  for (int t = 0; t < n; ++t) {
+    std::vector<int>& picks = picked_[t];
+    const int visible = static_cast<int>(picks.size());
+    if (visible <= ds.indexer_top_k) continue;
+    float* q = &index_q_[static_cast<size_t>(t) * ih * idim];
+    CompressorCache& cache = *places_[t].kv->compressor();
+    for (int h = 0; h < ih; ++h) {
+      compressed_rope_.apply(q + h * idim + nope, places_[t].pos);
+      hadamard_rotate(q + h * idim, idim);
     }
-  });
+    index_scores_.resize(static_cast<size_t>(ih) * visible);
+    score.assign(visible, 0.0f);
+    pool.parallel_for(visible, [&](int64_t begin, int64_t end) {
+      compressed_scores(cache, layer, CompressorCache::kIndexer, q, ih, idim, static_cast<int>(begin),
+                        static_cast<int>(end), &index_scores_[begin], visible);
+      for (int64_t e = begin; e < end; ++e)
+        for (int h = 0; h < ih; ++h)
+          score[e] += std::max(0.0f, index_scores_[h * static_cast<size_t>(visible) + e]) * (index_w_[t * ih + h] * w_scale);
+    });
+    // Ties are common (relu leaves many keys at 0): they fall as
+    // llama.cpp's top-k lets them, std::partial_sort with this order
+    // over the keys in position order.
+    std::partial_sort(picks.begin(), picks.begin() + ds.indexer_top_k, picks.end(),
+                      [&](int a, int b) { return score[a] > score[b]; });
+    picks.resize(ds.indexer_top_k);
+  }
 }
 
 // Per token and head: softmax(scale q.k) over the window's raw rows and the
@@ -324,32 +336,52 @@ void Model::sparse_attention(const Deepseek4Layer& l, int ratio, int layer, int 
   const int heads = c.n_head, head = c.head_dim_k, nope = head - c.rope_dims;
   const Rope& rope = ratio == 0 ? rope_ : compressed_rope_;
   attn_out_.resize(static_cast<size_t>(n) * heads * head);
-  pool.parallel_for(n, [&](int64_t begin, int64_t end) {
-    std::vector<float> keys, weights;
-    for (int t = static_cast<int>(begin); t < end; ++t) {
+  // Work items of a token and a group of its heads: all of them where the
+  // chunk has tokens enough for every thread, else groups of kGroup so that
+  // a decoding step's heads spread over the threads. Each item gathers the
+  // token's keys; a head's bits do not depend on its group (ops.h).
+  constexpr int kGroup = 8;
+  const int group = n >= 2 * pool.size() ? heads : std::min(heads, kGroup);
+  const int groups = (heads + group - 1) / group;
+  pool.parallel_for(static_cast<int64_t>(n) * groups, [&](int64_t begin, int64_t end) {
+    std::vector<uint16_t> keys;
+    std::vector<float> weights;
+    for (int64_t item = begin; item < end; ++item) {
+      const int t = static_cast<int>(item / groups), h0 = static_cast<int>(item % groups) * group;
+      const int count = std::min(group, heads - h0);
       const int pos = places_[t].pos;
       KvCache& kv = *places_[t].kv;
       const int first = std::max(0, pos - c.ds4.n_swa + 1);
       const int n_raw = pos + 1 - first, n_keys = n_raw + static_cast<int>(picked_[t].size());
+      // The window's raw rows, then the picked compressed keys, as float16
+      // rows one after another.
       keys.resize(static_cast<size_t>(n_keys) * head);
-      dequantize_row(TensorType::F16, kv.key(layer, 0, first), keys.data(), static_cast<int64_t>(n_raw) * head);
+      std::copy_n(kv.key(layer, 0, first), static_cast<size_t>(n_raw) * head, keys.data());
       for (size_t e = 0; e < picked_[t].size(); ++e)
-        dequantize_row(TensorType::F16, kv.compressor()->key(layer, CompressorCache::kAttention, picked_[t][e]),
-                       &keys[(n_raw + e) * head], head);
-      weights.resize(n_keys + 1);
-      for (int h = 0; h < heads; ++h) {
-        float* q = &q_[(static_cast<size_t>(t) * heads + h) * head];
-        if (rotates_attention(c)) hadamard_rotate(q, head);
-        round_to_f16(q, head);
-        for (int k = 0; k < n_keys; ++k) weights[k] = attn_scale_ * dot(q, &keys[static_cast<size_t>(k) * head], head);
-        weights[n_keys] = l.sinks[h];
-        softmax(weights.data(), n_keys + 1);
-        round_to_f16(weights.data(), n_keys);
-        float* out = &attn_out_[(static_cast<size_t>(t) * heads + h) * head];
-        std::fill_n(out, head, 0.0f);
-        for (int k = 0; k < n_keys; ++k) axpy(out, weights[k], &keys[static_cast<size_t>(k) * head], head);
-        if (rotates_attention(c)) hadamard_rotate(out, head);
-        rope.unapply(out + nope, pos);
+        std::copy_n(kv.compressor()->key(layer, CompressorCache::kAttention, picked_[t][e]), head,
+                    &keys[(n_raw + e) * head]);
+      float* q = &q_[(static_cast<size_t>(t) * heads + h0) * head];
+      for (int h = 0; h < count; ++h) {
+        if (rotates_attention(c)) hadamard_rotate(q + h * head, head);
+        round_to_f16(q + h * head, head);
+      }
+      // Per head: the keys' logits and the sink's, softmax, weights
+      // rounded as llama.cpp's float16 products round them.
+      const size_t stride = static_cast<size_t>(n_keys) + 1;
+      weights.resize(count * stride);
+      attention_scores(q, head, count, keys.data(), n_keys, n_keys, head, attn_scale_, weights.data(), stride);
+      for (int h = 0; h < count; ++h) {
+        float* w = &weights[h * stride];
+        w[n_keys] = l.sinks[h0 + h];
+        softmax(w, n_keys + 1);
+        round_to_f16(w, n_keys);
+      }
+      float* out = &attn_out_[(static_cast<size_t>(t) * heads + h0) * head];
+      std::fill_n(out, static_cast<size_t>(count) * head, 0.0f);
+      add_weighted_values(weights.data(), stride, count, keys.data(), n_keys, n_keys, head, head, out, head);
+      for (int h = 0; h < count; ++h) {
+        if (rotates_attention(c)) hadamard_rotate(out + h * head, head);
+        rope.unapply(out + h * head + nope, pos);
       }
     }
   });

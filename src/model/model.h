@@ -251,7 +251,7 @@ class Model {
   // each token's mix weights, compressor rows, indexer queries and weights,
   // the compressed keys each token reads, grouped output.
   std::vector<float> copies_, copies_normed_, mix_logits_, mix_pre_, mix_post_, mix_comb_;
-  std::vector<float> comp_kv_, comp_score_, index_q_, index_w_, out_a_;
+  std::vector<float> comp_kv_, comp_score_, index_q_, index_w_, index_scores_, out_a_;
   std::vector<std::vector<int>> picked_;
   struct RowPlace {
     KvCache* kv;

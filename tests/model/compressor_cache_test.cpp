@@ -55,6 +55,9 @@ TEST(CompressorCache, ContinuesWhereItsRowsAreKept) {
   const ModelConfig c = deepseek4({0, 4, 8}, 4, 4);
   CompressorCache cache(c, 64);
   ASSERT_EQ(cache.resume_interval(), 8);
+  EXPECT_EQ(cache.resume_point_at_or_below(7), 0);
+  EXPECT_EQ(cache.resume_point_at_or_below(8), 8);
+  EXPECT_EQ(cache.resume_point_at_or_below(23), 16);
   // Rows that say which position wrote them.
   auto write = [&](int pos) {
     for (auto which : {CompressorCache::kAttention, CompressorCache::kIndexer}) {
