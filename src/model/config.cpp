@@ -297,7 +297,9 @@ Status read_gemma4(const gguf::GgufFile& f, const std::string& p, ModelConfig& c
       return Status::error(p + "attention.shared_kv_layers: " + std::to_string(shared) +
                            " (expected the layers before the shared ones to end with a local and a global layer)");
   }
-  if (!(s = read_float(f, p + "final_logit_softcapping", 0.0, 0.0, 1e6, c.logit_softcap)).ok()) return s;
+  // Absent, Gemma 4's logits are capped at 30 (its published value, and
+  // llama.cpp's default for the architecture); 0 in the file turns it off.
+  if (!(s = read_float(f, p + "final_logit_softcapping", 30.0, 0.0, 1e6, c.logit_softcap)).ok()) return s;
   c.has_post_norms = true;
   c.gelu_ffn = true;
   c.scale_embeddings = true;

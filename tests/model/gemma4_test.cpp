@@ -74,8 +74,25 @@ TEST(Gemma4Loader, ReadsItsLayersAndSharedCaches) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(c->kv_layer(i), kv[i]) << "layer " << i;
   EXPECT_EQ(c->gemma4.n_embd_per_layer, 32);
   EXPECT_FLOAT_EQ(c->attn_scale, 1.0f);
-  EXPECT_FLOAT_EQ(c->logit_softcap, 0.0f);
+  // No final_logit_softcapping in the file: Gemma 4's cap of 30, as llama.cpp.
+  EXPECT_FLOAT_EQ(c->logit_softcap, 30.0f);
   EXPECT_FLOAT_EQ(c->sliding.rope_base, 10000.0f);
+}
+
+// The file's own cap wins; 0 turns it off.
+TEST(Gemma4Loader, TakesTheFilesSoftCap) {
+  TempDir tmp;
+  for (float cap : {0.0f, 12.5f}) {
+    testing::write_gguf_copy(
+        write_model(tmp), tmp.file("capped.gguf"),
+        [](const gguf::TensorInfo&, std::vector<int64_t>&, std::vector<uint8_t>&, gguf::GgufWriter&) { return true; },
+        [cap](gguf::GgufWriter& w) { w.set_f32("gemma4.final_logit_softcapping", cap); });
+    auto file = gguf::GgufFile::open(tmp.file("capped.gguf"));
+    ASSERT_TRUE(file.ok());
+    auto c = read_model_config(**file);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_FLOAT_EQ(c->logit_softcap, cap);
+  }
 }
 
 TEST(Gemma4Loader, NamesAMissingTensor) {
