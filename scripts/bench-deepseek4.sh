@@ -11,6 +11,8 @@
 #   DIR=/tmp/ds4like LAYERS=4 EXPERTS=32 TYPES="Q4_K_M MOE-2BIT" scripts/bench-deepseek4.sh LLAMA_BENCH
 #   ROUNDS=3 PROMPT=512 GEN=32 (the short runs); DEPTH=16384 DEPTH_ROUNDS=2
 #   DEPTH_GEN=16 (the deep ones; DEPTH=0 skips them); THREADS=2.
+#   LLAMA_BATCHED_BENCH=PATH: llama.cpp's depth figures from one
+#   llama-batched-bench run (scripts/bench-vs-llama-cpp.sh), half its time.
 #
 # Files are made once and kept in DIR (a few GB: 4 blocks of 32 experts are
 # 2.8 GiB at Q4_K_M and 2.5 GiB at MOE-2BIT). Fewer experts than V4's 256

@@ -17,6 +17,12 @@
 #   -p DEPTH -n 0 and -p 0 -n GEN -d DEPTH; PROMPT is not used, and there
 #   are no roofline columns (the KV cache, not the weights, is most of what
 #   a step reads at depth).
+#   LLAMA_BATCHED_BENCH=PATH (with DEPTH) takes llama.cpp's two depth
+#   figures from one `llama-batched-bench -npp DEPTH -ntg GEN -npl 1` run:
+#   one prefill instead of llama-bench's two, for models whose 16k prompt
+#   takes half an hour. Its prefill is the same DEPTH-token prompt from
+#   empty, its generation the GEN steps right after it; one sample, as
+#   with REPS=1.
 #   LLAMA_ARGS="-mmp 0" passes more options to every llama-bench run (split
 #   on spaces): -mmp 0 has it read the weights into memory rather than map
 #   them, as revis does by default.
@@ -49,6 +55,7 @@ raw=${RAW:-}
 kernels=${KERNELS:-}
 read -r -a llama_args <<<"${LLAMA_ARGS:-}"
 depth=${DEPTH:-}
+llama_batched=${LLAMA_BATCHED_BENCH:-}
 [[ -z $raw ]] || mkdir -p "$raw"
 (($# >= 2)) || { sed -n '11,13p' "$0" | sed 's/^# //' >&2; exit 2; }
 llama_bench=$1
@@ -97,6 +104,13 @@ run_llama() {
   keep "llama-$(basename "$1")" "$out"
   printf '%s\n' "$out"
 }
+run_llama_batched() {
+  local out
+  out=$("$llama_batched" -m "$1" -c $((depth + gen)) -npp "$depth" -ntg "$gen" -npl 1 "${llama_args[@]}" \
+    -t "$threads" --output-format jsonl 2>&1 | grep '^{"n_kv_max"')
+  keep "llama-batched-$(basename "$1")" "$out"
+  printf '%s\n' "$out"
+}
 # measure WHAT MODEL: one of a round's four measurements, its figures left
 # in variables. revis's prefill run also times generation after the prompt;
 # its generation run starts from a one-token prompt.
@@ -121,6 +135,10 @@ measure() {
       revis_tg=$(field gen_tok_s "$out") ;;
     llama-depth-prefill) llama_pp=$(run_llama "$2" "$depth" 0 | llama_median "$depth" 0) ;;
     llama-depth-generation) llama_tg=$(run_llama "$2" 0 "$gen" "$depth" | llama_median 0 "$gen") ;;
+    llama-depth-batched)
+      out=$(run_llama_batched "$2")
+      llama_pp=$(field speed_pp "$out")
+      llama_tg=$(field speed_tg "$out") ;;
   esac
 }
 
@@ -155,7 +173,12 @@ if [[ -n $depth ]]; then
   }
   printf '%-28s %5s %9s %9s %9s %9s %8s %8s\n' model round "revis pp$depth" "llama pp" "revis tg@$depth" \
     "llama tg" "pp ratio" "tg ratio"
-  play llama-depth-prefill revis-depth llama-depth-generation
+  if [[ -n $llama_batched ]]; then
+    [[ -x $llama_batched ]] || { echo "error: $llama_batched is not an executable llama-batched-bench" >&2; exit 1; }
+    play llama-depth-batched revis-depth
+  else
+    play llama-depth-prefill revis-depth llama-depth-generation
+  fi
   echo
   echo "medians over $rounds rounds at depth $depth (ratios: the median of each round's ratio, and its range)"
   for model in "$@"; do
