@@ -114,7 +114,7 @@ void register_mkmodel(CLI::App& app, int& exit_code) {
   cmd->add_option("--nextn", s.n_nextn_layer, "Multi-token-prediction blocks after the layers (deepseek2, qwen35, qwen35moe)");
   cmd->add_option("--sliding-window", s.sliding_window, "Positions a local layer sees (gemma3, gpt-oss, deepseek4)");
   cmd->add_option("--sliding-pattern", s.sliding_pattern, "Every this many layers one is global (gemma3, gemma4)");
-  cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits, 0 none (gemma3, gemma4)");
+  cmd->add_option("--softcap", s.logit_softcap, "Soft cap of the final logits (gemma3, gemma4); 0 writes none, which gemma3 reads as no cap and gemma4 as 30, as llama.cpp does");
   cmd->add_option("--per-layer-embd", s.n_embd_per_layer, "Per-layer embedding width, 0 none (gemma4)");
   cmd->add_option("--shared-kv-layers", s.shared_kv_layers, "Last layers that read earlier layers' caches (gemma4)");
   cmd->add_flag("--fused-gate-up", s.fused_gate_up_exps,
